@@ -1,0 +1,88 @@
+// Hot paths of the KV-cache manager, as the engine loop runs them every step.
+//   BM_DecodeAppend256: one new token appended to each of 256 running sequences (one decode step).
+//   BM_PrefixLookup8k: longest cached prefix of an 8192-token prompt whose blocks are all cached.
+//   BM_AdmitFree2k: admission of a 2048-token prompt with a half-cached prefix, then its release.
+#include <benchmark/benchmark.h>
+
+#include <numeric>
+#include <vector>
+
+#include "common/check.h"
+#include "kvcache/kv_cache_manager.h"
+
+namespace headroom::kvcache {
+namespace {
+
+std::unique_ptr<KvCacheManager> MakeManager(int32_t num_blocks) {
+  auto kv = KvCacheManager::Create({.num_blocks = num_blocks, .block_size = 16,
+                                    .enable_prefix_caching = true, .watermark_blocks = 0});
+  HR_CHECK(kv.ok());
+  return *std::move(kv);
+}
+
+std::vector<int32_t> Tokens(int32_t n, int32_t seed) {
+  std::vector<int32_t> t(static_cast<size_t>(n));
+  for (int32_t i = 0; i < n; ++i) t[static_cast<size_t>(i)] = (i * 7919 + seed * 104729) % 128256;
+  return t;
+}
+
+void BM_DecodeAppend256(benchmark::State& state) {
+  constexpr int32_t kSeqs = 256;
+  constexpr int32_t kPrompt = 512;
+  constexpr int32_t kSteps = 1024;  // decode steps before the sequences are recycled
+  auto kv = MakeManager(kSeqs * (kPrompt + kSteps) / 16 + kSeqs + 1);
+  auto admit_all = [&] {
+    for (int32_t s = 0; s < kSeqs; ++s) {
+      const std::vector<int32_t> prompt = Tokens(kPrompt, s);
+      HR_CHECK(kv->AddSequence(SequenceId{s}, kv->FindCachedPrefix(prompt), prompt).ok());
+    }
+  };
+  admit_all();
+  int32_t step = 0;
+  int32_t token = 0;
+  for (auto _ : state) {
+    for (int32_t s = 0; s < kSeqs; ++s) {
+      const int32_t sampled = ++token;
+      HR_CHECK(kv->Append(SequenceId{s}, {&sampled, 1}).ok());
+    }
+    if (++step == kSteps) {
+      state.PauseTiming();
+      for (int32_t s = 0; s < kSeqs; ++s) kv->Free(SequenceId{s});
+      admit_all();
+      step = 0;
+      state.ResumeTiming();
+    }
+  }
+  state.SetItemsProcessed(state.iterations() * kSeqs);
+}
+BENCHMARK(BM_DecodeAppend256)->Unit(benchmark::kMicrosecond);
+
+void BM_PrefixLookup8k(benchmark::State& state) {
+  auto kv = MakeManager(1024);
+  const std::vector<int32_t> prompt = Tokens(8192, 1);
+  HR_CHECK(kv->AddSequence(SequenceId{1}, kv->FindCachedPrefix(prompt), prompt).ok());
+  for (auto _ : state) {
+    const PrefixHit hit = kv->FindCachedPrefix(prompt);
+    benchmark::DoNotOptimize(hit.num_cached_tokens);
+  }
+  HR_CHECK(kv->FindCachedPrefix(prompt).num_cached_tokens == 8176);
+}
+BENCHMARK(BM_PrefixLookup8k)->Unit(benchmark::kMicrosecond);
+
+void BM_AdmitFree2k(benchmark::State& state) {
+  auto kv = MakeManager(1024);
+  std::vector<int32_t> prompt = Tokens(2048, 2);
+  HR_CHECK(kv->AddSequence(SequenceId{1}, kv->FindCachedPrefix(prompt), prompt).ok());
+  kv->Free(SequenceId{1});
+  std::fill(prompt.begin() + 1024, prompt.end(), 3);  // second half differs: 1024 cached tokens
+  int64_t id = 2;
+  for (auto _ : state) {
+    const PrefixHit hit = kv->FindCachedPrefix(prompt);
+    HR_CHECK(kv->AddSequence(SequenceId{id}, hit, prompt).ok());
+    kv->Free(SequenceId{id++});
+  }
+}
+BENCHMARK(BM_AdmitFree2k)->Unit(benchmark::kMicrosecond);
+
+}  // namespace
+}  // namespace headroom::kvcache

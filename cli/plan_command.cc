@@ -1,0 +1,167 @@
+#include "cli/plan_command.h"
+
+#include <cmath>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "cli/exit_codes.h"
+#include "common/flags.h"
+#include "common/status_macros.h"
+#include "common/units.h"
+#include "kvcache/memory_planner.h"
+#include "worker/model/model_config.h"
+
+namespace headroom::cli {
+namespace {
+
+// Largest --gpu-memory-gib accepted (1 PiB); the planner refuses more anyway.
+inline constexpr double kMaxGpuMemoryGiB = 1024.0 * 1024.0;
+
+FlagSet MakePlanFlags() {
+  FlagSet flags("headroom plan",
+                "Prints the model's shape and the memory plan of one GPU of a tensor-parallel "
+                "group: budget, weights, activation arena, workspaces, reserves and the KV "
+                "cache that remains (blocks, tokens, concurrency). Refuses (exit 2) with the "
+                "numbers and the settings that would fit. Flags use vLLM's names.");
+  flags.AddString("model", std::nullopt,
+                  "Hugging Face model directory (with config.json) or dummy:<preset>.");
+  flags.AddInt64("tensor-parallel-size", 1, "GPUs in the tensor-parallel group.");
+  flags.AddDouble("gpu-memory-utilization", kvcache::kDefaultGpuMemoryUtilization,
+                  "Share of each GPU's memory headroom may use, in (0, 1].");
+  flags.AddInt64("max-model-len", std::nullopt,
+                 "Longest sequence (prompt + output) in tokens (default: the model's "
+                 "max_position_embeddings).");
+  flags.AddInt64("max-num-seqs", kvcache::kDefaultMaxNumSeqs,
+                 "Most sequences running in one step.");
+  flags.AddInt64("max-num-batched-tokens", kvcache::kDefaultMaxNumBatchedTokens,
+                 "Most tokens in one forward step; longer prompts are prefilled in chunks.");
+  flags.AddInt64("block-size", kvcache::kDefaultBlockSize,
+                 "Tokens per KV-cache block (a power of two, 1 to 256).");
+  flags.AddString("dtype", "auto",
+                  "Weight and activation dtype: auto (the checkpoint's torch_dtype), float16, "
+                  "bfloat16, float32.");
+  flags.AddString("kv-cache-dtype", "auto",
+                  "KV-cache dtype: auto (same as --dtype), float16, bfloat16, float32.");
+  flags.AddDouble("gpu-memory-gib", std::nullopt,
+                  "Memory of one GPU in GiB, e.g. 80 for an H100 80GB (required: `plan` does "
+                  "not look for a GPU).");
+  flags.MarkRequired("model");
+  return flags;
+}
+
+// 1234567 -> "1,234,567".
+std::string Count(int64_t value) {
+  const std::string digits = absl::StrCat(value);
+  std::string out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out.push_back(',');
+    out.push_back(digits[i]);
+  }
+  return out;
+}
+
+kvcache::ModelDims ToModelDims(const worker::ModelConfig& config) {
+  return kvcache::ModelDims{.num_layers = config.num_hidden_layers,
+                            .hidden_size = config.hidden_size,
+                            .intermediate_size = config.intermediate_size,
+                            .num_attention_heads = config.num_attention_heads,
+                            .num_kv_heads = config.num_key_value_heads,
+                            .head_dim = config.head_dim,
+                            .vocab_size = config.vocab_size,
+                            .max_position_embeddings = config.max_position_embeddings,
+                            .tie_word_embeddings = config.tie_word_embeddings,
+                            .qkv_bias = config.qkv_bias,
+                            .o_proj_bias = config.o_proj_bias,
+                            .mlp_bias = config.mlp_bias};
+}
+
+absl::StatusOr<worker::DType> DTypeFlag(const FlagSet& flags, const char* name,
+                                        worker::DType auto_dtype) {
+  const std::string value = *flags.GetString(name);
+  absl::StatusOr<worker::DType> dtype = worker::ResolveDType(value, auto_dtype);
+  if (!dtype.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("--", name, ": ", dtype.status().message()));
+  }
+  return dtype;
+}
+
+std::string ModelSummary(const worker::ModelConfig& c, worker::DType dtype,
+                         worker::DType kv_dtype) {
+  std::string summary = absl::StrFormat("Model %s (%s)\n", c.source, c.architecture);
+  absl::StrAppendFormat(&summary, "  layers %d, hidden %d, intermediate %d, vocab %d (%s)\n",
+                        c.num_hidden_layers, c.hidden_size, c.intermediate_size, c.vocab_size,
+                        c.tie_word_embeddings ? "tied LM head" : "untied LM head");
+  absl::StrAppendFormat(&summary, "  attention: %d heads, %d KV heads, head_dim %d%s\n",
+                        c.num_attention_heads, c.num_key_value_heads, c.head_dim,
+                        c.qkv_bias ? ", q/k/v bias" : "");
+  absl::StrAppendFormat(&summary, "  max_position_embeddings %d, rope_theta %g%s\n",
+                        c.max_position_embeddings, c.rope_theta,
+                        c.rope_scaling ? absl::StrFormat(", llama3 rope scaling x%g",
+                                                         c.rope_scaling->factor)
+                                       : std::string());
+  absl::StrAppendFormat(
+      &summary, "  parameters %s; weights %s, KV cache %s (checkpoint %s)\n",
+      Count(kvcache::WeightParamsPerRank(ToModelDims(c), 1)), worker::DTypeName(dtype),
+      worker::DTypeName(kv_dtype), worker::DTypeName(c.torch_dtype));
+  return summary;
+}
+
+absl::StatusOr<std::string> Plan(const FlagSet& flags) {
+  HR_ASSIGN_OR_RETURN(const worker::ModelConfig config,
+                      worker::LoadModelConfig(*flags.GetString("model")));
+  HR_ASSIGN_OR_RETURN(const worker::DType dtype, DTypeFlag(flags, "dtype", config.torch_dtype));
+  HR_ASSIGN_OR_RETURN(const worker::DType kv_dtype, DTypeFlag(flags, "kv-cache-dtype", dtype));
+
+  const std::optional<double> gpu_memory_gib = flags.GetDouble("gpu-memory-gib");
+  if (!gpu_memory_gib) {
+    return absl::InvalidArgumentError(
+        "no GPU visible; pass --gpu-memory-gib with the memory of one GPU in GiB (e.g. 80 for "
+        "an H100 80GB, 24 for an L4 or RTX 4090)");
+  }
+  if (!(*gpu_memory_gib > 0 && *gpu_memory_gib <= kMaxGpuMemoryGiB)) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "--gpu-memory-gib must be in (0, %g], got %g", kMaxGpuMemoryGiB, *gpu_memory_gib));
+  }
+
+  kvcache::MemoryPlanInput input;
+  input.model = ToModelDims(config);
+  input.weight_dtype_bytes = worker::DTypeBytes(dtype);
+  input.kv_cache_dtype_bytes = worker::DTypeBytes(kv_dtype);
+  input.tensor_parallel_size = *flags.GetInt64("tensor-parallel-size");
+  input.block_size = *flags.GetInt64("block-size");
+  input.max_model_len = flags.GetInt64("max-model-len").value_or(config.max_position_embeddings);
+  input.max_num_seqs = *flags.GetInt64("max-num-seqs");
+  input.max_num_batched_tokens = *flags.GetInt64("max-num-batched-tokens");
+  input.gpu_memory_utilization = *flags.GetDouble("gpu-memory-utilization");
+  input.device_memory_bytes =
+      static_cast<int64_t>(std::llround(*gpu_memory_gib * static_cast<double>(kGiB)));
+
+  HR_ASSIGN_OR_RETURN(const kvcache::MemoryPlan plan, kvcache::PlanMemory(input));
+  return absl::StrCat(ModelSummary(config, dtype, kv_dtype), "\n", kvcache::FormatPlan(plan));
+}
+
+}  // namespace
+
+int RunPlanCommand(absl::Span<const std::string_view> args, std::ostream& out, std::ostream& err) {
+  FlagSet flags = MakePlanFlags();
+  if (const absl::Status parsed = flags.Parse(args); !parsed.ok()) {
+    err << "error: " << parsed.message() << "\n";
+    return kExitRefused;
+  }
+  if (flags.help_requested()) {
+    out << flags.Usage();
+    return kExitOk;
+  }
+  const absl::StatusOr<std::string> plan = Plan(flags);
+  if (!plan.ok()) {
+    err << "error: " << plan.status().message() << "\n";
+    return kExitRefused;
+  }
+  out << *plan;
+  return kExitOk;
+}
+
+}  // namespace headroom::cli

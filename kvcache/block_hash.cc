@@ -1,0 +1,43 @@
+#include "kvcache/block_hash.h"
+
+#include <xxhash.h>
+
+#include <array>
+#include <cstring>
+#include <vector>
+
+namespace headroom::kvcache {
+namespace {
+
+// Root of unsalted sequences: an arbitrary fixed value (not the hash of any salt).
+constexpr BlockHash kUnsaltedRoot{0x6865616472'6f6f6dULL, 0x9e3779b97f4a7c15ULL};
+
+// Parent hash and token ids hashed as one contiguous buffer; block sizes up to this many tokens
+// use a stack buffer, larger ones a heap buffer.
+constexpr size_t kStackTokens = 256;
+
+BlockHash FromXxh(XXH128_hash_t h) { return BlockHash{h.low64, h.high64}; }
+
+}  // namespace
+
+BlockHash RootBlockHash(std::string_view salt) {
+  if (salt.empty()) return kUnsaltedRoot;
+  return FromXxh(XXH3_128bits(salt.data(), salt.size()));
+}
+
+BlockHash HashBlock(const BlockHash& parent, absl::Span<const int32_t> token_ids) {
+  const size_t bytes = sizeof(BlockHash) + token_ids.size() * sizeof(int32_t);
+  auto hash_buffer = [&](unsigned char* buffer) {
+    std::memcpy(buffer, &parent, sizeof(BlockHash));
+    std::memcpy(buffer + sizeof(BlockHash), token_ids.data(), token_ids.size() * sizeof(int32_t));
+    return FromXxh(XXH3_128bits(buffer, bytes));
+  };
+  if (token_ids.size() <= kStackTokens) {
+    std::array<unsigned char, sizeof(BlockHash) + kStackTokens * sizeof(int32_t)> buffer;
+    return hash_buffer(buffer.data());
+  }
+  std::vector<unsigned char> buffer(bytes);
+  return hash_buffer(buffer.data());
+}
+
+}  // namespace headroom::kvcache

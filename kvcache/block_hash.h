@@ -1,0 +1,40 @@
+// Content hashes of full KV blocks, chained so that a block's hash identifies its whole prefix.
+//
+//   hash(block i) = XXH3-128(hash(block i-1) || token ids of block i)
+//   hash(block -1) = the root: XXH3-128 of the cache salt, or a fixed constant without a salt.
+//
+// 128 bits make an accidental collision (which would serve one prompt another prompt's KV)
+// negligible: ~2^-64 even after 2^32 cached blocks. A salt isolates tenants: the same tokens under
+// different salts never share blocks.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+#include <type_traits>
+
+#include "absl/types/span.h"
+
+namespace headroom::kvcache {
+
+struct BlockHash {
+  uint64_t low = 0;
+  uint64_t high = 0;
+
+  friend bool operator==(const BlockHash&, const BlockHash&) = default;
+
+  template <typename H>
+  friend H AbslHashValue(H h, const BlockHash& hash) {
+    // Already uniformly distributed: the low word alone is a good hash table key.
+    return H::combine(std::move(h), hash.low);
+  }
+};
+
+static_assert(sizeof(BlockHash) == 16 && std::is_trivially_copyable_v<BlockHash>);
+
+// The parent hash of a sequence's first block, derived from its cache salt ("" = no salt).
+[[nodiscard]] BlockHash RootBlockHash(std::string_view salt);
+
+// The hash of a full block with the given parent hash and token ids.
+[[nodiscard]] BlockHash HashBlock(const BlockHash& parent, absl::Span<const int32_t> token_ids);
+
+}  // namespace headroom::kvcache

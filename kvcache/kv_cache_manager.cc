@@ -1,0 +1,237 @@
+#include "kvcache/kv_cache_manager.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "common/check.h"
+
+namespace headroom::kvcache {
+
+absl::StatusOr<std::unique_ptr<KvCacheManager>> KvCacheManager::Create(
+    const KvCacheConfig& config) {
+  if (config.num_blocks < 2) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "num_blocks must be at least 2 (the null block and one usable block), got ",
+        config.num_blocks));
+  }
+  if (config.block_size < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("block_size must be positive, got ", config.block_size));
+  }
+  if (config.watermark_blocks < 0 || config.watermark_blocks >= config.num_blocks - 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("watermark_blocks must be in [0, ", config.num_blocks - 1, "), got ",
+                     config.watermark_blocks));
+  }
+  return std::unique_ptr<KvCacheManager>(new KvCacheManager(config));
+}
+
+KvCacheManager::KvCacheManager(const KvCacheConfig& config)
+    : config_(config), pool_(config.num_blocks, config.enable_prefix_caching) {}
+
+int32_t KvCacheManager::BlocksForTokens(int64_t num_tokens) const {
+  return static_cast<int32_t>((num_tokens + config_.block_size - 1) / config_.block_size);
+}
+
+const KvCacheManager::Sequence& KvCacheManager::Get(SequenceId seq) const {
+  auto it = sequences_.find(seq);
+  HR_CHECK_MSG(it != sequences_.end(), "unknown sequence");
+  return it->second;
+}
+
+absl::Span<const BlockId> KvCacheManager::BlockTable(SequenceId seq) const {
+  return Get(seq).blocks;
+}
+
+int32_t KvCacheManager::NumTokens(SequenceId seq) const { return Get(seq).num_tokens; }
+
+PrefixHit KvCacheManager::FindCachedPrefix(absl::Span<const int32_t> prompt,
+                                           std::string_view cache_salt) const {
+  PrefixHit hit;
+  hit.next_parent = RootBlockHash(cache_salt);
+  hit.num_query_tokens = static_cast<int32_t>(prompt.size());
+  if (!config_.enable_prefix_caching || prompt.empty()) return hit;
+  const size_t block_size = static_cast<size_t>(config_.block_size);
+  // The last prompt token is always computed, so at most (size - 1) tokens can be served.
+  const size_t max_blocks = (prompt.size() - 1) / block_size;
+  for (size_t i = 0; i < max_blocks; ++i) {
+    const BlockHash hash = HashBlock(hit.next_parent, prompt.subspan(i * block_size, block_size));
+    const std::optional<BlockId> block = pool_.Lookup(hash);
+    if (!block) break;
+    hit.blocks.push_back(*block);
+    hit.hashes.push_back(hash);
+    hit.next_parent = hash;
+  }
+  hit.num_cached_tokens = static_cast<int32_t>(hit.blocks.size() * block_size);
+  return hit;
+}
+
+int32_t KvCacheManager::BlocksToAdmit(const PrefixHit& hit, int32_t num_tokens) const {
+  int32_t revived = 0;
+  for (const BlockId block : hit.blocks) revived += pool_.ref_count(block) == 0 ? 1 : 0;
+  const int32_t total = BlocksForTokens(std::max(num_tokens, hit.num_cached_tokens));
+  return total - static_cast<int32_t>(hit.blocks.size()) + revived;
+}
+
+bool KvCacheManager::CanAdmit(int32_t blocks) const {
+  return blocks + config_.watermark_blocks <= pool_.num_free_blocks();
+}
+
+int32_t KvCacheManager::BlocksToAppend(SequenceId seq, int32_t num_new_tokens) const {
+  return NewBlocksFor(Get(seq), num_new_tokens);
+}
+
+int32_t KvCacheManager::NewBlocksFor(const Sequence& s, int32_t num_new_tokens) const {
+  const int64_t tokens = int64_t{s.num_tokens} + num_new_tokens;
+  const int64_t capacity = static_cast<int64_t>(s.blocks.size()) * config_.block_size;
+  if (tokens <= capacity) return 0;  // the common decode case, without a division
+  return BlocksForTokens(tokens) - static_cast<int32_t>(s.blocks.size());
+}
+
+absl::Status KvCacheManager::AddSequence(SequenceId seq, const PrefixHit& hit,
+                                         absl::Span<const int32_t> tokens) {
+  if (tokens.size() < static_cast<size_t>(hit.num_cached_tokens)) {
+    return absl::InvalidArgumentError(absl::StrCat("admitting ", tokens.size(),
+                                                   " tokens with a prefix hit of ",
+                                                   hit.num_cached_tokens, " tokens"));
+  }
+  if (sequences_.contains(seq)) {
+    return absl::FailedPreconditionError(absl::StrCat("sequence ", seq.value(), " exists"));
+  }
+  HR_CHECK(hit.blocks.size() == hit.hashes.size());
+  for (size_t i = 0; i < hit.blocks.size(); ++i) {
+    if (pool_.hash(hit.blocks[i]) != hit.hashes[i]) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "prefix hit is stale: block ", hit.blocks[i].value(), " was evicted; look up again"));
+    }
+  }
+  const absl::Span<const int32_t> new_tokens =
+      tokens.subspan(static_cast<size_t>(hit.num_cached_tokens));
+  const int32_t needed = BlocksToAdmit(hit, static_cast<int32_t>(tokens.size()));
+  if (!CanAdmit(needed)) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "admitting ", tokens.size(), " tokens needs ", needed, " free KV blocks plus the watermark of ",
+        config_.watermark_blocks, "; ", pool_.num_free_blocks(), " are free"));
+  }
+  // Revive the hit blocks before allocating, so allocation cannot evict one of them.
+  for (const BlockId block : hit.blocks) pool_.Touch(block);
+  Sequence& s = sequences_[seq];
+  s.blocks = hit.blocks;
+  s.parent_hash = hit.next_parent;
+  s.num_tokens = hit.num_cached_tokens;
+  s.num_full_blocks = static_cast<int32_t>(hit.blocks.size());
+  total_tokens_ += s.num_tokens;
+  total_slots_ += s.num_tokens;
+  prefix_queries_ += hit.num_query_tokens;
+  prefix_hits_ += hit.num_cached_tokens;
+  const int32_t new_blocks = NewBlocksFor(s, static_cast<int32_t>(new_tokens.size()));
+  HR_CHECK(pool_.Allocate(new_blocks, &s.blocks).ok());
+  total_slots_ += int64_t{new_blocks} * config_.block_size;
+  FillSlots(s, new_tokens);
+  return absl::OkStatus();
+}
+
+absl::Status KvCacheManager::Append(SequenceId seq, absl::Span<const int32_t> new_tokens) {
+  auto it = sequences_.find(seq);
+  if (it == sequences_.end()) {
+    return absl::NotFoundError(absl::StrCat("sequence ", seq.value(), " holds no KV blocks"));
+  }
+  Sequence& s = it->second;
+  const int32_t new_blocks = NewBlocksFor(s, static_cast<int32_t>(new_tokens.size()));
+  if (new_blocks > 0) {
+    if (new_blocks > pool_.num_free_blocks()) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "appending ", new_tokens.size(), " tokens to sequence ", seq.value(), " needs ",
+          new_blocks, " KV blocks; ", pool_.num_free_blocks(), " are free"));
+    }
+    HR_CHECK(pool_.Allocate(new_blocks, &s.blocks).ok());
+    total_slots_ += int64_t{new_blocks} * config_.block_size;
+  }
+  FillSlots(s, new_tokens);
+  return absl::OkStatus();
+}
+
+void KvCacheManager::FillSlots(Sequence& s, absl::Span<const int32_t> tokens) {
+  s.num_tokens += static_cast<int32_t>(tokens.size());
+  total_tokens_ += static_cast<int64_t>(tokens.size());
+  if (!config_.enable_prefix_caching) return;
+  const size_t block_size = static_cast<size_t>(config_.block_size);
+  while (!tokens.empty()) {
+    const size_t take = std::min(tokens.size(), block_size - s.tail_tokens.size());
+    s.tail_tokens.insert(s.tail_tokens.end(), tokens.begin(),
+                         tokens.begin() + static_cast<std::ptrdiff_t>(take));
+    tokens.remove_prefix(take);
+    if (s.tail_tokens.size() == block_size) {
+      s.parent_hash = HashBlock(s.parent_hash, s.tail_tokens);
+      pool_.Cache(s.blocks[static_cast<size_t>(s.num_full_blocks)], s.parent_hash);
+      s.tail_tokens.clear();
+      ++s.num_full_blocks;
+    }
+  }
+}
+
+bool KvCacheManager::Free(SequenceId seq) {
+  auto it = sequences_.find(seq);
+  if (it == sequences_.end()) return false;
+  Sequence& s = it->second;
+  std::reverse(s.blocks.begin(), s.blocks.end());
+  pool_.Free(s.blocks);
+  total_tokens_ -= s.num_tokens;
+  total_slots_ -= static_cast<int64_t>(s.blocks.size()) * config_.block_size;
+  sequences_.erase(it);
+  return true;
+}
+
+KvCacheStats KvCacheManager::Stats() const {
+  KvCacheStats stats;
+  stats.num_usable_blocks = pool_.num_usable_blocks();
+  stats.num_free_blocks = pool_.num_free_blocks();
+  stats.num_evictable_blocks = pool_.num_evictable_blocks();
+  stats.num_used_blocks = pool_.num_used_blocks();
+  stats.usage = static_cast<double>(stats.num_used_blocks) /
+                static_cast<double>(stats.num_usable_blocks);
+  stats.num_sequences = static_cast<int32_t>(sequences_.size());
+  stats.num_tokens = total_tokens_;
+  stats.internal_waste_slots = total_slots_ - total_tokens_;
+  stats.prefix_queries = prefix_queries_;
+  stats.prefix_hits = prefix_hits_;
+  return stats;
+}
+
+absl::Status KvCacheManager::CheckInvariants() const {
+  if (absl::Status status = pool_.CheckInvariants(); !status.ok()) return status;
+  std::vector<int32_t> refs(static_cast<size_t>(pool_.num_blocks()), 0);
+  int64_t tokens = 0;
+  int64_t slots = 0;
+  for (const auto& [id, s] : sequences_) {
+    if (BlocksForTokens(s.num_tokens) != static_cast<int32_t>(s.blocks.size())) {
+      return absl::InternalError(absl::StrCat("sequence ", id.value(), " holds ", s.num_tokens,
+                                              " tokens in ", s.blocks.size(), " blocks"));
+    }
+    if (config_.enable_prefix_caching &&
+        static_cast<int32_t>(s.tail_tokens.size()) != s.num_tokens % config_.block_size) {
+      return absl::InternalError(absl::StrCat("sequence ", id.value(), " tail holds ",
+                                              s.tail_tokens.size(), " tokens"));
+    }
+    for (const BlockId block : s.blocks) {
+      if (block == kNullBlockId) return absl::InternalError("null block in a block table");
+      ++refs[static_cast<size_t>(block.value())];
+    }
+    tokens += s.num_tokens;
+    slots += static_cast<int64_t>(s.blocks.size()) * config_.block_size;
+  }
+  for (int32_t b = 1; b < pool_.num_blocks(); ++b) {
+    if (refs[static_cast<size_t>(b)] != pool_.ref_count(BlockId{b})) {
+      return absl::InternalError(absl::StrCat("block ", b, " is in ", refs[static_cast<size_t>(b)],
+                                              " tables but has ref_count ",
+                                              pool_.ref_count(BlockId{b})));
+    }
+  }
+  if (tokens != total_tokens_ || slots != total_slots_) {
+    return absl::InternalError(absl::StrCat("token/slot counters ", total_tokens_, "/",
+                                            total_slots_, " but tables hold ", tokens, "/", slots));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace headroom::kvcache

@@ -1,0 +1,255 @@
+// Runs the real `headroom` binary (path compiled in as HEADROOM_BINARY) and checks its exit
+// status, stdout and stderr.
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+extern char** environ;
+
+namespace headroom {
+namespace {
+
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using ::testing::Not;
+using ::testing::StartsWith;
+
+struct RunResult {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string ReadFile(const std::filesystem::path& path) {
+  std::ifstream file(path);
+  std::stringstream text;
+  text << file.rdbuf();
+  return text.str();
+}
+
+// Runs `headroom args...` with stdout and stderr captured into files.
+RunResult RunHeadroom(const std::vector<std::string>& args) {
+  const std::filesystem::path dir = std::filesystem::path(::testing::TempDir()) /
+                                    absl::StrCat("headroom_cli_", getpid());
+  std::filesystem::create_directories(dir);
+  const std::string out_path = (dir / "stdout").string();
+  const std::string err_path = (dir / "stderr").string();
+
+  std::vector<std::string> argv_storage = {HEADROOM_BINARY};
+  argv_storage.insert(argv_storage.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (std::string& arg : argv_storage) argv.push_back(arg.data());
+  argv.push_back(nullptr);
+
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, out_path.c_str(),
+                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, err_path.c_str(),
+                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  pid_t pid = 0;
+  RunResult result;
+  const int spawned = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  EXPECT_EQ(spawned, 0) << "cannot start " << HEADROOM_BINARY;
+  if (spawned != 0) return result;
+  int status = 0;
+  EXPECT_EQ(waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFEXITED(status)) << "headroom did not exit normally (crashed?)";
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  result.out = ReadFile(out_path);
+  result.err = ReadFile(err_path);
+  std::filesystem::remove_all(dir);
+  return result;
+}
+
+// A refusal: exit 2, nothing on stdout, stderr starts with "error: ".
+void ExpectRefused(const RunResult& result) {
+  EXPECT_EQ(result.exit_code, 2) << result.out << result.err;
+  EXPECT_THAT(result.out, IsEmpty());
+  EXPECT_THAT(result.err, StartsWith("error: "));
+}
+
+TEST(HeadroomCliTest, HelpListsSubcommands) {
+  const RunResult result = RunHeadroom({"--help"});
+  EXPECT_EQ(result.exit_code, 0);
+  EXPECT_THAT(result.out, AllOf(HasSubstr("usage: headroom <command> [flags]"),
+                                HasSubstr("plan"), HasSubstr("memory plan")));
+}
+
+TEST(HeadroomCliTest, NoCommandIsAUsageError) {
+  const RunResult result = RunHeadroom({});
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_THAT(result.err, AllOf(StartsWith("error: no command given"),
+                                HasSubstr("usage: headroom <command>")));
+}
+
+TEST(HeadroomCliTest, UnknownCommandPrintsUsage) {
+  const RunResult result = RunHeadroom({"serve", "--model", "dummy:tiny"});
+  ExpectRefused(result);
+  EXPECT_THAT(result.err, AllOf(HasSubstr("unknown command \"serve\""),
+                                HasSubstr("usage: headroom <command>")));
+}
+
+TEST(HeadroomCliTest, PlanHelpListsFlagsWithVllmNames) {
+  const RunResult result = RunHeadroom({"plan", "--help"});
+  EXPECT_EQ(result.exit_code, 0);
+  for (const char* flag : {"--model STRING", "--tensor-parallel-size INT",
+                           "--gpu-memory-utilization FLOAT", "--max-model-len INT",
+                           "--max-num-seqs INT", "--max-num-batched-tokens INT",
+                           "--block-size INT", "--dtype STRING", "--kv-cache-dtype STRING",
+                           "--gpu-memory-gib FLOAT"}) {
+    EXPECT_THAT(result.out, HasSubstr(flag));
+  }
+  EXPECT_THAT(result.out, AllOf(HasSubstr("(default: 0.9)"), HasSubstr("(default: 16)"),
+                                HasSubstr("(default: 256)"), HasSubstr("(default: 8192)")));
+}
+
+TEST(HeadroomCliTest, Llama3_8BOn80GiBFits) {
+  const RunResult result = RunHeadroom(
+      {"plan", "--model", "dummy:llama-3-8b", "--gpu-memory-gib", "80", "--max-model-len", "8192"});
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_THAT(result.err, IsEmpty());
+  EXPECT_THAT(result.out,
+              AllOf(HasSubstr("Model dummy:llama-3-8b (LlamaForCausalLM)"),
+                    HasSubstr("8,030,261,248"), HasSubstr("80.00 GiB"), HasSubstr("72.00 GiB"),
+                    HasSubstr("14.96 GiB"), HasSubstr("KV per token"), HasSubstr("128.00 KiB"),
+                    HasSubstr("27,652"), HasSubstr("442,416"),
+                    HasSubstr("max concurrency @ 8192 tokens"), HasSubstr("54.01x"),
+                    HasSubstr("max concurrency @ 1024 tokens"), HasSubstr("432.05x")));
+}
+
+TEST(HeadroomCliTest, Llama3_8BAt128kOn24GiBIsRefusedWithFixes) {
+  const RunResult result = RunHeadroom({"plan", "--model", "dummy:llama-3-8b", "--gpu-memory-gib",
+                                        "24", "--max-model-len", "131072"});
+  ExpectRefused(result);
+  EXPECT_THAT(result.err,
+              AllOf(HasSubstr("cannot hold one sequence of --max-model-len 131072 tokens"),
+                    HasSubstr("needed 16.00 GiB KV cache per GPU"), HasSubstr("available 3.54 GiB"),
+                    HasSubstr("--max-model-len 8192 (the model's max_position_embeddings"),
+                    HasSubstr("--gpu-memory-utilization: no value <= 1.00 fits"),
+                    HasSubstr("--tensor-parallel-size 2 (the smallest that fits"),
+                    HasSubstr("exceeds the model's max_position_embeddings (8192)")));
+}
+
+TEST(HeadroomCliTest, Llama3_70BWeightsDoNotFitOneGpu) {
+  const RunResult result = RunHeadroom({"plan", "--model", "dummy:llama-3-70b",
+                                        "--gpu-memory-gib", "80", "--tensor-parallel-size", "1"});
+  ExpectRefused(result);
+  EXPECT_THAT(result.err,
+              AllOf(HasSubstr("the model's weights do not fit: 131.42 GiB per GPU"),
+                    HasSubstr("72.00 GiB budget"), HasSubstr("--tensor-parallel-size 2")));
+}
+
+TEST(HeadroomCliTest, TensorParallelThreeCannotShardLlama3_8B) {
+  const RunResult result = RunHeadroom({"plan", "--model", "dummy:llama-3-8b", "--gpu-memory-gib",
+                                        "80", "--tensor-parallel-size", "3"});
+  ExpectRefused(result);
+  EXPECT_THAT(result.err, AllOf(HasSubstr("--tensor-parallel-size 3 cannot shard this model"),
+                                HasSubstr("Valid sizes for this model: 1, 2, 4, 8, 16, 32")));
+}
+
+TEST(HeadroomCliTest, UtilizationOutOfRange) {
+  for (const char* util : {"0", "1.5"}) {
+    const RunResult result = RunHeadroom({"plan", "--model", "dummy:llama-3-8b",
+                                          "--gpu-memory-gib", "80",
+                                          "--gpu-memory-utilization", util});
+    ExpectRefused(result);
+    EXPECT_THAT(result.err, HasSubstr(absl::StrCat("--gpu-memory-utilization must be in (0, 1], "
+                                                   "got ", util)));
+  }
+}
+
+TEST(HeadroomCliTest, MalformedUtilization) {
+  const RunResult result = RunHeadroom({"plan", "--model", "dummy:llama-3-8b", "--gpu-memory-gib",
+                                        "80", "--gpu-memory-utilization", "1.5x"});
+  ExpectRefused(result);
+  EXPECT_THAT(result.err,
+              HasSubstr("invalid value \"1.5x\" for --gpu-memory-utilization: expected a number"));
+}
+
+TEST(HeadroomCliTest, BlockSizeZero) {
+  const RunResult result = RunHeadroom({"plan", "--model", "dummy:llama-3-8b", "--gpu-memory-gib",
+                                        "80", "--block-size", "0"});
+  ExpectRefused(result);
+  EXPECT_THAT(result.err, HasSubstr("--block-size must be a power of two from 1 to 256"));
+}
+
+TEST(HeadroomCliTest, MissingModelDirectory) {
+  const RunResult result =
+      RunHeadroom({"plan", "--model", "/nonexistent", "--gpu-memory-gib", "80"});
+  ExpectRefused(result);
+  EXPECT_THAT(result.err, HasSubstr("model directory \"/nonexistent\" does not exist"));
+}
+
+TEST(HeadroomCliTest, MalformedConfigJson) {
+  const std::filesystem::path dir =
+      std::filesystem::path(::testing::TempDir()) / absl::StrCat("headroom_bad_model_", getpid());
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "config.json") << "{\"architectures\": [\"LlamaForCausalLM\"],\n";
+  const RunResult result =
+      RunHeadroom({"plan", "--model", dir.string(), "--gpu-memory-gib", "80"});
+  std::filesystem::remove_all(dir);
+  ExpectRefused(result);
+  EXPECT_THAT(result.err, AllOf(HasSubstr((dir / "config.json").string()),
+                                HasSubstr("malformed JSON"), HasSubstr("line 2")));
+}
+
+TEST(HeadroomCliTest, UnknownFlag) {
+  const RunResult result = RunHeadroom(
+      {"plan", "--model", "dummy:llama-3-8b", "--gpu-memory-gib", "80", "--max-model-length", "8"});
+  ExpectRefused(result);
+  EXPECT_THAT(result.err, AllOf(HasSubstr("unknown flag --max-model-length"),
+                                HasSubstr("did you mean --max-model-len?")));
+}
+
+TEST(HeadroomCliTest, MissingModel) {
+  const RunResult result = RunHeadroom({"plan", "--gpu-memory-gib", "80"});
+  ExpectRefused(result);
+  EXPECT_THAT(result.err, HasSubstr("missing required flag --model"));
+}
+
+TEST(HeadroomCliTest, MissingGpuMemory) {
+  const RunResult result = RunHeadroom({"plan", "--model", "dummy:llama-3-8b"});
+  ExpectRefused(result);
+  EXPECT_THAT(result.err, HasSubstr("no GPU visible; pass --gpu-memory-gib"));
+}
+
+TEST(HeadroomCliTest, BadDtypeNamesTheFlag) {
+  const RunResult result = RunHeadroom({"plan", "--model", "dummy:llama-3-8b", "--gpu-memory-gib",
+                                        "80", "--kv-cache-dtype", "fp8"});
+  ExpectRefused(result);
+  EXPECT_THAT(result.err, HasSubstr("--kv-cache-dtype: unsupported dtype \"fp8\""));
+}
+
+TEST(HeadroomCliTest, DtypeAndTensorParallelChangeThePlan) {
+  const RunResult result =
+      RunHeadroom({"plan", "--model", "dummy:llama-3-8b", "--gpu-memory-gib", "80",
+                   "--tensor-parallel-size", "2", "--dtype", "float32", "--kv-cache-dtype",
+                   "bf16"});
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  // fp32 weights but bf16 KV: 2 x 32 layers x 4 KV heads x 128 x 2 bytes = 64 KiB per token.
+  EXPECT_THAT(result.out, AllOf(HasSubstr("weights float32, KV cache bfloat16"),
+                                HasSubstr("64.00 KiB"), HasSubstr("tensor parallel size 2")));
+}
+
+TEST(HeadroomCliTest, TinyPresetDefaultsToItsMaxPositions) {
+  const RunResult result = RunHeadroom({"plan", "--model", "dummy:tiny", "--gpu-memory-gib", "8"});
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_THAT(result.out, AllOf(HasSubstr("max model len 2048"), Not(HasSubstr("error"))));
+}
+
+}  // namespace
+}  // namespace headroom

@@ -1,0 +1,671 @@
+// Memory planner tests. Expected values are computed here from first principles (published
+// parameter counts, the documented buffer list), never by calling the planner's own helpers.
+#include "kvcache/memory_planner.h"
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace headroom::kvcache {
+namespace {
+
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+// Published config.json shapes.
+ModelDims Llama3_8B() {
+  return {.num_layers = 32, .hidden_size = 4096, .intermediate_size = 14336,
+          .num_attention_heads = 32, .num_kv_heads = 8, .head_dim = 128, .vocab_size = 128256,
+          .max_position_embeddings = 8192};
+}
+ModelDims Llama31_8B() {
+  ModelDims dims = Llama3_8B();
+  dims.max_position_embeddings = 131072;
+  return dims;
+}
+ModelDims Llama3_70B() {
+  return {.num_layers = 80, .hidden_size = 8192, .intermediate_size = 28672,
+          .num_attention_heads = 64, .num_kv_heads = 8, .head_dim = 128, .vocab_size = 128256,
+          .max_position_embeddings = 8192};
+}
+ModelDims Llama2_7B() {
+  return {.num_layers = 32, .hidden_size = 4096, .intermediate_size = 11008,
+          .num_attention_heads = 32, .num_kv_heads = 32, .head_dim = 128, .vocab_size = 32000,
+          .max_position_embeddings = 4096};
+}
+ModelDims Mistral7B() {
+  return {.num_layers = 32, .hidden_size = 4096, .intermediate_size = 14336,
+          .num_attention_heads = 32, .num_kv_heads = 8, .head_dim = 128, .vocab_size = 32000,
+          .max_position_embeddings = 32768};
+}
+ModelDims Qwen2_7B() {
+  return {.num_layers = 28, .hidden_size = 3584, .intermediate_size = 18944,
+          .num_attention_heads = 28, .num_kv_heads = 4, .head_dim = 128, .vocab_size = 152064,
+          .max_position_embeddings = 131072, .qkv_bias = true};
+}
+
+// Published parameter counts (Hugging Face safetensors metadata / model cards).
+constexpr int64_t kLlama3_8BParams = 8'030'261'248;
+constexpr int64_t kLlama3_70BParams = 70'553'706'496;
+constexpr int64_t kLlama2_7BParams = 6'738'415'616;
+constexpr int64_t kMistral7BParams = 7'241'732'096;
+constexpr int64_t kQwen2_7BParams = 7'615'616'512;
+
+constexpr int64_t GiBBytes(double gib) {
+  return static_cast<int64_t>(gib * static_cast<double>(kGiB));
+}
+
+MemoryPlanInput Input(const ModelDims& dims, double device_gib, int64_t max_model_len) {
+  MemoryPlanInput input;
+  input.model = dims;
+  input.device_memory_bytes = GiBBytes(device_gib);
+  input.max_model_len = max_model_len;
+  return input;
+}
+
+MemoryPlan MustPlan(const MemoryPlanInput& input) {
+  absl::StatusOr<MemoryPlan> plan = PlanMemory(input);
+  EXPECT_TRUE(plan.ok()) << plan.status();
+  return plan.ok() ? *plan : MemoryPlan{};
+}
+
+std::string Gib2(int64_t bytes) {
+  return absl::StrFormat("%.2f GiB", static_cast<double>(bytes) / static_cast<double>(kGiB));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Exact arithmetic.
+
+TEST(MemoryPlannerTest, Llama3_8BKvPerTokenIs128KiB) {
+  const MemoryPlan plan = MustPlan(Input(Llama3_8B(), 80, 8192));
+  // 2 (K and V) x 32 layers x 8 KV heads x 128 head_dim x 2 bytes.
+  EXPECT_EQ(plan.kv_bytes_per_token, 131072);
+  EXPECT_EQ(plan.kv_bytes_per_block, 16 * 131072);
+  EXPECT_EQ(plan.kv_heads_per_rank, 8);
+}
+
+TEST(MemoryPlannerTest, Llama2_7BKvPerTokenIs512KiB) {
+  const MemoryPlan plan = MustPlan(Input(Llama2_7B(), 80, 4096));
+  // MHA: 2 x 32 x 32 x 128 x 2 bytes.
+  EXPECT_EQ(plan.kv_bytes_per_token, 524288);
+}
+
+TEST(MemoryPlannerTest, WeightsMatchPublishedParameterCounts) {
+  struct Case {
+    const char* name;
+    ModelDims dims;
+    int64_t params;
+  };
+  for (const Case& c : {Case{"llama-3-8b", Llama3_8B(), kLlama3_8BParams},
+                        Case{"llama-3-70b", Llama3_70B(), kLlama3_70BParams},
+                        Case{"llama-2-7b", Llama2_7B(), kLlama2_7BParams},
+                        Case{"mistral-7b", Mistral7B(), kMistral7BParams},
+                        Case{"qwen2-7b", Qwen2_7B(), kQwen2_7BParams}}) {
+    MemoryPlanInput input = Input(c.dims, 1024, 4096);  // Big enough for all of them.
+    const MemoryPlan plan = MustPlan(input);
+    EXPECT_EQ(plan.weight_params_per_rank, c.params) << c.name;
+    EXPECT_EQ(plan.weights_bytes, c.params * 2) << c.name;
+
+    input.weight_dtype_bytes = 4;
+    EXPECT_EQ(MustPlan(input).weights_bytes, c.params * 4) << c.name << " fp32";
+  }
+}
+
+TEST(MemoryPlannerTest, TiedEmbeddingsAreStoredOnce) {
+  ModelDims dims = Llama3_8B();
+  dims.tie_word_embeddings = true;
+  const MemoryPlan plan = MustPlan(Input(dims, 80, 8192));
+  EXPECT_EQ(plan.weight_params_per_rank, kLlama3_8BParams - 128256 * 4096);
+}
+
+TEST(MemoryPlannerTest, BiasesAreCounted) {
+  ModelDims dims = Llama3_8B();
+  dims.qkv_bias = true;
+  dims.o_proj_bias = true;
+  dims.mlp_bias = true;
+  // Per layer: q/k/v biases 4096 + 2 x 1024, o bias 4096, gate/up biases 2 x 14336, down 4096.
+  const int64_t per_layer = 4096 + 2048 + 4096 + 2 * 14336 + 4096;
+  EXPECT_EQ(MustPlan(Input(dims, 80, 8192)).weight_params_per_rank,
+            kLlama3_8BParams + 32 * per_layer);
+}
+
+TEST(MemoryPlannerTest, TensorParallelShardsEverythingButNorms) {
+  // With vocab and KV heads divisible by tp, tp shards together hold the full model plus
+  // (tp - 1) extra copies of the replicated norms: 2 per layer and the final one.
+  const int64_t replicated = 32 * 2 * 4096 + 4096;
+  for (int64_t tp : {2, 4, 8}) {
+    MemoryPlanInput input = Input(Llama3_8B(), 80, 8192);
+    input.tensor_parallel_size = tp;
+    const MemoryPlan plan = MustPlan(input);
+    EXPECT_EQ(plan.weight_params_per_rank * tp - (tp - 1) * replicated, kLlama3_8BParams)
+        << "tp " << tp;
+  }
+}
+
+TEST(MemoryPlannerTest, TensorParallelTwoHalvesKvPerToken) {
+  MemoryPlanInput input = Input(Llama3_8B(), 80, 8192);
+  input.tensor_parallel_size = 2;
+  const MemoryPlan plan = MustPlan(input);
+  EXPECT_EQ(plan.kv_heads_per_rank, 4);
+  EXPECT_EQ(plan.kv_bytes_per_token, 65536);
+}
+
+TEST(MemoryPlannerTest, KvHeadsAreReplicatedWhenTpExceedsThem) {
+  MemoryPlanInput input = Input(Llama3_8B(), 80, 8192);
+  input.tensor_parallel_size = 16;
+  const MemoryPlan plan = MustPlan(input);
+  EXPECT_EQ(plan.kv_heads_per_rank, 1);
+  EXPECT_EQ(plan.kv_bytes_per_token, 2 * 32 * 1 * 128 * 2);
+  // q: 2 heads x 128; k, v: one replicated head each; o: 256 x 4096; MLP: 14336 / 16 = 896.
+  const int64_t per_layer = 4096 * 256 + 2 * 4096 * 128 + 256 * 4096 + 3 * 4096 * 896 + 2 * 4096;
+  EXPECT_EQ(plan.weight_params_per_rank, 32 * per_layer + 2 * (128256 / 16) * 4096 + 4096);
+}
+
+TEST(MemoryPlannerTest, VocabIsPaddedToAMultipleOfTp) {
+  const ModelDims dims{.num_layers = 1, .hidden_size = 12, .intermediate_size = 24,
+                       .num_attention_heads = 6, .num_kv_heads = 6, .head_dim = 2,
+                       .vocab_size = 100};
+  MemoryPlanInput input = Input(dims, 4, 64);
+  input.tensor_parallel_size = 3;
+  input.max_num_seqs = 4;
+  input.max_num_batched_tokens = 64;
+  // 100 rows padded to 102: 34 per rank. Per layer: q 12x4, k/v 12x4 each, o 4x12, MLP 3x12x8.
+  const int64_t per_layer = 12 * 4 + 2 * 12 * 4 + 4 * 12 + 3 * 12 * 8 + 2 * 12;
+  EXPECT_EQ(MustPlan(input).weight_params_per_rank, per_layer + 2 * 34 * 12 + 12);
+}
+
+TEST(MemoryPlannerTest, BudgetIsFloorOfDeviceTimesUtilization) {
+  EXPECT_EQ(MustPlan(Input(Llama3_8B(), 80, 8192)).budget_bytes, 72 * kGiB);
+  MemoryPlanInput input = Input(Llama3_8B(), 24, 8192);
+  input.gpu_memory_utilization = 0.95;
+  // 24 GiB x 0.95 = 24481313587.2 bytes.
+  EXPECT_EQ(MustPlan(input).budget_bytes, 24481313587);
+}
+
+TEST(MemoryPlannerTest, Llama3_8BActivationArenaFromTheBufferList) {
+  const MemoryPlan plan = MustPlan(Input(Llama3_8B(), 80, 8192));
+  const ActivationArena& a = plan.arena;
+  const int64_t t = 8192;  // kDefaultMaxNumBatchedTokens
+  const int64_t s = 256;   // kDefaultMaxNumSeqs
+  const int64_t v = 128256;
+  // hidden, residual, normed (3 x 4096); qkv (4096 + 2 x 1024); attn out (4096);
+  // gate_up (2 x 14336); act (14336); bf16.
+  EXPECT_EQ(a.token_buffers_bytes,
+            t * (3 * 4096 + (4096 + 2 * 1024) + 4096 + 2 * 14336 + 14336) * 2);
+  EXPECT_EQ(a.token_buffers_bytes, kGiB);  // A nice coincidence for Llama-3-8B at 8192 tokens.
+  // Last hidden row per sequence (bf16), LM head output (bf16), fp32 logits.
+  EXPECT_EQ(a.logits_bytes, s * 4096 * 2 + s * v * 2 + s * v * 4);
+  // probs + logprobs + 2 sort key buffers + 2 int32 index buffers, all s x v x 4, + scratch.
+  EXPECT_EQ(a.sampler_bytes, 6 * s * v * 4 + 16 * kMiB);
+  // 16 split-KV partials per (sequence, head): 128 fp32 outputs + max and sum.
+  EXPECT_EQ(a.attention_scratch_bytes, s * 32 * 16 * (128 + 2) * 4);
+  // Token ids (4), positions (8), slots (8) per token; 512-entry int32 block table + 64 bytes
+  // of lengths and sampling parameters per sequence.
+  EXPECT_EQ(a.metadata_bytes, t * (4 + 8 + 8) + s * 512 * 4 + s * 64);
+  // fp32 cos/sin for 8192 positions x 128.
+  EXPECT_EQ(a.rope_cache_bytes, 8192 * 128 * 4);
+  EXPECT_EQ(a.total_bytes, a.token_buffers_bytes + a.logits_bytes + a.sampler_bytes +
+                               a.attention_scratch_bytes + a.metadata_bytes +
+                               a.rope_cache_bytes);
+}
+
+TEST(MemoryPlannerTest, Llama3_8BOn80GiBAccountsForEveryByte) {
+  const MemoryPlan plan = MustPlan(Input(Llama3_8B(), 80, 8192));
+  EXPECT_EQ(plan.device_memory_bytes, 80 * kGiB);
+  EXPECT_EQ(plan.weights_bytes, kLlama3_8BParams * 2);
+  EXPECT_EQ(plan.nccl_bytes, 0);
+  EXPECT_EQ(plan.workspace_bytes, kCublasWorkspaceBytes);
+  const int64_t expected_kv = 72 * kGiB - kLlama3_8BParams * 2 - plan.arena.total_bytes -
+                              kCublasWorkspaceBytes - kCudaContextBytes - kCudaGraphBytes -
+                              kSafetyMarginBytes;
+  EXPECT_EQ(plan.kv_cache_bytes, expected_kv);
+  EXPECT_EQ(plan.num_blocks, expected_kv / (2 * kMiB));
+  EXPECT_EQ(plan.num_usable_blocks, plan.num_blocks - 1);
+  EXPECT_EQ(plan.num_tokens, plan.num_usable_blocks * 16);
+  EXPECT_EQ(plan.blocks_per_max_len_seq, 512);
+  EXPECT_DOUBLE_EQ(plan.max_concurrency, static_cast<double>(plan.num_usable_blocks) / 512);
+  EXPECT_EQ(plan.typical_request_tokens, 1024);
+  EXPECT_DOUBLE_EQ(plan.max_concurrency_typical,
+                   static_cast<double>(plan.num_usable_blocks) / 64);
+  // Pinned: the table in docs/memory.md shows these numbers.
+  EXPECT_EQ(plan.num_blocks, 27652);
+  EXPECT_EQ(plan.num_tokens, 442416);
+}
+
+TEST(MemoryPlannerTest, NcclIsReservedOnlyWithTensorParallelism) {
+  MemoryPlanInput input = Input(Llama3_8B(), 80, 8192);
+  EXPECT_EQ(MustPlan(input).nccl_bytes, 0);
+  input.tensor_parallel_size = 2;
+  const MemoryPlan plan = MustPlan(input);
+  EXPECT_EQ(plan.nccl_bytes, kNcclBufferBytes);
+  EXPECT_EQ(plan.workspace_bytes, kCublasWorkspaceBytes + kNcclBufferBytes);
+}
+
+TEST(MemoryPlannerTest, ShortMaxModelLenCapsTheTypicalLength) {
+  const MemoryPlan plan = MustPlan(Input(Llama3_8B(), 80, 512));
+  EXPECT_EQ(plan.typical_request_tokens, 512);
+  EXPECT_DOUBLE_EQ(plan.max_concurrency_typical, plan.max_concurrency);
+}
+
+TEST(MemoryPlannerTest, MaxModelLenNotAMultipleOfBlockSizeRoundsUpInBlocks) {
+  const MemoryPlan plan = MustPlan(Input(Llama3_8B(), 80, 1000));
+  EXPECT_EQ(plan.blocks_per_max_len_seq, 63);  // ceil(1000 / 16)
+  EXPECT_DOUBLE_EQ(plan.max_concurrency, static_cast<double>(plan.num_usable_blocks) / 63);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Monotonicity.
+
+TEST(MemoryPlannerTest, MoreDeviceMemoryNeverGivesFewerBlocks) {
+  int64_t previous = -1;
+  for (double gib = 20; gib <= 200; gib += 0.25) {
+    const absl::StatusOr<MemoryPlan> plan = PlanMemory(Input(Llama3_8B(), gib, 8192));
+    const int64_t blocks = plan.ok() ? plan->num_blocks : 0;
+    EXPECT_GE(blocks, previous) << gib << " GiB";
+    previous = blocks;
+  }
+  EXPECT_GT(previous, 0);
+}
+
+TEST(MemoryPlannerTest, HigherUtilizationNeverGivesFewerBlocks) {
+  int64_t previous = -1;
+  for (int hundredths = 1; hundredths <= 100; ++hundredths) {
+    MemoryPlanInput input = Input(Llama3_8B(), 40, 8192);
+    input.gpu_memory_utilization = hundredths / 100.0;
+    const absl::StatusOr<MemoryPlan> plan = PlanMemory(input);
+    const int64_t blocks = plan.ok() ? plan->num_blocks : 0;
+    EXPECT_GE(blocks, previous) << input.gpu_memory_utilization;
+    previous = blocks;
+  }
+}
+
+TEST(MemoryPlannerTest, LongerContextsAndBiggerStepsNeverGiveMoreBlocks) {
+  int64_t previous = INT64_MAX;
+  for (int64_t len = 16; len <= 8192; len *= 2) {
+    const MemoryPlan plan = MustPlan(Input(Llama3_8B(), 80, len));
+    EXPECT_LE(plan.num_blocks, previous) << len;
+    previous = plan.num_blocks;
+  }
+  previous = INT64_MAX;
+  for (int64_t tokens = 256; tokens <= 65536; tokens *= 2) {
+    MemoryPlanInput input = Input(Llama3_8B(), 80, 8192);
+    input.max_num_batched_tokens = tokens;
+    const MemoryPlan plan = MustPlan(input);
+    EXPECT_LE(plan.num_blocks, previous) << tokens;
+    previous = plan.num_blocks;
+  }
+}
+
+TEST(MemoryPlannerTest, BlockSizeChangesTokensOnlyByRounding) {
+  const MemoryPlan base = MustPlan(Input(Llama3_8B(), 80, 8192));
+  for (int64_t block_size = 1; block_size <= 256; block_size *= 2) {
+    MemoryPlanInput input = Input(Llama3_8B(), 80, 8192);
+    input.block_size = block_size;
+    const MemoryPlan plan = MustPlan(input);
+    EXPECT_EQ(plan.kv_bytes_per_block, block_size * 131072);
+    // Tokens = whole blocks minus the null block: within two blocks of the exact quotient.
+    const int64_t exact_tokens = plan.kv_cache_bytes / plan.kv_bytes_per_token;
+    EXPECT_LE(plan.num_tokens, exact_tokens - block_size) << block_size;
+    EXPECT_GT(plan.num_tokens, exact_tokens - 2 * block_size) << block_size;
+    // Across block sizes: rounding of both, plus the block tables' size difference.
+    const int64_t arena_tokens =
+        std::abs(plan.arena.total_bytes - base.arena.total_bytes) / 131072 + 1;
+    EXPECT_LE(std::abs(plan.num_tokens - base.num_tokens),
+              2 * std::max<int64_t>(block_size, 16) + arena_tokens)
+        << block_size;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Validation refusals (a) and tensor-parallel refusals (b).
+
+void ExpectInvalid(const MemoryPlanInput& input, const std::string& needle) {
+  const absl::StatusOr<MemoryPlan> plan = PlanMemory(input);
+  ASSERT_FALSE(plan.ok()) << needle;
+  EXPECT_EQ(plan.status().code(), absl::StatusCode::kInvalidArgument) << plan.status();
+  EXPECT_THAT(std::string(plan.status().message()), HasSubstr(needle));
+}
+
+TEST(MemoryPlannerTest, UtilizationMustBeInZeroOne) {
+  for (double util : {0.0, -0.1, 1.5, 1.0000001, std::nan("")}) {
+    MemoryPlanInput input = Input(Llama3_8B(), 80, 8192);
+    input.gpu_memory_utilization = util;
+    ExpectInvalid(input, "--gpu-memory-utilization must be in (0, 1]");
+  }
+  MemoryPlanInput full = Input(Llama3_8B(), 80, 8192);
+  full.gpu_memory_utilization = 1.0;
+  EXPECT_EQ(MustPlan(full).budget_bytes, 80 * kGiB);
+}
+
+TEST(MemoryPlannerTest, BlockSizeMustBeASupportedPowerOfTwo) {
+  for (int64_t block_size : {0, -16, 3, 24, 512}) {
+    MemoryPlanInput input = Input(Llama3_8B(), 80, 8192);
+    input.block_size = block_size;
+    ExpectInvalid(input, absl::StrCat("--block-size must be a power of two from 1 to 256",
+                                      " (vLLM's CUDA sizes 8, 16, 32, 64, 128 included), got ",
+                                      block_size));
+  }
+}
+
+TEST(MemoryPlannerTest, LimitsMustBePositive) {
+  MemoryPlanInput input = Input(Llama3_8B(), 80, 0);
+  ExpectInvalid(input, "--max-model-len must be between 1 and");
+  input = Input(Llama3_8B(), 80, 8192);
+  input.max_num_seqs = 0;
+  ExpectInvalid(input, "--max-num-seqs must be between 1 and");
+  input = Input(Llama3_8B(), 80, 8192);
+  input.max_num_batched_tokens = -1;
+  ExpectInvalid(input, "--max-num-batched-tokens must be between 1 and");
+  input = Input(Llama3_8B(), 80, 8192);
+  input.tensor_parallel_size = 0;
+  ExpectInvalid(input, "--tensor-parallel-size must be between 1 and");
+  input = Input(Llama3_8B(), 0, 8192);
+  ExpectInvalid(input, "device memory must be between");
+  input = Input(Llama3_8B(), 80, 8192);
+  input.kv_cache_dtype_bytes = 3;
+  ExpectInvalid(input, "--kv-cache-dtype element size must be 1, 2 or 4 bytes");
+}
+
+TEST(MemoryPlannerTest, HugeInputsAreRefusedNotOverflowed) {
+  MemoryPlanInput input = Input(Llama3_8B(), 80, kMaxModelLen + 1);
+  ExpectInvalid(input, "--max-model-len must be between 1 and 134217728");
+  input = Input(Llama3_8B(), 80, 8192);
+  input.device_memory_bytes = INT64_MAX;
+  ExpectInvalid(input, "device memory must be between");
+  input = Input(Llama3_8B(), 80, 8192);
+  input.model.hidden_size = int64_t{1} << 40;
+  ExpectInvalid(input, "model hidden_size must be between");
+  input = Input(Llama3_8B(), 80, 8192);
+  input.model.num_kv_heads = 0;
+  ExpectInvalid(input, "model num_key_value_heads must be between");
+}
+
+TEST(MemoryPlannerTest, BatchedTokensBelowSeqsIsRefusedBelowModelLenIsNot) {
+  MemoryPlanInput input = Input(Llama3_8B(), 80, 8192);
+  input.max_num_batched_tokens = 128;
+  input.max_num_seqs = 256;
+  ExpectInvalid(input, "every running sequence needs one token per decode step");
+  // Chunked prefill: a step smaller than max_model_len is fine.
+  input.max_num_batched_tokens = 2048;
+  EXPECT_TRUE(PlanMemory(input).ok());
+}
+
+TEST(MemoryPlannerTest, TpMustShardHeads) {
+  MemoryPlanInput input = Input(Llama3_8B(), 80, 8192);
+  input.tensor_parallel_size = 3;
+  ExpectInvalid(input, "--tensor-parallel-size 3 cannot shard this model: the 32 attention heads "
+                       "are not divisible by 3");
+  ExpectInvalid(input, "Valid sizes for this model: 1, 2, 4, 8, 16, 32");
+  input.tensor_parallel_size = 64;
+  ExpectInvalid(input, "the 32 attention heads are not divisible by 64");
+}
+
+TEST(MemoryPlannerTest, TpMustSplitOrReplicateKvHeads) {
+  const ModelDims dims{.num_layers = 2, .hidden_size = 1536, .intermediate_size = 4608,
+                       .num_attention_heads = 24, .num_kv_heads = 6, .head_dim = 64,
+                       .vocab_size = 1000};
+  MemoryPlanInput input = Input(dims, 16, 1024);
+  input.tensor_parallel_size = 4;
+  ExpectInvalid(input, "the 6 KV heads can neither be split 4 ways nor replicated onto 4 ranks");
+  ExpectInvalid(input, "Valid sizes for this model: 1, 2, 3, 6, 12, 24");
+  input.tensor_parallel_size = 12;  // Replicated: each rank keeps one of the 6 KV heads.
+  EXPECT_EQ(MustPlan(input).kv_heads_per_rank, 1);
+}
+
+TEST(MemoryPlannerTest, TpMustDivideIntermediateSize) {
+  ModelDims dims = Llama3_8B();
+  dims.intermediate_size = 14335;
+  MemoryPlanInput input = Input(dims, 80, 8192);
+  input.tensor_parallel_size = 2;
+  ExpectInvalid(input, "intermediate_size 14335 is not divisible by 2");
+}
+
+TEST(MemoryPlannerTest, ValidTensorParallelSizesListsEveryShardableSize) {
+  EXPECT_THAT(ValidTensorParallelSizes(Llama3_8B()), ::testing::ElementsAre(1, 2, 4, 8, 16, 32));
+  EXPECT_THAT(ValidTensorParallelSizes(Qwen2_7B()), ::testing::ElementsAre(1, 2, 4));
+}
+
+TEST(MemoryPlannerTest, MaxModelLenAboveMaxPositionsIsRefused) {
+  ExpectInvalid(Input(Llama3_8B(), 80, 16384),
+                "--max-model-len 16384 exceeds the model's max_position_embeddings (8192)");
+  ModelDims unknown = Llama3_8B();
+  unknown.max_position_embeddings = 0;  // Unknown: no cap.
+  EXPECT_TRUE(PlanMemory(Input(unknown, 80, 16384)).ok());
+}
+
+// ---------------------------------------------------------------------------------------------
+// Memory refusals (c), (d), (e): each suggested fix is re-planned here.
+
+absl::Status Refusal(const MemoryPlanInput& input) {
+  const absl::StatusOr<MemoryPlan> plan = PlanMemory(input);
+  EXPECT_FALSE(plan.ok());
+  EXPECT_EQ(plan.status().code(), absl::StatusCode::kFailedPrecondition) << plan.status();
+  return plan.status();
+}
+
+bool Fits(MemoryPlanInput input) { return PlanMemory(input).ok(); }
+
+// Every fix must fit on its own, and be the extreme value that does. The capped --max-model-len
+// must pass the full planner; the other fixes are memory fixes, so they are checked without the
+// max_position_embeddings cap (the refusal's note says the cap still applies).
+void ExpectFixesWork(const MemoryPlanInput& original, const MemoryFixes& fixes) {
+  MemoryPlanInput input = original;
+  input.model.max_position_embeddings = 0;
+  if (fixes.max_model_len > 0) {
+    MemoryPlanInput trial = original;
+    trial.max_model_len = fixes.max_model_len;
+    EXPECT_TRUE(Fits(trial)) << "max_model_len " << fixes.max_model_len;
+    trial = input;
+    EXPECT_EQ(fixes.max_model_len_by_memory % input.block_size, 0);
+    trial.max_model_len = fixes.max_model_len_by_memory;
+    if (fixes.max_model_len == fixes.max_model_len_by_memory) {
+      EXPECT_TRUE(Fits(trial));
+    }
+    trial.max_model_len = fixes.max_model_len_by_memory + 1;
+    EXPECT_FALSE(Fits(trial)) << "max_model_len + 1";
+    trial.max_model_len = fixes.max_model_len_by_memory + input.block_size;
+    EXPECT_FALSE(Fits(trial)) << "max_model_len + block_size";
+  }
+  if (fixes.gpu_memory_utilization > 0) {
+    MemoryPlanInput trial = input;
+    trial.gpu_memory_utilization = fixes.gpu_memory_utilization;
+    EXPECT_TRUE(Fits(trial)) << "utilization " << fixes.gpu_memory_utilization;
+    trial.gpu_memory_utilization = fixes.gpu_memory_utilization - 0.01;
+    if (trial.gpu_memory_utilization > 0) {
+      EXPECT_FALSE(Fits(trial)) << "utilization - 0.01";
+    }
+    EXPECT_LE(fixes.needed_utilization, fixes.gpu_memory_utilization);
+  } else {
+    EXPECT_GT(fixes.needed_utilization, 1.0);
+  }
+  if (fixes.tensor_parallel_size > 0) {
+    MemoryPlanInput trial = input;
+    trial.tensor_parallel_size = fixes.tensor_parallel_size;
+    EXPECT_TRUE(Fits(trial)) << "tp " << fixes.tensor_parallel_size;
+    for (int64_t tp : ValidTensorParallelSizes(input.model)) {
+      if (tp <= input.tensor_parallel_size || tp >= fixes.tensor_parallel_size) continue;
+      trial.tensor_parallel_size = tp;
+      EXPECT_FALSE(Fits(trial)) << "smaller tp " << tp;
+    }
+  }
+  if (fixes.max_num_batched_tokens > 0) {
+    MemoryPlanInput trial = input;
+    trial.max_num_batched_tokens = fixes.max_num_batched_tokens;
+    EXPECT_TRUE(Fits(trial));
+    trial.max_num_batched_tokens = fixes.max_num_batched_tokens + 1;
+    EXPECT_FALSE(Fits(trial));
+  }
+  if (fixes.max_num_seqs > 0) {
+    MemoryPlanInput trial = input;
+    trial.max_num_seqs = fixes.max_num_seqs;
+    EXPECT_TRUE(Fits(trial));
+    trial.max_num_seqs = fixes.max_num_seqs + 1;
+    EXPECT_FALSE(Fits(trial));
+  }
+  if (fixes.block_size > 0) {
+    MemoryPlanInput trial = input;
+    trial.block_size = fixes.block_size;
+    EXPECT_TRUE(Fits(trial));
+  }
+}
+
+TEST(MemoryPlannerTest, FittingInputNeedsNoFixes) {
+  const MemoryFixes fixes = SuggestFixes(Input(Llama3_8B(), 80, 8192));
+  EXPECT_EQ(fixes.max_model_len, 0);
+  EXPECT_EQ(fixes.gpu_memory_utilization, 0);
+  EXPECT_EQ(fixes.tensor_parallel_size, 0);
+}
+
+TEST(MemoryPlannerTest, WeightsExceedBudget) {
+  MemoryPlanInput input = Input(Llama3_70B(), 80, 8192);
+  const absl::Status status = Refusal(input);
+  EXPECT_THAT(std::string(status.message()),
+              AllOf(HasSubstr("the model's weights do not fit"),
+                    HasSubstr(absl::StrCat(Gib2(kLlama3_70BParams * 2),
+                                           " per GPU at --tensor-parallel-size 1")),
+                    HasSubstr("72.00 GiB budget (80.00 GiB x --gpu-memory-utilization 0.90)"),
+                    HasSubstr("--tensor-parallel-size 2 (the smallest that fits"),
+                    HasSubstr("--gpu-memory-utilization: no value <= 1.00 fits"),
+                    Not(HasSubstr("--max-num-seqs"))));
+  const MemoryFixes fixes = SuggestFixes(input);
+  EXPECT_EQ(fixes.tensor_parallel_size, 2);
+  EXPECT_EQ(fixes.gpu_memory_utilization, 0);
+  EXPECT_EQ(fixes.max_model_len, 0);
+  EXPECT_EQ(fixes.max_num_batched_tokens, 0);
+  ExpectFixesWork(input, fixes);
+}
+
+TEST(MemoryPlannerTest, WeightsExceedBudgetButAHigherUtilizationFits) {
+  MemoryPlanInput input = Input(Llama3_8B(), 80, 8192);
+  input.gpu_memory_utilization = 0.15;  // 12 GiB budget < 14.96 GiB of weights.
+  const absl::Status status = Refusal(input);
+  const MemoryFixes fixes = SuggestFixes(input);
+  ASSERT_GT(fixes.gpu_memory_utilization, 0.15);
+  EXPECT_THAT(std::string(status.message()),
+              HasSubstr(absl::StrFormat("--gpu-memory-utilization %.2f (the smallest that fits)",
+                                        fixes.gpu_memory_utilization)));
+  ExpectFixesWork(input, fixes);
+}
+
+TEST(MemoryPlannerTest, OverheadsLeaveNoKvBlock) {
+  MemoryPlanInput input = Input(Llama3_8B(), 19.5, 2048);
+  const absl::Status status = Refusal(input);
+  EXPECT_THAT(std::string(status.message()),
+              AllOf(HasSubstr("no memory left for the KV cache"),
+                    HasSubstr("activation arena 2.00 GiB (for --max-num-batched-tokens 8192 and "
+                              "--max-num-seqs 256)"),
+                    HasSubstr("Lower --max-num-batched-tokens or --max-num-seqs")));
+  const MemoryFixes fixes = SuggestFixes(input);
+  EXPECT_GT(fixes.max_num_batched_tokens, 256);
+  EXPECT_LT(fixes.max_num_batched_tokens, 8192);
+  EXPECT_GT(fixes.max_num_seqs, 0);
+  EXPECT_LT(fixes.max_num_seqs, 256);
+  EXPECT_GT(fixes.gpu_memory_utilization, 0.9);
+  EXPECT_EQ(fixes.tensor_parallel_size, 2);
+  EXPECT_THAT(std::string(status.message()),
+              AllOf(HasSubstr(absl::StrCat("--max-num-batched-tokens ",
+                                           fixes.max_num_batched_tokens)),
+                    HasSubstr(absl::StrCat("--max-num-seqs ", fixes.max_num_seqs)),
+                    HasSubstr(absl::StrFormat("--gpu-memory-utilization %.2f",
+                                              fixes.gpu_memory_utilization)),
+                    HasSubstr("--tensor-parallel-size 2")));
+  ExpectFixesWork(input, fixes);
+}
+
+TEST(MemoryPlannerTest, OneSequenceDoesNotFit) {
+  // Llama-3.1-8B at its full 128k context on a 24 GiB GPU.
+  MemoryPlanInput input = Input(Llama31_8B(), 24, 131072);
+  const absl::Status status = Refusal(input);
+  // 131072 tokens x 128 KiB = 16 GiB.
+  EXPECT_THAT(std::string(status.message()),
+              AllOf(HasSubstr("cannot hold one sequence of --max-model-len 131072 tokens"),
+                    HasSubstr("needed 16.00 GiB KV cache per GPU (8192 blocks of 16 tokens"),
+                    HasSubstr("available "), Not(HasSubstr("max_position_embeddings"))));
+  const MemoryFixes fixes = SuggestFixes(input);
+  EXPECT_GT(fixes.max_model_len, 8192);
+  EXPECT_EQ(fixes.max_model_len, fixes.max_model_len_by_memory);
+  EXPECT_EQ(fixes.gpu_memory_utilization, 0);  // 24 GiB cannot hold weights + 16 GiB.
+  EXPECT_GT(fixes.needed_utilization, 1.0);
+  EXPECT_EQ(fixes.tensor_parallel_size, 2);
+  EXPECT_THAT(std::string(status.message()),
+              AllOf(HasSubstr(absl::StrCat("--max-model-len ", fixes.max_model_len,
+                                           " (the largest that fits)")),
+                    HasSubstr(absl::StrFormat("no value <= 1.00 fits (it would need %.2f x 24.00 GiB)",
+                                              fixes.needed_utilization)),
+                    HasSubstr("--tensor-parallel-size 2 (the smallest that fits")));
+  ExpectFixesWork(input, fixes);
+}
+
+TEST(MemoryPlannerTest, LargestMaxModelLenIsCappedByTheModel) {
+  MemoryPlanInput input = Input(Llama3_8B(), 24, 131072);  // Llama-3-8B knows 8192 positions.
+  const absl::Status status = Refusal(input);
+  const MemoryFixes fixes = SuggestFixes(input);
+  EXPECT_EQ(fixes.max_model_len, 8192);
+  EXPECT_GT(fixes.max_model_len_by_memory, 8192);
+  EXPECT_THAT(std::string(status.message()),
+              AllOf(HasSubstr("--max-model-len 8192 (the model's max_position_embeddings; "
+                              "memory alone would fit"),
+                    HasSubstr("also exceeds the model's max_position_embeddings (8192)")));
+  ExpectFixesWork(input, fixes);
+}
+
+TEST(MemoryPlannerTest, OneSequenceDoesNotFitButHigherUtilizationDoes) {
+  MemoryPlanInput input = Input(Llama3_8B(), 80, 8192);
+  input.gpu_memory_utilization = 0.23;
+  const absl::Status status = Refusal(input);
+  EXPECT_THAT(std::string(status.message()), HasSubstr("cannot hold one sequence of --max-model-len 8192"));
+  const MemoryFixes fixes = SuggestFixes(input);
+  EXPECT_GT(fixes.gpu_memory_utilization, 0.23);
+  EXPECT_GT(fixes.max_model_len, 0);
+  EXPECT_LT(fixes.max_model_len, 8192);
+  ExpectFixesWork(input, fixes);
+}
+
+TEST(MemoryPlannerTest, RefusalsAcrossModelsAndDevicesAlwaysCarryWorkingFixes) {
+  int refusals = 0;
+  for (const ModelDims& dims : {Llama3_8B(), Llama31_8B(), Llama2_7B(), Qwen2_7B()}) {
+    for (double gib : {16.0, 20.0, 24.0, 40.0}) {
+      for (int64_t len : {int64_t{4096}, int64_t{32768}}) {
+        MemoryPlanInput input = Input(dims, gib, len);
+        input.model.max_position_embeddings = 0;
+        const absl::StatusOr<MemoryPlan> plan = PlanMemory(input);
+        if (plan.ok()) continue;
+        ASSERT_EQ(plan.status().code(), absl::StatusCode::kFailedPrecondition) << plan.status();
+        SCOPED_TRACE(absl::StrCat(gib, " GiB, len ", len));
+        ExpectFixesWork(input, SuggestFixes(input));
+        ++refusals;
+      }
+    }
+  }
+  EXPECT_GT(refusals, 10);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The table.
+
+TEST(MemoryPlannerTest, FormatPlanShowsEveryRow) {
+  const MemoryPlan plan = MustPlan(Input(Llama3_8B(), 80, 8192));
+  const std::string table = FormatPlan(plan);
+  for (const char* row :
+       {"device memory", "budget (utilization 0.90)", "weights per rank", "activation arena",
+        "workspaces", "CUDA context + graphs", "safety margin", "KV cache available",
+        "KV per token", "KV per block (block size 16)", "blocks", "tokens",
+        "max concurrency @ 8192 tokens", "max concurrency @ 1024 tokens"}) {
+    EXPECT_THAT(table, HasSubstr(row));
+  }
+  EXPECT_THAT(table, AllOf(HasSubstr("80.00 GiB"), HasSubstr("72.00 GiB"), HasSubstr("14.96 GiB"),
+                           HasSubstr("128.00 KiB"), HasSubstr("2.00 MiB"), HasSubstr("27,652"),
+                           HasSubstr("442,416"), HasSubstr("8,030,261,248 parameters")));
+  EXPECT_THAT(table, HasSubstr(absl::StrFormat("%.2fx", 27651.0 / 512)));
+  EXPECT_THAT(table, HasSubstr(absl::StrFormat("%.2fx", 27651.0 / 64)));
+}
+
+}  // namespace
+}  // namespace headroom::kvcache

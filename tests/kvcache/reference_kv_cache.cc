@@ -1,0 +1,142 @@
+#include "reference_kv_cache.h"
+
+#include <algorithm>
+
+namespace headroom::kvcache::testing {
+namespace {
+std::pair<uint64_t, uint64_t> Key(const BlockHash& h) { return {h.low, h.high}; }
+}  // namespace
+
+ReferenceKvCache::ReferenceKvCache(int32_t num_blocks, int32_t block_size, int32_t watermark,
+                                   bool caching)
+    : block_size_(block_size),
+      watermark_(watermark),
+      caching_(caching),
+      ref_(static_cast<size_t>(num_blocks), 0),
+      hash_(static_cast<size_t>(num_blocks)) {
+  for (int32_t b = 1; b < num_blocks; ++b) free_.push_back(b);
+}
+
+int32_t ReferenceKvCache::BlocksFor(size_t tokens) const {
+  return static_cast<int32_t>((tokens + static_cast<size_t>(block_size_) - 1) /
+                              static_cast<size_t>(block_size_));
+}
+
+ReferenceKvCache::Hit ReferenceKvCache::FindCachedPrefix(const std::vector<int32_t>& prompt,
+                                                         const std::string& salt) const {
+  Hit hit;
+  if (!caching_ || prompt.empty()) return hit;
+  BlockHash parent = RootBlockHash(salt);
+  const size_t bs = static_cast<size_t>(block_size_);
+  for (size_t start = 0; start + bs <= prompt.size() - 1; start += bs) {
+    parent = HashBlock(parent, std::vector<int32_t>(prompt.begin() + static_cast<long>(start),
+                                                    prompt.begin() + static_cast<long>(start + bs)));
+    auto it = index_.find(Key(parent));
+    if (it == index_.end()) break;
+    hit.blocks.push_back(it->second);
+    hit.num_cached_tokens += block_size_;
+  }
+  return hit;
+}
+
+std::vector<int32_t> ReferenceKvCache::Take(int32_t n) {
+  std::vector<int32_t> taken(free_.begin(), free_.begin() + n);
+  free_.erase(free_.begin(), free_.begin() + n);
+  for (int32_t b : taken) {
+    if (hash_[static_cast<size_t>(b)]) index_.erase(Key(*hash_[static_cast<size_t>(b)]));
+    hash_[static_cast<size_t>(b)].reset();
+    ref_[static_cast<size_t>(b)] = 1;
+  }
+  return taken;
+}
+
+void ReferenceKvCache::Touch(int32_t block) {
+  if (ref_[static_cast<size_t>(block)] == 0) {
+    free_.erase(std::find(free_.begin(), free_.end(), block));
+  }
+  ++ref_[static_cast<size_t>(block)];
+}
+
+void ReferenceKvCache::CacheFullBlocks(Seq& seq) {
+  if (!caching_) return;
+  const size_t bs = static_cast<size_t>(block_size_);
+  const size_t full = seq.tokens.size() / bs;
+  BlockHash parent = RootBlockHash(seq.salt);
+  for (size_t i = 0; i < full; ++i) {
+    parent = HashBlock(parent, std::vector<int32_t>(seq.tokens.begin() + static_cast<long>(i * bs),
+                                                    seq.tokens.begin() + static_cast<long>((i + 1) * bs)));
+    if (i < seq.num_blocks_offered_to_cache) continue;
+    const int32_t block = seq.blocks[i];
+    if (!hash_[static_cast<size_t>(block)] && index_.count(Key(parent)) == 0) {
+      hash_[static_cast<size_t>(block)] = parent;
+      index_[Key(parent)] = block;
+    }
+  }
+  seq.num_blocks_offered_to_cache = std::max(seq.num_blocks_offered_to_cache, full);
+}
+
+bool ReferenceKvCache::AddSequence(int64_t seq, const std::vector<int32_t>& prompt_prefix,
+                                   const Hit& hit, const std::vector<int32_t>& new_tokens,
+                                   const std::string& salt) {
+  // Re-validate the hit: every block must still be indexed under the prefix it was found for.
+  const Hit again = FindCachedPrefix(prompt_prefix, salt);
+  for (size_t i = 0; i < hit.blocks.size(); ++i) {
+    if (i >= again.blocks.size() || again.blocks[i] != hit.blocks[i]) return false;
+  }
+  int32_t revived = 0;
+  for (int32_t b : hit.blocks) revived += ref_[static_cast<size_t>(b)] == 0 ? 1 : 0;
+  const size_t total = static_cast<size_t>(hit.num_cached_tokens) + new_tokens.size();
+  const int32_t fresh = BlocksFor(total) - static_cast<int32_t>(hit.blocks.size());
+  if (fresh + revived + watermark_ > NumFree()) return false;
+  for (int32_t b : hit.blocks) Touch(b);
+  Seq s;
+  s.salt = salt;
+  s.blocks = hit.blocks;
+  s.tokens.assign(prompt_prefix.begin(), prompt_prefix.begin() + hit.num_cached_tokens);
+  s.tokens.insert(s.tokens.end(), new_tokens.begin(), new_tokens.end());
+  s.num_blocks_offered_to_cache = hit.blocks.size();
+  const std::vector<int32_t> taken = Take(fresh);
+  s.blocks.insert(s.blocks.end(), taken.begin(), taken.end());
+  CacheFullBlocks(s);
+  seqs_[seq] = std::move(s);
+  queries_ += static_cast<int64_t>(prompt_prefix.size());
+  hits_ += hit.num_cached_tokens;
+  return true;
+}
+
+bool ReferenceKvCache::Append(int64_t seq, const std::vector<int32_t>& tokens) {
+  Seq& s = seqs_.at(seq);
+  const int32_t fresh =
+      BlocksFor(s.tokens.size() + tokens.size()) - static_cast<int32_t>(s.blocks.size());
+  if (fresh > NumFree()) return false;
+  const std::vector<int32_t> taken = Take(fresh);
+  s.blocks.insert(s.blocks.end(), taken.begin(), taken.end());
+  s.tokens.insert(s.tokens.end(), tokens.begin(), tokens.end());
+  CacheFullBlocks(s);
+  return true;
+}
+
+void ReferenceKvCache::Free(int64_t seq) {
+  const Seq& s = seqs_.at(seq);
+  for (auto it = s.blocks.rbegin(); it != s.blocks.rend(); ++it) {
+    if (--ref_[static_cast<size_t>(*it)] == 0) free_.push_back(*it);
+  }
+  seqs_.erase(seq);
+}
+
+int32_t ReferenceKvCache::NumEvictable() const {
+  int32_t n = 0;
+  for (int32_t b : free_) n += hash_[static_cast<size_t>(b)] ? 1 : 0;
+  return n;
+}
+
+int64_t ReferenceKvCache::WasteSlots() const {
+  int64_t waste = 0;
+  for (const auto& [id, s] : seqs_) {
+    waste += static_cast<int64_t>(s.blocks.size()) * block_size_ -
+             static_cast<int64_t>(s.tokens.size());
+  }
+  return waste;
+}
+
+}  // namespace headroom::kvcache::testing

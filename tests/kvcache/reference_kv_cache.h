@@ -1,0 +1,69 @@
+// ReferenceKvCache: a deliberately naive model of the KV-cache manager for randomized tests.
+//
+// Written from the specification, not from the implementation: plain vectors and maps, O(n)
+// everywhere, every block hash recomputed from a sequence's full token list. Randomized tests run
+// the same operations on both and require identical block ids, hits, free order and statistics.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kvcache/block_hash.h"
+
+namespace headroom::kvcache::testing {
+
+class ReferenceKvCache {
+ public:
+  struct Hit {
+    std::vector<int32_t> blocks;
+    int32_t num_cached_tokens = 0;
+  };
+
+  ReferenceKvCache(int32_t num_blocks, int32_t block_size, int32_t watermark, bool caching);
+
+  Hit FindCachedPrefix(const std::vector<int32_t>& prompt, const std::string& salt) const;
+  // Returns false (and changes nothing) when the admission does not fit above the watermark or a
+  // hit block no longer holds the hash it had at lookup.
+  bool AddSequence(int64_t seq, const std::vector<int32_t>& prompt_prefix, const Hit& hit,
+                   const std::vector<int32_t>& new_tokens, const std::string& salt);
+  bool Append(int64_t seq, const std::vector<int32_t>& tokens);
+  void Free(int64_t seq);
+
+  bool Contains(int64_t seq) const { return seqs_.count(seq) != 0; }
+  const std::vector<int32_t>& BlockTable(int64_t seq) const { return seqs_.at(seq).blocks; }
+  const std::vector<int32_t>& FreeOrder() const { return free_; }
+  int32_t NumFree() const { return static_cast<int32_t>(free_.size()); }
+  int32_t NumEvictable() const;
+  int64_t WasteSlots() const;
+  int64_t PrefixQueries() const { return queries_; }
+  int64_t PrefixHits() const { return hits_; }
+
+ private:
+  struct Seq {
+    std::vector<int32_t> tokens;
+    std::vector<int32_t> blocks;
+    std::string salt;
+    size_t num_blocks_offered_to_cache = 0;
+  };
+
+  std::vector<int32_t> Take(int32_t n);
+  void Touch(int32_t block);
+  void CacheFullBlocks(Seq& seq);
+  int32_t BlocksFor(size_t tokens) const;
+
+  int32_t block_size_;
+  int32_t watermark_;
+  bool caching_;
+  std::vector<int32_t> ref_;                   // per block; block 0 is the null block
+  std::vector<std::optional<BlockHash>> hash_;  // per block
+  std::vector<int32_t> free_;                  // front = evicted first
+  std::map<std::pair<uint64_t, uint64_t>, int32_t> index_;
+  std::map<int64_t, Seq> seqs_;
+  int64_t queries_ = 0;
+  int64_t hits_ = 0;
+};
+
+}  // namespace headroom::kvcache::testing

@@ -1,0 +1,562 @@
+#include "worker/model/model_config.h"
+
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "worker/model/dtype.h"
+
+namespace headroom::worker {
+namespace {
+
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+
+// meta-llama/Meta-Llama-3-8B config.json, as published.
+constexpr std::string_view kLlama3_8BConfig = R"({
+  "architectures": [
+    "LlamaForCausalLM"
+  ],
+  "attention_bias": false,
+  "attention_dropout": 0.0,
+  "bos_token_id": 128000,
+  "eos_token_id": 128001,
+  "hidden_act": "silu",
+  "hidden_size": 4096,
+  "initializer_range": 0.02,
+  "intermediate_size": 14336,
+  "max_position_embeddings": 8192,
+  "model_type": "llama",
+  "num_attention_heads": 32,
+  "num_hidden_layers": 32,
+  "num_key_value_heads": 8,
+  "pretraining_tp": 1,
+  "rms_norm_eps": 1e-05,
+  "rope_scaling": null,
+  "rope_theta": 500000.0,
+  "tie_word_embeddings": false,
+  "torch_dtype": "bfloat16",
+  "transformers_version": "4.40.0.dev0",
+  "use_cache": true,
+  "vocab_size": 128256
+})";
+
+// Qwen/Qwen2-7B config.json, as published.
+constexpr std::string_view kQwen2_7BConfig = R"({
+  "architectures": [
+    "Qwen2ForCausalLM"
+  ],
+  "attention_dropout": 0.0,
+  "bos_token_id": 151643,
+  "eos_token_id": 151643,
+  "hidden_act": "silu",
+  "hidden_size": 3584,
+  "initializer_range": 0.02,
+  "intermediate_size": 18944,
+  "max_position_embeddings": 131072,
+  "max_window_layers": 28,
+  "model_type": "qwen2",
+  "num_attention_heads": 28,
+  "num_hidden_layers": 28,
+  "num_key_value_heads": 4,
+  "rms_norm_eps": 1e-06,
+  "rope_theta": 1000000.0,
+  "sliding_window": 131072,
+  "tie_word_embeddings": false,
+  "torch_dtype": "bfloat16",
+  "transformers_version": "4.37.2",
+  "use_cache": true,
+  "use_sliding_window": false,
+  "vocab_size": 152064
+})";
+
+// meta-llama/Llama-3.1-8B's rope_scaling block (the rest equals Llama-3-8B but the context).
+constexpr std::string_view kLlama31RopeScaling = R"("rope_scaling": {
+    "factor": 8.0,
+    "high_freq_factor": 4.0,
+    "low_freq_factor": 1.0,
+    "original_max_position_embeddings": 8192,
+    "rope_type": "llama3"
+  })";
+
+// mistralai/Mistral-7B-v0.1 config.json, as published.
+constexpr std::string_view kMistral7BConfig = R"({
+  "architectures": ["MistralForCausalLM"],
+  "bos_token_id": 1,
+  "eos_token_id": 2,
+  "hidden_act": "silu",
+  "hidden_size": 4096,
+  "initializer_range": 0.02,
+  "intermediate_size": 14336,
+  "max_position_embeddings": 32768,
+  "model_type": "mistral",
+  "num_attention_heads": 32,
+  "num_hidden_layers": 32,
+  "num_key_value_heads": 8,
+  "rms_norm_eps": 1e-05,
+  "rope_theta": 10000.0,
+  "sliding_window": 4096,
+  "tie_word_embeddings": false,
+  "torch_dtype": "bfloat16",
+  "transformers_version": "4.34.0.dev0",
+  "use_cache": true,
+  "vocab_size": 32000
+})";
+
+// Every occurrence of `from` in `text` replaced by `to`.
+std::string ReplaceAll(std::string_view text, std::string_view from, std::string_view to) {
+  std::string out(text);
+  for (size_t at = out.find(from); at != std::string::npos; at = out.find(from, at + to.size())) {
+    out.replace(at, from.size(), to);
+  }
+  return out;
+}
+
+// Creates a fresh model directory per test under the test temp dir.
+class ModelDirTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    dir_ = std::filesystem::path(::testing::TempDir()) /
+           absl::StrCat("headroom_model_config_", info->name(), "_", getpid());
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  std::string WriteConfig(std::string_view json) {
+    std::ofstream(dir_ / "config.json") << json;
+    return dir_.string();
+  }
+
+  std::string ConfigPath() const { return (dir_ / "config.json").string(); }
+
+  std::filesystem::path dir_;
+};
+
+// Replaces one `"field": value` line of the Llama-3-8B config.
+std::string Llama3With(std::string_view from, std::string_view to) {
+  const std::string json(kLlama3_8BConfig);
+  const std::string replaced = ReplaceAll(json, from, to);
+  EXPECT_NE(replaced, json) << "pattern not found: " << from;
+  return replaced;
+}
+
+TEST_F(ModelDirTest, LoadsLlama3_8B) {
+  const absl::StatusOr<ModelConfig> config = LoadModelConfig(WriteConfig(kLlama3_8BConfig));
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->source, dir_.string());
+  EXPECT_EQ(config->architecture, "LlamaForCausalLM");
+  EXPECT_EQ(config->vocab_size, 128256);
+  EXPECT_EQ(config->hidden_size, 4096);
+  EXPECT_EQ(config->intermediate_size, 14336);
+  EXPECT_EQ(config->num_hidden_layers, 32);
+  EXPECT_EQ(config->num_attention_heads, 32);
+  EXPECT_EQ(config->num_key_value_heads, 8);
+  EXPECT_EQ(config->head_dim, 128);
+  EXPECT_EQ(config->max_position_embeddings, 8192);
+  EXPECT_FALSE(config->tie_word_embeddings);
+  EXPECT_EQ(config->torch_dtype, DType::kBFloat16);
+  EXPECT_DOUBLE_EQ(config->rms_norm_eps, 1e-5);
+  EXPECT_DOUBLE_EQ(config->rope_theta, 500000.0);
+  EXPECT_FALSE(config->rope_scaling.has_value());
+  EXPECT_FALSE(config->qkv_bias);
+  EXPECT_FALSE(config->o_proj_bias);
+  EXPECT_FALSE(config->mlp_bias);
+  EXPECT_FALSE(config->sliding_window.has_value());
+}
+
+TEST_F(ModelDirTest, LoadsLlama31RopeScaling) {
+  std::string json = Llama3With(R"("rope_scaling": null)", kLlama31RopeScaling);
+  json = ReplaceAll(json, R"("max_position_embeddings": 8192)",
+                                     R"("max_position_embeddings": 131072)");
+  const absl::StatusOr<ModelConfig> config = LoadModelConfig(WriteConfig(json));
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->max_position_embeddings, 131072);
+  ASSERT_TRUE(config->rope_scaling.has_value());
+  EXPECT_DOUBLE_EQ(config->rope_scaling->factor, 8.0);
+  EXPECT_DOUBLE_EQ(config->rope_scaling->low_freq_factor, 1.0);
+  EXPECT_DOUBLE_EQ(config->rope_scaling->high_freq_factor, 4.0);
+  EXPECT_EQ(config->rope_scaling->original_max_position_embeddings, 8192);
+}
+
+TEST_F(ModelDirTest, LoadsQwen2_7BWithImplicitQkvBias) {
+  const absl::StatusOr<ModelConfig> config = LoadModelConfig(WriteConfig(kQwen2_7BConfig));
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->architecture, "Qwen2ForCausalLM");
+  EXPECT_EQ(config->vocab_size, 152064);
+  EXPECT_EQ(config->hidden_size, 3584);
+  EXPECT_EQ(config->num_hidden_layers, 28);
+  EXPECT_EQ(config->num_key_value_heads, 4);
+  EXPECT_EQ(config->head_dim, 128);
+  EXPECT_EQ(config->max_position_embeddings, 131072);
+  EXPECT_DOUBLE_EQ(config->rope_theta, 1000000.0);
+  EXPECT_DOUBLE_EQ(config->rms_norm_eps, 1e-6);
+  EXPECT_TRUE(config->qkv_bias);
+  EXPECT_FALSE(config->o_proj_bias);
+  EXPECT_FALSE(config->tie_word_embeddings);
+  EXPECT_FALSE(config->sliding_window.has_value());  // use_sliding_window is false.
+}
+
+TEST_F(ModelDirTest, Qwen2SlidingWindowIsRefused) {
+  const std::string json = ReplaceAll(kQwen2_7BConfig, R"("use_sliding_window": false)", R"("use_sliding_window": true)");
+  const absl::StatusOr<ModelConfig> config = LoadModelConfig(WriteConfig(json));
+  EXPECT_EQ(config.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(config.status().message()),
+              AllOf(HasSubstr(ConfigPath()), HasSubstr("\"use_sliding_window\"")));
+}
+
+TEST_F(ModelDirTest, LoadsMistral7BWithSlidingWindow) {
+  const absl::StatusOr<ModelConfig> config = LoadModelConfig(WriteConfig(kMistral7BConfig));
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->architecture, "MistralForCausalLM");
+  EXPECT_EQ(config->sliding_window, 4096);
+  EXPECT_EQ(config->max_position_embeddings, 32768);
+  EXPECT_EQ(config->head_dim, 128);
+  EXPECT_FALSE(config->qkv_bias);
+}
+
+TEST_F(ModelDirTest, MistralNullWindowMeansNoneAndAbsentMeansTheDefault) {
+  std::string json = ReplaceAll(kMistral7BConfig, R"("sliding_window": 4096)", R"("sliding_window": null)");
+  absl::StatusOr<ModelConfig> config = LoadModelConfig(WriteConfig(json));
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_FALSE(config->sliding_window.has_value());
+
+  json = ReplaceAll(kMistral7BConfig, R"("sliding_window": 4096,)", "");
+  config = LoadModelConfig(WriteConfig(json));
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->sliding_window, 4096);
+}
+
+TEST_F(ModelDirTest, ExplicitHeadDimWins) {
+  // Mistral-Nemo style: hidden 5120 over 32 heads would be 160, but head_dim is 128.
+  std::string json = Llama3With(R"("hidden_size": 4096)", R"("hidden_size": 5120, "head_dim": 128)");
+  absl::StatusOr<ModelConfig> config = LoadModelConfig(WriteConfig(json));
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->head_dim, 128);
+
+  json = Llama3With(R"("hidden_size": 4096)", R"("hidden_size": 4096, "head_dim": null)");
+  config = LoadModelConfig(WriteConfig(json));
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->head_dim, 128);
+}
+
+TEST_F(ModelDirTest, DefaultsForOptionalFields) {
+  const std::string json = R"({"architectures": ["LlamaForCausalLM"], "vocab_size": 256,
+    "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
+    "num_attention_heads": 4, "max_position_embeddings": 512})";
+  const absl::StatusOr<ModelConfig> config = LoadModelConfig(WriteConfig(json));
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->num_key_value_heads, 4);  // MHA when absent.
+  EXPECT_EQ(config->head_dim, 16);
+  EXPECT_EQ(config->torch_dtype, DType::kFloat32);  // transformers' default.
+  EXPECT_DOUBLE_EQ(config->rope_theta, 10000.0);
+  EXPECT_DOUBLE_EQ(config->rms_norm_eps, 1e-6);
+  EXPECT_FALSE(config->tie_word_embeddings);
+}
+
+TEST_F(ModelDirTest, NewerTransformersDtypeKeyAndRopeParameters) {
+  std::string json = Llama3With(R"("torch_dtype": "bfloat16")", R"("dtype": "float16")");
+  json = ReplaceAll(json, R"("rope_theta": 500000.0,)", "");
+  json = ReplaceAll(json, R"("rope_scaling": null)",
+                    R"("rope_parameters": {"rope_theta": 500000.0, "rope_type": "default"})");
+  const absl::StatusOr<ModelConfig> config = LoadModelConfig(WriteConfig(json));
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->torch_dtype, DType::kFloat16);
+  EXPECT_DOUBLE_EQ(config->rope_theta, 500000.0);
+  EXPECT_FALSE(config->rope_scaling.has_value());
+}
+
+TEST_F(ModelDirTest, LlamaAttentionAndMlpBias) {
+  std::string json = Llama3With(R"("attention_bias": false)",
+                                R"("attention_bias": true, "mlp_bias": true)");
+  const absl::StatusOr<ModelConfig> config = LoadModelConfig(WriteConfig(json));
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_TRUE(config->qkv_bias);
+  EXPECT_TRUE(config->o_proj_bias);
+  EXPECT_TRUE(config->mlp_bias);
+}
+
+// ---- Error paths: each names the path and the field. ----
+
+void ExpectError(const absl::StatusOr<ModelConfig>& config, absl::StatusCode code,
+                 const std::vector<std::string>& needles) {
+  ASSERT_FALSE(config.ok());
+  EXPECT_EQ(config.status().code(), code) << config.status();
+  for (const std::string& needle : needles) {
+    EXPECT_THAT(std::string(config.status().message()), HasSubstr(needle));
+  }
+}
+
+TEST_F(ModelDirTest, MissingDirectory) {
+  const std::string missing = (dir_ / "nope").string();
+  ExpectError(LoadModelConfig(missing), absl::StatusCode::kNotFound,
+              {absl::StrCat("model directory \"", missing, "\" does not exist"), "dummy:<preset>",
+               "llama-3-8b"});
+}
+
+TEST(ModelConfigTest, HubIdGetsADownloadHint) {
+  ExpectError(LoadModelConfig("meta-llama/Meta-Llama-3-8B"), absl::StatusCode::kNotFound,
+              {"does not exist", "huggingface-cli download meta-llama/Meta-Llama-3-8B"});
+}
+
+TEST_F(ModelDirTest, PathIsAFile) {
+  const std::string file = WriteConfig(kLlama3_8BConfig) + "/config.json";
+  ExpectError(LoadModelConfig(file), absl::StatusCode::kInvalidArgument,
+              {file, "is not a directory"});
+}
+
+TEST_F(ModelDirTest, MissingConfigJson) {
+  ExpectError(LoadModelConfig(dir_.string()), absl::StatusCode::kNotFound,
+              {ConfigPath(), "not found"});
+}
+
+TEST_F(ModelDirTest, MalformedJsonReportsThePosition) {
+  ExpectError(LoadModelConfig(WriteConfig("{\n  \"vocab_size\": 32000,\n  \"hidden_size\": }\n")),
+              absl::StatusCode::kInvalidArgument,
+              {ConfigPath(), "malformed JSON", "line 3, column 18"});
+  ExpectError(LoadModelConfig(WriteConfig("")), absl::StatusCode::kInvalidArgument,
+              {ConfigPath(), "malformed JSON"});
+}
+
+TEST_F(ModelDirTest, TopLevelMustBeAnObject) {
+  ExpectError(LoadModelConfig(WriteConfig("[1, 2]")), absl::StatusCode::kInvalidArgument,
+              {ConfigPath(), "expected a JSON object"});
+}
+
+TEST_F(ModelDirTest, MissingRequiredFields) {
+  for (const char* field : {"vocab_size", "hidden_size", "intermediate_size",
+                                 "num_hidden_layers", "num_attention_heads",
+                                 "max_position_embeddings", "architectures"}) {
+    std::string json(kLlama3_8BConfig);
+    const size_t at = json.find(absl::StrCat("\"", field, "\""));
+    ASSERT_NE(at, std::string::npos);
+    // Rename the key so the field is absent.
+    json.replace(at, std::strlen(field) + 2, absl::StrCat("\"x_", field, "\""));
+    ExpectError(LoadModelConfig(WriteConfig(json)), absl::StatusCode::kInvalidArgument,
+                {ConfigPath(), absl::StrCat("field \"", field, "\" is required but missing")});
+  }
+}
+
+TEST_F(ModelDirTest, IllTypedFields) {
+  ExpectError(LoadModelConfig(WriteConfig(Llama3With(R"("hidden_size": 4096)",
+                                                     R"("hidden_size": "4096")"))),
+              absl::StatusCode::kInvalidArgument,
+              {ConfigPath(), "field \"hidden_size\" must be an integer, got string \"4096\""});
+  ExpectError(LoadModelConfig(WriteConfig(Llama3With(R"("hidden_size": 4096)",
+                                                     R"("hidden_size": 4096.5)"))),
+              absl::StatusCode::kInvalidArgument, {"field \"hidden_size\" must be an integer"});
+  ExpectError(LoadModelConfig(WriteConfig(Llama3With(R"("tie_word_embeddings": false)",
+                                                     R"("tie_word_embeddings": "no")"))),
+              absl::StatusCode::kInvalidArgument,
+              {"field \"tie_word_embeddings\" must be true or false"});
+  ExpectError(LoadModelConfig(WriteConfig(Llama3With(R"("rope_theta": 500000.0)",
+                                                     R"("rope_theta": "big")"))),
+              absl::StatusCode::kInvalidArgument, {"field \"rope_theta\" must be a number"});
+  ExpectError(LoadModelConfig(WriteConfig(Llama3With(R"("torch_dtype": "bfloat16")",
+                                                     R"("torch_dtype": 16)"))),
+              absl::StatusCode::kInvalidArgument, {"field \"torch_dtype\" must be a string"});
+  ExpectError(LoadModelConfig(WriteConfig(Llama3With(R"("rope_scaling": null)",
+                                                     R"("rope_scaling": 8)"))),
+              absl::StatusCode::kInvalidArgument,
+              {"field \"rope_scaling\" must be an object or null"});
+  ExpectError(LoadModelConfig(WriteConfig(Llama3With(R"("vocab_size": 128256)",
+                                                     R"("vocab_size": 18446744073709551615)"))),
+              absl::StatusCode::kInvalidArgument, {"field \"vocab_size\" is out of range"});
+}
+
+TEST_F(ModelDirTest, ArchitecturesMustBeANonEmptyListOfStrings) {
+  for (const char* bad : {R"("architectures": [])", R"("architectures": "LlamaForCausalLM")",
+                               R"("architectures": [7])"}) {
+    const std::string json = ReplaceAll(kLlama3_8BConfig, "\"architectures\": [\n    \"LlamaForCausalLM\"\n  ]", bad);
+    ExpectError(LoadModelConfig(WriteConfig(json)), absl::StatusCode::kInvalidArgument,
+                {ConfigPath(), "field \"architectures\" must be a non-empty list of strings"});
+  }
+}
+
+TEST_F(ModelDirTest, NonPositiveDimensions) {
+  for (const char* field : {"hidden_size", "num_hidden_layers", "vocab_size"}) {
+    std::string json(kLlama3_8BConfig);
+    const size_t at = json.find(absl::StrCat("\"", field, "\": "));
+    const size_t value = at + std::strlen(field) + 4;
+    json.replace(value, json.find_first_of(",\n", value) - value, "0");
+    ExpectError(LoadModelConfig(WriteConfig(json)), absl::StatusCode::kInvalidArgument,
+                {ConfigPath(), absl::StrCat("field \"", field, "\" must be positive, got 0")});
+  }
+  ExpectError(LoadModelConfig(WriteConfig(Llama3With(R"("num_key_value_heads": 8)",
+                                                     R"("num_key_value_heads": -8)"))),
+              absl::StatusCode::kInvalidArgument,
+              {"field \"num_key_value_heads\" must be positive, got -8"});
+  ExpectError(LoadModelConfig(WriteConfig(Llama3With(R"("rms_norm_eps": 1e-05)",
+                                                     R"("rms_norm_eps": 0)"))),
+              absl::StatusCode::kInvalidArgument, {"field \"rms_norm_eps\" must be positive"});
+}
+
+TEST_F(ModelDirTest, InconsistentHeads) {
+  ExpectError(LoadModelConfig(WriteConfig(Llama3With(R"("num_key_value_heads": 8)",
+                                                     R"("num_key_value_heads": 6)"))),
+              absl::StatusCode::kInvalidArgument,
+              {"field \"num_key_value_heads\" (6) must divide num_attention_heads (32)"});
+  ExpectError(LoadModelConfig(WriteConfig(Llama3With(R"("num_attention_heads": 32)",
+                                                     R"("num_attention_heads": 24)"))),
+              absl::StatusCode::kInvalidArgument,
+              {"field \"head_dim\" is missing and hidden_size (4096) is not a multiple of "
+               "num_attention_heads (24)"});
+}
+
+TEST_F(ModelDirTest, UnsupportedArchitectureListsTheSupportedOnes) {
+  ExpectError(LoadModelConfig(WriteConfig(Llama3With("\"LlamaForCausalLM\"",
+                                                     "\"GPT2LMHeadModel\""))),
+              absl::StatusCode::kInvalidArgument,
+              {ConfigPath(), "unsupported architecture \"GPT2LMHeadModel\"",
+               "supported: LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM"});
+}
+
+TEST_F(ModelDirTest, UnsupportedActivationDtypeAndRopeScaling) {
+  ExpectError(LoadModelConfig(WriteConfig(Llama3With(R"("hidden_act": "silu")",
+                                                     R"("hidden_act": "gelu")"))),
+              absl::StatusCode::kInvalidArgument,
+              {"field \"hidden_act\" names unsupported activation \"gelu\"; supported: silu"});
+  ExpectError(LoadModelConfig(WriteConfig(Llama3With(R"("torch_dtype": "bfloat16")",
+                                                     R"("torch_dtype": "float8_e4m3fn")"))),
+              absl::StatusCode::kInvalidArgument,
+              {"field \"torch_dtype\"", "unsupported dtype \"float8_e4m3fn\""});
+  ExpectError(LoadModelConfig(WriteConfig(Llama3With(
+                  R"("rope_scaling": null)", R"("rope_scaling": {"type": "yarn", "factor": 4.0})"))),
+              absl::StatusCode::kInvalidArgument,
+              {"field \"rope_scaling.rope_type\" names unsupported rope scaling \"yarn\"",
+               "supported: default, llama3"});
+  ExpectError(LoadModelConfig(WriteConfig(Llama3With(
+                  R"("rope_scaling": null)",
+                  R"("rope_scaling": {"rope_type": "llama3", "factor": 8.0})"))),
+              absl::StatusCode::kInvalidArgument,
+              {"field \"rope_scaling.original_max_position_embeddings\" is required"});
+}
+
+// ---- Presets. ----
+
+TEST(ModelConfigTest, PresetsHaveThePublishedShapes) {
+  struct Expected {
+    const char* name;
+    const char* architecture;
+    int64_t layers, hidden, heads, kv_heads, intermediate, vocab, max_positions;
+    bool qkv_bias, tied;
+    DType dtype;
+  };
+  for (const Expected& e : {
+           Expected{"tiny", "LlamaForCausalLM", 2, 64, 4, 2, 128, 256, 2048, false, true,
+                    DType::kFloat32},
+           Expected{"llama-2-7b", "LlamaForCausalLM", 32, 4096, 32, 32, 11008, 32000, 4096,
+                    false, false, DType::kFloat16},
+           Expected{"llama-3-8b", "LlamaForCausalLM", 32, 4096, 32, 8, 14336, 128256, 8192,
+                    false, false, DType::kBFloat16},
+           Expected{"llama-3.1-8b", "LlamaForCausalLM", 32, 4096, 32, 8, 14336, 128256, 131072,
+                    false, false, DType::kBFloat16},
+           Expected{"llama-3-70b", "LlamaForCausalLM", 80, 8192, 64, 8, 28672, 128256, 8192,
+                    false, false, DType::kBFloat16},
+           Expected{"mistral-7b", "MistralForCausalLM", 32, 4096, 32, 8, 14336, 32000, 32768,
+                    false, false, DType::kBFloat16},
+           Expected{"qwen2-7b", "Qwen2ForCausalLM", 28, 3584, 28, 4, 18944, 152064, 131072, true,
+                    false, DType::kBFloat16},
+       }) {
+    const absl::StatusOr<ModelConfig> config = LoadModelConfig(absl::StrCat("dummy:", e.name));
+    ASSERT_TRUE(config.ok()) << config.status();
+    EXPECT_EQ(config->source, absl::StrCat("dummy:", e.name));
+    EXPECT_EQ(config->architecture, e.architecture) << e.name;
+    EXPECT_EQ(config->num_hidden_layers, e.layers) << e.name;
+    EXPECT_EQ(config->hidden_size, e.hidden) << e.name;
+    EXPECT_EQ(config->num_attention_heads, e.heads) << e.name;
+    EXPECT_EQ(config->num_key_value_heads, e.kv_heads) << e.name;
+    EXPECT_EQ(config->head_dim, e.hidden / e.heads) << e.name;
+    EXPECT_EQ(config->intermediate_size, e.intermediate) << e.name;
+    EXPECT_EQ(config->vocab_size, e.vocab) << e.name;
+    EXPECT_EQ(config->max_position_embeddings, e.max_positions) << e.name;
+    EXPECT_EQ(config->qkv_bias, e.qkv_bias) << e.name;
+    EXPECT_EQ(config->tie_word_embeddings, e.tied) << e.name;
+    EXPECT_EQ(config->torch_dtype, e.dtype) << e.name;
+  }
+}
+
+TEST(ModelConfigTest, PresetRopeSettings) {
+  EXPECT_DOUBLE_EQ(LoadModelConfig("dummy:llama-3-8b")->rope_theta, 500000.0);
+  EXPECT_DOUBLE_EQ(LoadModelConfig("dummy:llama-2-7b")->rope_theta, 10000.0);
+  EXPECT_DOUBLE_EQ(LoadModelConfig("dummy:qwen2-7b")->rope_theta, 1000000.0);
+  EXPECT_EQ(LoadModelConfig("dummy:mistral-7b")->sliding_window, 4096);
+  const absl::StatusOr<ModelConfig> llama31 = LoadModelConfig("dummy:llama-3.1-8b");
+  ASSERT_TRUE(llama31->rope_scaling.has_value());
+  EXPECT_DOUBLE_EQ(llama31->rope_scaling->factor, 8.0);
+  EXPECT_EQ(llama31->rope_scaling->original_max_position_embeddings, 8192);
+}
+
+TEST(ModelConfigTest, PresetMatchesItsPublishedConfigJson) {
+  const absl::StatusOr<ModelConfig> preset = LoadModelConfig("dummy:llama-3-8b");
+  const absl::StatusOr<ModelConfig> parsed = ParseModelConfigJson(kLlama3_8BConfig, "x");
+  ASSERT_TRUE(preset.ok() && parsed.ok());
+  EXPECT_EQ(preset->num_key_value_heads, parsed->num_key_value_heads);
+  EXPECT_DOUBLE_EQ(preset->rms_norm_eps, parsed->rms_norm_eps);
+  const absl::StatusOr<ModelConfig> qwen = LoadModelConfig("dummy:qwen2-7b");
+  const absl::StatusOr<ModelConfig> qwen_parsed = ParseModelConfigJson(kQwen2_7BConfig, "x");
+  ASSERT_TRUE(qwen.ok() && qwen_parsed.ok());
+  EXPECT_EQ(qwen->qkv_bias, qwen_parsed->qkv_bias);
+  EXPECT_DOUBLE_EQ(qwen->rms_norm_eps, qwen_parsed->rms_norm_eps);
+  EXPECT_EQ(qwen->max_position_embeddings, qwen_parsed->max_position_embeddings);
+}
+
+TEST(ModelConfigTest, UnknownPresetListsThePresets) {
+  ExpectError(LoadModelConfig("dummy:llama-4"), absl::StatusCode::kNotFound,
+              {"unknown preset \"dummy:llama-4\"",
+               "presets: llama-2-7b, llama-3-70b, llama-3-8b, llama-3.1-8b, mistral-7b, "
+               "qwen2-7b, tiny"});
+  ExpectError(LoadModelConfig("dummy:"), absl::StatusCode::kNotFound, {"unknown preset"});
+}
+
+// ---- DType. ----
+
+TEST(DTypeTest, SizesAndNames) {
+  EXPECT_EQ(DTypeBytes(DType::kFloat32), 4);
+  EXPECT_EQ(DTypeBytes(DType::kFloat16), 2);
+  EXPECT_EQ(DTypeBytes(DType::kBFloat16), 2);
+  EXPECT_EQ(DTypeName(DType::kFloat32), "float32");
+  EXPECT_EQ(DTypeName(DType::kFloat16), "float16");
+  EXPECT_EQ(DTypeName(DType::kBFloat16), "bfloat16");
+}
+
+TEST(DTypeTest, ParsesEveryAlias) {
+  for (std::string_view name : {"float32", "float", "fp32", "FLOAT32"}) {
+    EXPECT_EQ(ParseDType(name).value(), DType::kFloat32) << name;
+  }
+  for (std::string_view name : {"float16", "half", "fp16", "Half"}) {
+    EXPECT_EQ(ParseDType(name).value(), DType::kFloat16) << name;
+  }
+  for (std::string_view name : {"bfloat16", "bf16", "BF16"}) {
+    EXPECT_EQ(ParseDType(name).value(), DType::kBFloat16) << name;
+  }
+}
+
+TEST(DTypeTest, AutoResolvesToTheGivenDtype) {
+  EXPECT_EQ(ResolveDType("auto", DType::kBFloat16).value(), DType::kBFloat16);
+  EXPECT_EQ(ResolveDType("auto", DType::kFloat32).value(), DType::kFloat32);
+  EXPECT_EQ(ResolveDType("half", DType::kBFloat16).value(), DType::kFloat16);
+}
+
+TEST(DTypeTest, UnknownDtypeListsTheSupportedOnes) {
+  for (const char* bad : {"fp8", "", "int8", "autox"}) {
+    const absl::StatusOr<DType> dtype = ResolveDType(bad, DType::kFloat16);
+    ASSERT_FALSE(dtype.ok()) << bad;
+    EXPECT_EQ(dtype.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(std::string(dtype.status().message()),
+                AllOf(HasSubstr(absl::StrCat("unsupported dtype \"", bad, "\"")),
+                      HasSubstr("auto, float16 (half, fp16), bfloat16 (bf16), float32")));
+  }
+}
+
+}  // namespace
+}  // namespace headroom::worker

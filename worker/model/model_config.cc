@@ -1,0 +1,346 @@
+#include "worker/model/model_config.h"
+
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <sstream>
+#include <system_error>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/status_macros.h"
+#include "nlohmann/json.hpp"
+
+namespace headroom::worker {
+namespace {
+
+using Json = nlohmann::json;
+
+inline constexpr std::string_view kLlama = "LlamaForCausalLM";
+inline constexpr std::string_view kMistral = "MistralForCausalLM";
+inline constexpr std::string_view kQwen2 = "Qwen2ForCausalLM";
+inline constexpr std::string_view kDummyPrefix = "dummy:";
+
+// MistralConfig's default when config.json has no sliding_window key (transformers behaviour).
+inline constexpr int64_t kMistralDefaultSlidingWindow = 4096;
+
+std::string Describe(const Json& value) {
+  std::string text = value.dump();
+  if (text.size() > 40) text = absl::StrCat(text.substr(0, 37), "...");
+  return absl::StrCat(value.type_name(), " ", text);
+}
+
+// Typed field access on one JSON object; every error names the file and the field.
+class FieldReader {
+ public:
+  FieldReader(const Json& object, std::string_view path, std::string_view prefix = "")
+      : object_(object), path_(path), prefix_(prefix) {}
+
+  // True when the key is present, even as null.
+  [[nodiscard]] bool Has(std::string_view field) const { return object_.contains(field); }
+
+  // Absent and null both read as "not given".
+  [[nodiscard]] const Json* Find(std::string_view field) const {
+    const auto it = object_.find(field);
+    if (it == object_.end() || it->is_null()) return nullptr;
+    return &*it;
+  }
+
+  [[nodiscard]] absl::Status Error(std::string_view field, std::string_view what) const {
+    return absl::InvalidArgumentError(absl::StrCat(path_, ": field \"", prefix_,
+                                                   std::string(field), "\" ", std::string(what)));
+  }
+
+  [[nodiscard]] absl::StatusOr<std::optional<int64_t>> OptionalInt(
+      std::string_view field) const {
+    const Json* value = Find(field);
+    if (value == nullptr) return std::optional<int64_t>();
+    if (!value->is_number_integer()) {
+      return Error(field, absl::StrCat("must be an integer, got ", Describe(*value)));
+    }
+    if (value->is_number_unsigned() &&
+        value->get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+      return Error(field, absl::StrCat("is out of range: ", value->dump()));
+    }
+    return std::optional<int64_t>(value->get<int64_t>());
+  }
+
+  // A required integer dimension: present and > 0.
+  [[nodiscard]] absl::StatusOr<int64_t> PositiveInt(std::string_view field) const {
+    HR_ASSIGN_OR_RETURN(const std::optional<int64_t> value, OptionalInt(field));
+    if (!value) return Error(field, "is required but missing");
+    if (*value <= 0) return Error(field, absl::StrCat("must be positive, got ", *value));
+    return *value;
+  }
+
+  [[nodiscard]] absl::StatusOr<std::optional<int64_t>> OptionalPositiveInt(
+      std::string_view field) const {
+    HR_ASSIGN_OR_RETURN(const std::optional<int64_t> value, OptionalInt(field));
+    if (value && *value <= 0) {
+      return Error(field, absl::StrCat("must be positive, got ", *value));
+    }
+    return value;
+  }
+
+  [[nodiscard]] absl::StatusOr<std::optional<double>> OptionalNumber(
+      std::string_view field) const {
+    const Json* value = Find(field);
+    if (value == nullptr) return std::optional<double>();
+    if (!value->is_number()) {
+      return Error(field, absl::StrCat("must be a number, got ", Describe(*value)));
+    }
+    return std::optional<double>(value->get<double>());
+  }
+
+  [[nodiscard]] absl::StatusOr<double> PositiveNumber(std::string_view field,
+                                                      double default_value) const {
+    HR_ASSIGN_OR_RETURN(const std::optional<double> value, OptionalNumber(field));
+    if (!value) return default_value;
+    if (!(*value > 0)) return Error(field, absl::StrCat("must be positive, got ", *value));
+    return *value;
+  }
+
+  [[nodiscard]] absl::StatusOr<bool> Bool(std::string_view field, bool default_value) const {
+    const Json* value = Find(field);
+    if (value == nullptr) return default_value;
+    if (!value->is_boolean()) {
+      return Error(field, absl::StrCat("must be true or false, got ", Describe(*value)));
+    }
+    return value->get<bool>();
+  }
+
+  [[nodiscard]] absl::StatusOr<std::optional<std::string>> OptionalString(
+      std::string_view field) const {
+    const Json* value = Find(field);
+    if (value == nullptr) return std::optional<std::string>();
+    if (!value->is_string()) {
+      return Error(field, absl::StrCat("must be a string, got ", Describe(*value)));
+    }
+    return std::optional<std::string>(value->get<std::string>());
+  }
+
+ private:
+  const Json& object_;
+  std::string path_;    // config.json path, for messages.
+  std::string prefix_;  // "rope_scaling." for nested objects.
+};
+
+absl::StatusOr<std::string> ReadArchitecture(const FieldReader& reader, const Json& root) {
+  const Json* architectures = reader.Find("architectures");
+  if (architectures == nullptr) return reader.Error("architectures", "is required but missing");
+  if (!architectures->is_array() || architectures->empty() ||
+      !(*architectures)[0].is_string()) {
+    return reader.Error("architectures",
+                        absl::StrCat("must be a non-empty list of strings, got ",
+                                     Describe(root.at("architectures"))));
+  }
+  std::string architecture = (*architectures)[0].get<std::string>();
+  for (const std::string& supported : SupportedArchitectures()) {
+    if (architecture == supported) return architecture;
+  }
+  return reader.Error("architectures",
+                      absl::StrCat("names unsupported architecture \"", architecture,
+                                   "\"; supported: ",
+                                   absl::StrJoin(SupportedArchitectures(), ", ")));
+}
+
+// rope_scaling (transformers < 5) or rope_parameters (transformers >= 5): only "llama3" scaling
+// changes the rotary frequencies; "default" (or no type) means none.
+absl::Status ReadRopeScaling(const FieldReader& reader, std::string_view path,
+                             ModelConfig& config) {
+  for (std::string_view key : {std::string_view("rope_scaling"), std::string_view("rope_parameters")}) {
+    const Json* value = reader.Find(key);
+    if (value == nullptr) continue;
+    if (!value->is_object()) {
+      return reader.Error(key, absl::StrCat("must be an object or null, got ", Describe(*value)));
+    }
+    const FieldReader rope(*value, path, absl::StrCat(std::string(key), "."));
+    if (key == "rope_parameters") {
+      HR_ASSIGN_OR_RETURN(config.rope_theta, rope.PositiveNumber("rope_theta", config.rope_theta));
+    }
+    HR_ASSIGN_OR_RETURN(std::optional<std::string> type, rope.OptionalString("rope_type"));
+    if (!type) {
+      HR_ASSIGN_OR_RETURN(type, rope.OptionalString("type"));
+    }
+    if (!type || *type == "default") continue;
+    if (*type != "llama3") {
+      return rope.Error("rope_type", absl::StrCat("names unsupported rope scaling \"", *type,
+                                                  "\"; supported: default, llama3"));
+    }
+    RopeScaling scaling;
+    HR_ASSIGN_OR_RETURN(scaling.factor, rope.PositiveNumber("factor", 0));
+    HR_ASSIGN_OR_RETURN(scaling.low_freq_factor, rope.PositiveNumber("low_freq_factor", 1.0));
+    HR_ASSIGN_OR_RETURN(scaling.high_freq_factor, rope.PositiveNumber("high_freq_factor", 4.0));
+    HR_ASSIGN_OR_RETURN(scaling.original_max_position_embeddings,
+                        rope.PositiveInt("original_max_position_embeddings"));
+    if (scaling.factor == 0) return rope.Error("factor", "is required for llama3 rope scaling");
+    if (scaling.high_freq_factor <= scaling.low_freq_factor) {
+      return rope.Error("high_freq_factor",
+                        absl::StrCat("must exceed low_freq_factor (", scaling.low_freq_factor,
+                                     "), got ", scaling.high_freq_factor));
+    }
+    config.rope_scaling = scaling;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ReadBiasesAndWindow(const FieldReader& reader, ModelConfig& config) {
+  if (config.architecture == kQwen2) {
+    // Qwen2's q/k/v projections always carry a bias and o_proj never does; config.json has no key.
+    config.qkv_bias = true;
+    HR_ASSIGN_OR_RETURN(const bool use_sliding_window, reader.Bool("use_sliding_window", false));
+    if (use_sliding_window) {
+      return reader.Error("use_sliding_window",
+                          "is true; sliding-window attention for Qwen2 is not supported");
+    }
+  } else if (config.architecture == kLlama) {
+    HR_ASSIGN_OR_RETURN(const bool attention_bias, reader.Bool("attention_bias", false));
+    config.qkv_bias = attention_bias;
+    config.o_proj_bias = attention_bias;
+    HR_ASSIGN_OR_RETURN(config.mlp_bias, reader.Bool("mlp_bias", false));
+  } else if (config.architecture == kMistral) {
+    // An absent key takes MistralConfig's default; an explicit null (v0.2 and later) means none.
+    HR_ASSIGN_OR_RETURN(const std::optional<int64_t> window,
+                        reader.OptionalPositiveInt("sliding_window"));
+    config.sliding_window =
+        reader.Has("sliding_window") ? window : std::optional(kMistralDefaultSlidingWindow);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+const std::vector<std::string>& SupportedArchitectures() {
+  static const std::vector<std::string>* const kArchitectures =
+      new std::vector<std::string>{std::string(kLlama), std::string(kMistral), std::string(kQwen2)};
+  return *kArchitectures;
+}
+
+absl::StatusOr<ModelConfig> ParseModelConfigJson(std::string_view json_text,
+                                                 std::string_view path) {
+  Json root;
+  try {
+    root = Json::parse(json_text);
+  } catch (const Json::exception& e) {
+    // e.what() is "[json.exception.parse_error.101] parse error at line L, column C: ...".
+    std::string_view what = e.what();
+    if (const size_t bracket = what.find("] "); what.starts_with("[") &&
+                                                bracket != std::string_view::npos) {
+      what.remove_prefix(bracket + 2);
+    }
+    return absl::InvalidArgumentError(
+        absl::StrCat(std::string(path), ": malformed JSON: ", std::string(what)));
+  }
+  if (!root.is_object()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(std::string(path), ": expected a JSON object at the top level, got ",
+                     Describe(root)));
+  }
+
+  const FieldReader reader(root, path);
+  ModelConfig config;
+  config.source = std::string(path);
+  HR_ASSIGN_OR_RETURN(config.architecture, ReadArchitecture(reader, root));
+  HR_ASSIGN_OR_RETURN(config.vocab_size, reader.PositiveInt("vocab_size"));
+  HR_ASSIGN_OR_RETURN(config.hidden_size, reader.PositiveInt("hidden_size"));
+  HR_ASSIGN_OR_RETURN(config.intermediate_size, reader.PositiveInt("intermediate_size"));
+  HR_ASSIGN_OR_RETURN(config.num_hidden_layers, reader.PositiveInt("num_hidden_layers"));
+  HR_ASSIGN_OR_RETURN(config.num_attention_heads, reader.PositiveInt("num_attention_heads"));
+  HR_ASSIGN_OR_RETURN(config.max_position_embeddings,
+                      reader.PositiveInt("max_position_embeddings"));
+
+  HR_ASSIGN_OR_RETURN(const std::optional<int64_t> kv_heads,
+                      reader.OptionalPositiveInt("num_key_value_heads"));
+  config.num_key_value_heads = kv_heads.value_or(config.num_attention_heads);
+  if (config.num_attention_heads % config.num_key_value_heads != 0) {
+    return reader.Error("num_key_value_heads",
+                        absl::StrCat("(", config.num_key_value_heads,
+                                     ") must divide num_attention_heads (",
+                                     config.num_attention_heads, ")"));
+  }
+
+  HR_ASSIGN_OR_RETURN(const std::optional<int64_t> head_dim,
+                      reader.OptionalPositiveInt("head_dim"));
+  if (head_dim) {
+    config.head_dim = *head_dim;
+  } else if (config.hidden_size % config.num_attention_heads != 0) {
+    return reader.Error("head_dim",
+                        absl::StrCat("is missing and hidden_size (", config.hidden_size,
+                                     ") is not a multiple of num_attention_heads (",
+                                     config.num_attention_heads, ")"));
+  } else {
+    config.head_dim = config.hidden_size / config.num_attention_heads;
+  }
+
+  HR_ASSIGN_OR_RETURN(config.tie_word_embeddings, reader.Bool("tie_word_embeddings", false));
+  HR_ASSIGN_OR_RETURN(config.rms_norm_eps, reader.PositiveNumber("rms_norm_eps", 1e-6));
+  HR_ASSIGN_OR_RETURN(config.rope_theta, reader.PositiveNumber("rope_theta", 10000.0));
+  HR_RETURN_IF_ERROR(ReadRopeScaling(reader, path, config));
+
+  // transformers >= 4.56 writes "dtype"; older versions "torch_dtype". Absent means float32.
+  std::string_view dtype_field = "torch_dtype";
+  HR_ASSIGN_OR_RETURN(std::optional<std::string> dtype, reader.OptionalString(dtype_field));
+  if (!dtype) {
+    dtype_field = "dtype";
+    HR_ASSIGN_OR_RETURN(dtype, reader.OptionalString(dtype_field));
+  }
+  if (dtype) {
+    absl::StatusOr<DType> parsed = ParseDType(*dtype);
+    if (!parsed.ok()) return reader.Error(dtype_field, std::string(parsed.status().message()));
+    config.torch_dtype = *parsed;
+  }
+
+  HR_ASSIGN_OR_RETURN(const std::optional<std::string> activation,
+                      reader.OptionalString("hidden_act"));
+  if (activation && *activation != "silu") {
+    return reader.Error("hidden_act", absl::StrCat("names unsupported activation \"",
+                                                   *activation, "\"; supported: silu"));
+  }
+
+  HR_RETURN_IF_ERROR(ReadBiasesAndWindow(reader, config));
+  return config;
+}
+
+absl::StatusOr<ModelConfig> LoadModelConfig(std::string_view model) {
+  if (model.starts_with(kDummyPrefix)) {
+    return PresetModelConfig(model.substr(kDummyPrefix.size()));
+  }
+  const std::filesystem::path directory{std::string(model)};
+  std::error_code error;
+  const std::filesystem::file_status status = std::filesystem::status(directory, error);
+  if (!std::filesystem::exists(status)) {
+    std::string message =
+        absl::StrCat("model directory \"", std::string(model), "\" does not exist");
+    const bool looks_like_hub_id = model.find('/') != std::string_view::npos &&
+                                   !model.starts_with('/') && !model.starts_with('.') &&
+                                   model.find('/') == model.rfind('/');
+    if (looks_like_hub_id) {
+      absl::StrAppend(&message, "; headroom reads local directories, so download it first (",
+                      "huggingface-cli download ", std::string(model), " --local-dir <dir>)");
+    }
+    absl::StrAppend(&message, "; or use dummy:<preset> with one of: ",
+                    absl::StrJoin(PresetNames(), ", "));
+    return absl::NotFoundError(message);
+  }
+  if (!std::filesystem::is_directory(status)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--model \"", std::string(model),
+        "\" is not a directory; pass the directory holding config.json"));
+  }
+  const std::filesystem::path config_path = directory / "config.json";
+  std::ifstream file(config_path, std::ios::binary);
+  if (!file) {
+    return absl::NotFoundError(
+        absl::StrCat(config_path.string(),
+                     " not found or not readable; a Hugging Face model directory has one"));
+  }
+  std::ostringstream text;
+  text << file.rdbuf();
+  HR_ASSIGN_OR_RETURN(ModelConfig config, ParseModelConfigJson(text.str(), config_path.string()));
+  config.source = std::string(model);
+  return config;
+}
+
+}  // namespace headroom::worker

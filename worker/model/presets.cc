@@ -1,0 +1,113 @@
+// Built-in `dummy:<preset>` shapes. Each is the published config.json of the checkpoint named in
+// its comment (same dims, dtype, rope and norm settings), so a plan for `dummy:llama-3-8b` is the
+// plan for meta-llama/Meta-Llama-3-8B. `tiny` is headroom's own: a 2-layer Llama with a 256-entry
+// byte-level vocabulary for CPU demos and tests.
+#include <algorithm>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "worker/model/model_config.h"
+
+namespace headroom::worker {
+namespace {
+
+struct Preset {
+  std::string_view name;
+  ModelConfig config;
+};
+
+ModelConfig Llama(int64_t layers, int64_t hidden, int64_t heads, int64_t kv_heads,
+                  int64_t intermediate, int64_t vocab, int64_t max_positions) {
+  ModelConfig config;
+  config.architecture = "LlamaForCausalLM";
+  config.num_hidden_layers = layers;
+  config.hidden_size = hidden;
+  config.num_attention_heads = heads;
+  config.num_key_value_heads = kv_heads;
+  config.head_dim = hidden / heads;
+  config.intermediate_size = intermediate;
+  config.vocab_size = vocab;
+  config.max_position_embeddings = max_positions;
+  config.rms_norm_eps = 1e-5;
+  config.torch_dtype = DType::kBFloat16;
+  return config;
+}
+
+std::vector<Preset> MakePresets() {
+  std::vector<Preset> presets;
+
+  // headroom's CPU demo model: head_dim 16, GQA 2:1, tied embeddings, float32 for the CPU path.
+  ModelConfig tiny = Llama(/*layers=*/2, /*hidden=*/64, /*heads=*/4, /*kv_heads=*/2,
+                           /*intermediate=*/128, /*vocab=*/256, /*max_positions=*/2048);
+  tiny.tie_word_embeddings = true;
+  tiny.torch_dtype = DType::kFloat32;
+  presets.push_back({"tiny", tiny});
+
+  // meta-llama/Llama-2-7b-hf: MHA (32 kv heads), float16 checkpoint.
+  ModelConfig llama2_7b = Llama(32, 4096, 32, 32, 11008, 32000, 4096);
+  llama2_7b.torch_dtype = DType::kFloat16;
+  presets.push_back({"llama-2-7b", llama2_7b});
+
+  // meta-llama/Meta-Llama-3-8B.
+  ModelConfig llama3_8b = Llama(32, 4096, 32, 8, 14336, 128256, 8192);
+  llama3_8b.rope_theta = 500000.0;
+  presets.push_back({"llama-3-8b", llama3_8b});
+
+  // meta-llama/Llama-3.1-8B: Llama-3-8B dims, 128k context through "llama3" rope scaling.
+  ModelConfig llama31_8b = llama3_8b;
+  llama31_8b.max_position_embeddings = 131072;
+  llama31_8b.rope_scaling = RopeScaling{.factor = 8.0,
+                                        .low_freq_factor = 1.0,
+                                        .high_freq_factor = 4.0,
+                                        .original_max_position_embeddings = 8192};
+  presets.push_back({"llama-3.1-8b", llama31_8b});
+
+  // meta-llama/Meta-Llama-3-70B.
+  ModelConfig llama3_70b = Llama(80, 8192, 64, 8, 28672, 128256, 8192);
+  llama3_70b.rope_theta = 500000.0;
+  presets.push_back({"llama-3-70b", llama3_70b});
+
+  // mistralai/Mistral-7B-v0.1: 4096-token sliding window, 32k positions.
+  ModelConfig mistral_7b = Llama(32, 4096, 32, 8, 14336, 32000, 32768);
+  mistral_7b.architecture = "MistralForCausalLM";
+  mistral_7b.sliding_window = 4096;
+  presets.push_back({"mistral-7b", mistral_7b});
+
+  // Qwen/Qwen2-7B (base): q/k/v bias, untied LM head, 131072 positions, rope_theta 1e6.
+  ModelConfig qwen2_7b = Llama(28, 3584, 28, 4, 18944, 152064, 131072);
+  qwen2_7b.architecture = "Qwen2ForCausalLM";
+  qwen2_7b.qkv_bias = true;
+  qwen2_7b.rms_norm_eps = 1e-6;
+  qwen2_7b.rope_theta = 1000000.0;
+  presets.push_back({"qwen2-7b", qwen2_7b});
+
+  for (Preset& preset : presets) preset.config.source = absl::StrCat("dummy:", std::string(preset.name));
+  std::sort(presets.begin(), presets.end(),
+            [](const Preset& a, const Preset& b) { return a.name < b.name; });
+  return presets;
+}
+
+const std::vector<Preset>& Presets() {
+  static const std::vector<Preset>* const kPresets = new std::vector<Preset>(MakePresets());
+  return *kPresets;
+}
+
+}  // namespace
+
+std::vector<std::string> PresetNames() {
+  std::vector<std::string> names;
+  for (const Preset& preset : Presets()) names.emplace_back(preset.name);
+  return names;
+}
+
+absl::StatusOr<ModelConfig> PresetModelConfig(std::string_view name) {
+  for (const Preset& preset : Presets()) {
+    if (preset.name == name) return preset.config;
+  }
+  return absl::NotFoundError(absl::StrCat("unknown preset \"dummy:", std::string(name),
+                                          "\"; presets: ", absl::StrJoin(PresetNames(), ", ")));
+}
+
+}  // namespace headroom::worker
