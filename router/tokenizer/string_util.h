@@ -1,0 +1,33 @@
+// Small string helpers for the tokenizer. Debian's Abseil has its own absl::string_view (not
+// std::string_view), so std::string_view values are converted with Sv() before they reach
+// absl::StrCat and friends; StringMap/StringSet allow lookups by std::string_view.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/hash/hash.h"
+#include "absl/strings/string_view.h"
+
+namespace headroom::router {
+
+inline absl::string_view Sv(std::string_view s) { return absl::string_view(s.data(), s.size()); }
+
+struct StringHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view s) const { return absl::Hash<absl::string_view>{}(Sv(s)); }
+  size_t operator()(const std::string& s) const { return (*this)(std::string_view(s)); }
+};
+
+struct StringEq {
+  using is_transparent = void;
+  bool operator()(std::string_view a, std::string_view b) const { return a == b; }
+};
+
+template <typename V>
+using StringMap = absl::flat_hash_map<std::string, V, StringHash, StringEq>;
+using StringSet = absl::flat_hash_set<std::string, StringHash, StringEq>;
+
+}  // namespace headroom::router

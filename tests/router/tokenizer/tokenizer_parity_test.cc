@@ -1,0 +1,116 @@
+// Parity with Hugging Face `tokenizers`: for every committed fixture, encoding the corpus gives the
+// ids `tokenizers` gave, and decoding gives the same text (fixtures/<name>/expected.jsonl), and
+// decoding random id sequences (biased to byte and special tokens) matches too (decode.jsonl).
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "router/tokenizer/tokenizer.h"
+#include "tests/router/tokenizer/fixtures.h"
+
+namespace headroom::router {
+namespace {
+
+using testing::FixtureDir;
+using testing::Ids;
+using testing::ReadJsonLines;
+
+class ParityTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    auto t = Tokenizer::FromDirectory(FixtureDir(GetParam()));
+    ASSERT_TRUE(t.ok()) << t.status();
+    tokenizer_ = *std::move(t);
+  }
+  std::unique_ptr<Tokenizer> tokenizer_;
+};
+
+TEST_P(ParityTest, EncodeMatchesTokenizers) {
+  const auto rows = ReadJsonLines(FixtureDir(GetParam()) + "/expected.jsonl");
+  ASSERT_GT(rows.size(), 150u);
+  int mismatches = 0;
+  for (const auto& row : rows) {
+    const std::string text = row["text"];
+    auto ids = tokenizer_->Encode(text);
+    ASSERT_TRUE(ids.ok()) << ids.status();
+    if (*ids != Ids(row["ids"])) ++mismatches;
+    EXPECT_EQ(*ids, Ids(row["ids"])) << "text: " << row["text"].dump();
+    auto plain = tokenizer_->Encode(text, {.add_special_tokens = false});
+    ASSERT_TRUE(plain.ok()) << plain.status();
+    EXPECT_EQ(*plain, Ids(row["ids_plain"])) << "text: " << row["text"].dump();
+  }
+  EXPECT_EQ(mismatches, 0) << "of " << rows.size();
+}
+
+TEST_P(ParityTest, DecodeOfEncodeMatchesTokenizers) {
+  for (const auto& row : ReadJsonLines(FixtureDir(GetParam()) + "/expected.jsonl")) {
+    const std::vector<int32_t> ids = Ids(row["ids"]);
+    EXPECT_EQ(tokenizer_->Decode(ids), row["decoded"].get<std::string>())
+        << "text: " << row["text"].dump();
+    EXPECT_EQ(tokenizer_->Decode(ids, {.skip_special_tokens = false}),
+              row["decoded_special"].get<std::string>())
+        << "text: " << row["text"].dump();
+  }
+}
+
+TEST_P(ParityTest, DecodeOfRandomIdsMatchesTokenizers) {
+  const auto rows = ReadJsonLines(FixtureDir(GetParam()) + "/decode.jsonl");
+  ASSERT_GT(rows.size(), 50u);
+  for (const auto& row : rows) {
+    const std::vector<int32_t> ids = Ids(row["ids"]);
+    EXPECT_EQ(tokenizer_->Decode(ids), row["decoded"].get<std::string>())
+        << "ids: " << row["ids"].dump();
+    EXPECT_EQ(tokenizer_->Decode(ids, {.skip_special_tokens = false}),
+              row["decoded_special"].get<std::string>())
+        << "ids: " << row["ids"].dump();
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, ParityTest, ::testing::ValuesIn(testing::FixtureNames()),
+                         [](const ::testing::TestParamInfo<std::string>& p) { return p.param; });
+
+TEST(TokenizerConfigTest, LoadsSpecialTokensAndChatTemplate) {
+  auto t = Tokenizer::FromDirectory(FixtureDir("llama3"));
+  ASSERT_TRUE(t.ok()) << t.status();
+  const TokenizerConfig& c = (*t)->config();
+  EXPECT_EQ(c.bos_token, "<|begin_of_text|>");
+  EXPECT_EQ(c.eos_token, "<|eot_id|>");
+  ASSERT_TRUE(c.chat_template.has_value());
+  EXPECT_NE(c.chat_template->find("<|start_header_id|>"), std::string::npos);
+  EXPECT_EQ((*t)->bos_token_id(), (*t)->TokenToId("<|begin_of_text|>"));
+  EXPECT_EQ((*t)->eos_token_id(), (*t)->TokenToId("<|eot_id|>"));
+  EXPECT_TRUE((*t)->IsSpecialToken(*(*t)->eos_token_id()));
+}
+
+TEST(TokenizerConfigTest, AddBosTokenFalseOverridesPostProcessor) {
+  auto t = Tokenizer::FromDirectory(FixtureDir("llama2"));
+  ASSERT_TRUE(t.ok()) << t.status();
+  ASSERT_EQ((*t)->special_token_wrap().prefix, std::vector<int32_t>{1});
+  auto json = json_util::ReadFile(FixtureDir("llama2") + "/tokenizer.json");
+  ASSERT_TRUE(json.ok());
+  auto no_bos = Tokenizer::FromJson(*json, R"({"add_bos_token": false, "bos_token": "<s>",
+                                              "eos_token": "</s>", "add_eos_token": true})");
+  ASSERT_TRUE(no_bos.ok()) << no_bos.status();
+  auto ids = (*no_bos)->Encode("hi");
+  ASSERT_TRUE(ids.ok());
+  EXPECT_NE(ids->front(), 1);
+  EXPECT_EQ(ids->back(), 2);
+}
+
+TEST(TokenizerConfigTest, ChatTemplateListAndAddedTokenObjects) {
+  auto c = ParseTokenizerConfig(R"({"bos_token": {"content": "<s>", "__type": "AddedToken"},
+      "eos_token": null, "model_max_length": 1e30,
+      "chat_template": [{"name": "default", "template": "A"}, {"name": "tool_use", "template": "B"}]})",
+                                "cfg");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->bos_token, "<s>");
+  EXPECT_FALSE(c->eos_token.has_value());
+  EXPECT_FALSE(c->model_max_length.has_value());
+  EXPECT_EQ(c->chat_template, "A");
+  ASSERT_EQ(c->named_chat_templates.size(), 2u);
+  EXPECT_EQ(c->named_chat_templates[1].second, "B");
+}
+
+}  // namespace
+}  // namespace headroom::router
