@@ -1,0 +1,50 @@
+// A generation request as the engine sees it: token ids and sampling parameters, already parsed
+// and validated at the edge (the engine never sees JSON or protobuf).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kvcache/block_id.h"
+
+namespace headroom::worker {
+
+// One request is one sequence (n > 1 sampling would fork several).
+using RequestId = kvcache::SequenceId;
+
+struct SamplingParams {
+  // 0 means greedy (argmax); otherwise logits are divided by it before softmax.
+  float temperature = 1.0f;
+  // Keep the k most likely tokens; 0 keeps all.
+  int32_t top_k = 0;
+  // Keep the smallest set of most likely tokens whose probability reaches top_p; 1 keeps all.
+  float top_p = 1.0f;
+  // Per-request seed: the same seed gives the same tokens whatever else is in the batch.
+  std::optional<uint64_t> seed;
+  // Tokens to generate at most.
+  int32_t max_tokens = 16;
+  // Finishing on any of these (and on EOS unless ignore_eos) ends the request.
+  std::vector<int32_t> stop_token_ids;
+  bool ignore_eos = false;
+  // Return the top-N logprobs of each sampled token (0: only the sampled token's).
+  int32_t logprobs = 0;
+};
+
+struct Request {
+  RequestId id;
+  std::vector<int32_t> prompt;
+  SamplingParams sampling;
+  // Isolates prefix-cache sharing (tenants): blocks are shared only under the same salt.
+  std::string cache_salt;
+};
+
+enum class FinishReason {
+  kNone,     // still running
+  kStop,     // EOS or a stop token
+  kLength,   // max_tokens or max_model_len reached
+  kAbort,    // aborted by the client or the router
+};
+
+}  // namespace headroom::worker

@@ -1,0 +1,46 @@
+// StepPlan: everything one forward step does, decided by the scheduler on the leader.
+//
+// It is a plain value so tensor-parallel followers can receive it (serialized) and apply it to
+// their own block tables: every block id a sequence gains in this step is listed, and sequences
+// whose blocks were released are named, so a follower never runs a KV-cache manager of its own.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "kvcache/block_id.h"
+#include "worker/engine/request.h"
+
+namespace headroom::worker {
+
+struct ScheduledSequence {
+  RequestId id;
+  // Tokens whose KV is already in the cache before this step (the position of token_ids[0]).
+  int32_t num_computed_tokens = 0;
+  // Tokens computed in this step: a prefill chunk, or the one token sampled last step.
+  std::vector<int32_t> token_ids;
+  // Blocks appended to this sequence's block table in this step (for a newly admitted sequence:
+  // its whole table, cached prefix blocks first).
+  std::vector<kvcache::BlockId> new_block_ids;
+  // This step reaches the end of the sequence's known tokens: compute logits of the last token
+  // and sample the next one.
+  bool sample = false;
+};
+
+struct StepPlan {
+  // Increases by one every step.
+  int64_t step = 0;
+  // Sequences computed in this step: decodes first, then prefill chunks.
+  std::vector<ScheduledSequence> sequences;
+  // Sequences whose blocks were released since the previous plan (finished, aborted or preempted);
+  // followers drop their block tables.
+  std::vector<RequestId> released;
+  // Of those, the ones preempted in this step (they will be recomputed later).
+  std::vector<RequestId> preempted;
+  // Sum of token_ids over sequences (<= max_num_batched_tokens).
+  int32_t num_tokens = 0;
+
+  [[nodiscard]] bool empty() const { return sequences.empty(); }
+};
+
+}  // namespace headroom::worker
