@@ -1,0 +1,110 @@
+// CPU kernel benchmarks: paged attention decode at a Llama-3-8B-like shape and the Linear layer
+// (OpenBLAS) at decode (m = 1) and prefill-chunk (m = 256) sizes. Results go to docs/performance.md.
+//   paged attention: bytes/s counts the K and V rows read (the kernel is bound by them);
+//   Linear: GFLOP/s counts 2*m*n*k; bytes/s counts the weight read once.
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <numeric>
+#include <random>
+#include <vector>
+
+#include "kernels/cpu/gemm.h"
+#include "kernels/cpu/paged_attention.h"
+#include "kernels/cpu/threads.h"
+#include "kernels/paged_kv.h"
+
+namespace headroom::kernels::cpu {
+namespace {
+
+std::vector<float> Random(int64_t n, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<float> values(static_cast<size_t>(n));
+  for (float& v : values) v = dist(rng);
+  return values;
+}
+
+// Decode step: batch 32, context 1024, 32 query heads / 8 kv heads, head_dim 128, block size 16.
+// Arg 0: threads.
+void BM_PagedAttentionDecode(benchmark::State& state) {
+  const int threads = static_cast<int>(state.range(0));
+  constexpr int32_t kBatch = 32;
+  constexpr int32_t kContext = 1024;
+  constexpr int32_t kHeads = 32;
+  constexpr int32_t kKvHeads = 8;
+  constexpr int32_t kHeadDim = 128;
+  constexpr int32_t kBlockSize = 16;
+  constexpr int32_t kBlocksPerSeq = kContext / kBlockSize;
+  constexpr int32_t kNumBlocks = kBatch * kBlocksPerSeq;
+  const int64_t pool = int64_t{kNumBlocks} * kBlockSize * kKvHeads * kHeadDim;
+  std::vector<float> k_cache = Random(pool, 1);
+  std::vector<float> v_cache = Random(pool, 2);
+  const std::vector<float> q = Random(int64_t{kBatch} * kHeads * kHeadDim, 3);
+  std::vector<float> out(q.size());
+  // Shuffled blocks, as a real pool hands them out.
+  std::vector<int32_t> block_tables(static_cast<size_t>(kNumBlocks));
+  std::iota(block_tables.begin(), block_tables.end(), 0);
+  std::shuffle(block_tables.begin(), block_tables.end(), std::mt19937_64(4));
+  std::vector<int32_t> query_start(kBatch + 1);
+  std::iota(query_start.begin(), query_start.end(), 0);
+  const std::vector<int32_t> context_lens(kBatch, kContext);
+  const PagedKvView view{k_cache.data(), v_cache.data(), kNumBlocks, kBlockSize, kKvHeads,
+                         kHeadDim};
+  const AttentionMetadata meta{query_start.data(), context_lens.data(), block_tables.data(),
+                               kBatch, kBlocksPerSeq};
+  const int before = NumThreads();
+  SetNumThreads(threads);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(kHeadDim));
+  for (auto _ : state) {
+    const absl::Status status =
+        PagedAttention(q.data(), kBatch, kHeads, view, meta, scale, out.data());
+    if (!status.ok()) state.SkipWithError(status.ToString().c_str());
+    benchmark::DoNotOptimize(out.data());
+    benchmark::ClobberMemory();
+  }
+  SetNumThreads(before);
+  const int64_t kv_bytes = 2 * pool * static_cast<int64_t>(sizeof(float));
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * kv_bytes);
+  state.counters["tokens/s"] = benchmark::Counter(static_cast<double>(kBatch) *
+                                                      static_cast<double>(state.iterations()),
+                                                  benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_PagedAttentionDecode)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// out [m, 4096] = x [m, 4096] @ w^T, w [4096, 4096]. Arg 0: m, arg 1: threads.
+void BM_Linear(benchmark::State& state) {
+  const int64_t m = state.range(0);
+  const int threads = static_cast<int>(state.range(1));
+  constexpr int64_t kN = 4096;
+  constexpr int64_t kK = 4096;
+  const std::vector<float> x = Random(m * kK, 5);
+  const std::vector<float> w = Random(kN * kK, 6);
+  std::vector<float> out(static_cast<size_t>(m * kN));
+  const int before = NumThreads();
+  SetNumThreads(threads);
+  for (auto _ : state) {
+    const absl::Status status = Linear(x.data(), w.data(), nullptr, m, kN, kK, out.data());
+    if (!status.ok()) state.SkipWithError(status.ToString().c_str());
+    benchmark::DoNotOptimize(out.data());
+    benchmark::ClobberMemory();
+  }
+  SetNumThreads(before);
+  const double iterations = static_cast<double>(state.iterations());
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * kN * kK *
+                          static_cast<int64_t>(sizeof(float)));
+  state.counters["GFLOP/s"] = benchmark::Counter(
+      2.0 * static_cast<double>(m * kN * kK) * iterations * 1e-9, benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_Linear)
+    ->Args({1, 1})
+    ->Args({1, 2})
+    ->Args({256, 1})
+    ->Args({256, 2})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
+}  // namespace
+}  // namespace headroom::kernels::cpu

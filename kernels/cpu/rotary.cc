@@ -1,0 +1,119 @@
+#include "kernels/cpu/rotary.h"
+
+#include <cmath>
+#include <numbers>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "kernels/cpu/validate.h"
+
+namespace headroom::kernels::cpu {
+namespace {
+
+absl::Status CheckHeadDim(absl::string_view op, int64_t head_dim) {
+  if (head_dim <= 0 || head_dim % 2 != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(op, ": head_dim must be positive and even, got ", head_dim));
+  }
+  return absl::OkStatus();
+}
+
+// Rotates every head of one token: x [num_heads, head_dim].
+void RotateHeads(float* x, int64_t num_heads, int64_t head_dim,
+                 const float* cos_values,    // [head_dim / 2]
+                 const float* sin_values) {  // [head_dim / 2]
+  const int64_t half = head_dim / 2;
+  for (int64_t h = 0; h < num_heads; ++h) {
+    float* head = x + h * head_dim;
+    for (int64_t i = 0; i < half; ++i) {
+      const float x1 = head[i];
+      const float x2 = head[i + half];
+      head[i] = x1 * cos_values[i] - x2 * sin_values[i];
+      head[i + half] = x2 * cos_values[i] + x1 * sin_values[i];
+    }
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<float>> RopeInvFreq(int64_t head_dim, double theta,
+                                               const std::optional<Llama3RopeScaling>& scaling) {
+  HR_RETURN_IF_ERROR(CheckHeadDim("RopeInvFreq", head_dim));
+  if (!(theta > 1.0) || !std::isfinite(theta)) {
+    return absl::InvalidArgumentError(absl::StrCat("RopeInvFreq: theta must be > 1, got ", theta));
+  }
+  const int64_t half = head_dim / 2;
+  std::vector<float> inv_freq(static_cast<size_t>(half));
+  // HF: base ** (arange(0, dim, 2).float() / dim), all fp32; the base is an fp32 scalar.
+  const double base = static_cast<double>(static_cast<float>(theta));
+  for (int64_t i = 0; i < half; ++i) {
+    const float exponent = static_cast<float>(2 * i) / static_cast<float>(head_dim);
+    const float power = static_cast<float>(std::pow(base, static_cast<double>(exponent)));
+    inv_freq[static_cast<size_t>(i)] = 1.0f / power;
+  }
+  if (!scaling.has_value()) return inv_freq;
+
+  const Llama3RopeScaling& s = *scaling;
+  if (!(s.factor > 0.0) || !(s.low_freq_factor > 0.0) ||
+      !(s.high_freq_factor > s.low_freq_factor) || s.original_max_position_embeddings <= 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "RopeInvFreq: invalid llama3 rope scaling: factor=", s.factor,
+        " low_freq_factor=", s.low_freq_factor, " high_freq_factor=", s.high_freq_factor,
+        " original_max_position_embeddings=", s.original_max_position_embeddings,
+        " (need all > 0 and high_freq_factor > low_freq_factor)"));
+  }
+  const double old_context = static_cast<double>(s.original_max_position_embeddings);
+  const double low_freq_wavelen = old_context / s.low_freq_factor;
+  const double high_freq_wavelen = old_context / s.high_freq_factor;
+  for (float& f : inv_freq) {
+    const double freq = static_cast<double>(f);
+    const double wavelen = 2.0 * std::numbers::pi / freq;
+    double scaled = freq;
+    if (wavelen > low_freq_wavelen) {
+      scaled = freq / s.factor;
+    } else if (wavelen >= high_freq_wavelen) {
+      const double smooth =
+          (old_context / wavelen - s.low_freq_factor) / (s.high_freq_factor - s.low_freq_factor);
+      scaled = (1.0 - smooth) * freq / s.factor + smooth * freq;
+    }
+    f = static_cast<float>(scaled);
+  }
+  return inv_freq;
+}
+
+absl::Status Rotary(const int64_t* positions, int64_t num_tokens, float* q, int64_t num_heads,
+                    float* k, int64_t num_kv_heads, int64_t head_dim, const float* inv_freq) {
+  constexpr absl::string_view kOp = "Rotary";
+  HR_RETURN_IF_ERROR(internal::CheckNonNegative(kOp, "num_tokens", num_tokens));
+  HR_RETURN_IF_ERROR(internal::CheckNonNegative(kOp, "num_heads", num_heads));
+  HR_RETURN_IF_ERROR(internal::CheckNonNegative(kOp, "num_kv_heads", num_kv_heads));
+  HR_RETURN_IF_ERROR(CheckHeadDim(kOp, head_dim));
+  HR_RETURN_IF_ERROR(internal::CheckPointer(kOp, "positions", positions, num_tokens));
+  HR_RETURN_IF_ERROR(internal::CheckPointer(kOp, "q", q, num_tokens * num_heads * head_dim));
+  HR_RETURN_IF_ERROR(internal::CheckPointer(kOp, "k", k, num_tokens * num_kv_heads * head_dim));
+  HR_RETURN_IF_ERROR(internal::CheckPointer(kOp, "inv_freq", inv_freq, head_dim / 2));
+  for (int64_t t = 0; t < num_tokens; ++t) {
+    if (positions[t] < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("Rotary: position ", positions[t], " at token ", t, " is negative"));
+    }
+  }
+  const int64_t half = head_dim / 2;
+  std::vector<float> cos_values(static_cast<size_t>(half));
+  std::vector<float> sin_values(static_cast<size_t>(half));
+  for (int64_t t = 0; t < num_tokens; ++t) {
+    const float position = static_cast<float>(positions[t]);
+    for (int64_t i = 0; i < half; ++i) {
+      const float angle = inv_freq[i] * position;  // fp32 product, as HF forms it
+      cos_values[static_cast<size_t>(i)] = static_cast<float>(std::cos(static_cast<double>(angle)));
+      sin_values[static_cast<size_t>(i)] = static_cast<float>(std::sin(static_cast<double>(angle)));
+    }
+    RotateHeads(q + t * num_heads * head_dim, num_heads, head_dim, cos_values.data(),
+                sin_values.data());
+    RotateHeads(k + t * num_kv_heads * head_dim, num_kv_heads, head_dim, cos_values.data(),
+                sin_values.data());
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace headroom::kernels::cpu

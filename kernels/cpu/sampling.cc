@@ -1,0 +1,209 @@
+#include "kernels/cpu/sampling.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "kernels/cpu/validate.h"
+#include "kernels/philox.h"
+
+namespace headroom::kernels::cpu {
+namespace {
+
+constexpr int64_t kFirstTopPSort = 64;  // candidates sorted first when looking for the nucleus
+
+absl::Status ValidateParams(const SamplingParams& p, int64_t row) {
+  if (!(p.temperature >= 0.0f) || !std::isfinite(p.temperature)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("Sample: row ", row, ": temperature must be finite and >= 0, got ",
+                     p.temperature));
+  }
+  if (p.top_k < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("Sample: row ", row, ": top_k must be >= 0 (0 = off), got ", p.top_k));
+  }
+  if (!(p.top_p > 0.0f && p.top_p <= 1.0f)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("Sample: row ", row, ": top_p must be in (0, 1], got ", p.top_p));
+  }
+  if (p.num_logprobs < 0 || p.num_logprobs > kMaxLogprobs) {
+    return absl::InvalidArgumentError(absl::StrCat("Sample: row ", row, ": num_logprobs must be in [0, ",
+                                                   kMaxLogprobs, "], got ", p.num_logprobs));
+  }
+  return absl::OkStatus();
+}
+
+// Row statistics: the maximum and log-sum-exp of the logits.
+struct RowStats {
+  float max_logit;
+  double log_sum_exp;
+};
+
+absl::Status ComputeStats(const float* row, int64_t vocab_size, int64_t row_index,
+                          RowStats& stats) {
+  float max_logit = -std::numeric_limits<float>::infinity();
+  for (int64_t t = 0; t < vocab_size; ++t) {
+    const float l = row[t];
+    if (std::isnan(l) || l == std::numeric_limits<float>::infinity()) {
+      return absl::InvalidArgumentError(absl::StrCat("Sample: row ", row_index,
+                                                     " has a NaN or +inf logit at token ", t));
+    }
+    max_logit = std::max(max_logit, l);
+  }
+  if (max_logit == -std::numeric_limits<float>::infinity()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("Sample: every logit of row ", row_index, " is -inf"));
+  }
+  double sum = 0.0;
+  const double max_d = static_cast<double>(max_logit);
+  for (int64_t t = 0; t < vocab_size; ++t) sum += std::exp(static_cast<double>(row[t]) - max_d);
+  stats = RowStats{max_logit, max_d + std::log(sum)};
+  return absl::OkStatus();
+}
+
+// Orders token ids by logit descending, ties by lower id.
+struct HigherLogit {
+  const float* row;
+  bool operator()(int32_t a, int32_t b) const {
+    return row[a] > row[b] || (row[a] == row[b] && a < b);
+  }
+};
+
+int32_t Argmax(const float* row, int64_t vocab_size) {
+  int32_t best = 0;
+  for (int64_t t = 1; t < vocab_size; ++t) {
+    if (row[t] > row[best]) best = static_cast<int32_t>(t);
+  }
+  return best;
+}
+
+// Samples one token of a non-greedy row. `ids` is scratch of vocab_size entries.
+int32_t SampleRow(const float* row, int64_t vocab_size, const SamplingParams& p, float max_logit,
+                  std::vector<int32_t>& ids) {
+  const double inv_temperature = 1.0 / static_cast<double>(p.temperature);
+  const double max_d = static_cast<double>(max_logit);
+  auto weight = [&](int32_t t) {
+    return std::exp((static_cast<double>(row[t]) - max_d) * inv_temperature);
+  };
+
+  // Candidates: ids[0, kept).
+  int64_t kept = vocab_size;
+  for (int64_t t = 0; t < vocab_size; ++t) ids[static_cast<size_t>(t)] = static_cast<int32_t>(t);
+  const HigherLogit higher{row};
+  if (p.top_k > 0 && p.top_k < vocab_size) {
+    kept = p.top_k;
+    std::nth_element(ids.begin(), ids.begin() + (kept - 1), ids.end(), higher);
+  }
+  if (p.top_p < 1.0f) {
+    double total = 0.0;
+    for (int64_t i = 0; i < kept; ++i) total += weight(ids[static_cast<size_t>(i)]);
+    const double target = static_cast<double>(p.top_p) * total;
+    // Sort a growing prefix until the running sum reaches the target.
+    int64_t sorted = std::min(kFirstTopPSort, kept);
+    for (;;) {
+      std::partial_sort(ids.begin(), ids.begin() + sorted, ids.begin() + kept, higher);
+      double cumulative = 0.0;
+      int64_t nucleus = 0;
+      for (int64_t i = 0; i < sorted; ++i) {
+        cumulative += weight(ids[static_cast<size_t>(i)]);
+        if (cumulative >= target) {
+          nucleus = i + 1;
+          break;
+        }
+      }
+      if (nucleus > 0) {
+        kept = nucleus;
+        break;
+      }
+      if (sorted == kept) break;  // rounding kept the sum just below the target: keep all
+      sorted = std::min(sorted * 4, kept);
+    }
+  }
+  // Inverse CDF over the kept tokens in ascending id order.
+  if (kept < vocab_size) std::sort(ids.begin(), ids.begin() + kept);
+  double total = 0.0;
+  for (int64_t i = 0; i < kept; ++i) total += weight(ids[static_cast<size_t>(i)]);
+  const double threshold = PhiloxUniform(p.seed, p.counter) * total;
+  double cumulative = 0.0;
+  for (int64_t i = 0; i < kept; ++i) {
+    cumulative += weight(ids[static_cast<size_t>(i)]);
+    if (cumulative > threshold) return ids[static_cast<size_t>(i)];
+  }
+  // u * total rounded up to the full sum: the last token with nonzero weight.
+  for (int64_t i = kept - 1; i > 0; --i) {
+    if (weight(ids[static_cast<size_t>(i)]) > 0.0) return ids[static_cast<size_t>(i)];
+  }
+  return ids[0];
+}
+
+}  // namespace
+
+absl::Status Sample(const float* logits, int64_t num_rows, int64_t vocab_size,
+                    const SamplingParams* params, const SamplerOutput& output) {
+  constexpr absl::string_view kOp = "Sample";
+  HR_RETURN_IF_ERROR(internal::CheckNonNegative(kOp, "num_rows", num_rows));
+  HR_RETURN_IF_ERROR(internal::CheckPositive(kOp, "vocab_size", vocab_size));
+  if (vocab_size > std::numeric_limits<int32_t>::max()) {
+    return absl::InvalidArgumentError("Sample: vocab_size exceeds int32");
+  }
+  HR_RETURN_IF_ERROR(internal::CheckPointer(kOp, "logits", logits, num_rows * vocab_size));
+  HR_RETURN_IF_ERROR(internal::CheckPointer(kOp, "params", params, num_rows));
+  HR_RETURN_IF_ERROR(internal::CheckPointer(kOp, "token_ids", output.token_ids, num_rows));
+  HR_RETURN_IF_ERROR(
+      internal::CheckPointer(kOp, "token_logprobs", output.token_logprobs, num_rows));
+  bool any_logprobs = false;
+  for (int64_t r = 0; r < num_rows; ++r) {
+    HR_RETURN_IF_ERROR(ValidateParams(params[r], r));
+    any_logprobs = any_logprobs || params[r].num_logprobs > 0;
+  }
+  if (any_logprobs) {
+    HR_RETURN_IF_ERROR(
+        internal::CheckPointer(kOp, "top_ids", output.top_ids, num_rows * kMaxLogprobs));
+    HR_RETURN_IF_ERROR(
+        internal::CheckPointer(kOp, "top_logprobs", output.top_logprobs, num_rows * kMaxLogprobs));
+  }
+  std::vector<RowStats> stats(static_cast<size_t>(num_rows));
+  for (int64_t r = 0; r < num_rows; ++r) {
+    HR_RETURN_IF_ERROR(ComputeStats(logits + r * vocab_size, vocab_size, r,
+                                    stats[static_cast<size_t>(r)]));
+  }
+
+  std::vector<int32_t> ids(static_cast<size_t>(vocab_size));  // scratch
+  for (int64_t r = 0; r < num_rows; ++r) {
+    const float* row = logits + r * vocab_size;
+    const SamplingParams& p = params[r];
+    const RowStats& s = stats[static_cast<size_t>(r)];
+    const int32_t token = p.temperature < kGreedyTemperature
+                              ? Argmax(row, vocab_size)
+                              : SampleRow(row, vocab_size, p, s.max_logit, ids);
+    output.token_ids[r] = token;
+    output.token_logprobs[r] = static_cast<float>(static_cast<double>(row[token]) - s.log_sum_exp);
+
+    if (output.top_ids == nullptr || output.top_logprobs == nullptr) continue;
+    int32_t* top_ids = output.top_ids + r * kMaxLogprobs;
+    float* top_logprobs = output.top_logprobs + r * kMaxLogprobs;
+    const int64_t n = std::min<int64_t>(p.num_logprobs, vocab_size);
+    if (n > 0) {
+      for (int64_t t = 0; t < vocab_size; ++t) {
+        ids[static_cast<size_t>(t)] = static_cast<int32_t>(t);
+      }
+      std::partial_sort(ids.begin(), ids.begin() + n, ids.end(), HigherLogit{row});
+    }
+    for (int64_t i = 0; i < kMaxLogprobs; ++i) {
+      if (i < n) {
+        const int32_t t = ids[static_cast<size_t>(i)];
+        top_ids[i] = t;
+        top_logprobs[i] = static_cast<float>(static_cast<double>(row[t]) - s.log_sum_exp);
+      } else {
+        top_ids[i] = -1;
+        top_logprobs[i] = -std::numeric_limits<float>::infinity();
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace headroom::kernels::cpu

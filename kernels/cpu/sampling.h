@@ -1,0 +1,67 @@
+// Sampling: picks the next token of every row of logits and reports logprobs.
+//
+// Per row, in this order:
+//   1. Logprobs, always from the *unmodified* logits: logprob(t) = logits[t] - logsumexp(logits)
+//      (vLLM's default "raw_logprobs"), for the chosen token and for the top num_logprobs tokens
+//      (sorted by logprob descending, ties by lower id). Unused top entries get id -1, -inf.
+//   2. temperature < kGreedyTemperature (so 0): greedy, the argmax, ties to the lowest id. The RNG
+//      is not called. (vLLM also treats temperatures below 1e-5 as greedy.)
+//   3. Otherwise the distribution softmax(logits / temperature) is filtered:
+//      top_k > 0: keep the top_k highest logits (ties at the boundary: lower ids first);
+//      top_p < 1: of those, keep the smallest set of highest-probability tokens whose probability
+//                 (renormalised over the top-k set) sums to >= top_p; at least one token.
+//   4. Inverse CDF: u = PhiloxUniform(seed, counter) (kernels/philox.h) in [0, 1); the kept tokens,
+//      in ascending token id order, are walked with a running sum of their unnormalised
+//      probabilities exp((logit - max) / temperature) in double, and the first token whose running
+//      sum exceeds u * total is the sample.
+// Determinism: u depends only on (seed, counter), never on the row index or batch, so a request
+// with a fixed seed samples the same tokens in any batch. The engine passes counter = index of the
+// token being generated (0 for the first output token) and should draw a random seed for requests
+// without one. Penalties, min_p and logit bias are not applied here.
+//
+// CPU version: one pass for max/logsumexp in double; top-k by nth_element; top-p by a partial sort
+// that grows (64, 256, ...) until the nucleus is covered; rows run sequentially.
+#pragma once
+
+#include <cstdint>
+
+#include "absl/status/status.h"
+
+namespace headroom::kernels::cpu {
+
+// Most top logprobs a row can ask for (vLLM's default max_logprobs).
+inline constexpr int32_t kMaxLogprobs = 20;
+// Temperatures below this sample greedily.
+inline constexpr float kGreedyTemperature = 1e-5f;
+
+struct SamplingParams {
+  // >= 0; < kGreedyTemperature means greedy.
+  float temperature = 1.0f;
+  // >= 0; 0 (or >= vocab_size) means no top-k filter.
+  int32_t top_k = 0;
+  // In (0, 1]; 1 means no top-p filter.
+  float top_p = 1.0f;
+  // Key of the RNG; the request's seed.
+  uint64_t seed = 0;
+  // Counter of the RNG: index of the token being generated in the request's output.
+  uint64_t counter = 0;
+  // Top logprobs to report, in [0, kMaxLogprobs].
+  int32_t num_logprobs = 0;
+};
+
+struct SamplerOutput {
+  int32_t* token_ids;     // [num_rows]
+  float* token_logprobs;  // [num_rows] raw logprob of the sampled token
+  int32_t* top_ids;       // [num_rows, kMaxLogprobs]; may be null when no row asks for logprobs
+  float* top_logprobs;    // [num_rows, kMaxLogprobs]; may be null when no row asks for logprobs
+};
+
+// InvalidArgument, before any output is written, for: temperature < 0 or not finite, top_k < 0,
+// top_p outside (0, 1], num_logprobs outside [0, kMaxLogprobs], bad sizes or pointers, and a row of
+// logits with a NaN or +inf, or with every logit -inf.
+[[nodiscard]] absl::Status Sample(const float* logits,  // [num_rows, vocab_size]
+                                  int64_t num_rows, int64_t vocab_size,
+                                  const SamplingParams* params,  // [num_rows]
+                                  const SamplerOutput& output);
+
+}  // namespace headroom::kernels::cpu
