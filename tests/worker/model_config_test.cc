@@ -454,6 +454,8 @@ TEST(ModelConfigTest, PresetsHaveThePublishedShapes) {
   for (const Expected& e : {
            Expected{"tiny", "LlamaForCausalLM", 2, 64, 4, 2, 128, 256, 2048, false, true,
                     DType::kFloat32},
+           Expected{"small", "LlamaForCausalLM", 12, 768, 12, 4, 2048, 32000, 4096, false, false,
+                    DType::kFloat32},
            Expected{"llama-2-7b", "LlamaForCausalLM", 32, 4096, 32, 32, 11008, 32000, 4096,
                     false, false, DType::kFloat16},
            Expected{"llama-3-8b", "LlamaForCausalLM", 32, 4096, 32, 8, 14336, 128256, 8192,
@@ -514,7 +516,7 @@ TEST(ModelConfigTest, UnknownPresetListsThePresets) {
   ExpectError(LoadModelConfig("dummy:llama-4"), absl::StatusCode::kNotFound,
               {"unknown preset \"dummy:llama-4\"",
                "presets: llama-2-7b, llama-3-70b, llama-3-8b, llama-3.1-8b, mistral-7b, "
-               "qwen2-7b, tiny"});
+               "qwen2-7b, small, tiny"});
   ExpectError(LoadModelConfig("dummy:"), absl::StatusCode::kNotFound, {"unknown preset"});
 }
 

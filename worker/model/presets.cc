@@ -1,7 +1,7 @@
 // Built-in `dummy:<preset>` shapes. Each is the published config.json of the checkpoint named in
 // its comment (same dims, dtype, rope and norm settings), so a plan for `dummy:llama-3-8b` is the
 // plan for meta-llama/Meta-Llama-3-8B. `tiny` is headroom's own: a 2-layer Llama with a 256-entry
-// byte-level vocabulary for CPU demos and tests.
+// byte-level vocabulary for CPU demos and tests; `small` (~125M parameters) is for CPU benchmarks.
 #include <algorithm>
 #include <utility>
 
@@ -44,6 +44,13 @@ std::vector<Preset> MakePresets() {
   tiny.tie_word_embeddings = true;
   tiny.torch_dtype = DType::kFloat32;
   presets.push_back({"tiny", tiny});
+
+  // headroom's own `small`: a 12-layer GQA Llama of ~125M parameters (0.5 GB in fp32), the
+  // largest shape that benchmarks comfortably on a CPU worker.
+  ModelConfig small = Llama(/*layers=*/12, /*hidden=*/768, /*heads=*/12, /*kv_heads=*/4,
+                            /*intermediate=*/2048, /*vocab=*/32000, /*max_positions=*/4096);
+  small.torch_dtype = DType::kFloat32;
+  presets.push_back({"small", small});
 
   // meta-llama/Llama-2-7b-hf: MHA (32 kv heads), float16 checkpoint.
   ModelConfig llama2_7b = Llama(32, 4096, 32, 32, 11008, 32000, 4096);

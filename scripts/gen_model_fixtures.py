@@ -1,0 +1,334 @@
+#!/usr/bin/env python3
+"""Builds the model parity fixtures with Hugging Face transformers + torch (CPU, no downloads).
+
+Writes tests/worker/fixtures/<name>/ for three small SEEDED RANDOM checkpoints:
+
+  llama-gqa   LlamaForCausalLM, 2 layers, hidden 64, 4 heads / 2 kv heads (head_dim 16),
+              intermediate 128, vocab 256, rope_theta 1e4 with a "llama3" rope_scaling block
+              (factor 8, low 1, high 4, original_max_position_embeddings 64: at head_dim 16 the
+              wavelengths 6.3 / 19.9 / 62.8 / 199+ fall in the keep / interpolate / interpolate /
+              divide bands), rms_norm_eps 1e-5, saved in bfloat16 and SHARDED into 2 files
+              (model.safetensors.index.json).
+  qwen2-bias  Qwen2ForCausalLM with q/k/v biases, 2 layers, hidden 64, 4 heads / 2 kv heads,
+              intermediate 128, vocab 256, rope_theta 1e6, untied LM head, saved in float16.
+  llama-tied  LlamaForCausalLM with tie_word_embeddings=True (lm_head.weight is not saved), MHA
+              with an explicit head_dim 32 != hidden/heads (q_proj is [128, 64]), saved in float32.
+
+Each directory holds config.json, the safetensors file(s), and:
+  expected.json       reference outputs computed in float32 from the SAVED weights (the checkpoint
+                      is reloaded and upcast, so both sides start from identical numbers): 4 prompts
+                      (lengths 1, 7, 23, 61) of token ids; the full prompt logits [len, vocab] of
+                      prompts 1 and 2; for every prompt a 32-token greedy continuation (EOS ignored,
+                      full recompute each step, no KV cache) with the top-5 (id, logprob) and the
+                      top-1/top-2 logit margin at each generated step.
+  weights_probe.json  per tensor (HF name): dtype, shape, sum and sum of squares of the float32
+                      upcast (float64 accumulation), the first 4 and the last element (exact
+                      float32 values) and the raw 16-bit patterns of the first 4 elements.
+
+Also writes tests/worker/fixtures/safetensors/dtypes.safetensors: F16 and BF16 tensors holding
+selected bit patterns (every exponent incl. subnormals, inf, nan, -0) next to torch's float32
+upcast of them, float32 sources next to torch's round-to-nearest-even float16/bfloat16 casts of
+them, plus I64, scalar and empty tensors and a __metadata__ block, for the C++ reader's tests.
+
+The random init is scaled (std 0.25 instead of HF's 0.02; norms 1 + N(0, 0.2); biases N(0, 0.2))
+so logits are far from flat and greedy tokens are not decided by rounding noise: the script prints
+the smallest top-1/top-2 margin per model.
+
+Install (Debian bookworm; PyPI's torch wheel would pull GBs of CUDA libraries, Debian's is CPU-only):
+  apt-get update && apt-get install -y python3-torch python3-venv
+  /usr/bin/python3 -m venv --system-site-packages build/venv-fixtures
+  build/venv-fixtures/bin/pip install -r scripts/requirements-model-fixtures.txt
+Run:
+  build/venv-fixtures/bin/python scripts/gen_model_fixtures.py
+The output is deterministic for a given torch/transformers; the fixtures are committed so the C++
+tests never need Python.
+"""
+import json
+import os
+import shutil
+import sys
+
+import numpy as np
+import torch
+import transformers
+from safetensors.torch import load_file, save_file
+from transformers import AutoModelForCausalLM, LlamaConfig, Qwen2Config
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+OUT = os.path.join(ROOT, "tests", "worker", "fixtures")
+
+PROMPT_LENGTHS = [1, 7, 23, 61]
+FULL_LOGITS_PROMPTS = [1, 2]  # indices into PROMPT_LENGTHS
+GREEDY_TOKENS = 32
+TOP_K = 5
+INIT_STD = 0.25
+
+
+def g7(x):
+    """A float rounded to 7 significant digits (about float32's precision), as a Python float."""
+    return float("%.7g" % float(x))
+
+
+def exact(x):
+    """A float32 value as the Python float that equals it exactly."""
+    return float(np.float32(x))
+
+
+def llama_gqa_config():
+    return LlamaConfig(
+        vocab_size=256, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256,
+        rope_theta=10000.0, rms_norm_eps=1e-5, tie_word_embeddings=False,
+        rope_scaling={"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+                      "high_freq_factor": 4.0, "original_max_position_embeddings": 64},
+        initializer_range=INIT_STD, bos_token_id=1, eos_token_id=2)
+
+
+def qwen2_bias_config():
+    # Qwen2 always has q/k/v biases and never o_proj/MLP biases.
+    return Qwen2Config(
+        vocab_size=256, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256,
+        rope_theta=1000000.0, rms_norm_eps=1e-6, tie_word_embeddings=False,
+        use_sliding_window=False, initializer_range=INIT_STD, bos_token_id=1, eos_token_id=2)
+
+
+def llama_tied_config():
+    return LlamaConfig(
+        vocab_size=256, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=4, head_dim=32, max_position_embeddings=256,
+        rope_theta=10000.0, rms_norm_eps=1e-6, tie_word_embeddings=True,
+        initializer_range=INIT_STD, bos_token_id=1, eos_token_id=2)
+
+
+MODELS = [
+    # name, config factory, save dtype, shards, seed
+    ("llama-gqa", llama_gqa_config, torch.bfloat16, 2, 1234),
+    ("qwen2-bias", qwen2_bias_config, torch.float16, 1, 5678),
+    ("llama-tied", llama_tied_config, torch.float32, 1, 9012),
+]
+
+
+def build_model(config, seed):
+    torch.manual_seed(seed)
+    model = AutoModelForCausalLM.from_config(config, attn_implementation="eager",
+                                             torch_dtype=torch.float32)
+    # HF init leaves norms at 1 and biases at 0, which would leave those code paths untested.
+    with torch.no_grad():
+        for name, param in model.named_parameters():
+            if name.endswith("norm.weight"):
+                param.copy_(1.0 + 0.2 * torch.randn_like(param))
+            elif name.endswith(".bias"):
+                param.copy_(0.2 * torch.randn_like(param))
+    model.eval()
+    return model
+
+
+def save(model, out_dir, dtype, shards):
+    if os.path.isdir(out_dir):
+        shutil.rmtree(out_dir)
+    model = model.to(dtype)
+    total = sum(p.numel() * p.element_size() for p in model.state_dict().values())
+    kwargs = {}
+    if shards > 1:
+        kwargs["max_shard_size"] = int(total / shards * 1.15)
+    model.save_pretrained(out_dir, safe_serialization=True, **kwargs)
+    gen_config = os.path.join(out_dir, "generation_config.json")
+    if os.path.exists(gen_config):
+        os.remove(gen_config)
+    files = sorted(f for f in os.listdir(out_dir) if f.endswith(".safetensors"))
+    if shards > 1:
+        assert os.path.exists(os.path.join(out_dir, "model.safetensors.index.json")), out_dir
+    assert len(files) == shards, (out_dir, files)
+    return files
+
+
+def load_saved_tensors(out_dir, files):
+    tensors = {}
+    for f in files:
+        tensors.update(load_file(os.path.join(out_dir, f)))
+    return tensors
+
+
+def weights_probe(tensors):
+    probe = {}
+    for name in sorted(tensors):
+        t = tensors[name]
+        flat32 = t.float().reshape(-1)
+        as64 = flat32.double()
+        entry = {
+            "dtype": {torch.float32: "F32", torch.float16: "F16", torch.bfloat16: "BF16"}[t.dtype],
+            "shape": list(t.shape),
+            "sum": float(as64.sum()),
+            "sum_squares": float((as64 * as64).sum()),
+            "first": [exact(v) for v in flat32[:4].tolist()],
+            "last": exact(flat32[-1].item()),
+        }
+        if t.dtype in (torch.float16, torch.bfloat16):
+            bits = t.reshape(-1)[:4].view(torch.int16).tolist()
+            entry["first_bits"] = [b & 0xFFFF for b in bits]
+        probe[name] = entry
+    return probe
+
+
+def reference_outputs(model, vocab, seed):
+    gen = torch.Generator().manual_seed(seed + 1)
+    prompts = []
+    min_margin = float("inf")
+    for index, length in enumerate(PROMPT_LENGTHS):
+        ids = torch.randint(0, vocab, (length,), generator=gen).tolist()
+        entry = {"ids": ids}
+        with torch.no_grad():
+            logits = model(input_ids=torch.tensor([ids]), use_cache=False).logits[0].float()
+            assert logits.shape == (length, vocab)
+            if index in FULL_LOGITS_PROMPTS:
+                entry["logits"] = [[g7(v) for v in row] for row in logits.tolist()]
+            seq = list(ids)
+            greedy, top5, margins = [], [], []
+            for _ in range(GREEDY_TOKENS):
+                last = model(input_ids=torch.tensor([seq]), use_cache=False).logits[0, -1].float()
+                logprobs = torch.log_softmax(last, dim=-1)
+                values, indices = torch.topk(last, TOP_K)
+                token = int(torch.argmax(last))
+                assert token == int(indices[0])
+                margin = float(values[0] - values[1])
+                min_margin = min(min_margin, margin)
+                greedy.append(token)
+                margins.append(g7(margin))
+                top5.append([[int(i), g7(logprobs[i])] for i in indices.tolist()])
+                seq.append(token)
+        entry["greedy"] = greedy
+        entry["top5"] = top5
+        entry["margins"] = margins
+        prompts.append(entry)
+    return prompts, min_margin
+
+
+def write_json(path, obj):
+    with open(path, "w") as f:
+        json.dump(obj, f, separators=(",", ":"))
+        f.write("\n")
+
+
+def generate_model(name, make_config, dtype, shards, seed):
+    out_dir = os.path.join(OUT, name)
+    config = make_config()
+    model = build_model(config, seed)
+    files = save(model, out_dir, dtype, shards)
+
+    # Reload what was saved, upcast to float32: the reference runs on the exact stored numbers.
+    saved = load_saved_tensors(out_dir, files)
+    ref = AutoModelForCausalLM.from_pretrained(out_dir, torch_dtype=torch.float32,
+                                               attn_implementation="eager")
+    ref.eval()
+    state = ref.state_dict()
+    for tensor_name, t in saved.items():
+        assert torch.equal(state[tensor_name], t.float()), tensor_name
+    if config.tie_word_embeddings:
+        assert "lm_head.weight" not in saved
+        assert ref.lm_head.weight.data_ptr() == ref.model.embed_tokens.weight.data_ptr()
+
+    prompts, min_margin = reference_outputs(ref, config.vocab_size, seed)
+    expected = {
+        "model": name,
+        "generator": "scripts/gen_model_fixtures.py",
+        "torch": torch.__version__,
+        "transformers": transformers.__version__,
+        "saved_dtype": str(dtype).replace("torch.", ""),
+        "compute_dtype": "float32",
+        "greedy_tokens": GREEDY_TOKENS,
+        "ignore_eos": True,
+        "top_k": TOP_K,
+        "min_margin": g7(min_margin),
+        "notes": ("logits and logprobs are float32 results rounded to 7 significant digits; "
+                  "'logits' [len, vocab] is present for some prompts; 'margins' is the top-1 minus "
+                  "top-2 logit at each greedy step; 'top5' holds [id, logprob] pairs, best first"),
+        "prompts": prompts,
+    }
+    write_json(os.path.join(out_dir, "expected.json"), expected)
+    write_json(os.path.join(out_dir, "weights_probe.json"),
+               {"model": name, "files": files, "tensors": weights_probe(saved)})
+    size = sum(os.path.getsize(os.path.join(out_dir, f)) for f in os.listdir(out_dir))
+    print(f"{name}: {len(files)} safetensors file(s), {size} bytes, "
+          f"min top-1/top-2 margin {min_margin:.4f}, "
+          f"per prompt {[min(p['margins']) for p in prompts]}")
+
+
+def dtype_patterns():
+    """Selected F16/BF16 bit patterns: every exponent, edge mantissas, both signs, random ones."""
+    gen = torch.Generator().manual_seed(42)
+    f16 = []
+    for sign in (0, 0x8000):
+        for exponent in range(32):
+            for mantissa in (0, 1, 2, 0x155, 0x200, 0x2AA, 0x3FE, 0x3FF):
+                f16.append(sign | (exponent << 10) | mantissa)
+    f16 += torch.randint(0, 0x10000, (256,), generator=gen).tolist()
+    bf16 = []
+    for sign in (0, 0x8000):
+        for exponent in range(256):
+            for mantissa in (0, 1, 0x40, 0x7F):
+                bf16.append(sign | (exponent << 7) | mantissa)
+    bf16 += torch.randint(0, 0x10000, (256,), generator=gen).tolist()
+
+    def as_int16(values):
+        return torch.tensor([v - 0x10000 if v >= 0x8000 else v for v in values], dtype=torch.int16)
+
+    return as_int16(f16).view(torch.float16), as_int16(bf16).view(torch.bfloat16)
+
+
+def rounding_sources():
+    """float32 values that exercise float -> half/bfloat16 rounding, overflow and underflow."""
+    gen = torch.Generator().manual_seed(43)
+    values = [0.0, -0.0, 1.0, -1.0, 65504.0, 65519.0, 65520.0, 65536.0, -70000.0, 1e-8, 2.0 ** -24,
+              2.0 ** -25, 3 * 2.0 ** -26, 2.0 ** -25 * 1.0000001, 6.1e-5, 6.097e-5, 2.0 ** -14,
+              1.0 + 2.0 ** -11, 1.0 + 3 * 2.0 ** -11, 1.0 + 2.0 ** -8, 1.0 + 3 * 2.0 ** -8,
+              3.4e38, -3.4e38, 1e-40, -1e-45, float("inf"), float("-inf"), float("nan")]
+    src = torch.tensor(values, dtype=torch.float32)
+    # Random bit patterns (finite ones) and random values of moderate magnitude.
+    bits = torch.randint(-2 ** 31, 2 ** 31, (256,), generator=gen, dtype=torch.int64)
+    rand_bits = bits.to(torch.int32).view(torch.float32)
+    rand_bits = rand_bits[torch.isfinite(rand_bits)]
+    rand_vals = torch.randn(256, generator=gen) * torch.exp2(torch.randint(-30, 18, (256,),
+                                                                         generator=gen).float())
+    return torch.cat([src, rand_bits, rand_vals])
+
+
+def generate_dtypes():
+    out_dir = os.path.join(OUT, "safetensors")
+    os.makedirs(out_dir, exist_ok=True)
+    f16, bf16 = dtype_patterns()
+    src = rounding_sources()
+    tensors = {
+        "f16_bits": f16,
+        "f16_as_f32": f16.float(),
+        "bf16_bits": bf16,
+        "bf16_as_f32": bf16.float(),
+        "f32_src": src,
+        "f32_to_f16": src.half(),
+        "f32_to_bf16": src.bfloat16(),
+        "i64": torch.tensor([1, -2, 3], dtype=torch.int64),
+        "scalar": torch.tensor(2.5, dtype=torch.float32),
+        "empty": torch.zeros((0, 3), dtype=torch.float32),
+        "matrix": torch.arange(6, dtype=torch.float32).reshape(2, 3) - 2.5,
+    }
+    path = os.path.join(out_dir, "dtypes.safetensors")
+    save_file({k: v.contiguous() for k, v in tensors.items()}, path,
+              metadata={"format": "pt", "generator": "scripts/gen_model_fixtures.py"})
+    print(f"safetensors/dtypes.safetensors: {os.path.getsize(path)} bytes")
+
+
+def main():
+    print(f"python {sys.version.split()[0]}, torch {torch.__version__}, "
+          f"transformers {transformers.__version__}")
+    torch.set_num_threads(1)  # Same reductions on every machine.
+    for name, make_config, dtype, shards, seed in MODELS:
+        generate_model(name, make_config, dtype, shards, seed)
+    generate_dtypes()
+    total = 0
+    for dirpath, _, files in os.walk(OUT):
+        total += sum(os.path.getsize(os.path.join(dirpath, f)) for f in files)
+    print(f"total fixture size: {total} bytes")
+
+
+if __name__ == "__main__":
+    main()

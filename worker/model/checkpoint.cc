@@ -1,0 +1,465 @@
+#include "worker/model/checkpoint.h"
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <system_error>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/types/span.h"
+#include "common/status_macros.h"
+#include "nlohmann/json.hpp"
+#include "worker/model/safetensors.h"
+
+namespace headroom::worker {
+namespace {
+
+namespace fs = std::filesystem;
+using Json = nlohmann::json;
+
+constexpr char kSingleFile[] = "model.safetensors";
+constexpr char kIndexFile[] = "model.safetensors.index.json";
+
+// Dims larger than this are not a real model; the bound keeps every product of two in int64_t.
+constexpr int64_t kMaxDim = int64_t{1} << 31;
+
+// Which config flag a tensor depends on.
+enum class Presence { kAlways, kQkvBias, kOProjBias, kMlpBias };
+// How DummyWeights fills a tensor.
+enum class Init { kRandom, kOnes, kZeros };
+// A symbolic dimension, resolved against the config.
+enum class Dim { kNone, kHidden, kQ, kKv, kInter };
+
+struct LayerField {
+  std::string_view suffix;  // After "model.layers.{i}.".
+  HostTensor LayerWeights::*member;
+  Presence presence;
+  Init init;
+  Dim rows;
+  Dim cols;  // kNone for a vector.
+};
+
+// Every LayerWeights field, in the order ListWeights and ExpectedWeights report them.
+constexpr LayerField kLayerFields[] = {
+    {"input_layernorm.weight", &LayerWeights::input_layernorm, Presence::kAlways, Init::kOnes,
+     Dim::kHidden, Dim::kNone},
+    {"self_attn.q_proj.weight", &LayerWeights::q_proj, Presence::kAlways, Init::kRandom, Dim::kQ,
+     Dim::kHidden},
+    {"self_attn.q_proj.bias", &LayerWeights::q_proj_bias, Presence::kQkvBias, Init::kZeros, Dim::kQ,
+     Dim::kNone},
+    {"self_attn.k_proj.weight", &LayerWeights::k_proj, Presence::kAlways, Init::kRandom, Dim::kKv,
+     Dim::kHidden},
+    {"self_attn.k_proj.bias", &LayerWeights::k_proj_bias, Presence::kQkvBias, Init::kZeros,
+     Dim::kKv, Dim::kNone},
+    {"self_attn.v_proj.weight", &LayerWeights::v_proj, Presence::kAlways, Init::kRandom, Dim::kKv,
+     Dim::kHidden},
+    {"self_attn.v_proj.bias", &LayerWeights::v_proj_bias, Presence::kQkvBias, Init::kZeros,
+     Dim::kKv, Dim::kNone},
+    {"self_attn.o_proj.weight", &LayerWeights::o_proj, Presence::kAlways, Init::kRandom,
+     Dim::kHidden, Dim::kQ},
+    {"self_attn.o_proj.bias", &LayerWeights::o_proj_bias, Presence::kOProjBias, Init::kZeros,
+     Dim::kHidden, Dim::kNone},
+    {"post_attention_layernorm.weight", &LayerWeights::post_attention_layernorm, Presence::kAlways,
+     Init::kOnes, Dim::kHidden, Dim::kNone},
+    {"mlp.gate_proj.weight", &LayerWeights::gate_proj, Presence::kAlways, Init::kRandom,
+     Dim::kInter, Dim::kHidden},
+    {"mlp.gate_proj.bias", &LayerWeights::gate_proj_bias, Presence::kMlpBias, Init::kZeros,
+     Dim::kInter, Dim::kNone},
+    {"mlp.up_proj.weight", &LayerWeights::up_proj, Presence::kAlways, Init::kRandom, Dim::kInter,
+     Dim::kHidden},
+    {"mlp.up_proj.bias", &LayerWeights::up_proj_bias, Presence::kMlpBias, Init::kZeros, Dim::kInter,
+     Dim::kNone},
+    {"mlp.down_proj.weight", &LayerWeights::down_proj, Presence::kAlways, Init::kRandom,
+     Dim::kHidden, Dim::kInter},
+    {"mlp.down_proj.bias", &LayerWeights::down_proj_bias, Presence::kMlpBias, Init::kZeros,
+     Dim::kHidden, Dim::kNone},
+};
+
+constexpr char kEmbedName[] = "model.embed_tokens.weight";
+constexpr char kNormName[] = "model.norm.weight";
+constexpr char kLmHeadName[] = "lm_head.weight";
+
+std::string LayerTensorName(size_t layer, std::string_view suffix) {
+  return absl::StrCat("model.layers.", layer, ".", absl::string_view(suffix.data(), suffix.size()));
+}
+
+std::string ShapeString(absl::Span<const int64_t> shape) {
+  return absl::StrCat("[", absl::StrJoin(shape, ", "), "]");
+}
+
+// A tensor the config calls for, with where it goes.
+struct Slot {
+  std::string name;
+  std::vector<int64_t> shape;
+  HostTensor* tensor;
+  Init init;
+};
+
+absl::Status ValidateDims(const ModelConfig& config) {
+  const std::pair<std::string_view, int64_t> dims[] = {
+      {"vocab_size", config.vocab_size},
+      {"hidden_size", config.hidden_size},
+      {"intermediate_size", config.intermediate_size},
+      {"num_hidden_layers", config.num_hidden_layers},
+      {"num_attention_heads", config.num_attention_heads},
+      {"num_key_value_heads", config.num_key_value_heads},
+      {"head_dim", config.head_dim},
+  };
+  for (const auto& [field, value] : dims) {
+    if (value <= 0 || value > kMaxDim) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("model ", config.source, ": ", absl::string_view(field.data(), field.size()),
+                       " = ", value, " is not a usable dimension (must be in [1, 2^31])"));
+    }
+  }
+  if (config.num_attention_heads * config.head_dim > kMaxDim ||
+      config.num_key_value_heads * config.head_dim > kMaxDim) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("model ", config.source, ": heads x head_dim exceeds 2^31"));
+  }
+  return absl::OkStatus();
+}
+
+// The tensors `config` calls for, pointing into `weights` (whose layers are resized to fit).
+absl::StatusOr<std::vector<Slot>> MakeSlots(const ModelConfig& config, ModelWeights& weights) {
+  HR_RETURN_IF_ERROR(ValidateDims(config));
+  const auto resolve = [&config](Dim dim) -> int64_t {
+    switch (dim) {
+      case Dim::kHidden:
+        return config.hidden_size;
+      case Dim::kQ:
+        return config.num_attention_heads * config.head_dim;
+      case Dim::kKv:
+        return config.num_key_value_heads * config.head_dim;
+      case Dim::kInter:
+        return config.intermediate_size;
+      case Dim::kNone:
+        break;
+    }
+    return 0;
+  };
+  const auto present = [&config](Presence presence) {
+    switch (presence) {
+      case Presence::kAlways:
+        return true;
+      case Presence::kQkvBias:
+        return config.qkv_bias;
+      case Presence::kOProjBias:
+        return config.o_proj_bias;
+      case Presence::kMlpBias:
+        return config.mlp_bias;
+    }
+    return false;
+  };
+
+  const int64_t vocab = config.vocab_size;
+  const int64_t hidden = config.hidden_size;
+  weights.layers.resize(static_cast<size_t>(config.num_hidden_layers));
+  std::vector<Slot> slots;
+  slots.push_back({std::string(kEmbedName), {vocab, hidden}, &weights.embed_tokens, Init::kRandom});
+  for (size_t i = 0; i < weights.layers.size(); ++i) {
+    LayerWeights& layer = weights.layers[i];
+    for (const LayerField& field : kLayerFields) {
+      if (!present(field.presence)) continue;
+      std::vector<int64_t> shape = {resolve(field.rows)};
+      if (field.cols != Dim::kNone) shape.push_back(resolve(field.cols));
+      slots.push_back(
+          {LayerTensorName(i, field.suffix), std::move(shape), &(layer.*field.member), field.init});
+    }
+  }
+  slots.push_back({std::string(kNormName), {hidden}, &weights.norm, Init::kOnes});
+  if (!config.tie_word_embeddings) {
+    slots.push_back({std::string(kLmHeadName), {vocab, hidden}, &weights.lm_head, Init::kRandom});
+  }
+  return slots;
+}
+
+int64_t NumElements(absl::Span<const int64_t> shape) {
+  int64_t n = 1;
+  for (const int64_t dim : shape) n *= dim;
+  return n;
+}
+
+// ResourceExhaustedError when `bytes` of float32 weights cannot fit in this machine's memory.
+absl::Status CheckHostMemory(const std::vector<Slot>& slots, std::string_view what) {
+  // Computed in double: a huge config must not overflow the check itself.
+  double bytes = 0;
+  for (const Slot& slot : slots) bytes += 4.0 * static_cast<double>(NumElements(slot.shape));
+  const long pages = ::sysconf(_SC_PHYS_PAGES);
+  const long page_size = ::sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page_size <= 0) return absl::OkStatus();  // Unknown: let the caller try.
+  const double physical = static_cast<double>(pages) * static_cast<double>(page_size);
+  if (bytes > physical) {
+    constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+    return absl::ResourceExhaustedError(absl::StrFormat(
+        "%s: float32 host weights need %.1f GiB but this machine has %.1f GiB of memory",
+        absl::string_view(what.data(), what.size()), bytes / kGiB, physical / kGiB));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> ReadTextFile(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat(path.string(), ": cannot open"));
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) return absl::InvalidArgumentError(absl::StrCat(path.string(), ": read error"));
+  return text.str();
+}
+
+// Where each tensor of a checkpoint lives.
+class CheckpointFiles {
+ public:
+  // Opens `dir`: model.safetensors if present, else model.safetensors.index.json (as transformers
+  // does).
+  static absl::StatusOr<CheckpointFiles> Open(const fs::path& dir) {
+    std::error_code error;
+    if (!fs::is_directory(dir, error)) {
+      return absl::NotFoundError(absl::StrCat("checkpoint ", dir.string(), ": not a directory"));
+    }
+    CheckpointFiles files;
+    files.dir_ = dir;
+    if (fs::exists(dir / kSingleFile, error)) {
+      HR_ASSIGN_OR_RETURN(SafetensorsFile file,
+                          SafetensorsFile::Open((dir / kSingleFile).string()));
+      files.shards_.emplace(std::string(kSingleFile), std::move(file));
+      return files;
+    }
+    if (fs::exists(dir / kIndexFile, error)) {
+      HR_RETURN_IF_ERROR(files.ReadIndex());
+      return files;
+    }
+    std::string hint;
+    if (fs::exists(dir / "pytorch_model.bin", error) ||
+        fs::exists(dir / "pytorch_model.bin.index.json", error)) {
+      hint =
+          "; it has PyTorch .bin weights, which headroom does not read: convert them to "
+          "safetensors";
+    }
+    return absl::NotFoundError(absl::StrCat("checkpoint ", dir.string(), ": neither ", kSingleFile,
+                                            " nor ", kIndexFile, " exists", hint));
+  }
+
+  // Finds `name`; the file that holds it is opened on first use.
+  absl::StatusOr<std::pair<const SafetensorsFile*, const SafetensorsTensor*>> Find(
+      const std::string& name) {
+    if (!sharded_) {
+      const SafetensorsFile& file = shards_.begin()->second;
+      const SafetensorsTensor* tensor = file.Find(name);
+      if (tensor == nullptr) {
+        return absl::InvalidArgumentError(absl::StrCat("checkpoint ", dir_.string(),
+                                                       ": missing tensor \"", name, "\" (searched ",
+                                                       file.path(), ")"));
+      }
+      return std::make_pair(&file, tensor);
+    }
+    const auto entry = weight_map_.find(name);
+    if (entry == weight_map_.end()) {
+      std::set<std::string> shard_names;
+      for (const auto& [tensor_name, shard] : weight_map_) shard_names.insert(shard);
+      return absl::InvalidArgumentError(absl::StrCat(
+          "checkpoint ", dir_.string(), ": missing tensor \"", name,
+          "\" (not in the weight_map of ", (dir_ / kIndexFile).string(), ", which lists ",
+          weight_map_.size(), " tensors in shards ", absl::StrJoin(shard_names, ", "), ")"));
+    }
+    const std::string& shard_name = entry->second;
+    auto shard = shards_.find(shard_name);
+    if (shard == shards_.end()) {
+      const fs::path shard_path = dir_ / shard_name;
+      std::error_code error;
+      if (!fs::exists(shard_path, error)) {
+        return absl::NotFoundError(absl::StrCat("checkpoint ", dir_.string(), ": shard file ",
+                                                shard_name, " is missing (", kIndexFile, " maps \"",
+                                                name, "\" and possibly other tensors to it)"));
+      }
+      HR_ASSIGN_OR_RETURN(SafetensorsFile file, SafetensorsFile::Open(shard_path.string()));
+      shard = shards_.emplace(shard_name, std::move(file)).first;
+    }
+    const SafetensorsTensor* tensor = shard->second.Find(name);
+    if (tensor == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat("checkpoint ", dir_.string(), ": ", kIndexFile,
+                                                     " maps tensor \"", name, "\" to ", shard_name,
+                                                     ", but that file does not contain it"));
+    }
+    return std::make_pair(&shard->second, tensor);
+  }
+
+ private:
+  absl::Status ReadIndex() {
+    sharded_ = true;
+    const fs::path path = dir_ / kIndexFile;
+    HR_ASSIGN_OR_RETURN(const std::string text, ReadTextFile(path));
+    Json root;
+    try {
+      root = Json::parse(text);
+    } catch (const Json::exception& e) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(path.string(), ": not valid JSON: ", e.what()));
+    }
+    if (!root.is_object()) {
+      return absl::InvalidArgumentError(absl::StrCat(path.string(), ": must be a JSON object"));
+    }
+    const auto map = root.find("weight_map");
+    if (map == root.end() || !map->is_object()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(path.string(), ": \"weight_map\" must be an object of tensor -> file"));
+    }
+    for (const auto& [tensor, shard] : map->items()) {
+      if (!shard.is_string()) {
+        return absl::InvalidArgumentError(absl::StrCat(path.string(), ": weight_map entry \"",
+                                                       tensor, "\" must be a file name string"));
+      }
+      const std::string shard_name = shard.get<std::string>();
+      // Shards live in the checkpoint directory; a name must not lead out of it.
+      const fs::path shard_path(shard_name);
+      bool escapes = shard_name.empty() || shard_path.is_absolute();
+      for (const fs::path& part : shard_path) escapes = escapes || part == "..";
+      if (escapes) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(path.string(), ": weight_map entry \"", tensor, "\" names the file \"",
+                         shard_name, "\", which is not inside the checkpoint directory"));
+      }
+      weight_map_.emplace(tensor, shard_name);
+    }
+    return absl::OkStatus();
+  }
+
+  fs::path dir_;
+  bool sharded_ = false;
+  std::map<std::string, std::string> weight_map_;  // Tensor -> shard file (sharded only).
+  std::map<std::string, SafetensorsFile> shards_;  // File name -> opened file.
+};
+
+// SplitMix64's output function: a bijective 64-bit mixer.
+constexpr uint64_t Mix64(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+constexpr uint64_t kGolden = 0x9E3779B97F4A7C15ull;
+
+// FNV-1a over the tensor name: ties the stream to the name, not to the order of generation.
+constexpr uint64_t HashName(std::string_view name) {
+  uint64_t hash = 0xCBF29CE484222325ull;
+  for (const char c : name) {
+    hash ^= static_cast<uint8_t>(c);
+    hash *= 0x100000001B3ull;
+  }
+  return hash;
+}
+
+// Sum of four 16-bit uniforms, centered: mean 0, standard deviation sqrt((65536^2 - 1) / 3).
+// One double multiply and one rounding to float: the same bits on every IEEE-754 machine.
+constexpr double kDummyStd = 0.02;
+constexpr double kSumOfFourStd = 37837.22723720648;
+constexpr double kDummyScale = kDummyStd / kSumOfFourStd;
+
+void FillDummy(uint64_t seed, const std::string& name, absl::Span<float> out) {
+  const uint64_t key = Mix64(seed ^ Mix64(HashName(name)));
+  for (size_t i = 0; i < out.size(); ++i) {
+    const uint64_t bits = Mix64(key + (static_cast<uint64_t>(i) + 1) * kGolden);
+    const int64_t sum = static_cast<int64_t>((bits & 0xFFFF) + ((bits >> 16) & 0xFFFF) +
+                                             ((bits >> 32) & 0xFFFF) + (bits >> 48));
+    out[i] = static_cast<float>(static_cast<double>(sum - 2 * 0xFFFF) * kDummyScale);
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<WeightSpec>> ExpectedWeights(const ModelConfig& config) {
+  ModelWeights scratch;
+  HR_ASSIGN_OR_RETURN(const std::vector<Slot> slots, MakeSlots(config, scratch));
+  std::vector<WeightSpec> specs;
+  specs.reserve(slots.size());
+  for (const Slot& slot : slots) specs.push_back({slot.name, slot.shape});
+  return specs;
+}
+
+std::vector<NamedWeight> ListWeights(const ModelWeights& weights) {
+  std::vector<NamedWeight> named;
+  const auto add = [&named](std::string name, const HostTensor& tensor) {
+    if (!tensor.empty()) named.push_back({std::move(name), &tensor});
+  };
+  add(std::string(kEmbedName), weights.embed_tokens);
+  for (size_t i = 0; i < weights.layers.size(); ++i) {
+    for (const LayerField& field : kLayerFields) {
+      add(LayerTensorName(i, field.suffix), weights.layers[i].*field.member);
+    }
+  }
+  add(std::string(kNormName), weights.norm);
+  add(std::string(kLmHeadName), weights.lm_head);
+  return named;
+}
+
+absl::StatusOr<ModelWeights> LoadWeights(const ModelConfig& config, std::string_view dir) {
+  const fs::path dir_path{std::string(dir)};
+  ModelWeights weights;
+  HR_ASSIGN_OR_RETURN(const std::vector<Slot> slots, MakeSlots(config, weights));
+  HR_RETURN_IF_ERROR(CheckHostMemory(slots, absl::StrCat("checkpoint ", dir_path.string())));
+  HR_ASSIGN_OR_RETURN(CheckpointFiles files, CheckpointFiles::Open(dir_path));
+  for (const Slot& slot : slots) {
+    absl::StatusOr<std::pair<const SafetensorsFile*, const SafetensorsTensor*>> found =
+        files.Find(slot.name);
+    if (!found.ok()) {
+      if (slot.name == kLmHeadName && absl::IsInvalidArgument(found.status())) {
+        return absl::Status(found.status().code(),
+                            absl::StrCat(found.status().message(),
+                                         "; config.json has tie_word_embeddings=false, so the "
+                                         "checkpoint must have its own LM head"));
+      }
+      return found.status();
+    }
+    const auto [file, tensor] = *found;
+    if (tensor->shape != slot.shape) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("checkpoint ", dir_path.string(), ": tensor \"", slot.name, "\" in ",
+                       file->path(), " has shape ", ShapeString(tensor->shape), ", expected ",
+                       ShapeString(slot.shape), " from the model config"));
+    }
+    if (!SafetensorsDTypeConvertsToFloat32(tensor->dtype)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("checkpoint ", dir_path.string(), ": tensor \"", slot.name, "\" in ",
+                       file->path(), " has dtype ", tensor->dtype,
+                       ", which headroom cannot load (supported: F32, F16, BF16)"));
+    }
+    slot.tensor->shape = slot.shape;
+    slot.tensor->data.resize(static_cast<size_t>(NumElements(slot.shape)));
+    HR_RETURN_IF_ERROR(file->ReadFloat32(*tensor, absl::MakeSpan(slot.tensor->data)));
+  }
+  return weights;
+}
+
+absl::StatusOr<ModelWeights> DummyWeights(const ModelConfig& config, uint64_t seed) {
+  ModelWeights weights;
+  HR_ASSIGN_OR_RETURN(const std::vector<Slot> slots, MakeSlots(config, weights));
+  HR_RETURN_IF_ERROR(CheckHostMemory(slots, absl::StrCat("dummy weights for ", config.source)));
+  for (const Slot& slot : slots) {
+    HostTensor& tensor = *slot.tensor;
+    tensor.shape = slot.shape;
+    switch (slot.init) {
+      case Init::kOnes:
+        tensor.data.assign(static_cast<size_t>(NumElements(slot.shape)), 1.0f);
+        break;
+      case Init::kZeros:
+        tensor.data.assign(static_cast<size_t>(NumElements(slot.shape)), 0.0f);
+        break;
+      case Init::kRandom:
+        tensor.data.resize(static_cast<size_t>(NumElements(slot.shape)));
+        FillDummy(seed, slot.name, absl::MakeSpan(tensor.data));
+        break;
+    }
+  }
+  return weights;
+}
+
+}  // namespace headroom::worker

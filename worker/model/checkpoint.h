@@ -1,0 +1,102 @@
+// Model weights on the host in float32: loaded from a Hugging Face checkpoint directory, or seeded
+// random ones for `dummy:<preset>`.
+//
+// LoadWeights reads `model.safetensors`, or the shards named by `model.safetensors.index.json`
+// (its weight_map: tensor name -> shard file), converts F32/F16/BF16 to float32 and checks every
+// shape against the ModelConfig. Tensors the model does not use (rotary_emb.inv_freq,
+// lm_head.weight of a tied model) are ignored. Errors:
+//   NotFoundError         the directory, or both model.safetensors and the index, or a shard file
+//                         the index names, does not exist;
+//   InvalidArgumentError  malformed safetensors or index.json, a tensor missing (naming the tensor
+//                         and the file(s) searched), a wrong shape (expected vs actual), an
+//                         unsupported dtype (naming tensor and dtype), a weight_map entry pointing
+//                         at a shard that lacks the tensor, or a config whose dims are not
+//                         positive.
+//
+// Layout follows the Hugging Face modules (and nn.Linear): a projection weight is
+// [out_features, in_features], row-major, so y = x W^T (+ b).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "worker/model/model_config.h"
+
+namespace headroom::worker {
+
+// A dense row-major float32 tensor in host memory. Empty (no shape, no data) means "absent".
+struct HostTensor {
+  std::vector<int64_t> shape;
+  std::vector<float> data;  // product(shape) values.
+
+  [[nodiscard]] bool empty() const { return shape.empty() && data.empty(); }
+  [[nodiscard]] int64_t num_elements() const { return static_cast<int64_t>(data.size()); }
+};
+
+// One decoder layer. Shapes with H = hidden_size, Q = num_attention_heads * head_dim,
+// KV = num_key_value_heads * head_dim, I = intermediate_size.
+struct LayerWeights {
+  HostTensor input_layernorm;           // [H]  RMSNorm weight before attention.
+  HostTensor q_proj;                    // [Q, H]
+  HostTensor k_proj;                    // [KV, H]
+  HostTensor v_proj;                    // [KV, H]
+  HostTensor o_proj;                    // [H, Q]
+  HostTensor q_proj_bias;               // [Q]   only when config.qkv_bias, else empty.
+  HostTensor k_proj_bias;               // [KV]  only when config.qkv_bias, else empty.
+  HostTensor v_proj_bias;               // [KV]  only when config.qkv_bias, else empty.
+  HostTensor o_proj_bias;               // [H]   only when config.o_proj_bias, else empty.
+  HostTensor post_attention_layernorm;  // [H]  RMSNorm weight before the MLP.
+  HostTensor gate_proj;                 // [I, H]
+  HostTensor up_proj;                   // [I, H]
+  HostTensor down_proj;                 // [H, I]
+  HostTensor gate_proj_bias;            // [I]   only when config.mlp_bias, else empty.
+  HostTensor up_proj_bias;              // [I]   only when config.mlp_bias, else empty.
+  HostTensor down_proj_bias;            // [H]   only when config.mlp_bias, else empty.
+};
+
+struct ModelWeights {
+  HostTensor embed_tokens;           // [vocab, H]
+  std::vector<LayerWeights> layers;  // num_hidden_layers entries.
+  HostTensor norm;                   // [H]  final RMSNorm weight.
+  HostTensor lm_head;                // [vocab, H]; empty when config.tie_word_embeddings.
+
+  // The LM head to multiply with: lm_head, or embed_tokens when the embeddings are tied.
+  [[nodiscard]] const HostTensor& output_embedding() const {
+    return lm_head.empty() ? embed_tokens : lm_head;
+  }
+};
+
+// A weight with its Hugging Face tensor name, e.g. "model.layers.0.self_attn.q_proj.weight".
+struct NamedWeight {
+  std::string name;
+  const HostTensor* tensor = nullptr;
+};
+
+// Every tensor `config` has, in checkpoint order (embed, layers in order, norm, lm_head), with the
+// shape it must have. Biases appear only when the config has them; lm_head only when untied.
+struct WeightSpec {
+  std::string name;            // Hugging Face tensor name.
+  std::vector<int64_t> shape;  // Expected shape.
+};
+[[nodiscard]] absl::StatusOr<std::vector<WeightSpec>> ExpectedWeights(const ModelConfig& config);
+
+// The non-empty tensors of `weights` with their Hugging Face names, in ExpectedWeights order.
+// The pointers point into `weights`.
+[[nodiscard]] std::vector<NamedWeight> ListWeights(const ModelWeights& weights);
+
+// Loads the checkpoint in directory `dir` for `config` (normally LoadModelConfig(dir)).
+[[nodiscard]] absl::StatusOr<ModelWeights> LoadWeights(const ModelConfig& config,
+                                                       std::string_view dir);
+
+// Seeded random weights for `dummy:<preset>` demos and benchmarks: projections and embeddings
+// drawn from a bell-shaped distribution with mean 0 and standard deviation 0.02 (Hugging Face's
+// init; the sum of four uniforms, bounded at +-0.0693), norms 1, biases 0. The values depend only
+// on (seed, tensor name, element index), computed with integer hashing and one rounding, so they
+// are identical across runs, compilers and machines, and any slice of a tensor can be reproduced
+// on its own. Needs 4 bytes of host memory per parameter; the caller checks that this fits.
+[[nodiscard]] absl::StatusOr<ModelWeights> DummyWeights(const ModelConfig& config, uint64_t seed);
+
+}  // namespace headroom::worker
