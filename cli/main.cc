@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/types/span.h"
+#include "cli/bench_command.h"
 #include "cli/exit_codes.h"
 #include "cli/plan_command.h"
 
@@ -21,6 +22,7 @@ struct Subcommand {
 
 constexpr Subcommand kSubcommands[] = {
     {"plan", kPlanSummary, RunPlanCommand},
+    {"bench", kBenchSummary, RunBenchCommand},
 };
 
 std::string Usage() {

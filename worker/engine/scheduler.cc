@@ -24,30 +24,29 @@ absl::Status Scheduler::AddRequest(Request request) {
   if (prompt == 0) return absl::InvalidArgumentError("the prompt is empty");
   for (const int32_t token : request.prompt) {
     if (token < 0 || token >= config_.vocab_size) {
-      return absl::InvalidArgumentError(absl::StrCat("token id ", token,
-                                                     " is out of vocabulary (size ",
-                                                     config_.vocab_size, ")"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "token id ", token, " is out of vocabulary (size ", config_.vocab_size, ")"));
     }
   }
   if (max_tokens < 1) {
-    return absl::InvalidArgumentError(absl::StrCat("max_tokens must be at least 1, got ",
-                                                   max_tokens));
+    return absl::InvalidArgumentError(
+        absl::StrCat("max_tokens must be at least 1, got ", max_tokens));
   }
   if (prompt + max_tokens > config_.max_model_len) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "this model's maximum context length is ", config_.max_model_len,
-        " tokens; the request needs ", prompt + max_tokens, " (", prompt, " in the prompt, ",
-        max_tokens, " max_tokens)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("this model's maximum context length is ", config_.max_model_len,
+                     " tokens; the request needs ", prompt + max_tokens, " (", prompt,
+                     " in the prompt, ", max_tokens, " max_tokens)"));
   }
   const int64_t usable = kv_->pool().num_usable_blocks();
   const int64_t needed = kv_->BlocksForTokens(prompt + max_tokens);
   const int64_t prompt_blocks = kv_->BlocksForTokens(prompt);
   if (needed > usable || prompt_blocks + kv_->watermark_blocks() > usable) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "the request can never fit the KV cache: ", prompt + max_tokens, " tokens (", prompt,
-        " prompt + ", max_tokens, " max_tokens) need ", needed, " blocks of ",
-        kv_->block_size(), " tokens, the pool has ", usable, " blocks (",
-        kv_->watermark_blocks(), " held back for running sequences)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("the request can never fit the KV cache: ", prompt + max_tokens, " tokens (",
+                     prompt, " prompt + ", max_tokens, " max_tokens) need ", needed, " blocks of ",
+                     kv_->block_size(), " tokens, the pool has ", usable, " blocks (",
+                     kv_->watermark_blocks(), " held back for running sequences)"));
   }
   if (sequences_.contains(request.id)) {
     return absl::AlreadyExistsError(absl::StrCat("request ", request.id.value(), " exists"));
@@ -99,25 +98,23 @@ bool Scheduler::ScheduleRunning(Sequence& s, int32_t& budget, StepPlan& plan) {
     if (victim == &s) return false;
   }
   const size_t blocks_before = kv_->BlockTable(s.request.id).size();
-  const absl::Status status = kv_->Append(
-      s.request.id, absl::MakeConstSpan(s.tokens).subspan(static_cast<size_t>(s.num_computed),
-                                                           static_cast<size_t>(n)));
+  const absl::Status status =
+      kv_->Append(s.request.id, absl::MakeConstSpan(s.tokens).subspan(
+                                    static_cast<size_t>(s.num_computed), static_cast<size_t>(n)));
   HR_CHECK_MSG(status.ok(), "append after making room failed");
   EmitScheduled(s, n, blocks_before, plan);
   budget -= n;
   return true;
 }
 
-void Scheduler::EmitScheduled(Sequence& s, int32_t num_new, size_t blocks_before,
-                              StepPlan& plan) {
+void Scheduler::EmitScheduled(Sequence& s, int32_t num_new, size_t blocks_before, StepPlan& plan) {
   ScheduledSequence& out = plan.sequences.emplace_back();
   out.id = s.request.id;
   out.num_computed_tokens = s.num_computed;
   const auto first = s.tokens.begin() + s.num_computed;
   out.token_ids.assign(first, first + num_new);
   const absl::Span<const BlockId> table = kv_->BlockTable(s.request.id);
-  out.new_block_ids.assign(table.begin() + static_cast<std::ptrdiff_t>(blocks_before),
-                           table.end());
+  out.new_block_ids.assign(table.begin() + static_cast<std::ptrdiff_t>(blocks_before), table.end());
   s.num_computed += num_new;
   out.sample = s.num_computed == s.num_tokens();
   s.scheduled_step = step_;
@@ -224,7 +221,8 @@ SchedulerStats Scheduler::Stats() const {
   SchedulerStats stats;
   stats.num_running = static_cast<int32_t>(running_.size());
   stats.num_waiting = static_cast<int32_t>(waiting_.size());
-  for (const Sequence* s : waiting_) stats.waiting_demand_blocks += kv_->BlocksForTokens(s->num_tokens());
+  for (const Sequence* s : waiting_)
+    stats.waiting_demand_blocks += kv_->BlocksForTokens(s->num_tokens());
   stats.num_preemptions = num_preemptions_;
   return stats;
 }

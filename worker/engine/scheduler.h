@@ -104,9 +104,7 @@ class Scheduler {
     // Step in which it was last scheduled.
     int64_t scheduled_step = -1;
 
-    [[nodiscard]] int32_t num_prompt() const {
-      return static_cast<int32_t>(request.prompt.size());
-    }
+    [[nodiscard]] int32_t num_prompt() const { return static_cast<int32_t>(request.prompt.size()); }
     [[nodiscard]] int32_t num_tokens() const { return static_cast<int32_t>(tokens.size()); }
     [[nodiscard]] int32_t num_output() const { return num_tokens() - num_prompt(); }
   };

@@ -1,0 +1,161 @@
+// EngineLoop: requests posted from many threads get exactly the tokens the engine computes
+// synchronously; every request ends with exactly one terminal event (finish, refusal, abort or
+// stop), never silently.
+#include "worker/engine/engine_loop.h"
+
+#include <gtest/gtest.h>
+
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "fixture_model.h"
+#include "worker/backend/cpu_backend.h"
+
+namespace headroom::worker {
+namespace {
+
+const testdata::FixtureModel& Fixture() { return testdata::LoadFixtureModel("llama-gqa"); }
+
+std::unique_ptr<Engine> MakeEngine(Backend* backend) {
+  auto engine = Engine::Create(Fixture().config, Fixture().weights,
+                               {.max_num_seqs = 16,
+                                .max_num_batched_tokens = 512,
+                                .max_model_len = 256,
+                                .block_size = 16,
+                                .num_kv_blocks = 200},
+                               backend);
+  EXPECT_TRUE(engine.ok()) << engine.status();
+  return *std::move(engine);
+}
+
+Request MakeRequest(int64_t id, int32_t max_tokens) {
+  Request r;
+  r.id = RequestId{id};
+  for (int64_t t = 0; t < 5 + id % 40; ++t) {
+    r.prompt.push_back(static_cast<int32_t>((id * 31 + t * 7) % 256));
+  }
+  r.sampling.max_tokens = max_tokens;
+  r.sampling.ignore_eos = true;
+  r.sampling.temperature = id % 2 == 0 ? 0.0f : 0.7f;
+  r.sampling.seed = static_cast<uint64_t>(id);
+  return r;
+}
+
+// Collects what each request's callback received.
+class Recorder {
+ public:
+  EngineLoop::Callback For(int64_t id) {
+    return [this, id](const absl::StatusOr<StepToken>& event) {
+      std::lock_guard<std::mutex> lock(mu_);
+      Record& r = records_[id];
+      EXPECT_FALSE(r.done) << "event after the terminal one for request " << id;
+      if (!event.ok()) {
+        r.status = event.status();
+        r.done = true;
+      } else {
+        r.tokens.push_back(event->token);
+        r.done = event->finish != FinishReason::kNone;
+      }
+      if (r.done) ++done_;
+      cv_.notify_all();
+    };
+  }
+  void WaitDone(int count) {
+    std::unique_lock<std::mutex> lock(mu_);
+    ASSERT_TRUE(cv_.wait_for(lock, std::chrono::seconds(60), [&] { return done_ >= count; }));
+  }
+  struct Record {
+    std::vector<int32_t> tokens;
+    absl::Status status;
+    bool done = false;
+  };
+  std::map<int64_t, Record> records() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return records_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::map<int64_t, Record> records_;
+  int done_ = 0;
+};
+
+TEST(EngineLoopTest, ConcurrentSubmittersGetTheEnginesTokens) {
+  constexpr int kThreads = 4;
+  constexpr int kPerThread = 6;
+  // Reference: the same requests through the synchronous engine.
+  CpuBackend reference_backend(1);
+  auto reference = MakeEngine(&reference_backend);
+  std::map<int64_t, std::vector<int32_t>> expected;
+  for (int64_t id = 0; id < kThreads * kPerThread; ++id) {
+    ASSERT_TRUE(reference->AddRequest(MakeRequest(id, 12)).ok());
+  }
+  while (reference->HasWork()) {
+    const absl::StatusOr<std::vector<StepToken>> step = reference->Step();
+    ASSERT_TRUE(step.ok()) << step.status();
+    for (const StepToken& t : *step) expected[t.id.value()].push_back(t.token);
+  }
+
+  CpuBackend backend(1);
+  EngineLoop loop(MakeEngine(&backend));
+  Recorder recorder;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kPerThread; ++i) {
+        const int64_t id = t * kPerThread + i;
+        loop.Submit(MakeRequest(id, 12), recorder.For(id));
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  recorder.WaitDone(kThreads * kPerThread);
+  for (const auto& [id, record] : recorder.records()) {
+    EXPECT_TRUE(record.status.ok()) << record.status;
+    EXPECT_EQ(record.tokens, expected[id]) << "request " << id;
+  }
+  loop.Stop();  // Stats() is published after a step's callbacks; after Stop() it is final.
+  EXPECT_EQ(loop.Stats().kv.num_used_blocks, 0);
+  EXPECT_EQ(loop.Stats().scheduler.num_running, 0);
+}
+
+TEST(EngineLoopTest, RefusalAndAbortEndARequestOnce) {
+  CpuBackend backend(1);
+  EngineLoop loop(MakeEngine(&backend));
+  Recorder recorder;
+  Request too_long = MakeRequest(1, 300);  // prompt + 300 > max_model_len 256
+  loop.Submit(too_long, recorder.For(1));
+  loop.Submit(MakeRequest(2, 200), recorder.For(2));
+  loop.Abort(RequestId{2});
+  loop.Abort(RequestId{99});  // unknown: ignored
+  recorder.WaitDone(2);
+  auto records = recorder.records();
+  EXPECT_EQ(records[1].status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(records[2].status.code(), absl::StatusCode::kCancelled);
+  EXPECT_LT(records[2].tokens.size(), 200u);
+}
+
+TEST(EngineLoopTest, StopCancelsEverythingLeft) {
+  CpuBackend backend(1);
+  Recorder recorder;
+  {
+    EngineLoop loop(MakeEngine(&backend));
+    for (int64_t id = 0; id < 16; ++id) loop.Submit(MakeRequest(id, 200), recorder.For(id));
+    loop.Stop();
+    loop.Submit(MakeRequest(100, 5), recorder.For(100));  // after Stop: refused at once
+  }
+  recorder.WaitDone(17);
+  for (const auto& [id, record] : recorder.records()) {
+    EXPECT_TRUE(record.done);
+    if (id == 100) {
+      EXPECT_EQ(record.status.code(), absl::StatusCode::kUnavailable);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace headroom::worker

@@ -1,0 +1,165 @@
+// The engine gives every request the same tokens however it is scheduled: alone, in a batch of
+// 32 mixed lengths, with chunked prefill forced by a small token budget, with preemptions forced
+// by a small KV pool, and with prefix-cache hits. Greedy and seeded sampling alike. Also: no
+// device allocation after start, and refusals of requests that can never fit.
+#include "worker/engine/engine.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <map>
+#include <random>
+#include <vector>
+
+#include "fixture_model.h"
+#include "worker/backend/cpu_backend.h"
+
+namespace headroom::worker {
+namespace {
+
+using ::testing::HasSubstr;
+
+const testdata::FixtureModel& Fixture() { return testdata::LoadFixtureModel("llama-gqa"); }
+
+std::vector<Request> MixedRequests(int count, uint32_t seed, int shared_prefix = 0) {
+  std::mt19937 rng(seed);
+  auto uniform = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  std::vector<int32_t> prefix;
+  for (int i = 0; i < shared_prefix; ++i) prefix.push_back(uniform(0, 255));
+  std::vector<Request> requests;
+  for (int i = 0; i < count; ++i) {
+    Request r;
+    r.id = RequestId{i};
+    r.prompt = prefix;
+    const int len = uniform(1, 90);
+    for (int t = 0; t < len; ++t) r.prompt.push_back(uniform(0, 255));
+    r.sampling.max_tokens = uniform(1, 24);
+    r.sampling.ignore_eos = true;
+    if (i % 2 == 0) {
+      r.sampling.temperature = 0;  // greedy
+    } else {
+      r.sampling.temperature = 0.8f;
+      r.sampling.top_p = 0.9f;
+      r.sampling.top_k = 50;
+      r.sampling.seed = 1000 + static_cast<uint64_t>(i);
+    }
+    requests.push_back(std::move(r));
+  }
+  return requests;
+}
+
+struct RunResult {
+  std::map<int64_t, std::vector<int32_t>> tokens;
+  EngineStats stats;
+  int64_t allocations_at_start = 0;
+};
+
+EngineOptions DefaultOptions() {
+  return {.max_num_seqs = 32,
+          .max_num_batched_tokens = 2048,
+          .max_model_len = 256,
+          .block_size = 16,
+          .num_kv_blocks = 600};
+}
+
+RunResult RunEngine(const std::vector<Request>& requests, const EngineOptions& options,
+                    bool one_at_a_time = false) {
+  RunResult result;
+  CpuBackend backend(1);
+  auto engine = Engine::Create(Fixture().config, Fixture().weights, options, &backend);
+  EXPECT_TRUE(engine.ok()) << engine.status();
+  if (!engine.ok()) return result;
+  result.allocations_at_start = backend.num_allocations();
+  size_t next = 0;
+  while (next < requests.size() || (*engine)->HasWork()) {
+    if (next < requests.size() && (!one_at_a_time || !(*engine)->HasWork())) {
+      const absl::Status status = (*engine)->AddRequest(requests[next++]);
+      EXPECT_TRUE(status.ok()) << status;
+      if (!one_at_a_time) continue;  // queue everything before the first step
+    }
+    auto step = (*engine)->Step();
+    EXPECT_TRUE(step.ok()) << step.status();
+    if (!step.ok()) break;
+    for (const StepToken& t : *step) result.tokens[t.id.value()].push_back(t.token);
+  }
+  result.stats = (*engine)->Stats();
+  return result;
+}
+
+TEST(EngineTest, BatchOf32GivesTheSameTokensAsAlone) {
+  const std::vector<Request> requests = MixedRequests(32, 7);
+  const RunResult alone = RunEngine(requests, DefaultOptions(), /*one_at_a_time=*/true);
+  const RunResult batched = RunEngine(requests, DefaultOptions());
+  ASSERT_EQ(alone.tokens.size(), requests.size());
+  for (const Request& r : requests) {
+    EXPECT_EQ(alone.tokens.at(r.id.value()).size(), static_cast<size_t>(r.sampling.max_tokens));
+  }
+  EXPECT_EQ(batched.tokens, alone.tokens);
+  EXPECT_LT(batched.stats.steps * 4, alone.stats.steps) << "the batch run did not batch";
+}
+
+TEST(EngineTest, ChunkedPrefillGivesTheSameTokens) {
+  const std::vector<Request> requests = MixedRequests(16, 11);
+  const RunResult reference = RunEngine(requests, DefaultOptions());
+  EngineOptions chunked = DefaultOptions();
+  chunked.max_num_seqs = 8;
+  chunked.max_num_batched_tokens = 16;  // prompts up to 90 tokens: several chunks each
+  const RunResult result = RunEngine(requests, chunked);
+  EXPECT_EQ(result.tokens, reference.tokens);
+}
+
+TEST(EngineTest, PreemptionsGiveTheSameTokens) {
+  const std::vector<Request> requests = MixedRequests(24, 13);
+  const RunResult reference = RunEngine(requests, DefaultOptions());
+  EngineOptions tight = DefaultOptions();
+  tight.num_kv_blocks = 1 + 16;  // 16 usable blocks (256 tokens) for 24 requests of up to ~114
+  const RunResult result = RunEngine(requests, tight);
+  EXPECT_GT(result.stats.scheduler.num_preemptions, 0) << "the pool never ran out";
+  EXPECT_EQ(result.tokens, reference.tokens);
+}
+
+TEST(EngineTest, PrefixCacheHitsGiveTheSameTokens) {
+  const std::vector<Request> requests = MixedRequests(12, 17, /*shared_prefix=*/48);
+  EngineOptions no_cache = DefaultOptions();
+  no_cache.enable_prefix_caching = false;
+  const RunResult reference = RunEngine(requests, no_cache, /*one_at_a_time=*/true);
+  const RunResult cached = RunEngine(requests, DefaultOptions(), /*one_at_a_time=*/true);
+  EXPECT_GE(cached.stats.kv.prefix_hits, 11 * 48);  // every request after the first hits 3 blocks
+  EXPECT_EQ(reference.stats.kv.prefix_hits, 0);
+  EXPECT_EQ(cached.tokens, reference.tokens);
+}
+
+TEST(EngineTest, NoDeviceAllocationAfterStart) {
+  EngineOptions tight = DefaultOptions();
+  tight.num_kv_blocks = 1 + 24;
+  const RunResult result = RunEngine(MixedRequests(32, 19, 16), tight);
+  EXPECT_GT(result.allocations_at_start, 0);
+  EXPECT_EQ(result.stats.device_allocations, result.allocations_at_start);
+  EXPECT_GT(result.stats.steps, 10);
+}
+
+TEST(EngineTest, RefusesRequestsThatCanNeverFit) {
+  CpuBackend backend(1);
+  EngineOptions options = DefaultOptions();
+  options.num_kv_blocks = 1 + 8;  // 8 usable blocks of 16 tokens
+  auto engine = Engine::Create(Fixture().config, Fixture().weights, options, &backend);
+  ASSERT_TRUE(engine.ok());
+  Request big;
+  big.id = RequestId{1};
+  big.prompt.assign(120, 5);
+  big.sampling.max_tokens = 20;
+  const absl::Status status = (*engine)->AddRequest(big);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(status.message()),
+              HasSubstr("140 tokens (120 prompt + 20 max_tokens) need 9 blocks of 16 tokens, the "
+                        "pool has 8 blocks"));
+  Request bad = big;
+  bad.prompt.assign(10, 5);
+  bad.sampling.top_p = 0;
+  EXPECT_THAT(std::string((*engine)->AddRequest(bad).message()),
+              HasSubstr("top_p must be in (0, 1]"));
+  EXPECT_FALSE((*engine)->HasWork());
+}
+
+}  // namespace
+}  // namespace headroom::worker

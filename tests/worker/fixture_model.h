@@ -1,0 +1,34 @@
+// A committed fixture checkpoint (tests/worker/fixtures/<name>), loaded once per test binary.
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "common/check.h"
+#include "fixtures.h"
+#include "worker/model/checkpoint.h"
+#include "worker/model/model_config.h"
+
+namespace headroom::worker::testdata {
+
+struct FixtureModel {
+  ModelConfig config;
+  ModelWeights weights;
+};
+
+// Loads (the first time) and returns the fixture; a broken fixture is a broken test setup.
+inline const FixtureModel& LoadFixtureModel(const std::string& name) {
+  static std::map<std::string, FixtureModel>* cache = new std::map<std::string, FixtureModel>();
+  auto it = cache->find(name);
+  if (it == cache->end()) {
+    const std::string dir = FixtureDir(name).string();
+    absl::StatusOr<ModelConfig> config = LoadModelConfig(dir);
+    HR_CHECK_MSG(config.ok(), "fixture config.json does not load");
+    absl::StatusOr<ModelWeights> weights = LoadWeights(*config, dir);
+    HR_CHECK_MSG(weights.ok(), "fixture weights do not load");
+    it = cache->emplace(name, FixtureModel{*config, *std::move(weights)}).first;
+  }
+  return it->second;
+}
+
+}  // namespace headroom::worker::testdata

@@ -1,0 +1,99 @@
+// Backend: the device a worker computes on (the CPU, or one GPU), behind one small interface.
+//
+// The model's forward pass is written once against it. A backend owns its device memory: every
+// allocation goes through Allocate(), which counts, so the engine can prove the memory contract
+// (no device allocation after start: the count does not move while serving). Buffers live until
+// the backend is destroyed; there is no Free, so fragmentation cannot grow.
+//
+// All op tensors are fp32, row-major and contiguous; pointers are device pointers (host memory
+// for the CPU backend). Shapes are in the comments, as in kernels/. Ops return a status so bad
+// shapes or ids are refused, never a crash; on a GPU they are enqueued and errors may surface at
+// Synchronize().
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "kernels/paged_kv.h"
+
+namespace headroom::worker {
+
+// The paged KV cache of one layer and the per-step batch layout attention reads are the kernels'
+// own plain structs (kernels/paged_kv.h), so every backend indexes memory the same way.
+using KvCacheLayer = kernels::PagedKvView;
+using AttentionBatch = kernels::AttentionMetadata;
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+
+  [[nodiscard]] virtual std::string name() const = 0;
+
+  // Device memory of `bytes` bytes (zeroed), owned by the backend until it is destroyed.
+  // `what` names the buffer in errors and logs.
+  [[nodiscard]] virtual absl::StatusOr<void*> Allocate(size_t bytes, const std::string& what) = 0;
+  // Allocate() calls so far.
+  [[nodiscard]] virtual int64_t num_allocations() const = 0;
+  // Bytes allocated so far.
+  [[nodiscard]] virtual int64_t allocated_bytes() const = 0;
+
+  virtual void CopyToDevice(void* dst, const void* src, size_t bytes) = 0;
+  virtual void CopyToHost(void* dst, const void* src, size_t bytes) = 0;
+  // Waits for all enqueued work.
+  virtual void Synchronize() = 0;
+
+  // out[n, hidden] = table[ids[i], :]; InvalidArgument for an id outside [0, vocab).
+  [[nodiscard]] virtual absl::Status Embedding(const float* table,  // [vocab, hidden]
+                                               const int32_t* ids,  // [n]
+                                               int64_t n, int64_t vocab, int64_t hidden,
+                                               float* out) = 0;  // [n, hidden]
+  // out = x / rms(x) * weight, row by row.
+  [[nodiscard]] virtual absl::Status RmsNorm(const float* x,       // [n, hidden]
+                                             const float* weight,  // [hidden]
+                                             int64_t n, int64_t hidden, float eps,
+                                             float* out) = 0;  // [n, hidden]
+  // residual += x; out = RmsNorm(residual).
+  [[nodiscard]] virtual absl::Status AddRmsNorm(float* residual,  // [n, hidden], updated in place
+                                                const float* x,   // [n, hidden]
+                                                const float* weight,  // [hidden]
+                                                int64_t n, int64_t hidden, float eps,
+                                                float* out) = 0;  // [n, hidden]
+  // out = x @ w^T (+ bias).
+  [[nodiscard]] virtual absl::Status Linear(const float* x,     // [m, k]
+                                            const float* w,     // [n, k]
+                                            const float* bias,  // [n] or nullptr
+                                            int64_t m, int64_t n, int64_t k,
+                                            float* out) = 0;  // [m, n]
+  // Rotary embedding in place (HF rotate-half convention).
+  [[nodiscard]] virtual absl::Status Rotary(float* q,  // [n, num_heads, head_dim]
+                                            float* k,  // [n, num_kv_heads, head_dim]
+                                            const int64_t* positions,  // [n]
+                                            const float* inv_freq,     // [head_dim / 2]
+                                            int64_t n, int64_t num_heads, int64_t num_kv_heads,
+                                            int64_t head_dim) = 0;
+  // Writes k/v rows into their slots (slot = block * block_size + offset; negative = skip).
+  [[nodiscard]] virtual absl::Status WriteKvCache(const float* k,               // [n, kv_heads, hd]
+                                                  const float* v,               // [n, kv_heads, hd]
+                                                  const int64_t* slot_mapping,  // [n]
+                                                  int64_t n, const KvCacheLayer& cache) = 0;
+  // Causal attention of each sequence's query rows over its paged context.
+  [[nodiscard]] virtual absl::Status PagedAttention(const float* q,  // [n, num_heads, head_dim]
+                                                    const KvCacheLayer& cache,
+                                                    const AttentionBatch& batch, int64_t n,
+                                                    int64_t num_heads, float scale,
+                                                    float* out) = 0;  // [n, num_heads, head_dim]
+  // out = silu(gate_up[:, :inter]) * gate_up[:, inter:].
+  [[nodiscard]] virtual absl::Status SiluAndMul(const float* gate_up,  // [n, 2 * inter]
+                                                int64_t n, int64_t inter,
+                                                float* out) = 0;  // [n, inter]
+  // out[i, :] = x[rows[i], :] (gathers the rows whose logits are needed).
+  [[nodiscard]] virtual absl::Status GatherRows(const float* x,       // [n, width]
+                                                const int32_t* rows,  // [m]
+                                                int64_t m, int64_t width,
+                                                float* out) = 0;  // [m, width]
+};
+
+}  // namespace headroom::worker

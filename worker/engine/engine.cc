@@ -1,0 +1,173 @@
+#include "worker/engine/engine.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "common/check.h"
+#include "common/status_macros.h"
+#include "kernels/cpu/sampling.h"
+#include "worker/engine/forward_input_builder.h"
+
+namespace headroom::worker {
+namespace {
+
+// Seed of a request that brings none: the engine seed mixed with the request id (splitmix64), so
+// unseeded requests get independent, reproducible streams.
+uint64_t DefaultSeed(uint64_t engine_seed, RequestId id) {
+  uint64_t z = engine_seed + 0x9e3779b97f4a7c15ULL * (static_cast<uint64_t>(id.value()) + 1);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+absl::Status ValidateSamplingParams(const SamplingParams& p) {
+  if (!std::isfinite(p.temperature) || p.temperature < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("temperature must be a finite number >= 0, got ", p.temperature));
+  }
+  if (p.top_k < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("top_k must be >= 0 (0 disables it), got ", p.top_k));
+  }
+  if (!(p.top_p > 0 && p.top_p <= 1)) {
+    return absl::InvalidArgumentError(absl::StrCat("top_p must be in (0, 1], got ", p.top_p));
+  }
+  if (p.logprobs < 0 || p.logprobs > kernels::cpu::kMaxLogprobs) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "logprobs must be in [0, ", kernels::cpu::kMaxLogprobs, "], got ", p.logprobs));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const ModelConfig& config,
+                                                       const ModelWeights& weights,
+                                                       const EngineOptions& options,
+                                                       Backend* backend) {
+  EngineOptions o = options;
+  if (o.max_model_len == 0) o.max_model_len = static_cast<int32_t>(config.max_position_embeddings);
+  if (o.max_model_len <= 0 || o.max_model_len > config.max_position_embeddings) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--max-model-len ", o.max_model_len, " is outside [1, ",
+                     config.max_position_embeddings, "] (the model's max_position_embeddings)"));
+  }
+  if (o.watermark < 0 || o.watermark >= 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("watermark must be in [0, 1), got ", o.watermark));
+  }
+  std::unique_ptr<Engine> engine(new Engine(o, backend));
+  const int32_t usable = o.num_kv_blocks - 1;
+  HR_ASSIGN_OR_RETURN(
+      engine->kv_,
+      kvcache::KvCacheManager::Create(
+          {.num_blocks = o.num_kv_blocks,
+           .block_size = o.block_size,
+           .enable_prefix_caching = o.enable_prefix_caching,
+           .watermark_blocks = static_cast<int32_t>(std::floor(o.watermark * usable))}));
+  if (o.max_num_seqs <= 0 || o.max_num_batched_tokens < o.max_num_seqs) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--max-num-batched-tokens (", o.max_num_batched_tokens,
+                     ") must be at least --max-num-seqs (", o.max_num_seqs,
+                     ") so every running sequence can decode each step"));
+  }
+  engine->scheduler_ = std::make_unique<Scheduler>(
+      SchedulerConfig{.max_num_seqs = o.max_num_seqs,
+                      .max_num_batched_tokens = o.max_num_batched_tokens,
+                      .max_model_len = o.max_model_len,
+                      .vocab_size = static_cast<int32_t>(config.vocab_size),
+                      .eos_token_id = o.eos_token_id},
+      engine->kv_.get());
+  HR_ASSIGN_OR_RETURN(engine->model_,
+                      LlamaModel::Create(config, weights,
+                                         {.max_num_batched_tokens = o.max_num_batched_tokens,
+                                          .max_num_seqs = o.max_num_seqs,
+                                          .max_model_len = o.max_model_len,
+                                          .num_kv_blocks = o.num_kv_blocks,
+                                          .block_size = o.block_size},
+                                         backend));
+  return engine;
+}
+
+Engine::Engine(const EngineOptions& options, Backend* backend)
+    : options_(options), backend_(backend) {}
+
+absl::Status Engine::AddRequest(Request request) {
+  HR_RETURN_IF_ERROR(ValidateSamplingParams(request.sampling));
+  const SamplingParams& p = request.sampling;
+  Sampling sampling{
+      .params = p, .seed = p.seed.value_or(DefaultSeed(options_.seed, request.id)), .generated = 0};
+  const RequestId id = request.id;
+  HR_RETURN_IF_ERROR(scheduler_->AddRequest(std::move(request)));
+  sampling_[id] = std::move(sampling);
+  return absl::OkStatus();
+}
+
+bool Engine::Abort(RequestId id) {
+  sampling_.erase(id);
+  return scheduler_->Abort(id);
+}
+
+absl::StatusOr<std::vector<StepToken>> Engine::Step() {
+  const StepPlan plan = scheduler_->Schedule();
+  if (plan.empty()) return std::vector<StepToken>{};
+  ++steps_;
+  BuildForwardInput(
+      plan, [this](RequestId id) { return kv_->BlockTable(id); }, options_.block_size,
+      model_->max_blocks_per_seq(), &input_);
+  HR_RETURN_IF_ERROR(model_->Forward(input_, &logits_));
+
+  std::vector<kernels::cpu::SamplingParams> rows;
+  for (const ScheduledSequence& seq : plan.sequences) {
+    if (!seq.sample) continue;
+    const Sampling& s = sampling_.at(seq.id);
+    rows.push_back({.temperature = s.params.temperature,
+                    .top_k = s.params.top_k,
+                    .top_p = s.params.top_p,
+                    .seed = s.seed,
+                    .counter = static_cast<uint64_t>(s.generated),
+                    .num_logprobs = s.params.logprobs});
+  }
+  const size_t num_rows = rows.size();
+  tokens_.resize(num_rows);
+  token_logprobs_.resize(num_rows);
+  top_ids_.resize(num_rows * kernels::cpu::kMaxLogprobs);
+  top_logprobs_.resize(num_rows * kernels::cpu::kMaxLogprobs);
+  HR_RETURN_IF_ERROR(kernels::cpu::Sample(logits_.data(), static_cast<int64_t>(num_rows),
+                                          model_->config().vocab_size, rows.data(),
+                                          {.token_ids = tokens_.data(),
+                                           .token_logprobs = token_logprobs_.data(),
+                                           .top_ids = top_ids_.data(),
+                                           .top_logprobs = top_logprobs_.data()}));
+
+  std::vector<StepToken> out;
+  const std::vector<TokenOutput> updates = scheduler_->Update(plan, tokens_);
+  HR_CHECK(updates.size() == num_rows);  // no request can vanish during a step
+  for (size_t i = 0; i < num_rows; ++i) {
+    StepToken& t = out.emplace_back();
+    t.id = updates[i].id;
+    t.token = updates[i].token;
+    t.logprob = token_logprobs_[i];
+    for (int32_t j = 0; j < rows[i].num_logprobs; ++j) {
+      const size_t at = i * kernels::cpu::kMaxLogprobs + static_cast<size_t>(j);
+      t.top_logprobs.push_back({top_ids_[at], top_logprobs_[at]});
+    }
+    t.finish = updates[i].finish;
+    if (t.finish == FinishReason::kNone) {
+      ++sampling_.at(t.id).generated;
+    } else {
+      sampling_.erase(t.id);
+    }
+  }
+  return out;
+}
+
+EngineStats Engine::Stats() const {
+  return {.scheduler = scheduler_->Stats(),
+          .kv = kv_->Stats(),
+          .device_allocations = backend_->num_allocations(),
+          .steps = steps_};
+}
+
+}  // namespace headroom::worker

@@ -1,0 +1,119 @@
+// Engine: one worker's inference loop body. It owns the KV-cache manager, the scheduler and the
+// model, and runs steps: schedule -> build the step's tensors -> forward -> sample -> update.
+//
+// Not thread-safe: one thread (the engine loop) owns it; request handlers post to that thread.
+// Every device buffer is allocated in Create(); Step() never allocates device memory, which the
+// backend's allocation counter makes testable.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "kvcache/kv_cache_manager.h"
+#include "worker/backend/backend.h"
+#include "worker/engine/request.h"
+#include "worker/engine/scheduler.h"
+#include "worker/model/checkpoint.h"
+#include "worker/model/llama_model.h"
+#include "worker/model/model_config.h"
+
+namespace headroom::worker {
+
+struct EngineOptions {
+  // Running sequences at most (--max-num-seqs).
+  int32_t max_num_seqs = 256;
+  // Tokens per step at most (--max-num-batched-tokens).
+  int32_t max_num_batched_tokens = 8192;
+  // Prompt + output tokens per sequence at most (--max-model-len); 0 = the model's maximum.
+  int32_t max_model_len = 0;
+  // Tokens per KV block (--block-size).
+  int32_t block_size = 16;
+  // KV blocks including the null block (from the memory plan or --num-gpu-blocks-override).
+  int32_t num_kv_blocks = 0;
+  bool enable_prefix_caching = true;
+  // Share of the KV blocks admissions leave free for running sequences to grow into.
+  double watermark = 0.01;
+  // End-of-sequence token id (-1: none).
+  int32_t eos_token_id = -1;
+  // Seed of requests that bring none (each still gets its own stream, keyed by request id).
+  uint64_t seed = 0;
+};
+
+struct TokenLogprob {
+  int32_t token = 0;
+  float logprob = 0.0f;
+};
+
+// One token produced by a step.
+struct StepToken {
+  RequestId id;
+  int32_t token = 0;
+  // Log-probability of `token` under the model's (unmodified) distribution.
+  float logprob = 0.0f;
+  // The request's top-N alternatives, most likely first (N = SamplingParams::logprobs).
+  std::vector<TokenLogprob> top_logprobs;
+  // kNone while the request goes on.
+  FinishReason finish = FinishReason::kNone;
+};
+
+struct EngineStats {
+  SchedulerStats scheduler;
+  kvcache::KvCacheStats kv;
+  // Device allocations so far (constant after Create).
+  int64_t device_allocations = 0;
+  int64_t steps = 0;
+};
+
+class Engine {
+ public:
+  static absl::StatusOr<std::unique_ptr<Engine>> Create(const ModelConfig& config,
+                                                        const ModelWeights& weights,
+                                                        const EngineOptions& options,
+                                                        Backend* backend);
+
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  // Queues a request (validated by the scheduler: InvalidArgument with the numbers for one that
+  // can never fit). Sampling parameters are validated here.
+  [[nodiscard]] absl::Status AddRequest(Request request);
+  // Drops a request wherever it is. False if unknown or finished.
+  bool Abort(RequestId id);
+  // Runs one step; the tokens it produced (possibly none, e.g. a step of prefill chunks).
+  [[nodiscard]] absl::StatusOr<std::vector<StepToken>> Step();
+
+  [[nodiscard]] bool HasWork() const { return scheduler_->HasWork(); }
+  [[nodiscard]] EngineStats Stats() const;
+  [[nodiscard]] const EngineOptions& options() const { return options_; }
+
+ private:
+  struct Sampling {
+    SamplingParams params;
+    uint64_t seed = 0;
+    // Tokens generated so far: the RNG counter of the next one.
+    int64_t generated = 0;
+  };
+
+  Engine(const EngineOptions& options, Backend* backend);
+
+  EngineOptions options_;
+  Backend* const backend_;
+  std::unique_ptr<kvcache::KvCacheManager> kv_;
+  std::unique_ptr<Scheduler> scheduler_;
+  std::unique_ptr<LlamaModel> model_;
+  absl::flat_hash_map<RequestId, Sampling> sampling_;
+  // Per-step buffers, reused: the step's tensors, its logits and the sampler's outputs.
+  ForwardInput input_;
+  std::vector<float> logits_;
+  std::vector<int32_t> tokens_;
+  std::vector<float> token_logprobs_;
+  std::vector<int32_t> top_ids_;
+  std::vector<float> top_logprobs_;
+  int64_t steps_ = 0;
+};
+
+}  // namespace headroom::worker

@@ -1,0 +1,70 @@
+// EngineLoop: runs an Engine on its own thread, the only thread that touches the scheduler and
+// the KV state. Other threads (gRPC handlers) post requests and aborts to its inbox and get
+// tokens back through callbacks; nothing they call blocks on a step.
+//
+// Lifetime: callbacks run on the engine thread and must not block. A request's callback is called
+// once per token and a last time with the final token (finish != kNone), or once with an error
+// status (refused at admission, or the step failed); after that it is never called again. Abort()
+// and Stop() call the callbacks of the requests they end with a CANCELLED status.
+#pragma once
+
+#include <condition_variable>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "worker/engine/engine.h"
+
+namespace headroom::worker {
+
+class EngineLoop {
+ public:
+  using Callback = std::function<void(const absl::StatusOr<StepToken>&)>;
+
+  // Starts the engine thread.
+  explicit EngineLoop(std::unique_ptr<Engine> engine);
+  // Stops (cancelling what is left) and joins.
+  ~EngineLoop();
+
+  EngineLoop(const EngineLoop&) = delete;
+  EngineLoop& operator=(const EngineLoop&) = delete;
+
+  // Queues `request`; its tokens (or its refusal) arrive through `callback`.
+  void Submit(Request request, Callback callback);
+  // Ends a request wherever it is; its callback gets CANCELLED. Unknown ids are ignored.
+  void Abort(RequestId id);
+  // Cancels every request and ends the thread; idempotent.
+  void Stop();
+
+  // Statistics as of the last step.
+  [[nodiscard]] EngineStats Stats() const;
+
+ private:
+  struct Submission {
+    Request request;
+    Callback callback;
+  };
+
+  void Run();
+  // Applies the inbox on the engine thread.
+  void Drain(std::vector<Submission>& submissions, std::vector<RequestId>& aborts);
+  void FailAll(const absl::Status& status);
+
+  std::unique_ptr<Engine> engine_;
+  absl::flat_hash_map<RequestId, Callback> callbacks_;  // engine thread only
+
+  mutable std::mutex mu_;
+  std::condition_variable wake_;
+  std::vector<Submission> submissions_;  // guarded by mu_
+  std::vector<RequestId> aborts_;        // guarded by mu_
+  bool stopping_ = false;                // guarded by mu_
+  EngineStats stats_;                    // guarded by mu_
+
+  std::thread thread_;
+};
+
+}  // namespace headroom::worker

@@ -1,0 +1,24 @@
+// ForwardInput: the host-side tensors of one forward step (the engine builds them from a StepPlan
+// and the block tables: worker/engine/forward_input_builder.h). The model copies them to the
+// device in one go per step.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace headroom::worker {
+
+struct ForwardInput {
+  std::vector<int32_t> token_ids;  // [n]: every token computed in this step, sequence by sequence
+  std::vector<int64_t> positions;  // [n]: position of each token in its sequence
+  std::vector<int64_t> slot_mapping;  // [n]: KV slot (block * block_size + offset) of each token
+  std::vector<int32_t> query_start;   // [num_seqs + 1]: rows of sequence s are [qs[s], qs[s+1])
+  std::vector<int32_t> context_lens;  // [num_seqs]: tokens in the KV cache after this step
+  std::vector<int32_t> block_tables;  // [num_seqs, max_blocks_per_seq], padded with the null block
+  std::vector<int32_t> logits_rows;   // rows whose logits are needed (one per sampling sequence)
+
+  [[nodiscard]] int32_t num_tokens() const { return static_cast<int32_t>(token_ids.size()); }
+  [[nodiscard]] int32_t num_seqs() const { return static_cast<int32_t>(context_lens.size()); }
+};
+
+}  // namespace headroom::worker

@@ -1,0 +1,227 @@
+#include "worker/model/llama_model.h"
+
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "kernels/cpu/rotary.h"
+
+namespace headroom::worker {
+
+absl::StatusOr<std::unique_ptr<LlamaModel>> LlamaModel::Create(const ModelConfig& config,
+                                                               const ModelWeights& weights,
+                                                               const ModelLimits& limits,
+                                                               Backend* backend) {
+  if (limits.max_num_batched_tokens <= 0 || limits.max_num_seqs <= 0 || limits.max_model_len <= 0 ||
+      limits.num_kv_blocks < 2 || limits.block_size <= 0) {
+    return absl::InvalidArgumentError("model limits must be positive (and at least 2 KV blocks)");
+  }
+  std::unique_ptr<LlamaModel> model(new LlamaModel(config, limits, backend));
+  HR_RETURN_IF_ERROR(model->Upload(weights));
+  HR_RETURN_IF_ERROR(model->AllocateArena());
+  return model;
+}
+
+LlamaModel::LlamaModel(const ModelConfig& config, const ModelLimits& limits, Backend* backend)
+    : config_(config),
+      limits_(limits),
+      backend_(backend),
+      max_blocks_per_seq_((limits.max_model_len + limits.block_size - 1) / limits.block_size) {}
+
+absl::StatusOr<float*> LlamaModel::AllocateFloats(int64_t count, const std::string& what) {
+  HR_ASSIGN_OR_RETURN(void* buffer,
+                      backend_->Allocate(static_cast<size_t>(count) * sizeof(float), what));
+  return static_cast<float*>(buffer);
+}
+
+absl::StatusOr<const float*> LlamaModel::UploadTensor(const std::vector<float>& host,
+                                                      const std::string& what) {
+  if (host.empty()) return nullptr;
+  HR_ASSIGN_OR_RETURN(float* device, AllocateFloats(static_cast<int64_t>(host.size()), what));
+  backend_->CopyToDevice(device, host.data(), host.size() * sizeof(float));
+  return device;
+}
+
+absl::Status LlamaModel::Upload(const ModelWeights& w) {
+  HR_ASSIGN_OR_RETURN(embed_tokens_, UploadTensor(w.embed_tokens.data, "embed_tokens"));
+  HR_ASSIGN_OR_RETURN(final_norm_, UploadTensor(w.norm.data, "norm"));
+  if (config_.tie_word_embeddings) {
+    lm_head_ = embed_tokens_;
+  } else {
+    HR_ASSIGN_OR_RETURN(lm_head_, UploadTensor(w.lm_head.data, "lm_head"));
+  }
+  std::optional<kernels::cpu::Llama3RopeScaling> scaling;
+  if (config_.rope_scaling) {
+    scaling = kernels::cpu::Llama3RopeScaling{
+        .factor = config_.rope_scaling->factor,
+        .low_freq_factor = config_.rope_scaling->low_freq_factor,
+        .high_freq_factor = config_.rope_scaling->high_freq_factor,
+        .original_max_position_embeddings = config_.rope_scaling->original_max_position_embeddings};
+  }
+  HR_ASSIGN_OR_RETURN(const std::vector<float> inv_freq,
+                      kernels::cpu::RopeInvFreq(config_.head_dim, config_.rope_theta, scaling));
+  HR_ASSIGN_OR_RETURN(inv_freq_, UploadTensor(inv_freq, "rope inv_freq"));
+
+  const int64_t kv_floats = int64_t{limits_.num_kv_blocks} * limits_.block_size *
+                            config_.num_key_value_heads * config_.head_dim;
+  for (size_t i = 0; i < w.layers.size(); ++i) {
+    const LayerWeights& lw = w.layers[i];
+    const std::string p = absl::StrCat("layer ", i, " ");
+    DeviceLayer d;
+    HR_ASSIGN_OR_RETURN(d.input_norm, UploadTensor(lw.input_layernorm.data, p + "input_layernorm"));
+    HR_ASSIGN_OR_RETURN(d.q_proj, UploadTensor(lw.q_proj.data, p + "q_proj"));
+    HR_ASSIGN_OR_RETURN(d.k_proj, UploadTensor(lw.k_proj.data, p + "k_proj"));
+    HR_ASSIGN_OR_RETURN(d.v_proj, UploadTensor(lw.v_proj.data, p + "v_proj"));
+    HR_ASSIGN_OR_RETURN(d.q_bias, UploadTensor(lw.q_proj_bias.data, p + "q_bias"));
+    HR_ASSIGN_OR_RETURN(d.k_bias, UploadTensor(lw.k_proj_bias.data, p + "k_bias"));
+    HR_ASSIGN_OR_RETURN(d.v_bias, UploadTensor(lw.v_proj_bias.data, p + "v_bias"));
+    HR_ASSIGN_OR_RETURN(d.o_proj, UploadTensor(lw.o_proj.data, p + "o_proj"));
+    HR_ASSIGN_OR_RETURN(d.o_bias, UploadTensor(lw.o_proj_bias.data, p + "o_bias"));
+    HR_ASSIGN_OR_RETURN(d.post_norm,
+                        UploadTensor(lw.post_attention_layernorm.data, p + "post_norm"));
+    // gate and up are fused into one GEMM: [gate rows; up rows].
+    std::vector<float> gate_up = lw.gate_proj.data;
+    gate_up.insert(gate_up.end(), lw.up_proj.data.begin(), lw.up_proj.data.end());
+    HR_ASSIGN_OR_RETURN(d.gate_up, UploadTensor(gate_up, p + "gate_up_proj"));
+    if (!lw.gate_proj_bias.data.empty()) {
+      std::vector<float> bias = lw.gate_proj_bias.data;
+      bias.insert(bias.end(), lw.up_proj_bias.data.begin(), lw.up_proj_bias.data.end());
+      HR_ASSIGN_OR_RETURN(d.gate_up_bias, UploadTensor(bias, p + "gate_up_bias"));
+    }
+    HR_ASSIGN_OR_RETURN(d.down_proj, UploadTensor(lw.down_proj.data, p + "down_proj"));
+    HR_ASSIGN_OR_RETURN(d.down_bias, UploadTensor(lw.down_proj_bias.data, p + "down_bias"));
+    HR_ASSIGN_OR_RETURN(d.kv.k_cache, AllocateFloats(kv_floats, p + "k_cache"));
+    HR_ASSIGN_OR_RETURN(d.kv.v_cache, AllocateFloats(kv_floats, p + "v_cache"));
+    d.kv.num_blocks = limits_.num_kv_blocks;
+    d.kv.block_size = limits_.block_size;
+    d.kv.num_kv_heads = static_cast<int32_t>(config_.num_key_value_heads);
+    d.kv.head_dim = static_cast<int32_t>(config_.head_dim);
+    layers_.push_back(d);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status LlamaModel::AllocateArena() {
+  const int64_t t = limits_.max_num_batched_tokens;
+  const int64_t s = limits_.max_num_seqs;
+  const int64_t hidden = config_.hidden_size;
+  const int64_t q_width = config_.num_attention_heads * config_.head_dim;
+  const int64_t kv_width = config_.num_key_value_heads * config_.head_dim;
+  const int64_t inter = config_.intermediate_size;
+  auto ints = [&](int64_t count, const char* what) -> absl::StatusOr<int32_t*> {
+    HR_ASSIGN_OR_RETURN(void* p, backend_->Allocate(static_cast<size_t>(count) * 4, what));
+    return static_cast<int32_t*>(p);
+  };
+  HR_ASSIGN_OR_RETURN(arena_.token_ids, ints(t, "token_ids"));
+  HR_ASSIGN_OR_RETURN(void* positions, backend_->Allocate(static_cast<size_t>(t) * 8, "positions"));
+  arena_.positions = static_cast<int64_t*>(positions);
+  HR_ASSIGN_OR_RETURN(void* slots, backend_->Allocate(static_cast<size_t>(t) * 8, "slot_mapping"));
+  arena_.slot_mapping = static_cast<int64_t*>(slots);
+  HR_ASSIGN_OR_RETURN(arena_.query_start, ints(s + 1, "query_start"));
+  HR_ASSIGN_OR_RETURN(arena_.context_lens, ints(s, "context_lens"));
+  HR_ASSIGN_OR_RETURN(arena_.block_tables, ints(s * max_blocks_per_seq_, "block_tables"));
+  HR_ASSIGN_OR_RETURN(arena_.logits_rows, ints(s, "logits_rows"));
+  HR_ASSIGN_OR_RETURN(arena_.residual, AllocateFloats(t * hidden, "residual"));
+  HR_ASSIGN_OR_RETURN(arena_.hidden, AllocateFloats(t * hidden, "hidden"));
+  HR_ASSIGN_OR_RETURN(arena_.q, AllocateFloats(t * q_width, "q"));
+  HR_ASSIGN_OR_RETURN(arena_.k, AllocateFloats(t * kv_width, "k"));
+  HR_ASSIGN_OR_RETURN(arena_.v, AllocateFloats(t * kv_width, "v"));
+  HR_ASSIGN_OR_RETURN(arena_.attn, AllocateFloats(t * q_width, "attn"));
+  HR_ASSIGN_OR_RETURN(arena_.proj, AllocateFloats(t * hidden, "proj"));
+  HR_ASSIGN_OR_RETURN(arena_.gate_up, AllocateFloats(t * 2 * inter, "gate_up"));
+  HR_ASSIGN_OR_RETURN(arena_.act, AllocateFloats(t * inter, "act"));
+  HR_ASSIGN_OR_RETURN(arena_.last_hidden, AllocateFloats(s * hidden, "last_hidden"));
+  HR_ASSIGN_OR_RETURN(arena_.logits, AllocateFloats(s * config_.vocab_size, "logits"));
+  return absl::OkStatus();
+}
+
+absl::Status LlamaModel::CopyInput(const ForwardInput& in) {
+  const int32_t n = in.num_tokens();
+  const int32_t seqs = in.num_seqs();
+  if (n == 0 || n > limits_.max_num_batched_tokens || seqs > limits_.max_num_seqs ||
+      static_cast<int32_t>(in.logits_rows.size()) > limits_.max_num_seqs ||
+      in.block_tables.size() !=
+          static_cast<size_t>(seqs) * static_cast<size_t>(max_blocks_per_seq_)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("step of ", n, " tokens in ", seqs, " sequences with ", in.logits_rows.size(),
+                     " logits rows exceeds the model's limits (", limits_.max_num_batched_tokens,
+                     " tokens, ", limits_.max_num_seqs, " sequences and logits rows)"));
+  }
+  backend_->CopyToDevice(arena_.token_ids, in.token_ids.data(), in.token_ids.size() * 4);
+  backend_->CopyToDevice(arena_.positions, in.positions.data(), in.positions.size() * 8);
+  backend_->CopyToDevice(arena_.slot_mapping, in.slot_mapping.data(), in.slot_mapping.size() * 8);
+  backend_->CopyToDevice(arena_.query_start, in.query_start.data(), in.query_start.size() * 4);
+  backend_->CopyToDevice(arena_.context_lens, in.context_lens.data(), in.context_lens.size() * 4);
+  backend_->CopyToDevice(arena_.block_tables, in.block_tables.data(), in.block_tables.size() * 4);
+  backend_->CopyToDevice(arena_.logits_rows, in.logits_rows.data(), in.logits_rows.size() * 4);
+  return absl::OkStatus();
+}
+
+absl::Status LlamaModel::Layer(const DeviceLayer& l, int64_t n, const AttentionBatch& batch) {
+  const int64_t hidden = config_.hidden_size;
+  const int64_t heads = config_.num_attention_heads;
+  const int64_t kv_heads = config_.num_key_value_heads;
+  const int64_t head_dim = config_.head_dim;
+  const int64_t inter = config_.intermediate_size;
+  const float eps = static_cast<float>(config_.rms_norm_eps);
+  Backend& b = *backend_;
+  // Attention block; arena_.hidden holds norm1(x) on entry.
+  HR_RETURN_IF_ERROR(
+      b.Linear(arena_.hidden, l.q_proj, l.q_bias, n, heads * head_dim, hidden, arena_.q));
+  HR_RETURN_IF_ERROR(
+      b.Linear(arena_.hidden, l.k_proj, l.k_bias, n, kv_heads * head_dim, hidden, arena_.k));
+  HR_RETURN_IF_ERROR(
+      b.Linear(arena_.hidden, l.v_proj, l.v_bias, n, kv_heads * head_dim, hidden, arena_.v));
+  HR_RETURN_IF_ERROR(
+      b.Rotary(arena_.q, arena_.k, arena_.positions, inv_freq_, n, heads, kv_heads, head_dim));
+  HR_RETURN_IF_ERROR(b.WriteKvCache(arena_.k, arena_.v, arena_.slot_mapping, n, l.kv));
+  HR_RETURN_IF_ERROR(b.PagedAttention(arena_.q, l.kv, batch, n, heads,
+                                      1.0f / std::sqrt(static_cast<float>(head_dim)), arena_.attn));
+  HR_RETURN_IF_ERROR(
+      b.Linear(arena_.attn, l.o_proj, l.o_bias, n, hidden, heads * head_dim, arena_.proj));
+  // MLP block: x += attention out; h = norm2(x).
+  HR_RETURN_IF_ERROR(
+      b.AddRmsNorm(arena_.residual, arena_.proj, l.post_norm, n, hidden, eps, arena_.hidden));
+  HR_RETURN_IF_ERROR(
+      b.Linear(arena_.hidden, l.gate_up, l.gate_up_bias, n, 2 * inter, hidden, arena_.gate_up));
+  HR_RETURN_IF_ERROR(b.SiluAndMul(arena_.gate_up, n, inter, arena_.act));
+  HR_RETURN_IF_ERROR(b.Linear(arena_.act, l.down_proj, l.down_bias, n, hidden, inter, arena_.proj));
+  return absl::OkStatus();
+}
+
+absl::Status LlamaModel::Forward(const ForwardInput& input, std::vector<float>* logits) {
+  HR_RETURN_IF_ERROR(CopyInput(input));
+  const int64_t n = input.num_tokens();
+  const int64_t hidden = config_.hidden_size;
+  const float eps = static_cast<float>(config_.rms_norm_eps);
+  const AttentionBatch batch{.query_start = arena_.query_start,
+                             .context_lens = arena_.context_lens,
+                             .block_tables = arena_.block_tables,
+                             .num_seqs = input.num_seqs(),
+                             .max_blocks_per_seq = max_blocks_per_seq_};
+  Backend& b = *backend_;
+  HR_RETURN_IF_ERROR(
+      b.Embedding(embed_tokens_, arena_.token_ids, n, config_.vocab_size, hidden, arena_.residual));
+  HR_RETURN_IF_ERROR(
+      b.RmsNorm(arena_.residual, layers_.front().input_norm, n, hidden, eps, arena_.hidden));
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    HR_RETURN_IF_ERROR(Layer(layers_[i], n, batch));
+    // x += MLP out; h = the next layer's norm1(x), or the final norm.
+    const float* next_norm = i + 1 < layers_.size() ? layers_[i + 1].input_norm : final_norm_;
+    HR_RETURN_IF_ERROR(
+        b.AddRmsNorm(arena_.residual, arena_.proj, next_norm, n, hidden, eps, arena_.hidden));
+  }
+  const int64_t rows = static_cast<int64_t>(input.logits_rows.size());
+  logits->resize(static_cast<size_t>(rows * config_.vocab_size));
+  if (rows == 0) return absl::OkStatus();
+  HR_RETURN_IF_ERROR(
+      b.GatherRows(arena_.hidden, arena_.logits_rows, rows, hidden, arena_.last_hidden));
+  HR_RETURN_IF_ERROR(b.Linear(arena_.last_hidden, lm_head_, nullptr, rows, config_.vocab_size,
+                              hidden, arena_.logits));
+  // NOTE: host <-> device synchronisation, once per step: the sampler reads the logits.
+  b.CopyToHost(logits->data(), arena_.logits, logits->size() * sizeof(float));
+  b.Synchronize();
+  return absl::OkStatus();
+}
+
+}  // namespace headroom::worker
