@@ -1,0 +1,80 @@
+// AdmissionQueue: the router's bounded queue of requests no group can take yet.
+//
+// Requests wait in FCFS order with their deadlines. Place() hands the head to the placement
+// policy as long as it places (the first that must wait stops the pass, so a large request is not
+// starved by small ones behind it) and charges its blocks to the group's reservations.
+// Backpressure with hysteresis: once the queue holds high_watermark requests, Offer() refuses
+// (RESOURCE_EXHAUSTED / HTTP 429 with Retry-After) until it has drained to low_watermark, so a
+// full router does not flap between accepting and refusing on every request.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <vector>
+
+#include "absl/time/time.h"
+#include "absl/types/span.h"
+#include "router/placement/group_load.h"
+#include "router/placement/placement.h"
+
+namespace headroom::router {
+
+struct AdmissionConfig {
+  // Refuse new requests once this many wait.
+  int32_t high_watermark = 1024;
+  // Accept again once the queue is down to this many (< high_watermark).
+  int32_t low_watermark = 768;
+};
+
+struct OfferResult {
+  bool accepted = false;
+  // For a refusal: seconds after which a retry is likely to be accepted (>= 1).
+  int32_t retry_after_s = 0;
+};
+
+// A queued request that Place() decided.
+struct PlacedRequest {
+  int64_t id = 0;
+  PlacementOutcome outcome = PlacementOutcome::kPlaced;  // kPlaced, or kNeverFits (reject it)
+  size_t group = 0;                                      // for kPlaced
+  int64_t demand_blocks = 0;                             // reserved on `group`, for kPlaced
+};
+
+class AdmissionQueue {
+ public:
+  explicit AdmissionQueue(const AdmissionConfig& config);
+
+  // Queues request `id` unless the queue is refusing (see the hysteresis above).
+  OfferResult Offer(int64_t id, int64_t max_total_tokens, absl::Time deadline);
+  // Places from the head while the policy places; adds each placed request's demand to
+  // groups[group].reserved_blocks. Requests that can no longer fit any group are returned with
+  // kNeverFits (the groups changed since they were queued).
+  std::vector<PlacedRequest> Place(absl::Span<GroupLoad> groups,
+                                   const LeastLoadedByBlocks& policy, absl::Time now);
+  // Removes and returns the requests whose deadline is at or before `now`.
+  std::vector<int64_t> Expire(absl::Time now);
+  // Removes a request (client cancel). False if it is not queued.
+  bool Remove(int64_t id);
+
+  [[nodiscard]] int32_t size() const { return static_cast<int32_t>(entries_.size()); }
+  [[nodiscard]] bool accepting() const { return accepting_; }
+
+ private:
+  struct Entry {
+    int64_t id;
+    int64_t max_total_tokens;
+    absl::Time deadline;
+  };
+
+  void UpdateAccepting();
+  void RecordDrained(int32_t count, absl::Time now);
+
+  const AdmissionConfig config_;
+  std::deque<Entry> entries_;
+  bool accepting_ = true;
+  // Requests leaving the queue by placement, per second (exponential moving average).
+  double drain_rate_ = 0;
+  absl::Time last_drain_ = absl::InfinitePast();
+};
+
+}  // namespace headroom::router

@@ -1,0 +1,40 @@
+// GroupLoad: what the router knows about one worker group, from the LoadReports the group pushes
+// (WatchLoad) plus the router's own reservations for requests the group has not reported yet.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace headroom::router {
+
+struct GroupLoad {
+  // Address of the group leader ("10.0.0.7:50061"); also the group's name in metrics.
+  std::string group;
+  // The group's WatchLoad stream is up and its health is SERVING.
+  bool up = false;
+  // The group is draining: it finishes its streams but takes no new requests.
+  bool draining = false;
+  // Sequence number of the last report (increases per group).
+  uint64_t sequence = 0;
+  // Usable KV blocks of the group's pool, and how many are free (evictable included).
+  int32_t total_blocks = 0;
+  int32_t free_blocks = 0;
+  // Free blocks that still hold cached prefixes (reclaimable; already counted in free_blocks).
+  int32_t evictable_blocks = 0;
+  int32_t block_size = 16;
+  int32_t running = 0;
+  int32_t waiting = 0;
+  // KV blocks the group's own waiting queue will need.
+  int64_t waiting_demand_blocks = 0;
+  int32_t max_model_len = 0;
+  // Blocks this router has sent to the group that the last report does not reflect yet.
+  int64_t reserved_blocks = 0;
+
+  // Blocks a new request can count on now: free, minus what the group's queue and this
+  // router's unreported requests will take.
+  [[nodiscard]] int64_t available_blocks() const {
+    return int64_t{free_blocks} - waiting_demand_blocks - reserved_blocks;
+  }
+};
+
+}  // namespace headroom::router

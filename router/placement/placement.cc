@@ -1,0 +1,49 @@
+#include "router/placement/placement.h"
+
+#include <algorithm>
+#include <tuple>
+
+namespace headroom::router {
+
+PlacementDecision LeastLoadedByBlocks::operator()(absl::Span<const GroupLoad> groups,
+                                                  const PlacementRequest& request) const {
+  PlacementDecision decision;
+  bool any_up = false;
+  bool any_candidate = false;
+  std::optional<size_t> best;
+  int64_t best_left = 0;
+  for (size_t i = 0; i < groups.size(); ++i) {
+    const GroupLoad& g = groups[i];
+    if (!g.up || g.draining || g.block_size <= 0) continue;
+    any_up = true;
+    decision.largest_pool_tokens =
+        std::max(decision.largest_pool_tokens, int64_t{g.total_blocks} * g.block_size);
+    decision.largest_max_model_len = std::max(decision.largest_max_model_len, g.max_model_len);
+    const int64_t demand = (request.max_total_tokens + g.block_size - 1) / g.block_size;
+    if (request.max_total_tokens > g.max_model_len || demand > g.total_blocks) continue;
+    any_candidate = true;
+    const int64_t left = g.available_blocks() - demand;
+    if (left < 0) continue;
+    if (best) {
+      const GroupLoad& b = groups[*best];
+      // More blocks left wins; then fewer running + waiting; then the name.
+      const auto key = std::make_tuple(-left, g.running + g.waiting, g.group);
+      const auto best_key = std::make_tuple(-best_left, b.running + b.waiting, b.group);
+      if (!(key < best_key)) continue;
+    }
+    best = i;
+    best_left = left;
+    decision.demand_blocks = demand;
+  }
+  if (best) {
+    decision.outcome = PlacementOutcome::kPlaced;
+    decision.group = *best;
+  } else if (any_candidate) {
+    decision.outcome = PlacementOutcome::kWait;
+  } else {
+    decision.outcome = any_up ? PlacementOutcome::kNeverFits : PlacementOutcome::kNoGroup;
+  }
+  return decision;
+}
+
+}  // namespace headroom::router

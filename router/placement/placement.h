@@ -1,0 +1,48 @@
+// Placement: picks the worker group for one request, by KV blocks.
+//
+// A group is a candidate when it is up, not draining, its max_model_len covers the request and
+// its whole pool could hold the request. Among candidates whose available blocks (free minus its
+// waiting queue's demand minus this router's unreported reservations) cover the request's
+// demand, the one with the most blocks left afterwards wins; ties go to the least loaded
+// (running + waiting), then to the group name, so the choice is deterministic.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "absl/types/span.h"
+#include "router/placement/group_load.h"
+
+namespace headroom::router {
+
+struct PlacementRequest {
+  // Prompt + max_tokens: the tokens the request may hold at its end.
+  int64_t max_total_tokens = 0;
+};
+
+enum class PlacementOutcome {
+  kPlaced,      // `group` takes it now
+  kWait,        // some candidate could take it once blocks free up: queue it
+  kNoGroup,     // no group is up (or all drain): UNAVAILABLE, retry later
+  kNeverFits,   // no up group's pool or max_model_len can ever hold it: INVALID_ARGUMENT
+};
+
+struct PlacementDecision {
+  PlacementOutcome outcome = PlacementOutcome::kNoGroup;
+  // Index into the groups span, for kPlaced.
+  size_t group = 0;
+  // Blocks the request needs on the chosen group (its block size), for kPlaced.
+  int64_t demand_blocks = 0;
+  // The largest pool / max_model_len among up groups, for kNeverFits messages.
+  int64_t largest_pool_tokens = 0;
+  int32_t largest_max_model_len = 0;
+};
+
+class LeastLoadedByBlocks {
+ public:
+  [[nodiscard]] PlacementDecision operator()(absl::Span<const GroupLoad> groups,
+                                             const PlacementRequest& request) const;
+};
+
+}  // namespace headroom::router

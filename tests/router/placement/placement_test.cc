@@ -1,0 +1,87 @@
+// Placement by KV blocks, table-driven: each case is a set of group loads, a request size and
+// the expected outcome (and group).
+#include "router/placement/placement.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+namespace headroom::router {
+namespace {
+
+GroupLoad Group(std::string name, int32_t total, int32_t free, int64_t waiting_demand = 0,
+                int64_t reserved = 0, int32_t running = 0) {
+  return GroupLoad{.group = std::move(name),
+                   .up = true,
+                   .total_blocks = total,
+                   .free_blocks = free,
+                   .block_size = 16,
+                   .running = running,
+                   .waiting_demand_blocks = waiting_demand,
+                   .max_model_len = 4096,
+                   .reserved_blocks = reserved};
+}
+
+struct Case {
+  const char* name;
+  std::vector<GroupLoad> groups;
+  int64_t tokens;
+  PlacementOutcome outcome;
+  std::string group = "";
+  int64_t demand = 0;
+};
+
+TEST(PlacementTest, Table) {
+  GroupLoad down = Group("down", 100, 100);
+  down.up = false;
+  GroupLoad draining = Group("draining", 100, 100);
+  draining.draining = true;
+  GroupLoad short_context = Group("short", 1000, 1000);
+  short_context.max_model_len = 1024;
+  const std::vector<Case> cases = {
+      {"most blocks left wins", {Group("a", 100, 40), Group("b", 100, 60)}, 160,
+       PlacementOutcome::kPlaced, "b", 10},
+      {"waiting demand counts against free", {Group("a", 100, 60, 30), Group("b", 100, 40)}, 16,
+       PlacementOutcome::kPlaced, "b", 1},
+      {"router reservations count against free", {Group("a", 100, 60, 0, 30), Group("b", 100, 40)},
+       16, PlacementOutcome::kPlaced, "b", 1},
+      {"tie goes to the least loaded", {Group("a", 100, 50, 0, 0, 9), Group("b", 100, 50, 0, 0, 3)},
+       16, PlacementOutcome::kPlaced, "b", 1},
+      {"tie of load goes to the name", {Group("b", 100, 50), Group("a", 100, 50)}, 16,
+       PlacementOutcome::kPlaced, "a", 1},
+      {"exact fit places", {Group("a", 100, 10)}, 160, PlacementOutcome::kPlaced, "a", 10},
+      {"one token over waits", {Group("a", 100, 10)}, 161, PlacementOutcome::kWait},
+      {"down and draining groups are skipped", {down, draining, Group("c", 100, 5)}, 16,
+       PlacementOutcome::kPlaced, "c", 1},
+      {"no group up", {down, draining}, 16, PlacementOutcome::kNoGroup},
+      {"no group at all", {}, 16, PlacementOutcome::kNoGroup},
+      {"bigger than every pool", {Group("a", 10, 10), Group("b", 20, 20)}, 321,
+       PlacementOutcome::kNeverFits},
+      {"beyond max_model_len", {short_context}, 1025, PlacementOutcome::kNeverFits},
+      {"fits a busy big pool later", {Group("small", 10, 10), Group("big", 100, 0)}, 320,
+       PlacementOutcome::kWait},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    const PlacementDecision d = LeastLoadedByBlocks{}(c.groups, {.max_total_tokens = c.tokens});
+    EXPECT_EQ(d.outcome, c.outcome);
+    if (c.outcome == PlacementOutcome::kPlaced) {
+      EXPECT_EQ(c.groups[d.group].group, c.group);
+      EXPECT_EQ(d.demand_blocks, c.demand);
+    }
+  }
+}
+
+TEST(PlacementTest, NeverFitsReportsTheLargestLimits) {
+  GroupLoad a = Group("a", 10, 10);
+  a.max_model_len = 2048;
+  const PlacementDecision d = LeastLoadedByBlocks{}(std::vector<GroupLoad>{a, Group("b", 20, 20)},
+                                                    {.max_total_tokens = 5000});
+  EXPECT_EQ(d.outcome, PlacementOutcome::kNeverFits);
+  EXPECT_EQ(d.largest_pool_tokens, 320);
+  EXPECT_EQ(d.largest_max_model_len, 4096);
+}
+
+}  // namespace
+}  // namespace headroom::router
