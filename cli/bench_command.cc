@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "cli/exit_codes.h"
+#include "cli/parse_flags.h"
 #include "common/flags.h"
 #include "common/status_macros.h"
 #include "worker/backend/cpu_backend.h"
@@ -123,14 +124,7 @@ absl::Status Bench(const FlagSet& flags, std::ostream& out) {
 
 int RunBenchCommand(absl::Span<const std::string_view> args, std::ostream& out, std::ostream& err) {
   FlagSet flags = MakeBenchFlags();
-  if (absl::Status status = flags.Parse(args); !status.ok()) {
-    err << "error: " << status.message() << "\n\n" << flags.Usage();
-    return kExitRefused;
-  }
-  if (flags.help_requested()) {
-    out << flags.Usage();
-    return kExitOk;
-  }
+  if (const std::optional<int> done = ParseFlagsOrExit(flags, args, out, err)) return *done;
   if (absl::Status status = Bench(flags, out); !status.ok()) {
     err << "error: " << status.message() << "\n";
     return kExitRefused;

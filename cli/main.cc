@@ -10,6 +10,7 @@
 #include "cli/bench_command.h"
 #include "cli/exit_codes.h"
 #include "cli/plan_command.h"
+#include "cli/worker_command.h"
 
 namespace headroom::cli {
 namespace {
@@ -23,6 +24,7 @@ struct Subcommand {
 constexpr Subcommand kSubcommands[] = {
     {"plan", kPlanSummary, RunPlanCommand},
     {"bench", kBenchSummary, RunBenchCommand},
+    {"worker", kWorkerSummary, RunWorkerCommand},
 };
 
 std::string Usage() {

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "cli/exit_codes.h"
+#include "cli/parse_flags.h"
 #include "common/flags.h"
 #include "common/status_macros.h"
 #include "common/units.h"
@@ -147,14 +148,7 @@ absl::StatusOr<std::string> Plan(const FlagSet& flags) {
 
 int RunPlanCommand(absl::Span<const std::string_view> args, std::ostream& out, std::ostream& err) {
   FlagSet flags = MakePlanFlags();
-  if (const absl::Status parsed = flags.Parse(args); !parsed.ok()) {
-    err << "error: " << parsed.message() << "\n";
-    return kExitRefused;
-  }
-  if (flags.help_requested()) {
-    out << flags.Usage();
-    return kExitOk;
-  }
+  if (const std::optional<int> done = ParseFlagsOrExit(flags, args, out, err)) return *done;
   const absl::StatusOr<std::string> plan = Plan(flags);
   if (!plan.ok()) {
     err << "error: " << plan.status().message() << "\n";

@@ -89,7 +89,12 @@ void EngineLoop::Run() {
     Drain(submissions, aborts);
     submissions.clear();
     aborts.clear();
-    if (!engine_->HasWork()) continue;
+    if (!engine_->HasWork()) {
+      // Aborts (and refusals) change the statistics without a step: publish them too.
+      std::lock_guard<std::mutex> lock(mu_);
+      stats_ = engine_->Stats();
+      continue;
+    }
     absl::StatusOr<std::vector<StepToken>> tokens = engine_->Step();
     if (!tokens.ok()) {
       FailAll(absl::InternalError(absl::StrCat("engine step failed: ", tokens.status().message())));

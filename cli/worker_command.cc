@@ -1,0 +1,198 @@
+#include "cli/worker_command.h"
+
+#include <pthread.h>
+#include <signal.h>
+
+#include <cstdint>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "cli/exit_codes.h"
+#include "cli/parse_flags.h"
+#include "common/flags.h"
+#include "common/status_macros.h"
+#include "grpcpp/grpcpp.h"
+#include "grpcpp/health_check_service_interface.h"
+#include "nlohmann/json.hpp"
+#include "worker/backend/cpu_backend.h"
+#include "worker/engine/engine.h"
+#include "worker/engine/engine_loop.h"
+#include "worker/model/checkpoint.h"
+#include "worker/model/model_config.h"
+#include "worker/service/worker_service.h"
+
+namespace headroom::cli {
+namespace {
+
+FlagSet MakeWorkerFlags() {
+  FlagSet flags("headroom worker",
+                "Load one model on the CPU backend and serve headroom.v1.Worker and "
+                "grpc.health.v1.Health over gRPC. Prints 'headroom worker listening on HOST:PORT' "
+                "when serving; SIGTERM/SIGINT drain and exit 0.");
+  flags.AddString("model", std::nullopt,
+                  "Hugging Face model directory or dummy:<preset> (seeded random weights).");
+  flags.AddString("host", "127.0.0.1", "Address to listen on.");
+  flags.AddInt64("port", 50061, "Port to listen on (0 = pick a free one; the line says which).");
+  flags.AddInt64("max-model-len", std::nullopt,
+                 "Longest prompt + output (default: the model's max_position_embeddings).");
+  flags.AddInt64("max-num-seqs", 256, "Most sequences running in one step.");
+  flags.AddInt64("max-num-batched-tokens", 8192, "Most tokens in one forward step.");
+  flags.AddInt64("block-size", 16, "Tokens per KV-cache block.");
+  flags.AddBool("enable-prefix-caching", true, "Reuse KV blocks of shared prompt prefixes.");
+  flags.AddInt64("num-gpu-blocks-override", std::nullopt,
+                 "KV blocks in the pool, the reserved null block included (default: enough for "
+                 "--max-num-seqs sequences of --max-model-len tokens; CPU memory is not planned).");
+  flags.AddInt64("seed", 0, "Seed of requests that bring none, and of dummy weights.");
+  flags.AddInt64("threads", 0, "CPU threads (0 = all).");
+  flags.AddInt64("drain-timeout-s", 30,
+                 "On SIGTERM/SIGINT, seconds to let running requests finish before cancelling.");
+  flags.AddInt64("eos-token-id", std::nullopt,
+                 "End-of-sequence token (default: config.json's eos_token_id, the first if a "
+                 "list; -1 = none).");
+  flags.MarkRequired("model");
+  return flags;
+}
+
+// config.json's eos_token_id (the first one when it is a list), or -1.
+int32_t ConfigEosTokenId(const std::string& model) {
+  if (model.starts_with("dummy:")) return -1;
+  std::ifstream file(absl::StrCat(model, "/config.json"));
+  if (!file) return -1;
+  const nlohmann::json json = nlohmann::json::parse(file, nullptr, /*allow_exceptions=*/false);
+  if (json.is_discarded() || !json.contains("eos_token_id")) return -1;
+  const nlohmann::json& eos = json["eos_token_id"];
+  if (eos.is_number_integer()) return eos.get<int32_t>();
+  if (eos.is_array() && !eos.empty() && eos[0].is_number_integer()) return eos[0].get<int32_t>();
+  return -1;
+}
+
+absl::StatusOr<int32_t> Int32Flag(const FlagSet& flags, std::string_view name, int64_t min) {
+  const int64_t value = *flags.GetInt64(name);
+  if (value < min || value > INT32_MAX) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--", std::string(name), " must be in [", min, ", 2^31), got ", value));
+  }
+  return static_cast<int32_t>(value);
+}
+
+absl::Status Serve(const FlagSet& flags, const sigset_t& stop_signals, std::ostream& out,
+                   std::ostream& err) {
+  const std::string model = *flags.GetString("model");
+  HR_ASSIGN_OR_RETURN(worker::ModelConfig config, worker::LoadModelConfig(model));
+  worker::EngineOptions options;
+  HR_ASSIGN_OR_RETURN(options.max_num_seqs, Int32Flag(flags, "max-num-seqs", 1));
+  HR_ASSIGN_OR_RETURN(options.max_num_batched_tokens,
+                      Int32Flag(flags, "max-num-batched-tokens", 1));
+  HR_ASSIGN_OR_RETURN(options.block_size, Int32Flag(flags, "block-size", 1));
+  if (flags.GetInt64("max-model-len").has_value()) {
+    HR_ASSIGN_OR_RETURN(options.max_model_len, Int32Flag(flags, "max-model-len", 1));
+  } else {
+    options.max_model_len = static_cast<int32_t>(config.max_position_embeddings);
+  }
+  if (flags.GetInt64("num-gpu-blocks-override").has_value()) {
+    HR_ASSIGN_OR_RETURN(options.num_kv_blocks, Int32Flag(flags, "num-gpu-blocks-override", 2));
+  } else {
+    const int64_t blocks_per_seq =
+        (options.max_model_len + options.block_size - 1) / options.block_size;
+    const int64_t blocks = 1 + int64_t{options.max_num_seqs} * blocks_per_seq;
+    if (blocks > INT32_MAX) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "the default KV pool (", blocks, " blocks) is too large; give --num-gpu-blocks-override"));
+    }
+    options.num_kv_blocks = static_cast<int32_t>(blocks);
+  }
+  options.enable_prefix_caching = flags.GetBool("enable-prefix-caching");
+  options.seed = static_cast<uint64_t>(*flags.GetInt64("seed"));
+  if (flags.GetInt64("eos-token-id").has_value()) {
+    HR_ASSIGN_OR_RETURN(options.eos_token_id, Int32Flag(flags, "eos-token-id", -1));
+  } else {
+    options.eos_token_id = ConfigEosTokenId(model);
+  }
+  const int64_t drain_timeout_s = *flags.GetInt64("drain-timeout-s");
+  const int64_t port = *flags.GetInt64("port");
+  if (port < 0 || port > 65535) {
+    return absl::InvalidArgumentError(absl::StrCat("--port must be in [0, 65535], got ", port));
+  }
+  const std::string host = *flags.GetString("host");
+
+  // The server comes up first, NOT_SERVING, so health probes answer while the weights load.
+  worker::WorkerService service({.model = model,
+                                 .max_model_len = options.max_model_len,
+                                 .block_size = options.block_size});
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::ServerBuilder builder;
+  int selected_port = 0;
+  builder.AddListeningPort(absl::StrCat(host, ":", port), grpc::InsecureServerCredentials(),
+                           &selected_port);
+  builder.RegisterService(&service);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (server == nullptr || selected_port == 0) {
+    return absl::UnavailableError(absl::StrCat("cannot listen on ", host, ":", port));
+  }
+  service.SetHealthService(server->GetHealthCheckService());
+
+  const auto load_start = absl::Now();
+  std::unique_ptr<worker::EngineLoop> loop;
+  worker::CpuBackend backend(static_cast<int>(*flags.GetInt64("threads")));
+  {
+    absl::StatusOr<worker::ModelWeights> weights =
+        model.starts_with("dummy:") ? worker::DummyWeights(config, options.seed)
+                                    : worker::LoadWeights(config, model);
+    HR_RETURN_IF_ERROR(weights.status());
+    HR_ASSIGN_OR_RETURN(std::unique_ptr<worker::Engine> engine,
+                        worker::Engine::Create(config, *weights, options, &backend));
+    loop = std::make_unique<worker::EngineLoop>(std::move(engine));
+  }
+  service.SetReady(loop.get());
+  err << "headroom worker: " << model << " loaded in "
+      << absl::FormatDuration(absl::Now() - load_start) << "; " << options.num_kv_blocks
+      << " KV blocks of " << options.block_size << " tokens, max_model_len "
+      << options.max_model_len << ", eos " << options.eos_token_id << "\n";
+  out << "headroom worker listening on " << host << ":" << selected_port << std::endl;
+
+  int signal_number = 0;
+  sigwait(&stop_signals, &signal_number);
+  err << "headroom worker: signal " << signal_number << ", draining (at most " << drain_timeout_s
+      << " s)\n";
+  service.StartDrain();
+  if (!service.WaitForIdle(absl::Now() + absl::Seconds(drain_timeout_s))) {
+    err << "headroom worker: drain timeout; cancelling the requests left\n";
+  }
+  service.Shutdown();
+  // Streams still open are cancelled; their requests get aborted by the still-running loop.
+  server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
+  server->Wait();
+  loop->Stop();
+  err << "headroom worker: stopped\n";
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+int RunWorkerCommand(absl::Span<const std::string_view> args, std::ostream& out,
+                     std::ostream& err) {
+  FlagSet flags = MakeWorkerFlags();
+  if (const std::optional<int> done = ParseFlagsOrExit(flags, args, out, err)) return *done;
+  // Block the stop signals in every thread (the ones gRPC and the engine start inherit the mask);
+  // the main thread takes them with sigwait.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  if (absl::Status status = Serve(flags, stop_signals, out, err); !status.ok()) {
+    err << "error: " << status.message() << "\n";
+    return kExitRefused;
+  }
+  return kExitOk;
+}
+
+}  // namespace headroom::cli

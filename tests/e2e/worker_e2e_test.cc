@@ -1,0 +1,393 @@
+// End to end: the real `headroom worker` binary as a child process, spoken to over gRPC.
+//
+// Parity, health and refusals run on the committed llama-gqa fixture. The tests that need a
+// request to still be running while they look (load updates, cancel, SIGTERM) use dummy:small,
+// whose ~30 ms steps leave time to look; the fixture finishes 200 tokens in a few milliseconds.
+// Every RPC has a deadline and every child is SIGKILLed in teardown if it is still alive.
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "fixture_model.h"
+#include "grpc/health/v1/health.grpc.pb.h"
+#include "grpcpp/grpcpp.h"
+#include "headroom/v1/worker.grpc.pb.h"
+#include "worker/backend/cpu_backend.h"
+#include "worker/engine/engine.h"
+
+extern char** environ;
+
+namespace headroom::worker {
+namespace {
+
+using std::chrono::seconds;
+using std::chrono::system_clock;
+
+// A `headroom worker` child process.
+class WorkerProcess {
+ public:
+  // Starts the worker and waits (at most 60 s) for its listening line.
+  explicit WorkerProcess(std::vector<std::string> flags) {
+    std::vector<std::string> args = {HEADROOM_BINARY, "worker"};
+    args.insert(args.end(), flags.begin(), flags.end());
+    std::vector<char*> argv;
+    for (std::string& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    int fds[2];
+    if (pipe(fds) != 0) return;
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_adddup2(&actions, fds[1], STDOUT_FILENO);
+    posix_spawn_file_actions_addclose(&actions, fds[0]);
+    posix_spawn_file_actions_addclose(&actions, fds[1]);
+    const int rc = posix_spawn(&pid_, args[0].c_str(), &actions, nullptr, argv.data(), environ);
+    posix_spawn_file_actions_destroy(&actions);
+    close(fds[1]);
+    stdout_fd_ = fds[0];
+    if (rc != 0) {
+      pid_ = -1;
+      return;
+    }
+    const std::string line = ReadLine(std::chrono::seconds(60));
+    const std::string prefix = "headroom worker listening on ";
+    if (line.rfind(prefix, 0) == 0) address_ = line.substr(prefix.size());
+  }
+
+  ~WorkerProcess() {
+    if (pid_ > 0 && !exit_status_.has_value()) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+    if (stdout_fd_ >= 0) close(stdout_fd_);
+  }
+
+  // "127.0.0.1:PORT", empty if the worker did not come up.
+  [[nodiscard]] const std::string& address() const { return address_; }
+
+  void Signal(int signal_number) const { kill(pid_, signal_number); }
+
+  // The exit status once the process exited within `timeout`.
+  std::optional<int> WaitExit(std::chrono::milliseconds timeout) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (!exit_status_.has_value() && std::chrono::steady_clock::now() < deadline) {
+      int status = 0;
+      if (waitpid(pid_, &status, WNOHANG) == pid_) {
+        exit_status_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      } else {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      }
+    }
+    return exit_status_;
+  }
+
+ private:
+  std::string ReadLine(std::chrono::milliseconds timeout) {
+    std::string line;
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < deadline) {
+      pollfd p{.fd = stdout_fd_, .events = POLLIN, .revents = 0};
+      if (poll(&p, 1, 100) <= 0) continue;
+      char c = 0;
+      if (read(stdout_fd_, &c, 1) != 1) break;  // EOF: the worker died
+      if (c == '\n') return line;
+      line.push_back(c);
+    }
+    return line;
+  }
+
+  pid_t pid_ = -1;
+  int stdout_fd_ = -1;
+  std::string address_;
+  std::optional<int> exit_status_;
+};
+
+const std::string& FixtureModelDir() {
+  static const std::string dir = testdata::FixtureDir("llama-gqa").string();
+  return dir;
+}
+
+// Flags of the fixture worker; the in-process engine below uses the same values.
+std::vector<std::string> FixtureFlags(int blocks = 64) {
+  return {"--model", FixtureModelDir(), "--port", "0", "--num-gpu-blocks-override",
+          std::to_string(blocks), "--block-size", "16", "--max-num-seqs", "4",
+          "--max-num-batched-tokens", "256", "--max-model-len", "256", "--threads", "1"};
+}
+
+std::vector<std::string> SlowFlags() {
+  return {"--model", "dummy:small", "--port", "0", "--num-gpu-blocks-override", "64",
+          "--block-size", "16", "--max-num-seqs", "4", "--max-num-batched-tokens", "256",
+          "--max-model-len", "512", "--threads", "1", "--drain-timeout-s", "30"};
+}
+
+std::unique_ptr<grpc::ClientContext> Context(int timeout_s = 30) {
+  auto context = std::make_unique<grpc::ClientContext>();
+  context->set_deadline(system_clock::now() + seconds(timeout_s));
+  return context;
+}
+
+v1::SubmitRequest MakeSubmit(uint64_t id, std::vector<int32_t> prompt, int32_t max_tokens) {
+  v1::SubmitRequest request;
+  request.set_request_id(id);
+  for (int32_t t : prompt) request.add_prompt_token_ids(t);
+  request.mutable_sampling()->set_temperature(0.0f);
+  request.mutable_sampling()->set_max_tokens(max_tokens);
+  return request;
+}
+
+struct StreamResult {
+  std::vector<int32_t> tokens;
+  std::vector<float> logprobs;
+  v1::FinishReason finish = v1::FINISH_REASON_UNSPECIFIED;
+  int32_t completion_tokens = 0;
+  grpc::Status status;
+};
+
+StreamResult ReadAll(grpc::ClientReaderInterface<v1::SubmitResponse>& reader,
+                     StreamResult result = {}) {
+  v1::SubmitResponse response;
+  while (reader.Read(&response)) {
+    for (const v1::GeneratedToken& t : response.tokens()) {
+      result.tokens.push_back(t.token_id());
+      result.logprobs.push_back(t.logprob());
+    }
+    if (response.finish_reason() != v1::FINISH_REASON_UNSPECIFIED) {
+      result.finish = response.finish_reason();
+      result.completion_tokens = response.completion_tokens();
+    }
+  }
+  result.status = reader.Finish();
+  return result;
+}
+
+class WorkerE2eTest : public ::testing::Test {
+ protected:
+  void Connect(const WorkerProcess& worker) {
+    ASSERT_FALSE(worker.address().empty()) << "the worker did not print its listening line";
+    channel_ = grpc::CreateChannel(worker.address(), grpc::InsecureChannelCredentials());
+    stub_ = v1::Worker::NewStub(channel_);
+    health_ = grpc::health::v1::Health::NewStub(channel_);
+  }
+
+  grpc::health::v1::HealthCheckResponse::ServingStatus Health(const std::string& service = "") {
+    grpc::health::v1::HealthCheckRequest request;
+    request.set_service(service);
+    grpc::health::v1::HealthCheckResponse response;
+    auto context = Context(5);
+    if (!health_->Check(context.get(), request, &response).ok()) {
+      return grpc::health::v1::HealthCheckResponse::UNKNOWN;
+    }
+    return response.status();
+  }
+
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<v1::Worker::Stub> stub_;
+  std::unique_ptr<grpc::health::v1::Health::Stub> health_;
+};
+
+TEST_F(WorkerE2eTest, SubmitStreamsTheSameGreedyTokensAsAnInProcessEngine) {
+  WorkerProcess worker(FixtureFlags());
+  Connect(worker);
+  const std::vector<int32_t> prompt = {1, 17, 33, 5, 99, 250, 7, 64, 128, 3, 11};
+  constexpr int32_t kMaxTokens = 40;
+
+  // The reference: the engine in this process, same fixture, same options.
+  const testdata::FixtureModel& fixture = testdata::LoadFixtureModel("llama-gqa");
+  CpuBackend backend(1);
+  absl::StatusOr<std::unique_ptr<Engine>> engine =
+      Engine::Create(fixture.config, fixture.weights,
+                     {.max_num_seqs = 4, .max_num_batched_tokens = 256, .max_model_len = 256,
+                      .block_size = 16, .num_kv_blocks = 64, .eos_token_id = 2},
+                     &backend);
+  ASSERT_TRUE(engine.ok()) << engine.status();
+  Request request;
+  request.id = RequestId{1};
+  request.prompt = prompt;
+  request.sampling.temperature = 0.0f;
+  request.sampling.max_tokens = kMaxTokens;
+  ASSERT_TRUE((*engine)->AddRequest(request).ok());
+  std::vector<int32_t> expected;
+  std::vector<float> expected_logprobs;
+  FinishReason expected_finish = FinishReason::kNone;
+  while ((*engine)->HasWork()) {
+    absl::StatusOr<std::vector<StepToken>> step = (*engine)->Step();
+    ASSERT_TRUE(step.ok()) << step.status();
+    for (const StepToken& t : *step) {
+      expected.push_back(t.token);
+      expected_logprobs.push_back(t.logprob);
+      expected_finish = t.finish;
+    }
+  }
+
+  ASSERT_GE(expected.size(), 10u) << "the reference stopped early; pick a prompt that runs longer";
+
+  auto context = Context();
+  auto reader = stub_->Submit(context.get(), MakeSubmit(1, prompt, kMaxTokens));
+  const StreamResult result = ReadAll(*reader);
+  ASSERT_TRUE(result.status.ok()) << result.status.error_message();
+  EXPECT_EQ(result.tokens, expected);
+  ASSERT_EQ(result.logprobs.size(), expected_logprobs.size());
+  for (size_t i = 0; i < expected_logprobs.size(); ++i) {
+    EXPECT_NEAR(result.logprobs[i], expected_logprobs[i], 1e-4) << "token " << i;
+  }
+  EXPECT_EQ(result.finish, expected_finish == FinishReason::kStop ? v1::FINISH_REASON_STOP
+                                                                  : v1::FINISH_REASON_LENGTH);
+  EXPECT_EQ(result.completion_tokens, static_cast<int32_t>(expected.size()));
+}
+
+TEST_F(WorkerE2eTest, HealthIsServingAndFirstLoadReportMatchesTheFlags) {
+  WorkerProcess worker(FixtureFlags(64));
+  Connect(worker);
+  EXPECT_EQ(Health(), grpc::health::v1::HealthCheckResponse::SERVING);
+  EXPECT_EQ(Health("headroom.v1.Worker"), grpc::health::v1::HealthCheckResponse::SERVING);
+
+  auto context = Context(5);
+  auto reader = stub_->WatchLoad(context.get(), v1::WatchLoadRequest());
+  v1::LoadReport report;
+  ASSERT_TRUE(reader->Read(&report));
+  EXPECT_EQ(report.total_blocks(), 63);  // --num-gpu-blocks-override 64, less the null block
+  EXPECT_EQ(report.free_blocks(), 63);
+  EXPECT_EQ(report.block_size(), 16);
+  EXPECT_EQ(report.max_model_len(), 256);
+  EXPECT_EQ(report.running(), 0);
+  EXPECT_EQ(report.waiting(), 0);
+  EXPECT_FALSE(report.draining());
+  EXPECT_EQ(report.model(), FixtureModelDir());
+  EXPECT_GT(report.sequence(), 0u);
+  // Nothing changes: the next report is the heartbeat, within about a second.
+  const auto start = std::chrono::steady_clock::now();
+  v1::LoadReport next;
+  ASSERT_TRUE(reader->Read(&next));
+  EXPECT_GT(next.sequence(), report.sequence());
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(1500));
+  context->TryCancel();
+}
+
+TEST_F(WorkerE2eTest, RequestThatCanNeverFitIsInvalidArgumentWithTheNumbers) {
+  WorkerProcess worker(FixtureFlags(/*blocks=*/8));  // 7 usable blocks = 112 tokens
+  Connect(worker);
+  std::vector<int32_t> prompt(50, 5);
+  auto context = Context();
+  auto reader = stub_->Submit(context.get(), MakeSubmit(1, prompt, 150));
+  const StreamResult result = ReadAll(*reader);
+  EXPECT_EQ(result.status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(result.status.error_message().find("200 tokens"), std::string::npos)
+      << result.status.error_message();
+  EXPECT_NE(result.status.error_message().find("the pool has 7 blocks"), std::string::npos)
+      << result.status.error_message();
+  EXPECT_TRUE(result.tokens.empty());
+
+  // Above max_model_len is refused the same way.
+  auto context2 = Context();
+  auto reader2 = stub_->Submit(context2.get(), MakeSubmit(2, {1, 2, 3}, 300));
+  const StreamResult result2 = ReadAll(*reader2);
+  EXPECT_EQ(result2.status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(result2.status.error_message().find("303"), std::string::npos)
+      << result2.status.error_message();
+}
+
+// Reads reports until `pred` holds (or the stream ends / 20 s pass).
+template <typename Pred>
+std::optional<v1::LoadReport> ReadUntil(grpc::ClientReaderInterface<v1::LoadReport>& reader,
+                                        Pred pred) {
+  v1::LoadReport report;
+  const auto deadline = std::chrono::steady_clock::now() + seconds(20);
+  while (std::chrono::steady_clock::now() < deadline && reader.Read(&report)) {
+    if (pred(report)) return report;
+  }
+  return std::nullopt;
+}
+
+TEST_F(WorkerE2eTest, LoadUpdatesWhileRunningAndClientCancelFreesTheBlocks) {
+  WorkerProcess worker(SlowFlags());
+  Connect(worker);
+  auto watch_context = Context(60);
+  auto watch = stub_->WatchLoad(watch_context.get(), v1::WatchLoadRequest());
+  v1::LoadReport first;
+  ASSERT_TRUE(watch->Read(&first));
+  ASSERT_EQ(first.total_blocks(), 63);
+  ASSERT_EQ(first.free_blocks(), 63);
+
+  // 40 prompt tokens + up to 400 output tokens: 28 blocks at the end; runs for many seconds.
+  std::vector<int32_t> prompt(40);
+  for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = static_cast<int32_t>(100 + i * 13);
+  v1::SubmitRequest submit = MakeSubmit(7, prompt, 400);
+  submit.mutable_sampling()->set_ignore_eos(true);
+  auto submit_context = Context(60);
+  auto stream = stub_->Submit(submit_context.get(), submit);
+  v1::SubmitResponse response;
+  ASSERT_TRUE(stream->Read(&response));  // the request runs
+  ASSERT_GE(response.tokens_size(), 1);
+
+  const std::optional<v1::LoadReport> busy = ReadUntil(*watch, [](const v1::LoadReport& r) {
+    return r.running() == 1 && r.free_blocks() < r.total_blocks();
+  });
+  ASSERT_TRUE(busy.has_value()) << "no report showed the running request";
+  EXPECT_GT(busy->sequence(), first.sequence());
+  EXPECT_LE(busy->free_blocks(), 63 - 3);  // at least the 40-token prompt's 3 blocks
+
+  submit_context->TryCancel();
+  const StreamResult cancelled = ReadAll(*stream);
+  EXPECT_EQ(cancelled.status.error_code(), grpc::StatusCode::CANCELLED);
+  EXPECT_LT(cancelled.tokens.size(), 399u);
+
+  const std::optional<v1::LoadReport> idle = ReadUntil(*watch, [](const v1::LoadReport& r) {
+    return r.running() == 0 && r.waiting() == 0 && r.free_blocks() == r.total_blocks();
+  });
+  ASSERT_TRUE(idle.has_value()) << "the cancelled request's blocks were never freed";
+  EXPECT_EQ(idle->free_blocks(), 63);
+  watch_context->TryCancel();
+}
+
+TEST_F(WorkerE2eTest, SigtermDrainsRunningStreamAndExitsZero) {
+  WorkerProcess worker(SlowFlags());
+  Connect(worker);
+  ASSERT_EQ(Health(), grpc::health::v1::HealthCheckResponse::SERVING);
+  constexpr int32_t kMaxTokens = 60;  // ~2 s on dummy:small
+  v1::SubmitRequest submit = MakeSubmit(11, {5, 6, 7, 8, 9, 10, 11, 12}, kMaxTokens);
+  submit.mutable_sampling()->set_ignore_eos(true);
+  auto context = Context(60);
+  auto stream = stub_->Submit(context.get(), submit);
+  v1::SubmitResponse response;
+  ASSERT_TRUE(stream->Read(&response));
+  StreamResult first;
+  for (const v1::GeneratedToken& t : response.tokens()) first.tokens.push_back(t.token_id());
+
+  worker.Signal(SIGTERM);
+  // Health turns NOT_SERVING and new requests are refused while the stream goes on.
+  const auto deadline = std::chrono::steady_clock::now() + seconds(10);
+  auto status = Health();
+  while (status != grpc::health::v1::HealthCheckResponse::NOT_SERVING &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    status = Health();
+  }
+  EXPECT_EQ(status, grpc::health::v1::HealthCheckResponse::NOT_SERVING);
+  auto refused_context = Context(5);
+  auto refused = stub_->Submit(refused_context.get(), MakeSubmit(12, {1, 2, 3}, 4));
+  const StreamResult refused_result = ReadAll(*refused);
+  EXPECT_EQ(refused_result.status.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_EQ(refused_result.status.error_message(), "draining");
+
+  const StreamResult result = ReadAll(*stream, first);
+  EXPECT_TRUE(result.status.ok()) << result.status.error_message();
+  EXPECT_EQ(result.tokens.size(), static_cast<size_t>(kMaxTokens));
+  EXPECT_EQ(result.finish, v1::FINISH_REASON_LENGTH);
+
+  EXPECT_EQ(worker.WaitExit(std::chrono::seconds(15)), std::optional<int>(0));
+}
+
+}  // namespace
+}  // namespace headroom::worker

@@ -1,0 +1,75 @@
+#include "worker/service/conversions.h"
+
+#include <limits>
+
+#include "absl/strings/str_cat.h"
+
+namespace headroom::worker {
+
+absl::StatusOr<Request> RequestFromProto(const v1::SubmitRequest& proto, RequestId id) {
+  Request request;
+  request.id = id;
+  request.prompt.assign(proto.prompt_token_ids().begin(), proto.prompt_token_ids().end());
+  request.cache_salt = proto.cache_salt();
+  const v1::TokenSamplingParams& in = proto.sampling();
+  SamplingParams& out = request.sampling;
+  if (in.has_temperature()) out.temperature = in.temperature();
+  if (in.top_k() < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("top_k must be >= 0 (0 = all), got ", in.top_k()));
+  }
+  out.top_k = in.top_k();
+  if (in.has_top_p()) out.top_p = in.top_p();
+  if (in.has_seed()) out.seed = in.seed();
+  if (in.has_max_tokens()) out.max_tokens = in.max_tokens();
+  out.stop_token_ids.assign(in.stop_token_ids().begin(), in.stop_token_ids().end());
+  out.ignore_eos = in.ignore_eos();
+  if (in.logprobs() < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("logprobs must be >= 0, got ", in.logprobs()));
+  }
+  out.logprobs = in.logprobs();
+  return request;
+}
+
+v1::FinishReason FinishReasonToProto(FinishReason reason) {
+  switch (reason) {
+    case FinishReason::kNone:
+      return v1::FINISH_REASON_UNSPECIFIED;
+    case FinishReason::kStop:
+      return v1::FINISH_REASON_STOP;
+    case FinishReason::kLength:
+      return v1::FINISH_REASON_LENGTH;
+    case FinishReason::kAbort:
+      return v1::FINISH_REASON_ABORT;
+  }
+  return v1::FINISH_REASON_UNSPECIFIED;
+}
+
+void AppendToken(const StepToken& token, v1::SubmitResponse& response) {
+  v1::GeneratedToken* out = response.add_tokens();
+  out->set_token_id(token.token);
+  out->set_logprob(token.logprob);
+  for (const TokenLogprob& top : token.top_logprobs) {
+    v1::TokenLogprob* alt = out->add_top_logprobs();
+    alt->set_token_id(top.token);
+    alt->set_logprob(top.logprob);
+  }
+  if (token.finish != FinishReason::kNone) {
+    response.set_finish_reason(FinishReasonToProto(token.finish));
+  }
+}
+
+void FillLoadReport(const EngineStats& stats, v1::LoadReport& report) {
+  report.set_total_blocks(stats.kv.num_usable_blocks);
+  report.set_free_blocks(stats.kv.num_free_blocks);
+  report.set_evictable_blocks(stats.kv.num_evictable_blocks);
+  report.set_running(stats.scheduler.num_running);
+  report.set_waiting(stats.scheduler.num_waiting);
+  report.set_waiting_demand_blocks(stats.scheduler.waiting_demand_blocks);
+}
+
+grpc::Status ToGrpcStatus(const absl::Status& status) {
+  if (status.ok()) return grpc::Status::OK;
+  return grpc::Status(static_cast<grpc::StatusCode>(status.code()), std::string(status.message()));
+}
+
+}  // namespace headroom::worker

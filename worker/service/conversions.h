@@ -1,0 +1,36 @@
+// Conversions between headroom.v1 worker messages and the engine's native structs, done once at
+// the gRPC edge (the engine never sees protobuf), and absl::Status -> grpc::Status.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "grpcpp/support/status.h"
+#include "headroom/v1/worker.pb.h"
+#include "worker/engine/engine.h"
+#include "worker/engine/request.h"
+
+namespace headroom::worker {
+
+// Parses a Submit into an engine request with id `id`. Applies vLLM's defaults for unset fields
+// (temperature 1, top_p 1, max_tokens 16). InvalidArgument naming the field for values the proto
+// allows but the engine cannot mean (negative top_k or logprobs); the engine checks the rest
+// (vocabulary, lengths, blocks) with the numbers.
+[[nodiscard]] absl::StatusOr<Request> RequestFromProto(const v1::SubmitRequest& proto,
+                                                       RequestId id);
+
+[[nodiscard]] v1::FinishReason FinishReasonToProto(FinishReason reason);
+
+// Appends `token` (with its logprobs) to `response`; sets finish_reason when it is the last.
+void AppendToken(const StepToken& token, v1::SubmitResponse& response);
+
+// Fields of a load report that come from the engine (sequence, draining and model are the
+// service's).
+void FillLoadReport(const EngineStats& stats, v1::LoadReport& report);
+
+// Same canonical code and message.
+[[nodiscard]] grpc::Status ToGrpcStatus(const absl::Status& status);
+
+}  // namespace headroom::worker

@@ -1,0 +1,410 @@
+#include "worker/service/worker_service.h"
+
+#include <deque>
+#include <limits>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "worker/service/conversions.h"
+
+namespace headroom::worker {
+
+// One Submit stream.
+//
+// State machine (all fields under mu_):
+//   streaming: tokens arrive from the engine thread into queue_; at most one write is in flight
+//              (writing_), the next one starts from OnWriteDone with everything queued since;
+//   terminal_: the engine delivered its last event (final token or an error status); once the
+//              queue is written, Finish(status_);
+//   cancelled_: the client went away (or its deadline passed): the request is aborted in the
+//              engine, the queue is dropped, and the stream finishes CANCELLED on the terminal
+//              event the abort produces.
+// Lifetime: gRPC owns the reactor; it deletes itself in OnDone, which gRPC calls after Finish.
+// Finish is only called after the engine's terminal event, so no EngineLoop callback can run
+// after OnDone. Actions (StartWrite, Finish) are the last thing a method does, outside mu_.
+class SubmitReactor final : public grpc::ServerWriteReactor<v1::SubmitResponse> {
+ public:
+  SubmitReactor(WorkerService* service, EngineLoop* loop, Request request)
+      : service_(service), loop_(loop), id_(request.id),
+        prompt_tokens_(static_cast<int32_t>(request.prompt.size())) {
+    loop_->Submit(std::move(request),
+                  [this](const absl::StatusOr<StepToken>& event) { OnEngineEvent(event); });
+  }
+
+  void OnWriteDone(bool ok) override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      writing_ = false;
+      if (!ok) cancelled_ = true;  // the stream is broken; OnCancel aborts the request
+    }
+    Advance();
+  }
+
+  void OnCancel() override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      cancelled_ = true;
+      queue_.clear();
+    }
+    loop_->Abort(id_);  // the engine answers with a terminal CANCELLED event
+    Advance();
+  }
+
+  void OnDone() override {
+    WorkerService* service = service_;
+    delete this;
+    service->StreamDone();
+  }
+
+ private:
+  // Engine thread.
+  void OnEngineEvent(const absl::StatusOr<StepToken>& event) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!event.ok()) {
+        terminal_ = true;
+        status_ = ToGrpcStatus(event.status());
+      } else {
+        if (!cancelled_) queue_.push_back(*event);
+        ++completion_tokens_;
+        if (event->finish != FinishReason::kNone) terminal_ = true;
+      }
+    }
+    Advance();
+  }
+
+  // Starts the next write, or finishes, if the state allows; otherwise nothing.
+  void Advance() {
+    enum class Action { kNone, kWrite, kFinish } action = Action::kNone;
+    grpc::Status status;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (finished_ || writing_) return;
+      if (cancelled_) queue_.clear();
+      if (!queue_.empty()) {
+        out_.Clear();
+        for (const StepToken& token : queue_) AppendToken(token, out_);
+        queue_.clear();
+        if (out_.finish_reason() != v1::FINISH_REASON_UNSPECIFIED) {
+          out_.set_prompt_tokens(prompt_tokens_);
+          out_.set_completion_tokens(completion_tokens_);
+        }
+        writing_ = true;
+        action = Action::kWrite;
+      } else if (terminal_) {
+        finished_ = true;
+        status = cancelled_ && status_.ok() ? grpc::Status::CANCELLED : status_;
+        action = Action::kFinish;
+      }
+    }
+    if (action == Action::kWrite) {
+      StartWrite(&out_);
+    } else if (action == Action::kFinish) {
+      Finish(status);
+    }
+  }
+
+  WorkerService* const service_;
+  EngineLoop* const loop_;
+  const RequestId id_;
+  const int32_t prompt_tokens_;
+
+  std::mutex mu_;
+  std::deque<StepToken> queue_;   // tokens not yet written
+  v1::SubmitResponse out_;        // the write in flight (owned by gRPC while writing_)
+  int32_t completion_tokens_ = 0;
+  bool writing_ = false;
+  bool terminal_ = false;
+  bool cancelled_ = false;
+  bool finished_ = false;
+  grpc::Status status_;           // the engine's terminal status (OK for a finished request)
+};
+
+// One WatchLoad stream: writes the newest report it was offered, dropping older ones that came
+// while a write was in flight (a load report supersedes the previous one).
+// State (under mu_): idle -> writing (one write in flight, maybe a pending report) -> finished.
+// Lifetime: gRPC owns it; OnDone unsubscribes from the publisher and deletes it. The publisher
+// calls Offer/End only while the reactor is subscribed, under the publisher's lock.
+class WatchLoadReactor final : public grpc::ServerWriteReactor<v1::LoadReport> {
+ public:
+  explicit WatchLoadReactor(LoadPublisher* publisher) : publisher_(publisher) {
+    if (publisher_ == nullptr) {
+      End(grpc::Status(grpc::StatusCode::UNAVAILABLE, "the worker is loading"));
+    } else {
+      publisher_->Subscribe(this);
+    }
+  }
+
+  void Offer(const v1::LoadReport& report) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (finish_status_.has_value()) return;
+      if (writing_) {
+        pending_ = report;
+        return;
+      }
+      out_ = report;
+      writing_ = true;
+    }
+    StartWrite(&out_);
+  }
+
+  // Finishes with `status` once the write in flight (if any) is done.
+  void End(const grpc::Status& status) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (finish_status_.has_value()) return;
+      finish_status_ = status;
+      if (writing_) return;  // OnWriteDone finishes
+    }
+    Finish(status);
+  }
+
+  void OnWriteDone(bool ok) override {
+    grpc::Status finish;
+    bool write = false;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      writing_ = false;
+      if (!ok && !finish_status_.has_value()) finish_status_ = grpc::Status::CANCELLED;
+      if (finish_status_.has_value()) {
+        finish = *finish_status_;
+      } else if (pending_.has_value()) {
+        out_ = *std::move(pending_);
+        pending_.reset();
+        writing_ = true;
+        write = true;
+      } else {
+        return;
+      }
+    }
+    if (write) {
+      StartWrite(&out_);
+    } else {
+      Finish(finish);
+    }
+  }
+
+  void OnCancel() override { End(grpc::Status::CANCELLED); }
+
+  void OnDone() override {
+    if (publisher_ != nullptr) publisher_->Unsubscribe(this);
+    delete this;
+  }
+
+ private:
+  LoadPublisher* const publisher_;
+  std::mutex mu_;
+  v1::LoadReport out_;                        // the write in flight
+  std::optional<v1::LoadReport> pending_;     // newest report not yet written
+  bool writing_ = false;
+  std::optional<grpc::Status> finish_status_;  // set once: finishing or finished
+};
+
+LoadPublisher::LoadPublisher(EngineLoop* loop, v1::LoadReport base,
+                             const WorkerServiceOptions& options,
+                             const std::atomic<bool>* draining)
+    : loop_(loop), base_(std::move(base)), options_(options), draining_(draining) {
+  latest_ = Poll();
+  latest_.set_sequence(1);
+  thread_ = std::thread([this] { Run(); });
+}
+
+LoadPublisher::~LoadPublisher() {
+  Stop();
+  if (thread_.joinable()) thread_.join();
+}
+
+v1::LoadReport LoadPublisher::Poll() const {
+  v1::LoadReport report = base_;
+  FillLoadReport(loop_->Stats(), report);
+  report.set_draining(draining_->load());
+  return report;
+}
+
+void LoadPublisher::Subscribe(WatchLoadReactor* reactor) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (stopping_) {
+    reactor->End(grpc::Status(grpc::StatusCode::UNAVAILABLE, "the worker is stopping"));
+    return;
+  }
+  subscribers_.insert(reactor);
+  reactor->Offer(latest_);
+}
+
+void LoadPublisher::Unsubscribe(WatchLoadReactor* reactor) {
+  std::lock_guard<std::mutex> lock(mu_);
+  subscribers_.erase(reactor);
+}
+
+void LoadPublisher::Stop() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (stopping_) return;
+  stopping_ = true;
+  for (WatchLoadReactor* reactor : subscribers_) reactor->End(grpc::Status::OK);
+  wake_.notify_all();
+}
+
+void LoadPublisher::Run() {
+  absl::Time last_sent = absl::Now();
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!stopping_) {
+    wake_.wait_for(lock, absl::ToChronoMilliseconds(options_.min_report_interval),
+                   [this] { return stopping_; });
+    if (stopping_) break;
+    lock.unlock();
+    v1::LoadReport report = Poll();
+    const absl::Time now = absl::Now();
+    lock.lock();
+    report.set_sequence(latest_.sequence());
+    const bool changed = report.SerializeAsString() != latest_.SerializeAsString();
+    if (!changed && now - last_sent < options_.max_report_interval) continue;
+    report.set_sequence(latest_.sequence() + 1);
+    latest_ = std::move(report);
+    last_sent = now;
+    for (WatchLoadReactor* reactor : subscribers_) reactor->Offer(latest_);
+  }
+}
+
+WorkerService::WorkerService(WorkerServiceOptions options) : options_(std::move(options)) {}
+
+WorkerService::~WorkerService() { Shutdown(); }
+
+void WorkerService::SetHealthService(grpc::HealthCheckServiceInterface* health) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    health_ = health;
+  }
+  UpdateHealth();
+}
+
+void WorkerService::UpdateHealth() {
+  const bool serving =
+      loop_.load() != nullptr && !draining_.load() && !shut_down_.load();
+  std::lock_guard<std::mutex> lock(mu_);
+  if (health_ == nullptr) return;
+  health_->SetServingStatus(kWorkerServiceName, serving);
+  health_->SetServingStatus(serving);
+}
+
+void WorkerService::SetReady(EngineLoop* loop) {
+  v1::LoadReport base;
+  base.set_model(options_.model);
+  base.set_block_size(options_.block_size);
+  base.set_max_model_len(options_.max_model_len);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    publisher_ = std::make_unique<LoadPublisher>(loop, std::move(base), options_, &draining_);
+  }
+  loop_.store(loop);
+  UpdateHealth();
+}
+
+void WorkerService::StartDrain() {
+  draining_.store(true);
+  UpdateHealth();
+}
+
+bool WorkerService::WaitForIdle(absl::Time deadline) {
+  std::unique_lock<std::mutex> lock(mu_);
+  return idle_.wait_until(lock, absl::ToChronoTime(deadline), [this] { return open_streams_ == 0; });
+}
+
+void WorkerService::Shutdown() {
+  if (shut_down_.exchange(true)) return;
+  UpdateHealth();
+  // The publisher object stays until the service goes (streams ending later unsubscribe from it);
+  // its thread is joined then.
+  std::lock_guard<std::mutex> lock(mu_);
+  if (publisher_ != nullptr) publisher_->Stop();
+}
+
+void WorkerService::StreamDone() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (--open_streams_ == 0) idle_.notify_all();
+}
+
+namespace {
+
+// A Submit refused before it reaches the engine.
+class RefusedWriteReactor final : public grpc::ServerWriteReactor<v1::SubmitResponse> {
+ public:
+  explicit RefusedWriteReactor(const grpc::Status& status) { Finish(status); }
+  void OnDone() override { delete this; }
+};
+
+}  // namespace
+
+grpc::ServerWriteReactor<v1::SubmitResponse>* WorkerService::Submit(
+    grpc::CallbackServerContext* /*context*/, const v1::SubmitRequest* request) {
+  EngineLoop* loop = loop_.load();
+  if (shut_down_.load()) {
+    return new RefusedWriteReactor(
+        grpc::Status(grpc::StatusCode::UNAVAILABLE, "the worker is stopping"));
+  }
+  if (loop == nullptr) {
+    return new RefusedWriteReactor(
+        grpc::Status(grpc::StatusCode::UNAVAILABLE, "the worker is loading"));
+  }
+  if (draining_.load()) {
+    return new RefusedWriteReactor(
+        grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "draining"));
+  }
+  RequestId id{next_local_id_.fetch_sub(1)};
+  if (request->request_id() != 0) {
+    if (request->request_id() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+      return new RefusedWriteReactor(grpc::Status(
+          grpc::StatusCode::INVALID_ARGUMENT,
+          absl::StrCat("request_id ", request->request_id(), " is above 2^63-1")));
+    }
+    id = RequestId{static_cast<int64_t>(request->request_id())};
+  }
+  absl::StatusOr<Request> parsed = RequestFromProto(*request, id);
+  if (!parsed.ok()) return new RefusedWriteReactor(ToGrpcStatus(parsed.status()));
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++open_streams_;
+  }
+  return new SubmitReactor(this, loop, *std::move(parsed));
+}
+
+grpc::ServerUnaryReactor* WorkerService::Abort(grpc::CallbackServerContext* context,
+                                               const v1::AbortRequest* request,
+                                               v1::AbortResponse* /*response*/) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  EngineLoop* loop = loop_.load();
+  if (loop != nullptr && request->request_id() != 0 &&
+      request->request_id() <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+    loop->Abort(RequestId{static_cast<int64_t>(request->request_id())});
+  }
+  reactor->Finish(grpc::Status::OK);
+  return reactor;
+}
+
+grpc::ServerWriteReactor<v1::LoadReport>* WorkerService::WatchLoad(
+    grpc::CallbackServerContext* /*context*/, const v1::WatchLoadRequest* /*request*/) {
+  LoadPublisher* publisher = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    publisher = publisher_.get();
+  }
+  return new WatchLoadReactor(publisher);
+}
+
+grpc::ServerUnaryReactor* WorkerService::Drain(grpc::CallbackServerContext* context,
+                                               const v1::DrainRequest* /*request*/,
+                                               v1::DrainResponse* response) {
+  StartDrain();
+  if (EngineLoop* loop = loop_.load(); loop != nullptr) {
+    const EngineStats stats = loop->Stats();
+    response->set_running(stats.scheduler.num_running);
+    response->set_waiting(stats.scheduler.num_waiting);
+  }
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(grpc::Status::OK);
+  return reactor;
+}
+
+}  // namespace headroom::worker

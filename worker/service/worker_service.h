@@ -1,0 +1,140 @@
+// WorkerService: the headroom.v1.Worker gRPC service of a worker group's leader, over an
+// EngineLoop, on gRPC's callback API.
+//
+// Threads: reactions run on gRPC's threads and only parse, post to the EngineLoop and start
+// writes; tokens come back on the engine thread through EngineLoop callbacks, which queue them in
+// their Submit reactor; a LoadPublisher thread polls EngineLoop::Stats() every 50 ms and fans
+// reports out to WatchLoad reactors. No reaction waits; the only locks are short ones around a
+// reactor's queue and the subscriber list.
+//
+// Life cycle: constructed "loading" (Submit/WatchLoad answer UNAVAILABLE, health NOT_SERVING),
+// SetReady(loop) -> serving, StartDrain() -> draining (new Submits FAILED_PRECONDITION "draining",
+// running ones finish, health NOT_SERVING), Shutdown() -> WatchLoad streams end OK and new calls
+// get UNAVAILABLE. Call Shutdown() before grpc::Server::Shutdown(), and keep the EngineLoop
+// running until the server has shut down: a Submit stream finishes only after its request's
+// terminal event, which the loop delivers.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/time/time.h"
+#include "grpcpp/grpcpp.h"
+#include "grpcpp/health_check_service_interface.h"
+#include "headroom/v1/worker.grpc.pb.h"
+#include "worker/engine/engine_loop.h"
+
+namespace headroom::worker {
+
+// The name health checks of this service use ("" reports the same).
+inline constexpr char kWorkerServiceName[] = "headroom.v1.Worker";
+
+struct WorkerServiceOptions {
+  // --model as given (reported in LoadReport.model).
+  std::string model;
+  // Reported in every LoadReport.
+  int32_t max_model_len = 0;
+  int32_t block_size = 16;
+  // Changes are reported at most this often...
+  absl::Duration min_report_interval = absl::Milliseconds(50);
+  // ...and a report is sent at least this often.
+  absl::Duration max_report_interval = absl::Seconds(1);
+};
+
+class WatchLoadReactor;
+
+// Polls the engine's statistics and sends reports to every WatchLoad stream.
+class LoadPublisher {
+ public:
+  LoadPublisher(EngineLoop* loop, v1::LoadReport base, const WorkerServiceOptions& options,
+                const std::atomic<bool>* draining);
+  // Stops (if not yet) and joins.
+  ~LoadPublisher();
+
+  LoadPublisher(const LoadPublisher&) = delete;
+  LoadPublisher& operator=(const LoadPublisher&) = delete;
+
+  // Adds a stream and hands it the latest report; after Stop() the stream is finished at once.
+  void Subscribe(WatchLoadReactor* reactor);
+  // Removes a stream (from its OnDone).
+  void Unsubscribe(WatchLoadReactor* reactor);
+  // Ends every stream with OK and stops polling; idempotent.
+  void Stop();
+
+ private:
+  void Run();
+  [[nodiscard]] v1::LoadReport Poll() const;
+
+  EngineLoop* const loop_;
+  const v1::LoadReport base_;  // model, block_size, max_model_len
+  const WorkerServiceOptions options_;
+  const std::atomic<bool>* const draining_;
+
+  std::mutex mu_;
+  std::condition_variable wake_;
+  bool stopping_ = false;                              // guarded by mu_
+  v1::LoadReport latest_;                              // guarded by mu_
+  absl::flat_hash_set<WatchLoadReactor*> subscribers_;  // guarded by mu_
+  std::thread thread_;
+};
+
+class WorkerService final : public v1::Worker::CallbackService {
+ public:
+  explicit WorkerService(WorkerServiceOptions options);
+  ~WorkerService() override;
+
+  WorkerService(const WorkerService&) = delete;
+  WorkerService& operator=(const WorkerService&) = delete;
+
+  // The server's default health service (grpc::EnableDefaultHealthCheckService(true)); its status
+  // follows the life cycle from now on. May be null (no health reporting).
+  void SetHealthService(grpc::HealthCheckServiceInterface* health);
+  // Loading is over: serve requests on `loop` (which must outlive this service's streams).
+  void SetReady(EngineLoop* loop);
+  // Refuse new Submits from now on; running ones go on. Idempotent.
+  void StartDrain();
+  [[nodiscard]] bool draining() const { return draining_.load(); }
+  // Blocks until no Submit stream is open, or `deadline`; true when idle. Not for gRPC threads.
+  bool WaitForIdle(absl::Time deadline);
+  // Ends WatchLoad streams; new calls get UNAVAILABLE. Idempotent.
+  void Shutdown();
+
+  grpc::ServerWriteReactor<v1::SubmitResponse>* Submit(grpc::CallbackServerContext* context,
+                                                       const v1::SubmitRequest* request) override;
+  grpc::ServerUnaryReactor* Abort(grpc::CallbackServerContext* context,
+                                  const v1::AbortRequest* request,
+                                  v1::AbortResponse* response) override;
+  grpc::ServerWriteReactor<v1::LoadReport>* WatchLoad(grpc::CallbackServerContext* context,
+                                                      const v1::WatchLoadRequest* request) override;
+  grpc::ServerUnaryReactor* Drain(grpc::CallbackServerContext* context,
+                                  const v1::DrainRequest* request,
+                                  v1::DrainResponse* response) override;
+
+ private:
+  friend class SubmitReactor;
+
+  // A Submit stream ended (its OnDone).
+  void StreamDone();
+  void UpdateHealth();
+
+  const WorkerServiceOptions options_;
+  std::atomic<EngineLoop*> loop_{nullptr};
+  std::atomic<bool> draining_{false};
+  std::atomic<bool> shut_down_{false};
+  // Ids for requests that bring none: negative, so they never collide with a router's.
+  std::atomic<int64_t> next_local_id_{-1};
+
+  std::mutex mu_;
+  std::condition_variable idle_;
+  int64_t open_streams_ = 0;                           // guarded by mu_
+  grpc::HealthCheckServiceInterface* health_ = nullptr;  // guarded by mu_
+  std::unique_ptr<LoadPublisher> publisher_;            // set once by SetReady, under mu_
+};
+
+}  // namespace headroom::worker
