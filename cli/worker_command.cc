@@ -3,6 +3,7 @@
 #include <pthread.h>
 #include <signal.h>
 
+#include <atomic>
 #include <cstdint>
 #include <fstream>
 #include <iostream>
@@ -18,6 +19,8 @@
 #include "cli/exit_codes.h"
 #include "cli/parse_flags.h"
 #include "common/flags.h"
+#include "common/metrics.h"
+#include "common/metrics_http.h"
 #include "common/status_macros.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/health_check_service_interface.h"
@@ -27,10 +30,13 @@
 #include "worker/engine/engine_loop.h"
 #include "worker/model/checkpoint.h"
 #include "worker/model/model_config.h"
+#include "worker/service/worker_metrics.h"
 #include "worker/service/worker_service.h"
 
 namespace headroom::cli {
 namespace {
+
+constexpr int64_t kDefaultMetricsPort = 9100;
 
 FlagSet MakeWorkerFlags() {
   FlagSet flags("headroom worker",
@@ -57,6 +63,21 @@ FlagSet MakeWorkerFlags() {
   flags.AddInt64("eos-token-id", std::nullopt,
                  "End-of-sequence token (default: config.json's eos_token_id, the first if a "
                  "list; -1 = none).");
+  flags.AddInt64("metrics-port", kDefaultMetricsPort,
+                 "Port of the Prometheus /metrics and /health HTTP endpoint on --host (0 = pick "
+                 "a free one; -1 = off). A second line 'headroom worker metrics on HOST:PORT' "
+                 "says which. A port that cannot be bound stops the worker with an error.");
+  flags.AddDouble("gpu-memory-utilization", 0.9,
+                  "Share of device memory to use, in (0, 1]. Validated but has no effect on the "
+                  "CPU backend (the KV pool is sized by --num-gpu-blocks-override or "
+                  "--max-num-seqs x --max-model-len).");
+  flags.AddString("dtype", "auto",
+                  "auto or float32: the CPU backend computes in fp32; other dtypes are refused.");
+  flags.AddInt64("tensor-parallel-size", 1,
+                 "Devices per worker group; only 1 (tensor parallelism is not implemented yet).");
+  flags.AddDouble("swap-space", 4,
+                  "Accepted for vLLM compatibility and ignored: headroom never swaps KV to host "
+                  "memory.");
   flags.MarkRequired("model");
   return flags;
 }
@@ -122,11 +143,39 @@ absl::Status Serve(const FlagSet& flags, const sigset_t& stop_signals, std::ostr
     return absl::InvalidArgumentError(absl::StrCat("--port must be in [0, 65535], got ", port));
   }
   const std::string host = *flags.GetString("host");
+  const int64_t metrics_port = *flags.GetInt64("metrics-port");
+  if (metrics_port < -1 || metrics_port > 65535) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--metrics-port must be in [-1, 65535], got ", metrics_port));
+  }
+  const double gpu_memory_utilization = *flags.GetDouble("gpu-memory-utilization");
+  if (!(gpu_memory_utilization > 0.0 && gpu_memory_utilization <= 1.0)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--gpu-memory-utilization must be in (0, 1], got ", gpu_memory_utilization));
+  }
+  const std::string dtype = *flags.GetString("dtype");
+  if (dtype != "auto" && dtype != "float32") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--dtype ", dtype, " is not supported: the CPU backend computes in float32 (use auto or "
+        "float32)"));
+  }
+  if (const int64_t tp = *flags.GetInt64("tensor-parallel-size"); tp != 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--tensor-parallel-size ", tp, ": tensor parallelism is not implemented yet (use 1)"));
+  }
+  if (*flags.GetDouble("swap-space") < 0) {
+    return absl::InvalidArgumentError("--swap-space must be >= 0");
+  }
+
+  metrics::Registry registry;
+  worker::WorkerMetrics worker_metrics(&registry, model);
+  std::atomic<bool> serving{false};
 
   // The server comes up first, NOT_SERVING, so health probes answer while the weights load.
   worker::WorkerService service({.model = model,
                                  .max_model_len = options.max_model_len,
-                                 .block_size = options.block_size});
+                                 .block_size = options.block_size,
+                                 .observer = &worker_metrics});
   grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder builder;
   int selected_port = 0;
@@ -138,6 +187,19 @@ absl::Status Serve(const FlagSet& flags, const sigset_t& stop_signals, std::ostr
     return absl::UnavailableError(absl::StrCat("cannot listen on ", host, ":", port));
   }
   service.SetHealthService(server->GetHealthCheckService());
+  // Up while the weights load, so /health answers 503 rather than refusing connections.
+  std::unique_ptr<metrics::MetricsHttpServer> metrics_server;
+  if (metrics_port >= 0) {
+    absl::StatusOr<std::unique_ptr<metrics::MetricsHttpServer>> started =
+        metrics::MetricsHttpServer::Start(host, static_cast<int>(metrics_port), &registry,
+                                          [&serving] { return serving.load(); });
+    if (!started.ok()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "--metrics-port ", metrics_port, ": ", started.status().message(),
+          " (pass --metrics-port 0 for a free port or -1 to serve without metrics)"));
+    }
+    metrics_server = *std::move(started);
+  }
 
   const auto load_start = absl::Now();
   std::unique_ptr<worker::EngineLoop> loop;
@@ -152,16 +214,22 @@ absl::Status Serve(const FlagSet& flags, const sigset_t& stop_signals, std::ostr
     loop = std::make_unique<worker::EngineLoop>(std::move(engine));
   }
   service.SetReady(loop.get());
+  worker_metrics.SetLoop(loop.get());
+  serving = true;
   err << "headroom worker: " << model << " loaded in "
       << absl::FormatDuration(absl::Now() - load_start) << "; " << options.num_kv_blocks
       << " KV blocks of " << options.block_size << " tokens, max_model_len "
       << options.max_model_len << ", eos " << options.eos_token_id << "\n";
   out << "headroom worker listening on " << host << ":" << selected_port << std::endl;
+  if (metrics_server != nullptr) {
+    out << "headroom worker metrics on " << host << ":" << metrics_server->port() << std::endl;
+  }
 
   int signal_number = 0;
   sigwait(&stop_signals, &signal_number);
   err << "headroom worker: signal " << signal_number << ", draining (at most " << drain_timeout_s
       << " s)\n";
+  serving = false;
   service.StartDrain();
   if (!service.WaitForIdle(absl::Now() + absl::Seconds(drain_timeout_s))) {
     err << "headroom worker: drain timeout; cancelling the requests left\n";
@@ -170,6 +238,8 @@ absl::Status Serve(const FlagSet& flags, const sigset_t& stop_signals, std::ostr
   // Streams still open are cancelled; their requests get aborted by the still-running loop.
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
   server->Wait();
+  if (metrics_server != nullptr) metrics_server->Stop();  // before the loop its hook reads
+  worker_metrics.SetLoop(nullptr);
   loop->Stop();
   err << "headroom worker: stopped\n";
   return absl::OkStatus();

@@ -5,7 +5,10 @@
 // whose ~30 ms steps leave time to look; the fixture finishes 200 tokens in a few milliseconds.
 // Every RPC has a deadline and every child is SIGKILLed in teardown if it is still alive.
 #include <fcntl.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <poll.h>
+#include <sys/socket.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -79,6 +82,9 @@ class WorkerProcess {
 
   void Signal(int signal_number) const { kill(pid_, signal_number); }
 
+  // The next line the worker prints on stdout (empty after `timeout` or at EOF).
+  std::string NextLine(std::chrono::milliseconds timeout) { return ReadLine(timeout); }
+
   // The exit status once the process exited within `timeout`.
   std::optional<int> WaitExit(std::chrono::milliseconds timeout) {
     const auto deadline = std::chrono::steady_clock::now() + timeout;
@@ -121,13 +127,13 @@ const std::string& FixtureModelDir() {
 
 // Flags of the fixture worker; the in-process engine below uses the same values.
 std::vector<std::string> FixtureFlags(int blocks = 64) {
-  return {"--model", FixtureModelDir(), "--port", "0", "--num-gpu-blocks-override",
+  return {"--model", FixtureModelDir(), "--port", "0", "--metrics-port", "-1", "--num-gpu-blocks-override",
           std::to_string(blocks), "--block-size", "16", "--max-num-seqs", "4",
           "--max-num-batched-tokens", "256", "--max-model-len", "256", "--threads", "1"};
 }
 
 std::vector<std::string> SlowFlags() {
-  return {"--model", "dummy:small", "--port", "0", "--num-gpu-blocks-override", "64",
+  return {"--model", "dummy:small", "--port", "0", "--metrics-port", "-1", "--num-gpu-blocks-override", "64",
           "--block-size", "16", "--max-num-seqs", "4", "--max-num-batched-tokens", "256",
           "--max-model-len", "512", "--threads", "1", "--drain-timeout-s", "30"};
 }
@@ -386,6 +392,89 @@ TEST_F(WorkerE2eTest, SigtermDrainsRunningStreamAndExitsZero) {
   EXPECT_EQ(result.tokens.size(), static_cast<size_t>(kMaxTokens));
   EXPECT_EQ(result.finish, v1::FINISH_REASON_LENGTH);
 
+  EXPECT_EQ(worker.WaitExit(std::chrono::seconds(15)), std::optional<int>(0));
+}
+
+// GET `path` from 127.0.0.1:`port` over HTTP/1.0 (the server closes after the response); the
+// whole response, status line included, or empty if the connection failed.
+std::string HttpGet(int port, const std::string& path) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return "";
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  std::string out;
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) {
+    const std::string request = "GET " + path + " HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
+    if (write(fd, request.data(), request.size()) == static_cast<ssize_t>(request.size())) {
+      char chunk[4096];
+      ssize_t n = 0;
+      while ((n = read(fd, chunk, sizeof(chunk))) > 0) out.append(chunk, static_cast<size_t>(n));
+    }
+  }
+  close(fd);
+  return out;
+}
+
+// The value of the sample whose line starts with `series` followed by a space; -1 if absent.
+double Sample(const std::string& text, const std::string& series) {
+  size_t pos = 0;
+  while ((pos = text.find(series + " ", pos)) != std::string::npos) {
+    if (pos == 0 || text[pos - 1] == '\n') return std::stod(text.substr(pos + series.size() + 1));
+    pos += series.size();
+  }
+  return -1;
+}
+
+TEST_F(WorkerE2eTest, ServesPrometheusMetricsUnderVllmNames) {
+  std::vector<std::string> flags = FixtureFlags();
+  flags.insert(flags.end(), {"--metrics-port", "0"});
+  WorkerProcess worker(flags);
+  Connect(worker);
+  const std::string line = worker.NextLine(std::chrono::seconds(10));
+  const std::string prefix = "headroom worker metrics on 127.0.0.1:";
+  ASSERT_EQ(line.rfind(prefix, 0), 0u) << line;
+  const int port = std::stoi(line.substr(prefix.size()));
+
+  const std::string health = HttpGet(port, "/health");
+  EXPECT_EQ(health.rfind("HTTP/1.0 200", 0), 0u) << health;
+  EXPECT_EQ(HttpGet(port, "/nope").rfind("HTTP/1.0 404", 0), 0u);
+
+  constexpr int32_t kMaxTokens = 12;
+  const std::vector<int32_t> prompt = {1, 17, 33, 5, 99, 250, 7, 64, 128, 3, 11};
+  auto context = Context();
+  auto stream = stub_->Submit(context.get(), MakeSubmit(41, prompt, kMaxTokens));
+  const StreamResult result = ReadAll(*stream);
+  ASSERT_TRUE(result.status.ok()) << result.status.error_message();
+  ASSERT_FALSE(result.tokens.empty());
+
+  const std::string response = HttpGet(port, "/metrics");
+  ASSERT_EQ(response.rfind("HTTP/1.0 200", 0), 0u) << response;
+  EXPECT_NE(response.find("text/plain; version=0.0.4"), std::string::npos);
+  const std::string body = response.substr(response.find("\r\n\r\n") + 4);
+  const std::string model = "{model_name=\"" + FixtureModelDir() + "\"}";
+  const std::string stop_or_length =
+      result.finish == v1::FINISH_REASON_STOP ? "stop" : "length";
+  EXPECT_EQ(Sample(body, "vllm:generation_tokens_total" + model),
+            static_cast<double>(result.tokens.size()));
+  EXPECT_EQ(Sample(body, "vllm:prompt_tokens_total" + model), static_cast<double>(prompt.size()));
+  EXPECT_EQ(Sample(body, "vllm:request_success_total{finished_reason=\"" + stop_or_length +
+                             "\",model_name=\"" + FixtureModelDir() + "\"}"),
+            1);
+  EXPECT_EQ(Sample(body, "vllm:num_requests_running" + model), 0);
+  EXPECT_EQ(Sample(body, "vllm:num_requests_waiting" + model), 0);
+  EXPECT_EQ(Sample(body, "vllm:kv_cache_usage_perc" + model), 0);
+  EXPECT_EQ(Sample(body, "headroom:kv_blocks_total" + model), 63);  // 64 minus the null block
+  EXPECT_GE(Sample(body, "vllm:prefix_cache_queries_total" + model), 0);  // present
+  EXPECT_EQ(Sample(body, "vllm:time_to_first_token_seconds_count" + model), 1);
+  EXPECT_EQ(Sample(body, "vllm:inter_token_latency_seconds_count" + model),
+            static_cast<double>(result.tokens.size() - 1));
+  EXPECT_EQ(Sample(body, "vllm:e2e_request_latency_seconds_count" + model), 1);
+  EXPECT_GT(Sample(body, "vllm:e2e_request_latency_seconds_sum" + model), 0);
+  EXPECT_NE(body.find("# TYPE vllm:num_preemptions_total counter"), std::string::npos);
+
+  worker.Signal(SIGTERM);
   EXPECT_EQ(worker.WaitExit(std::chrono::seconds(15)), std::optional<int>(0));
 }
 

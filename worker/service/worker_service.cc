@@ -28,7 +28,8 @@ class SubmitReactor final : public grpc::ServerWriteReactor<v1::SubmitResponse> 
  public:
   SubmitReactor(WorkerService* service, EngineLoop* loop, Request request)
       : service_(service), loop_(loop), id_(request.id),
-        prompt_tokens_(static_cast<int32_t>(request.prompt.size())) {
+        prompt_tokens_(static_cast<int32_t>(request.prompt.size())),
+        observer_(service->options_.observer), arrival_(absl::Now()) {
     loop_->Submit(std::move(request),
                   [this](const absl::StatusOr<StepToken>& event) { OnEngineEvent(event); });
   }
@@ -61,6 +62,7 @@ class SubmitReactor final : public grpc::ServerWriteReactor<v1::SubmitResponse> 
  private:
   // Engine thread.
   void OnEngineEvent(const absl::StatusOr<StepToken>& event) {
+    if (observer_ != nullptr) Observe(event);
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (!event.ok()) {
@@ -73,6 +75,25 @@ class SubmitReactor final : public grpc::ServerWriteReactor<v1::SubmitResponse> 
       }
     }
     Advance();
+  }
+
+  // Engine thread: tells the observer (timing fields are only touched here, so no lock).
+  void Observe(const absl::StatusOr<StepToken>& event) {
+    const absl::Time now = absl::Now();
+    if (!event.ok()) {
+      if (absl::IsCancelled(event.status())) {
+        observer_->OnFinish(FinishReason::kAbort, now - arrival_);
+      }
+      return;
+    }
+    if (observed_tokens_ == 0) {
+      observer_->OnFirstToken(now - arrival_, prompt_tokens_);
+    } else {
+      observer_->OnNextToken(now - last_token_);
+    }
+    ++observed_tokens_;
+    last_token_ = now;
+    if (event->finish != FinishReason::kNone) observer_->OnFinish(event->finish, now - arrival_);
   }
 
   // Starts the next write, or finishes, if the state allows; otherwise nothing.
@@ -110,6 +131,10 @@ class SubmitReactor final : public grpc::ServerWriteReactor<v1::SubmitResponse> 
   EngineLoop* const loop_;
   const RequestId id_;
   const int32_t prompt_tokens_;
+  RequestObserver* const observer_;
+  const absl::Time arrival_;
+  absl::Time last_token_;        // engine thread only
+  int32_t observed_tokens_ = 0;  // engine thread only
 
   std::mutex mu_;
   std::deque<StepToken> queue_;   // tokens not yet written

@@ -35,6 +35,21 @@ namespace headroom::worker {
 // The name health checks of this service use ("" reports the same).
 inline constexpr char kWorkerServiceName[] = "headroom.v1.Worker";
 
+// Per-request events of Submit streams, for metrics. Called on the engine thread, in order, for
+// one request at a time: it must not block. A request refused at admission or failed by the
+// engine produces no event; a cancelled one ends with OnFinish(kAbort), even before its first
+// token.
+class RequestObserver {
+ public:
+  virtual ~RequestObserver() = default;
+  // The request's first token, `ttft` after its Submit arrived; its prompt had `prompt_tokens`.
+  virtual void OnFirstToken(absl::Duration ttft, int32_t prompt_tokens) = 0;
+  // Each later token, `inter_token` after the previous one.
+  virtual void OnNextToken(absl::Duration inter_token) = 0;
+  // The request ended (kAbort when cancelled), `e2e` after its Submit arrived.
+  virtual void OnFinish(FinishReason reason, absl::Duration e2e) = 0;
+};
+
 struct WorkerServiceOptions {
   // --model as given (reported in LoadReport.model).
   std::string model;
@@ -45,6 +60,8 @@ struct WorkerServiceOptions {
   absl::Duration min_report_interval = absl::Milliseconds(50);
   // ...and a report is sent at least this often.
   absl::Duration max_report_interval = absl::Seconds(1);
+  // Told about every Submit's tokens (null: nobody); must outlive the service's streams.
+  RequestObserver* observer = nullptr;
 };
 
 class WatchLoadReactor;

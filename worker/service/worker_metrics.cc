@@ -1,0 +1,169 @@
+#include "worker/service/worker_metrics.h"
+
+#include <vector>
+
+namespace headroom::worker {
+namespace {
+
+const std::vector<std::string> kModel = {"model_name"};
+
+// Bucket bounds in seconds; chosen for CPU and GPU serving alike (headroom's choice, close in
+// range to vLLM's so the same dashboards read sensibly).
+const std::vector<double> kTtftBounds = {0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1,
+                                         0.25,  0.5,   0.75, 1.0,  2.5,  5.0,  7.5,  10.0,
+                                         20.0,  40.0,  80.0, 160.0, 640.0, 2560.0};
+const std::vector<double> kItlBounds = {0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5,
+                                        0.75, 1.0,   2.5,  5.0,   7.5, 10.0, 20.0, 40.0, 80.0};
+const std::vector<double> kE2eBounds = {0.3,  0.5,  0.8,  1.0,  1.5,   2.0,   2.5,   5.0,
+                                        10.0, 15.0, 20.0, 30.0, 40.0,  50.0,  60.0,  120.0,
+                                        240.0, 480.0, 960.0, 1920.0, 7680.0};
+
+// Advances `counter` by how far `value` moved since `last` (a smaller value restarts the count).
+void AdvanceCounter(metrics::Counter& counter, int64_t value, int64_t& last) {
+  if (value > last) counter.Increment(static_cast<double>(value - last));
+  last = value;
+}
+
+}  // namespace
+
+WorkerMetrics::WorkerMetrics(metrics::Registry* registry, const std::string& model_name)
+    : num_requests_running_(
+          registry->AddGauge("vllm:num_requests_running",
+                             "Number of requests running on the engine (holding KV blocks).",
+                             kModel)
+              .WithLabels({model_name})),
+      num_requests_waiting_(registry
+                                ->AddGauge("vllm:num_requests_waiting",
+                                           "Number of requests waiting for admission, preempted "
+                                           "ones included.",
+                                           kModel)
+                                .WithLabels({model_name})),
+      kv_cache_usage_perc_(registry
+                               ->AddGauge("vllm:kv_cache_usage_perc",
+                                          "KV-cache usage: used blocks / usable blocks, 0 to 1.",
+                                          kModel)
+                               .WithLabels({model_name})),
+      kv_blocks_total_(registry
+                           ->AddGauge("headroom:kv_blocks_total",
+                                      "KV blocks that can hold tokens (the pool without the "
+                                      "null block).",
+                                      kModel)
+                           .WithLabels({model_name})),
+      kv_blocks_free_(registry
+                          ->AddGauge("headroom:kv_blocks_free",
+                                     "KV blocks in no block table, evictable cached ones "
+                                     "included.",
+                                     kModel)
+                          .WithLabels({model_name})),
+      kv_blocks_evictable_(registry
+                               ->AddGauge("headroom:kv_blocks_evictable",
+                                          "Free KV blocks that still hold a cached prefix.",
+                                          kModel)
+                               .WithLabels({model_name})),
+      kv_internal_waste_slots_(registry
+                                   ->AddGauge("headroom:kv_internal_waste_slots",
+                                              "Assigned but unused token slots in the running "
+                                              "sequences' last blocks (internal fragmentation).",
+                                              kModel)
+                                   .WithLabels({model_name})),
+      device_allocations_(registry
+                              ->AddGauge("headroom:device_allocations",
+                                         "Device allocations made by the engine (constant after "
+                                         "startup).",
+                                         kModel)
+                              .WithLabels({model_name})),
+      num_preemptions_(registry
+                           ->AddCounter("vllm:num_preemptions",
+                                        "Cumulative number of preemptions.", kModel)
+                           .WithLabels({model_name})),
+      prefix_cache_queries_(registry
+                                ->AddCounter("vllm:prefix_cache_queries",
+                                             "Prefix-cache queries, in prompt tokens looked up.",
+                                             kModel)
+                                .WithLabels({model_name})),
+      prefix_cache_hits_(registry
+                             ->AddCounter("vllm:prefix_cache_hits",
+                                          "Prefix-cache hits, in prompt tokens served from "
+                                          "cached blocks.",
+                                          kModel)
+                             .WithLabels({model_name})),
+      prompt_tokens_(registry
+                         ->AddCounter("vllm:prompt_tokens",
+                                      "Number of prefill tokens processed.", kModel)
+                         .WithLabels({model_name})),
+      generation_tokens_(registry
+                             ->AddCounter("vllm:generation_tokens",
+                                          "Number of generation tokens processed.", kModel)
+                             .WithLabels({model_name})),
+      request_success_(registry->AddCounter("vllm:request_success",
+                                            "Count of finished requests, by finish reason.",
+                                            {"finished_reason", "model_name"})),
+      time_to_first_token_(registry
+                               ->AddHistogram("vllm:time_to_first_token_seconds",
+                                              "Histogram of time to first token in seconds.",
+                                              kModel, kTtftBounds)
+                               .WithLabels({model_name})),
+      inter_token_latency_(registry
+                               ->AddHistogram("vllm:inter_token_latency_seconds",
+                                              "Histogram of inter-token latency in seconds.",
+                                              kModel, kItlBounds)
+                               .WithLabels({model_name})),
+      e2e_request_latency_(registry
+                               ->AddHistogram("vllm:e2e_request_latency_seconds",
+                                              "Histogram of end-to-end request latency in "
+                                              "seconds.",
+                                              kModel, kE2eBounds)
+                               .WithLabels({model_name})) {
+  // Every reason is exported from the start, so rate() sees the first request of each.
+  success_stop_ = &request_success_.WithLabels({"stop", model_name});
+  success_length_ = &request_success_.WithLabels({"length", model_name});
+  success_abort_ = &request_success_.WithLabels({"abort", model_name});
+  registry->AddCollectHook([this] { Collect(); });
+}
+
+void WorkerMetrics::Collect() {
+  EngineLoop* loop = loop_.load();
+  if (loop == nullptr) return;
+  const EngineStats stats = loop->Stats();
+  num_requests_running_.Set(stats.scheduler.num_running);
+  num_requests_waiting_.Set(stats.scheduler.num_waiting);
+  kv_cache_usage_perc_.Set(stats.kv.usage);
+  kv_blocks_total_.Set(stats.kv.num_usable_blocks);
+  kv_blocks_free_.Set(stats.kv.num_free_blocks);
+  kv_blocks_evictable_.Set(stats.kv.num_evictable_blocks);
+  kv_internal_waste_slots_.Set(static_cast<double>(stats.kv.internal_waste_slots));
+  device_allocations_.Set(static_cast<double>(stats.device_allocations));
+  AdvanceCounter(num_preemptions_, stats.scheduler.num_preemptions, last_preemptions_);
+  AdvanceCounter(prefix_cache_queries_, stats.kv.prefix_queries, last_prefix_queries_);
+  AdvanceCounter(prefix_cache_hits_, stats.kv.prefix_hits, last_prefix_hits_);
+}
+
+void WorkerMetrics::OnFirstToken(absl::Duration ttft, int32_t prompt_tokens) {
+  prompt_tokens_.Increment(prompt_tokens);
+  generation_tokens_.Increment();
+  time_to_first_token_.Observe(absl::ToDoubleSeconds(ttft));
+}
+
+void WorkerMetrics::OnNextToken(absl::Duration inter_token) {
+  generation_tokens_.Increment();
+  inter_token_latency_.Observe(absl::ToDoubleSeconds(inter_token));
+}
+
+void WorkerMetrics::OnFinish(FinishReason reason, absl::Duration e2e) {
+  switch (reason) {
+    case FinishReason::kStop:
+      success_stop_->Increment();
+      break;
+    case FinishReason::kLength:
+      success_length_->Increment();
+      break;
+    case FinishReason::kAbort:
+      success_abort_->Increment();
+      break;
+    case FinishReason::kNone:
+      return;
+  }
+  e2e_request_latency_.Observe(absl::ToDoubleSeconds(e2e));
+}
+
+}  // namespace headroom::worker

@@ -1,0 +1,70 @@
+// WorkerMetrics: a worker's Prometheus metrics, under vLLM's names where the meaning is the same
+// (docs/metrics.md lists them all). Every series carries `model_name`.
+//
+// Two sources:
+//   - EngineLoop::Stats(), read at every scrape (a registry collect hook): the gauges, and the
+//     counters the engine keeps cumulatively (preemptions, prefix-cache queries and hits), which
+//     are advanced by the difference from the previous scrape;
+//   - the worker service's Submit streams (RequestObserver, engine thread): token counters,
+//     finished requests by reason, and the latency histograms.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+
+#include "common/metrics.h"
+#include "worker/engine/engine_loop.h"
+#include "worker/service/worker_service.h"
+
+namespace headroom::worker {
+
+class WorkerMetrics final : public RequestObserver {
+ public:
+  // Adds the families to `registry` (which must outlive this object's use, and this object must
+  // outlive the registry's renders).
+  WorkerMetrics(metrics::Registry* registry, const std::string& model_name);
+
+  // Statistics come from `loop` from now on (before: the engine gauges stay 0).
+  void SetLoop(EngineLoop* loop) { loop_.store(loop); }
+
+  void OnFirstToken(absl::Duration ttft, int32_t prompt_tokens) override;
+  void OnNextToken(absl::Duration inter_token) override;
+  void OnFinish(FinishReason reason, absl::Duration e2e) override;
+
+ private:
+  // Copies EngineLoop::Stats() into the gauges and advances the stats-backed counters. Runs under
+  // the registry's lock, one scrape at a time, so last_* need no lock of their own.
+  void Collect();
+
+  std::atomic<EngineLoop*> loop_{nullptr};
+
+  // Gauges.
+  metrics::Gauge& num_requests_running_;
+  metrics::Gauge& num_requests_waiting_;
+  metrics::Gauge& kv_cache_usage_perc_;
+  metrics::Gauge& kv_blocks_total_;
+  metrics::Gauge& kv_blocks_free_;
+  metrics::Gauge& kv_blocks_evictable_;
+  metrics::Gauge& kv_internal_waste_slots_;
+  metrics::Gauge& device_allocations_;
+  // Counters fed from the engine's cumulative statistics.
+  metrics::Counter& num_preemptions_;
+  metrics::Counter& prefix_cache_queries_;
+  metrics::Counter& prefix_cache_hits_;
+  int64_t last_preemptions_ = 0;
+  int64_t last_prefix_queries_ = 0;
+  int64_t last_prefix_hits_ = 0;
+  // Counters and histograms fed from Submit streams.
+  metrics::Counter& prompt_tokens_;
+  metrics::Counter& generation_tokens_;
+  metrics::Family<metrics::Counter>& request_success_;
+  metrics::Counter* success_stop_ = nullptr;    // finished_reason="stop"
+  metrics::Counter* success_length_ = nullptr;  // finished_reason="length"
+  metrics::Counter* success_abort_ = nullptr;   // finished_reason="abort"
+  metrics::Histogram& time_to_first_token_;
+  metrics::Histogram& inter_token_latency_;
+  metrics::Histogram& e2e_request_latency_;
+};
+
+}  // namespace headroom::worker
