@@ -10,6 +10,7 @@
 #include "cli/bench_command.h"
 #include "cli/exit_codes.h"
 #include "cli/plan_command.h"
+#include "cli/router_command.h"
 #include "cli/worker_command.h"
 
 namespace headroom::cli {
@@ -25,6 +26,7 @@ constexpr Subcommand kSubcommands[] = {
     {"plan", kPlanSummary, RunPlanCommand},
     {"bench", kBenchSummary, RunBenchCommand},
     {"worker", kWorkerSummary, RunWorkerCommand},
+    {"router", kRouterSummary, RunRouterCommand},
 };
 
 std::string Usage() {

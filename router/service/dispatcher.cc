@@ -1,0 +1,250 @@
+#include "router/service/dispatcher.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+
+namespace headroom::router {
+
+Dispatcher::Dispatcher(DispatcherOptions options)
+    : options_(std::move(options)),
+      table_(options_.groups, options_.stale_after),
+      queue_(options_.admission) {}
+
+Dispatcher::~Dispatcher() { Stop(); }
+
+void Dispatcher::SetUpListener(std::function<void(bool)> listener) {
+  up_listener_ = std::move(listener);
+}
+
+void Dispatcher::Start() { thread_ = std::thread([this] { Run(); }); }
+
+void Dispatcher::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void Dispatcher::Wake() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    dirty_ = true;
+  }
+  wake_.notify_all();
+}
+
+SubmitResult Dispatcher::Submit(int64_t id, int64_t max_total_tokens, absl::Time deadline,
+                                std::weak_ptr<PlacementListener> listener) {
+  SubmitResult result;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!table_.any_up()) {
+      result.status = absl::UnavailableError("no worker group is serving; retry later");
+      return result;
+    }
+    const OfferResult offer = queue_.Offer(id, max_total_tokens, deadline);
+    if (!offer.accepted) {
+      ++refused_;
+      result.retry_after_s = offer.retry_after_s;
+      result.status = absl::ResourceExhaustedError(absl::StrCat(
+          "every worker group is full and the router's queue holds ", queue_.size(),
+          " requests; retry after ", offer.retry_after_s, " s"));
+      return result;
+    }
+    queued_[id] = Pending{max_total_tokens, deadline, std::move(listener), {}};
+    dirty_ = true;
+  }
+  wake_.notify_all();
+  return result;
+}
+
+void Dispatcher::Resubmit(int64_t id, int64_t max_total_tokens, absl::Time deadline,
+                          absl::flat_hash_set<size_t> tried,
+                          std::weak_ptr<PlacementListener> listener) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    failover_[id] = Pending{max_total_tokens, deadline, std::move(listener), std::move(tried)};
+    retries_.push_back(id);
+    dirty_ = true;
+  }
+  wake_.notify_all();
+}
+
+void Dispatcher::Cancel(int64_t id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (queued_.erase(id) > 0) queue_.Remove(id);
+  if (failover_.erase(id) > 0) std::erase(retries_, id);
+}
+
+void Dispatcher::FirstToken(int64_t id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  table_.MarkFirstToken(id);
+}
+
+void Dispatcher::Finished(int64_t id) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    table_.Release(id);
+    if (placed_.erase(id) > 0) --in_flight_;
+    dirty_ = true;
+  }
+  wake_.notify_all();
+}
+
+void Dispatcher::OnReport(size_t group, const v1::LoadReport& report) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    table_.ApplyReport(group, report, absl::Now());
+    dirty_ = true;
+  }
+  wake_.notify_all();
+}
+
+void Dispatcher::OnStreamDown(size_t group) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    table_.MarkDown(group);
+    dirty_ = true;
+  }
+  wake_.notify_all();
+}
+
+int32_t Dispatcher::largest_max_model_len() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return table_.largest_max_model_len();
+}
+
+std::string Dispatcher::reported_model() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (size_t g = 0; g < table_.size(); ++g) {
+    if (table_.load(g).up && table_.report(g).has_value()) return table_.report(g)->model();
+  }
+  return "";
+}
+
+bool Dispatcher::any_up() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return table_.any_up();
+}
+
+v1::ClusterState Dispatcher::Snapshot() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  v1::ClusterState state;
+  for (size_t g = 0; g < table_.size(); ++g) {
+    v1::GroupState* group = state.add_groups();
+    const GroupLoad& load = table_.load(g);
+    group->set_address(load.group);
+    group->set_healthy(load.up && !load.draining);
+    if (table_.report(g).has_value()) *group->mutable_load() = *table_.report(g);
+    group->set_reserved_blocks(load.reserved_blocks);
+  }
+  state.set_queued(queue_.size() + static_cast<int32_t>(failover_.size()));
+  state.set_refused(refused_);
+  state.set_in_flight(in_flight_);
+  return state;
+}
+
+std::vector<Dispatcher::Delivery> Dispatcher::PassLocked(absl::Time now) {
+  std::vector<Delivery> out;
+  table_.ExpireStale(now);
+  for (int64_t id : queue_.Expire(now)) {
+    auto it = queued_.find(id);
+    if (it == queued_.end()) continue;
+    out.push_back({it->second.listener, id, false, 0,
+                   absl::DeadlineExceededError(
+                       "the request's deadline passed while it waited for a worker group")});
+    queued_.erase(it);
+  }
+  // Failover retries first: they were admitted before anything in the queue.
+  for (auto it = retries_.begin(); it != retries_.end();) {
+    const int64_t id = *it;
+    Pending& p = failover_[id];
+    if (p.deadline <= now) {
+      out.push_back({p.listener, id, false, 0,
+                     absl::DeadlineExceededError(
+                         "the request's deadline passed while it waited for another group")});
+      failover_.erase(id);
+      it = retries_.erase(it);
+      continue;
+    }
+    std::vector<GroupLoad> view(table_.loads().begin(), table_.loads().end());
+    for (size_t g : p.tried) view[g].up = false;
+    const PlacementDecision d = policy_(view, {.max_total_tokens = p.max_total_tokens});
+    if (d.outcome == PlacementOutcome::kWait) {
+      ++it;
+      continue;
+    }
+    if (d.outcome == PlacementOutcome::kPlaced) {
+      table_.loads()[d.group].reserved_blocks += d.demand_blocks;
+      table_.Track(id, d.group, d.demand_blocks);
+      placed_.insert(id);
+      ++in_flight_;
+      out.push_back({p.listener, id, true, d.group, absl::OkStatus()});
+    } else {
+      out.push_back({p.listener, id, false, 0,
+                     absl::UnavailableError(absl::StrCat(
+                         "the worker group failed before the first token and no other group "
+                         "can take the request (tried ",
+                         p.tried.size(), ")"))});
+    }
+    failover_.erase(id);
+    it = retries_.erase(it);
+  }
+  for (const PlacedRequest& placed : queue_.Place(table_.loads(), policy_, now)) {
+    auto it = queued_.find(placed.id);
+    if (it == queued_.end()) continue;
+    if (placed.outcome == PlacementOutcome::kPlaced) {
+      table_.Track(placed.id, placed.group, placed.demand_blocks);
+      placed_.insert(placed.id);
+      ++in_flight_;
+      out.push_back({it->second.listener, placed.id, true, placed.group, absl::OkStatus()});
+    } else {
+      const PlacementDecision d =
+          policy_(table_.loads(), {.max_total_tokens = it->second.max_total_tokens});
+      out.push_back({it->second.listener, placed.id, false, 0,
+                     absl::InvalidArgumentError(absl::StrCat(
+                         "prompt + max_tokens = ", it->second.max_total_tokens,
+                         " tokens can never fit a worker group (largest pool ",
+                         d.largest_pool_tokens, " tokens, largest max_model_len ",
+                         d.largest_max_model_len, ")"))});
+    }
+    queued_.erase(it);
+  }
+  return out;
+}
+
+void Dispatcher::Run() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!stopping_) {
+    wake_.wait_for(lock, absl::ToChronoMilliseconds(options_.tick),
+                   [this] { return dirty_ || stopping_; });
+    if (stopping_) break;
+    dirty_ = false;
+    std::vector<Delivery> deliveries = PassLocked(absl::Now());
+    const bool any_up = table_.any_up();
+    lock.unlock();
+    for (Delivery& d : deliveries) {
+      std::shared_ptr<PlacementListener> listener = d.listener.lock();
+      if (listener == nullptr) {
+        if (d.placed) Finished(d.id);  // the request ended meanwhile
+        continue;
+      }
+      if (d.placed) {
+        listener->OnPlaced(d.group);
+      } else {
+        listener->OnRejected(d.status);
+      }
+    }
+    if (any_up != last_any_up_) {
+      last_any_up_ = any_up;
+      if (up_listener_) up_listener_(any_up);
+    }
+    lock.lock();
+  }
+}
+
+}  // namespace headroom::router

@@ -1,0 +1,138 @@
+// Dispatcher: the router's placement loop. Owns the GroupTable and the AdmissionQueue under one
+// mutex and runs placement on its own thread, so gRPC reactions only post to it (Submit, Cancel,
+// Finished...) and never place, wait or call out while holding the lock.
+//
+// Threads: one dispatch thread, woken by every post and by a 50 ms tick. A pass: mark stale groups
+// down, expire queued requests past their deadline (DEADLINE_EXCEEDED), place failover retries
+// (each excluding the groups it already tried), then AdmissionQueue::Place. Decisions are
+// delivered to the requests' PlacementListener after the lock is released.
+//
+// Lifetimes: listeners are held as weak_ptr, so a request that ended meanwhile is skipped (its
+// reservation, if any was just made, is released). Stop() joins the thread; call it after the
+// gRPC server has shut down.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "headroom/v1/inference.pb.h"
+#include "router/admission/admission_queue.h"
+#include "router/placement/placement.h"
+#include "router/service/group_table.h"
+
+namespace headroom::router {
+
+// Receives the placement decision of one request, on the dispatch thread.
+class PlacementListener {
+ public:
+  virtual ~PlacementListener() = default;
+  // Send the request to `group`; `demand_blocks` are reserved there until Finished().
+  virtual void OnPlaced(size_t group) = 0;
+  // The request will not run: DEADLINE_EXCEEDED, INVALID_ARGUMENT (never fits), UNAVAILABLE.
+  virtual void OnRejected(const absl::Status& status) = 0;
+};
+
+struct DispatcherOptions {
+  std::vector<std::string> groups;  // worker group leader addresses
+  AdmissionConfig admission;
+  // A group whose last report is older than this is down.
+  absl::Duration stale_after = absl::Seconds(2);
+  absl::Duration tick = absl::Milliseconds(50);
+};
+
+// Result of Submit.
+struct SubmitResult {
+  absl::Status status;     // OK = queued; RESOURCE_EXHAUSTED; UNAVAILABLE (no group up)
+  int32_t retry_after_s = 0;  // for RESOURCE_EXHAUSTED
+};
+
+class Dispatcher {
+ public:
+  explicit Dispatcher(DispatcherOptions options);
+  ~Dispatcher();  // Stop()s
+
+  Dispatcher(const Dispatcher&) = delete;
+  Dispatcher& operator=(const Dispatcher&) = delete;
+
+  // Called (on the dispatch thread) whenever "at least one group is up" changes.
+  void SetUpListener(std::function<void(bool any_up)> listener);
+  void Start();
+  void Stop();
+
+  // Queues request `id` for placement.
+  SubmitResult Submit(int64_t id, int64_t max_total_tokens, absl::Time deadline,
+                      std::weak_ptr<PlacementListener> listener);
+  // Failover: places `id` again on a group not in `tried` (no admission-queue limit: it was
+  // admitted already). Rejected UNAVAILABLE when no other group can ever take it.
+  void Resubmit(int64_t id, int64_t max_total_tokens, absl::Time deadline,
+                absl::flat_hash_set<size_t> tried, std::weak_ptr<PlacementListener> listener);
+  // The request ended before placement (client cancel): forget it.
+  void Cancel(int64_t id);
+  // Its worker streamed the first token (reservation goes at the next newer report).
+  void FirstToken(int64_t id);
+  // Its worker stream ended: release its reservation.
+  void Finished(int64_t id);
+
+  // From the GroupMonitor.
+  void OnReport(size_t group, const v1::LoadReport& report);
+  void OnStreamDown(size_t group);
+
+  [[nodiscard]] int32_t largest_max_model_len() const;
+  // The model the first up group reports ("" when none has reported).
+  [[nodiscard]] std::string reported_model() const;
+  [[nodiscard]] bool any_up() const;
+  [[nodiscard]] v1::ClusterState Snapshot() const;
+
+ private:
+  struct Pending {
+    int64_t max_total_tokens = 0;
+    absl::Time deadline;
+    std::weak_ptr<PlacementListener> listener;
+    absl::flat_hash_set<size_t> tried;  // failover only
+  };
+  struct Delivery {
+    std::weak_ptr<PlacementListener> listener;
+    int64_t id = 0;
+    bool placed = false;
+    size_t group = 0;
+    absl::Status status;
+  };
+
+  void Run();
+  // One pass under mu_; returns what to deliver.
+  std::vector<Delivery> PassLocked(absl::Time now);
+  void Wake();
+
+  const DispatcherOptions options_;
+  LeastLoadedByBlocks policy_;  // stateless
+
+  mutable std::mutex mu_;
+  std::condition_variable wake_;
+  bool dirty_ = false;                                  // guarded by mu_
+  bool stopping_ = false;                               // guarded by mu_
+  GroupTable table_;                                    // guarded by mu_
+  AdmissionQueue queue_;                                // guarded by mu_
+  absl::flat_hash_map<int64_t, Pending> queued_;        // guarded by mu_
+  std::deque<int64_t> retries_;                         // guarded by mu_ (ids in failover_)
+  absl::flat_hash_map<int64_t, Pending> failover_;      // guarded by mu_
+  int64_t refused_ = 0;                                 // guarded by mu_
+  int32_t in_flight_ = 0;                               // guarded by mu_
+  absl::flat_hash_set<int64_t> placed_;                 // guarded by mu_
+  std::function<void(bool)> up_listener_;               // set before Start
+  bool last_any_up_ = false;                            // dispatch thread only
+  std::thread thread_;
+};
+
+}  // namespace headroom::router

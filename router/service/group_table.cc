@@ -1,0 +1,86 @@
+#include "router/service/group_table.h"
+
+#include <algorithm>
+#include <utility>
+
+namespace headroom::router {
+
+GroupTable::GroupTable(std::vector<std::string> addresses, absl::Duration stale_after)
+    : stale_after_(stale_after) {
+  for (std::string& address : addresses) {
+    GroupLoad& load = loads_.emplace_back();
+    load.group = std::move(address);
+  }
+  reports_.resize(loads_.size());
+  last_report_.resize(loads_.size(), absl::InfinitePast());
+}
+
+void GroupTable::ApplyReport(size_t group, const v1::LoadReport& report, absl::Time now) {
+  GroupLoad& load = loads_[group];
+  load.up = true;
+  load.draining = report.draining();
+  load.sequence = report.sequence();
+  load.total_blocks = report.total_blocks();
+  load.free_blocks = report.free_blocks();
+  load.evictable_blocks = report.evictable_blocks();
+  load.block_size = report.block_size() > 0 ? report.block_size() : 16;
+  load.running = report.running();
+  load.waiting = report.waiting();
+  load.waiting_demand_blocks = report.waiting_demand_blocks();
+  load.max_model_len = report.max_model_len();
+  reports_[group] = report;
+  last_report_[group] = now;
+  for (auto it = reservations_.begin(); it != reservations_.end();) {
+    const Reservation& r = it->second;
+    if (r.group == group && r.release_after.has_value() && report.sequence() > *r.release_after) {
+      load.reserved_blocks -= r.blocks;
+      reservations_.erase(it++);
+    } else {
+      ++it;
+    }
+  }
+}
+
+void GroupTable::MarkDown(size_t group) { loads_[group].up = false; }
+
+int GroupTable::ExpireStale(absl::Time now) {
+  int expired = 0;
+  for (size_t g = 0; g < loads_.size(); ++g) {
+    if (loads_[g].up && now - last_report_[g] > stale_after_) {
+      loads_[g].up = false;
+      ++expired;
+    }
+  }
+  return expired;
+}
+
+void GroupTable::Track(int64_t request, size_t group, int64_t blocks) {
+  reservations_[request] = Reservation{group, blocks, std::nullopt};
+}
+
+void GroupTable::MarkFirstToken(int64_t request) {
+  auto it = reservations_.find(request);
+  if (it == reservations_.end() || it->second.release_after.has_value()) return;
+  it->second.release_after = loads_[it->second.group].sequence;
+}
+
+void GroupTable::Release(int64_t request) {
+  auto it = reservations_.find(request);
+  if (it == reservations_.end()) return;
+  loads_[it->second.group].reserved_blocks -= it->second.blocks;
+  reservations_.erase(it);
+}
+
+bool GroupTable::any_up() const {
+  return std::any_of(loads_.begin(), loads_.end(), [](const GroupLoad& l) { return l.up; });
+}
+
+int32_t GroupTable::largest_max_model_len() const {
+  int32_t largest = 0;
+  for (const GroupLoad& l : loads_) {
+    if (l.up) largest = std::max(largest, l.max_model_len);
+  }
+  return largest;
+}
+
+}  // namespace headroom::router

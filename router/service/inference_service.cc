@@ -1,0 +1,430 @@
+#include "router/service/inference_service.h"
+
+#include <algorithm>
+#include <chrono>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <random>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "router/service/request_validation.h"
+#include "router/tokenizer/incremental_detokenizer.h"
+#include "router/tokenizer/stop_matcher.h"
+
+namespace headroom::router {
+
+namespace {
+grpc::Status ToGrpc(const absl::Status& status) {
+  return grpc::Status(static_cast<grpc::StatusCode>(status.code()),
+                      std::string(status.message()));
+}
+
+}  // namespace
+
+class GenerateReactor;
+
+// The Submit call to one worker group for one GenerateReactor (callback client reactor).
+// Lifetime: holds itself (self_) from Start until OnDone; holds its parent until then.
+class WorkerCall final : public grpc::ClientReadReactor<v1::SubmitResponse> {
+ public:
+  WorkerCall(std::shared_ptr<GenerateReactor> parent, size_t group) : parent_(std::move(parent)),
+                                                                      group_(group) {}
+  void Start(std::shared_ptr<WorkerCall> self, v1::Worker::Stub* stub, absl::Time deadline) {
+    self_ = std::move(self);
+    context_.set_deadline(absl::ToChronoTime(deadline));
+    stub->async()->Submit(&context_, &request_, this);
+    StartRead(&response_);
+    StartCall();
+  }
+  void Cancel() { context_.TryCancel(); }
+  v1::SubmitRequest& request() { return request_; }
+
+  void OnReadDone(bool ok) override;
+  void OnDone(const grpc::Status& status) override;
+
+ private:
+  std::shared_ptr<GenerateReactor> parent_;
+  const size_t group_;
+  std::shared_ptr<WorkerCall> self_;
+  grpc::ClientContext context_;
+  v1::SubmitRequest request_;
+  v1::SubmitResponse response_;
+};
+
+// One Generate stream (state machine in inference_service.h).
+class GenerateReactor final : public grpc::ServerWriteReactor<v1::GenerateResponse>,
+                              public PlacementListener,
+                              public std::enable_shared_from_this<GenerateReactor> {
+ public:
+  GenerateReactor(InferenceService* service, grpc::CallbackServerContext* context)
+      : service_(service), context_(context), id_(static_cast<int64_t>(service->NextRequestId())) {}
+
+  // Validates and queues; called once right after construction.
+  void Begin(std::shared_ptr<GenerateReactor> self, const v1::GenerateRequest& request) {
+    self_ = std::move(self);
+    const std::string served = service_->ModelName();
+    if (!request.model().empty() && request.model() != served) {
+      End(grpc::Status(grpc::StatusCode::NOT_FOUND,
+                       absl::StrCat("model \"", request.model(), "\" is not served here (",
+                                    served, ")")));
+      return;
+    }
+    absl::StatusOr<ValidatedRequest> validated = ValidateGenerateRequest(
+        request, *service_->options_.tokenizer, service_->dispatcher_->largest_max_model_len());
+    if (!validated.ok()) {
+      End(ToGrpc(validated.status()));
+      return;
+    }
+    req_ = *std::move(validated);
+    const auto client_deadline = context_->deadline();
+    deadline_ = client_deadline >= std::chrono::system_clock::now() + std::chrono::hours(24 * 365)
+                    ? absl::Now() + service_->options_.default_timeout
+                    : absl::FromChrono(client_deadline);
+    const Tokenizer& tokenizer = *service_->options_.tokenizer;
+    const size_t context_tokens = std::min<size_t>(req_.prompt.size(), 4);
+    detokenizer_.emplace(tokenizer, DecodeOptions{},
+                         std::span<const int32_t>(req_.prompt.data() + req_.prompt.size() -
+                                                      context_tokens,
+                                                  context_tokens));
+    stop_.emplace(StopMatcherOptions{req_.stop, req_.include_stop_str_in_output});
+    const SubmitResult submitted = service_->dispatcher_->Submit(
+        id_, req_.max_total_tokens(), deadline_, weak_from_this());
+    if (!submitted.status.ok()) {
+      if (submitted.retry_after_s > 0) {
+        context_->AddTrailingMetadata("retry-after", std::to_string(submitted.retry_after_s));
+      }
+      End(ToGrpc(submitted.status));
+    }
+  }
+
+  void OnPlaced(size_t group) override {
+    std::shared_ptr<WorkerCall> call;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (finish_.has_value()) {
+        call = nullptr;
+      } else {
+        group_ = group;
+        tried_.insert(group);
+        call = std::make_shared<WorkerCall>(shared_from_this(), group);
+        v1::SubmitRequest& submit = call->request();
+        submit.set_request_id(static_cast<uint64_t>(id_));
+        submit.mutable_prompt_token_ids()->Assign(req_.prompt.begin(), req_.prompt.end());
+        *submit.mutable_sampling() = req_.sampling;
+        submit.set_cache_salt(req_.cache_salt);
+        worker_call_ = call;
+      }
+    }
+    if (call == nullptr) {
+      service_->dispatcher_->Finished(id_);
+      return;
+    }
+    service_->Acquire();
+    call->Start(call, service_->monitor_->stub(group), deadline_);
+  }
+
+  void OnRejected(const absl::Status& status) override { End(ToGrpc(status)); }
+
+  [[nodiscard]] InferenceService* service() const { return service_; }
+
+  // A message from the worker (WorkerCall::OnReadDone).
+  void OnWorkerMessage(const v1::SubmitResponse& message) {
+    bool first_token = false;
+    bool abort = false;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (finish_.has_value()) return;
+      v1::GenerateResponse out;
+      std::vector<int32_t> ids;
+      for (const v1::GeneratedToken& token : message.tokens()) {
+        ids.push_back(token.token_id());
+        out.add_token_ids(token.token_id());
+        v1::Logprob* lp = out.add_logprobs();
+        lp->set_token_id(token.token_id());
+        lp->set_logprob(token.logprob());
+        *lp->mutable_top_logprobs() = token.top_logprobs();
+      }
+      if (!ids.empty() && completion_tokens_ == 0) first_token = true;
+      completion_tokens_ += static_cast<int32_t>(ids.size());
+      const bool last = message.finish_reason() != v1::FINISH_REASON_UNSPECIFIED;
+      std::string text = detokenizer_->Push(std::span<const int32_t>(ids));
+      if (last) text += detokenizer_->Finish();
+      StopResult stopped = stop_->Push(text);
+      out.set_text(std::move(stopped.text));
+      if (stopped.stopped) {
+        out.set_finish_reason(v1::FINISH_REASON_STOP);
+        out.set_stop_string(req_.stop[*stopped.stop_index]);
+        abort = !last;
+      } else if (last) {
+        *out.mutable_text() += stop_->Finish();
+        out.set_finish_reason(message.finish_reason());
+        if (message.finish_reason() == v1::FINISH_REASON_STOP && !ids.empty()) {
+          const auto& stops = req_.sampling.stop_token_ids();
+          if (std::find(stops.begin(), stops.end(), ids.back()) != stops.end()) {
+            out.set_stop_token_id(ids.back());
+          }
+        }
+      }
+      if (out.finish_reason() != v1::FINISH_REASON_UNSPECIFIED) {
+        out.mutable_usage()->set_prompt_tokens(static_cast<int32_t>(req_.prompt.size()));
+        out.mutable_usage()->set_completion_tokens(completion_tokens_);
+        finish_ = grpc::Status::OK;
+      }
+      if (!ids.empty() || out.finish_reason() != v1::FINISH_REASON_UNSPECIFIED ||
+          !out.text().empty()) {
+        outbox_.push_back(std::move(out));
+      }
+    }
+    if (first_token) service_->dispatcher_->FirstToken(id_);
+    if (abort) SendAbort();
+    Pump();
+  }
+
+  // The worker call ended (WorkerCall::OnDone).
+  void OnWorkerDone(const grpc::Status& status, size_t group) {
+    service_->dispatcher_->Finished(id_);
+    bool failover = false;
+    std::optional<grpc::Status> end;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      worker_call_.reset();
+      if (finish_.has_value()) return;  // already ending (stop string, cancel, final message)
+      const grpc::StatusCode code = status.error_code();
+      const bool worker_failed = code == grpc::StatusCode::UNAVAILABLE ||
+                                 code == grpc::StatusCode::CANCELLED ||
+                                 code == grpc::StatusCode::FAILED_PRECONDITION;
+      if (status.ok()) {
+        end = grpc::Status(grpc::StatusCode::INTERNAL,
+                           "the worker ended the stream without a finish reason");
+      } else if (worker_failed && completion_tokens_ == 0 && !cancelled_) {
+        failover = true;
+      } else if (worker_failed && !cancelled_) {
+        end = grpc::Status(
+            grpc::StatusCode::UNAVAILABLE,
+            absl::StrCat("worker group ", service_->monitor_->address(group), " failed after ",
+                         completion_tokens_, " tokens were streamed (", status.error_message(),
+                         "); a partly streamed request is not retried"));
+      } else {
+        end = status;
+      }
+    }
+    if (failover) {
+      service_->dispatcher_->Resubmit(id_, req_.max_total_tokens(), deadline_, tried_,
+                                      weak_from_this());
+    } else if (end.has_value()) {
+      End(*end);
+    }
+  }
+
+  void OnWriteDone(bool ok) override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      writing_ = false;
+      if (!ok && !finish_.has_value()) finish_ = grpc::Status::CANCELLED;
+      if (!ok) outbox_.clear();
+    }
+    Pump();
+  }
+
+  void OnCancel() override {
+    std::shared_ptr<WorkerCall> call;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      cancelled_ = true;
+      call = worker_call_;
+    }
+    service_->dispatcher_->Cancel(id_);
+    if (call != nullptr) call->Cancel();
+    End(grpc::Status::CANCELLED);
+  }
+
+  void OnDone() override {
+    std::shared_ptr<WorkerCall> call;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      done_ = true;
+      call = worker_call_;
+    }
+    service_->dispatcher_->Cancel(id_);
+    if (call != nullptr) call->Cancel();  // e.g. the write failed: nobody reads the rest
+    service_->ReleaseOne();
+    self_.reset();  // may destroy this
+  }
+
+ private:
+  // Ends the stream with `status` after what is already queued (errors drop the queue).
+  void End(const grpc::Status& status) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (finish_.has_value()) return;
+      finish_ = status;
+      if (!status.ok()) outbox_.clear();
+    }
+    Pump();
+  }
+
+  // Starts the next write, or Finish once the outbox is empty and an end is set.
+  void Pump() {
+    enum { kNothing, kWrite, kFinish } action = kNothing;
+    grpc::Status status;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (writing_ || finish_called_ || done_) return;
+      if (!outbox_.empty()) {
+        current_ = std::move(outbox_.front());
+        outbox_.pop_front();
+        writing_ = true;
+        action = kWrite;
+      } else if (finish_.has_value()) {
+        finish_called_ = true;
+        status = *finish_;
+        action = kFinish;
+      }
+    }
+    if (action == kWrite) StartWrite(&current_);
+    if (action == kFinish) Finish(status);
+  }
+
+  // Stop string matched: end the worker's request (its stream then ends CANCELLED).
+  void SendAbort() {
+    struct AbortCall {
+      grpc::ClientContext context;
+      v1::AbortRequest request;
+      v1::AbortResponse response;
+    };
+    size_t group = 0;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      group = group_;
+    }
+    auto* call = new AbortCall();
+    call->context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+    call->request.set_request_id(static_cast<uint64_t>(id_));
+    service_->monitor_->stub(group)->async()->Abort(
+        &call->context, &call->request, &call->response,
+        [call](const grpc::Status&) { delete call; });
+  }
+
+  InferenceService* const service_;
+  grpc::CallbackServerContext* const context_;
+  const int64_t id_;
+  std::shared_ptr<GenerateReactor> self_;
+  // Set in Begin (before any other thread sees the reactor), read-only afterwards.
+  ValidatedRequest req_;
+  absl::Time deadline_;
+
+  std::mutex mu_;
+  std::optional<IncrementalDetokenizer> detokenizer_;  // guarded by mu_ after Begin
+  std::optional<StopMatcher> stop_;                     // guarded by mu_ after Begin
+  std::deque<v1::GenerateResponse> outbox_;             // guarded by mu_
+  v1::GenerateResponse current_;                        // the write in flight
+  bool writing_ = false;                                // guarded by mu_
+  std::optional<grpc::Status> finish_;                  // guarded by mu_: how it will end
+  bool finish_called_ = false;                          // guarded by mu_
+  bool done_ = false;                                   // guarded by mu_
+  bool cancelled_ = false;                              // guarded by mu_: client cancelled
+  int32_t completion_tokens_ = 0;                       // guarded by mu_
+  size_t group_ = 0;                                    // guarded by mu_
+  absl::flat_hash_set<size_t> tried_;                   // guarded by mu_
+  std::shared_ptr<WorkerCall> worker_call_;             // guarded by mu_
+};
+
+void WorkerCall::OnReadDone(bool ok) {
+  if (!ok) return;  // OnDone follows
+  parent_->OnWorkerMessage(response_);
+  StartRead(&response_);
+}
+
+void WorkerCall::OnDone(const grpc::Status& status) {
+  std::shared_ptr<GenerateReactor> parent = std::move(parent_);
+  InferenceService* service = parent->service();
+  parent->OnWorkerDone(status, group_);
+  parent.reset();
+  service->ReleaseOne();
+  self_.reset();  // may destroy this
+}
+
+InferenceService::InferenceService(InferenceServiceOptions options, Dispatcher* dispatcher,
+                                   GroupMonitor* monitor)
+    : options_(std::move(options)), dispatcher_(dispatcher), monitor_(monitor) {
+  std::random_device random;
+  // Ids start at a random point below 2^62 so two router replicas rarely collide on a worker.
+  const uint64_t start = ((uint64_t{random()} << 32) | random()) & ((uint64_t{1} << 62) - 1);
+  next_request_id_.store(start + 1);
+}
+
+void InferenceService::Acquire() {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++live_;
+}
+
+void InferenceService::ReleaseOne() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (--live_ == 0) idle_.notify_all();
+}
+
+bool InferenceService::WaitForIdle(absl::Time deadline) {
+  std::unique_lock<std::mutex> lock(mu_);
+  return idle_.wait_until(lock, absl::ToChronoTime(deadline), [this] { return live_ == 0; });
+}
+
+std::string InferenceService::ModelName() const {
+  if (!options_.served_model_name.empty()) return options_.served_model_name;
+  return dispatcher_->reported_model();
+}
+
+grpc::ServerWriteReactor<v1::GenerateResponse>* InferenceService::Generate(
+    grpc::CallbackServerContext* context, const v1::GenerateRequest* request) {
+  Acquire();
+  auto reactor = std::make_shared<GenerateReactor>(this, context);
+  GenerateReactor* raw = reactor.get();
+  raw->Begin(std::move(reactor), *request);
+  return raw;
+}
+
+grpc::ServerUnaryReactor* InferenceService::Tokenize(grpc::CallbackServerContext* context,
+                                                     const v1::TokenizeRequest* request,
+                                                     v1::TokenizeResponse* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  absl::StatusOr<std::vector<int32_t>> ids = options_.tokenizer->Encode(
+      request->text(), {.add_special_tokens = request->add_special_tokens()});
+  if (!ids.ok()) {
+    reactor->Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                                 absl::StrCat("text: ", std::string(ids.status().message()))));
+    return reactor;
+  }
+  response->mutable_token_ids()->Assign(ids->begin(), ids->end());
+  response->set_max_model_len(dispatcher_->largest_max_model_len());
+  reactor->Finish(grpc::Status::OK);
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* InferenceService::ListModels(grpc::CallbackServerContext* context,
+                                                       const v1::ListModelsRequest* /*request*/,
+                                                       v1::ListModelsResponse* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  const std::string name = ModelName();
+  if (!name.empty()) {
+    v1::ModelInfo* model = response->add_models();
+    model->set_id(name);
+    model->set_max_model_len(dispatcher_->largest_max_model_len());
+  }
+  reactor->Finish(grpc::Status::OK);
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* InferenceService::GetClusterState(
+    grpc::CallbackServerContext* context, const v1::GetClusterStateRequest* /*request*/,
+    v1::ClusterState* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  *response = dispatcher_->Snapshot();
+  reactor->Finish(grpc::Status::OK);
+  return reactor;
+}
+
+}  // namespace headroom::router

@@ -1,0 +1,82 @@
+// InferenceService: headroom.v1.Inference (protos/headroom/v1/inference.proto) on gRPC's callback
+// API — the router's public gRPC front.
+//
+// Generate runs as a GenerateReactor (inference_service.cc) with this state machine:
+//   validating -> queued (Dispatcher) -> streaming (a WorkerCall: callback client reactor on the
+//   chosen group's Submit) -> [failover: back to queued, once per group, only before any token]
+//   -> finishing (outbox written, then Finish) -> done.
+// Threads: reactions run on gRPC threads; placement decisions arrive on the Dispatcher thread;
+// worker messages on gRPC's client threads. Every path takes the reactor's mutex only to update
+// its state and queue output; StartWrite/Finish/StartCall/TryCancel happen after it is released.
+//
+// Lifetimes: a GenerateReactor is held by a shared_ptr to itself from creation until OnDone, and
+// by its WorkerCall (until that call's OnDone) and, weakly, by the Dispatcher. The service must
+// outlive all of them: WaitForIdle() before destroying it.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <string>
+
+#include "absl/time/time.h"
+#include "grpcpp/grpcpp.h"
+#include "headroom/v1/inference.grpc.pb.h"
+#include "router/service/dispatcher.h"
+#include "router/service/group_monitor.h"
+#include "router/tokenizer/tokenizer.h"
+
+namespace headroom::router {
+
+struct InferenceServiceOptions {
+  // Encodes text prompts and decodes outputs; must outlive the service.
+  const Tokenizer* tokenizer = nullptr;
+  // ListModels' id; empty = the model the workers report.
+  std::string served_model_name;
+  // Deadline of a Generate whose client set none.
+  absl::Duration default_timeout = absl::Seconds(600);
+};
+
+class InferenceService final : public v1::Inference::CallbackService {
+ public:
+  InferenceService(InferenceServiceOptions options, Dispatcher* dispatcher,
+                   GroupMonitor* monitor);
+
+  grpc::ServerWriteReactor<v1::GenerateResponse>* Generate(
+      grpc::CallbackServerContext* context, const v1::GenerateRequest* request) override;
+  grpc::ServerUnaryReactor* Tokenize(grpc::CallbackServerContext* context,
+                                     const v1::TokenizeRequest* request,
+                                     v1::TokenizeResponse* response) override;
+  grpc::ServerUnaryReactor* ListModels(grpc::CallbackServerContext* context,
+                                       const v1::ListModelsRequest* request,
+                                       v1::ListModelsResponse* response) override;
+  grpc::ServerUnaryReactor* GetClusterState(grpc::CallbackServerContext* context,
+                                            const v1::GetClusterStateRequest* request,
+                                            v1::ClusterState* response) override;
+
+  // Blocks until no Generate reactor or worker call is alive, or `deadline`. Not for gRPC threads.
+  bool WaitForIdle(absl::Time deadline);
+
+  // The served model id ("" when unknown yet).
+  [[nodiscard]] std::string ModelName() const;
+
+ private:
+  friend class GenerateReactor;
+  friend class WorkerCall;
+
+  void Acquire();
+  void ReleaseOne();
+  uint64_t NextRequestId() { return next_request_id_.fetch_add(1); }
+
+  const InferenceServiceOptions options_;
+  Dispatcher* const dispatcher_;
+  GroupMonitor* const monitor_;
+  std::atomic<uint64_t> next_request_id_;
+
+  std::mutex mu_;
+  std::condition_variable idle_;
+  int64_t live_ = 0;  // reactors + worker calls alive, guarded by mu_
+};
+
+}  // namespace headroom::router

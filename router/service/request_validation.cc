@@ -1,0 +1,87 @@
+#include "router/service/request_validation.h"
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+
+namespace headroom::router {
+
+absl::StatusOr<ValidatedRequest> ValidateGenerateRequest(const v1::GenerateRequest& request,
+                                                        const Tokenizer& tokenizer,
+                                                        int32_t largest_max_model_len) {
+  ValidatedRequest out;
+  if (request.has_token_ids()) {
+    out.prompt.assign(request.token_ids().ids().begin(), request.token_ids().ids().end());
+    for (size_t i = 0; i < out.prompt.size(); ++i) {
+      const int32_t id = out.prompt[i];
+      if (id < 0 || id >= tokenizer.vocab_size()) {
+        return absl::InvalidArgumentError(absl::StrCat("token_ids.ids[", i, "] = ", id,
+                                                       " is outside the vocabulary [0, ",
+                                                       tokenizer.vocab_size(), ")"));
+      }
+    }
+  } else {
+    absl::StatusOr<std::vector<int32_t>> ids = tokenizer.Encode(request.text());
+    if (!ids.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("text: ", std::string(ids.status().message())));
+    }
+    out.prompt = *std::move(ids);
+  }
+  if (out.prompt.empty()) {
+    return absl::InvalidArgumentError("prompt is empty: set text or token_ids");
+  }
+
+  const v1::SamplingParams& s = request.sampling();
+  if (s.has_temperature() && !(s.temperature() >= 0.0f)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("sampling.temperature must be >= 0, got ", s.temperature()));
+  }
+  if (s.has_top_p() && !(s.top_p() > 0.0f && s.top_p() <= 1.0f)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("sampling.top_p must be in (0, 1], got ", s.top_p()));
+  }
+  if (s.top_k() < -1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("sampling.top_k must be -1, 0 (all) or positive, got ", s.top_k()));
+  }
+  if (s.has_max_tokens() && s.max_tokens() < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("sampling.max_tokens must be >= 1, got ", s.max_tokens()));
+  }
+  if (s.logprobs() < 0 || s.logprobs() > kMaxLogprobs) {
+    return absl::InvalidArgumentError(absl::StrCat("sampling.logprobs must be in [0, ",
+                                                   kMaxLogprobs, "], got ", s.logprobs()));
+  }
+  for (int i = 0; i < s.stop_token_ids_size(); ++i) {
+    if (s.stop_token_ids(i) < 0) {
+      return absl::InvalidArgumentError(absl::StrCat("sampling.stop_token_ids[", i,
+                                                     "] must be >= 0, got ",
+                                                     s.stop_token_ids(i)));
+    }
+  }
+  out.max_tokens = s.has_max_tokens() ? s.max_tokens() : kDefaultMaxTokens;
+  if (largest_max_model_len > 0 && out.max_total_tokens() > largest_max_model_len) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "prompt (", out.prompt.size(), " tokens) + sampling.max_tokens (", out.max_tokens,
+        ") = ", out.max_total_tokens(), " exceeds max_model_len ", largest_max_model_len,
+        " of the largest worker group"));
+  }
+
+  v1::TokenSamplingParams& w = out.sampling;
+  if (s.has_temperature()) w.set_temperature(s.temperature());
+  w.set_top_k(s.top_k() < 0 ? 0 : s.top_k());
+  if (s.has_top_p()) w.set_top_p(s.top_p());
+  if (s.has_seed()) w.set_seed(s.seed());
+  w.set_max_tokens(out.max_tokens);
+  *w.mutable_stop_token_ids() = s.stop_token_ids();
+  w.set_ignore_eos(s.ignore_eos());
+  w.set_logprobs(s.logprobs());
+  out.stop.assign(s.stop().begin(), s.stop().end());
+  out.include_stop_str_in_output = s.include_stop_str_in_output();
+  out.cache_salt = request.cache_salt();
+  return out;
+}
+
+}  // namespace headroom::router

@@ -1,0 +1,46 @@
+// Validation and conversion of a public GenerateRequest into what the router sends a worker.
+// Pure functions (no I/O), unit-tested in tests/router/service.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "headroom/v1/inference.pb.h"
+#include "headroom/v1/worker.pb.h"
+#include "router/tokenizer/tokenizer.h"
+
+namespace headroom::router {
+
+// vLLM's default max_tokens when the request sets none.
+inline constexpr int32_t kDefaultMaxTokens = 16;
+// Most top-N logprobs a request may ask for.
+inline constexpr int32_t kMaxLogprobs = 20;
+
+struct ValidatedRequest {
+  // Prompt token ids (tokenized text, or the ids as given).
+  std::vector<int32_t> prompt;
+  int32_t max_tokens = kDefaultMaxTokens;
+  // Sampling as the worker takes it (max_tokens set).
+  v1::TokenSamplingParams sampling;
+  // Stop strings matched by the router.
+  std::vector<std::string> stop;
+  bool include_stop_str_in_output = false;
+  std::string cache_salt;
+
+  // Prompt + max_tokens: what placement reserves for.
+  [[nodiscard]] int64_t max_total_tokens() const {
+    return static_cast<int64_t>(prompt.size()) + max_tokens;
+  }
+};
+
+// Tokenizes and validates `request`. INVALID_ARGUMENT names the field and the numbers: empty
+// prompt, ids outside the vocabulary, temperature < 0, top_p outside (0, 1], top_k < -1,
+// max_tokens < 1, logprobs outside [0, 20], prompt + max_tokens above `largest_max_model_len`
+// (the largest max_model_len among up groups; 0 skips that check).
+absl::StatusOr<ValidatedRequest> ValidateGenerateRequest(const v1::GenerateRequest& request,
+                                                        const Tokenizer& tokenizer,
+                                                        int32_t largest_max_model_len);
+
+}  // namespace headroom::router

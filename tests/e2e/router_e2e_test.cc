@@ -1,0 +1,353 @@
+// End to end: two real `headroom worker` processes (the llama-gqa fixture, vocab 256, so the
+// router's byte tokenizer fits it) and one real `headroom router` in front of them, spoken to
+// over gRPC. Every RPC has a deadline; every child is SIGKILLed in teardown if still alive.
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "fixtures.h"
+#include "grpc/health/v1/health.grpc.pb.h"
+#include "grpcpp/grpcpp.h"
+#include "headroom/v1/inference.grpc.pb.h"
+#include "headroom/v1/worker.grpc.pb.h"
+
+extern char** environ;
+
+namespace headroom::router {
+namespace {
+
+using std::chrono::seconds;
+using std::chrono::system_clock;
+
+// A `headroom <command>` child process that prints "headroom <command> listening on ADDR".
+class Child {
+ public:
+  Child(const std::string& command, std::vector<std::string> flags) {
+    std::vector<std::string> args = {HEADROOM_BINARY, command};
+    args.insert(args.end(), flags.begin(), flags.end());
+    std::vector<char*> argv;
+    for (std::string& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    int fds[2];
+    if (pipe(fds) != 0) return;
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_adddup2(&actions, fds[1], STDOUT_FILENO);
+    posix_spawn_file_actions_addclose(&actions, fds[0]);
+    posix_spawn_file_actions_addclose(&actions, fds[1]);
+    const int rc = posix_spawn(&pid_, args[0].c_str(), &actions, nullptr, argv.data(), environ);
+    posix_spawn_file_actions_destroy(&actions);
+    close(fds[1]);
+    stdout_fd_ = fds[0];
+    if (rc != 0) {
+      pid_ = -1;
+      return;
+    }
+    const std::string line = ReadLine(std::chrono::seconds(60));
+    const std::string prefix = "headroom " + command + " listening on ";
+    if (line.rfind(prefix, 0) == 0) address_ = line.substr(prefix.size());
+  }
+  ~Child() {
+    if (pid_ > 0 && !exited_) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+    if (stdout_fd_ >= 0) close(stdout_fd_);
+  }
+  [[nodiscard]] const std::string& address() const { return address_; }
+  void Kill9() {
+    kill(pid_, SIGKILL);
+    waitpid(pid_, nullptr, 0);
+    exited_ = true;
+  }
+  // Exit status within `timeout`, or -1.
+  int SignalAndWait(int signal_number, std::chrono::milliseconds timeout) {
+    kill(pid_, signal_number);
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < deadline) {
+      int status = 0;
+      if (waitpid(pid_, &status, WNOHANG) == pid_) {
+        exited_ = true;
+        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return -1;
+  }
+
+ private:
+  std::string ReadLine(std::chrono::milliseconds timeout) {
+    std::string line;
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < deadline) {
+      pollfd p{.fd = stdout_fd_, .events = POLLIN, .revents = 0};
+      if (poll(&p, 1, 100) <= 0) continue;
+      char c = 0;
+      if (read(stdout_fd_, &c, 1) != 1) break;
+      if (c == '\n') return line;
+      line.push_back(c);
+    }
+    return line;
+  }
+
+  pid_t pid_ = -1;
+  int stdout_fd_ = -1;
+  bool exited_ = false;
+  std::string address_;
+};
+
+std::vector<std::string> WorkerFlags(int blocks) {
+  return {"--model", worker::testdata::FixtureDir("llama-gqa").string(), "--port", "0", "--metrics-port", "-1",
+          "--num-gpu-blocks-override", std::to_string(blocks), "--block-size", "16",
+          "--max-num-seqs", "4", "--max-num-batched-tokens", "256", "--max-model-len", "256",
+          "--threads", "1"};
+}
+
+std::unique_ptr<grpc::ClientContext> Context(int timeout_s = 30) {
+  auto context = std::make_unique<grpc::ClientContext>();
+  context->set_deadline(system_clock::now() + seconds(timeout_s));
+  return context;
+}
+
+v1::GenerateRequest Greedy(std::vector<int32_t> prompt, int32_t max_tokens) {
+  v1::GenerateRequest request;
+  for (int32_t t : prompt) request.mutable_token_ids()->add_ids(t);
+  request.mutable_sampling()->set_temperature(0.0f);
+  request.mutable_sampling()->set_max_tokens(max_tokens);
+  request.mutable_sampling()->set_ignore_eos(true);
+  return request;
+}
+
+struct Result {
+  std::vector<int32_t> tokens;
+  std::string text;
+  v1::FinishReason finish = v1::FINISH_REASON_UNSPECIFIED;
+  grpc::Status status;
+  std::string retry_after;
+};
+
+Result Generate(v1::Inference::Stub& stub, const v1::GenerateRequest& request,
+                int timeout_s = 60) {
+  Result result;
+  auto context = Context(timeout_s);
+  auto reader = stub.Generate(context.get(), request);
+  v1::GenerateResponse response;
+  while (reader->Read(&response)) {
+    result.tokens.insert(result.tokens.end(), response.token_ids().begin(),
+                         response.token_ids().end());
+    result.text += response.text();
+    if (response.finish_reason() != v1::FINISH_REASON_UNSPECIFIED) {
+      result.finish = response.finish_reason();
+    }
+  }
+  result.status = reader->Finish();
+  auto it = context->GetServerTrailingMetadata().find("retry-after");
+  if (it != context->GetServerTrailingMetadata().end()) {
+    result.retry_after = std::string(it->second.data(), it->second.size());
+  }
+  return result;
+}
+
+class RouterE2eTest : public ::testing::Test {
+ protected:
+  // Starts two workers with `blocks` KV blocks and a router over them.
+  void StartCluster(int blocks, std::vector<std::string> router_flags = {}) {
+    worker_a_ = std::make_unique<Child>("worker", WorkerFlags(blocks));
+    worker_b_ = std::make_unique<Child>("worker", WorkerFlags(blocks));
+    ASSERT_FALSE(worker_a_->address().empty());
+    ASSERT_FALSE(worker_b_->address().empty());
+    std::vector<std::string> flags = {
+        "--grpc-port", "0", "--workers", worker_a_->address() + "," + worker_b_->address()};
+    flags.insert(flags.end(), router_flags.begin(), router_flags.end());
+    router_ = std::make_unique<Child>("router", flags);
+    ASSERT_FALSE(router_->address().empty()) << "the router did not print its listening line";
+    channel_ = grpc::CreateChannel(router_->address(), grpc::InsecureChannelCredentials());
+    stub_ = v1::Inference::NewStub(channel_);
+    // Wait (at most 10 s) until both groups report.
+    for (int i = 0; i < 200; ++i) {
+      v1::ClusterState state;
+      auto context = Context(5);
+      if (stub_->GetClusterState(context.get(), {}, &state).ok() && state.groups_size() == 2 &&
+          state.groups(0).healthy() && state.groups(1).healthy()) {
+        return;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    FAIL() << "the groups never came up at the router";
+  }
+
+  v1::ClusterState State() {
+    v1::ClusterState state;
+    auto context = Context(5);
+    EXPECT_TRUE(stub_->GetClusterState(context.get(), {}, &state).ok());
+    return state;
+  }
+
+  std::unique_ptr<Child> worker_a_, worker_b_, router_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<v1::Inference::Stub> stub_;
+};
+
+TEST_F(RouterE2eTest, GenerateMatchesTheWorkerGreedyTokensAndHealthServes) {
+  StartCluster(64);
+  const std::vector<int32_t> prompt = {72, 101, 108, 108, 111, 32, 119, 111, 114, 108, 100};
+  const Result routed = Generate(*stub_, Greedy(prompt, 24));
+  ASSERT_TRUE(routed.status.ok()) << routed.status.error_message();
+  EXPECT_EQ(routed.finish, v1::FINISH_REASON_LENGTH);
+  ASSERT_EQ(routed.tokens.size(), 24u);
+
+  auto worker_channel =
+      grpc::CreateChannel(worker_a_->address(), grpc::InsecureChannelCredentials());
+  auto worker = v1::Worker::NewStub(worker_channel);
+  v1::SubmitRequest submit;
+  submit.set_request_id(7);
+  for (int32_t t : prompt) submit.add_prompt_token_ids(t);
+  submit.mutable_sampling()->set_temperature(0.0f);
+  submit.mutable_sampling()->set_max_tokens(24);
+  submit.mutable_sampling()->set_ignore_eos(true);
+  auto context = Context();
+  auto reader = worker->Submit(context.get(), submit);
+  std::vector<int32_t> direct;
+  v1::SubmitResponse response;
+  while (reader->Read(&response)) {
+    for (const auto& t : response.tokens()) direct.push_back(t.token_id());
+  }
+  ASSERT_TRUE(reader->Finish().ok());
+  EXPECT_EQ(routed.tokens, direct);
+
+  auto health = grpc::health::v1::Health::NewStub(channel_);
+  grpc::health::v1::HealthCheckResponse status;
+  auto hc = Context(5);
+  ASSERT_TRUE(health->Check(hc.get(), {}, &status).ok());
+  EXPECT_EQ(status.status(), grpc::health::v1::HealthCheckResponse::SERVING);
+
+  v1::ListModelsResponse models;
+  auto lm = Context(5);
+  ASSERT_TRUE(stub_->ListModels(lm.get(), {}, &models).ok());
+  ASSERT_EQ(models.models_size(), 1);
+  EXPECT_EQ(models.models(0).max_model_len(), 256);
+}
+
+TEST_F(RouterE2eTest, StopStringEndsTheStreamWithoutShowingIt) {
+  StartCluster(64);
+  v1::GenerateRequest request = Greedy({72, 101, 108, 108, 111}, 40);
+  const Result full = Generate(*stub_, request);
+  ASSERT_TRUE(full.status.ok());
+  // A one-character ASCII stop string that occurs after the first character.
+  size_t at = 1;
+  while (at < full.text.size() && static_cast<unsigned char>(full.text[at]) >= 0x80) ++at;
+  ASSERT_LT(at, full.text.size()) << "no ASCII character in the output";
+  const std::string stop = full.text.substr(at, 1);
+  request.mutable_sampling()->add_stop(stop);
+  const Result stopped = Generate(*stub_, request);
+  ASSERT_TRUE(stopped.status.ok()) << stopped.status.error_message();
+  EXPECT_EQ(stopped.finish, v1::FINISH_REASON_STOP);
+  EXPECT_EQ(stopped.text, full.text.substr(0, full.text.find(stop)));
+}
+
+TEST_F(RouterE2eTest, OverloadCompletesOrRefusesEveryRequestNeverHangs) {
+  // 8 usable blocks per group; each request needs 5 (20 + 60 tokens): one per group at a time.
+  StartCluster(9, {"--max-queue-len", "4"});
+  constexpr int kRequests = 40;
+  std::vector<Result> results(kRequests);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kRequests; ++i) {
+    threads.emplace_back([&, i] {
+      std::vector<int32_t> prompt(20, 65 + i % 20);
+      results[static_cast<size_t>(i)] = Generate(*stub_, Greedy(prompt, 60), 60);
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  int ok = 0, refused = 0;
+  for (const Result& r : results) {
+    if (r.status.ok()) {
+      ++ok;
+      EXPECT_EQ(r.tokens.size(), 60u);
+    } else {
+      EXPECT_EQ(r.status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED)
+          << r.status.error_message();
+      EXPECT_NE(r.status.error_message().find("retry after"), std::string::npos);
+      EXPECT_FALSE(r.retry_after.empty());
+      ++refused;
+    }
+  }
+  EXPECT_EQ(ok + refused, kRequests);
+  EXPECT_GE(ok, 2);
+  EXPECT_GE(refused, 1);
+  const v1::ClusterState state = State();
+  EXPECT_EQ(state.refused(), refused);
+  EXPECT_EQ(state.queued(), 0);
+}
+
+TEST_F(RouterE2eTest, KilledWorkerRequestsCompleteOnTheOtherOne) {
+  StartCluster(9);
+  constexpr int kRequests = 12;
+  std::vector<Result> results(kRequests);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kRequests; ++i) {
+    threads.emplace_back([&, i] {
+      std::vector<int32_t> prompt(20, 70 + i);
+      results[static_cast<size_t>(i)] = Generate(*stub_, Greedy(prompt, 60), 60);
+    });
+  }
+  worker_a_->Kill9();
+  for (std::thread& t : threads) t.join();
+  int ok = 0;
+  for (const Result& r : results) {
+    if (r.status.ok()) {
+      ++ok;
+    } else {
+      // Only a request that had already streamed tokens from the killed worker may fail.
+      EXPECT_EQ(r.status.error_code(), grpc::StatusCode::UNAVAILABLE) << r.status.error_message();
+      EXPECT_FALSE(r.tokens.empty()) << r.status.error_message();
+    }
+  }
+  EXPECT_GE(ok, kRequests - 4);
+  // New requests go to the survivor.
+  const Result after = Generate(*stub_, Greedy({1, 2, 3}, 8));
+  EXPECT_TRUE(after.status.ok()) << after.status.error_message();
+  EXPECT_EQ(router_->SignalAndWait(SIGTERM, std::chrono::seconds(20)), 0);
+}
+
+TEST_F(RouterE2eTest, BadInputIsInvalidArgumentNamingTheField) {
+  StartCluster(64);
+  v1::GenerateRequest empty = Greedy({}, 4);
+  Result r = Generate(*stub_, empty);
+  EXPECT_EQ(r.status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(r.status.error_message().find("prompt"), std::string::npos);
+
+  v1::GenerateRequest top_p = Greedy({1, 2}, 4);
+  top_p.mutable_sampling()->set_top_p(2.0f);
+  r = Generate(*stub_, top_p);
+  EXPECT_EQ(r.status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(r.status.error_message().find("sampling.top_p"), std::string::npos);
+
+  r = Generate(*stub_, Greedy({1, 2, 3}, 300));
+  EXPECT_EQ(r.status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(r.status.error_message().find("sampling.max_tokens (300)"), std::string::npos)
+      << r.status.error_message();
+  EXPECT_NE(r.status.error_message().find("256"), std::string::npos);
+
+  v1::GenerateRequest text;
+  text.set_text("hi");
+  text.mutable_sampling()->set_max_tokens(0);
+  r = Generate(*stub_, text);
+  EXPECT_EQ(r.status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(r.status.error_message().find("sampling.max_tokens"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace headroom::router

@@ -1,0 +1,74 @@
+#include "router/service/request_validation.h"
+
+#include <gtest/gtest.h>
+
+#include "router/tokenizer/byte_tokenizer.h"
+
+namespace headroom::router {
+namespace {
+
+class RequestValidationTest : public ::testing::Test {
+ protected:
+  void SetUp() override { tokenizer_ = *MakeByteTokenizer(256); }
+  absl::Status Check(const v1::GenerateRequest& request, int32_t max_model_len = 100) {
+    return ValidateGenerateRequest(request, *tokenizer_, max_model_len).status();
+  }
+  std::unique_ptr<Tokenizer> tokenizer_;
+};
+
+TEST_F(RequestValidationTest, TextIsTokenizedAndSamplingConverted) {
+  v1::GenerateRequest request;
+  request.set_text("hi");
+  request.mutable_sampling()->set_temperature(0.5f);
+  request.mutable_sampling()->set_top_k(-1);
+  request.mutable_sampling()->add_stop("x");
+  request.mutable_sampling()->add_stop_token_ids(3);
+  absl::StatusOr<ValidatedRequest> v = ValidateGenerateRequest(request, *tokenizer_, 100);
+  ASSERT_TRUE(v.ok()) << v.status();
+  EXPECT_EQ(v->prompt, (std::vector<int32_t>{'h', 'i'}));
+  EXPECT_EQ(v->max_tokens, kDefaultMaxTokens);
+  EXPECT_EQ(v->max_total_tokens(), 2 + kDefaultMaxTokens);
+  EXPECT_FLOAT_EQ(v->sampling.temperature(), 0.5f);
+  EXPECT_EQ(v->sampling.top_k(), 0);
+  EXPECT_EQ(v->sampling.max_tokens(), kDefaultMaxTokens);
+  EXPECT_EQ(v->sampling.stop_token_ids_size(), 1);
+  EXPECT_EQ(v->stop, std::vector<std::string>{"x"});
+}
+
+struct BadCase {
+  const char* name;
+  void (*mutate)(v1::GenerateRequest&);
+  const char* expected;  // substring of the message
+};
+
+TEST_F(RequestValidationTest, BadRequestsNameTheFieldAndTheNumbers) {
+  const BadCase cases[] = {
+      {"empty", [](v1::GenerateRequest& r) { r.set_text(""); }, "prompt is empty"},
+      {"id", [](v1::GenerateRequest& r) { r.mutable_token_ids()->add_ids(300); },
+       "token_ids.ids[0] = 300"},
+      {"temperature", [](v1::GenerateRequest& r) { r.mutable_sampling()->set_temperature(-1); },
+       "sampling.temperature"},
+      {"top_p", [](v1::GenerateRequest& r) { r.mutable_sampling()->set_top_p(0); },
+       "sampling.top_p"},
+      {"top_k", [](v1::GenerateRequest& r) { r.mutable_sampling()->set_top_k(-2); },
+       "sampling.top_k"},
+      {"max_tokens", [](v1::GenerateRequest& r) { r.mutable_sampling()->set_max_tokens(0); },
+       "sampling.max_tokens must be >= 1"},
+      {"logprobs", [](v1::GenerateRequest& r) { r.mutable_sampling()->set_logprobs(21); },
+       "sampling.logprobs"},
+      {"too long", [](v1::GenerateRequest& r) { r.mutable_sampling()->set_max_tokens(99); },
+       "prompt (2 tokens) + sampling.max_tokens (99) = 101 exceeds max_model_len 100"},
+  };
+  for (const BadCase& c : cases) {
+    v1::GenerateRequest request;
+    request.set_text("ab");
+    c.mutate(request);
+    const absl::Status status = Check(request);
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << c.name;
+    EXPECT_NE(std::string(status.message()).find(c.expected), std::string::npos)
+        << c.name << ": " << status.message();
+  }
+}
+
+}  // namespace
+}  // namespace headroom::router
