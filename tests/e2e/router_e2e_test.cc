@@ -4,7 +4,6 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -18,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "child_process.h"
 #include "fixtures.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
@@ -32,82 +32,7 @@ namespace {
 using std::chrono::seconds;
 using std::chrono::system_clock;
 
-// A `headroom <command>` child process that prints "headroom <command> listening on ADDR".
-class Child {
- public:
-  Child(const std::string& command, std::vector<std::string> flags) {
-    std::vector<std::string> args = {HEADROOM_BINARY, command};
-    args.insert(args.end(), flags.begin(), flags.end());
-    std::vector<char*> argv;
-    for (std::string& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    int fds[2];
-    if (pipe(fds) != 0) return;
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_adddup2(&actions, fds[1], STDOUT_FILENO);
-    posix_spawn_file_actions_addclose(&actions, fds[0]);
-    posix_spawn_file_actions_addclose(&actions, fds[1]);
-    const int rc = posix_spawn(&pid_, args[0].c_str(), &actions, nullptr, argv.data(), environ);
-    posix_spawn_file_actions_destroy(&actions);
-    close(fds[1]);
-    stdout_fd_ = fds[0];
-    if (rc != 0) {
-      pid_ = -1;
-      return;
-    }
-    const std::string line = ReadLine(std::chrono::seconds(60));
-    const std::string prefix = "headroom " + command + " listening on ";
-    if (line.rfind(prefix, 0) == 0) address_ = line.substr(prefix.size());
-  }
-  ~Child() {
-    if (pid_ > 0 && !exited_) {
-      kill(pid_, SIGKILL);
-      waitpid(pid_, nullptr, 0);
-    }
-    if (stdout_fd_ >= 0) close(stdout_fd_);
-  }
-  [[nodiscard]] const std::string& address() const { return address_; }
-  void Kill9() {
-    kill(pid_, SIGKILL);
-    waitpid(pid_, nullptr, 0);
-    exited_ = true;
-  }
-  // Exit status within `timeout`, or -1.
-  int SignalAndWait(int signal_number, std::chrono::milliseconds timeout) {
-    kill(pid_, signal_number);
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (std::chrono::steady_clock::now() < deadline) {
-      int status = 0;
-      if (waitpid(pid_, &status, WNOHANG) == pid_) {
-        exited_ = true;
-        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    return -1;
-  }
-
- private:
-  std::string ReadLine(std::chrono::milliseconds timeout) {
-    std::string line;
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (std::chrono::steady_clock::now() < deadline) {
-      pollfd p{.fd = stdout_fd_, .events = POLLIN, .revents = 0};
-      if (poll(&p, 1, 100) <= 0) continue;
-      char c = 0;
-      if (read(stdout_fd_, &c, 1) != 1) break;
-      if (c == '\n') return line;
-      line.push_back(c);
-    }
-    return line;
-  }
-
-  pid_t pid_ = -1;
-  int stdout_fd_ = -1;
-  bool exited_ = false;
-  std::string address_;
-};
+using Child = e2e::ChildProcess;
 
 std::vector<std::string> WorkerFlags(int blocks) {
   return {"--model", worker::testdata::FixtureDir("llama-gqa").string(), "--port", "0", "--metrics-port", "-1",
@@ -319,7 +244,8 @@ TEST_F(RouterE2eTest, KilledWorkerRequestsCompleteOnTheOtherOne) {
   // New requests go to the survivor.
   const Result after = Generate(*stub_, Greedy({1, 2, 3}, 8));
   EXPECT_TRUE(after.status.ok()) << after.status.error_message();
-  EXPECT_EQ(router_->SignalAndWait(SIGTERM, std::chrono::seconds(20)), 0);
+  router_->Signal(SIGTERM);
+  EXPECT_EQ(router_->WaitExit(std::chrono::seconds(20)), 0);
 }
 
 TEST_F(RouterE2eTest, BadInputIsInvalidArgumentNamingTheField) {
