@@ -11,6 +11,7 @@
 #include "cli/exit_codes.h"
 #include "cli/plan_command.h"
 #include "cli/router_command.h"
+#include "cli/up_command.h"
 #include "cli/worker_command.h"
 
 namespace headroom::cli {
@@ -27,6 +28,7 @@ constexpr Subcommand kSubcommands[] = {
     {"bench", kBenchSummary, RunBenchCommand},
     {"worker", kWorkerSummary, RunWorkerCommand},
     {"router", kRouterSummary, RunRouterCommand},
+    {"up", kUpSummary, RunUpCommand},
 };
 
 std::string Usage() {

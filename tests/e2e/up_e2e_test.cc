@@ -1,0 +1,155 @@
+// End to end: `headroom up` as a real process (it starts two `headroom worker` children on the
+// llama-gqa fixture and a `headroom router`), spoken to over gRPC through the router, then
+// stopped with SIGTERM; every child it printed must be gone. Also runs examples/generate.py
+// against it when build/venv has grpcio-tools.
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "child_process.h"
+#include "fixtures.h"
+#include "grpcpp/grpcpp.h"
+#include "headroom/v1/inference.grpc.pb.h"
+
+namespace headroom::e2e {
+namespace {
+
+using std::chrono::seconds;
+using std::chrono::system_clock;
+
+struct Up {
+  std::unique_ptr<ChildProcess> process;
+  std::vector<pid_t> child_pids;  // from the "... pid N" lines
+  std::string query_command;      // the printed examples/generate.py line
+};
+
+// Starts `headroom up` and reads its URL lines up to "Ctrl-C stops the cluster.".
+Up StartUp() {
+  Up up;
+  up.process = std::make_unique<ChildProcess>(
+      "up", std::vector<std::string>{
+                "--groups", "2", "--grpc-port", "0", "--model",
+                worker::testdata::FixtureDir("llama-gqa").string(), "--num-gpu-blocks-override",
+                "64", "--max-model-len", "256", "--max-num-seqs", "4"});
+  if (up.process->address().empty()) return up;
+  for (int i = 0; i < 20; ++i) {
+    const std::string line = up.process->NextLine(std::chrono::seconds(10));
+    if (line.empty() || line == "Ctrl-C stops the cluster.") break;
+    if (const size_t at = line.rfind(" pid "); at != std::string::npos) {
+      up.child_pids.push_back(static_cast<pid_t>(std::stol(line.substr(at + 5))));
+    }
+    if (line.find("examples/generate.py") != std::string::npos) up.query_command = line;
+  }
+  return up;
+}
+
+bool Alive(pid_t pid) { return kill(pid, 0) == 0 || errno != ESRCH; }
+
+std::unique_ptr<grpc::ClientContext> Context(int timeout_s) {
+  auto context = std::make_unique<grpc::ClientContext>();
+  context->set_deadline(system_clock::now() + seconds(timeout_s));
+  return context;
+}
+
+// Waits (at most 20 s) until the router sees `groups` healthy groups.
+bool GroupsUp(v1::Inference::Stub& stub, int groups) {
+  for (int i = 0; i < 400; ++i) {
+    v1::ClusterState state;
+    auto context = Context(5);
+    if (stub.GetClusterState(context.get(), {}, &state).ok() && state.groups_size() == groups) {
+      bool all = true;
+      for (const v1::GroupState& g : state.groups()) all = all && g.healthy();
+      if (all) return true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return false;
+}
+
+void StopAndExpectClean(Up& up) {
+  up.process->Signal(SIGTERM);
+  const std::optional<int> status = up.process->WaitExit(std::chrono::seconds(30));
+  ASSERT_TRUE(status.has_value()) << "headroom up did not exit within 30 s of SIGTERM";
+  EXPECT_EQ(*status, 0);
+  for (pid_t pid : up.child_pids) EXPECT_FALSE(Alive(pid)) << "child " << pid << " left running";
+}
+
+TEST(UpE2eTest, ServesThroughTheRouterAndStopsEveryChildOnSigterm) {
+  Up up = StartUp();
+  ASSERT_FALSE(up.process->address().empty()) << "headroom up printed no ready line";
+  ASSERT_EQ(up.child_pids.size(), 3u) << "expected pids of the router and two workers";
+  EXPECT_NE(up.query_command.find("--target " + up.process->address()), std::string::npos)
+      << up.query_command;
+  auto channel = grpc::CreateChannel(up.process->address(), grpc::InsecureChannelCredentials());
+  auto stub = v1::Inference::NewStub(channel);
+  ASSERT_TRUE(GroupsUp(*stub, 2)) << "the router never saw 2 healthy groups";
+
+  v1::GenerateRequest request;
+  for (int32_t t : {72, 101, 108, 108, 111}) request.mutable_token_ids()->add_ids(t);
+  request.mutable_sampling()->set_temperature(0.0f);
+  request.mutable_sampling()->set_max_tokens(8);
+  request.mutable_sampling()->set_ignore_eos(true);
+  auto context = Context(60);
+  auto reader = stub->Generate(context.get(), request);
+  v1::GenerateResponse response;
+  std::vector<int32_t> tokens;
+  v1::FinishReason finish = v1::FINISH_REASON_UNSPECIFIED;
+  while (reader->Read(&response)) {
+    tokens.insert(tokens.end(), response.token_ids().begin(), response.token_ids().end());
+    if (response.finish_reason() != v1::FINISH_REASON_UNSPECIFIED) finish = response.finish_reason();
+  }
+  const grpc::Status status = reader->Finish();
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(tokens.size(), 8u);
+  EXPECT_EQ(finish, v1::FINISH_REASON_LENGTH);
+
+  StopAndExpectClean(up);
+}
+
+TEST(UpE2eTest, ExampleClientStreamsAFinishLine) {
+  const std::string source = HEADROOM_SOURCE_DIR;
+  const std::string python = source + "/build/venv/bin/python";
+  if (access(python.c_str(), X_OK) != 0) {
+    GTEST_SKIP() << python << " does not exist (run scripts/setup-deps)";
+  }
+  if (std::system((python + " -c 'import grpc, grpc_tools' 2>/dev/null").c_str()) != 0) {
+    GTEST_SKIP() << python << " cannot import grpc_tools (scripts/setup-deps installs "
+                 << "examples/requirements.txt)";
+  }
+  Up up = StartUp();
+  ASSERT_FALSE(up.process->address().empty()) << "headroom up printed no ready line";
+  auto channel = grpc::CreateChannel(up.process->address(), grpc::InsecureChannelCredentials());
+  auto stub = v1::Inference::NewStub(channel);
+  ASSERT_TRUE(GroupsUp(*stub, 2));
+
+  const std::string command = python + " " + source + "/examples/generate.py --target " +
+                              up.process->address() +
+                              " --max-tokens 8 --temperature 0 'Hello world' 2>&1";
+  FILE* pipe = popen(command.c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  std::string output;
+  char buffer[256];
+  while (fgets(buffer, sizeof(buffer), pipe) != nullptr) output += buffer;
+  const int status = pclose(pipe);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << output;
+  EXPECT_NE(output.find("[finish_reason=LENGTH prompt_tokens=11 completion_tokens=8]"),
+            std::string::npos)
+      << output;
+
+  StopAndExpectClean(up);
+}
+
+}  // namespace
+}  // namespace headroom::e2e
