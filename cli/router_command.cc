@@ -18,6 +18,7 @@
 #include "absl/time/time.h"
 #include "cli/exit_codes.h"
 #include "cli/parse_flags.h"
+#include "cli/stop_signals.h"
 #include "common/flags.h"
 #include "common/status_macros.h"
 #include "grpcpp/grpcpp.h"
@@ -149,11 +150,7 @@ int RunRouterCommand(absl::Span<const std::string_view> args, std::ostream& out,
                      std::ostream& err) {
   FlagSet flags = MakeRouterFlags();
   if (const std::optional<int> done = ParseFlagsOrExit(flags, args, out, err)) return *done;
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGTERM);
-  sigaddset(&stop_signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  const sigset_t stop_signals = BlockStopSignals();
   if (absl::Status status = Serve(flags, stop_signals, out, err); !status.ok()) {
     err << "error: " << status.message() << "\n";
     return kExitRefused;

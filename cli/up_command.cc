@@ -24,6 +24,7 @@
 #include "absl/strings/str_join.h"
 #include "cli/exit_codes.h"
 #include "cli/parse_flags.h"
+#include "cli/stop_signals.h"
 #include "common/flags.h"
 
 namespace headroom::cli {
@@ -416,11 +417,7 @@ int RunUpCommand(absl::Span<const std::string_view> args, std::ostream& out, std
     return kExitRefused;
   }
   // Taken with sigtimedwait; the children get an empty mask back before exec.
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGTERM);
-  sigaddset(&stop_signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  const sigset_t stop_signals = BlockStopSignals();
   return Run(*options, stop_signals, out, err);
 }
 

@@ -3,11 +3,13 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "router/tokenizer/tokenizer.h"
 
 namespace headroom::router::testing {
 
@@ -35,5 +37,16 @@ inline std::vector<nlohmann::json> ReadJsonLines(const std::string& path) {
 }
 
 inline std::vector<int32_t> Ids(const nlohmann::json& j) { return j.get<std::vector<int32_t>>(); }
+
+// Tests parameterized by fixture name, with that fixture's tokenizer loaded.
+class FixtureTokenizerTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    auto t = Tokenizer::FromDirectory(FixtureDir(GetParam()));
+    ASSERT_TRUE(t.ok()) << t.status();
+    tokenizer_ = *std::move(t);
+  }
+  std::unique_ptr<Tokenizer> tokenizer_;
+};
 
 }  // namespace headroom::router::testing

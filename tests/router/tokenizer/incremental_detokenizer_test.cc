@@ -35,15 +35,7 @@ std::string Stream(const Tokenizer& t, const std::vector<int32_t>& ids, DecodeOp
   return all + rest;
 }
 
-class StreamingTest : public ::testing::TestWithParam<std::string> {
- protected:
-  void SetUp() override {
-    auto t = Tokenizer::FromDirectory(FixtureDir(GetParam()));
-    ASSERT_TRUE(t.ok()) << t.status();
-    tokenizer_ = *std::move(t);
-  }
-  std::unique_ptr<Tokenizer> tokenizer_;
-};
+class StreamingTest : public testing::FixtureTokenizerTest {};
 
 TEST_P(StreamingTest, CorpusStreamsToFullDecode) {
   for (const auto& row : ReadJsonLines(FixtureDir(GetParam()) + "/expected.jsonl")) {

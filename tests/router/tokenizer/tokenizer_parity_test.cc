@@ -16,15 +16,7 @@ using testing::FixtureDir;
 using testing::Ids;
 using testing::ReadJsonLines;
 
-class ParityTest : public ::testing::TestWithParam<std::string> {
- protected:
-  void SetUp() override {
-    auto t = Tokenizer::FromDirectory(FixtureDir(GetParam()));
-    ASSERT_TRUE(t.ok()) << t.status();
-    tokenizer_ = *std::move(t);
-  }
-  std::unique_ptr<Tokenizer> tokenizer_;
-};
+class ParityTest : public testing::FixtureTokenizerTest {};
 
 TEST_P(ParityTest, EncodeMatchesTokenizers) {
   const auto rows = ReadJsonLines(FixtureDir(GetParam()) + "/expected.jsonl");
