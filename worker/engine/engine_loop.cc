@@ -96,6 +96,12 @@ void EngineLoop::Run() {
       continue;
     }
     absl::StatusOr<std::vector<StepToken>> tokens = engine_->Step();
+    {
+      // Publish before delivering: whoever sees a request's last token also sees its blocks
+      // freed and it gone from the running count.
+      std::lock_guard<std::mutex> lock(mu_);
+      stats_ = engine_->Stats();
+    }
     if (!tokens.ok()) {
       FailAll(absl::InternalError(absl::StrCat("engine step failed: ", tokens.status().message())));
     } else {
@@ -106,8 +112,6 @@ void EngineLoop::Run() {
         if (token.finish != FinishReason::kNone) callbacks_.erase(it);
       }
     }
-    std::lock_guard<std::mutex> lock(mu_);
-    stats_ = engine_->Stats();
   }
   // Stopping: whatever is queued or running is cancelled, never silently dropped.
   std::vector<Submission> pending;
