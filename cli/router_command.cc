@@ -3,6 +3,7 @@
 #include <pthread.h>
 #include <signal.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <iostream>
@@ -13,6 +14,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
@@ -23,10 +25,19 @@
 #include "common/status_macros.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/health_check_service_interface.h"
+#include "common/metrics.h"
+#include "router/discovery/discovery.h"
+#ifdef HEADROOM_WITH_HTTP
+#include "router/frontend/http_frontend.h"
+#include "router/http/http_server.h"
+#endif
+#include "router/openai/chat_template.h"
 #include "router/service/dispatcher.h"
 #include "router/service/group_monitor.h"
 #include "router/service/inference_service.h"
+#include "router/service/router_metrics.h"
 #include "router/tokenizer/byte_tokenizer.h"
+#include "router/tokenizer/json_util.h"
 #include "router/tokenizer/tokenizer.h"
 
 namespace headroom::cli {
@@ -39,9 +50,26 @@ FlagSet MakeRouterFlags() {
                 "router listening on HOST:PORT' when serving; SIGTERM/SIGINT finish streams and "
                 "exit 0.");
   flags.AddInt64("grpc-port", 50051, "Port to listen on (0 = pick a free one; the line says which).");
+  flags.AddInt64("http-port", 8000,
+                 "Port of the OpenAI-compatible HTTP API, /health and /metrics (0 = pick a free "
+                 "one; -1 = no HTTP).");
+  flags.AddString("api-key", std::nullopt,
+                  "Require 'Authorization: Bearer KEY' on the HTTP /v1 routes.");
+  flags.AddString("api-key-file", std::nullopt,
+                  "Like --api-key, read from this file (trailing newline ignored).");
+  flags.AddString("chat-template", "auto",
+                  "Chat format of /v1/chat/completions: chatml, llama3, none, or auto (from "
+                  "tokenizer_config.json's chat_template beside --tokenizer; chatml for the byte "
+                  "tokenizer of dummy models).");
   flags.AddString("host", "127.0.0.1", "Address to listen on.");
   flags.AddString("workers", std::nullopt,
                   "Comma-separated worker group leader addresses (host:port,host:port).");
+  flags.AddString("discovery", std::nullopt,
+                  "Instead of --workers: static:///host:port,... (a fixed list) or "
+                  "dns:///name:port (re-resolved every --discovery-interval-s; a Kubernetes "
+                  "headless Service). Groups that appear are watched, groups that go are retired.");
+  flags.AddDouble("discovery-interval-s", 5.0,
+                  "Seconds between re-resolutions of a dns:/// --discovery target.");
   flags.AddString("tokenizer", std::nullopt,
                   "Directory with tokenizer.json (default: the byte tokenizer of dummy models).");
   flags.AddInt64("byte-tokenizer-vocab", 256,
@@ -55,17 +83,82 @@ FlagSet MakeRouterFlags() {
                   "Model id in ListModels (default: the model the workers report).");
   flags.AddInt64("shutdown-timeout-s", 30,
                  "On SIGTERM/SIGINT, seconds to let open streams finish before cancelling.");
-  flags.MarkRequired("workers");
   return flags;
+}
+
+// --api-key or --api-key-file ("" = none); both is an error.
+absl::StatusOr<std::string> ApiKey(const FlagSet& flags) {
+  const std::optional<std::string> key = flags.GetString("api-key");
+  const std::optional<std::string> file = flags.GetString("api-key-file");
+  if (key.has_value() && file.has_value()) {
+    return absl::InvalidArgumentError("give --api-key or --api-key-file, not both");
+  }
+  if (key.has_value()) {
+    if (key->empty()) return absl::InvalidArgumentError("--api-key is empty");
+    return *key;
+  }
+  if (!file.has_value()) return std::string();
+  absl::StatusOr<std::string> read = router::json_util::ReadFile(*file);
+  if (!read.ok()) {
+    return absl::NotFoundError(absl::StrCat("--api-key-file: ", read.status().message()));
+  }
+  std::string contents = *std::move(read);
+  while (!contents.empty() && (contents.back() == '\n' || contents.back() == '\r')) {
+    contents.pop_back();
+  }
+  if (contents.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("--api-key-file ", *file, " is empty"));
+  }
+  return contents;
+}
+
+// --chat-template: nullopt = chat completions are refused with a 400 naming the reason.
+absl::StatusOr<std::optional<router::openai::ChatFormat>> ChatFormat(const FlagSet& flags) {
+  const std::string name = *flags.GetString("chat-template");
+  if (name == "none") return std::nullopt;
+  if (name != "auto") {
+    HR_ASSIGN_OR_RETURN(router::openai::ChatFormat format,
+                        router::openai::ParseChatFormatName(name));
+    return format;
+  }
+  const std::optional<std::string> dir = flags.GetString("tokenizer");
+  // The byte tokenizer of dummy models has no template: ChatML renders with any vocabulary.
+  if (!dir.has_value()) return router::openai::ChatFormat::kChatML;
+  absl::StatusOr<std::optional<router::openai::ChatFormat>> format =
+      router::openai::LoadChatFormat(*dir);
+  if (!format.ok()) {
+    std::cerr << "headroom router: " << format.status().message()
+              << "; /v1/chat/completions will answer 400 (pass --chat-template)\n";
+    return std::nullopt;
+  }
+  return *format;
 }
 
 absl::Status Serve(const FlagSet& flags, const sigset_t& stop_signals, std::ostream& out,
                    std::ostream& err) {
-  std::vector<std::string> workers;
-  for (absl::string_view w : absl::StrSplit(*flags.GetString("workers"), ',', absl::SkipWhitespace())) {
+  // Exactly one of --workers (fixed groups) and --discovery (groups that come and go).
+  const std::optional<std::string> discovery_flag = flags.GetString("discovery");
+  if (flags.GetString("workers").has_value() == discovery_flag.has_value()) {
+    return absl::InvalidArgumentError(
+        "give exactly one of --workers host:port,... and --discovery static:///...|dns:///...");
+  }
+  std::optional<router::DiscoveryTarget> discovery_target;
+  if (discovery_flag.has_value()) {
+    HR_ASSIGN_OR_RETURN(discovery_target, router::ParseDiscoveryTarget(*discovery_flag));
+  }
+  const double discovery_interval_s = *flags.GetDouble("discovery-interval-s");
+  if (!(discovery_interval_s >= 0.01 && discovery_interval_s <= 3600)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--discovery-interval-s must be in [0.01, 3600], got ", discovery_interval_s));
+  }
+  std::vector<std::string> workers;  // --discovery: none until it resolves (in Start below)
+  for (absl::string_view w :
+       absl::StrSplit(flags.GetString("workers").value_or(""), ',', absl::SkipWhitespace())) {
     workers.emplace_back(w);
   }
-  if (workers.empty()) return absl::InvalidArgumentError("--workers lists no address");
+  if (workers.empty() && !discovery_flag.has_value()) {
+    return absl::InvalidArgumentError("--workers lists no address");
+  }
   const int64_t port = *flags.GetInt64("grpc-port");
   if (port < 0 || port > 65535) {
     return absl::InvalidArgumentError(absl::StrCat("--grpc-port must be in [0, 65535], got ", port));
@@ -92,6 +185,14 @@ absl::Status Serve(const FlagSet& flags, const sigset_t& stop_signals, std::ostr
     HR_ASSIGN_OR_RETURN(tokenizer, router::MakeByteTokenizer(static_cast<int32_t>(vocab)));
   }
   const std::string host = *flags.GetString("host");
+  const int64_t http_port = *flags.GetInt64("http-port");
+  if (http_port < -1 || http_port > 65535) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--http-port must be -1 (none) or in [0, 65535], got ", http_port));
+  }
+  HR_ASSIGN_OR_RETURN(const std::string api_key, ApiKey(flags));
+  HR_ASSIGN_OR_RETURN(const std::optional<router::openai::ChatFormat> chat_format,
+                      ChatFormat(flags));
 
   router::DispatcherOptions dispatch_options;
   dispatch_options.groups = workers;
@@ -99,10 +200,13 @@ absl::Status Serve(const FlagSet& flags, const sigset_t& stop_signals, std::ostr
   dispatch_options.admission.low_watermark = static_cast<int32_t>(max_queue * 3 / 4);
   router::Dispatcher dispatcher(dispatch_options);
   router::GroupMonitor monitor(workers, &dispatcher);
+  metrics::Registry registry;
+  router::RouterMetrics router_metrics(&registry, &dispatcher);
   router::InferenceService service(
       {.tokenizer = tokenizer.get(),
        .served_model_name = flags.GetString("served-model-name").value_or(""),
-       .default_timeout = absl::Seconds(timeout_s)},
+       .default_timeout = absl::Seconds(timeout_s),
+       .metrics = &router_metrics},
       &dispatcher, &monitor);
 
   grpc::EnableDefaultHealthCheckService(true);
@@ -120,24 +224,97 @@ absl::Status Serve(const FlagSet& flags, const sigset_t& stop_signals, std::ostr
   dispatcher.SetUpListener([health](bool any_up) { health->SetServingStatus(any_up); });
   dispatcher.Start();
   monitor.Start();
+  // --discovery: the monitor (and through it the dispatcher) follow the resolved addresses.
+  std::unique_ptr<router::Discovery> discovery;
+  if (discovery_target.has_value()) {
+    router::DiscoveryOptions discovery_options;
+    discovery_options.interval = absl::Seconds(discovery_interval_s);
+    discovery = std::make_unique<router::Discovery>(
+        *discovery_target, discovery_options,
+        [&monitor, &err](std::vector<std::string> addresses) {
+          err << "headroom router: worker groups: " << absl::StrJoin(addresses, ",") << "\n";
+          monitor.SetGroups(std::move(addresses));
+        });
+    discovery->Start();  // a dns target resolves once here, so the groups are known when serving
+  }
+
+#ifdef HEADROOM_WITH_HTTP
+  std::atomic<bool> stopping{false};
+  // The OpenAI HTTP API: a client of the Inference service above, over an in-process channel.
+  std::optional<router::HttpFrontend> frontend;
+  std::unique_ptr<router::http::HttpServer> http_server;
+  if (http_port >= 0) {
+    frontend.emplace(router::HttpFrontendOptions{
+        .channel = server->InProcessChannel(grpc::ChannelArguments()),
+        .tokenizer = tokenizer.get(),
+        .chat_format = chat_format,
+        .api_key = api_key,
+        .registry = &registry,
+        // Liveness: the router answers while it runs; readiness (a group is up) is the gRPC
+        // health status and GetClusterState.
+        .healthy = [&stopping] { return !stopping.load(); },
+        .model_name = [&service] { return service.ModelName(); },
+        .max_model_len = [&dispatcher] { return dispatcher.largest_max_model_len(); }});
+    router::http::HttpServerOptions http_options;
+    http_options.host = host;
+    http_options.port = static_cast<int>(http_port);
+    http_options.error_body = router::HttpFrontend::ErrorBody;
+    absl::StatusOr<std::unique_ptr<router::http::HttpServer>> started =
+        router::http::HttpServer::Start(
+            http_options, [&frontend](const router::http::HttpRequest& request,
+                                      std::shared_ptr<router::http::ResponseWriter> writer) {
+              frontend->Handle(request, std::move(writer));
+            });
+    if (!started.ok()) {
+      server->Shutdown();
+      if (discovery != nullptr) discovery->Stop();
+      monitor.Stop();
+      dispatcher.Stop();
+      return started.status();
+    }
+    http_server = *std::move(started);
+  }
+#else
+  std::atomic<bool> stopping{false};
+  struct NoHttp { int port() const { return 0; } void Stop() {} };
+  std::unique_ptr<NoHttp> http_server;
+  struct NoFrontend {
+    void BeginShutdown() {}
+    bool WaitForIdle(absl::Time) { return true; }
+  };
+  std::optional<NoFrontend> frontend;
+  (void)api_key;
+  (void)chat_format;
+#endif
   err << "headroom router: " << workers.size() << " worker group(s), queue "
       << max_queue << " (resume at " << max_queue * 3 / 4 << ")\n";
   out << "headroom router listening on " << host << ":" << selected_port << std::endl;
+  if (http_server != nullptr) {
+    out << "headroom router HTTP on " << host << ":" << http_server->port() << std::endl;
+  }
 
   int signal_number = 0;
   sigwait(&stop_signals, &signal_number);
   const int64_t shutdown_s = *flags.GetInt64("shutdown-timeout-s");
   err << "headroom router: signal " << signal_number << ", finishing streams (at most "
       << shutdown_s << " s)\n";
+  stopping.store(true);
+  if (frontend.has_value()) frontend->BeginShutdown();  // new HTTP generations get 503
   health->SetServingStatus(false);
   health->Shutdown();
   // Stops accepting at once; open streams get until the deadline, then are cancelled.
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(shutdown_s));
   server->Wait();
+  // HTTP streams are in-process Generate calls: they ended with the server's calls above.
+  if (frontend.has_value() && !frontend->WaitForIdle(absl::Now() + absl::Seconds(5))) {
+    err << "headroom router: HTTP streams still open after shutdown\n";
+  }
+  if (http_server != nullptr) http_server->Stop();
   // Worker calls of cancelled streams end shortly after their cancel.
   if (!service.WaitForIdle(absl::Now() + absl::Seconds(5))) {
     err << "headroom router: worker calls still open after shutdown\n";
   }
+  if (discovery != nullptr) discovery->Stop();
   monitor.Stop();
   dispatcher.Stop();
   err << "headroom router: stopped\n";

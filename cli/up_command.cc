@@ -53,6 +53,9 @@ FlagSet MakeUpFlags() {
   flags.AddInt64("tensor-parallel-size", 1,
                  "Devices per worker group; only 1 (tensor parallelism is not implemented yet).");
   flags.AddInt64("grpc-port", 50051, "Router gRPC port (0 = pick a free one).");
+  flags.AddInt64("http-port", 8000,
+                 "Router OpenAI-compatible HTTP port (0 = pick a free one).");
+  flags.AddString("api-key", std::nullopt, "Passed to the router: required Bearer key on /v1.");
   flags.AddInt64("worker-base-port", 0,
                  "Worker i listens on BASE+i and serves /metrics on BASE+groups+i (0 = pick free "
                  "ports).");
@@ -242,6 +245,8 @@ struct Options {
   std::string model;
   int64_t groups = 0;
   int64_t grpc_port = 0;
+  int64_t http_port = 0;
+  std::optional<std::string> api_key;
   int64_t worker_base_port = 0;
   std::vector<std::string> worker_flags;  // shared by every worker
 };
@@ -263,6 +268,12 @@ absl::StatusOr<Options> Validate(const FlagSet& flags) {
     return absl::InvalidArgumentError(
         absl::StrCat("--grpc-port must be in [0, 65535], got ", o.grpc_port));
   }
+  o.http_port = *flags.GetInt64("http-port");
+  if (o.http_port < 0 || o.http_port > 65535) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--http-port must be in [0, 65535], got ", o.http_port));
+  }
+  o.api_key = flags.GetString("api-key");
   o.worker_base_port = *flags.GetInt64("worker-base-port");
   if (o.worker_base_port < 0 || o.worker_base_port + 2 * o.groups - 1 > 65535) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -361,9 +372,11 @@ int Run(const Options& o, const sigset_t& stop_signals, std::ostream& out, std::
   }
 
   std::vector<std::string> router_args = {"router", "--host", "127.0.0.1", "--grpc-port",
-                                          absl::StrCat(o.grpc_port), "--workers",
+                                          absl::StrCat(o.grpc_port), "--http-port",
+                                          absl::StrCat(o.http_port), "--workers",
                                           absl::StrJoin(addresses, ","), "--shutdown-timeout-s",
                                           absl::StrCat(kChildDrainSeconds)};
+  if (o.api_key.has_value()) router_args.insert(router_args.end(), {"--api-key", *o.api_key});
   if (!o.model.starts_with("dummy:") && IsRegularFile(o.model + "/tokenizer.json")) {
     router_args.insert(router_args.end(), {"--tokenizer", o.model});
   }
@@ -372,17 +385,25 @@ int Run(const Options& o, const sigset_t& stop_signals, std::ostream& out, std::
   router = *router_index;
   std::string router_address;
   if (auto code = expect(*router, "headroom router listening on ", &router_address)) return *code;
+  std::string http_address;
+  if (auto code = expect(*router, "headroom router HTTP on ", &http_address)) return *code;
 
   out << "headroom up listening on " << router_address << "\n";
   out << "headroom up: " << o.groups << " worker group(s) of " << o.model
       << " on the CPU backend, tensor-parallel-size 1\n";
   out << "  router    grpc://" << router_address << "  headroom.v1.Inference  pid "
       << cluster.child(*router).pid << "\n";
+  out << "  router    http://" << http_address << "  OpenAI API (/v1/completions, "
+      << "/v1/chat/completions, /v1/models), /metrics\n";
   for (size_t w = 0; w < workers.size(); ++w) {
     out << "  worker " << w << "  grpc://" << addresses[w] << "  metrics http://" << metrics[w]
         << "/metrics  pid " << cluster.child(workers[w]).pid << "\n";
   }
-  out << "query it (from the repository root, after scripts/setup-deps):\n"
+  const std::string auth =
+      o.api_key.has_value() ? absl::StrCat(" -H 'Authorization: Bearer ", *o.api_key, "'") : "";
+  out << "query it:\n"
+      << "  curl http://" << http_address << "/v1/completions -H 'Content-Type: application/json'"
+      << auth << " -d '{\"prompt\": \"Once upon a time\", \"max_tokens\": 32}'\n"
       << "  build/venv/bin/python examples/generate.py --target " << router_address
       << " --max-tokens 32 \"Once upon a time\"\n"
       << "Ctrl-C stops the cluster." << std::endl;

@@ -95,6 +95,18 @@ void Dispatcher::Finished(int64_t id) {
   wake_.notify_all();
 }
 
+std::vector<GroupSlot> Dispatcher::SetGroups(const std::vector<std::string>& addresses) {
+  std::vector<GroupSlot> slots;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    table_.SetGroups(addresses);
+    slots = table_.slots();
+    dirty_ = true;
+  }
+  wake_.notify_all();
+  return slots;
+}
+
 void Dispatcher::OnReport(size_t group, const v1::LoadReport& report) {
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -135,6 +147,7 @@ v1::ClusterState Dispatcher::Snapshot() const {
   std::lock_guard<std::mutex> lock(mu_);
   v1::ClusterState state;
   for (size_t g = 0; g < table_.size(); ++g) {
+    if (!table_.current(g)) continue;
     v1::GroupState* group = state.add_groups();
     const GroupLoad& load = table_.load(g);
     group->set_address(load.group);

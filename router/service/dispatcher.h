@@ -7,6 +7,10 @@
 // (each excluding the groups it already tried), then AdmissionQueue::Place. Decisions are
 // delivered to the requests' PlacementListener after the lock is released.
 //
+// Groups: SetGroups changes the group set at any time (discovery); see GroupTable for the slot
+// rules. A removed group is down at once, so queued requests and failover retries go elsewhere;
+// requests already streaming from it are not touched (their Finished releases as usual).
+//
 // Lifetimes: listeners are held as weak_ptr, so a request that ended meanwhile is skipped (its
 // reservation, if any was just made, is released). Stop() joins the thread; call it after the
 // gRPC server has shut down.
@@ -45,7 +49,7 @@ class PlacementListener {
 };
 
 struct DispatcherOptions {
-  std::vector<std::string> groups;  // worker group leader addresses
+  std::vector<std::string> groups;  // initial worker group leader addresses (SetGroups changes)
   AdmissionConfig admission;
   // A group whose last report is older than this is down.
   absl::Duration stale_after = absl::Seconds(2);
@@ -85,6 +89,10 @@ class Dispatcher {
   // Its worker stream ended: release its reservation.
   void Finished(int64_t id);
 
+  // Makes `addresses` the current groups (GroupTable::SetGroups) and returns every slot after the
+  // change, so the GroupMonitor can match its watchers to the same indices.
+  std::vector<GroupSlot> SetGroups(const std::vector<std::string>& addresses);
+
   // From the GroupMonitor.
   void OnReport(size_t group, const v1::LoadReport& report);
   void OnStreamDown(size_t group);
@@ -93,6 +101,7 @@ class Dispatcher {
   // The model the first up group reports ("" when none has reported).
   [[nodiscard]] std::string reported_model() const;
   [[nodiscard]] bool any_up() const;
+  // The current groups only (retired ones are left out).
   [[nodiscard]] v1::ClusterState Snapshot() const;
 
  private:

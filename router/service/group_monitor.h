@@ -1,16 +1,23 @@
 // GroupMonitor: one channel and one WatchLoad stream per worker group, feeding the Dispatcher.
 //
-// Threads: one thread per group with a blocking reader (the group count is small and static, so a
+// Threads: one thread per current group with a blocking reader (the group count is small, so a
 // thread each is simpler than a callback client reactor and costs nothing that matters). Each
 // thread opens WatchLoad, hands every report to Dispatcher::OnReport, and when the stream ends
 // (worker gone, loading, stopping) calls OnStreamDown and reconnects with exponential backoff
 // (100 ms doubling to 2 s, reset by a report). A group that stays connected but sends no report
 // for 2 s is marked down by the Dispatcher's staleness check.
 //
-// Lifetimes: the Dispatcher must outlive the monitor. Stop() cancels every stream and joins.
+// Groups come and go: SetGroups first updates the Dispatcher (Dispatcher::SetGroups, which owns
+// the slot numbering; see GroupTable), then matches the watchers to its slots: a new or revived
+// slot gets a watcher thread, a retired one has its stream cancelled and its thread joined. The
+// join happens with no lock a watcher or a reactor takes held (only set_mu_, which serialises
+// SetGroups/Start/Stop), so a watcher finishing its last OnReport cannot deadlock with it.
+//
+// Lifetimes: the Dispatcher must outlive the monitor. Group objects (channel, stub) are never
+// destroyed before the monitor, retired ones included: stub(group) stays valid for Submit and
+// Abort calls still in flight on a group that left. Stop() cancels every stream and joins.
 #pragma once
 
-#include <atomic>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
@@ -26,36 +33,51 @@ namespace headroom::router {
 
 class GroupMonitor {
  public:
+  // Watches `addresses` (SetGroups(addresses); usually the groups the Dispatcher was built with,
+  // or none when discovery supplies them later).
   GroupMonitor(std::vector<std::string> addresses, Dispatcher* dispatcher);
   ~GroupMonitor();  // Stop()s
 
   GroupMonitor(const GroupMonitor&) = delete;
   GroupMonitor& operator=(const GroupMonitor&) = delete;
 
+  // Makes `addresses` the watched groups, and the Dispatcher's (see the header comment).
+  // Blocks until the watchers of removed groups have stopped. After Stop() it only updates the
+  // Dispatcher's table.
+  void SetGroups(std::vector<std::string> addresses);
   void Start();
   void Stop();
 
-  [[nodiscard]] size_t size() const { return groups_.size(); }
-  [[nodiscard]] const std::string& address(size_t group) const { return groups_[group]->address; }
-  // Thread-safe stub of the group's leader (Submit, Abort).
-  [[nodiscard]] v1::Worker::Stub* stub(size_t group) const { return groups_[group]->stub.get(); }
+  // Slots ever created (retired included).
+  [[nodiscard]] size_t size() const;
+  [[nodiscard]] std::string address(size_t group) const;
+  // Thread-safe stub of the group's leader (Submit, Abort); valid until the monitor is destroyed.
+  [[nodiscard]] v1::Worker::Stub* stub(size_t group) const;
 
  private:
   struct Group {
+    size_t index = 0;
     std::string address;
     std::shared_ptr<grpc::Channel> channel;
     std::unique_ptr<v1::Worker::Stub> stub;
-    std::thread thread;
+    bool current = false;   // guarded by GroupMonitor::mu_; the watcher exits when false
+    bool watching = false;  // a thread runs (or ran and is not joined yet); guarded by set_mu_
+    std::thread thread;     // guarded by set_mu_
     std::mutex mu;
     grpc::ClientContext* context = nullptr;  // the open WatchLoad call, guarded by mu
   };
 
-  void Watch(size_t index);
+  // Under set_mu_: starts the watchers of current groups and stops (cancel + join, outside mu_)
+  // those of groups no longer current.
+  void ReconcileLocked();
+  void Watch(Group* group);
 
   Dispatcher* const dispatcher_;
-  std::vector<std::unique_ptr<Group>> groups_;
-  std::mutex mu_;
+  std::mutex set_mu_;  // serialises SetGroups, Start and Stop; never taken by watchers/reactors
+  mutable std::mutex mu_;
   std::condition_variable stop_cv_;
+  std::vector<std::unique_ptr<Group>> groups_;  // guarded by mu_ (the Groups themselves stay put)
+  bool started_ = false;   // guarded by mu_
   bool stopping_ = false;  // guarded by mu_
 };
 

@@ -7,15 +7,52 @@ namespace headroom::router {
 
 GroupTable::GroupTable(std::vector<std::string> addresses, absl::Duration stale_after)
     : stale_after_(stale_after) {
-  for (std::string& address : addresses) {
-    GroupLoad& load = loads_.emplace_back();
-    load.group = std::move(address);
+  SetGroups(addresses);
+}
+
+GroupChange GroupTable::SetGroups(const std::vector<std::string>& addresses) {
+  GroupChange change;
+  std::vector<char> listed(loads_.size(), 0);
+  for (const std::string& address : addresses) {
+    auto [it, inserted] = slot_of_.try_emplace(address, loads_.size());
+    const size_t group = it->second;
+    if (inserted) {
+      GroupLoad& load = loads_.emplace_back();
+      load.group = address;
+      reports_.emplace_back();
+      last_report_.push_back(absl::InfinitePast());
+      current_.push_back(0);
+      listed.push_back(0);
+    }
+    if (listed[group] != 0) continue;  // a duplicate
+    listed[group] = 1;
+    if (current_[group] == 0) {
+      current_[group] = 1;
+      loads_[group].up = false;  // until its first report
+      change.added.push_back(group);
+    }
   }
-  reports_.resize(loads_.size());
-  last_report_.resize(loads_.size(), absl::InfinitePast());
+  for (size_t g = 0; g < loads_.size(); ++g) {
+    if (current_[g] != 0 && listed[g] == 0) {
+      current_[g] = 0;
+      loads_[g].up = false;
+      change.removed.push_back(g);
+    }
+  }
+  return change;
+}
+
+std::vector<GroupSlot> GroupTable::slots() const {
+  std::vector<GroupSlot> out;
+  out.reserve(loads_.size());
+  for (size_t g = 0; g < loads_.size(); ++g) {
+    out.push_back(GroupSlot{loads_[g].group, current_[g] != 0});
+  }
+  return out;
 }
 
 void GroupTable::ApplyReport(size_t group, const v1::LoadReport& report, absl::Time now) {
+  if (current_[group] == 0) return;
   GroupLoad& load = loads_[group];
   load.up = true;
   load.draining = report.draining();

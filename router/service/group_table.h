@@ -3,6 +3,14 @@
 //
 // Pure state, no I/O and no locking: the Dispatcher owns one and guards it with its mutex.
 //
+// Groups come and go (SetGroups, fed by discovery). Each address has a slot — its index, used by
+// the placement policy, the reservations and failover's "tried" sets — and slots are stable: a
+// group that leaves is *retired* (marked down, its reports ignored, never placed on) but keeps its
+// slot, so requests still streaming from it release their reservations normally. If the same
+// address is listed again it *revives* its old slot (same index, reservations of its still-running
+// requests kept); a slot never goes to another address. Slots grow with the distinct addresses
+// ever seen, which is small (a pod IP that comes back is the same pod more often than not).
+//
 // Up/down: a group is up while its WatchLoad stream is alive and its last report is at most
 // `stale_after` old (ExpireStale); it goes down when the stream ends (MarkDown) or goes quiet.
 //
@@ -31,11 +39,34 @@
 
 namespace headroom::router {
 
+// One slot of the table.
+struct GroupSlot {
+  std::string address;
+  // Listed by the last SetGroups; false = retired.
+  bool current = false;
+};
+
+// What SetGroups changed, as slot indices.
+struct GroupChange {
+  std::vector<size_t> added;    // new slots and revived ones
+  std::vector<size_t> removed;  // retired now
+};
+
 class GroupTable {
  public:
+  // `addresses` become slots 0..n-1 in order (duplicates dropped), as with SetGroups.
   GroupTable(std::vector<std::string> addresses, absl::Duration stale_after);
 
+  // Makes `addresses` (duplicates dropped) the current groups: a new address gets the next slot,
+  // a retired one is revived (down until its next report), a current one not listed is retired
+  // (down at once; reservations of its running requests stay until they are Released).
+  GroupChange SetGroups(const std::vector<std::string>& addresses);
+
+  // Slots ever created (current and retired); valid group indices are [0, size()).
   [[nodiscard]] size_t size() const { return loads_.size(); }
+  [[nodiscard]] bool current(size_t group) const { return current_[group] != 0; }
+  // Every slot, indexed by group.
+  [[nodiscard]] std::vector<GroupSlot> slots() const;
   // For the placement policy / AdmissionQueue::Place (which adds to reserved_blocks).
   [[nodiscard]] absl::Span<GroupLoad> loads() { return absl::MakeSpan(loads_); }
   [[nodiscard]] absl::Span<const GroupLoad> loads() const { return loads_; }
@@ -46,7 +77,8 @@ class GroupTable {
   }
 
   // A report arrived on `group`'s WatchLoad stream: copies its fields, marks the group up and
-  // releases reservations armed by MarkFirstToken that it covers.
+  // releases reservations armed by MarkFirstToken that it covers. Ignored for a retired group (a
+  // report read while its watcher was being stopped).
   void ApplyReport(size_t group, const v1::LoadReport& report, absl::Time now);
   // The group's stream ended.
   void MarkDown(size_t group);
@@ -78,6 +110,8 @@ class GroupTable {
   std::vector<GroupLoad> loads_;
   std::vector<std::optional<v1::LoadReport>> reports_;
   std::vector<absl::Time> last_report_;
+  std::vector<char> current_;  // 1 = listed by the last SetGroups (not vector<bool>: plain bytes)
+  absl::flat_hash_map<std::string, size_t> slot_of_;
   absl::flat_hash_map<int64_t, Reservation> reservations_;
 };
 

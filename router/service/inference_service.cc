@@ -69,6 +69,7 @@ class GenerateReactor final : public grpc::ServerWriteReactor<v1::GenerateRespon
     self_ = std::move(self);
     const std::string served = service_->ModelName();
     if (!request.model().empty() && request.model() != served) {
+      Refused(RefusalReason::kUnknownModel);
       End(grpc::Status(grpc::StatusCode::NOT_FOUND,
                        absl::StrCat("model \"", request.model(), "\" is not served here (",
                                     served, ")")));
@@ -77,6 +78,7 @@ class GenerateReactor final : public grpc::ServerWriteReactor<v1::GenerateRespon
     absl::StatusOr<ValidatedRequest> validated = ValidateGenerateRequest(
         request, *service_->options_.tokenizer, service_->dispatcher_->largest_max_model_len());
     if (!validated.ok()) {
+      Refused(RefusalReason::kInvalid);
       End(ToGrpc(validated.status()));
       return;
     }
@@ -92,9 +94,11 @@ class GenerateReactor final : public grpc::ServerWriteReactor<v1::GenerateRespon
                                                       context_tokens,
                                                   context_tokens));
     stop_.emplace(StopMatcherOptions{req_.stop, req_.include_stop_str_in_output});
+    admitted_at_ = absl::Now();
     const SubmitResult submitted = service_->dispatcher_->Submit(
         id_, req_.max_total_tokens(), deadline_, weak_from_this());
     if (!submitted.status.ok()) {
+      Refused(RefusalReasonOf(submitted.status.code()));
       if (submitted.retry_after_s > 0) {
         context_->AddTrailingMetadata("retry-after", std::to_string(submitted.retry_after_s));
       }
@@ -104,11 +108,13 @@ class GenerateReactor final : public grpc::ServerWriteReactor<v1::GenerateRespon
 
   void OnPlaced(size_t group) override {
     std::shared_ptr<WorkerCall> call;
+    bool first_placement = false;
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (finish_.has_value()) {
         call = nullptr;
       } else {
+        first_placement = tried_.empty();
         group_ = group;
         tried_.insert(group);
         call = std::make_shared<WorkerCall>(shared_from_this(), group);
@@ -124,11 +130,17 @@ class GenerateReactor final : public grpc::ServerWriteReactor<v1::GenerateRespon
       service_->dispatcher_->Finished(id_);
       return;
     }
+    if (first_placement && service_->options_.metrics != nullptr) {
+      service_->options_.metrics->OnPlaced(absl::Now() - admitted_at_);
+    }
     service_->Acquire();
     call->Start(call, service_->monitor_->stub(group), deadline_);
   }
 
-  void OnRejected(const absl::Status& status) override { End(ToGrpc(status)); }
+  void OnRejected(const absl::Status& status) override {
+    Refused(RefusalReasonOf(status.code()));
+    End(ToGrpc(status));
+  }
 
   [[nodiscard]] InferenceService* service() const { return service_; }
 
@@ -214,6 +226,7 @@ class GenerateReactor final : public grpc::ServerWriteReactor<v1::GenerateRespon
       }
     }
     if (failover) {
+      if (service_->options_.metrics != nullptr) service_->options_.metrics->OnFailover();
       service_->dispatcher_->Resubmit(id_, req_.max_total_tokens(), deadline_, tried_,
                                       weak_from_this());
     } else if (end.has_value()) {
@@ -268,6 +281,10 @@ class GenerateReactor final : public grpc::ServerWriteReactor<v1::GenerateRespon
     Pump();
   }
 
+  void Refused(RefusalReason reason) {
+    if (service_->options_.metrics != nullptr) service_->options_.metrics->OnRefused(reason);
+  }
+
   // Starts the next write, or Finish once the outbox is empty and an end is set.
   void Pump() {
     enum { kNothing, kWrite, kFinish } action = kNothing;
@@ -317,6 +334,7 @@ class GenerateReactor final : public grpc::ServerWriteReactor<v1::GenerateRespon
   // Set in Begin (before any other thread sees the reactor), read-only afterwards.
   ValidatedRequest req_;
   absl::Time deadline_;
+  absl::Time admitted_at_;  // set in Begin before Submit
 
   std::mutex mu_;
   std::optional<IncrementalDetokenizer> detokenizer_;  // guarded by mu_ after Begin

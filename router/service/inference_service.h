@@ -25,6 +25,7 @@
 #include "headroom/v1/inference.grpc.pb.h"
 #include "router/service/dispatcher.h"
 #include "router/service/group_monitor.h"
+#include "router/service/router_metrics.h"
 #include "router/tokenizer/tokenizer.h"
 
 namespace headroom::router {
@@ -36,6 +37,8 @@ struct InferenceServiceOptions {
   std::string served_model_name;
   // Deadline of a Generate whose client set none.
   absl::Duration default_timeout = absl::Seconds(600);
+  // Refusals, failovers, placement latency; may be null. Must outlive the service.
+  RouterMetrics* metrics = nullptr;
 };
 
 class InferenceService final : public v1::Inference::CallbackService {

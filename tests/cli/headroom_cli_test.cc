@@ -251,5 +251,23 @@ TEST(HeadroomCliTest, TinyPresetDefaultsToItsMaxPositions) {
   EXPECT_THAT(result.out, AllOf(HasSubstr("max model len 2048"), Not(HasSubstr("error"))));
 }
 
+TEST(HeadroomCliTest, RouterTakesExactlyOneOfWorkersAndDiscovery) {
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"router"},
+        std::vector<std::string>{"router", "--workers", "a:1", "--discovery", "dns:///a:1"}}) {
+    const RunResult r = RunHeadroom(args);
+    ExpectRefused(r);
+    EXPECT_THAT(r.err, HasSubstr("exactly one of --workers"));
+  }
+}
+
+TEST(HeadroomCliTest, RouterBadDiscoveryTargetNamesTheBadPart) {
+  const RunResult r = RunHeadroom({"router", "--discovery", "dns:///groups.svc"});
+  ExpectRefused(r);
+  EXPECT_THAT(r.err, AllOf(HasSubstr("discovery target must be static:///host:port,... or "
+                                     "dns:///name:port, got \"dns:///groups.svc\""),
+                           HasSubstr("\"groups.svc\" has no :port")));
+}
+
 }  // namespace
 }  // namespace headroom

@@ -95,7 +95,8 @@ class RouterE2eTest : public ::testing::Test {
     ASSERT_FALSE(worker_a_->address().empty());
     ASSERT_FALSE(worker_b_->address().empty());
     std::vector<std::string> flags = {
-        "--grpc-port", "0", "--workers", worker_a_->address() + "," + worker_b_->address()};
+        "--grpc-port", "0", "--http-port", "-1", "--workers",
+        worker_a_->address() + "," + worker_b_->address()};
     flags.insert(flags.end(), router_flags.begin(), router_flags.end());
     router_ = std::make_unique<Child>("router", flags);
     ASSERT_FALSE(router_->address().empty()) << "the router did not print its listening line";
@@ -229,6 +230,18 @@ TEST_F(RouterE2eTest, KilledWorkerRequestsCompleteOnTheOtherOne) {
     });
   }
   worker_a_->Kill9();
+  // The router marks the killed group down within 2 s (its WatchLoad stream breaks).
+  const auto killed_at = std::chrono::steady_clock::now();
+  bool down = false;
+  while (!down && std::chrono::steady_clock::now() - killed_at < seconds(5)) {
+    const v1::ClusterState state = State();
+    for (const v1::GroupState& g : state.groups()) {
+      down |= g.address() == worker_a_->address() && !g.healthy();
+    }
+    if (!down) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_TRUE(down) << "the killed group " << worker_a_->address() << " was never marked down";
+  EXPECT_LT(std::chrono::steady_clock::now() - killed_at, seconds(2));
   for (std::thread& t : threads) t.join();
   int ok = 0;
   for (const Result& r : results) {
@@ -273,6 +286,38 @@ TEST_F(RouterE2eTest, BadInputIsInvalidArgumentNamingTheField) {
   r = Generate(*stub_, text);
   EXPECT_EQ(r.status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_NE(r.status.error_message().find("sampling.max_tokens"), std::string::npos);
+}
+
+// --discovery dns:///localhost:PORT with one worker on 127.0.0.1:PORT: localhost may also resolve
+// to ::1, where nobody listens; that group is just down and requests go to the live one.
+TEST_F(RouterE2eTest, DnsDiscoveryOfLocalhostFindsTheWorker) {
+  worker_a_ = std::make_unique<Child>("worker", WorkerFlags(64));
+  ASSERT_FALSE(worker_a_->address().empty());
+  const std::string port = worker_a_->address().substr(worker_a_->address().rfind(':') + 1);
+  router_ = std::make_unique<Child>(
+      "router", std::vector<std::string>{"--grpc-port", "0", "--http-port", "-1", "--discovery",
+                                         "dns:///localhost:" + port, "--discovery-interval-s",
+                                         "0.2"});
+  ASSERT_FALSE(router_->address().empty()) << "the router did not print its listening line";
+  channel_ = grpc::CreateChannel(router_->address(), grpc::InsecureChannelCredentials());
+  stub_ = v1::Inference::NewStub(channel_);
+  const std::string live = "127.0.0.1:" + port;
+  bool up = false;
+  v1::ClusterState state;
+  for (int i = 0; i < 200 && !up; ++i) {
+    state = State();
+    for (const v1::GroupState& g : state.groups()) up |= g.address() == live && g.healthy();
+    if (!up) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_TRUE(up) << "the discovered group " << live << " never came up";
+  for (const v1::GroupState& g : state.groups()) {
+    EXPECT_TRUE(g.address() == live || g.address() == "[::1]:" + port) << g.address();
+  }
+  const Result r = Generate(*stub_, Greedy({72, 101, 108, 108, 111}, 8));
+  ASSERT_TRUE(r.status.ok()) << r.status.error_message();
+  EXPECT_EQ(r.tokens.size(), 8u);
+  router_->Signal(SIGTERM);
+  EXPECT_EQ(router_->WaitExit(std::chrono::seconds(20)), 0);
 }
 
 }  // namespace

@@ -20,6 +20,7 @@
 
 #include "child_process.h"
 #include "fixtures.h"
+#include "http_client.h"
 #include "grpcpp/grpcpp.h"
 #include "headroom/v1/inference.grpc.pb.h"
 
@@ -33,6 +34,7 @@ struct Up {
   std::unique_ptr<ChildProcess> process;
   std::vector<pid_t> child_pids;  // from the "... pid N" lines
   std::string query_command;      // the printed examples/generate.py line
+  std::string curl_command;       // the printed curl line
 };
 
 // Starts `headroom up` and reads its URL lines up to "Ctrl-C stops the cluster.".
@@ -40,7 +42,7 @@ Up StartUp() {
   Up up;
   up.process = std::make_unique<ChildProcess>(
       "up", std::vector<std::string>{
-                "--groups", "2", "--grpc-port", "0", "--model",
+                "--groups", "2", "--grpc-port", "0", "--http-port", "0", "--model",
                 worker::testdata::FixtureDir("llama-gqa").string(), "--num-gpu-blocks-override",
                 "64", "--max-model-len", "256", "--max-num-seqs", "4"});
   if (up.process->address().empty()) return up;
@@ -51,6 +53,7 @@ Up StartUp() {
       up.child_pids.push_back(static_cast<pid_t>(std::stol(line.substr(at + 5))));
     }
     if (line.find("examples/generate.py") != std::string::npos) up.query_command = line;
+    if (line.find("curl http://") != std::string::npos) up.curl_command = line;
   }
   return up;
 }
@@ -114,6 +117,20 @@ TEST(UpE2eTest, ServesThroughTheRouterAndStopsEveryChildOnSigterm) {
   ASSERT_TRUE(status.ok()) << status.error_message();
   EXPECT_EQ(tokens.size(), 8u);
   EXPECT_EQ(finish, v1::FINISH_REASON_LENGTH);
+
+  // The printed curl works: its URL, method and body, sent as printed.
+  const size_t url_at = up.curl_command.find("http://");
+  ASSERT_NE(url_at, std::string::npos) << up.curl_command;
+  const std::string url = up.curl_command.substr(url_at, up.curl_command.find(' ', url_at) - url_at);
+  const size_t path_at = url.find('/', 7);
+  const size_t body_at = up.curl_command.find("-d '");
+  ASSERT_NE(body_at, std::string::npos) << up.curl_command;
+  const std::string body =
+      up.curl_command.substr(body_at + 4, up.curl_command.rfind('\'') - body_at - 4);
+  const HttpResponse http = HttpRequestTo(PortOf(url.substr(7, path_at - 7)), "POST",
+                                          url.substr(path_at), body);
+  EXPECT_EQ(http.status, 200) << http.body;
+  EXPECT_NE(http.body.find("\"object\":\"text_completion\""), std::string::npos) << http.body;
 
   StopAndExpectClean(up);
 }

@@ -60,5 +60,52 @@ TEST(GroupTableTest, ReservationGoesAtTheFirstReportNewerThanTheFirstToken) {
   EXPECT_EQ(table.load(0).reserved_blocks, 0);
 }
 
+
+TEST(GroupTableTest, SetGroupsRetiresAndRevivesStableSlots) {
+  GroupTable table({"a:1", "b:2"}, absl::Seconds(2));
+  const absl::Time t0 = absl::FromUnixSeconds(1000);
+  table.ApplyReport(0, Report(1, 50), t0);
+  table.ApplyReport(1, Report(1, 50), t0);
+  table.loads()[0].reserved_blocks += 3;  // a request streaming from a:1
+  table.Track(9, 0, 3);
+
+  GroupChange change = table.SetGroups({"b:2", "c:3", "c:3"});
+  EXPECT_EQ(change.added, std::vector<size_t>{2});
+  EXPECT_EQ(change.removed, std::vector<size_t>{0});
+  ASSERT_EQ(table.size(), 3u);
+  EXPECT_FALSE(table.current(0));
+  EXPECT_FALSE(table.load(0).up);
+  EXPECT_TRUE(table.load(1).up);   // untouched
+  EXPECT_FALSE(table.load(2).up);  // until its first report
+  EXPECT_EQ(table.load(2).group, "c:3");
+  table.ApplyReport(0, Report(2, 90), t0);  // a late report of the retired group: ignored
+  EXPECT_FALSE(table.load(0).up);
+  EXPECT_EQ(table.load(0).free_blocks, 50);
+  table.Release(9);  // the streaming request ends normally
+  EXPECT_EQ(table.load(0).reserved_blocks, 0);
+
+  // a:1 comes back: its old slot, not a new one; b:2 leaves.
+  change = table.SetGroups({"c:3", "a:1"});
+  EXPECT_EQ(change.added, std::vector<size_t>{0});
+  EXPECT_EQ(change.removed, std::vector<size_t>{1});
+  ASSERT_EQ(table.size(), 3u);
+  EXPECT_TRUE(table.current(0));
+  EXPECT_FALSE(table.load(0).up);  // down until it reports again
+  table.ApplyReport(0, Report(3, 60), t0);
+  EXPECT_TRUE(table.load(0).up);
+  const std::vector<GroupSlot> slots = table.slots();
+  ASSERT_EQ(slots.size(), 3u);
+  EXPECT_EQ(slots[0].address, "a:1");
+  EXPECT_TRUE(slots[0].current);
+  EXPECT_EQ(slots[1].address, "b:2");
+  EXPECT_FALSE(slots[1].current);
+
+  // Listing the same set again changes nothing.
+  change = table.SetGroups({"a:1", "c:3"});
+  EXPECT_TRUE(change.added.empty());
+  EXPECT_TRUE(change.removed.empty());
+  EXPECT_TRUE(table.load(0).up);
+}
+
 }  // namespace
 }  // namespace headroom::router

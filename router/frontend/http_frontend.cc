@@ -1,0 +1,371 @@
+#include "router/frontend/http_frontend.h"
+
+#include <cctype>
+#include <random>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "absl/time/clock.h"
+#include "nlohmann/json.hpp"
+#include "router/openai/openai_protocol.h"
+#include "router/openai/openai_response.h"
+
+namespace headroom::router {
+namespace {
+
+using Json = nlohmann::json;
+using Headers = std::vector<std::pair<std::string, std::string>>;
+
+constexpr char kJson[] = "application/json";
+
+void RespondError(http::ResponseWriter& writer, int status, const std::string& message,
+                  const std::string& param = "", Headers headers = {}) {
+  writer.Respond(status, kJson, openai::ErrorBody(status, message, param), std::move(headers));
+}
+
+std::string RandomHex() {
+  thread_local std::mt19937_64 random{std::random_device{}()};
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string out(24, '0');
+  uint64_t bits = random();
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (i == 16) bits = random();
+    out[i] = kDigits[bits & 15];
+    bits >>= 4;
+  }
+  return out;
+}
+
+int64_t UnixSeconds() { return absl::ToUnixSeconds(absl::Now()); }
+
+// Parses a JSON object body; on failure answers 400 and returns nullopt.
+std::optional<Json> ParseObject(const http::HttpRequest& request, http::ResponseWriter& writer) {
+  Json body = Json::parse(request.body, nullptr, /*allow_exceptions=*/false);
+  if (body.is_discarded()) {
+    RespondError(writer, 400, "invalid JSON in the request body");
+    return std::nullopt;
+  }
+  if (!body.is_object()) {
+    RespondError(writer, 400, "the request body must be a JSON object");
+    return std::nullopt;
+  }
+  return body;
+}
+
+// The gRPC side names fields as in the proto ("sampling.max_tokens", "token_ids.ids[3]");
+// HTTP clients sent OpenAI's flat names. Returns the message with those names and the field.
+std::pair<std::string, std::string> OpenAiMessage(const std::string& grpc_message) {
+  std::string message = absl::StrReplaceAll(grpc_message, {{"sampling.", ""}});
+  size_t end = 0;
+  while (end < message.size() && (std::islower(static_cast<unsigned char>(message[end])) != 0 ||
+                                  message[end] == '_')) {
+    ++end;
+  }
+  std::string param = message.substr(0, end);
+  static const absl::flat_hash_set<std::string> kFields = {
+      "temperature", "top_p", "top_k", "max_tokens", "logprobs", "stop_token_ids", "prompt",
+      "text", "token_ids", "seed", "stop"};
+  if (!kFields.contains(param)) param.clear();
+  if (param == "text" || param == "token_ids") param = "prompt";
+  return {std::move(message), std::move(param)};
+}
+
+}  // namespace
+
+int HttpStatusOf(grpc::StatusCode code) {
+  switch (code) {
+    case grpc::StatusCode::OK:
+      return 200;
+    case grpc::StatusCode::INVALID_ARGUMENT:
+    case grpc::StatusCode::FAILED_PRECONDITION:
+    case grpc::StatusCode::OUT_OF_RANGE:
+      return 400;
+    case grpc::StatusCode::UNAUTHENTICATED:
+      return 401;
+    case grpc::StatusCode::PERMISSION_DENIED:
+      return 403;
+    case grpc::StatusCode::NOT_FOUND:
+      return 404;
+    case grpc::StatusCode::ALREADY_EXISTS:
+      return 409;
+    case grpc::StatusCode::RESOURCE_EXHAUSTED:
+      return 429;
+    case grpc::StatusCode::CANCELLED:
+      return 499;
+    case grpc::StatusCode::UNIMPLEMENTED:
+      return 501;
+    case grpc::StatusCode::UNAVAILABLE:
+      return 503;
+    case grpc::StatusCode::DEADLINE_EXCEEDED:
+      return 504;
+    default:
+      return 500;
+  }
+}
+
+// One Generate call on the in-process channel for one HTTP request (callback client reactor).
+// Lifetime: holds itself from Start until OnDone.
+class GenerateCall final : public grpc::ClientReadReactor<v1::GenerateResponse>,
+                           public std::enable_shared_from_this<GenerateCall> {
+ public:
+  GenerateCall(HttpFrontend* frontend, std::shared_ptr<http::ResponseWriter> writer,
+               openai::ParsedRequest parsed, std::string model)
+      : frontend_(frontend),
+        writer_(std::move(writer)),
+        stream_(parsed.stream),
+        builder_(parsed,
+                 absl::StrCat(parsed.endpoint == openai::Endpoint::kChat ? "chatcmpl-" : "cmpl-",
+                              RandomHex()),
+                 UnixSeconds(), std::move(model), frontend->options_.tokenizer),
+        request_(std::move(parsed.generate)) {}
+
+  void Start() {
+    self_ = shared_from_this();
+    std::weak_ptr<GenerateCall> weak = self_;
+    writer_->OnDisconnect([weak] {
+      if (std::shared_ptr<GenerateCall> call = weak.lock()) call->context_.TryCancel();
+    });
+    frontend_->stub_->async()->Generate(&context_, &request_, this);
+    StartRead(&response_);
+    StartCall();
+  }
+
+  void OnReadDone(bool ok) override {
+    if (!ok) return;  // OnDone follows
+    if (!stream_) {
+      builder_.Accumulate(response_);
+    } else {
+      if (!started_) {
+        started_ = true;
+        writer_->StartStream(200, "text/event-stream");
+      }
+      std::string events = builder_.StreamEvents(response_);
+      if (!events.empty() && !writer_->Write(std::move(events))) context_.TryCancel();
+    }
+    StartRead(&response_);
+  }
+
+  void OnDone(const grpc::Status& status) override {
+    if (status.ok()) {
+      if (!stream_) {
+        writer_->Respond(200, kJson, builder_.Body());
+      } else {
+        if (!started_) writer_->StartStream(200, "text/event-stream");
+        writer_->Write(builder_.StreamDone());
+        writer_->End();
+      }
+    } else {
+      const int http_status = HttpStatusOf(status.error_code());
+      if (!started_) {
+        Headers headers;
+        const auto& trailers = context_.GetServerTrailingMetadata();
+        if (auto it = trailers.find("retry-after"); it != trailers.end()) {
+          headers.emplace_back("Retry-After", std::string(it->second.data(), it->second.size()));
+        }
+        auto [message, param] = OpenAiMessage(status.error_message());
+        RespondError(*writer_, http_status, message, param, std::move(headers));
+      } else {
+        writer_->Write(openai::ErrorEvent(http_status, status.error_message()));
+        writer_->Write("data: [DONE]\n\n");
+        writer_->End();
+      }
+    }
+    HttpFrontend* frontend = frontend_;
+    self_.reset();  // may destroy this
+    frontend->CallEnded();
+  }
+
+ private:
+  HttpFrontend* const frontend_;
+  const std::shared_ptr<http::ResponseWriter> writer_;
+  const bool stream_;
+  openai::ResponseBuilder builder_;  // gRPC reads are serialised: no lock needed
+  bool started_ = false;             // the SSE header was sent
+  grpc::ClientContext context_;
+  v1::GenerateRequest request_;
+  v1::GenerateResponse response_;
+  std::shared_ptr<GenerateCall> self_;
+};
+
+HttpFrontend::HttpFrontend(HttpFrontendOptions options)
+    : options_(std::move(options)), stub_(v1::Inference::NewStub(options_.channel)) {}
+
+std::pair<std::string, std::string> HttpFrontend::ErrorBody(int status,
+                                                           const std::string& message) {
+  return {kJson, openai::ErrorBody(status, message)};
+}
+
+bool HttpFrontend::Authorized(const http::HttpRequest& request) const {
+  if (options_.api_key.empty()) return true;
+  const std::optional<std::string> header = request.Header("authorization");
+  return header.has_value() && *header == absl::StrCat("Bearer ", options_.api_key);
+}
+
+void HttpFrontend::Handle(const http::HttpRequest& request,
+                          std::shared_ptr<http::ResponseWriter> writer) {
+  const std::string& path = request.path;
+  const bool get = request.method == "GET";
+  const bool post = request.method == "POST";
+  if (path == "/health" && get) {
+    const bool up = options_.healthy();
+    writer->Respond(up ? 200 : 503, "text/plain", up ? "ok\n" : "no worker group is serving\n");
+    return;
+  }
+  if (path == "/metrics" && get) {
+    writer->Respond(200, metrics::kExpositionContentType, options_.registry->Render());
+    return;
+  }
+  const bool known = path == "/v1/completions" || path == "/v1/chat/completions" ||
+                     path == "/v1/models" || path == "/tokenize" || path == "/detokenize";
+  if (!known) {
+    RespondError(*writer, 404, absl::StrCat("no route ", request.method, " ", path));
+    return;
+  }
+  if (!Authorized(request)) {
+    RespondError(*writer, 401,
+                 request.Header("authorization").has_value()
+                     ? "invalid API key in the Authorization header"
+                     : "missing API key: send \"Authorization: Bearer <key>\"",
+                 "", {{"WWW-Authenticate", "Bearer"}});
+    return;
+  }
+  if (path == "/v1/models") {
+    if (!get) return RespondError(*writer, 405, "use GET for /v1/models");
+    std::vector<std::pair<std::string, int32_t>> models;
+    if (std::string name = options_.model_name(); !name.empty()) {
+      models.emplace_back(std::move(name), options_.max_model_len());
+    }
+    writer->Respond(200, kJson, openai::ModelsBody(models, UnixSeconds()));
+    return;
+  }
+  if (!post) return RespondError(*writer, 405, absl::StrCat("use POST for ", path));
+  if (path == "/tokenize") return Tokenize(request, *writer);
+  if (path == "/detokenize") return Detokenize(request, *writer);
+  Generate(request, path == "/v1/chat/completions", std::move(writer));
+}
+
+void HttpFrontend::Generate(const http::HttpRequest& request, bool chat,
+                            std::shared_ptr<http::ResponseWriter> writer) {
+  absl::StatusOr<openai::ParsedRequest> parsed =
+      chat ? openai::ParseChatRequest(request.body) : openai::ParseCompletionRequest(request.body);
+  if (!parsed.ok()) {
+    return RespondError(*writer, 400, std::string(parsed.status().message()),
+                        openai::ErrorParam(parsed.status()));
+  }
+  if (chat) {
+    if (!options_.chat_format.has_value()) {
+      return RespondError(*writer, 400,
+                          absl::StrCat("model \"", options_.model_name(),
+                                       "\" has no chat template headroom can render (supported: "
+                                       "chatml, llama3); use /v1/completions, or start the "
+                                       "router with --chat-template"),
+                          "messages");
+    }
+    const Tokenizer& tokenizer = *options_.tokenizer;
+    std::string bos;
+    if (const std::optional<int32_t> id = tokenizer.bos_token_id()) {
+      bos = tokenizer.IdToToken(*id).value_or("");
+    }
+    const std::string prompt = openai::RenderChat(*options_.chat_format, parsed->messages,
+                                                  parsed->add_generation_prompt, bos);
+    // The template already holds the special tokens (BOS, headers): add none.
+    absl::StatusOr<std::vector<int32_t>> ids =
+        tokenizer.Encode(prompt, {.add_special_tokens = false});
+    if (!ids.ok()) {
+      return RespondError(*writer, 400, absl::StrCat("messages: ", ids.status().message()),
+                          "messages");
+    }
+    parsed->generate.mutable_token_ids()->mutable_ids()->Assign(ids->begin(), ids->end());
+    // The turn ends at the format's end-of-turn token, which a checkpoint's eos_token may not be
+    // (Llama-3-Instruct: <|eot_id|> vs <|end_of_text|>); like EOS, ignore_eos ignores it.
+    v1::SamplingParams& sampling = *parsed->generate.mutable_sampling();
+    if (const std::optional<int32_t> end_of_turn =
+            tokenizer.TokenToId(openai::ChatEndOfTurn(*options_.chat_format));
+        end_of_turn.has_value() && !sampling.ignore_eos()) {
+      sampling.add_stop_token_ids(*end_of_turn);
+    }
+  }
+  std::string model = parsed->generate.model();
+  if (model.empty()) model = options_.model_name();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (shutting_down_) {
+      return RespondError(*writer, 503, "the router is shutting down; retry on another replica",
+                          "", {{"Retry-After", "1"}});
+    }
+    ++open_calls_;
+  }
+  auto call = std::make_shared<GenerateCall>(this, std::move(writer), *std::move(parsed),
+                                             std::move(model));
+  call->Start();
+}
+
+void HttpFrontend::Tokenize(const http::HttpRequest& request, http::ResponseWriter& writer) {
+  std::optional<Json> body = ParseObject(request, writer);
+  if (!body.has_value()) return;
+  const auto prompt = body->find("prompt");
+  if (prompt == body->end() || !prompt->is_string()) {
+    return RespondError(writer, 400, "prompt must be a string", "prompt");
+  }
+  bool add_special = true;
+  if (const auto it = body->find("add_special_tokens"); it != body->end()) {
+    if (!it->is_boolean()) {
+      return RespondError(writer, 400, "add_special_tokens must be a boolean",
+                          "add_special_tokens");
+    }
+    add_special = it->get<bool>();
+  }
+  absl::StatusOr<std::vector<int32_t>> ids =
+      options_.tokenizer->Encode(prompt->get<std::string>(), {.add_special_tokens = add_special});
+  if (!ids.ok()) {
+    return RespondError(writer, 400, absl::StrCat("prompt: ", ids.status().message()), "prompt");
+  }
+  Json out = {{"count", ids->size()},
+              {"max_model_len", options_.max_model_len()},
+              {"tokens", *ids}};
+  writer.Respond(200, kJson, out.dump());
+}
+
+void HttpFrontend::Detokenize(const http::HttpRequest& request, http::ResponseWriter& writer) {
+  std::optional<Json> body = ParseObject(request, writer);
+  if (!body.has_value()) return;
+  const auto tokens = body->find("tokens");
+  if (tokens == body->end() || !tokens->is_array()) {
+    return RespondError(writer, 400, "tokens must be an array of integers", "tokens");
+  }
+  std::vector<int32_t> ids;
+  const int64_t vocab = options_.tokenizer->vocab_size();
+  for (size_t i = 0; i < tokens->size(); ++i) {
+    const Json& t = (*tokens)[i];
+    if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() >= vocab) {
+      return RespondError(writer, 400,
+                          absl::StrCat("tokens[", i, "] must be a token id in [0, ", vocab,
+                                       "), got ",
+                                       t.is_number() ? t.dump() : t.type_name()),
+                          "tokens");
+    }
+    ids.push_back(t.get<int32_t>());
+  }
+  Json out = {{"prompt", options_.tokenizer->Decode(ids)}};
+  writer.Respond(200, kJson, out.dump(-1, ' ', false, Json::error_handler_t::replace));
+}
+
+void HttpFrontend::BeginShutdown() {
+  std::lock_guard<std::mutex> lock(mu_);
+  shutting_down_ = true;
+}
+
+void HttpFrontend::CallEnded() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (--open_calls_ == 0) idle_.notify_all();
+}
+
+bool HttpFrontend::WaitForIdle(absl::Time deadline) {
+  std::unique_lock<std::mutex> lock(mu_);
+  return idle_.wait_until(lock, absl::ToChronoTime(deadline), [this] { return open_calls_ == 0; });
+}
+
+}  // namespace headroom::router

@@ -1,0 +1,98 @@
+// HttpFrontend: the router's OpenAI-compatible HTTP API (docs/router.md, "OpenAI API").
+//
+//   POST /v1/completions, /v1/chat/completions   (stream and not; SSE "data: {...}" + [DONE])
+//   GET  /v1/models
+//   POST /tokenize, /detokenize                 (vLLM's shapes)
+//   GET  /health                                 (liveness: 200 until the router stops)
+//   GET  /metrics                                (Prometheus text, the router's registry)
+//
+// Every generation goes through the router's own headroom.v1.Inference service over an
+// in-process gRPC channel, so HTTP and gRPC clients share one implementation of validation,
+// admission, placement, failover, stop strings and detokenization. The HTTP side only converts:
+// OpenAI JSON -> GenerateRequest (router/openai/openai_protocol.h), GenerateResponse messages ->
+// OpenAI JSON (router/openai/openai_response.h), gRPC status -> HTTP status (+ Retry-After).
+//
+// A streamed response's 200 header is sent with the first message, so a request refused before
+// its first token (validation, queue full, no group) gets a real 4xx/5xx, not an SSE error.
+//
+// Threads: Handle runs on HTTP server threads; GenerateCall callbacks on gRPC client threads; the
+// ResponseWriter is thread-safe. A client that disconnects cancels its Generate call.
+// Lifetimes: BeginShutdown(), then WaitForIdle(), before destroying the frontend; after
+// BeginShutdown no new Generate call starts (503), so none can end after WaitForIdle returned true.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "absl/time/time.h"
+#include "common/metrics.h"
+#include "grpcpp/grpcpp.h"
+#include "headroom/v1/inference.grpc.pb.h"
+#include "router/http/http_server.h"
+#include "router/openai/chat_template.h"
+#include "router/tokenizer/tokenizer.h"
+
+namespace headroom::router {
+
+struct HttpFrontendOptions {
+  // A channel to the router's Inference service (Server::InProcessChannel).
+  std::shared_ptr<grpc::Channel> channel;
+  // Renders chat messages and tokenizes them; must outlive the frontend.
+  const Tokenizer* tokenizer = nullptr;
+  // The chat format; nullopt: /v1/chat/completions answers 400 naming the missing template.
+  std::optional<openai::ChatFormat> chat_format;
+  // Required as "Authorization: Bearer <key>" on /v1/*; empty = no key.
+  std::string api_key;
+  // /metrics; must outlive the frontend.
+  const metrics::Registry* registry = nullptr;
+  // /health.
+  std::function<bool()> healthy;
+  // Served model id and its longest context (for /v1/models and /tokenize).
+  std::function<std::string()> model_name;
+  std::function<int32_t()> max_model_len;
+};
+
+class HttpFrontend {
+ public:
+  explicit HttpFrontend(HttpFrontendOptions options);
+
+  // The HTTP server's handler.
+  void Handle(const http::HttpRequest& request, std::shared_ptr<http::ResponseWriter> writer);
+
+  // From now on generations are refused with 503 (the router is stopping).
+  void BeginShutdown();
+  // Blocks until no Generate call is open, or `deadline`.
+  bool WaitForIdle(absl::Time deadline);
+
+  // Server-generated errors (413, 400) in the OpenAI error shape.
+  static std::pair<std::string, std::string> ErrorBody(int status, const std::string& message);
+
+ private:
+  friend class GenerateCall;
+
+  void Generate(const http::HttpRequest& request, bool chat,
+                std::shared_ptr<http::ResponseWriter> writer);
+  void Tokenize(const http::HttpRequest& request, http::ResponseWriter& writer);
+  void Detokenize(const http::HttpRequest& request, http::ResponseWriter& writer);
+  bool Authorized(const http::HttpRequest& request) const;
+  void CallEnded();
+
+  const HttpFrontendOptions options_;
+  std::unique_ptr<v1::Inference::Stub> stub_;
+
+  std::mutex mu_;
+  std::condition_variable idle_;
+  int64_t open_calls_ = 0;      // guarded by mu_
+  bool shutting_down_ = false;  // guarded by mu_
+};
+
+// The HTTP status for a gRPC status code (INVALID_ARGUMENT 400, NOT_FOUND 404,
+// RESOURCE_EXHAUSTED 429, UNAVAILABLE 503, DEADLINE_EXCEEDED 504, CANCELLED 499, ...).
+int HttpStatusOf(grpc::StatusCode code);
+
+}  // namespace headroom::router

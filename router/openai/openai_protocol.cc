@@ -1,0 +1,421 @@
+#include "router/openai/openai_protocol.h"
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "absl/strings/cord.h"
+#include "absl/strings/str_cat.h"
+#include "nlohmann/json.hpp"
+#include "router/tokenizer/string_util.h"
+
+namespace headroom::router::openai {
+namespace {
+
+using Json = nlohmann::json;
+
+// Status payload key carrying the offending field name.
+constexpr char kParamPayload[] = "type.headroom/openai.param";
+
+absl::Status Bad(std::string_view param, std::string_view message) {
+  absl::Status status = absl::InvalidArgumentError(Sv(message));
+  if (!param.empty()) status.SetPayload(kParamPayload, absl::Cord(Sv(param)));
+  return status;
+}
+
+absl::Status WrongType(std::string_view param, std::string_view expected, const Json& got) {
+  return Bad(param, absl::StrCat(Sv(param), " must be ", Sv(expected), ", got ", got.type_name()));
+}
+
+// The member `key`, or nullptr when it is absent or null (OpenAI treats null as "not given").
+const Json* Member(const Json& obj, std::string_view key) {
+  const auto it = obj.find(key);
+  if (it == obj.end() || it->is_null()) return nullptr;
+  return &*it;
+}
+
+std::string Path(std::string_view base, size_t index) {
+  return absl::StrCat(Sv(base), "[", index, "]");
+}
+
+// An integer (or a float with no fractional part, as Python's int() validation accepts).
+absl::StatusOr<int64_t> ToInt64(const Json& v, std::string_view param) {
+  if (v.is_number_unsigned()) {
+    const auto u = v.get<uint64_t>();
+    if (u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+      return Bad(param, absl::StrCat(Sv(param), " must fit in int64, got ", u));
+    }
+    return static_cast<int64_t>(u);
+  }
+  if (v.is_number_integer()) return v.get<int64_t>();
+  if (v.is_number_float()) {
+    const double d = v.get<double>();
+    // 2^63 is exactly representable; anything below it converts without overflow.
+    if (std::isfinite(d) && std::trunc(d) == d && d >= -9.2233720368547758e18 &&
+        d < 9.2233720368547758e18) {
+      return static_cast<int64_t>(d);
+    }
+    return Bad(param, absl::StrCat(Sv(param), " must be an integer, got ", d));
+  }
+  return WrongType(param, "an integer", v);
+}
+
+absl::StatusOr<int32_t> ToInt32(const Json& v, std::string_view param) {
+  absl::StatusOr<int64_t> i = ToInt64(v, param);
+  if (!i.ok()) return i.status();
+  if (*i < std::numeric_limits<int32_t>::min() || *i > std::numeric_limits<int32_t>::max()) {
+    return Bad(param, absl::StrCat(Sv(param), " must fit in int32, got ", *i));
+  }
+  return static_cast<int32_t>(*i);
+}
+
+absl::StatusOr<std::optional<int64_t>> OptInt64(const Json& obj, std::string_view key) {
+  const Json* v = Member(obj, key);
+  if (v == nullptr) return std::optional<int64_t>();
+  absl::StatusOr<int64_t> i = ToInt64(*v, key);
+  if (!i.ok()) return i.status();
+  return std::optional<int64_t>(*i);
+}
+
+absl::StatusOr<std::optional<int32_t>> OptInt32(const Json& obj, std::string_view key) {
+  const Json* v = Member(obj, key);
+  if (v == nullptr) return std::optional<int32_t>();
+  absl::StatusOr<int32_t> i = ToInt32(*v, key);
+  if (!i.ok()) return i.status();
+  return std::optional<int32_t>(*i);
+}
+
+absl::StatusOr<std::optional<double>> OptNumber(const Json& obj, std::string_view key) {
+  const Json* v = Member(obj, key);
+  if (v == nullptr) return std::optional<double>();
+  if (!v->is_number()) return WrongType(key, "a number", *v);
+  return std::optional<double>(v->get<double>());
+}
+
+// A number that becomes a proto float: finite as a float.
+absl::StatusOr<std::optional<float>> OptFloat(const Json& obj, std::string_view key) {
+  absl::StatusOr<std::optional<double>> d = OptNumber(obj, key);
+  if (!d.ok()) return d.status();
+  if (!d->has_value()) return std::optional<float>();
+  const double value = **d;
+  if (!(std::fabs(value) <= static_cast<double>(std::numeric_limits<float>::max()))) {
+    return Bad(key, absl::StrCat(Sv(key), " must be a finite number, got ", value));
+  }
+  return std::optional<float>(static_cast<float>(value));
+}
+
+absl::StatusOr<std::optional<bool>> OptBool(const Json& obj, std::string_view key) {
+  const Json* v = Member(obj, key);
+  if (v == nullptr) return std::optional<bool>();
+  if (!v->is_boolean()) return WrongType(key, "a boolean", *v);
+  return std::optional<bool>(v->get<bool>());
+}
+
+absl::StatusOr<std::optional<std::string>> OptString(const Json& obj, std::string_view key) {
+  const Json* v = Member(obj, key);
+  if (v == nullptr) return std::optional<std::string>();
+  if (!v->is_string()) return WrongType(key, "a string", *v);
+  return std::optional<std::string>(v->get<std::string>());
+}
+
+// Early-return helpers: `ASSIGN_OR_RETURN` without a macro library.
+#define HEADROOM_OPENAI_ASSIGN(lhs, expr)       \
+  auto lhs##_or = (expr);                       \
+  if (!lhs##_or.ok()) return lhs##_or.status(); \
+  auto lhs = *std::move(lhs##_or)
+
+absl::StatusOr<Json> ParseObject(std::string_view body) {
+  Json j;
+  try {
+    j = Json::parse(body.begin(), body.end());
+  } catch (const Json::exception& e) {
+    return Bad("", absl::StrCat("invalid JSON: ", e.what()));
+  }
+  if (!j.is_object()) {
+    return Bad("", absl::StrCat("request body must be a JSON object, got ", j.type_name()));
+  }
+  return j;
+}
+
+// A field headroom does not implement: accepted only at its neutral value.
+absl::Status RefuseNonzeroNumber(const Json& obj, std::string_view key, double neutral) {
+  HEADROOM_OPENAI_ASSIGN(value, OptNumber(obj, key));
+  if (value.has_value() && *value != neutral) {
+    return Bad(key, absl::StrCat(Sv(key), " is not supported (only ", neutral, "), got ", *value));
+  }
+  return absl::OkStatus();
+}
+
+// The fields both endpoints share: model, sampling, stream, n, penalties, cache_salt.
+absl::Status ParseCommon(const Json& obj, ParsedRequest& out) {
+  v1::GenerateRequest& g = out.generate;
+  v1::SamplingParams& s = *g.mutable_sampling();
+
+  HEADROOM_OPENAI_ASSIGN(model, OptString(obj, "model"));
+  if (model.has_value()) g.set_model(*model);
+
+  HEADROOM_OPENAI_ASSIGN(n, OptInt64(obj, "n"));
+  if (n.has_value() && *n != 1) return Bad("n", absl::StrCat("n must be 1, got ", *n));
+  HEADROOM_OPENAI_ASSIGN(best_of, OptInt64(obj, "best_of"));
+  if (best_of.has_value() && *best_of > 1) {
+    return Bad("best_of", absl::StrCat("best_of > 1 is not supported, got ", *best_of));
+  }
+  HEADROOM_OPENAI_ASSIGN(echo, OptBool(obj, "echo"));
+  if (echo.value_or(false)) return Bad("echo", "echo is not supported");
+
+  for (const char* key : {"presence_penalty", "frequency_penalty", "min_p"}) {
+    if (absl::Status st = RefuseNonzeroNumber(obj, key, 0.0); !st.ok()) return st;
+  }
+  if (absl::Status st = RefuseNonzeroNumber(obj, "repetition_penalty", 1.0); !st.ok()) return st;
+  HEADROOM_OPENAI_ASSIGN(min_tokens, OptInt64(obj, "min_tokens"));
+  if (min_tokens.value_or(0) != 0) {
+    return Bad("min_tokens",
+               absl::StrCat("min_tokens is not supported (only 0), got ", *min_tokens));
+  }
+  if (const Json* bias = Member(obj, "logit_bias"); bias != nullptr) {
+    if (!bias->is_object()) return WrongType("logit_bias", "an object", *bias);
+    if (!bias->empty()) return Bad("logit_bias", "logit_bias is not supported");
+  }
+
+  HEADROOM_OPENAI_ASSIGN(max_tokens, OptInt32(obj, "max_tokens"));
+  if (max_tokens.has_value()) s.set_max_tokens(*max_tokens);
+  HEADROOM_OPENAI_ASSIGN(temperature, OptFloat(obj, "temperature"));
+  if (temperature.has_value()) s.set_temperature(*temperature);
+  HEADROOM_OPENAI_ASSIGN(top_p, OptFloat(obj, "top_p"));
+  if (top_p.has_value()) s.set_top_p(*top_p);
+  HEADROOM_OPENAI_ASSIGN(top_k, OptInt32(obj, "top_k"));
+  if (top_k.has_value()) s.set_top_k(*top_k);
+
+  if (const Json* seed = Member(obj, "seed"); seed != nullptr) {
+    if (seed->is_number_unsigned()) {
+      s.set_seed(seed->get<uint64_t>());
+    } else {
+      HEADROOM_OPENAI_ASSIGN(value, ToInt64(*seed, "seed"));
+      // A negative seed keeps its two's-complement bits: still one fixed seed per value.
+      s.set_seed(static_cast<uint64_t>(value));
+    }
+  }
+
+  if (const Json* stop = Member(obj, "stop"); stop != nullptr) {
+    if (stop->is_string()) {
+      if (stop->get_ref<const std::string&>().empty()) {
+        return Bad("stop", "stop must not contain an empty string");
+      }
+      s.add_stop(stop->get<std::string>());
+    } else if (stop->is_array()) {
+      for (size_t i = 0; i < stop->size(); ++i) {
+        const Json& e = (*stop)[i];
+        const std::string path = Path("stop", i);
+        if (!e.is_string()) return WrongType(path, "a string", e);
+        if (e.get_ref<const std::string&>().empty()) {
+          return Bad(path, absl::StrCat(path, " must not be an empty string"));
+        }
+        s.add_stop(e.get<std::string>());
+      }
+    } else {
+      return WrongType("stop", "a string or an array of strings", *stop);
+    }
+  }
+  if (const Json* ids = Member(obj, "stop_token_ids"); ids != nullptr) {
+    if (!ids->is_array()) return WrongType("stop_token_ids", "an array of integers", *ids);
+    for (size_t i = 0; i < ids->size(); ++i) {
+      HEADROOM_OPENAI_ASSIGN(id, ToInt32((*ids)[i], Path("stop_token_ids", i)));
+      s.add_stop_token_ids(id);
+    }
+  }
+  HEADROOM_OPENAI_ASSIGN(ignore_eos, OptBool(obj, "ignore_eos"));
+  s.set_ignore_eos(ignore_eos.value_or(false));
+  HEADROOM_OPENAI_ASSIGN(include_stop, OptBool(obj, "include_stop_str_in_output"));
+  s.set_include_stop_str_in_output(include_stop.value_or(false));
+  HEADROOM_OPENAI_ASSIGN(cache_salt, OptString(obj, "cache_salt"));
+  if (cache_salt.has_value()) g.set_cache_salt(*cache_salt);
+
+  HEADROOM_OPENAI_ASSIGN(stream, OptBool(obj, "stream"));
+  out.stream = stream.value_or(false);
+  if (const Json* options = Member(obj, "stream_options"); options != nullptr) {
+    if (!options->is_object()) return WrongType("stream_options", "an object", *options);
+    if (!out.stream) {
+      return Bad("stream_options", "stream_options is only allowed when stream is true");
+    }
+    if (const Json* usage = Member(*options, "include_usage"); usage != nullptr) {
+      if (!usage->is_boolean()) {
+        return WrongType("stream_options.include_usage", "a boolean", *usage);
+      }
+      out.include_usage = usage->get<bool>();
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<int32_t> TopLogprobsValue(const Json& v, std::string_view param) {
+  HEADROOM_OPENAI_ASSIGN(n, ToInt64(v, param));
+  if (n < 0 || n > kMaxTopLogprobs) {
+    return Bad(param, absl::StrCat(Sv(param), " must be in [0, ", kMaxTopLogprobs, "], got ", n));
+  }
+  return static_cast<int32_t>(n);
+}
+
+absl::Status ParsePrompt(const Json& obj, v1::GenerateRequest& g) {
+  const Json* prompt = Member(obj, "prompt");
+  if (prompt == nullptr) return Bad("prompt", "prompt is required");
+  if (prompt->is_string()) {
+    g.set_text(prompt->get<std::string>());
+    return absl::OkStatus();
+  }
+  constexpr std::string_view kShape = "a string, an array of one string or an array of token ids";
+  if (!prompt->is_array()) return WrongType("prompt", kShape, *prompt);
+  if (prompt->empty()) return Bad("prompt", "prompt must not be an empty array");
+  const Json& first = prompt->front();
+  if (first.is_string() || first.is_array()) {
+    // A list of prompts (strings, or token id lists).
+    if (prompt->size() > 1) {
+      return Bad("prompt", "batched prompts are not supported; send one request per prompt");
+    }
+    if (first.is_string()) {
+      g.set_text(first.get<std::string>());
+      return absl::OkStatus();
+    }
+    if (first.empty()) return Bad("prompt[0]", "prompt[0] must not be an empty array");
+    for (size_t i = 0; i < first.size(); ++i) {
+      const std::string path = absl::StrCat("prompt[0][", i, "]");
+      if (!first[i].is_number()) return WrongType(path, "a token id (integer)", first[i]);
+      HEADROOM_OPENAI_ASSIGN(id, ToInt32(first[i], path));
+      g.mutable_token_ids()->add_ids(id);
+    }
+    return absl::OkStatus();
+  }
+  for (size_t i = 0; i < prompt->size(); ++i) {
+    const std::string path = Path("prompt", i);
+    if (!(*prompt)[i].is_number()) return WrongType(path, "a token id (integer)", (*prompt)[i]);
+    HEADROOM_OPENAI_ASSIGN(id, ToInt32((*prompt)[i], path));
+    g.mutable_token_ids()->add_ids(id);
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<ChatMessage> ParseMessage(const Json& m, size_t index) {
+  const std::string path = Path("messages", index);
+  if (!m.is_object()) return WrongType(path, "an object", m);
+  ChatMessage out;
+  const std::string role_path = absl::StrCat(path, ".role");
+  const Json* role = Member(m, "role");
+  if (role == nullptr) return Bad(role_path, absl::StrCat(role_path, " is required"));
+  if (!role->is_string()) return WrongType(role_path, "a string", *role);
+  out.role = role->get<std::string>();
+  if (out.role != "system" && out.role != "user" && out.role != "assistant") {
+    return Bad(role_path, absl::StrCat(role_path, " \"", out.role,
+                                       "\" is not supported (system, user or assistant)"));
+  }
+  const std::string content_path = absl::StrCat(path, ".content");
+  const Json* content = Member(m, "content");
+  if (content == nullptr) return out;  // null content (an assistant turn) renders as ""
+  if (content->is_string()) {
+    out.content = content->get<std::string>();
+    return out;
+  }
+  if (!content->is_array()) {
+    return WrongType(content_path, "a string or an array of text parts", *content);
+  }
+  for (size_t j = 0; j < content->size(); ++j) {
+    const Json& part = (*content)[j];
+    const std::string part_path = Path(content_path, j);
+    if (!part.is_object()) return WrongType(part_path, "an object", part);
+    const Json* type = Member(part, "type");
+    if (type == nullptr || !type->is_string()) {
+      return Bad(absl::StrCat(part_path, ".type"),
+                 absl::StrCat(part_path, ".type must be \"text\""));
+    }
+    if (type->get_ref<const std::string&>() != "text") {
+      return Bad(absl::StrCat(part_path, ".type"),
+                 absl::StrCat(part_path, ".type \"", type->get<std::string>(),
+                              "\" is not supported (text only)"));
+    }
+    const std::string text_path = absl::StrCat(part_path, ".text");
+    const Json* text = Member(part, "text");
+    if (text == nullptr) return Bad(text_path, absl::StrCat(text_path, " is required"));
+    if (!text->is_string()) return WrongType(text_path, "a string", *text);
+    out.content += text->get_ref<const std::string&>();
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string ErrorParam(const absl::Status& status) {
+  const auto param = status.GetPayload(kParamPayload);
+  return param.has_value() ? std::string(*param) : std::string();
+}
+
+absl::StatusOr<ParsedRequest> ParseCompletionRequest(std::string_view body) {
+  HEADROOM_OPENAI_ASSIGN(obj, ParseObject(body));
+  ParsedRequest out;
+  out.endpoint = Endpoint::kCompletions;
+  if (absl::Status st = ParseCommon(obj, out); !st.ok()) return st;
+  if (absl::Status st = ParsePrompt(obj, out.generate); !st.ok()) return st;
+  HEADROOM_OPENAI_ASSIGN(suffix, OptString(obj, "suffix"));
+  if (suffix.has_value() && !suffix->empty()) return Bad("suffix", "suffix is not supported");
+  if (const Json* logprobs = Member(obj, "logprobs"); logprobs != nullptr) {
+    if (logprobs->is_boolean()) return WrongType("logprobs", "an integer", *logprobs);
+    HEADROOM_OPENAI_ASSIGN(n, TopLogprobsValue(*logprobs, "logprobs"));
+    out.logprobs = true;
+    out.top_logprobs = n;
+    out.generate.mutable_sampling()->set_logprobs(n);
+  }
+  return out;
+}
+
+absl::StatusOr<ParsedRequest> ParseChatRequest(std::string_view body) {
+  HEADROOM_OPENAI_ASSIGN(obj, ParseObject(body));
+  ParsedRequest out;
+  out.endpoint = Endpoint::kChat;
+  if (absl::Status st = ParseCommon(obj, out); !st.ok()) return st;
+
+  const Json* messages = Member(obj, "messages");
+  if (messages == nullptr) return Bad("messages", "messages is required");
+  if (!messages->is_array()) return WrongType("messages", "an array", *messages);
+  if (messages->empty()) return Bad("messages", "messages must not be empty");
+  for (size_t i = 0; i < messages->size(); ++i) {
+    HEADROOM_OPENAI_ASSIGN(message, ParseMessage((*messages)[i], i));
+    out.messages.push_back(std::move(message));
+  }
+
+  // max_completion_tokens is OpenAI's newer name; it wins over the deprecated max_tokens.
+  HEADROOM_OPENAI_ASSIGN(max_completion, OptInt32(obj, "max_completion_tokens"));
+  if (max_completion.has_value()) out.generate.mutable_sampling()->set_max_tokens(*max_completion);
+
+  HEADROOM_OPENAI_ASSIGN(add_generation_prompt, OptBool(obj, "add_generation_prompt"));
+  out.add_generation_prompt = add_generation_prompt.value_or(true);
+
+  if (const Json* tools = Member(obj, "tools"); tools != nullptr) {
+    if (!tools->is_array()) return WrongType("tools", "an array", *tools);
+    if (!tools->empty()) return Bad("tools", "tools are not supported");
+  }
+  if (const Json* format = Member(obj, "response_format"); format != nullptr) {
+    if (!format->is_object()) return WrongType("response_format", "an object", *format);
+    const Json* type = Member(*format, "type");
+    if (type != nullptr && !(type->is_string() && type->get_ref<const std::string&>() == "text")) {
+      return Bad("response_format",
+                 "response_format other than {\"type\": \"text\"} is not "
+                 "supported");
+    }
+  }
+
+  HEADROOM_OPENAI_ASSIGN(logprobs, OptBool(obj, "logprobs"));
+  out.logprobs = logprobs.value_or(false);
+  if (const Json* top = Member(obj, "top_logprobs"); top != nullptr) {
+    HEADROOM_OPENAI_ASSIGN(n, TopLogprobsValue(*top, "top_logprobs"));
+    if (!out.logprobs && n > 0) {
+      return Bad("top_logprobs", "top_logprobs requires logprobs to be true");
+    }
+    out.top_logprobs = n;
+  }
+  if (out.logprobs) out.generate.mutable_sampling()->set_logprobs(out.top_logprobs);
+  return out;
+}
+
+#undef HEADROOM_OPENAI_ASSIGN
+
+}  // namespace headroom::router::openai

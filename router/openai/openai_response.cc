@@ -1,0 +1,289 @@
+#include "router/openai/openai_response.h"
+
+#include <cmath>
+#include <span>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "router/tokenizer/string_util.h"
+
+namespace headroom::router::openai {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+// JSON text of `j`; invalid UTF-8 in strings becomes U+FFFD instead of throwing.
+std::string Dump(const Json& j) { return j.dump(-1, ' ', false, Json::error_handler_t::replace); }
+
+std::string Event(const Json& j) { return absl::StrCat("data: ", Dump(j), "\n\n"); }
+
+// JSON has no -inf: a token the model rules out gets vLLM's floor.
+double FiniteLogprob(float logprob) {
+  return std::isfinite(logprob) ? static_cast<double>(logprob) : -9999.0;
+}
+
+int64_t CodePoints(std::string_view s) {
+  int64_t n = 0;
+  for (const char c : s) {
+    if ((static_cast<unsigned char>(c) & 0xC0) != 0x80) ++n;
+  }
+  return n;
+}
+
+Json Bytes(std::string_view s) {
+  Json out = Json::array();
+  for (const char c : s) out.push_back(static_cast<unsigned char>(c));
+  return out;
+}
+
+const char* ObjectName(Endpoint endpoint, bool chunk) {
+  if (endpoint == Endpoint::kCompletions) return "text_completion";
+  return chunk ? "chat.completion.chunk" : "chat.completion";
+}
+
+}  // namespace
+
+std::string MakeResponseId(Endpoint endpoint, uint64_t unique) {
+  return absl::StrFormat("%s-%016x", endpoint == Endpoint::kChat ? "chatcmpl" : "cmpl", unique);
+}
+
+ResponseBuilder::ResponseBuilder(const ParsedRequest& request, std::string id, int64_t created,
+                                 std::string model, const Tokenizer* tokenizer)
+    : endpoint_(request.endpoint),
+      include_usage_(request.include_usage),
+      logprobs_(request.logprobs),
+      top_logprobs_(request.top_logprobs),
+      id_(std::move(id)),
+      created_(created),
+      model_(std::move(model)),
+      tokenizer_(tokenizer),
+      logprobs_json_(EmptyLogprobs()) {}
+
+ResponseBuilder::Json ResponseBuilder::EmptyLogprobs() const {
+  if (endpoint_ == Endpoint::kChat) return Json{{"content", Json::array()}};
+  return Json{{"text_offset", Json::array()},
+              {"token_logprobs", Json::array()},
+              {"tokens", Json::array()},
+              {"top_logprobs", Json::array()}};
+}
+
+std::string ResponseBuilder::TokenString(int32_t id) const {
+  if (tokenizer_ == nullptr) return absl::StrCat("token_id:", id);
+  const int32_t ids[1] = {id};
+  return tokenizer_->Decode(std::span<const int32_t>(ids, 1),
+                            DecodeOptions{.skip_special_tokens = false});
+}
+
+void ResponseBuilder::AppendLogprobs(const v1::GenerateResponse& message, Json& logprobs) {
+  const auto top_n = static_cast<size_t>(top_logprobs_ > 0 ? top_logprobs_ : 0);
+  for (const v1::Logprob& lp : message.logprobs()) {
+    const std::string token = TokenString(lp.token_id());
+    const size_t n = std::min(top_n, static_cast<size_t>(lp.top_logprobs_size()));
+    if (endpoint_ == Endpoint::kChat) {
+      Json top = Json::array();
+      for (size_t k = 0; k < n; ++k) {
+        const v1::TokenLogprob& alt = lp.top_logprobs(static_cast<int>(k));
+        const std::string alt_token = TokenString(alt.token_id());
+        top.push_back(Json{{"token", alt_token},
+                           {"logprob", FiniteLogprob(alt.logprob())},
+                           {"bytes", Bytes(alt_token)}});
+      }
+      logprobs["content"].push_back(Json{{"token", token},
+                                         {"logprob", FiniteLogprob(lp.logprob())},
+                                         {"bytes", Bytes(token)},
+                                         {"top_logprobs", std::move(top)}});
+    } else {
+      // vLLM's shape: the sampled token is always among the alternatives.
+      Json top = Json::object();
+      for (size_t k = 0; k < n; ++k) {
+        const v1::TokenLogprob& alt = lp.top_logprobs(static_cast<int>(k));
+        top[TokenString(alt.token_id())] = FiniteLogprob(alt.logprob());
+      }
+      top[token] = FiniteLogprob(lp.logprob());
+      logprobs["text_offset"].push_back(text_offset_);
+      logprobs["token_logprobs"].push_back(FiniteLogprob(lp.logprob()));
+      logprobs["tokens"].push_back(token);
+      logprobs["top_logprobs"].push_back(std::move(top));
+      text_offset_ += CodePoints(token);
+    }
+  }
+}
+
+void ResponseBuilder::NoteFinal(const v1::GenerateResponse& message) {
+  if (message.finish_reason() != v1::FINISH_REASON_UNSPECIFIED) {
+    finish_reason_ = message.finish_reason();
+    stop_case_ = message.stop_reason_case();
+    stop_string_ = message.stop_string();
+    stop_token_id_ = message.stop_token_id();
+  }
+  if (message.has_usage()) {
+    prompt_tokens_ = message.usage().prompt_tokens();
+    completion_tokens_ = message.usage().completion_tokens();
+  }
+}
+
+ResponseBuilder::Json ResponseBuilder::FinishReasonJson() const {
+  switch (finish_reason_) {
+    case v1::FINISH_REASON_STOP:
+      return "stop";
+    case v1::FINISH_REASON_LENGTH:
+      return "length";
+    case v1::FINISH_REASON_ABORT:
+      return "abort";
+    default:
+      return nullptr;
+  }
+}
+
+ResponseBuilder::Json ResponseBuilder::StopReasonJson() const {
+  switch (stop_case_) {
+    case v1::GenerateResponse::kStopString:
+      return stop_string_;
+    case v1::GenerateResponse::kStopTokenId:
+      return stop_token_id_;
+    default:
+      return nullptr;
+  }
+}
+
+ResponseBuilder::Json ResponseBuilder::UsageJson() const {
+  return Json{{"prompt_tokens", prompt_tokens_},
+              {"completion_tokens", completion_tokens_},
+              {"total_tokens", static_cast<int64_t>(prompt_tokens_) + completion_tokens_}};
+}
+
+ResponseBuilder::Json ResponseBuilder::ChunkEnvelope() const {
+  return Json{{"id", id_},
+              {"object", ObjectName(endpoint_, /*chunk=*/true)},
+              {"created", created_},
+              {"model", model_}};
+}
+
+std::string ResponseBuilder::StreamEvents(const v1::GenerateResponse& message) {
+  NoteFinal(message);
+  const bool final = message.finish_reason() != v1::FINISH_REASON_UNSPECIFIED;
+  const bool has_text = !message.text().empty();
+  const bool has_logprobs = logprobs_ && message.logprobs_size() > 0;
+  const bool first_chat = endpoint_ == Endpoint::kChat && !role_sent_;
+  if (!has_text && !has_logprobs && !final && !first_chat) return "";
+
+  Json choice = Json::object();
+  choice["index"] = 0;
+  if (endpoint_ == Endpoint::kChat) {
+    Json delta = Json::object();
+    if (first_chat) delta["role"] = "assistant";
+    if (first_chat || has_text || has_logprobs) delta["content"] = message.text();
+    choice["delta"] = std::move(delta);
+    role_sent_ = true;
+  } else {
+    choice["text"] = message.text();
+  }
+  if (has_logprobs) {
+    Json logprobs = EmptyLogprobs();
+    AppendLogprobs(message, logprobs);
+    choice["logprobs"] = std::move(logprobs);
+  } else {
+    choice["logprobs"] = nullptr;
+  }
+  choice["finish_reason"] = final ? FinishReasonJson() : Json(nullptr);
+  choice["stop_reason"] = final ? StopReasonJson() : Json(nullptr);
+
+  Json chunk = ChunkEnvelope();
+  chunk["choices"] = Json::array({std::move(choice)});
+  if (include_usage_) chunk["usage"] = nullptr;
+  return Event(chunk);
+}
+
+std::string ResponseBuilder::StreamDone() const {
+  std::string out;
+  if (include_usage_) {
+    Json chunk = ChunkEnvelope();
+    chunk["choices"] = Json::array();
+    chunk["usage"] = UsageJson();
+    out = Event(chunk);
+  }
+  out += "data: [DONE]\n\n";
+  return out;
+}
+
+void ResponseBuilder::Accumulate(const v1::GenerateResponse& message) {
+  text_ += message.text();
+  if (logprobs_) AppendLogprobs(message, logprobs_json_);
+  NoteFinal(message);
+}
+
+std::string ResponseBuilder::Body() const {
+  Json choice = Json::object();
+  choice["index"] = 0;
+  if (endpoint_ == Endpoint::kChat) {
+    choice["message"] = Json{{"role", "assistant"}, {"content", text_}};
+  } else {
+    choice["text"] = text_;
+  }
+  choice["logprobs"] = logprobs_ ? logprobs_json_ : Json(nullptr);
+  choice["finish_reason"] = FinishReasonJson();
+  choice["stop_reason"] = StopReasonJson();
+  Json body = Json{{"id", id_},
+                   {"object", ObjectName(endpoint_, /*chunk=*/false)},
+                   {"created", created_},
+                   {"model", model_}};
+  body["choices"] = Json::array({std::move(choice)});
+  body["usage"] = UsageJson();
+  return Dump(body);
+}
+
+std::string ErrorBody(int http_status, std::string_view message, std::string_view param) {
+  const char* type = http_status >= 500 ? "server_error" : "invalid_request_error";
+  Json code = nullptr;
+  switch (http_status) {
+    case 401:
+      type = "authentication_error";
+      code = "invalid_api_key";
+      break;
+    case 403:
+      type = "permission_error";
+      break;
+    case 404:
+      code = "not_found";
+      break;
+    case 413:
+      code = "request_too_large";
+      break;
+    case 429:
+      type = "rate_limit_error";
+      code = "rate_limit_exceeded";
+      break;
+    case 503:
+      code = "service_unavailable";
+      break;
+    case 504:
+      code = "timeout";
+      break;
+    default:
+      break;
+  }
+  Json error = Json{{"message", std::string(message)},
+                    {"type", type},
+                    {"param", param.empty() ? Json(nullptr) : Json(std::string(param))},
+                    {"code", std::move(code)}};
+  return Dump(Json{{"error", std::move(error)}});
+}
+
+std::string ErrorEvent(int http_status, std::string_view message) {
+  return absl::StrCat("data: ", ErrorBody(http_status, message), "\n\n");
+}
+
+std::string ModelsBody(const std::vector<std::pair<std::string, int32_t>>& id_and_max_model_len,
+                       int64_t created, std::string_view owned_by) {
+  Json data = Json::array();
+  for (const auto& [model_id, max_model_len] : id_and_max_model_len) {
+    data.push_back(Json{{"id", model_id},
+                        {"object", "model"},
+                        {"created", created},
+                        {"owned_by", std::string(owned_by)},
+                        {"max_model_len", max_model_len}});
+  }
+  return Dump(Json{{"object", "list"}, {"data", std::move(data)}});
+}
+
+}  // namespace headroom::router::openai

@@ -1,0 +1,91 @@
+// OpenAI response bodies and server-sent events built from the router's v1::GenerateResponse
+// stream. Shapes are OpenAI's (text_completion, chat.completion, chat.completion.chunk) plus vLLM's
+// choices[].stop_reason. Pure: the HTTP front writes what these return. See docs/router.md
+// "OpenAI API".
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "headroom/v1/inference.pb.h"
+#include "nlohmann/json.hpp"
+#include "router/openai/openai_protocol.h"
+#include "router/tokenizer/tokenizer.h"
+
+namespace headroom::router::openai {
+
+// "cmpl-<16 hex digits>" / "chatcmpl-<16 hex digits>" from a unique number.
+std::string MakeResponseId(Endpoint endpoint, uint64_t unique);
+
+// One per request; not thread-safe. Feed either StreamEvents (stream = true) or Accumulate.
+class ResponseBuilder {
+ public:
+  // `id` is the whole response id (MakeResponseId); `model` the served model id reported back;
+  // `tokenizer` turns logprob token ids into strings (null: "token_id:<id>").
+  ResponseBuilder(const ParsedRequest& request, std::string id, int64_t created, std::string model,
+                  const Tokenizer* tokenizer);
+
+  // Streaming: the SSE events ("data: {json}\n\n", possibly several or none) for one message.
+  // The first chat event carries delta.role "assistant"; the one for the last message carries
+  // finish_reason and stop_reason.
+  [[nodiscard]] std::string StreamEvents(const v1::GenerateResponse& message);
+  // After the last message: the usage event (choices []) when include_usage, then
+  // "data: [DONE]\n\n".
+  [[nodiscard]] std::string StreamDone() const;
+
+  // Non-streaming: folds one message in; Body() is the complete JSON response once the last
+  // message (with finish_reason and usage) has been folded in.
+  void Accumulate(const v1::GenerateResponse& message);
+  [[nodiscard]] std::string Body() const;
+
+ private:
+  using Json = nlohmann::ordered_json;
+
+  [[nodiscard]] Json ChunkEnvelope() const;
+  [[nodiscard]] Json UsageJson() const;
+  [[nodiscard]] std::string TokenString(int32_t id) const;
+  // Appends the message's logprobs to `logprobs` (the completions or chat shape), advancing
+  // text_offset_ for the completions shape.
+  void AppendLogprobs(const v1::GenerateResponse& message, Json& logprobs);
+  [[nodiscard]] Json EmptyLogprobs() const;
+  void NoteFinal(const v1::GenerateResponse& message);
+  [[nodiscard]] Json FinishReasonJson() const;
+  [[nodiscard]] Json StopReasonJson() const;
+
+  Endpoint endpoint_;
+  bool include_usage_;
+  bool logprobs_;
+  int32_t top_logprobs_;
+  std::string id_;
+  int64_t created_;
+  std::string model_;
+  const Tokenizer* tokenizer_;
+
+  bool role_sent_ = false;
+  // Code points of completion text covered by logprobs so far (completions text_offset).
+  int64_t text_offset_ = 0;
+  std::string text_;
+  Json logprobs_json_;
+  v1::FinishReason finish_reason_ = v1::FINISH_REASON_UNSPECIFIED;
+  v1::GenerateResponse::StopReasonCase stop_case_ = v1::GenerateResponse::STOP_REASON_NOT_SET;
+  std::string stop_string_;
+  int32_t stop_token_id_ = 0;
+  int32_t prompt_tokens_ = 0;
+  int32_t completion_tokens_ = 0;
+};
+
+// {"error": {"message", "type", "param", "code"}} as OpenAI sends it; type and code follow the
+// HTTP status (400 invalid_request_error, 401 authentication_error, 404 not_found, 413,
+// 429 rate_limit_exceeded, 500/503/504 server_error). An empty param is null.
+std::string ErrorBody(int http_status, std::string_view message, std::string_view param = "");
+// "data: {ErrorBody}\n\n": a failure after the stream has started.
+std::string ErrorEvent(int http_status, std::string_view message);
+// GET /v1/models: {"object": "list", "data": [{id, object: "model", created, owned_by,
+// max_model_len}]}.
+std::string ModelsBody(const std::vector<std::pair<std::string, int32_t>>& id_and_max_model_len,
+                       int64_t created, std::string_view owned_by = "headroom");
+
+}  // namespace headroom::router::openai

@@ -1,0 +1,437 @@
+// End to end over HTTP: two real `headroom worker` processes (the llama-gqa fixture, vocab 256,
+// so the router's byte tokenizer fits it) and a real `headroom router` serving the OpenAI API,
+// spoken to with a plain HTTP client and with the official `openai` Python client.
+#include <signal.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "child_process.h"
+#include "fixtures.h"
+#include "grpcpp/grpcpp.h"
+#include "headroom/v1/inference.grpc.pb.h"
+#include "http_client.h"
+#include "nlohmann/json.hpp"
+
+namespace headroom::e2e {
+namespace {
+
+using Json = nlohmann::json;
+using std::chrono::seconds;
+
+constexpr char kApiKey[] = "e2e-secret";
+const std::string kAuth = std::string("Authorization: Bearer ") + kApiKey;
+
+std::vector<std::string> WorkerFlags(int blocks) {
+  return {"--model", worker::testdata::FixtureDir("llama-gqa").string(), "--port", "0",
+          "--metrics-port", "-1", "--num-gpu-blocks-override", std::to_string(blocks),
+          "--block-size", "16", "--max-num-seqs", "4", "--max-num-batched-tokens", "256",
+          "--max-model-len", "256", "--threads", "1"};
+}
+
+// The HTTP port a router prints after its gRPC listening line; 0 if it did not.
+int ReadHttpPort(ChildProcess& router) {
+  const std::string line = router.NextLine(seconds(10));
+  const std::string prefix = "headroom router HTTP on ";
+  return line.rfind(prefix, 0) == 0 ? PortOf(line.substr(prefix.size())) : 0;
+}
+
+struct Cluster {
+  std::unique_ptr<ChildProcess> worker_a, worker_b, router;
+  int http_port = 0;
+  std::unique_ptr<v1::Inference::Stub> stub;
+
+  // Starts two workers of `blocks` KV blocks and a router with an HTTP port and the API key.
+  bool Start(int blocks, std::vector<std::string> router_flags = {}) {
+    worker_a = std::make_unique<ChildProcess>("worker", WorkerFlags(blocks));
+    worker_b = std::make_unique<ChildProcess>("worker", WorkerFlags(blocks));
+    if (worker_a->address().empty() || worker_b->address().empty()) return false;
+    std::vector<std::string> flags = {"--grpc-port", "0", "--http-port", "0", "--api-key", kApiKey,
+                                      "--workers",
+                                      worker_a->address() + "," + worker_b->address()};
+    flags.insert(flags.end(), router_flags.begin(), router_flags.end());
+    router = std::make_unique<ChildProcess>("router", flags);
+    if (router->address().empty()) return false;
+    http_port = ReadHttpPort(*router);
+    if (http_port == 0) return false;
+    stub = v1::Inference::NewStub(
+        grpc::CreateChannel(router->address(), grpc::InsecureChannelCredentials()));
+    // Both groups up (at most 10 s).
+    for (int i = 0; i < 200; ++i) {
+      v1::ClusterState state;
+      grpc::ClientContext context;
+      context.set_deadline(std::chrono::system_clock::now() + seconds(5));
+      if (stub->GetClusterState(&context, {}, &state).ok() && state.groups_size() == 2 &&
+          state.groups(0).healthy() && state.groups(1).healthy()) {
+        return true;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return false;
+  }
+
+  HttpResponse Post(const std::string& path, const std::string& body) const {
+    return HttpRequestTo(http_port, "POST", path, body, {kAuth});
+  }
+  HttpResponse Get(const std::string& path) const {
+    return HttpRequestTo(http_port, "GET", path, "", {kAuth});
+  }
+};
+
+// The served model id (the fixture directory the workers report).
+std::string ModelId() { return worker::testdata::FixtureDir("llama-gqa").string(); }
+
+// gRPC Generate of `text`, greedy: the reference the HTTP answers must equal.
+std::string GrpcText(v1::Inference::Stub& stub, const std::string& text, int max_tokens) {
+  v1::GenerateRequest request;
+  request.set_text(text);
+  request.mutable_sampling()->set_temperature(0.0f);
+  request.mutable_sampling()->set_max_tokens(max_tokens);
+  request.mutable_sampling()->set_ignore_eos(true);
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + seconds(60));
+  auto reader = stub.Generate(&context, request);
+  v1::GenerateResponse response;
+  std::string out;
+  int32_t tokens = 0;
+  while (reader->Read(&response)) {
+    out += response.text();
+    tokens += response.token_ids_size();
+  }
+  const grpc::Status status = reader->Finish();
+  EXPECT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(tokens, max_tokens);
+  return out;
+}
+
+// Concatenates choices[0].text (completions) or choices[0].delta.content (chat) of an SSE body;
+// checks [DONE] comes last and exactly one chunk has a finish_reason, returned in `finish`.
+std::string StreamedText(const HttpResponse& response, bool chat, std::string* finish) {
+  const std::vector<std::string> events = response.Events();
+  EXPECT_FALSE(events.empty());
+  if (events.empty()) return "";
+  EXPECT_EQ(events.back(), "[DONE]");
+  std::string text;
+  int finishes = 0;
+  for (size_t i = 0; i + 1 < events.size(); ++i) {
+    const Json chunk = Json::parse(events[i]);
+    EXPECT_EQ(chunk["object"], chat ? "chat.completion.chunk" : "text_completion") << events[i];
+    if (chunk["choices"].empty()) continue;
+    const Json& choice = chunk["choices"][0];
+    if (chat) {
+      if (choice["delta"].contains("content") && choice["delta"]["content"].is_string()) {
+        text += choice["delta"]["content"].get<std::string>();
+      }
+      if (i == 0) {
+        EXPECT_EQ(choice["delta"]["role"], "assistant") << events[i];
+      }
+    } else {
+      text += choice["text"].get<std::string>();
+    }
+    if (!choice["finish_reason"].is_null()) {
+      ++finishes;
+      *finish = choice["finish_reason"].get<std::string>();
+    }
+  }
+  EXPECT_EQ(finishes, 1);
+  return text;
+}
+
+class HttpE2eTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    cluster_ = new Cluster();
+    if (!cluster_->Start(64)) {
+      delete cluster_;
+      cluster_ = nullptr;
+    }
+  }
+  static void TearDownTestSuite() {
+    delete cluster_;
+    cluster_ = nullptr;
+  }
+  void SetUp() override { ASSERT_NE(cluster_, nullptr) << "the cluster did not start"; }
+
+  static Cluster* cluster_;
+};
+Cluster* HttpE2eTest::cluster_ = nullptr;
+
+TEST_F(HttpE2eTest, CompletionsStreamingAndNotEqualGrpcGenerate) {
+  const std::string expected = GrpcText(*cluster_->stub, "Hello world", 24);
+  const Json request = {{"model", ModelId()},  {"prompt", "Hello world"}, {"max_tokens", 24},
+                        {"temperature", 0}, {"ignore_eos", true}};
+  const HttpResponse whole = cluster_->Post("/v1/completions", request.dump());
+  ASSERT_EQ(whole.status, 200) << whole.body;
+  const Json body = Json::parse(whole.body);
+  EXPECT_EQ(body["object"], "text_completion");
+  EXPECT_EQ(body["model"], ModelId());
+  EXPECT_EQ(body["choices"][0]["text"], expected);
+  EXPECT_EQ(body["choices"][0]["finish_reason"], "length");
+  EXPECT_EQ(body["usage"]["prompt_tokens"], 11);
+  EXPECT_EQ(body["usage"]["completion_tokens"], 24);
+  EXPECT_EQ(body["usage"]["total_tokens"], 35);
+
+  Json stream_request = request;
+  stream_request["stream"] = true;
+  stream_request["stream_options"] = {{"include_usage", true}};
+  const HttpResponse streamed = cluster_->Post("/v1/completions", stream_request.dump());
+  ASSERT_EQ(streamed.status, 200) << streamed.body;
+  EXPECT_NE(streamed.Header("content-type").value_or("").find("text/event-stream"),
+            std::string::npos);
+  std::string finish;
+  EXPECT_EQ(StreamedText(streamed, false, &finish), expected);
+  EXPECT_EQ(finish, "length");
+  const std::vector<std::string> events = streamed.Events();
+  ASSERT_GE(events.size(), 3u);
+  const Json usage = Json::parse(events[events.size() - 2]);  // include_usage: last before [DONE]
+  EXPECT_TRUE(usage["choices"].empty()) << events[events.size() - 2];
+  EXPECT_EQ(usage["usage"]["completion_tokens"], 24);
+}
+
+TEST_F(HttpE2eTest, ChatEqualsCompletionOfTheChatMlRenderedPrompt) {
+  // Qwen2-Instruct's ChatML template (the byte tokenizer's default format) adds this system turn.
+  const std::string rendered =
+      "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n<|im_start|>user\nSay hi"
+      "<|im_end|>\n<|im_start|>assistant\n";
+  const Json completion = {{"prompt", rendered}, {"max_tokens", 12}, {"temperature", 0},
+                           {"ignore_eos", true}};
+  const HttpResponse reference = cluster_->Post("/v1/completions", completion.dump());
+  ASSERT_EQ(reference.status, 200) << reference.body;
+  const std::string expected = Json::parse(reference.body)["choices"][0]["text"];
+
+  const Json chat = {{"model", ModelId()},
+                     {"messages", {{{"role", "user"}, {"content", "Say hi"}}}},
+                     {"max_tokens", 12},
+                     {"temperature", 0},
+                     {"ignore_eos", true}};
+  const HttpResponse whole = cluster_->Post("/v1/chat/completions", chat.dump());
+  ASSERT_EQ(whole.status, 200) << whole.body;
+  const Json body = Json::parse(whole.body);
+  EXPECT_EQ(body["object"], "chat.completion");
+  EXPECT_EQ(body["choices"][0]["message"]["role"], "assistant");
+  EXPECT_EQ(body["choices"][0]["message"]["content"], expected);
+  EXPECT_EQ(body["usage"]["prompt_tokens"], static_cast<int>(rendered.size()));
+
+  Json stream_chat = chat;
+  stream_chat["stream"] = true;
+  const HttpResponse streamed = cluster_->Post("/v1/chat/completions", stream_chat.dump());
+  ASSERT_EQ(streamed.status, 200) << streamed.body;
+  std::string finish;
+  EXPECT_EQ(StreamedText(streamed, true, &finish), expected);
+  EXPECT_EQ(finish, "length");
+}
+
+TEST_F(HttpE2eTest, ChatWithoutAUsableTemplateIs400NamingTheSupportedFormats) {
+  // A second router over the same workers, told the model has no chat template it can render.
+  ChildProcess router("router", {"--grpc-port", "0", "--http-port", "0", "--chat-template",
+                                 "none", "--workers",
+                                 cluster_->worker_a->address() + "," +
+                                     cluster_->worker_b->address()});
+  ASSERT_FALSE(router.address().empty());
+  const int port = ReadHttpPort(router);
+  ASSERT_NE(port, 0) << "the router did not print its HTTP port";
+  const Json chat = {{"messages", {{{"role", "user"}, {"content", "Say hi"}}}}, {"max_tokens", 4}};
+  const HttpResponse response = HttpRequestTo(port, "POST", "/v1/chat/completions", chat.dump());
+  EXPECT_EQ(response.status, 400) << response.body;
+  const Json body = Json::parse(response.body, nullptr, false);
+  ASSERT_TRUE(body.is_object() && body.contains("error")) << response.body;
+  const std::string message = body["error"]["message"].get<std::string>();
+  for (const char* part : {"chat template", "chatml", "llama3", "/v1/completions"}) {
+    EXPECT_NE(message.find(part), std::string::npos) << part << " not in: " << message;
+  }
+  EXPECT_EQ(body["error"]["param"], "messages");
+}
+
+struct BadCase {
+  std::string name;
+  std::string path;
+  std::string body;
+  int status;
+  std::vector<std::string> in_message;  // substrings of error.message
+  std::vector<std::string> headers = {kAuth};
+};
+
+TEST_F(HttpE2eTest, BadInputGetsTheRightStatusAndAMessageNamingTheFieldAndLimit) {
+  const std::string long_prompt(300, 'a');
+  const std::vector<BadCase> cases = {
+      {"malformed JSON", "/v1/completions", R"({"prompt": "hi",)", 400, {"JSON"}},
+      {"body not an object", "/v1/completions", R"(["hi"])", 400, {"object"}},
+      {"temperature of the wrong type", "/v1/completions",
+       R"({"prompt": "hi", "temperature": "hot"})", 400, {"temperature"}},
+      {"max_tokens of the wrong type", "/v1/completions", R"({"prompt": "hi", "max_tokens": "ten"})",
+       400, {"max_tokens"}},
+      {"prompt of the wrong type", "/v1/completions", R"({"prompt": {"text": "hi"}})", 400,
+       {"prompt"}},
+      {"unknown model", "/v1/completions", R"({"model": "gpt-9", "prompt": "hi"})", 404,
+       {"gpt-9"}},
+      {"empty prompt", "/v1/completions", R"({"prompt": ""})", 400, {"prompt"}},
+      {"prompt longer than max_model_len", "/v1/completions",
+       Json({{"prompt", long_prompt}, {"max_tokens", 1}}).dump(), 400, {"300", "256"}},
+      {"max_tokens 0", "/v1/completions", R"({"prompt": "hi", "max_tokens": 0})", 400,
+       {"max_tokens", "0"}},
+      {"max_tokens negative", "/v1/completions", R"({"prompt": "hi", "max_tokens": -3})", 400,
+       {"max_tokens", "-3"}},
+      {"max_tokens beyond the limit", "/v1/completions", R"({"prompt": "hi", "max_tokens": 1000})",
+       400, {"max_tokens", "1000", "256"}},
+      {"temperature below 0", "/v1/completions", R"({"prompt": "hi", "temperature": -0.5})", 400,
+       {"temperature", "-0.5"}},
+      {"top_p above 1", "/v1/completions", R"({"prompt": "hi", "top_p": 1.5})", 400,
+       {"top_p", "1.5"}},
+      {"top_p of 0", "/v1/completions", R"({"prompt": "hi", "top_p": 0})", 400, {"top_p"}},
+      {"invalid UTF-8", "/v1/completions", "{\"prompt\": \"h\xff\xfei\"}", 400, {"UTF-8"}},
+      {"chat without messages", "/v1/chat/completions", R"({"messages": []})", 400,
+       {"messages"}},
+      {"chat with an unknown role", "/v1/chat/completions",
+       R"({"messages": [{"role": "wizard", "content": "hi"}]})", 400, {"role"}},
+      {"n above 1", "/v1/completions", R"({"prompt": "hi", "n": 3})", 400, {"n"}},
+      {"missing API key", "/v1/completions", R"({"prompt": "hi"})", 401, {"API key"}, {}},
+      {"wrong API key", "/v1/completions", R"({"prompt": "hi"})", 401, {"API key"},
+       {"Authorization: Bearer nope"}},
+      {"unknown route", "/v1/embeddings", R"({"input": "hi"})", 404, {"/v1/embeddings"}},
+      {"oversized body", "/v1/completions",
+       Json({{"prompt", std::string(3 << 20, 'a')}}).dump(), 413, {"bytes"}},
+  };
+  for (const BadCase& c : cases) {
+    SCOPED_TRACE(c.name);
+    const HttpResponse response =
+        HttpRequestTo(cluster_->http_port, "POST", c.path, c.body, c.headers);
+    EXPECT_EQ(response.status, c.status) << response.body;
+    const Json body = Json::parse(response.body, nullptr, false);
+    ASSERT_TRUE(body.is_object() && body.contains("error")) << response.body;
+    const std::string message = body["error"]["message"].get<std::string>();
+    for (const std::string& part : c.in_message) {
+      EXPECT_NE(message.find(part), std::string::npos) << "\"" << part << "\" not in: " << message;
+    }
+    EXPECT_FALSE(body["error"]["type"].get<std::string>().empty());
+  }
+  // Nothing above reached a worker or broke the router: a good request still completes.
+  const HttpResponse good =
+      cluster_->Post("/v1/completions", R"({"prompt": "hi", "max_tokens": 2, "temperature": 0})");
+  EXPECT_EQ(good.status, 200) << good.body;
+}
+
+// The value of the sample whose line starts with `series` followed by a space; -1 if absent.
+double Sample(const std::string& text, const std::string& series) {
+  size_t pos = 0;
+  while ((pos = text.find(series + " ", pos)) != std::string::npos) {
+    if (pos == 0 || text[pos - 1] == '\n') return std::stod(text.substr(pos + series.size() + 1));
+    pos += series.size();
+  }
+  return -1;
+}
+
+TEST_F(HttpE2eTest, ModelsHealthAndMetricsShowTheCluster) {
+  const HttpResponse models = cluster_->Get("/v1/models");
+  ASSERT_EQ(models.status, 200) << models.body;
+  const Json list = Json::parse(models.body);
+  EXPECT_EQ(list["object"], "list");
+  ASSERT_EQ(list["data"].size(), 1u);
+  EXPECT_EQ(list["data"][0]["id"], ModelId());
+  EXPECT_EQ(list["data"][0]["max_model_len"], 256);
+  EXPECT_EQ(HttpRequestTo(cluster_->http_port, "GET", "/v1/models").status, 401);
+
+  EXPECT_EQ(HttpRequestTo(cluster_->http_port, "GET", "/health").status, 200);  // no key needed
+  const HttpResponse metrics = HttpRequestTo(cluster_->http_port, "GET", "/metrics");
+  ASSERT_EQ(metrics.status, 200);
+  for (const std::unique_ptr<ChildProcess>* w : {&cluster_->worker_a, &cluster_->worker_b}) {
+    const std::string group = "{group=\"" + (*w)->address() + "\"}";
+    EXPECT_EQ(Sample(metrics.body, "headroom:group_up" + group), 1) << metrics.body;
+    EXPECT_EQ(Sample(metrics.body, "headroom:group_kv_blocks_total" + group), 63);
+  }
+  EXPECT_EQ(Sample(metrics.body, "headroom:router_queue_depth"), 0);
+  EXPECT_GE(Sample(metrics.body, "headroom:router_refusals_total{reason=\"queue_full\"}"), 0);
+
+  const HttpResponse tokenized =
+      cluster_->Post("/tokenize", R"({"prompt": "Hello", "add_special_tokens": false})");
+  ASSERT_EQ(tokenized.status, 200) << tokenized.body;
+  const Json tokens = Json::parse(tokenized.body);
+  EXPECT_EQ(tokens["tokens"], Json({72, 101, 108, 108, 111}));  // bytes of "Hello"
+  EXPECT_EQ(tokens["count"], 5);
+  const HttpResponse text = cluster_->Post("/detokenize", R"({"tokens": [72, 105]})");
+  ASSERT_EQ(text.status, 200) << text.body;
+  EXPECT_EQ(Json::parse(text.body)["prompt"], "Hi");
+}
+
+TEST_F(HttpE2eTest, OfficialOpenAiPythonClientCompletesChatsAndStreams) {
+  const std::string source = HEADROOM_SOURCE_DIR;
+  const std::string python = source + "/build/venv/bin/python";
+  if (access(python.c_str(), X_OK) != 0) {
+    GTEST_SKIP() << python << " does not exist (run scripts/setup-deps)";
+  }
+  if (std::system((python + " -c 'import openai' 2>/dev/null").c_str()) != 0) {
+    GTEST_SKIP() << python << " cannot import openai (scripts/setup-deps installs "
+                 << "examples/requirements.txt)";
+  }
+  const std::string command = python + " " + source + "/tests/e2e/openai_client_check.py " +
+                              "http://127.0.0.1:" + std::to_string(cluster_->http_port) + "/v1 " +
+                              kApiKey + " 2>&1";
+  FILE* pipe = popen(command.c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  std::string output;
+  char buffer[512];
+  while (fgets(buffer, sizeof(buffer), pipe) != nullptr) output += buffer;
+  const int status = pclose(pipe);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << output;
+  EXPECT_NE(output.find("openai client: all checks passed"), std::string::npos) << output;
+}
+
+TEST(HttpOverloadE2eTest, EveryRequestCompletesOrGets429WithRetryAfterAndMetricsCountThem) {
+  // 8 usable blocks per group; each request needs 5 (20 + 60 tokens): one per group at a time,
+  // and the router queues at most 4: most of the 40 concurrent requests are refused.
+  Cluster cluster;
+  ASSERT_TRUE(cluster.Start(9, {"--max-queue-len", "4"}));
+  constexpr int kRequests = 40;
+  std::vector<HttpResponse> responses(kRequests);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kRequests; ++i) {
+    threads.emplace_back([&, i] {
+      const Json request = {{"prompt", std::string(20, static_cast<char>('A' + i % 20))},
+                            {"max_tokens", 60},
+                            {"temperature", 0},
+                            {"ignore_eos", true},
+                            {"stream", i % 2 == 0}};
+      responses[static_cast<size_t>(i)] = cluster.Post("/v1/completions", request.dump());
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  int ok = 0, refused = 0;
+  for (const HttpResponse& r : responses) {
+    if (r.status == 200) {
+      ++ok;
+      std::string finish;
+      const bool streamed = r.Header("content-type").value_or("").find("event-stream") !=
+                            std::string::npos;
+      if (streamed) {
+        StreamedText(r, false, &finish);
+      } else {
+        finish = Json::parse(r.body)["choices"][0]["finish_reason"];
+        EXPECT_EQ(Json::parse(r.body)["usage"]["completion_tokens"], 60);
+      }
+      EXPECT_EQ(finish, "length");
+    } else {
+      EXPECT_EQ(r.status, 429) << r.body;
+      EXPECT_TRUE(r.Header("retry-after").has_value());
+      EXPECT_NE(r.body.find("retry after"), std::string::npos) << r.body;
+      ++refused;
+    }
+  }
+  EXPECT_EQ(ok + refused, kRequests);  // none lost, none hung (the client has a deadline)
+  EXPECT_GE(ok, 2);
+  EXPECT_GE(refused, 1);
+  const HttpResponse metrics = HttpRequestTo(cluster.http_port, "GET", "/metrics");
+  EXPECT_EQ(Sample(metrics.body, "headroom:router_refusals_total{reason=\"queue_full\"}"),
+            refused)
+      << metrics.body;
+  EXPECT_EQ(Sample(metrics.body, "headroom:router_queue_depth"), 0);
+  EXPECT_EQ(Sample(metrics.body, "headroom:router_placement_latency_seconds_count"), ok);
+}
+
+}  // namespace
+}  // namespace headroom::e2e

@@ -1,0 +1,74 @@
+"""Drives a headroom router with the official `openai` Python client (run by http_e2e_test).
+
+Usage: openai_client_check.py BASE_URL API_KEY
+Checks completions and chat, streaming and not, agree with each other at temperature 0, that
+usage is reported, and that a bad request surfaces as openai.BadRequestError naming the field.
+Exits non-zero with the failed check on stderr.
+"""
+import sys
+
+import openai
+
+
+def check(condition, message):
+    if not condition:
+        sys.exit(f"FAILED: {message}")
+
+
+def main():
+    base_url, api_key = sys.argv[1], sys.argv[2]
+    client = openai.OpenAI(base_url=base_url, api_key=api_key, max_retries=0, timeout=60)
+
+    models = client.models.list()
+    check(len(models.data) == 1, f"one model listed, got {models.data}")
+    model = models.data[0].id
+
+    params = dict(model=model, max_tokens=16, temperature=0, extra_body={"ignore_eos": True})
+    completion = client.completions.create(prompt="Once upon a time", **params)
+    text = completion.choices[0].text
+    check(completion.choices[0].finish_reason == "length", f"finish {completion.choices[0]}")
+    check(completion.usage.completion_tokens == 16, f"usage {completion.usage}")
+    check(completion.usage.prompt_tokens == len("Once upon a time"), f"usage {completion.usage}")
+
+    streamed = "".join(chunk.choices[0].text
+                       for chunk in client.completions.create(prompt="Once upon a time",
+                                                              stream=True, **params)
+                       if chunk.choices)
+    check(streamed == text, f"streamed {streamed!r} != {text!r}")
+
+    messages = [{"role": "system", "content": "You are terse."},
+                {"role": "user", "content": "Name a colour."}]
+    chat = client.chat.completions.create(messages=messages, **params)
+    reply = chat.choices[0].message.content
+    check(chat.choices[0].message.role == "assistant", f"role {chat.choices[0].message}")
+    check(chat.choices[0].finish_reason == "length", f"finish {chat.choices[0]}")
+    check(chat.usage.completion_tokens == 16, f"usage {chat.usage}")
+
+    pieces = []
+    usage = None
+    for chunk in client.chat.completions.create(messages=messages, stream=True,
+                                                stream_options={"include_usage": True}, **params):
+        if chunk.usage is not None:
+            usage = chunk.usage
+        if chunk.choices and chunk.choices[0].delta.content:
+            pieces.append(chunk.choices[0].delta.content)
+    check("".join(pieces) == reply, f"streamed chat {''.join(pieces)!r} != {reply!r}")
+    check(usage is not None and usage.completion_tokens == 16, f"stream usage {usage}")
+
+    try:
+        client.completions.create(model=model, prompt="hi", max_tokens=0)
+        check(False, "max_tokens=0 was accepted")
+    except openai.BadRequestError as error:
+        check("max_tokens" in str(error), f"error does not name max_tokens: {error}")
+
+    try:
+        openai.OpenAI(base_url=base_url, api_key="wrong", max_retries=0).models.list()
+        check(False, "a wrong API key was accepted")
+    except openai.AuthenticationError:
+        pass
+
+    print("openai client: all checks passed")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,255 @@
+#include "router/openai/openai_protocol.h"
+
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace headroom::router::openai {
+namespace {
+
+struct BadBody {
+  const char* body;
+  const char* param;     // expected ErrorParam ("" for none)
+  const char* contains;  // expected in the message
+};
+
+void ExpectBad(const absl::StatusOr<ParsedRequest>& r, const BadBody& c) {
+  ASSERT_FALSE(r.ok()) << c.body;
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << c.body;
+  EXPECT_EQ(ErrorParam(r.status()), c.param) << c.body << " -> " << r.status();
+  EXPECT_NE(r.status().message().find(c.contains), std::string::npos)
+      << c.body << " -> " << r.status();
+}
+
+TEST(OpenAiProtocolTest, BadCompletionBodies) {
+  const std::vector<BadBody> cases = {
+      {R"({"prompt": "hi", )", "", "invalid JSON: "},
+      {"", "", "invalid JSON: "},
+      {R"(["prompt"])", "", "must be a JSON object, got array"},
+      {R"({})", "prompt", "prompt is required"},
+      {R"({"prompt": 3})", "prompt", "prompt must be a string, an array"},
+      {R"({"prompt": ["a", "b"]})", "prompt", "batched prompts are not supported"},
+      {R"({"prompt": [[1, 2], [3]]})", "prompt", "batched prompts are not supported"},
+      {R"({"prompt": []})", "prompt", "must not be an empty array"},
+      {R"({"prompt": [1, "x"]})", "prompt[1]",
+       "prompt[1] must be a token id (integer), got string"},
+      {R"({"prompt": [1, 2.5]})", "prompt[1]", "must be an integer, got 2.5"},
+      {R"({"prompt": [4294967296]})", "prompt[0]", "must fit in int32, got 4294967296"},
+      {R"({"prompt": "x", "model": 7})", "model", "model must be a string, got number"},
+      {R"({"prompt": "x", "temperature": "hot"})", "temperature",
+       "temperature must be a number, got string"},
+      {R"({"prompt": "x", "temperature": 1e300})", "temperature", "must be a finite number"},
+      {R"({"prompt": "x", "top_p": true})", "top_p", "top_p must be a number, got boolean"},
+      {R"({"prompt": "x", "top_k": 1.5})", "top_k", "top_k must be an integer, got 1.5"},
+      {R"({"prompt": "x", "max_tokens": "16"})", "max_tokens",
+       "max_tokens must be an integer, got string"},
+      {R"({"prompt": "x", "max_tokens": 3000000000})", "max_tokens",
+       "max_tokens must fit in int32, got 3000000000"},
+      {R"({"prompt": "x", "seed": "1"})", "seed", "seed must be an integer, got string"},
+      {R"({"prompt": "x", "stop": 5})", "stop", "stop must be a string or an array of strings"},
+      {R"({"prompt": "x", "stop": ["a", 1]})", "stop[1]", "stop[1] must be a string, got number"},
+      {R"({"prompt": "x", "stop": ""})", "stop", "must not contain an empty string"},
+      {R"({"prompt": "x", "stop_token_ids": [1, "2"]})", "stop_token_ids[1]", "got string"},
+      {R"({"prompt": "x", "stop_token_ids": 2})", "stop_token_ids", "an array of integers"},
+      {R"({"prompt": "x", "ignore_eos": 1})", "ignore_eos", "ignore_eos must be a boolean"},
+      {R"({"prompt": "x", "include_stop_str_in_output": "yes"})", "include_stop_str_in_output",
+       "must be a boolean"},
+      {R"({"prompt": "x", "cache_salt": 1})", "cache_salt", "cache_salt must be a string"},
+      {R"({"prompt": "x", "stream": "true"})", "stream", "stream must be a boolean, got string"},
+      {R"({"prompt": "x", "stream_options": {"include_usage": true}})", "stream_options",
+       "only allowed when stream is true"},
+      {R"({"prompt": "x", "stream": true, "stream_options": 1})", "stream_options",
+       "must be an object"},
+      {R"({"prompt": "x", "stream": true, "stream_options": {"include_usage": 1}})",
+       "stream_options.include_usage", "must be a boolean"},
+      {R"({"prompt": "x", "n": 2})", "n", "n must be 1, got 2"},
+      {R"({"prompt": "x", "n": "1"})", "n", "n must be an integer"},
+      {R"({"prompt": "x", "best_of": 3})", "best_of", "best_of > 1 is not supported, got 3"},
+      {R"({"prompt": "x", "echo": true})", "echo", "echo is not supported"},
+      {R"({"prompt": "x", "presence_penalty": 0.5})", "presence_penalty",
+       "presence_penalty is not supported (only 0), got 0.5"},
+      {R"({"prompt": "x", "frequency_penalty": -1})", "frequency_penalty", "not supported"},
+      {R"({"prompt": "x", "repetition_penalty": 1.1})", "repetition_penalty", "not supported"},
+      {R"({"prompt": "x", "min_tokens": 4})", "min_tokens", "not supported"},
+      {R"({"prompt": "x", "logit_bias": {"5": 1}})", "logit_bias", "not supported"},
+      {R"({"prompt": "x", "suffix": "end"})", "suffix", "suffix is not supported"},
+      {R"({"prompt": "x", "logprobs": 21})", "logprobs", "logprobs must be in [0, 20], got 21"},
+      {R"({"prompt": "x", "logprobs": -1})", "logprobs", "must be in [0, 20], got -1"},
+      {R"({"prompt": "x", "logprobs": true})", "logprobs", "logprobs must be an integer"},
+  };
+  for (const BadBody& c : cases) ExpectBad(ParseCompletionRequest(c.body), c);
+}
+
+TEST(OpenAiProtocolTest, BadChatBodies) {
+  const std::vector<BadBody> cases = {
+      {R"({"model": "m"})", "messages", "messages is required"},
+      {R"({"messages": {}})", "messages", "messages must be an array, got object"},
+      {R"({"messages": []})", "messages", "messages must not be empty"},
+      {R"({"messages": ["hi"]})", "messages[0]", "messages[0] must be an object, got string"},
+      {R"({"messages": [{"content": "hi"}]})", "messages[0].role", "messages[0].role is required"},
+      {R"({"messages": [{"role": "user", "content": "a"}, {"role": "tool", "content": "b"}]})",
+       "messages[1].role", "messages[1].role \"tool\" is not supported"},
+      {R"({"messages": [{"role": 1, "content": "a"}]})", "messages[0].role", "must be a string"},
+      {R"({"messages": [{"role": "user", "content": 5}]})", "messages[0].content",
+       "messages[0].content must be a string or an array of text parts, got number"},
+      {R"({"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {}}]}]})",
+       "messages[0].content[0].type", "\"image_url\" is not supported (text only)"},
+      {R"({"messages": [{"role": "user", "content": [{"type": "text"}]}]})",
+       "messages[0].content[0].text", "messages[0].content[0].text is required"},
+      {R"({"messages": [{"role": "user", "content": [{"type": "text", "text": 3}]}]})",
+       "messages[0].content[0].text", "must be a string, got number"},
+      {R"({"messages": [{"role": "user", "content": ["x"]}]})", "messages[0].content[0]",
+       "must be an object"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "max_completion_tokens": "5"})",
+       "max_completion_tokens", "max_completion_tokens must be an integer, got string"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "logprobs": 2})", "logprobs",
+       "logprobs must be a boolean, got number"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "logprobs": true, "top_logprobs": 21})",
+       "top_logprobs", "top_logprobs must be in [0, 20], got 21"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "top_logprobs": 2})", "top_logprobs",
+       "requires logprobs to be true"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "tools": [{"type": "function"}]})",
+       "tools", "tools are not supported"},
+      {R"({"messages": [{"role": "user", "content": "x"}],
+           "response_format": {"type": "json_object"}})",
+       "response_format", "not supported"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "add_generation_prompt": "no"})",
+       "add_generation_prompt", "must be a boolean"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "n": 3})", "n", "n must be 1"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "temperature": [1]})", "temperature",
+       "temperature must be a number, got array"},
+  };
+  for (const BadBody& c : cases) ExpectBad(ParseChatRequest(c.body), c);
+}
+
+TEST(OpenAiProtocolTest, CompletionFieldsMapToGenerateRequest) {
+  absl::StatusOr<ParsedRequest> r = ParseCompletionRequest(R"({
+    "model": "llama", "prompt": "Hello", "max_tokens": 32, "temperature": 0, "top_p": 0.9,
+    "top_k": 40, "seed": 7, "stop": "\n\n", "stop_token_ids": [2, 3], "ignore_eos": true,
+    "include_stop_str_in_output": true, "cache_salt": "tenant-a", "stream": true,
+    "stream_options": {"include_usage": true}, "n": 1, "best_of": 1, "presence_penalty": 0,
+    "frequency_penalty": 0.0, "logprobs": 3, "echo": false, "user": "u-1", "unknown_field": [1]
+  })");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->endpoint, Endpoint::kCompletions);
+  const v1::GenerateRequest& g = r->generate;
+  EXPECT_EQ(g.model(), "llama");
+  EXPECT_EQ(g.text(), "Hello");
+  const v1::SamplingParams& s = g.sampling();
+  ASSERT_TRUE(s.has_max_tokens());
+  EXPECT_EQ(s.max_tokens(), 32);
+  ASSERT_TRUE(s.has_temperature());  // 0 is set, not "unset"
+  EXPECT_EQ(s.temperature(), 0.0f);
+  ASSERT_TRUE(s.has_top_p());
+  EXPECT_FLOAT_EQ(s.top_p(), 0.9f);
+  EXPECT_EQ(s.top_k(), 40);
+  ASSERT_TRUE(s.has_seed());
+  EXPECT_EQ(s.seed(), 7u);
+  ASSERT_EQ(s.stop_size(), 1);
+  EXPECT_EQ(s.stop(0), "\n\n");
+  ASSERT_EQ(s.stop_token_ids_size(), 2);
+  EXPECT_EQ(s.stop_token_ids(1), 3);
+  EXPECT_TRUE(s.ignore_eos());
+  EXPECT_TRUE(s.include_stop_str_in_output());
+  EXPECT_EQ(s.logprobs(), 3);
+  EXPECT_EQ(g.cache_salt(), "tenant-a");
+  EXPECT_TRUE(r->stream);
+  EXPECT_TRUE(r->include_usage);
+  EXPECT_TRUE(r->logprobs);
+  EXPECT_EQ(r->top_logprobs, 3);
+}
+
+TEST(OpenAiProtocolTest, CompletionDefaultsLeaveFieldsUnset) {
+  absl::StatusOr<ParsedRequest> r =
+      ParseCompletionRequest(R"({"prompt": "x", "temperature": null, "stop": null})");
+  ASSERT_TRUE(r.ok()) << r.status();
+  const v1::SamplingParams& s = r->generate.sampling();
+  EXPECT_FALSE(s.has_temperature());
+  EXPECT_FALSE(s.has_top_p());
+  EXPECT_FALSE(s.has_max_tokens());
+  EXPECT_FALSE(s.has_seed());
+  EXPECT_EQ(s.stop_size(), 0);
+  EXPECT_EQ(r->generate.model(), "");
+  EXPECT_FALSE(r->stream);
+  EXPECT_FALSE(r->logprobs);
+  EXPECT_EQ(s.logprobs(), 0);
+}
+
+TEST(OpenAiProtocolTest, PromptShapes) {
+  absl::StatusOr<ParsedRequest> r = ParseCompletionRequest(R"({"prompt": [1, 2, 3]})");
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_TRUE(r->generate.has_token_ids());
+  EXPECT_EQ(std::vector<int32_t>(r->generate.token_ids().ids().begin(),
+                                 r->generate.token_ids().ids().end()),
+            (std::vector<int32_t>{1, 2, 3}));
+  r = ParseCompletionRequest(R"({"prompt": [[5, 6]]})");
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->generate.token_ids().ids_size(), 2);
+  r = ParseCompletionRequest(R"({"prompt": ["only one"]})");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->generate.text(), "only one");
+  // Range checks (negative ids, vocabulary) are request_validation's.
+  r = ParseCompletionRequest(R"({"prompt": [-1], "max_tokens": -5, "temperature": -1})");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->generate.sampling().max_tokens(), -5);
+}
+
+TEST(OpenAiProtocolTest, StopArrayAndSeeds) {
+  absl::StatusOr<ParsedRequest> r = ParseCompletionRequest(
+      R"({"prompt": "x", "stop": ["a", "bc"], "seed": 18446744073709551615})");
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->generate.sampling().stop_size(), 2);
+  EXPECT_EQ(r->generate.sampling().stop(1), "bc");
+  EXPECT_EQ(r->generate.sampling().seed(), 18446744073709551615u);
+  r = ParseCompletionRequest(R"({"prompt": "x", "seed": -1, "max_tokens": 8.0})");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->generate.sampling().seed(), 18446744073709551615u);
+  EXPECT_EQ(r->generate.sampling().max_tokens(), 8);
+}
+
+TEST(OpenAiProtocolTest, ChatFieldsMapToGenerateRequest) {
+  absl::StatusOr<ParsedRequest> r = ParseChatRequest(R"({
+    "model": "qwen", "max_tokens": 10, "max_completion_tokens": 20, "logprobs": true,
+    "top_logprobs": 5, "stream": false, "messages": [
+      {"role": "system", "content": "Be brief."},
+      {"role": "user", "content": [{"type": "text", "text": "Hel"}, {"type": "text", "text": "lo"}]},
+      {"role": "assistant", "content": null},
+      {"role": "user", "content": "again", "name": "bob"}]
+  })");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->endpoint, Endpoint::kChat);
+  EXPECT_EQ(r->generate.model(), "qwen");
+  EXPECT_EQ(r->generate.prompt_case(), v1::GenerateRequest::PROMPT_NOT_SET);
+  EXPECT_EQ(r->generate.sampling().max_tokens(), 20);  // max_completion_tokens wins
+  EXPECT_TRUE(r->logprobs);
+  EXPECT_EQ(r->top_logprobs, 5);
+  EXPECT_EQ(r->generate.sampling().logprobs(), 5);
+  EXPECT_TRUE(r->add_generation_prompt);
+  ASSERT_EQ(r->messages.size(), 4u);
+  EXPECT_EQ(r->messages[0].role, "system");
+  EXPECT_EQ(r->messages[1].content, "Hello");
+  EXPECT_EQ(r->messages[2].role, "assistant");
+  EXPECT_EQ(r->messages[2].content, "");
+  EXPECT_EQ(r->messages[3].content, "again");
+}
+
+TEST(OpenAiProtocolTest, ChatMaxTokensAloneAndNoLogprobs) {
+  absl::StatusOr<ParsedRequest> r = ParseChatRequest(
+      R"({"messages": [{"role": "user", "content": "x"}], "max_tokens": 12, "logprobs": false,
+          "top_logprobs": 0, "add_generation_prompt": false, "tools": [], "response_format":
+          {"type": "text"}})");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->generate.sampling().max_tokens(), 12);
+  EXPECT_FALSE(r->logprobs);
+  EXPECT_EQ(r->generate.sampling().logprobs(), 0);
+  EXPECT_FALSE(r->add_generation_prompt);
+}
+
+TEST(OpenAiProtocolTest, ErrorParamEmptyForOtherStatuses) {
+  EXPECT_EQ(ErrorParam(absl::OkStatus()), "");
+  EXPECT_EQ(ErrorParam(absl::InvalidArgumentError("x")), "");
+}
+
+}  // namespace
+}  // namespace headroom::router::openai

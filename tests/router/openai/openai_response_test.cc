@@ -1,0 +1,298 @@
+#include "router/openai/openai_response.h"
+
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "router/tokenizer/byte_tokenizer.h"
+
+namespace headroom::router::openai {
+namespace {
+
+using Json = nlohmann::json;
+
+// One router message: the tokens (byte ids), their text and logprobs.
+v1::GenerateResponse Delta(const std::string& text, bool with_logprobs = true) {
+  v1::GenerateResponse m;
+  m.set_text(text);
+  for (const char c : text) {
+    const auto id = static_cast<int32_t>(static_cast<unsigned char>(c));
+    m.add_token_ids(id);
+    if (with_logprobs) {
+      v1::Logprob* lp = m.add_logprobs();
+      lp->set_token_id(id);
+      lp->set_logprob(-0.5f);
+      v1::TokenLogprob* alt = lp->add_top_logprobs();
+      alt->set_token_id(id);
+      alt->set_logprob(-0.5f);
+      alt = lp->add_top_logprobs();
+      alt->set_token_id('?');
+      alt->set_logprob(-2.0f);
+    }
+  }
+  return m;
+}
+
+v1::GenerateResponse Last(const std::string& text, v1::FinishReason reason, int32_t prompt_tokens,
+                          int32_t completion_tokens) {
+  v1::GenerateResponse m = Delta(text);
+  m.set_finish_reason(reason);
+  m.mutable_usage()->set_prompt_tokens(prompt_tokens);
+  m.mutable_usage()->set_completion_tokens(completion_tokens);
+  return m;
+}
+
+std::vector<v1::GenerateResponse> Conversation() {
+  v1::GenerateResponse last = Last("!", v1::FINISH_REASON_STOP, 7, 6);
+  last.set_stop_string("\n");
+  return {Delta("Hel"), Delta(""), Delta("lo "), Delta("wo"), last};
+}
+
+// The JSON payloads of "data: ..." events; "[DONE]" stays a string.
+std::vector<Json> Events(const std::string& sse) {
+  std::vector<Json> out;
+  size_t pos = 0;
+  while (pos < sse.size()) {
+    EXPECT_EQ(sse.compare(pos, 6, "data: "), 0) << sse.substr(pos);
+    const size_t end = sse.find("\n\n", pos);
+    EXPECT_NE(end, std::string::npos);
+    if (end == std::string::npos) break;
+    const std::string payload = sse.substr(pos + 6, end - pos - 6);
+    out.push_back(payload == "[DONE]" ? Json("[DONE]") : Json::parse(payload));
+    pos = end + 2;
+  }
+  return out;
+}
+
+ParsedRequest Request(Endpoint endpoint, bool stream, bool include_usage, bool logprobs,
+                      int32_t top) {
+  ParsedRequest r;
+  r.endpoint = endpoint;
+  r.stream = stream;
+  r.include_usage = include_usage;
+  r.logprobs = logprobs;
+  r.top_logprobs = top;
+  return r;
+}
+
+class ResponseBuilderTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto t = MakeByteTokenizer(258);
+    ASSERT_TRUE(t.ok()) << t.status();
+    tokenizer_ = *std::move(t);
+  }
+  std::unique_ptr<Tokenizer> tokenizer_;
+};
+
+TEST_F(ResponseBuilderTest, ChatStreamMatchesNonStream) {
+  for (const bool include_usage : {false, true}) {
+    ResponseBuilder stream(Request(Endpoint::kChat, true, include_usage, false, 0), "chatcmpl-1",
+                           1700000000, "qwen", tokenizer_.get());
+    std::string sse;
+    for (const auto& m : Conversation()) sse += stream.StreamEvents(m);
+    sse += stream.StreamDone();
+    const std::vector<Json> events = Events(sse);
+    ASSERT_GE(events.size(), 3u);
+    EXPECT_EQ(events.back(), Json("[DONE]"));
+
+    std::string text;
+    size_t chunks = 0;
+    bool saw_usage = false;
+    for (size_t i = 0; i + 1 < events.size(); ++i) {
+      const Json& e = events[i];
+      EXPECT_EQ(e["id"], "chatcmpl-1");
+      EXPECT_EQ(e["object"], "chat.completion.chunk");
+      EXPECT_EQ(e["created"], 1700000000);
+      EXPECT_EQ(e["model"], "qwen");
+      if (e["choices"].empty()) {
+        // The usage event: last before [DONE], only with include_usage.
+        EXPECT_TRUE(include_usage);
+        EXPECT_EQ(i + 2, events.size());
+        EXPECT_EQ(e["usage"]["prompt_tokens"], 7);
+        EXPECT_EQ(e["usage"]["completion_tokens"], 6);
+        EXPECT_EQ(e["usage"]["total_tokens"], 13);
+        saw_usage = true;
+        continue;
+      }
+      const Json& choice = e["choices"][0];
+      EXPECT_EQ(choice["index"], 0);
+      EXPECT_EQ(choice["delta"].contains("role"), chunks == 0) << e.dump();
+      if (chunks == 0) {
+        EXPECT_EQ(choice["delta"]["role"], "assistant");
+      }
+      if (choice["delta"].contains("content"))
+        text += choice["delta"]["content"].get<std::string>();
+      EXPECT_TRUE(choice["logprobs"].is_null());
+      const bool is_last_chunk = !events[i + 1].is_object() || events[i + 1]["choices"].empty();
+      EXPECT_EQ(choice["finish_reason"].is_null(), !is_last_chunk) << e.dump();
+      if (include_usage) {
+        EXPECT_TRUE(e.contains("usage") && e["usage"].is_null());
+      } else {
+        EXPECT_FALSE(e.contains("usage"));
+      }
+      ++chunks;
+    }
+    EXPECT_EQ(saw_usage, include_usage);
+    EXPECT_EQ(chunks, 4u);  // the empty middle message produced no event
+
+    ResponseBuilder whole(Request(Endpoint::kChat, false, false, false, 0), "chatcmpl-1",
+                          1700000000, "qwen", tokenizer_.get());
+    for (const auto& m : Conversation()) whole.Accumulate(m);
+    const Json body = Json::parse(whole.Body());
+    EXPECT_EQ(body["object"], "chat.completion");
+    EXPECT_EQ(body["choices"][0]["message"]["role"], "assistant");
+    EXPECT_EQ(body["choices"][0]["message"]["content"], text);
+    EXPECT_EQ(text, "Hello wo!");
+    EXPECT_EQ(body["choices"][0]["finish_reason"], "stop");
+    EXPECT_EQ(body["choices"][0]["stop_reason"], "\n");
+    EXPECT_TRUE(body["choices"][0]["logprobs"].is_null());
+    EXPECT_EQ(body["usage"]["total_tokens"], 13);
+  }
+}
+
+TEST_F(ResponseBuilderTest, CompletionStreamMatchesNonStream) {
+  ResponseBuilder stream(Request(Endpoint::kCompletions, true, false, true, 1), "cmpl-9", 5, "m",
+                         tokenizer_.get());
+  std::string sse;
+  for (const auto& m : Conversation()) sse += stream.StreamEvents(m);
+  sse += stream.StreamDone();
+  const std::vector<Json> events = Events(sse);
+  ASSERT_EQ(events.size(), 5u);  // 4 chunks + [DONE]; no usage event without include_usage
+  std::string text;
+  std::vector<std::string> tokens;
+  std::vector<int64_t> offsets;
+  for (size_t i = 0; i + 1 < events.size(); ++i) {
+    const Json& choice = events[i]["choices"][0];
+    EXPECT_EQ(events[i]["object"], "text_completion");
+    text += choice["text"].get<std::string>();
+    for (const auto& t : choice["logprobs"]["tokens"]) tokens.push_back(t.get<std::string>());
+    for (const auto& o : choice["logprobs"]["text_offset"]) offsets.push_back(o.get<int64_t>());
+  }
+  EXPECT_EQ(events.back(), Json("[DONE]"));
+  EXPECT_EQ(events[3]["choices"][0]["finish_reason"], "stop");
+
+  ResponseBuilder whole(Request(Endpoint::kCompletions, false, false, true, 1), "cmpl-9", 5, "m",
+                        tokenizer_.get());
+  for (const auto& m : Conversation()) whole.Accumulate(m);
+  const Json body = Json::parse(whole.Body());
+  EXPECT_EQ(body["id"], "cmpl-9");
+  EXPECT_EQ(body["object"], "text_completion");
+  const Json& choice = body["choices"][0];
+  EXPECT_EQ(choice["text"], text);
+  EXPECT_EQ(text, "Hello wo!");
+  const Json& lp = choice["logprobs"];
+  EXPECT_EQ(lp["tokens"].get<std::vector<std::string>>(), tokens);
+  EXPECT_EQ(lp["text_offset"].get<std::vector<int64_t>>(), offsets);
+  EXPECT_EQ(offsets, (std::vector<int64_t>{0, 1, 2, 3, 4, 5, 6, 7, 8}));
+  ASSERT_EQ(lp["token_logprobs"].size(), 9u);
+  EXPECT_DOUBLE_EQ(lp["token_logprobs"][0].get<double>(), -0.5);
+  // Top-1 alternative plus the sampled token (the same one here).
+  EXPECT_EQ(lp["top_logprobs"][0], (Json{{"H", -0.5}}));
+  EXPECT_EQ(choice["finish_reason"], "stop");
+  EXPECT_EQ(body["usage"]["prompt_tokens"], 7);
+}
+
+TEST_F(ResponseBuilderTest, ChatLogprobsShape) {
+  ResponseBuilder whole(Request(Endpoint::kChat, false, false, true, 2), "chatcmpl-2", 1, "m",
+                        tokenizer_.get());
+  whole.Accumulate(Last("ab", v1::FINISH_REASON_LENGTH, 3, 2));
+  const Json body = Json::parse(whole.Body());
+  const Json& content = body["choices"][0]["logprobs"]["content"];
+  ASSERT_EQ(content.size(), 2u);
+  EXPECT_EQ(content[0]["token"], "a");
+  EXPECT_DOUBLE_EQ(content[0]["logprob"].get<double>(), -0.5);
+  EXPECT_EQ(content[0]["bytes"], (Json{97}));
+  ASSERT_EQ(content[0]["top_logprobs"].size(), 2u);
+  EXPECT_EQ(content[0]["top_logprobs"][1]["token"], "?");
+  EXPECT_DOUBLE_EQ(content[0]["top_logprobs"][1]["logprob"].get<double>(), -2.0);
+  EXPECT_EQ(body["choices"][0]["finish_reason"], "length");
+  EXPECT_TRUE(body["choices"][0]["stop_reason"].is_null());
+
+  // top_logprobs 0: the sampled token only, no alternatives; no tokenizer: "token_id:N".
+  ResponseBuilder bare(Request(Endpoint::kChat, true, false, true, 0), "chatcmpl-3", 1, "m",
+                       nullptr);
+  const std::vector<Json> events = Events(bare.StreamEvents(Delta("a")));
+  ASSERT_EQ(events.size(), 1u);
+  const Json& entry = events[0]["choices"][0]["logprobs"]["content"][0];
+  EXPECT_EQ(entry["token"], "token_id:97");
+  EXPECT_TRUE(entry["top_logprobs"].empty());
+}
+
+TEST_F(ResponseBuilderTest, FinalOnlyMessageAndStopToken) {
+  ResponseBuilder chat(Request(Endpoint::kChat, true, false, false, 0), "c", 1, "m", nullptr);
+  v1::GenerateResponse last;
+  last.set_finish_reason(v1::FINISH_REASON_ABORT);
+  last.set_stop_token_id(2);
+  const std::vector<Json> events = Events(chat.StreamEvents(last));
+  ASSERT_EQ(events.size(), 1u);
+  const Json& choice = events[0]["choices"][0];
+  EXPECT_EQ(choice["delta"], (Json{{"role", "assistant"}, {"content", ""}}));
+  EXPECT_EQ(choice["finish_reason"], "abort");
+  EXPECT_EQ(choice["stop_reason"], 2);
+
+  // After the role chunk, a text-less final message has an empty delta.
+  ResponseBuilder chat2(Request(Endpoint::kChat, true, false, false, 0), "c", 1, "m", nullptr);
+  ASSERT_FALSE(chat2.StreamEvents(Delta("x")).empty());
+  EXPECT_EQ(chat2.StreamEvents(Delta("")), "");
+  const std::vector<Json> tail = Events(chat2.StreamEvents(last));
+  ASSERT_EQ(tail.size(), 1u);
+  EXPECT_EQ(tail[0]["choices"][0]["delta"], Json::object());
+}
+
+TEST_F(ResponseBuilderTest, InvalidUtf8DoesNotThrow) {
+  ResponseBuilder whole(Request(Endpoint::kCompletions, false, false, false, 0), "cmpl", 1, "m",
+                        nullptr);
+  v1::GenerateResponse m = Last("ok\xFF", v1::FINISH_REASON_STOP, 1, 1);
+  whole.Accumulate(m);
+  const Json body = Json::parse(whole.Body());
+  EXPECT_EQ(body["choices"][0]["text"], "ok\xEF\xBF\xBD");
+  ResponseBuilder stream(Request(Endpoint::kCompletions, true, false, false, 0), "cmpl", 1, "m",
+                         nullptr);
+  EXPECT_NO_THROW(Events(stream.StreamEvents(m)));
+}
+
+TEST(OpenAiResponseTest, MakeResponseId) {
+  EXPECT_EQ(MakeResponseId(Endpoint::kChat, 255), "chatcmpl-00000000000000ff");
+  EXPECT_EQ(MakeResponseId(Endpoint::kCompletions, 1), "cmpl-0000000000000001");
+}
+
+TEST(OpenAiResponseTest, ErrorBodies) {
+  Json e = Json::parse(ErrorBody(400, "temperature must be a number", "temperature"));
+  EXPECT_EQ(e["error"]["message"], "temperature must be a number");
+  EXPECT_EQ(e["error"]["type"], "invalid_request_error");
+  EXPECT_EQ(e["error"]["param"], "temperature");
+  EXPECT_TRUE(e["error"]["code"].is_null());
+
+  e = Json::parse(ErrorBody(429, "queue full; retry after 3 s"));
+  EXPECT_EQ(e["error"]["type"], "rate_limit_error");
+  EXPECT_EQ(e["error"]["code"], "rate_limit_exceeded");
+  EXPECT_TRUE(e["error"]["param"].is_null());
+
+  EXPECT_EQ(Json::parse(ErrorBody(401, "no"))["error"]["type"], "authentication_error");
+  EXPECT_EQ(Json::parse(ErrorBody(404, "no model"))["error"]["code"], "not_found");
+  EXPECT_EQ(Json::parse(ErrorBody(413, "big"))["error"]["type"], "invalid_request_error");
+  for (const int status : {500, 503, 504}) {
+    EXPECT_EQ(Json::parse(ErrorBody(status, "x"))["error"]["type"], "server_error") << status;
+  }
+
+  const std::string event = ErrorEvent(503, "worker group lost");
+  ASSERT_EQ(event.rfind("data: ", 0), 0u);
+  ASSERT_EQ(event.substr(event.size() - 2), "\n\n");
+  EXPECT_EQ(Json::parse(event.substr(6))["error"]["message"], "worker group lost");
+}
+
+TEST(OpenAiResponseTest, Models) {
+  const Json m = Json::parse(ModelsBody({{"llama", 4096}, {"qwen", 32768}}, 42));
+  EXPECT_EQ(m["object"], "list");
+  ASSERT_EQ(m["data"].size(), 2u);
+  EXPECT_EQ(m["data"][1]["id"], "qwen");
+  EXPECT_EQ(m["data"][1]["object"], "model");
+  EXPECT_EQ(m["data"][1]["created"], 42);
+  EXPECT_EQ(m["data"][1]["owned_by"], "headroom");
+  EXPECT_EQ(m["data"][1]["max_model_len"], 32768);
+}
+
+}  // namespace
+}  // namespace headroom::router::openai

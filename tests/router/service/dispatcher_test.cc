@@ -1,0 +1,132 @@
+// Dispatcher with groups that come and go (SetGroups): real dispatch thread, reports posted by
+// hand as the GroupMonitor would.
+#include "router/service/dispatcher.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+#include "absl/time/clock.h"
+
+namespace headroom::router {
+namespace {
+
+v1::LoadReport Report(uint64_t sequence, int32_t free_blocks) {
+  v1::LoadReport r;
+  r.set_sequence(sequence);
+  r.set_total_blocks(100);
+  r.set_free_blocks(free_blocks);
+  r.set_block_size(16);
+  r.set_max_model_len(512);
+  r.set_model("m");
+  return r;
+}
+
+class Listener : public PlacementListener {
+ public:
+  void OnPlaced(size_t group) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    placed_ = group;
+    cv_.notify_all();
+  }
+  void OnRejected(const absl::Status& status) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    rejected_ = status;
+    cv_.notify_all();
+  }
+  // The group it was placed on, once decided within `timeout` (nullopt: not placed).
+  std::optional<size_t> Placed(std::chrono::milliseconds timeout) {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait_for(lock, timeout, [this] { return placed_.has_value() || rejected_.has_value(); });
+    EXPECT_FALSE(rejected_.has_value()) << *rejected_;
+    return placed_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::optional<size_t> placed_;
+  std::optional<absl::Status> rejected_;
+};
+
+DispatcherOptions Options(std::vector<std::string> groups) {
+  DispatcherOptions options;
+  options.groups = std::move(groups);
+  options.admission.high_watermark = 8;
+  options.admission.low_watermark = 6;
+  options.stale_after = absl::Seconds(30);  // no staleness in these tests
+  options.tick = absl::Milliseconds(10);
+  return options;
+}
+
+std::vector<std::string> Addresses(const v1::ClusterState& state) {
+  std::vector<std::string> out;
+  for (const v1::GroupState& g : state.groups()) out.push_back(g.address());
+  return out;
+}
+
+TEST(DispatcherSetGroupsTest, QueuedRequestGoesToTheRemainingGroupAndARemovedOneComesBack) {
+  Dispatcher dispatcher(Options({"a:1", "b:2"}));
+  dispatcher.Start();
+  dispatcher.OnReport(0, Report(1, 2));  // a is up but full for a 64-token (4-block) request
+  auto queued = std::make_shared<Listener>();
+  ASSERT_TRUE(dispatcher.Submit(1, 64, absl::Now() + absl::Seconds(30), queued).status.ok());
+  EXPECT_FALSE(queued->Placed(std::chrono::milliseconds(100)).has_value());  // waits for room
+
+  // a leaves; b joins the table's view only once it reports.
+  std::vector<GroupSlot> slots = dispatcher.SetGroups({"b:2"});
+  ASSERT_EQ(slots.size(), 2u);
+  EXPECT_FALSE(slots[0].current);
+  EXPECT_TRUE(slots[1].current);
+  dispatcher.OnReport(0, Report(2, 100));  // a late report of a: must not place on it
+  EXPECT_FALSE(queued->Placed(std::chrono::milliseconds(100)).has_value());
+  dispatcher.OnReport(1, Report(1, 100));
+  EXPECT_EQ(queued->Placed(std::chrono::seconds(5)), std::optional<size_t>(1));
+  EXPECT_EQ(Addresses(dispatcher.Snapshot()), std::vector<std::string>{"b:2"});
+
+  // b leaves while request 1 streams from it: it stays in flight until it finishes.
+  slots = dispatcher.SetGroups({"a:1"});  // a comes back: its old slot 0
+  ASSERT_EQ(slots.size(), 2u);
+  EXPECT_EQ(slots[0].address, "a:1");
+  EXPECT_TRUE(slots[0].current);
+  EXPECT_FALSE(slots[1].current);
+  EXPECT_FALSE(dispatcher.any_up());  // a is down until it reports again
+  EXPECT_EQ(dispatcher.Snapshot().in_flight(), 1);
+  dispatcher.Finished(1);
+  EXPECT_EQ(dispatcher.Snapshot().in_flight(), 0);
+
+  dispatcher.OnReport(0, Report(3, 100));
+  auto next = std::make_shared<Listener>();
+  ASSERT_TRUE(dispatcher.Submit(2, 64, absl::Now() + absl::Seconds(30), next).status.ok());
+  EXPECT_EQ(next->Placed(std::chrono::seconds(5)), std::optional<size_t>(0));
+  const v1::ClusterState state = dispatcher.Snapshot();
+  EXPECT_EQ(Addresses(state), std::vector<std::string>{"a:1"});
+  ASSERT_EQ(state.groups_size(), 1);
+  EXPECT_TRUE(state.groups(0).healthy());
+  dispatcher.Stop();
+}
+
+TEST(DispatcherSetGroupsTest, StartsEmptyAndRefusesUntilAGroupIsListedAndReports) {
+  Dispatcher dispatcher(Options({}));
+  dispatcher.Start();
+  auto listener = std::make_shared<Listener>();
+  EXPECT_EQ(dispatcher.Submit(1, 64, absl::Now() + absl::Seconds(30), listener).status.code(),
+            absl::StatusCode::kUnavailable);
+  EXPECT_EQ(dispatcher.Snapshot().groups_size(), 0);
+  dispatcher.SetGroups({"a:1"});
+  dispatcher.OnReport(0, Report(1, 100));
+  ASSERT_TRUE(dispatcher.Submit(2, 64, absl::Now() + absl::Seconds(30), listener).status.ok());
+  EXPECT_EQ(listener->Placed(std::chrono::seconds(5)), std::optional<size_t>(0));
+  dispatcher.SetGroups({});
+  EXPECT_FALSE(dispatcher.any_up());
+  EXPECT_EQ(dispatcher.Snapshot().groups_size(), 0);
+  dispatcher.Stop();
+}
+
+}  // namespace
+}  // namespace headroom::router
