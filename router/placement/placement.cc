@@ -26,10 +26,14 @@ PlacementDecision LeastLoadedByBlocks::operator()(absl::Span<const GroupLoad> gr
     if (left < 0) continue;
     if (best) {
       const GroupLoad& b = groups[*best];
-      // More blocks left wins; then fewer running + waiting; then the name.
-      const auto key = std::make_tuple(-left, g.running + g.waiting, g.group);
-      const auto best_key = std::make_tuple(-best_left, b.running + b.waiting, b.group);
-      if (!(key < best_key)) continue;
+      // More blocks left wins; then fewer running + waiting; then the name. std::tie compares
+      // the names by reference (make_tuple copied them: two heap allocations per candidate).
+      const int64_t neg_left = -left, best_neg_left = -best_left;
+      const int64_t load = int64_t{g.running} + g.waiting;
+      const int64_t best_load = int64_t{b.running} + b.waiting;
+      if (!(std::tie(neg_left, load, g.group) < std::tie(best_neg_left, best_load, b.group))) {
+        continue;
+      }
     }
     best = i;
     best_left = left;
