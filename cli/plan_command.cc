@@ -14,6 +14,7 @@
 #include "common/units.h"
 #include "kvcache/memory_planner.h"
 #include "worker/model/model_config.h"
+#include "worker/model/shard_weights.h"
 
 namespace headroom::cli {
 namespace {
@@ -64,21 +65,6 @@ std::string Count(int64_t value) {
   return out;
 }
 
-kvcache::ModelDims ToModelDims(const worker::ModelConfig& config) {
-  return kvcache::ModelDims{.num_layers = config.num_hidden_layers,
-                            .hidden_size = config.hidden_size,
-                            .intermediate_size = config.intermediate_size,
-                            .num_attention_heads = config.num_attention_heads,
-                            .num_kv_heads = config.num_key_value_heads,
-                            .head_dim = config.head_dim,
-                            .vocab_size = config.vocab_size,
-                            .max_position_embeddings = config.max_position_embeddings,
-                            .tie_word_embeddings = config.tie_word_embeddings,
-                            .qkv_bias = config.qkv_bias,
-                            .o_proj_bias = config.o_proj_bias,
-                            .mlp_bias = config.mlp_bias};
-}
-
 absl::StatusOr<worker::DType> DTypeFlag(const FlagSet& flags, const char* name,
                                         worker::DType auto_dtype) {
   const std::string value = *flags.GetString(name);
@@ -105,7 +91,7 @@ std::string ModelSummary(const worker::ModelConfig& c, worker::DType dtype,
                                        : std::string());
   absl::StrAppendFormat(
       &summary, "  parameters %s; weights %s, KV cache %s (checkpoint %s)\n",
-      Count(kvcache::WeightParamsPerRank(ToModelDims(c), 1)), worker::DTypeName(dtype),
+      Count(kvcache::WeightParamsPerRank(worker::ModelDimsOf(c), 1)), worker::DTypeName(dtype),
       worker::DTypeName(kv_dtype), worker::DTypeName(c.torch_dtype));
   return summary;
 }
@@ -128,7 +114,7 @@ absl::StatusOr<std::string> Plan(const FlagSet& flags) {
   }
 
   kvcache::MemoryPlanInput input;
-  input.model = ToModelDims(config);
+  input.model = worker::ModelDimsOf(config);
   input.weight_dtype_bytes = worker::DTypeBytes(dtype);
   input.kv_cache_dtype_bytes = worker::DTypeBytes(kv_dtype);
   input.tensor_parallel_size = *flags.GetInt64("tensor-parallel-size");

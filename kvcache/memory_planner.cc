@@ -10,20 +10,11 @@
 #include "common/status_macros.h"
 #include "kvcache/memory_planner_constants.h"
 #include "kvcache/memory_planner_internal.h"
+#include "kvcache/tensor_parallel.h"
 
 namespace headroom::kvcache {
 namespace internal {
 namespace {
-
-// What one rank of a tensor-parallel group holds of each sharded dimension.
-struct Shard {
-  int64_t heads = 0;       // Query heads on this rank.
-  int64_t kv_heads = 0;    // KV heads on this rank (split, or 1 replicated head).
-  int64_t q_dim = 0;       // heads * head_dim.
-  int64_t kv_dim = 0;      // kv_heads * head_dim.
-  int64_t intermediate = 0;  // MLP columns on this rank.
-  int64_t vocab_rows = 0;  // Embedding / LM-head rows on this rank (vocab padded to tp).
-};
 
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -34,37 +25,6 @@ int64_t Align(int64_t bytes) {
 bool IsPowerOfTwo(int64_t value) { return value > 0 && (value & (value - 1)) == 0; }
 
 std::string GiB(int64_t bytes) { return absl::StrCat(FormatGiB(bytes), " GiB"); }
-
-Shard ShardOf(const ModelDims& model, int64_t tp) {
-  Shard shard;
-  shard.heads = model.num_attention_heads / tp;
-  // Split when tp divides the KV heads; otherwise (tp a multiple of them) each rank keeps a copy
-  // of the one KV head its query heads attend to.
-  shard.kv_heads = model.num_kv_heads % tp == 0 ? model.num_kv_heads / tp : 1;
-  shard.q_dim = shard.heads * model.head_dim;
-  shard.kv_dim = shard.kv_heads * model.head_dim;
-  shard.intermediate = model.intermediate_size / tp;
-  shard.vocab_rows = CeilDiv(model.vocab_size, tp);
-  return shard;
-}
-
-std::vector<std::string> ShardingProblems(const ModelDims& model, int64_t tp) {
-  std::vector<std::string> problems;
-  if (model.num_attention_heads % tp != 0) {
-    problems.push_back(absl::StrCat("the ", model.num_attention_heads,
-                                    " attention heads are not divisible by ", tp));
-  }
-  if (model.num_kv_heads % tp != 0 && tp % model.num_kv_heads != 0) {
-    problems.push_back(absl::StrCat("the ", model.num_kv_heads,
-                                    " KV heads can neither be split ", tp,
-                                    " ways nor replicated onto ", tp, " ranks"));
-  }
-  if (model.intermediate_size % tp != 0) {
-    problems.push_back(absl::StrCat("intermediate_size ", model.intermediate_size,
-                                    " is not divisible by ", tp));
-  }
-  return problems;
-}
 
 absl::Status CheckRange(const char* what, int64_t value, int64_t low, int64_t high) {
   if (value < low || value > high) {
@@ -95,7 +55,8 @@ absl::Status ValidateModel(const ModelDims& m) {
   return absl::OkStatus();
 }
 
-ActivationArena ArenaOf(const MemoryPlanInput& in, const Shard& shard, int64_t blocks_per_seq) {
+ActivationArena ArenaOf(const MemoryPlanInput& in, const TensorParallelShard& shard,
+                        int64_t blocks_per_seq) {
   const ModelDims& m = in.model;
   const int64_t a = in.weight_dtype_bytes;  // Activations are computed in the weight dtype.
   const int64_t t = in.max_num_batched_tokens;
@@ -188,7 +149,7 @@ absl::Status Validate(const MemoryPlanInput& in) {
 // The plan for a validated input, and whether it fits.
 Evaluation Evaluate(const MemoryPlanInput& in) {
   const ModelDims& m = in.model;
-  const Shard shard = ShardOf(m, in.tensor_parallel_size);
+  const TensorParallelShard shard = ShardOf(m, in.tensor_parallel_size);
   Evaluation e;
   MemoryPlan& p = e.plan;
   p.tensor_parallel_size = in.tensor_parallel_size;
@@ -247,13 +208,10 @@ using internal::Evaluate;
 using internal::Evaluation;
 using internal::Outcome;
 using internal::Refuse;
-using internal::Shard;
-using internal::ShardingProblems;
-using internal::ShardOf;
 using internal::Validate;
 
 int64_t WeightParamsPerRank(const ModelDims& m, int64_t tensor_parallel_size) {
-  const Shard shard = ShardOf(m, tensor_parallel_size);
+  const TensorParallelShard shard = ShardOf(m, tensor_parallel_size);
   const int64_t h = m.hidden_size;
   const int64_t attention = h * shard.q_dim            // q_proj (column-parallel)
                             + 2 * h * shard.kv_dim     // k_proj, v_proj (column-parallel)

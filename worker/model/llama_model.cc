@@ -1,31 +1,43 @@
 #include "worker/model/llama_model.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "kernels/cpu/rotary.h"
+#include "worker/model/shard_weights.h"
 
 namespace headroom::worker {
 
 absl::StatusOr<std::unique_ptr<LlamaModel>> LlamaModel::Create(const ModelConfig& config,
                                                                const ModelWeights& weights,
                                                                const ModelLimits& limits,
-                                                               Backend* backend) {
+                                                               Backend* backend,
+                                                               Communicator* comm) {
   if (limits.max_num_batched_tokens <= 0 || limits.max_num_seqs <= 0 || limits.max_model_len <= 0 ||
       limits.num_kv_blocks < 2 || limits.block_size <= 0) {
     return absl::InvalidArgumentError("model limits must be positive (and at least 2 KV blocks)");
   }
-  std::unique_ptr<LlamaModel> model(new LlamaModel(config, limits, backend));
+  if (comm != nullptr) {
+    HR_RETURN_IF_ERROR(CheckShardable(config, comm->world_size(), comm->rank()));
+  }
+  std::unique_ptr<LlamaModel> model(new LlamaModel(config, limits, backend, comm));
+  HR_RETURN_IF_ERROR(model->CheckShard(weights));
   HR_RETURN_IF_ERROR(model->Upload(weights));
   HR_RETURN_IF_ERROR(model->AllocateArena());
   return model;
 }
 
-LlamaModel::LlamaModel(const ModelConfig& config, const ModelLimits& limits, Backend* backend)
+LlamaModel::LlamaModel(const ModelConfig& config, const ModelLimits& limits, Backend* backend,
+                       Communicator* comm)
     : config_(config),
       limits_(limits),
       backend_(backend),
+      comm_(comm != nullptr ? comm : &single_rank_),
+      tp_(comm_->world_size()),
+      shard_(kvcache::ShardOf(ModelDimsOf(config), tp_)),
+      offsets_(kvcache::ShardOffsetsOf(ModelDimsOf(config), tp_, comm_->rank())),
       max_blocks_per_seq_((limits.max_model_len + limits.block_size - 1) / limits.block_size) {}
 
 absl::StatusOr<float*> LlamaModel::AllocateFloats(int64_t count, const std::string& what) {
@@ -42,8 +54,34 @@ absl::StatusOr<const float*> LlamaModel::UploadTensor(const std::vector<float>& 
   return device;
 }
 
+absl::Status LlamaModel::CheckShard(const ModelWeights& w) const {
+  const auto rows = [](const HostTensor& t) { return t.shape.empty() ? int64_t{0} : t.shape[0]; };
+  const int64_t layers = static_cast<int64_t>(w.layers.size());
+  if (layers != config_.num_hidden_layers || rows(w.embed_tokens) != shard_.vocab_rows ||
+      (layers > 0 && (rows(w.layers[0].q_proj) != shard_.q_dim ||
+                      rows(w.layers[0].k_proj) != shard_.kv_dim ||
+                      rows(w.layers[0].gate_proj) != shard_.intermediate))) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the weights are not rank ", comm_->rank(), "'s shard of a group of ", tp_, ": expected ",
+        config_.num_hidden_layers, " layers, ", shard_.vocab_rows, " embedding rows, ",
+        shard_.q_dim, " q_proj rows, ", shard_.kv_dim, " k_proj rows and ", shard_.intermediate,
+        " gate_proj rows, got ", layers, " layers, ", rows(w.embed_tokens), " embedding rows",
+        layers > 0 ? absl::StrCat(", ", rows(w.layers[0].q_proj), ", ", rows(w.layers[0].k_proj),
+                                  " and ", rows(w.layers[0].gate_proj))
+                   : std::string()));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status LlamaModel::Upload(const ModelWeights& w) {
-  HR_ASSIGN_OR_RETURN(embed_tokens_, UploadTensor(w.embed_tokens.data, "embed_tokens"));
+  if (tp_ == 1) {
+    HR_ASSIGN_OR_RETURN(embed_tokens_, UploadTensor(w.embed_tokens.data, "embed_tokens"));
+  } else {
+    std::vector<float> table = w.embed_tokens.data;
+    table.resize(table.size() + static_cast<size_t>(config_.hidden_size), 0.0f);  // the zero row
+    HR_ASSIGN_OR_RETURN(embed_tokens_, UploadTensor(table, "embed_tokens shard"));
+    local_ids_.reserve(static_cast<size_t>(limits_.max_num_batched_tokens));
+  }
   HR_ASSIGN_OR_RETURN(final_norm_, UploadTensor(w.norm.data, "norm"));
   if (config_.tie_word_embeddings) {
     lm_head_ = embed_tokens_;
@@ -62,8 +100,7 @@ absl::Status LlamaModel::Upload(const ModelWeights& w) {
                       kernels::cpu::RopeInvFreq(config_.head_dim, config_.rope_theta, scaling));
   HR_ASSIGN_OR_RETURN(inv_freq_, UploadTensor(inv_freq, "rope inv_freq"));
 
-  const int64_t kv_floats = int64_t{limits_.num_kv_blocks} * limits_.block_size *
-                            config_.num_key_value_heads * config_.head_dim;
+  const int64_t kv_floats = int64_t{limits_.num_kv_blocks} * limits_.block_size * shard_.kv_dim;
   for (size_t i = 0; i < w.layers.size(); ++i) {
     const LayerWeights& lw = w.layers[i];
     const std::string p = absl::StrCat("layer ", i, " ");
@@ -94,7 +131,7 @@ absl::Status LlamaModel::Upload(const ModelWeights& w) {
     HR_ASSIGN_OR_RETURN(d.kv.v_cache, AllocateFloats(kv_floats, p + "v_cache"));
     d.kv.num_blocks = limits_.num_kv_blocks;
     d.kv.block_size = limits_.block_size;
-    d.kv.num_kv_heads = static_cast<int32_t>(config_.num_key_value_heads);
+    d.kv.num_kv_heads = static_cast<int32_t>(shard_.kv_heads);
     d.kv.head_dim = static_cast<int32_t>(config_.head_dim);
     layers_.push_back(d);
   }
@@ -105,9 +142,9 @@ absl::Status LlamaModel::AllocateArena() {
   const int64_t t = limits_.max_num_batched_tokens;
   const int64_t s = limits_.max_num_seqs;
   const int64_t hidden = config_.hidden_size;
-  const int64_t q_width = config_.num_attention_heads * config_.head_dim;
-  const int64_t kv_width = config_.num_key_value_heads * config_.head_dim;
-  const int64_t inter = config_.intermediate_size;
+  const int64_t q_width = shard_.q_dim;
+  const int64_t kv_width = shard_.kv_dim;
+  const int64_t inter = shard_.intermediate;
   auto ints = [&](int64_t count, const char* what) -> absl::StatusOr<int32_t*> {
     HR_ASSIGN_OR_RETURN(void* p, backend_->Allocate(static_cast<size_t>(count) * 4, what));
     return static_cast<int32_t*>(p);
@@ -131,7 +168,12 @@ absl::Status LlamaModel::AllocateArena() {
   HR_ASSIGN_OR_RETURN(arena_.gate_up, AllocateFloats(t * 2 * inter, "gate_up"));
   HR_ASSIGN_OR_RETURN(arena_.act, AllocateFloats(t * inter, "act"));
   HR_ASSIGN_OR_RETURN(arena_.last_hidden, AllocateFloats(s * hidden, "last_hidden"));
-  HR_ASSIGN_OR_RETURN(arena_.logits, AllocateFloats(s * config_.vocab_size, "logits"));
+  HR_ASSIGN_OR_RETURN(arena_.logits, AllocateFloats(s * shard_.vocab_rows, "logits"));
+  if (tp_ > 1) {
+    HR_ASSIGN_OR_RETURN(arena_.gathered,
+                        AllocateFloats(tp_ * s * shard_.vocab_rows, "gathered logits"));
+    gathered_host_.resize(static_cast<size_t>(tp_ * s * shard_.vocab_rows));
+  }
   return absl::OkStatus();
 }
 
@@ -147,7 +189,24 @@ absl::Status LlamaModel::CopyInput(const ForwardInput& in) {
                      " logits rows exceeds the model's limits (", limits_.max_num_batched_tokens,
                      " tokens, ", limits_.max_num_seqs, " sequences and logits rows)"));
   }
-  backend_->CopyToDevice(arena_.token_ids, in.token_ids.data(), in.token_ids.size() * 4);
+  const int32_t* ids = in.token_ids.data();
+  if (tp_ > 1) {
+    // Rows of this rank's embedding slice; ids of other slices read the zero row after it.
+    local_ids_.clear();
+    for (const int32_t id : in.token_ids) {
+      if (id < 0 || id >= config_.vocab_size) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("token id ", id, " is outside the vocabulary [0, ", config_.vocab_size,
+                         ")"));
+      }
+      const int64_t row = id - offsets_.vocab_row;
+      local_ids_.push_back(static_cast<int32_t>(row >= 0 && row < shard_.vocab_rows
+                                                    ? row
+                                                    : shard_.vocab_rows));
+    }
+    ids = local_ids_.data();
+  }
+  backend_->CopyToDevice(arena_.token_ids, ids, in.token_ids.size() * 4);
   backend_->CopyToDevice(arena_.positions, in.positions.data(), in.positions.size() * 8);
   backend_->CopyToDevice(arena_.slot_mapping, in.slot_mapping.data(), in.slot_mapping.size() * 8);
   backend_->CopyToDevice(arena_.query_start, in.query_start.data(), in.query_start.size() * 4);
@@ -159,10 +218,10 @@ absl::Status LlamaModel::CopyInput(const ForwardInput& in) {
 
 absl::Status LlamaModel::Layer(const DeviceLayer& l, int64_t n, const AttentionBatch& batch) {
   const int64_t hidden = config_.hidden_size;
-  const int64_t heads = config_.num_attention_heads;
-  const int64_t kv_heads = config_.num_key_value_heads;
+  const int64_t heads = shard_.heads;
+  const int64_t kv_heads = shard_.kv_heads;
   const int64_t head_dim = config_.head_dim;
-  const int64_t inter = config_.intermediate_size;
+  const int64_t inter = shard_.intermediate;
   const float eps = static_cast<float>(config_.rms_norm_eps);
   Backend& b = *backend_;
   // Attention block; arena_.hidden holds norm1(x) on entry.
@@ -179,6 +238,7 @@ absl::Status LlamaModel::Layer(const DeviceLayer& l, int64_t n, const AttentionB
                                       1.0f / std::sqrt(static_cast<float>(head_dim)), arena_.attn));
   HR_RETURN_IF_ERROR(
       b.Linear(arena_.attn, l.o_proj, l.o_bias, n, hidden, heads * head_dim, arena_.proj));
+  HR_RETURN_IF_ERROR(AllReduce(arena_.proj, n));
   // MLP block: x += attention out; h = norm2(x).
   HR_RETURN_IF_ERROR(
       b.AddRmsNorm(arena_.residual, arena_.proj, l.post_norm, n, hidden, eps, arena_.hidden));
@@ -186,7 +246,12 @@ absl::Status LlamaModel::Layer(const DeviceLayer& l, int64_t n, const AttentionB
       b.Linear(arena_.hidden, l.gate_up, l.gate_up_bias, n, 2 * inter, hidden, arena_.gate_up));
   HR_RETURN_IF_ERROR(b.SiluAndMul(arena_.gate_up, n, inter, arena_.act));
   HR_RETURN_IF_ERROR(b.Linear(arena_.act, l.down_proj, l.down_bias, n, hidden, inter, arena_.proj));
-  return absl::OkStatus();
+  return AllReduce(arena_.proj, n);
+}
+
+absl::Status LlamaModel::AllReduce(float* data, int64_t n) {
+  if (tp_ == 1) return absl::OkStatus();
+  return comm_->AllReduceSum(data, static_cast<size_t>(n * config_.hidden_size));
 }
 
 absl::Status LlamaModel::Forward(const ForwardInput& input, std::vector<float>* logits) {
@@ -200,8 +265,10 @@ absl::Status LlamaModel::Forward(const ForwardInput& input, std::vector<float>* 
                              .num_seqs = input.num_seqs(),
                              .max_blocks_per_seq = max_blocks_per_seq_};
   Backend& b = *backend_;
+  const int64_t embed_rows = tp_ == 1 ? config_.vocab_size : shard_.vocab_rows + 1;
   HR_RETURN_IF_ERROR(
-      b.Embedding(embed_tokens_, arena_.token_ids, n, config_.vocab_size, hidden, arena_.residual));
+      b.Embedding(embed_tokens_, arena_.token_ids, n, embed_rows, hidden, arena_.residual));
+  HR_RETURN_IF_ERROR(AllReduce(arena_.residual, n));  // the vocabulary slices' lookups
   HR_RETURN_IF_ERROR(
       b.RmsNorm(arena_.residual, layers_.front().input_norm, n, hidden, eps, arena_.hidden));
   for (size_t i = 0; i < layers_.size(); ++i) {
@@ -216,11 +283,35 @@ absl::Status LlamaModel::Forward(const ForwardInput& input, std::vector<float>* 
   if (rows == 0) return absl::OkStatus();
   HR_RETURN_IF_ERROR(
       b.GatherRows(arena_.hidden, arena_.logits_rows, rows, hidden, arena_.last_hidden));
-  HR_RETURN_IF_ERROR(b.Linear(arena_.last_hidden, lm_head_, nullptr, rows, config_.vocab_size,
-                              hidden, arena_.logits));
+  return Logits(rows, logits);
+}
+
+absl::Status LlamaModel::Logits(int64_t rows, std::vector<float>* logits) {
+  Backend& b = *backend_;
+  const int64_t slice = shard_.vocab_rows;
+  HR_RETURN_IF_ERROR(b.Linear(arena_.last_hidden, lm_head_, nullptr, rows, slice,
+                              config_.hidden_size, arena_.logits));
+  if (tp_ == 1) {
+    // NOTE: host <-> device synchronisation, once per step: the sampler reads the logits.
+    b.CopyToHost(logits->data(), arena_.logits, logits->size() * sizeof(float));
+    b.Synchronize();
+    return absl::OkStatus();
+  }
+  HR_RETURN_IF_ERROR(
+      comm_->AllGather(arena_.logits, static_cast<size_t>(rows * slice), arena_.gathered));
   // NOTE: host <-> device synchronisation, once per step: the sampler reads the logits.
-  b.CopyToHost(logits->data(), arena_.logits, logits->size() * sizeof(float));
+  b.CopyToHost(gathered_host_.data(), arena_.gathered,
+               static_cast<size_t>(tp_ * rows * slice) * sizeof(float));
   b.Synchronize();
+  // [tp, rows, slice] -> [rows, vocab], dropping the padding past the vocabulary.
+  const int64_t vocab = config_.vocab_size;
+  for (int64_t r = 0; r < tp_; ++r) {
+    const int64_t width = std::min(slice, vocab - r * slice);
+    for (int64_t row = 0; row < rows && width > 0; ++row) {
+      std::copy_n(gathered_host_.begin() + (r * rows + row) * slice, width,
+                  logits->begin() + row * vocab + r * slice);
+    }
+  }
   return absl::OkStatus();
 }
 

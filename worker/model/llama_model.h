@@ -8,6 +8,12 @@
 //
 // Every device buffer (weights, KV cache, activation arena sized for max_num_batched_tokens and
 // max_num_seqs) is allocated in Create(); Forward() never allocates.
+//
+// Tensor parallelism (docs/tensor_parallel.md): with a communicator of N ranks the model holds
+// the rank's shard (ShardWeights) and its share of the KV heads. The embedding is vocab-parallel
+// (an id outside the rank's slice reads a zero row, then an all-reduce sums the slices), the
+// attention-out and MLP-down results are all-reduced, and the LM head's slices are all-gathered,
+// so every rank returns the full logits. Every rank runs the same Forward calls in the same order.
 #pragma once
 
 #include <cstdint>
@@ -16,7 +22,9 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "kvcache/tensor_parallel.h"
 #include "worker/backend/backend.h"
+#include "worker/comm/communicator.h"
 #include "worker/model/checkpoint.h"
 #include "worker/model/forward_input.h"
 #include "worker/model/model_config.h"
@@ -38,11 +46,14 @@ struct ModelLimits {
 
 class LlamaModel {
  public:
-  // Copies `weights` to the device and allocates the KV cache and the activation arena.
+  // Copies `weights` (this rank's shard: ShardWeights; the whole model without `comm`) to the
+  // device and allocates the KV cache and the activation arena. `comm` (null: a group of one)
+  // must outlive the model.
   static absl::StatusOr<std::unique_ptr<LlamaModel>> Create(const ModelConfig& config,
                                                             const ModelWeights& weights,
                                                             const ModelLimits& limits,
-                                                            Backend* backend);
+                                                            Backend* backend,
+                                                            Communicator* comm = nullptr);
 
   LlamaModel(const LlamaModel&) = delete;
   LlamaModel& operator=(const LlamaModel&) = delete;
@@ -58,6 +69,7 @@ class LlamaModel {
  private:
   struct DeviceLayer {
     const float* input_norm = nullptr;    // [hidden]
+    // Shapes per rank: heads, kv_heads and intermediate are the rank's shard (kvcache::ShardOf).
     const float* q_proj = nullptr;        // [heads * head_dim, hidden]
     const float* k_proj = nullptr;        // [kv_heads * head_dim, hidden]
     const float* v_proj = nullptr;        // [kv_heads * head_dim, hidden]
@@ -65,12 +77,12 @@ class LlamaModel {
     const float* k_bias = nullptr;        // [kv_heads * head_dim] or null
     const float* v_bias = nullptr;        // [kv_heads * head_dim] or null
     const float* o_proj = nullptr;        // [hidden, heads * head_dim]
-    const float* o_bias = nullptr;        // [hidden] or null
+    const float* o_bias = nullptr;        // [hidden] or null (rank 0 only)
     const float* post_norm = nullptr;     // [hidden]
     const float* gate_up = nullptr;       // [2 * intermediate, hidden]: gate rows, then up rows
     const float* gate_up_bias = nullptr;  // [2 * intermediate] or null
     const float* down_proj = nullptr;     // [hidden, intermediate]
-    const float* down_bias = nullptr;     // [hidden] or null
+    const float* down_bias = nullptr;     // [hidden] or null (rank 0 only)
     KvCacheLayer kv;
   };
 
@@ -93,29 +105,45 @@ class LlamaModel {
     float* gate_up = nullptr;         // [T, 2 * intermediate]
     float* act = nullptr;             // [T, intermediate]
     float* last_hidden = nullptr;     // [S, hidden]
-    float* logits = nullptr;          // [S, vocab]
+    float* logits = nullptr;          // [S, vocab_rows]: this rank's vocabulary slice
+    float* gathered = nullptr;        // [tp, S, vocab_rows]: every rank's slice (tp > 1 only)
   };
 
-  LlamaModel(const ModelConfig& config, const ModelLimits& limits, Backend* backend);
+  LlamaModel(const ModelConfig& config, const ModelLimits& limits, Backend* backend,
+             Communicator* comm);
 
   absl::Status Upload(const ModelWeights& weights);
   absl::Status AllocateArena();
   absl::StatusOr<float*> AllocateFloats(int64_t count, const std::string& what);
   absl::StatusOr<const float*> UploadTensor(const std::vector<float>& host,
                                             const std::string& what);
+  absl::Status CheckShard(const ModelWeights& weights) const;
   absl::Status CopyInput(const ForwardInput& input);
   absl::Status Layer(const DeviceLayer& layer, int64_t n, const AttentionBatch& batch);
+  // Sums a [n, hidden] partial result over the ranks (nothing to do with one rank).
+  absl::Status AllReduce(float* data, int64_t n);
+  // The LM head over `rows` gathered rows, and the full [rows, vocab] logits on the host.
+  absl::Status Logits(int64_t rows, std::vector<float>* logits);
 
   const ModelConfig config_;
   const ModelLimits limits_;
   Backend* const backend_;
+  SingleRankCommunicator single_rank_;
+  Communicator* const comm_;  // single_rank_ without a group
+  const int64_t tp_;
+  const kvcache::TensorParallelShard shard_;
+  const kvcache::ShardOffsets offsets_;
   const int32_t max_blocks_per_seq_;
-  const float* embed_tokens_ = nullptr;  // [vocab, hidden]
+  // [vocab_rows + 1, hidden] with tp > 1: the rank's slice, then a zero row that ids of other
+  // slices read; [vocab, hidden] otherwise.
+  const float* embed_tokens_ = nullptr;
   const float* final_norm_ = nullptr;    // [hidden]
-  const float* lm_head_ = nullptr;       // [vocab, hidden] (the embedding when tied)
+  const float* lm_head_ = nullptr;       // [vocab_rows, hidden] (the embedding when tied)
   const float* inv_freq_ = nullptr;      // [head_dim / 2]
   std::vector<DeviceLayer> layers_;
   Arena arena_;
+  std::vector<int32_t> local_ids_;       // [T] host: token ids as rows of embed_tokens_ (tp > 1)
+  std::vector<float> gathered_host_;     // [tp, S, vocab_rows] host (tp > 1)
 };
 
 }  // namespace headroom::worker
