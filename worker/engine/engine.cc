@@ -45,7 +45,7 @@ absl::Status ValidateSamplingParams(const SamplingParams& p) {
 absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const ModelConfig& config,
                                                        const ModelWeights& weights,
                                                        const EngineOptions& options,
-                                                       Backend* backend) {
+                                                       Backend* backend, Communicator* comm) {
   EngineOptions o = options;
   if (o.max_model_len == 0) o.max_model_len = static_cast<int32_t>(config.max_position_embeddings);
   if (o.max_model_len <= 0 || o.max_model_len > config.max_position_embeddings) {
@@ -57,7 +57,7 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const ModelConfig& config
     return absl::InvalidArgumentError(
         absl::StrCat("watermark must be in [0, 1), got ", o.watermark));
   }
-  std::unique_ptr<Engine> engine(new Engine(o, backend));
+  std::unique_ptr<Engine> engine(new Engine(o, backend, comm));
   const int32_t usable = o.num_kv_blocks - 1;
   HR_ASSIGN_OR_RETURN(
       engine->kv_,
@@ -86,12 +86,32 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const ModelConfig& config
                                           .max_model_len = o.max_model_len,
                                           .num_kv_blocks = o.num_kv_blocks,
                                           .block_size = o.block_size},
-                                         backend));
+                                         backend, comm));
   return engine;
 }
 
-Engine::Engine(const EngineOptions& options, Backend* backend)
-    : options_(options), backend_(backend) {}
+Engine::Engine(const EngineOptions& options, Backend* backend, Communicator* comm)
+    : options_(options), backend_(backend), comm_(comm) {}
+
+absl::Status Engine::Broadcast(const GroupMessage& message) {
+  message_ = EncodeGroupMessage(message);
+  return comm_->BroadcastBytes(&message_, 0);
+}
+
+absl::Status Engine::KeepFollowersAlive() {
+  if (!leads_group() || HasWork()) return absl::OkStatus();  // the next Step speaks to them
+  // Idle: an empty plan carries the releases since the last step (the last finished request's
+  // blocks), so the followers' tables never keep a finished sequence.
+  StepPlan plan = scheduler_->Schedule();
+  HR_CHECK(plan.empty());
+  if (plan.released.empty()) return Broadcast({.kind = GroupMessageKind::kKeepAlive, .plan = {}});
+  return Broadcast({.kind = GroupMessageKind::kPlan, .plan = std::move(plan)});
+}
+
+absl::Status Engine::StopFollowers() {
+  if (!leads_group()) return absl::OkStatus();
+  return Broadcast({.kind = GroupMessageKind::kStop, .plan = {}});
+}
 
 absl::Status Engine::AddRequest(Request request) {
   HR_RETURN_IF_ERROR(ValidateSamplingParams(request.sampling));
@@ -110,7 +130,13 @@ bool Engine::Abort(RequestId id) {
 }
 
 absl::StatusOr<std::vector<StepToken>> Engine::Step() {
-  const StepPlan plan = scheduler_->Schedule();
+  StepPlan plan = scheduler_->Schedule();
+  if (leads_group() && (!plan.empty() || !plan.released.empty())) {
+    // Followers apply the same plan to their block tables before the step's collectives.
+    GroupMessage message{.kind = GroupMessageKind::kPlan, .plan = std::move(plan)};
+    HR_RETURN_IF_ERROR(Broadcast(message));
+    plan = std::move(message.plan);
+  }
   if (plan.empty()) return std::vector<StepToken>{};
   ++steps_;
   BuildForwardInput(

@@ -2,6 +2,11 @@
 // model, and runs steps: schedule -> build the step's tensors -> forward -> sample -> update.
 //
 // Not thread-safe: one thread (the engine loop) owns it; request handlers post to that thread.
+//
+// Tensor parallelism: with a communicator of N > 1 ranks this engine is the group's leader (rank
+// 0): it schedules, broadcasts every step's plan (GroupMessage) before running its own shard,
+// and samples; the other ranks run a Follower. While idle the loop calls KeepFollowersAlive, and
+// StopFollowers when it stops.
 // Every device buffer is allocated in Create(); Step() never allocates device memory, which the
 // backend's allocation counter makes testable.
 #pragma once
@@ -15,6 +20,8 @@
 #include "absl/status/statusor.h"
 #include "kvcache/kv_cache_manager.h"
 #include "worker/backend/backend.h"
+#include "worker/comm/communicator.h"
+#include "worker/engine/group_message.h"
 #include "worker/engine/request.h"
 #include "worker/engine/scheduler.h"
 #include "worker/model/checkpoint.h"
@@ -70,10 +77,13 @@ struct EngineStats {
 
 class Engine {
  public:
+  // `weights` is this rank's shard (ShardWeights) when `comm` has several ranks; `comm` (null: a
+  // group of one) must outlive the engine.
   static absl::StatusOr<std::unique_ptr<Engine>> Create(const ModelConfig& config,
                                                         const ModelWeights& weights,
                                                         const EngineOptions& options,
-                                                        Backend* backend);
+                                                        Backend* backend,
+                                                        Communicator* comm = nullptr);
 
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
@@ -87,6 +97,14 @@ class Engine {
   [[nodiscard]] absl::StatusOr<std::vector<StepToken>> Step();
 
   [[nodiscard]] bool HasWork() const { return scheduler_->HasWork(); }
+  // This engine leads a tensor-parallel group (its followers wait for its messages).
+  [[nodiscard]] bool leads_group() const { return comm_ != nullptr && comm_->world_size() > 1; }
+  // Tells idle followers the leader is alive (their wait for the next plan is bounded by the
+  // communicator's timeout) and which sequences ended since the last step. Does nothing while
+  // there is work (Step sends the plans). UNAVAILABLE when the group failed.
+  [[nodiscard]] absl::Status KeepFollowersAlive();
+  // Tells the followers to exit cleanly; nothing is sent after it.
+  [[nodiscard]] absl::Status StopFollowers();
   [[nodiscard]] EngineStats Stats() const;
   [[nodiscard]] const EngineOptions& options() const { return options_; }
 
@@ -98,10 +116,12 @@ class Engine {
     int64_t generated = 0;
   };
 
-  Engine(const EngineOptions& options, Backend* backend);
+  Engine(const EngineOptions& options, Backend* backend, Communicator* comm);
+  absl::Status Broadcast(const GroupMessage& message);
 
   EngineOptions options_;
   Backend* const backend_;
+  Communicator* const comm_;
   std::unique_ptr<kvcache::KvCacheManager> kv_;
   std::unique_ptr<Scheduler> scheduler_;
   std::unique_ptr<LlamaModel> model_;
@@ -113,6 +133,7 @@ class Engine {
   std::vector<float> token_logprobs_;
   std::vector<int32_t> top_ids_;
   std::vector<float> top_logprobs_;
+  std::string message_;  // the encoded GroupMessage being broadcast
   int64_t steps_ = 0;
 };
 

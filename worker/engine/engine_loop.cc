@@ -6,12 +6,16 @@
 
 namespace headroom::worker {
 
-EngineLoop::EngineLoop(std::unique_ptr<Engine> engine)
-    : engine_(std::move(engine)), stats_(engine_->Stats()), thread_([this] { Run(); }) {}
+EngineLoop::EngineLoop(std::unique_ptr<Engine> engine, FailureCallback on_group_failure)
+    : engine_(std::move(engine)),
+      on_group_failure_(std::move(on_group_failure)),
+      stats_(engine_->Stats()),
+      thread_([this] { Run(); }) {}
 
 EngineLoop::~EngineLoop() { Stop(); }
 
 void EngineLoop::Submit(Request request, Callback callback) {
+  absl::Status refusal = absl::UnavailableError("the engine is stopping");
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (!stopping_) {
@@ -19,8 +23,9 @@ void EngineLoop::Submit(Request request, Callback callback) {
       wake_.notify_one();
       return;
     }
+    if (!failure_.ok()) refusal = failure_;
   }
-  callback(absl::UnavailableError("the engine is stopping"));
+  callback(refusal);
 }
 
 void EngineLoop::Abort(RequestId id) {
@@ -73,18 +78,43 @@ void EngineLoop::FailAll(const absl::Status& status) {
   callbacks_.clear();
 }
 
+void EngineLoop::GroupFailed(const absl::Status& cause) {
+  const absl::Status failure = absl::UnavailableError(
+      absl::StrCat("the tensor-parallel worker group failed: ", cause.message()));
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+    failure_ = failure;
+  }
+  FailAll(failure);
+  if (on_group_failure_) on_group_failure_(failure);
+}
+
 void EngineLoop::Run() {
   std::vector<Submission> submissions;
   std::vector<RequestId> aborts;
   while (true) {
+    bool idle = false;
     {
       std::unique_lock<std::mutex> lock(mu_);
-      wake_.wait(lock, [&] {
+      const auto ready = [&] {
         return stopping_ || !submissions_.empty() || !aborts_.empty() || engine_->HasWork();
-      });
+      };
+      if (engine_->leads_group()) {
+        idle = !wake_.wait_for(lock, absl::ToChronoSeconds(kKeepAliveInterval), ready);
+      } else {
+        wake_.wait(lock, ready);
+      }
       if (stopping_) break;
       submissions.swap(submissions_);
       aborts.swap(aborts_);
+    }
+    if (idle) {
+      if (absl::Status alive = engine_->KeepFollowersAlive(); !alive.ok()) {
+        GroupFailed(alive);
+        break;
+      }
+      continue;
     }
     Drain(submissions, aborts);
     submissions.clear();
@@ -102,6 +132,11 @@ void EngineLoop::Run() {
       std::lock_guard<std::mutex> lock(mu_);
       stats_ = engine_->Stats();
     }
+    if (!tokens.ok() && engine_->leads_group() &&
+        tokens.status().code() == absl::StatusCode::kUnavailable) {
+      GroupFailed(tokens.status());  // a collective failed: the group cannot go on
+      break;
+    }
     if (!tokens.ok()) {
       FailAll(absl::InternalError(absl::StrCat("engine step failed: ", tokens.status().message())));
     } else {
@@ -115,12 +150,17 @@ void EngineLoop::Run() {
   }
   // Stopping: whatever is queued or running is cancelled, never silently dropped.
   std::vector<Submission> pending;
+  absl::Status failure;
   {
     std::lock_guard<std::mutex> lock(mu_);
     pending.swap(submissions_);
+    failure = failure_;
   }
-  for (Submission& s : pending) s.callback(absl::CancelledError("the engine stopped"));
-  FailAll(absl::CancelledError("the engine stopped"));
+  const absl::Status ended =
+      failure.ok() ? absl::CancelledError("the engine stopped") : failure;
+  for (Submission& s : pending) s.callback(ended);
+  FailAll(ended);
+  if (failure.ok()) (void)engine_->StopFollowers();  // followers exit cleanly
 }
 
 }  // namespace headroom::worker

@@ -6,6 +6,12 @@
 // once per token and a last time with the final token (finish != kNone), or once with an error
 // status (refused at admission, or the step failed); after that it is never called again. Abort()
 // and Stop() call the callbacks of the requests they end with a CANCELLED status.
+//
+// Tensor-parallel leader: while idle the loop sends its followers a keep-alive every
+// kKeepAliveInterval, and on Stop() tells them to exit. A collective that fails (a follower died,
+// or hung past the communicator's timeout) fails the group: every request ends UNAVAILABLE (the
+// router fails over those that streamed nothing), later submissions are refused with the same
+// status, the loop thread ends, and `on_group_failure` runs once on it.
 #pragma once
 
 #include <condition_variable>
@@ -17,6 +23,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "worker/engine/engine.h"
 
 namespace headroom::worker {
@@ -24,9 +31,12 @@ namespace headroom::worker {
 class EngineLoop {
  public:
   using Callback = std::function<void(const absl::StatusOr<StepToken>&)>;
+  using FailureCallback = std::function<void(const absl::Status&)>;
+
+  static constexpr absl::Duration kKeepAliveInterval = absl::Seconds(1);
 
   // Starts the engine thread.
-  explicit EngineLoop(std::unique_ptr<Engine> engine);
+  explicit EngineLoop(std::unique_ptr<Engine> engine, FailureCallback on_group_failure = {});
   // Stops (cancelling what is left) and joins.
   ~EngineLoop();
 
@@ -53,8 +63,11 @@ class EngineLoop {
   // Applies the inbox on the engine thread.
   void Drain(std::vector<Submission>& submissions, std::vector<RequestId>& aborts);
   void FailAll(const absl::Status& status);
+  // The group is unusable: fails everything and ends the loop.
+  void GroupFailed(const absl::Status& cause);
 
   std::unique_ptr<Engine> engine_;
+  const FailureCallback on_group_failure_;
   absl::flat_hash_map<RequestId, Callback> callbacks_;  // engine thread only
 
   mutable std::mutex mu_;
@@ -62,6 +75,7 @@ class EngineLoop {
   std::vector<Submission> submissions_;  // guarded by mu_
   std::vector<RequestId> aborts_;        // guarded by mu_
   bool stopping_ = false;                // guarded by mu_
+  absl::Status failure_;                 // guarded by mu_; set when the group failed
   EngineStats stats_;                    // guarded by mu_
 
   std::thread thread_;

@@ -1,0 +1,72 @@
+#include "worker/engine/follower.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "worker/engine/forward_input_builder.h"
+
+namespace headroom::worker {
+
+absl::StatusOr<std::unique_ptr<Follower>> Follower::Create(const ModelConfig& config,
+                                                           const ModelWeights& weights,
+                                                           const EngineOptions& options,
+                                                           Backend* backend, Communicator* comm) {
+  if (comm == nullptr || comm->rank() == 0) {
+    return absl::InvalidArgumentError("a follower is a rank > 0 of a tensor-parallel group");
+  }
+  HR_ASSIGN_OR_RETURN(std::unique_ptr<LlamaModel> model,
+                      LlamaModel::Create(config, weights,
+                                         {.max_num_batched_tokens = options.max_num_batched_tokens,
+                                          .max_num_seqs = options.max_num_seqs,
+                                          .max_model_len = options.max_model_len,
+                                          .num_kv_blocks = options.num_kv_blocks,
+                                          .block_size = options.block_size},
+                                         backend, comm));
+  return std::unique_ptr<Follower>(new Follower(options, comm, std::move(model)));
+}
+
+Follower::Follower(const EngineOptions& options, Communicator* comm,
+                   std::unique_ptr<LlamaModel> model)
+    : options_(options), comm_(comm), model_(std::move(model)) {}
+
+absl::StatusOr<bool> Follower::Apply(const GroupMessage& message) {
+  switch (message.kind) {
+    case GroupMessageKind::kStop:
+      return false;
+    case GroupMessageKind::kKeepAlive:
+      return true;
+    case GroupMessageKind::kPlan:
+      break;
+  }
+  const StepPlan& plan = message.plan;
+  for (const RequestId id : plan.released) tables_.erase(id);
+  for (const ScheduledSequence& seq : plan.sequences) {
+    std::vector<kvcache::BlockId>& table = tables_[seq.id];
+    table.insert(table.end(), seq.new_block_ids.begin(), seq.new_block_ids.end());
+    if (table.size() > static_cast<size_t>(model_->max_blocks_per_seq())) {
+      return absl::DataLossError(absl::StrCat("step ", plan.step, " gives sequence ", seq.id.value(),
+                                              " ", table.size(), " blocks, more than the ",
+                                              model_->max_blocks_per_seq(), " max_model_len allows"));
+    }
+  }
+  if (plan.empty()) return true;
+  BuildForwardInput(
+      plan,
+      [this](RequestId id) -> absl::Span<const kvcache::BlockId> { return tables_.at(id); },
+      options_.block_size, model_->max_blocks_per_seq(), &input_);
+  HR_RETURN_IF_ERROR(model_->Forward(input_, &logits_));
+  ++steps_;
+  return true;
+}
+
+absl::Status Follower::Run() {
+  while (true) {
+    HR_RETURN_IF_ERROR(comm_->BroadcastBytes(&message_, 0));
+    HR_ASSIGN_OR_RETURN(const GroupMessage message, DecodeGroupMessage(message_));
+    HR_ASSIGN_OR_RETURN(const bool go_on, Apply(message));
+    if (!go_on) return absl::OkStatus();
+  }
+}
+
+}  // namespace headroom::worker

@@ -1,0 +1,35 @@
+// GroupMessage: what a tensor-parallel leader broadcasts to its followers before each step
+// (docs/tensor_parallel.md): the StepPlan, a keep-alive while idle, or stop.
+//
+// Wire format (little-endian, what every rank of a group runs, so no versioning):
+//   u32 magic "HRGM", u8 kind, then for kPlan:
+//   i64 step, i32 num_tokens, u32 #sequences, each: i64 id, i32 num_computed_tokens,
+//   u32 #token_ids, i32..., u32 #new_block_ids, i32..., u8 sample;
+//   u32 #released, i64...; u32 #preempted, i64...
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+#include "worker/engine/step_plan.h"
+
+namespace headroom::worker {
+
+enum class GroupMessageKind : uint8_t {
+  kPlan = 0,       // run this step
+  kKeepAlive = 1,  // the leader is idle; nothing to run (bounds the followers' wait)
+  kStop = 2,       // the leader is stopping; exit cleanly
+};
+
+struct GroupMessage {
+  GroupMessageKind kind = GroupMessageKind::kPlan;
+  StepPlan plan;  // kPlan only
+};
+
+[[nodiscard]] std::string EncodeGroupMessage(const GroupMessage& message);
+// DataLossError naming what is malformed (truncated, bad magic or kind, trailing bytes).
+[[nodiscard]] absl::StatusOr<GroupMessage> DecodeGroupMessage(std::string_view bytes);
+
+}  // namespace headroom::worker
