@@ -27,10 +27,8 @@
 #include "grpcpp/health_check_service_interface.h"
 #include "common/metrics.h"
 #include "router/discovery/discovery.h"
-#ifdef HEADROOM_WITH_HTTP
 #include "router/frontend/http_frontend.h"
 #include "router/http/http_server.h"
-#endif
 #include "router/openai/chat_template.h"
 #include "router/service/dispatcher.h"
 #include "router/service/group_monitor.h"
@@ -238,7 +236,6 @@ absl::Status Serve(const FlagSet& flags, const sigset_t& stop_signals, std::ostr
     discovery->Start();  // a dns target resolves once here, so the groups are known when serving
   }
 
-#ifdef HEADROOM_WITH_HTTP
   std::atomic<bool> stopping{false};
   // The OpenAI HTTP API: a client of the Inference service above, over an in-process channel.
   std::optional<router::HttpFrontend> frontend;
@@ -274,18 +271,6 @@ absl::Status Serve(const FlagSet& flags, const sigset_t& stop_signals, std::ostr
     }
     http_server = *std::move(started);
   }
-#else
-  std::atomic<bool> stopping{false};
-  struct NoHttp { int port() const { return 0; } void Stop() {} };
-  std::unique_ptr<NoHttp> http_server;
-  struct NoFrontend {
-    void BeginShutdown() {}
-    bool WaitForIdle(absl::Time) { return true; }
-  };
-  std::optional<NoFrontend> frontend;
-  (void)api_key;
-  (void)chat_format;
-#endif
   err << "headroom router: " << workers.size() << " worker group(s), queue "
       << max_queue << " (resume at " << max_queue * 3 / 4 << ")\n";
   out << "headroom router listening on " << host << ":" << selected_port << std::endl;

@@ -22,6 +22,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "cli/child_processes.h"
 #include "cli/exit_codes.h"
 #include "cli/parse_flags.h"
 #include "cli/stop_signals.h"
@@ -30,11 +31,7 @@
 namespace headroom::cli {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
 constexpr auto kStartTimeout = std::chrono::seconds(120);
-// How long each stage of the shutdown (router, then workers) may take before SIGKILL.
-constexpr auto kStopTimeout = std::chrono::seconds(15);
 // Passed to the children so that their own drain fits in kStopTimeout.
 constexpr int kChildDrainSeconds = 10;
 // Exit status when a child died on its own after the cluster came up.
@@ -51,7 +48,8 @@ FlagSet MakeUpFlags() {
                   "Hugging Face model directory or dummy:<preset>, served by every group.");
   flags.AddInt64("groups", 2, "Worker groups to start.");
   flags.AddInt64("tensor-parallel-size", 1,
-                 "Devices per worker group; only 1 (tensor parallelism is not implemented yet).");
+                 "Ranks per worker group: each group is a `headroom worker` launcher starting "
+                 "this many rank processes (CPU backend, Gloo over loopback).");
   flags.AddInt64("grpc-port", 50051, "Router gRPC port (0 = pick a free one).");
   flags.AddInt64("http-port", 8000,
                  "Router OpenAI-compatible HTTP port (0 = pick a free one).");
@@ -68,182 +66,20 @@ FlagSet MakeUpFlags() {
   return flags;
 }
 
-struct Child {
-  std::string name;  // "router", "worker 0", ...
-  pid_t pid = -1;
-  int stdout_fd = -1;
-  std::string pending;  // stdout read but not yet a full line
-  std::optional<int> wait_status;
-};
-
-std::string DescribeStatus(int status) {
-  if (WIFEXITED(status)) return absl::StrCat("exited with status ", WEXITSTATUS(status));
-  if (WIFSIGNALED(status)) {
-    return absl::StrCat("was killed by signal ", WTERMSIG(status), " (", strsignal(WTERMSIG(status)),
-                        ")");
+// The router first (it stops accepting, finishes streams), then every worker.
+void StopAll(ChildProcesses& cluster, std::optional<size_t> router, const sigset_t& stop_signals) {
+  if (router.has_value()) cluster.StopGroup({*router}, stop_signals);
+  std::vector<size_t> rest;
+  for (size_t i = 0; i < cluster.size(); ++i) {
+    if (!router.has_value() || i != *router) rest.push_back(i);
   }
-  return absl::StrCat("ended with wait status ", status);
+  cluster.StopGroup(rest, stop_signals);
 }
-
-absl::StatusOr<std::string> SelfExecutable() {
-  char buffer[4096];
-  const ssize_t n = readlink("/proc/self/exe", buffer, sizeof(buffer) - 1);
-  if (n <= 0) return absl::InternalError(absl::StrCat("readlink /proc/self/exe: ", strerror(errno)));
-  return std::string(buffer, static_cast<size_t>(n));
-}
-
-class Cluster {
- public:
-  Cluster(std::string executable, std::ostream& err) : executable_(std::move(executable)), err_(err) {}
-  ~Cluster() {
-    for (Child& child : children_) {
-      if (child.pid > 0 && !child.wait_status.has_value()) {
-        kill(child.pid, SIGKILL);
-        waitpid(child.pid, nullptr, 0);
-      }
-      if (child.stdout_fd >= 0) close(child.stdout_fd);
-    }
-  }
-
-  // Starts `headroom <args...>` with its stdout on a pipe, stderr inherited, in its own process
-  // group (a terminal's Ctrl-C reaches only `headroom up`, which stops the children in order),
-  // and SIGTERMed by the kernel should `headroom up` die first.
-  absl::StatusOr<size_t> Spawn(std::string name, std::vector<std::string> args) {
-    args.insert(args.begin(), executable_);
-    std::vector<char*> argv;
-    for (std::string& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    int fds[2];
-    if (pipe2(fds, O_CLOEXEC) != 0) return absl::InternalError(absl::StrCat("pipe: ", strerror(errno)));
-    const pid_t parent = getpid();
-    const pid_t pid = fork();
-    if (pid < 0) {
-      close(fds[0]);
-      close(fds[1]);
-      return absl::InternalError(absl::StrCat("fork: ", strerror(errno)));
-    }
-    if (pid == 0) {
-      setpgid(0, 0);
-      prctl(PR_SET_PDEATHSIG, SIGTERM);
-      if (getppid() != parent) _exit(127);
-      sigset_t none;
-      sigemptyset(&none);
-      sigprocmask(SIG_SETMASK, &none, nullptr);
-      if (dup2(fds[1], STDOUT_FILENO) < 0) _exit(127);
-      execv(argv[0], argv.data());
-      _exit(127);
-    }
-    close(fds[1]);
-    Child child;
-    child.name = std::move(name);
-    child.pid = pid;
-    child.stdout_fd = fds[0];
-    children_.push_back(std::move(child));
-    return children_.size() - 1;
-  }
-
-  Child& child(size_t i) { return children_[i]; }
-
-  // Reaps every child that exited; returns the first one found not already known to be dead.
-  std::optional<size_t> ReapAny() {
-    std::optional<size_t> first;
-    for (size_t i = 0; i < children_.size(); ++i) {
-      Child& c = children_[i];
-      if (c.pid <= 0 || c.wait_status.has_value()) continue;
-      int status = 0;
-      if (waitpid(c.pid, &status, WNOHANG) == c.pid) {
-        c.wait_status = status;
-        if (!first.has_value()) first = i;
-      }
-    }
-    return first;
-  }
-
-  enum class LineResult { kLine, kTimeout, kStopSignal, kDied };
-
-  // The next stdout line of child `i`, while watching for stop signals and dead children.
-  LineResult ReadLine(size_t i, Clock::time_point deadline, const sigset_t& stop_signals,
-                      std::string* line, size_t* dead) {
-    Child& c = children_[i];
-    bool eof = false;
-    while (true) {
-      if (const size_t nl = c.pending.find('\n'); nl != std::string::npos) {
-        *line = c.pending.substr(0, nl);
-        c.pending.erase(0, nl + 1);
-        return LineResult::kLine;
-      }
-      if (StopSignalPending(stop_signals)) return LineResult::kStopSignal;
-      if (const std::optional<size_t> d = ReapAny()) {
-        *dead = *d;
-        return LineResult::kDied;
-      }
-      if (Clock::now() >= deadline) return LineResult::kTimeout;
-      if (eof) {  // stdout closed: the child is exiting; ReapAny will see it
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
-        continue;
-      }
-      pollfd p{.fd = c.stdout_fd, .events = POLLIN, .revents = 0};
-      if (poll(&p, 1, 100) <= 0) continue;
-      char buffer[512];
-      const ssize_t n = read(c.stdout_fd, buffer, sizeof(buffer));
-      if (n <= 0) {
-        eof = true;
-        continue;
-      }
-      c.pending.append(buffer, static_cast<size_t>(n));
-    }
-  }
-
-  static bool StopSignalPending(const sigset_t& stop_signals) {
-    const timespec zero{0, 0};
-    return sigtimedwait(&stop_signals, nullptr, &zero) > 0;
-  }
-
-  // SIGTERM to the children in `which` (that are alive), then wait for them until kStopTimeout,
-  // then SIGKILL. A stop signal while waiting skips straight to SIGKILL.
-  void StopGroup(const std::vector<size_t>& which, const sigset_t& stop_signals) {
-    for (size_t i : which) {
-      if (!children_[i].wait_status.has_value()) kill(children_[i].pid, SIGTERM);
-    }
-    const auto deadline = Clock::now() + kStopTimeout;
-    while (true) {
-      ReapAny();
-      bool all_done = true;
-      for (size_t i : which) all_done = all_done && children_[i].wait_status.has_value();
-      if (all_done) return;
-      if (Clock::now() >= deadline || StopSignalPending(stop_signals)) break;
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    for (size_t i : which) {
-      Child& c = children_[i];
-      if (c.wait_status.has_value()) continue;
-      err_ << "headroom up: " << c.name << " (pid " << c.pid << ") did not stop; SIGKILL\n";
-      kill(c.pid, SIGKILL);
-      int status = 0;
-      waitpid(c.pid, &status, 0);
-      c.wait_status = status;
-    }
-  }
-
-  // The router first (it stops accepting, finishes streams), then every worker.
-  void StopAll(std::optional<size_t> router, const sigset_t& stop_signals) {
-    if (router.has_value()) StopGroup({*router}, stop_signals);
-    std::vector<size_t> rest;
-    for (size_t i = 0; i < children_.size(); ++i) {
-      if (!router.has_value() || i != *router) rest.push_back(i);
-    }
-    StopGroup(rest, stop_signals);
-  }
-
- private:
-  std::string executable_;
-  std::ostream& err_;
-  std::vector<Child> children_;
-};
 
 struct Options {
   std::string model;
   int64_t groups = 0;
+  int64_t tensor_parallel_size = 1;
   int64_t grpc_port = 0;
   int64_t http_port = 0;
   std::optional<std::string> api_key;
@@ -258,10 +94,10 @@ absl::StatusOr<Options> Validate(const FlagSet& flags) {
   if (o.groups < 1 || o.groups > 64) {
     return absl::InvalidArgumentError(absl::StrCat("--groups must be in [1, 64], got ", o.groups));
   }
-  if (const int64_t tp = *flags.GetInt64("tensor-parallel-size"); tp != 1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--tensor-parallel-size ", tp,
-        ": tensor parallelism is not implemented yet; each group is one worker process (use 1)"));
+  o.tensor_parallel_size = *flags.GetInt64("tensor-parallel-size");
+  if (o.tensor_parallel_size < 1 || o.tensor_parallel_size > 64) {
+    return absl::InvalidArgumentError(absl::StrCat("--tensor-parallel-size must be in [1, 64], got ",
+                                                   o.tensor_parallel_size));
   }
   o.grpc_port = *flags.GetInt64("grpc-port");
   if (o.grpc_port < 0 || o.grpc_port > 65535) {
@@ -286,7 +122,8 @@ absl::StatusOr<Options> Validate(const FlagSet& flags) {
         absl::StrCat("--threads-per-worker must be >= 0, got ", threads));
   }
   o.worker_flags = {"--model", o.model, "--host", "127.0.0.1", "--threads", absl::StrCat(threads),
-                    "--drain-timeout-s", absl::StrCat(kChildDrainSeconds)};
+                    "--drain-timeout-s", absl::StrCat(kChildDrainSeconds),
+                    "--tensor-parallel-size", absl::StrCat(o.tensor_parallel_size)};
   for (const char* name : {"num-gpu-blocks-override", "max-model-len", "max-num-seqs"}) {
     if (const std::optional<int64_t> v = flags.GetInt64(name)) {
       o.worker_flags.push_back(absl::StrCat("--", name));
@@ -307,16 +144,16 @@ int Run(const Options& o, const sigset_t& stop_signals, std::ostream& out, std::
     err << "error: " << executable.status().message() << "\n";
     return kExitRefused;
   }
-  Cluster cluster(*executable, err);
+  ChildProcesses cluster(*executable, "headroom up", err);
   std::optional<size_t> router;
   const auto fail = [&](const std::string& message, int code) {
     err << "error: headroom up: " << message << "; stopping the cluster\n";
-    cluster.StopAll(router, stop_signals);
+    StopAll(cluster, router, stop_signals);
     return code;
   };
   const auto interrupted = [&] {
     err << "headroom up: stop signal while starting; stopping the cluster\n";
-    cluster.StopAll(router, stop_signals);
+    StopAll(cluster, router, stop_signals);
     return kExitOk;
   };
 
@@ -340,7 +177,7 @@ int Run(const Options& o, const sigset_t& stop_signals, std::ostream& out, std::
     std::string line;
     size_t dead = 0;
     switch (cluster.ReadLine(i, deadline, stop_signals, &line, &dead)) {
-      case Cluster::LineResult::kLine:
+      case ChildProcesses::LineResult::kLine:
         if (line.rfind(prefix, 0) != 0) {
           return fail(absl::StrCat(cluster.child(i).name, " printed \"", line, "\", expected \"",
                                    prefix, "HOST:PORT\""),
@@ -348,15 +185,15 @@ int Run(const Options& o, const sigset_t& stop_signals, std::ostream& out, std::
         }
         *address = line.substr(prefix.size());
         return std::nullopt;
-      case Cluster::LineResult::kStopSignal:
+      case ChildProcesses::LineResult::kStopSignal:
         return interrupted();
-      case Cluster::LineResult::kDied: {
+      case ChildProcesses::LineResult::kDied: {
         const Child& c = cluster.child(dead);
         return fail(absl::StrCat(c.name, " (pid ", c.pid, ") ", DescribeStatus(*c.wait_status),
                                  " before the cluster came up (its error is above)"),
                     kExitRefused);
       }
-      case Cluster::LineResult::kTimeout:
+      case ChildProcesses::LineResult::kTimeout:
         return fail(absl::StrCat(cluster.child(i).name, " (pid ", cluster.child(i).pid,
                                  ") did not come up within ",
                                  std::chrono::seconds(kStartTimeout).count(), " s"),
@@ -390,7 +227,7 @@ int Run(const Options& o, const sigset_t& stop_signals, std::ostream& out, std::
 
   out << "headroom up listening on " << router_address << "\n";
   out << "headroom up: " << o.groups << " worker group(s) of " << o.model
-      << " on the CPU backend, tensor-parallel-size 1\n";
+      << " on the CPU backend, tensor-parallel-size " << o.tensor_parallel_size << "\n";
   out << "  router    grpc://" << router_address << "  headroom.v1.Inference  pid "
       << cluster.child(*router).pid << "\n";
   out << "  router    http://" << http_address << "  OpenAI API (/v1/completions, "
@@ -413,7 +250,7 @@ int Run(const Options& o, const sigset_t& stop_signals, std::ostream& out, std::
     const int signal_number = sigtimedwait(&stop_signals, nullptr, &tick);
     if (signal_number > 0) {
       err << "headroom up: signal " << signal_number << ", stopping the router, then the workers\n";
-      cluster.StopAll(router, stop_signals);
+      StopAll(cluster, router, stop_signals);
       err << "headroom up: stopped\n";
       return kExitOk;
     }
@@ -421,7 +258,7 @@ int Run(const Options& o, const sigset_t& stop_signals, std::ostream& out, std::
       const Child& c = cluster.child(*dead);
       err << "error: headroom up: " << c.name << " (pid " << c.pid << ") "
           << DescribeStatus(*c.wait_status) << " unexpectedly; stopping the cluster\n";
-      cluster.StopAll(router, stop_signals);
+      StopAll(cluster, router, stop_signals);
       return kExitChildDied;
     }
   }

@@ -3,7 +3,9 @@
 #include <pthread.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <atomic>
+#include <mutex>
 #include <cstdint>
 #include <fstream>
 #include <iostream>
@@ -19,6 +21,7 @@
 #include "cli/exit_codes.h"
 #include "cli/parse_flags.h"
 #include "cli/stop_signals.h"
+#include "cli/worker_group.h"
 #include "common/flags.h"
 #include "common/metrics.h"
 #include "common/metrics_http.h"
@@ -29,6 +32,10 @@
 #include "worker/backend/cpu_backend.h"
 #include "worker/engine/engine.h"
 #include "worker/engine/engine_loop.h"
+#include "worker/engine/follower.h"
+#include "worker/comm/gloo_communicator.h"
+#include "worker/comm/grpc_rendezvous.h"
+#include "worker/model/shard_weights.h"
 #include "worker/model/checkpoint.h"
 #include "worker/model/model_config.h"
 #include "worker/service/worker_metrics.h"
@@ -38,6 +45,9 @@ namespace headroom::cli {
 namespace {
 
 constexpr int64_t kDefaultMetricsPort = 9100;
+constexpr int64_t kMaxTensorParallelSize = 64;
+// Ranks meet after loading their weights; loading times differ, so the meeting may wait long.
+constexpr absl::Duration kRendezvousTimeout = absl::Minutes(10);
 
 FlagSet MakeWorkerFlags() {
   FlagSet flags("headroom worker",
@@ -75,7 +85,18 @@ FlagSet MakeWorkerFlags() {
   flags.AddString("dtype", "auto",
                   "auto or float32: the CPU backend computes in fp32; other dtypes are refused.");
   flags.AddInt64("tensor-parallel-size", 1,
-                 "Devices per worker group; only 1 (tensor parallelism is not implemented yet).");
+                 "Ranks of the worker group (one process each, CPU backend: Gloo over loopback). "
+                 "Above 1 this process becomes the group launcher: it starts and supervises the "
+                 "ranks, relays rank 0's lines, and exits non-zero within a moment of any rank "
+                 "dying (docs/tensor_parallel.md).");
+  flags.AddInt64("group-timeout-s", 30,
+                 "Tensor-parallel groups: seconds a collective may wait for the other ranks "
+                 "before the group is declared failed.");
+  flags.AddInt64("rank", -1, "Internal, set by the group launcher: this process's rank.");
+  flags.AddString("rendezvous", std::nullopt,
+                  "Internal, set by the group launcher: host:port of its rendezvous service.");
+  flags.AddString("group-id", "group",
+                  "Internal, set by the group launcher: this group incarnation's key prefix.");
   flags.AddDouble("swap-space", 4,
                   "Accepted for vLLM compatibility and ignored: headroom never swaps KV to host "
                   "memory.");
@@ -105,11 +126,22 @@ absl::StatusOr<int32_t> Int32Flag(const FlagSet& flags, std::string_view name, i
   return static_cast<int32_t>(value);
 }
 
-absl::Status Serve(const FlagSet& flags, const sigset_t& stop_signals, std::ostream& out,
-                   std::ostream& err) {
-  const std::string model = *flags.GetString("model");
-  HR_ASSIGN_OR_RETURN(worker::ModelConfig config, worker::LoadModelConfig(model));
+// What every rank process needs before it can load: the model's shape and the engine's limits.
+struct EngineSetup {
+  std::string model;
+  worker::ModelConfig config;
   worker::EngineOptions options;
+  int64_t tensor_parallel_size = 1;
+  int64_t rank = 0;
+};
+
+absl::StatusOr<EngineSetup> ParseEngineSetup(const FlagSet& flags) {
+  EngineSetup setup;
+  setup.model = *flags.GetString("model");
+  const std::string& model = setup.model;
+  HR_ASSIGN_OR_RETURN(setup.config, worker::LoadModelConfig(model));
+  const worker::ModelConfig& config = setup.config;
+  worker::EngineOptions& options = setup.options;
   HR_ASSIGN_OR_RETURN(options.max_num_seqs, Int32Flag(flags, "max-num-seqs", 1));
   HR_ASSIGN_OR_RETURN(options.max_num_batched_tokens,
                       Int32Flag(flags, "max-num-batched-tokens", 1));
@@ -138,17 +170,6 @@ absl::Status Serve(const FlagSet& flags, const sigset_t& stop_signals, std::ostr
   } else {
     options.eos_token_id = ConfigEosTokenId(model);
   }
-  const int64_t drain_timeout_s = *flags.GetInt64("drain-timeout-s");
-  const int64_t port = *flags.GetInt64("port");
-  if (port < 0 || port > 65535) {
-    return absl::InvalidArgumentError(absl::StrCat("--port must be in [0, 65535], got ", port));
-  }
-  const std::string host = *flags.GetString("host");
-  const int64_t metrics_port = *flags.GetInt64("metrics-port");
-  if (metrics_port < -1 || metrics_port > 65535) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--metrics-port must be in [-1, 65535], got ", metrics_port));
-  }
   const double gpu_memory_utilization = *flags.GetDouble("gpu-memory-utilization");
   if (!(gpu_memory_utilization > 0.0 && gpu_memory_utilization <= 1.0)) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -160,12 +181,88 @@ absl::Status Serve(const FlagSet& flags, const sigset_t& stop_signals, std::ostr
         "--dtype ", dtype, " is not supported: the CPU backend computes in float32 (use auto or "
         "float32)"));
   }
-  if (const int64_t tp = *flags.GetInt64("tensor-parallel-size"); tp != 1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--tensor-parallel-size ", tp, ": tensor parallelism is not implemented yet (use 1)"));
-  }
   if (*flags.GetDouble("swap-space") < 0) {
     return absl::InvalidArgumentError("--swap-space must be >= 0");
+  }
+  setup.tensor_parallel_size = *flags.GetInt64("tensor-parallel-size");
+  if (setup.tensor_parallel_size < 1 || setup.tensor_parallel_size > kMaxTensorParallelSize) {
+    return absl::InvalidArgumentError(absl::StrCat("--tensor-parallel-size must be in [1, ",
+                                                   kMaxTensorParallelSize, "], got ",
+                                                   setup.tensor_parallel_size));
+  }
+  setup.rank = std::max<int64_t>(0, *flags.GetInt64("rank"));
+  HR_RETURN_IF_ERROR(worker::CheckShardable(config, setup.tensor_parallel_size, setup.rank));
+  if (setup.tensor_parallel_size > 1 && !flags.GetString("rendezvous").has_value()) {
+    return absl::InvalidArgumentError("a rank of a tensor-parallel group needs --rendezvous");
+  }
+  return setup;
+}
+
+// This rank's shard of the weights (the whole model for a group of one).
+absl::StatusOr<worker::ModelWeights> LoadShard(const EngineSetup& setup) {
+  HR_ASSIGN_OR_RETURN(worker::ModelWeights weights,
+                      setup.model.starts_with("dummy:")
+                          ? worker::DummyWeights(setup.config, setup.options.seed)
+                          : worker::LoadWeights(setup.config, setup.model));
+  if (setup.tensor_parallel_size == 1) return weights;
+  return worker::ShardWeights(setup.config, weights, setup.tensor_parallel_size, setup.rank);
+}
+
+// Meets the other ranks of the group (after loading, so slow loaders only delay the meeting).
+absl::StatusOr<std::unique_ptr<worker::Communicator>> JoinGroup(const FlagSet& flags,
+                                                                const EngineSetup& setup) {
+  if (setup.tensor_parallel_size == 1) return std::make_unique<worker::SingleRankCommunicator>();
+  const int64_t timeout_s = *flags.GetInt64("group-timeout-s");
+  if (timeout_s < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--group-timeout-s must be at least 1, got ", timeout_s));
+  }
+  worker::GrpcRendezvousStore store(*flags.GetString("rendezvous"));
+  HR_ASSIGN_OR_RETURN(std::unique_ptr<worker::GlooCommunicator> comm,
+                      worker::GlooCommunicator::Create(
+                          {.rank = static_cast<int>(setup.rank),
+                           .world_size = static_cast<int>(setup.tensor_parallel_size),
+                           .store = &store,
+                           .prefix = *flags.GetString("group-id"),
+                           .host = "127.0.0.1",
+                           .timeout = absl::Seconds(timeout_s),
+                           .rendezvous_timeout = kRendezvousTimeout}));
+  return comm;
+}
+
+// A rank > 0: its shard of the model, run as the leader says until it says stop.
+absl::Status RunFollower(const FlagSet& flags, std::ostream& err) {
+  HR_ASSIGN_OR_RETURN(const EngineSetup setup, ParseEngineSetup(flags));
+  worker::CpuBackend backend(static_cast<int>(*flags.GetInt64("threads")));
+  HR_ASSIGN_OR_RETURN(const worker::ModelWeights shard, LoadShard(setup));
+  HR_ASSIGN_OR_RETURN(std::unique_ptr<worker::Communicator> comm, JoinGroup(flags, setup));
+  HR_ASSIGN_OR_RETURN(std::unique_ptr<worker::Follower> follower,
+                      worker::Follower::Create(setup.config, shard, setup.options, &backend,
+                                               comm.get()));
+  err << "headroom worker rank " << setup.rank << " of " << setup.tensor_parallel_size
+      << ": following rank 0\n";
+  HR_RETURN_IF_ERROR(follower->Run());
+  err << "headroom worker rank " << setup.rank << ": stopped after " << follower->steps()
+      << " steps\n";
+  return absl::OkStatus();
+}
+
+// A group of one, or rank 0 of a group: serves headroom.v1.Worker and leads the followers.
+absl::Status Serve(const FlagSet& flags, const sigset_t& stop_signals, std::ostream& out,
+                   std::ostream& err) {
+  HR_ASSIGN_OR_RETURN(const EngineSetup setup, ParseEngineSetup(flags));
+  const std::string& model = setup.model;
+  const worker::EngineOptions& options = setup.options;
+  const int64_t drain_timeout_s = *flags.GetInt64("drain-timeout-s");
+  const int64_t port = *flags.GetInt64("port");
+  if (port < 0 || port > 65535) {
+    return absl::InvalidArgumentError(absl::StrCat("--port must be in [0, 65535], got ", port));
+  }
+  const std::string host = *flags.GetString("host");
+  const int64_t metrics_port = *flags.GetInt64("metrics-port");
+  if (metrics_port < -1 || metrics_port > 65535) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--metrics-port must be in [-1, 65535], got ", metrics_port));
   }
 
   metrics::Registry registry;
@@ -203,21 +300,36 @@ absl::Status Serve(const FlagSet& flags, const sigset_t& stop_signals, std::ostr
   }
 
   const auto load_start = absl::Now();
-  std::unique_ptr<worker::EngineLoop> loop;
   worker::CpuBackend backend(static_cast<int>(*flags.GetInt64("threads")));
+  std::unique_ptr<worker::Communicator> comm;
+  std::mutex failure_mu;
+  absl::Status group_failure;  // guarded by failure_mu
+  std::unique_ptr<worker::EngineLoop> loop;
   {
-    absl::StatusOr<worker::ModelWeights> weights =
-        model.starts_with("dummy:") ? worker::DummyWeights(config, options.seed)
-                                    : worker::LoadWeights(config, model);
-    HR_RETURN_IF_ERROR(weights.status());
+    HR_ASSIGN_OR_RETURN(const worker::ModelWeights shard, LoadShard(setup));
+    HR_ASSIGN_OR_RETURN(comm, JoinGroup(flags, setup));
     HR_ASSIGN_OR_RETURN(std::unique_ptr<worker::Engine> engine,
-                        worker::Engine::Create(config, *weights, options, &backend));
-    loop = std::make_unique<worker::EngineLoop>(std::move(engine));
+                        worker::Engine::Create(setup.config, shard, options, &backend,
+                                               comm.get()));
+    // A failed group stops this process like a SIGTERM (its requests already ended
+    // UNAVAILABLE), and the exit status says it failed.
+    loop = std::make_unique<worker::EngineLoop>(
+        std::move(engine), [&failure_mu, &group_failure](const absl::Status& failure) {
+          {
+            std::lock_guard<std::mutex> lock(failure_mu);
+            group_failure = failure;
+          }
+          kill(getpid(), SIGTERM);
+        });
   }
   service.SetReady(loop.get());
   worker_metrics.SetLoop(loop.get());
   serving = true;
-  err << "headroom worker: " << model << " loaded in "
+  err << "headroom worker: " << model << (setup.tensor_parallel_size > 1
+                                             ? absl::StrCat(" (rank 0 of ",
+                                                            setup.tensor_parallel_size, ")")
+                                             : std::string())
+      << " loaded in "
       << absl::FormatDuration(absl::Now() - load_start) << "; " << options.num_kv_blocks
       << " KV blocks of " << options.block_size << " tokens, max_model_len "
       << options.max_model_len << ", eos " << options.eos_token_id << "\n";
@@ -243,7 +355,8 @@ absl::Status Serve(const FlagSet& flags, const sigset_t& stop_signals, std::ostr
   worker_metrics.SetLoop(nullptr);
   loop->Stop();
   err << "headroom worker: stopped\n";
-  return absl::OkStatus();
+  std::lock_guard<std::mutex> lock(failure_mu);
+  return group_failure;
 }
 
 }  // namespace
@@ -253,7 +366,14 @@ int RunWorkerCommand(absl::Span<const std::string_view> args, std::ostream& out,
   FlagSet flags = MakeWorkerFlags();
   if (const std::optional<int> done = ParseFlagsOrExit(flags, args, out, err)) return *done;
   const sigset_t stop_signals = BlockStopSignals();
-  if (absl::Status status = Serve(flags, stop_signals, out, err); !status.ok()) {
+  // A peer rank that died must fail a collective (EPIPE), not kill this process.
+  signal(SIGPIPE, SIG_IGN);
+  const int64_t tp = *flags.GetInt64("tensor-parallel-size");
+  const int64_t rank = *flags.GetInt64("rank");
+  if (tp > 1 && rank < 0) return RunWorkerGroup(args, flags, stop_signals, out, err);
+  const absl::Status status =
+      rank > 0 ? RunFollower(flags, err) : Serve(flags, stop_signals, out, err);
+  if (!status.ok()) {
     err << "error: " << status.message() << "\n";
     return kExitRefused;
   }

@@ -61,6 +61,8 @@ class ChildProcess {
   // "127.0.0.1:PORT", empty if the process did not come up.
   [[nodiscard]] const std::string& address() const { return address_; }
 
+  [[nodiscard]] pid_t pid() const { return pid_; }
+
   void Signal(int signal_number) const { kill(pid_, signal_number); }
 
   // kill -9, and reap it.

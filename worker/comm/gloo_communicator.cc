@@ -73,14 +73,18 @@ absl::StatusOr<std::unique_ptr<GlooCommunicator>> GlooCommunicator::Create(
     return absl::InvalidArgumentError(
         absl::StrCat("timeout must be positive, got ", absl::FormatDuration(options.timeout)));
   }
+  const absl::Duration rendezvous_timeout = options.rendezvous_timeout > absl::ZeroDuration()
+                                                ? options.rendezvous_timeout
+                                                : options.timeout;
   try {
     gloo::transport::tcp::attr attr;
     attr.hostname = options.host;
     std::shared_ptr<gloo::transport::Device> device = gloo::transport::tcp::CreateDevice(attr);
     auto context = std::make_shared<gloo::rendezvous::Context>(options.rank, options.world_size);
-    context->setTimeout(ToMillis(options.timeout));
-    StoreAdapter store(options.store, options.prefix, options.timeout);
+    context->setTimeout(ToMillis(rendezvous_timeout));
+    StoreAdapter store(options.store, options.prefix, rendezvous_timeout);
     context->connectFullMesh(store, device);
+    context->setTimeout(ToMillis(options.timeout));
     return std::unique_ptr<GlooCommunicator>(new GlooCommunicator(
         options.rank, options.world_size, options.timeout, std::move(context)));
   } catch (const std::exception& e) {
@@ -106,8 +110,8 @@ absl::Status GlooCommunicator::Run(const char* what, size_t bytes, Op&& op) {
   } catch (const std::exception& e) {
     poisoned_ = absl::UnavailableError(
         absl::StrCat("gloo ", what, " of ", bytes, " bytes on rank ", rank_, " of ", world_size_,
-                     " failed (timeout ", absl::FormatDuration(timeout_),
-                     "); the group is unusable: ", e.what()));
+                     " failed; the group is unusable: ", e.what(), " (collectives time out after ",
+                     absl::FormatDuration(timeout_), ")"));
     return poisoned_;
   }
 }

@@ -33,8 +33,11 @@ struct GlooOptions {
   std::string prefix = "gloo";
   // The address this rank listens on for its peers.
   std::string host = "127.0.0.1";
-  // Bounds the rendezvous and every collective.
+  // Bounds every collective.
   absl::Duration timeout = absl::Seconds(10);
+  // Bounds the rendezvous (every rank joining); zero = `timeout`. Ranks that load their weights
+  // first meet with a long one, since loading times differ.
+  absl::Duration rendezvous_timeout = absl::ZeroDuration();
 };
 
 class GlooCommunicator final : public Communicator {
