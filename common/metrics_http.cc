@@ -10,6 +10,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "common/asio_listen.h"
 #include "boost/asio/ip/tcp.hpp"
 #include "boost/beast/core.hpp"
 #include "boost/beast/http.hpp"
@@ -170,26 +171,10 @@ absl::StatusOr<std::unique_ptr<MetricsHttpServer>> MetricsHttpServer::Start(
   auto impl = std::make_unique<Impl>();
   impl->registry = registry;
   impl->health_fn = std::move(health_fn);
+  if (absl::Status listening = Listen(impl->acceptor, host, port, "metrics"); !listening.ok()) {
+    return listening;
+  }
   beast::error_code ec;
-  tcp::resolver resolver(impl->io);
-  const auto results = resolver.resolve(host, std::to_string(port),
-                                        tcp::resolver::passive | tcp::resolver::numeric_service, ec);
-  if (ec || results.empty()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("cannot resolve metrics host ", host, ": ", ec.message()));
-  }
-  const tcp::endpoint endpoint = results.begin()->endpoint();
-  const std::string where = absl::StrCat(host, ":", port);
-  if (impl->acceptor.open(endpoint.protocol(), ec); ec) {
-    return absl::UnavailableError(absl::StrCat("cannot listen on ", where, ": ", ec.message()));
-  }
-  impl->acceptor.set_option(asio::socket_base::reuse_address(true), ec);
-  if (impl->acceptor.bind(endpoint, ec); ec) {
-    return absl::UnavailableError(absl::StrCat("cannot listen on ", where, ": ", ec.message()));
-  }
-  if (impl->acceptor.listen(asio::socket_base::max_listen_connections, ec); ec) {
-    return absl::UnavailableError(absl::StrCat("cannot listen on ", where, ": ", ec.message()));
-  }
   impl->port = impl->acceptor.local_endpoint(ec).port();
   impl->Accept();
   Impl* raw = impl.get();

@@ -5,6 +5,7 @@
 
 #include <cstring>
 #include <functional>
+#include <future>
 #include <memory>
 #include <random>
 #include <string>
@@ -140,15 +141,17 @@ TEST(GlooFailureTest, ARankThatNeverCallsTimesOutAndPoisonsTheCommunicator) {
 
 TEST(GlooFailureTest, ARankThatDiedFailsItsPeersCollectives) {
   InMemoryRendezvousStore store;
-  std::unique_ptr<GlooCommunicator> survivor;
+  std::promise<void> group_formed;
   std::thread other([&] {
     auto comm = GlooCommunicator::Create(
         {.rank = 1, .world_size = 2, .store = &store, .timeout = absl::Seconds(30)});
     ASSERT_TRUE(comm.ok()) << comm.status();
+    group_formed.get_future().wait();
     // Destroyed here: its sockets close, as when the process is killed.
   });
   auto comm = GlooCommunicator::Create(
       {.rank = 0, .world_size = 2, .store = &store, .timeout = absl::Seconds(30)});
+  group_formed.set_value();
   other.join();
   ASSERT_TRUE(comm.ok()) << comm.status();
   std::vector<float> data(1024, 1.0f);

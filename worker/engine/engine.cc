@@ -80,14 +80,16 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const ModelConfig& config
                       .eos_token_id = o.eos_token_id},
       engine->kv_.get());
   HR_ASSIGN_OR_RETURN(engine->model_,
-                      LlamaModel::Create(config, weights,
-                                         {.max_num_batched_tokens = o.max_num_batched_tokens,
-                                          .max_num_seqs = o.max_num_seqs,
-                                          .max_model_len = o.max_model_len,
-                                          .num_kv_blocks = o.num_kv_blocks,
-                                          .block_size = o.block_size},
-                                         backend, comm));
+                      LlamaModel::Create(config, weights, ModelLimitsOf(o), backend, comm));
   return engine;
+}
+
+ModelLimits ModelLimitsOf(const EngineOptions& options) {
+  return {.max_num_batched_tokens = options.max_num_batched_tokens,
+          .max_num_seqs = options.max_num_seqs,
+          .max_model_len = options.max_model_len,
+          .num_kv_blocks = options.num_kv_blocks,
+          .block_size = options.block_size};
 }
 
 Engine::Engine(const EngineOptions& options, Backend* backend, Communicator* comm)

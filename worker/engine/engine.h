@@ -50,6 +50,10 @@ struct EngineOptions {
   uint64_t seed = 0;
 };
 
+// The buffer sizes the model of an engine with `options` is allocated for (leader and followers
+// alike).
+[[nodiscard]] ModelLimits ModelLimitsOf(const EngineOptions& options);
+
 struct TokenLogprob {
   int32_t token = 0;
   float logprob = 0.0f;

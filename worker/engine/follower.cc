@@ -16,13 +16,7 @@ absl::StatusOr<std::unique_ptr<Follower>> Follower::Create(const ModelConfig& co
     return absl::InvalidArgumentError("a follower is a rank > 0 of a tensor-parallel group");
   }
   HR_ASSIGN_OR_RETURN(std::unique_ptr<LlamaModel> model,
-                      LlamaModel::Create(config, weights,
-                                         {.max_num_batched_tokens = options.max_num_batched_tokens,
-                                          .max_num_seqs = options.max_num_seqs,
-                                          .max_model_len = options.max_model_len,
-                                          .num_kv_blocks = options.num_kv_blocks,
-                                          .block_size = options.block_size},
-                                         backend, comm));
+                      LlamaModel::Create(config, weights, ModelLimitsOf(options), backend, comm));
   return std::unique_ptr<Follower>(new Follower(options, comm, std::move(model)));
 }
 
