@@ -19,7 +19,7 @@ RUN apt-get update \
       build-essential cmake ninja-build pkg-config git python3 ca-certificates \
       libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libabsl-dev \
       libgtest-dev libgmock-dev libbenchmark-dev libxxhash-dev nlohmann-json3-dev \
-      libre2-dev libutf8proc-dev libopenblas-dev \
+      libre2-dev libutf8proc-dev libopenblas-dev libboost-dev libgloo-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY . .
