@@ -130,6 +130,8 @@ int RunWorkerGroup(absl::Span<const std::string_view> args, const FlagSet& flags
         break;
     }
     const Child& ended = ranks.child(dead);
+    // Stopping, the followers exit 0 once rank 0 tells them to, possibly before rank 0 itself.
+    if (stopping && dead != 0 && ExitedZero(ended)) continue;
     if (stopping && dead == 0 && ExitedZero(ended)) {
       // Rank 0 drained and told the followers to stop: wait for them to finish.
       std::vector<size_t> followers;

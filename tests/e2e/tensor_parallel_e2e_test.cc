@@ -2,6 +2,7 @@
 // is a launcher starting two rank processes that meet over Gloo on loopback.
 //   - `headroom up --tensor-parallel-size 2` serves the single-rank engine's greedy tokens over
 //     gRPC, and the same text over HTTP;
+//   - SIGTERM stops every rank and the launcher exits 0;
 //   - kill -9 of a follower rank takes its group down (the launcher exits non-zero, the router
 //     marks the group down) within 2 s, and requests that had not streamed a token finish on the
 //     other group.
@@ -12,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <fstream>
 #include <memory>
@@ -194,6 +196,21 @@ TEST(TensorParallelE2eTest, UpWithTwoRanksPerGroupServesTheSingleRankTokensOverG
 
   up.Signal(SIGTERM);
   EXPECT_EQ(up.WaitExit(seconds(30)), 0);
+}
+
+TEST(TensorParallelE2eTest, SigtermStopsEveryRankAndTheLauncherExitsZero) {
+  ChildProcess group("worker", WorkerFlags(2, 64));
+  ASSERT_FALSE(group.address().empty());
+  const std::vector<pid_t> leader = RankPids(group.pid(), 0);
+  const std::vector<pid_t> follower = RankPids(group.pid(), 1);
+  ASSERT_EQ(leader.size(), 1u);
+  ASSERT_EQ(follower.size(), 1u);
+  group.Signal(SIGTERM);
+  // Rank 0 drains and stops the follower; the launcher reports success.
+  EXPECT_EQ(group.WaitExit(seconds(30)), 0);
+  for (const pid_t pid : {leader[0], follower[0]}) {
+    EXPECT_TRUE(kill(pid, 0) != 0 && errno == ESRCH) << "rank pid " << pid << " still runs";
+  }
 }
 
 TEST(TensorParallelE2eTest, KillingAFollowerTakesTheGroupDownAndRequestsMoveToTheOtherGroup) {
