@@ -141,4 +141,15 @@ inline HttpResponse HttpRequestTo(int port, const std::string& method, const std
   return response;
 }
 
+// The value of the Prometheus sample whose line starts with `series` (name and labels) followed
+// by a space, in a /metrics body; -1 if absent.
+inline double MetricSample(const std::string& text, const std::string& series) {
+  size_t pos = 0;
+  while ((pos = text.find(series + " ", pos)) != std::string::npos) {
+    if (pos == 0 || text[pos - 1] == '\n') return std::stod(text.substr(pos + series.size() + 1));
+    pos += series.size();
+  }
+  return -1;
+}
+
 }  // namespace headroom::e2e

@@ -317,16 +317,6 @@ TEST_F(HttpE2eTest, BadInputGetsTheRightStatusAndAMessageNamingTheFieldAndLimit)
   EXPECT_EQ(good.status, 200) << good.body;
 }
 
-// The value of the sample whose line starts with `series` followed by a space; -1 if absent.
-double Sample(const std::string& text, const std::string& series) {
-  size_t pos = 0;
-  while ((pos = text.find(series + " ", pos)) != std::string::npos) {
-    if (pos == 0 || text[pos - 1] == '\n') return std::stod(text.substr(pos + series.size() + 1));
-    pos += series.size();
-  }
-  return -1;
-}
-
 TEST_F(HttpE2eTest, ModelsHealthAndMetricsShowTheCluster) {
   const HttpResponse models = cluster_->Get("/v1/models");
   ASSERT_EQ(models.status, 200) << models.body;
@@ -342,11 +332,11 @@ TEST_F(HttpE2eTest, ModelsHealthAndMetricsShowTheCluster) {
   ASSERT_EQ(metrics.status, 200);
   for (const std::unique_ptr<ChildProcess>* w : {&cluster_->worker_a, &cluster_->worker_b}) {
     const std::string group = "{group=\"" + (*w)->address() + "\"}";
-    EXPECT_EQ(Sample(metrics.body, "headroom:group_up" + group), 1) << metrics.body;
-    EXPECT_EQ(Sample(metrics.body, "headroom:group_kv_blocks_total" + group), 63);
+    EXPECT_EQ(MetricSample(metrics.body, "headroom:group_up" + group), 1) << metrics.body;
+    EXPECT_EQ(MetricSample(metrics.body, "headroom:group_kv_blocks_total" + group), 63);
   }
-  EXPECT_EQ(Sample(metrics.body, "headroom:router_queue_depth"), 0);
-  EXPECT_GE(Sample(metrics.body, "headroom:router_refusals_total{reason=\"queue_full\"}"), 0);
+  EXPECT_EQ(MetricSample(metrics.body, "headroom:router_queue_depth"), 0);
+  EXPECT_GE(MetricSample(metrics.body, "headroom:router_refusals_total{reason=\"queue_full\"}"), 0);
 
   const HttpResponse tokenized =
       cluster_->Post("/tokenize", R"({"prompt": "Hello", "add_special_tokens": false})");
@@ -426,11 +416,11 @@ TEST(HttpOverloadE2eTest, EveryRequestCompletesOrGets429WithRetryAfterAndMetrics
   EXPECT_GE(ok, 2);
   EXPECT_GE(refused, 1);
   const HttpResponse metrics = HttpRequestTo(cluster.http_port, "GET", "/metrics");
-  EXPECT_EQ(Sample(metrics.body, "headroom:router_refusals_total{reason=\"queue_full\"}"),
+  EXPECT_EQ(MetricSample(metrics.body, "headroom:router_refusals_total{reason=\"queue_full\"}"),
             refused)
       << metrics.body;
-  EXPECT_EQ(Sample(metrics.body, "headroom:router_queue_depth"), 0);
-  EXPECT_EQ(Sample(metrics.body, "headroom:router_placement_latency_seconds_count"), ok);
+  EXPECT_EQ(MetricSample(metrics.body, "headroom:router_queue_depth"), 0);
+  EXPECT_EQ(MetricSample(metrics.body, "headroom:router_placement_latency_seconds_count"), ok);
 }
 
 }  // namespace

@@ -28,6 +28,7 @@
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
 #include "headroom/v1/worker.grpc.pb.h"
+#include "http_client.h"
 #include "worker/backend/cpu_backend.h"
 #include "worker/engine/engine.h"
 
@@ -35,6 +36,8 @@ extern char** environ;
 
 namespace headroom::worker {
 namespace {
+
+using e2e::MetricSample;
 
 using std::chrono::seconds;
 using std::chrono::system_clock;
@@ -343,16 +346,6 @@ std::string HttpGet(int port, const std::string& path) {
   return out;
 }
 
-// The value of the sample whose line starts with `series` followed by a space; -1 if absent.
-double Sample(const std::string& text, const std::string& series) {
-  size_t pos = 0;
-  while ((pos = text.find(series + " ", pos)) != std::string::npos) {
-    if (pos == 0 || text[pos - 1] == '\n') return std::stod(text.substr(pos + series.size() + 1));
-    pos += series.size();
-  }
-  return -1;
-}
-
 TEST_F(WorkerE2eTest, ServesPrometheusMetricsUnderVllmNames) {
   std::vector<std::string> flags = FixtureFlags();
   flags.insert(flags.end(), {"--metrics-port", "0"});
@@ -382,22 +375,22 @@ TEST_F(WorkerE2eTest, ServesPrometheusMetricsUnderVllmNames) {
   const std::string model = "{model_name=\"" + FixtureModelDir() + "\"}";
   const std::string stop_or_length =
       result.finish == v1::FINISH_REASON_STOP ? "stop" : "length";
-  EXPECT_EQ(Sample(body, "vllm:generation_tokens_total" + model),
+  EXPECT_EQ(MetricSample(body, "vllm:generation_tokens_total" + model),
             static_cast<double>(result.tokens.size()));
-  EXPECT_EQ(Sample(body, "vllm:prompt_tokens_total" + model), static_cast<double>(prompt.size()));
-  EXPECT_EQ(Sample(body, "vllm:request_success_total{finished_reason=\"" + stop_or_length +
+  EXPECT_EQ(MetricSample(body, "vllm:prompt_tokens_total" + model), static_cast<double>(prompt.size()));
+  EXPECT_EQ(MetricSample(body, "vllm:request_success_total{finished_reason=\"" + stop_or_length +
                              "\",model_name=\"" + FixtureModelDir() + "\"}"),
             1);
-  EXPECT_EQ(Sample(body, "vllm:num_requests_running" + model), 0);
-  EXPECT_EQ(Sample(body, "vllm:num_requests_waiting" + model), 0);
-  EXPECT_EQ(Sample(body, "vllm:kv_cache_usage_perc" + model), 0);
-  EXPECT_EQ(Sample(body, "headroom:kv_blocks_total" + model), 63);  // 64 minus the null block
-  EXPECT_GE(Sample(body, "vllm:prefix_cache_queries_total" + model), 0);  // present
-  EXPECT_EQ(Sample(body, "vllm:time_to_first_token_seconds_count" + model), 1);
-  EXPECT_EQ(Sample(body, "vllm:inter_token_latency_seconds_count" + model),
+  EXPECT_EQ(MetricSample(body, "vllm:num_requests_running" + model), 0);
+  EXPECT_EQ(MetricSample(body, "vllm:num_requests_waiting" + model), 0);
+  EXPECT_EQ(MetricSample(body, "vllm:kv_cache_usage_perc" + model), 0);
+  EXPECT_EQ(MetricSample(body, "headroom:kv_blocks_total" + model), 63);  // 64 minus the null block
+  EXPECT_GE(MetricSample(body, "vllm:prefix_cache_queries_total" + model), 0);  // present
+  EXPECT_EQ(MetricSample(body, "vllm:time_to_first_token_seconds_count" + model), 1);
+  EXPECT_EQ(MetricSample(body, "vllm:inter_token_latency_seconds_count" + model),
             static_cast<double>(result.tokens.size() - 1));
-  EXPECT_EQ(Sample(body, "vllm:e2e_request_latency_seconds_count" + model), 1);
-  EXPECT_GT(Sample(body, "vllm:e2e_request_latency_seconds_sum" + model), 0);
+  EXPECT_EQ(MetricSample(body, "vllm:e2e_request_latency_seconds_count" + model), 1);
+  EXPECT_GT(MetricSample(body, "vllm:e2e_request_latency_seconds_sum" + model), 0);
   EXPECT_NE(body.find("# TYPE vllm:num_preemptions_total counter"), std::string::npos);
 
   worker.Signal(SIGTERM);

@@ -2,19 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include "load_report.h"
+
 namespace headroom::router {
 namespace {
-
-v1::LoadReport Report(uint64_t sequence, int32_t free_blocks) {
-  v1::LoadReport r;
-  r.set_sequence(sequence);
-  r.set_total_blocks(100);
-  r.set_free_blocks(free_blocks);
-  r.set_block_size(16);
-  r.set_max_model_len(512);
-  r.set_model("m");
-  return r;
-}
 
 TEST(GroupTableTest, ReportMarksUpAndStalenessMarksDown) {
   GroupTable table({"a:1", "b:2"}, absl::Seconds(2));
