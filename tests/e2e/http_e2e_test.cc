@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -18,6 +19,7 @@
 #include "grpcpp/grpcpp.h"
 #include "headroom/v1/inference.grpc.pb.h"
 #include "http_client.h"
+#include "venv_python.h"
 #include "nlohmann/json.hpp"
 
 namespace headroom::e2e {
@@ -351,13 +353,9 @@ TEST_F(HttpE2eTest, ModelsHealthAndMetricsShowTheCluster) {
 
 TEST_F(HttpE2eTest, OfficialOpenAiPythonClientCompletesChatsAndStreams) {
   const std::string source = HEADROOM_SOURCE_DIR;
-  const std::string python = source + "/build/venv/bin/python";
-  if (access(python.c_str(), X_OK) != 0) {
-    GTEST_SKIP() << python << " does not exist (run scripts/setup-deps)";
-  }
-  if (std::system((python + " -c 'import openai' 2>/dev/null").c_str()) != 0) {
-    GTEST_SKIP() << python << " cannot import openai (scripts/setup-deps installs "
-                 << "examples/requirements.txt)";
+  const std::string python = VenvPython(source);
+  if (const std::optional<std::string> missing = VenvPythonMissing(python, "openai")) {
+    GTEST_SKIP() << *missing;
   }
   const std::string command = python + " " + source + "/tests/e2e/openai_client_check.py " +
                               "http://127.0.0.1:" + std::to_string(cluster_->http_port) + "/v1 " +

@@ -21,6 +21,7 @@
 #include "child_process.h"
 #include "fixtures.h"
 #include "http_client.h"
+#include "venv_python.h"
 #include "grpcpp/grpcpp.h"
 #include "headroom/v1/inference.grpc.pb.h"
 
@@ -137,13 +138,9 @@ TEST(UpE2eTest, ServesThroughTheRouterAndStopsEveryChildOnSigterm) {
 
 TEST(UpE2eTest, ExampleClientStreamsAFinishLine) {
   const std::string source = HEADROOM_SOURCE_DIR;
-  const std::string python = source + "/build/venv/bin/python";
-  if (access(python.c_str(), X_OK) != 0) {
-    GTEST_SKIP() << python << " does not exist (run scripts/setup-deps)";
-  }
-  if (std::system((python + " -c 'import grpc, grpc_tools' 2>/dev/null").c_str()) != 0) {
-    GTEST_SKIP() << python << " cannot import grpc_tools (scripts/setup-deps installs "
-                 << "examples/requirements.txt)";
+  const std::string python = VenvPython(source);
+  if (const std::optional<std::string> missing = VenvPythonMissing(python, "grpc, grpc_tools")) {
+    GTEST_SKIP() << *missing;
   }
   Up up = StartUp();
   ASSERT_FALSE(up.process->address().empty()) << "headroom up printed no ready line";
