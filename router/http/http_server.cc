@@ -271,8 +271,12 @@ class Connection : public std::enable_shared_from_this<Connection> {
     timer_.expires_after(absl::ToChronoNanoseconds(timeout));
     timer_.async_wait([self = shared_from_this(), seq](beast::error_code ec) {
       if (ec || seq != self->timer_seq_ || self->closed_) return;
-      // Idle between requests, too slow sending one, or done lingering.
-      if (self->stage_ == Stage::kReading || self->stage_ == Stage::kClosing) self->Close();
+      // Idle between requests, too slow sending one, done lingering, or too slow taking a
+      // response's bytes.
+      if (self->stage_ == Stage::kReading || self->stage_ == Stage::kClosing ||
+          (self->stage_ == Stage::kResponding && self->writing_)) {
+        self->Close();
+      }
     });
   }
 
@@ -459,21 +463,38 @@ class Connection : public std::enable_shared_from_this<Connection> {
     std::vector<asio::const_buffer> buffers;
     buffers.reserve(in_flight_.size());
     for (const std::string& piece : in_flight_) buffers.push_back(asio::buffer(piece));
+    unwritten_.emplace(std::move(buffers));
     writing_ = true;
-    asio::async_write(
-        socket_, buffers,
-        [self = shared_from_this()](beast::error_code ec, size_t n) { self->OnWritten(ec, n); });
+    WriteSome();
+  }
+
+  // One write_some of what is left of in_flight_, under the send timeout: the client must take
+  // some bytes within it (progress, not the whole write, so a large body to a client that reads
+  // steadily never times out).
+  void WriteSome() {
+    ArmTimer(options_.send_timeout);
+    socket_.async_write_some(*unwritten_, [self = shared_from_this()](beast::error_code ec,
+                                                                      size_t n) {
+      self->OnWritten(ec, n);
+    });
   }
 
   void OnWritten(beast::error_code ec, size_t n) {
-    writing_ = false;
-    in_flight_.clear();
     if (closed_) return;
-    if (ec) return Close();
+    DisarmTimer();
+    if (ec) {
+      writing_ = false;
+      return Close();
+    }
     {
       std::lock_guard lock(current_->mu);
       current_->unsent_bytes -= std::min(n, current_->unsent_bytes);
     }
+    unwritten_->consume(n);
+    if (beast::buffer_bytes(*unwritten_) > 0) return WriteSome();
+    writing_ = false;
+    unwritten_.reset();
+    in_flight_.clear();
     WriteMore();
   }
 
@@ -536,13 +557,15 @@ class Connection : public std::enable_shared_from_this<Connection> {
   Stage stage_ = Stage::kReading;
   bool closed_ = false;
   bool watching_ = false;     // a read for Watch() is posted
-  bool writing_ = false;      // an async_write is in flight
+  bool writing_ = false;      // a response's (or an error's) bytes are being written
   bool peer_closed_ = false;  // the watch read failed while a write was in flight
   uint64_t timer_seq_ = 0;    // a timer callback with an older number is stale
   beast::flat_buffer buffer_;
   std::optional<bhttp::request_parser<bhttp::string_body>> parser_;
   std::shared_ptr<ResponseState> current_;  // the response in progress, if any
   std::vector<std::string> in_flight_;      // the bytes of the write in flight
+  // The part of in_flight_ not yet taken by the socket.
+  std::optional<beast::buffers_suffix<std::vector<asio::const_buffer>>> unwritten_;
   std::string error_out_;
 };
 

@@ -20,7 +20,11 @@
 // order, one gathered write at a time. Unsent bytes of a stream are bounded: past 8 MiB
 // (kMaxUnsentStreamBytes) the connection is closed, Write returns false and OnDisconnect fires.
 // A stream is not subject to the idle timeout; a read stays posted while a response is in
-// progress, so a client that goes away (EOF or reset) is noticed without a write.
+// progress, so a client that goes away (EOF or reset) is noticed without a write. A client that
+// stays connected but stops reading is closed by the send timeout: each write (everything queued
+// when it started, at most 8 MiB of a stream) must be taken by the client within `send_timeout`,
+// else the connection is closed and OnDisconnect fires, so a stalled reader never holds a socket,
+// its buffered bytes or the upstream generation for longer than that.
 //
 // Lifetimes: the writer may outlive its connection and the server; once the client is gone or
 // the server stopped, its calls are no-ops (Write returns false). Stop() closes the listener and
@@ -99,6 +103,9 @@ struct HttpServerOptions {
   // Keep-alive idle time, and the time a client has to send a whole request. NOT applied while
   // the handler runs or a response (streamed or not) is being sent.
   absl::Duration idle_timeout = absl::Seconds(60);
+  // The time a client has to take the bytes of one write (see the file comment). A client
+  // reading at 140 KB/s takes the largest write (8 MiB) in 60 s.
+  absl::Duration send_timeout = absl::Seconds(60);
   // Body of server-generated errors (400 malformed, 413, 431, 500 no response; the server never
   // 404s itself). Returns {content_type, body}. Default: text/plain with the message.
   std::function<std::pair<std::string, std::string>(int status, const std::string& message)>

@@ -622,6 +622,37 @@ TEST_F(HttpServerTest, ClientThatStopsReadingIsClosedAtTheQueueLimit) {
   EXPECT_LT(accepted_bytes.load(), size_t{128} << 20);
 }
 
+TEST_F(HttpServerTest, ClientThatStopsReadingIsClosedAfterTheSendTimeout) {
+  // A complete response larger than every socket buffer, so the write cannot finish unless the
+  // client reads: the queue limit of streams does not apply to it, the send timeout does.
+  const std::string body(size_t{48} << 20, 'b');
+  HttpServerOptions options;
+  options.send_timeout = absl::Milliseconds(300);
+  Counter disconnects;
+  StartServer(
+      [&](const HttpRequest&, std::shared_ptr<ResponseWriter> writer) {
+        writer->OnDisconnect([&] { disconnects.Add(); });
+        writer->Respond(200, "application/octet-stream", body);
+      },
+      options);
+
+  Client stalled(port());
+  const auto start = std::chrono::steady_clock::now();
+  ASSERT_TRUE(stalled.Send(Get("/big")));
+  ASSERT_TRUE(disconnects.WaitFor(1));  // closed long before kWait
+  EXPECT_GE(std::chrono::steady_clock::now() - start, 300ms);
+
+  // A client that keeps reading gets the whole body, however long the write takes in total.
+  Client reader(port());
+  ASSERT_TRUE(reader.Send(Get("/big")));
+  const Response response = reader.ReadResponse();
+  EXPECT_EQ(response.head.status, 200);
+  EXPECT_EQ(response.body.size(), body.size());
+  EXPECT_EQ(response.body, body);
+  StopServer();
+  EXPECT_EQ(disconnects.count(), 1);
+}
+
 TEST_F(HttpServerTest, IdleConnectionsTimeOutButOpenStreamsDoNot) {
   HttpServerOptions options;
   options.idle_timeout = absl::Milliseconds(200);
