@@ -1,5 +1,6 @@
 #include "router/frontend/http_frontend.h"
 
+#include <atomic>
 #include <cctype>
 #include <random>
 #include <utility>
@@ -126,7 +127,7 @@ class GenerateCall final : public grpc::ClientReadReactor<v1::GenerateResponse>,
     self_ = shared_from_this();
     std::weak_ptr<GenerateCall> weak = self_;
     writer_->OnDisconnect([weak] {
-      if (std::shared_ptr<GenerateCall> call = weak.lock()) call->context_.TryCancel();
+      if (std::shared_ptr<GenerateCall> call = weak.lock()) call->CancelForClient();
     });
     frontend_->stub_->async()->Generate(&context_, &request_, this);
     StartRead(&response_);
@@ -143,7 +144,7 @@ class GenerateCall final : public grpc::ClientReadReactor<v1::GenerateResponse>,
         writer_->StartStream(200, "text/event-stream");
       }
       std::string events = builder_.StreamEvents(response_);
-      if (!events.empty() && !writer_->Write(std::move(events))) context_.TryCancel();
+      if (!events.empty() && !writer_->Write(std::move(events))) CancelForClient();
     }
     StartRead(&response_);
   }
@@ -157,6 +158,18 @@ class GenerateCall final : public grpc::ClientReadReactor<v1::GenerateResponse>,
         writer_->Write(builder_.StreamDone());
         writer_->End();
       }
+    } else if (CutByShutdown(status)) {
+      // The router's gRPC server ended the call at its shutdown deadline (CANCELLED, or
+      // UNAVAILABLE "Transport closed" for a deadline of 0). The client did nothing wrong and
+      // another replica can serve it: 503 + Retry-After, not 499 or a transport message.
+      const std::string message = absl::StrCat(
+          "the router shut down before the request finished (", status.error_message(),
+          "); retry on another replica");
+      if (!started_) {
+        RespondError(*writer_, 503, message, "", {{"Retry-After", "1"}});
+      } else {
+        EndStreamWithError(503, message);
+      }
     } else {
       const int http_status = HttpStatusOf(status.error_code());
       if (!started_) {
@@ -168,9 +181,7 @@ class GenerateCall final : public grpc::ClientReadReactor<v1::GenerateResponse>,
         auto [message, param] = OpenAiMessage(status.error_message());
         RespondError(*writer_, http_status, message, param, std::move(headers));
       } else {
-        writer_->Write(openai::ErrorEvent(http_status, status.error_message()));
-        writer_->Write("data: [DONE]\n\n");
-        writer_->End();
+        EndStreamWithError(http_status, status.error_message());
       }
     }
     HttpFrontend* frontend = frontend_;
@@ -179,11 +190,31 @@ class GenerateCall final : public grpc::ClientReadReactor<v1::GenerateResponse>,
   }
 
  private:
+  // The HTTP client went away (or stopped taking bytes): cancel the upstream call.
+  void CancelForClient() {
+    client_gone_.store(true);
+    context_.TryCancel();
+  }
+
+  bool CutByShutdown(const grpc::Status& status) {
+    const grpc::StatusCode code = status.error_code();
+    return (code == grpc::StatusCode::CANCELLED || code == grpc::StatusCode::UNAVAILABLE) &&
+           !client_gone_.load() && frontend_->ShuttingDown();
+  }
+
+  // A stream that already sent events ends with one error event and [DONE].
+  void EndStreamWithError(int http_status, const std::string& message) {
+    writer_->Write(openai::ErrorEvent(http_status, message));
+    writer_->Write("data: [DONE]\n\n");
+    writer_->End();
+  }
+
   HttpFrontend* const frontend_;
   const std::shared_ptr<http::ResponseWriter> writer_;
   const bool stream_;
   openai::ResponseBuilder builder_;  // gRPC reads are serialised: no lock needed
   bool started_ = false;             // the SSE header was sent
+  std::atomic<bool> client_gone_{false};  // CancelForClient ran (OnDisconnect is another thread)
   grpc::ClientContext context_;
   v1::GenerateRequest request_;
   v1::GenerateResponse response_;
@@ -356,6 +387,11 @@ void HttpFrontend::Detokenize(const http::HttpRequest& request, http::ResponseWr
 void HttpFrontend::BeginShutdown() {
   std::lock_guard<std::mutex> lock(mu_);
   shutting_down_ = true;
+}
+
+bool HttpFrontend::ShuttingDown() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return shutting_down_;
 }
 
 void HttpFrontend::CallEnded() {

@@ -81,6 +81,7 @@ class HttpFrontend {
   void Detokenize(const http::HttpRequest& request, http::ResponseWriter& writer);
   bool Authorized(const http::HttpRequest& request) const;
   void CallEnded();
+  bool ShuttingDown();
 
   const HttpFrontendOptions options_;
   std::unique_ptr<v1::Inference::Stub> stub_;
@@ -92,7 +93,9 @@ class HttpFrontend {
 };
 
 // The HTTP status for a gRPC status code (INVALID_ARGUMENT 400, NOT_FOUND 404,
-// RESOURCE_EXHAUSTED 429, UNAVAILABLE 503, DEADLINE_EXCEEDED 504, CANCELLED 499, ...).
+// RESOURCE_EXHAUSTED 429, UNAVAILABLE 503, DEADLINE_EXCEEDED 504, CANCELLED 499, ...). A call
+// that the router's shutdown ended (CANCELLED or UNAVAILABLE while shutting down, the client
+// still there) is answered 503 + Retry-After instead.
 int HttpStatusOf(grpc::StatusCode code);
 
 }  // namespace headroom::router

@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "child_process.h"
 #include "fixtures.h"
 #include "grpcpp/grpcpp.h"
@@ -419,6 +420,51 @@ TEST(HttpOverloadE2eTest, EveryRequestCompletesOrGets429WithRetryAfterAndMetrics
       << metrics.body;
   EXPECT_EQ(MetricSample(metrics.body, "headroom:router_queue_depth"), 0);
   EXPECT_EQ(MetricSample(metrics.body, "headroom:router_placement_latency_seconds_count"), ok);
+}
+
+TEST(HttpShutdownE2eTest, RequestsCutByTheShutdownDeadlineGet503WithRetryAfter) {
+  // Requests still open when the router's shutdown deadline passes are ended by the router's own
+  // gRPC server: CANCELLED after a deadline of 1 s, a closed transport for 0 s. Neither is the
+  // client's doing and another replica can serve them: 503 + Retry-After, never 499. The workers
+  // are stopped (SIGSTOP) so that every request is certainly still open at the deadline.
+  for (const char* shutdown_timeout_s : {"0", "1"}) {
+    SCOPED_TRACE(absl::StrCat("--shutdown-timeout-s ", shutdown_timeout_s));
+    Cluster cluster;
+    ASSERT_TRUE(cluster.Start(64, {"--shutdown-timeout-s", shutdown_timeout_s}));
+    cluster.worker_a->Signal(SIGSTOP);
+    cluster.worker_b->Signal(SIGSTOP);
+    constexpr int kRequests = 4;
+    std::vector<HttpResponse> responses(kRequests);
+    std::vector<std::thread> threads;
+    for (int i = 0; i < kRequests; ++i) {
+      threads.emplace_back([&, i] {
+        const Json request = {{"prompt", std::string(20, static_cast<char>('a' + i))},
+                              {"max_tokens", 8},
+                              {"temperature", 0},
+                              {"stream", i % 2 == 1}};
+        responses[static_cast<size_t>(i)] = cluster.Post("/v1/completions", request.dump());
+      });
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));  // all four are in the router
+    cluster.router->Signal(SIGTERM);
+    for (std::thread& t : threads) t.join();
+    EXPECT_EQ(cluster.router->WaitExit(seconds(20)), 0);
+    cluster.worker_a->Signal(SIGCONT);
+    cluster.worker_b->Signal(SIGCONT);
+
+    for (int i = 0; i < kRequests; ++i) {
+      const HttpResponse& r = responses[static_cast<size_t>(i)];
+      EXPECT_EQ(r.status, 503) << "request " << i << ": " << r.body;
+      EXPECT_EQ(r.Header("retry-after"), "1") << "request " << i;
+      const Json body = Json::parse(r.body, nullptr, false);
+      ASSERT_TRUE(body.is_object()) << r.body;
+      EXPECT_EQ(body["error"]["code"], "service_unavailable") << r.body;
+      const std::string message = body["error"]["message"];
+      EXPECT_TRUE(message.starts_with("the router shut down before the request finished"))
+          << message;
+      EXPECT_TRUE(message.ends_with("retry on another replica")) << message;
+    }
+  }
 }
 
 }  // namespace
