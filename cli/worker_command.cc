@@ -5,11 +5,11 @@
 
 #include <algorithm>
 #include <atomic>
-#include <mutex>
 #include <cstdint>
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 
@@ -30,14 +30,14 @@
 #include "grpcpp/health_check_service_interface.h"
 #include "nlohmann/json.hpp"
 #include "worker/backend/cpu_backend.h"
+#include "worker/comm/gloo_communicator.h"
+#include "worker/comm/grpc_rendezvous.h"
 #include "worker/engine/engine.h"
 #include "worker/engine/engine_loop.h"
 #include "worker/engine/follower.h"
-#include "worker/comm/gloo_communicator.h"
-#include "worker/comm/grpc_rendezvous.h"
-#include "worker/model/shard_weights.h"
 #include "worker/model/checkpoint.h"
 #include "worker/model/model_config.h"
+#include "worker/model/shard_weights.h"
 #include "worker/service/worker_metrics.h"
 #include "worker/service/worker_service.h"
 
@@ -158,8 +158,9 @@ absl::StatusOr<EngineSetup> ParseEngineSetup(const FlagSet& flags) {
         (options.max_model_len + options.block_size - 1) / options.block_size;
     const int64_t blocks = 1 + int64_t{options.max_num_seqs} * blocks_per_seq;
     if (blocks > INT32_MAX) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "the default KV pool (", blocks, " blocks) is too large; give --num-gpu-blocks-override"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("the default KV pool (", blocks,
+                       " blocks) is too large; give --num-gpu-blocks-override"));
     }
     options.num_kv_blocks = static_cast<int32_t>(blocks);
   }
@@ -172,14 +173,15 @@ absl::StatusOr<EngineSetup> ParseEngineSetup(const FlagSet& flags) {
   }
   const double gpu_memory_utilization = *flags.GetDouble("gpu-memory-utilization");
   if (!(gpu_memory_utilization > 0.0 && gpu_memory_utilization <= 1.0)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--gpu-memory-utilization must be in (0, 1], got ", gpu_memory_utilization));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--gpu-memory-utilization must be in (0, 1], got ", gpu_memory_utilization));
   }
   const std::string dtype = *flags.GetString("dtype");
   if (dtype != "auto" && dtype != "float32") {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--dtype ", dtype, " is not supported: the CPU backend computes in float32 (use auto or "
-        "float32)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--dtype ", dtype,
+                     " is not supported: the CPU backend computes in float32 (use auto or "
+                     "float32)"));
   }
   if (*flags.GetDouble("swap-space") < 0) {
     return absl::InvalidArgumentError("--swap-space must be >= 0");
@@ -218,15 +220,15 @@ absl::StatusOr<std::unique_ptr<worker::Communicator>> JoinGroup(const FlagSet& f
         absl::StrCat("--group-timeout-s must be at least 1, got ", timeout_s));
   }
   worker::GrpcRendezvousStore store(*flags.GetString("rendezvous"));
-  HR_ASSIGN_OR_RETURN(std::unique_ptr<worker::GlooCommunicator> comm,
-                      worker::GlooCommunicator::Create(
-                          {.rank = static_cast<int>(setup.rank),
-                           .world_size = static_cast<int>(setup.tensor_parallel_size),
-                           .store = &store,
-                           .prefix = *flags.GetString("group-id"),
-                           .host = "127.0.0.1",
-                           .timeout = absl::Seconds(timeout_s),
-                           .rendezvous_timeout = kRendezvousTimeout}));
+  HR_ASSIGN_OR_RETURN(
+      std::unique_ptr<worker::GlooCommunicator> comm,
+      worker::GlooCommunicator::Create({.rank = static_cast<int>(setup.rank),
+                                        .world_size = static_cast<int>(setup.tensor_parallel_size),
+                                        .store = &store,
+                                        .prefix = *flags.GetString("group-id"),
+                                        .host = "127.0.0.1",
+                                        .timeout = absl::Seconds(timeout_s),
+                                        .rendezvous_timeout = kRendezvousTimeout}));
   return comm;
 }
 
@@ -236,9 +238,9 @@ absl::Status RunFollower(const FlagSet& flags, std::ostream& err) {
   worker::CpuBackend backend(static_cast<int>(*flags.GetInt64("threads")));
   HR_ASSIGN_OR_RETURN(const worker::ModelWeights shard, LoadShard(setup));
   HR_ASSIGN_OR_RETURN(std::unique_ptr<worker::Communicator> comm, JoinGroup(flags, setup));
-  HR_ASSIGN_OR_RETURN(std::unique_ptr<worker::Follower> follower,
-                      worker::Follower::Create(setup.config, shard, setup.options, &backend,
-                                               comm.get()));
+  HR_ASSIGN_OR_RETURN(
+      std::unique_ptr<worker::Follower> follower,
+      worker::Follower::Create(setup.config, shard, setup.options, &backend, comm.get()));
   err << "headroom worker rank " << setup.rank << " of " << setup.tensor_parallel_size
       << ": following rank 0\n";
   HR_RETURN_IF_ERROR(follower->Run());
@@ -292,9 +294,9 @@ absl::Status Serve(const FlagSet& flags, const sigset_t& stop_signals, std::ostr
         metrics::MetricsHttpServer::Start(host, static_cast<int>(metrics_port), &registry,
                                           [&serving] { return serving.load(); });
     if (!started.ok()) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "--metrics-port ", metrics_port, ": ", started.status().message(),
-          " (pass --metrics-port 0 for a free port or -1 to serve without metrics)"));
+      return absl::FailedPreconditionError(
+          absl::StrCat("--metrics-port ", metrics_port, ": ", started.status().message(),
+                       " (pass --metrics-port 0 for a free port or -1 to serve without metrics)"));
     }
     metrics_server = *std::move(started);
   }
@@ -309,8 +311,7 @@ absl::Status Serve(const FlagSet& flags, const sigset_t& stop_signals, std::ostr
     HR_ASSIGN_OR_RETURN(const worker::ModelWeights shard, LoadShard(setup));
     HR_ASSIGN_OR_RETURN(comm, JoinGroup(flags, setup));
     HR_ASSIGN_OR_RETURN(std::unique_ptr<worker::Engine> engine,
-                        worker::Engine::Create(setup.config, shard, options, &backend,
-                                               comm.get()));
+                        worker::Engine::Create(setup.config, shard, options, &backend, comm.get()));
     // A failed group stops this process like a SIGTERM (its requests already ended
     // UNAVAILABLE), and the exit status says it failed.
     loop = std::make_unique<worker::EngineLoop>(
@@ -325,14 +326,14 @@ absl::Status Serve(const FlagSet& flags, const sigset_t& stop_signals, std::ostr
   service.SetReady(loop.get());
   worker_metrics.SetLoop(loop.get());
   serving = true;
-  err << "headroom worker: " << model << (setup.tensor_parallel_size > 1
-                                             ? absl::StrCat(" (rank 0 of ",
-                                                            setup.tensor_parallel_size, ")")
-                                             : std::string())
-      << " loaded in "
-      << absl::FormatDuration(absl::Now() - load_start) << "; " << options.num_kv_blocks
-      << " KV blocks of " << options.block_size << " tokens, max_model_len "
-      << options.max_model_len << ", eos " << options.eos_token_id << "\n";
+  err << "headroom worker: " << model
+      << (setup.tensor_parallel_size > 1
+              ? absl::StrCat(" (rank 0 of ", setup.tensor_parallel_size, ")")
+              : std::string())
+      << " loaded in " << absl::FormatDuration(absl::Now() - load_start) << "; "
+      << options.num_kv_blocks << " KV blocks of " << options.block_size
+      << " tokens, max_model_len " << options.max_model_len << ", eos " << options.eos_token_id
+      << "\n";
   out << "headroom worker listening on " << host << ":" << selected_port << std::endl;
   if (metrics_server != nullptr) {
     out << "headroom worker metrics on " << host << ":" << metrics_server->port() << std::endl;

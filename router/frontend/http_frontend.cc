@@ -61,14 +61,14 @@ std::optional<Json> ParseObject(const http::HttpRequest& request, http::Response
 std::pair<std::string, std::string> OpenAiMessage(const std::string& grpc_message) {
   std::string message = absl::StrReplaceAll(grpc_message, {{"sampling.", ""}});
   size_t end = 0;
-  while (end < message.size() && (std::islower(static_cast<unsigned char>(message[end])) != 0 ||
-                                  message[end] == '_')) {
+  while (end < message.size() &&
+         (std::islower(static_cast<unsigned char>(message[end])) != 0 || message[end] == '_')) {
     ++end;
   }
   std::string param = message.substr(0, end);
   static const absl::flat_hash_set<std::string> kFields = {
-      "temperature", "top_p", "top_k", "max_tokens", "logprobs", "stop_token_ids", "prompt",
-      "text", "token_ids", "seed", "stop"};
+      "temperature", "top_p", "top_k",     "max_tokens", "logprobs", "stop_token_ids",
+      "prompt",      "text",  "token_ids", "seed",       "stop"};
   if (!kFields.contains(param)) param.clear();
   if (param == "text" || param == "token_ids") param = "prompt";
   return {std::move(message), std::move(param)};
@@ -162,9 +162,9 @@ class GenerateCall final : public grpc::ClientReadReactor<v1::GenerateResponse>,
       // The router's gRPC server ended the call at its shutdown deadline (CANCELLED, or
       // UNAVAILABLE "Transport closed" for a deadline of 0). The client did nothing wrong and
       // another replica can serve it: 503 + Retry-After, not 499 or a transport message.
-      const std::string message = absl::StrCat(
-          "the router shut down before the request finished (", status.error_message(),
-          "); retry on another replica");
+      const std::string message =
+          absl::StrCat("the router shut down before the request finished (", status.error_message(),
+                       "); retry on another replica");
       if (!started_) {
         RespondError(*writer_, 503, message, "", {{"Retry-After", "1"}});
       } else {
@@ -212,8 +212,8 @@ class GenerateCall final : public grpc::ClientReadReactor<v1::GenerateResponse>,
   HttpFrontend* const frontend_;
   const std::shared_ptr<http::ResponseWriter> writer_;
   const bool stream_;
-  openai::ResponseBuilder builder_;  // gRPC reads are serialised: no lock needed
-  bool started_ = false;             // the SSE header was sent
+  openai::ResponseBuilder builder_;       // gRPC reads are serialised: no lock needed
+  bool started_ = false;                  // the SSE header was sent
   std::atomic<bool> client_gone_{false};  // CancelForClient ran (OnDisconnect is another thread)
   grpc::ClientContext context_;
   v1::GenerateRequest request_;
@@ -225,7 +225,7 @@ HttpFrontend::HttpFrontend(HttpFrontendOptions options)
     : options_(std::move(options)), stub_(v1::Inference::NewStub(options_.channel)) {}
 
 std::pair<std::string, std::string> HttpFrontend::ErrorBody(int status,
-                                                           const std::string& message) {
+                                                            const std::string& message) {
   return {kJson, openai::ErrorBody(status, message)};
 }
 
@@ -324,13 +324,13 @@ void HttpFrontend::Generate(const http::HttpRequest& request, bool chat,
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (shutting_down_) {
-      return RespondError(*writer, 503, "the router is shutting down; retry on another replica",
-                          "", {{"Retry-After", "1"}});
+      return RespondError(*writer, 503, "the router is shutting down; retry on another replica", "",
+                          {{"Retry-After", "1"}});
     }
     ++open_calls_;
   }
-  auto call = std::make_shared<GenerateCall>(this, std::move(writer), *std::move(parsed),
-                                             std::move(model));
+  auto call =
+      std::make_shared<GenerateCall>(this, std::move(writer), *std::move(parsed), std::move(model));
   call->Start();
 }
 
@@ -354,9 +354,8 @@ void HttpFrontend::Tokenize(const http::HttpRequest& request, http::ResponseWrit
   if (!ids.ok()) {
     return RespondError(writer, 400, absl::StrCat("prompt: ", ids.status().message()), "prompt");
   }
-  Json out = {{"count", ids->size()},
-              {"max_model_len", options_.max_model_len()},
-              {"tokens", *ids}};
+  Json out = {
+      {"count", ids->size()}, {"max_model_len", options_.max_model_len()}, {"tokens", *ids}};
   writer.Respond(200, kJson, out.dump());
 }
 
@@ -374,8 +373,7 @@ void HttpFrontend::Detokenize(const http::HttpRequest& request, http::ResponseWr
     if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() >= vocab) {
       return RespondError(writer, 400,
                           absl::StrCat("tokens[", i, "] must be a token id in [0, ", vocab,
-                                       "), got ",
-                                       t.is_number() ? t.dump() : t.type_name()),
+                                       "), got ", t.is_number() ? t.dump() : t.type_name()),
                           "tokens");
     }
     ids.push_back(t.get<int32_t>());

@@ -14,7 +14,6 @@
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "common/asio_listen.h"
 #include "boost/asio/ip/tcp.hpp"
 #include "boost/asio/post.hpp"
 #include "boost/asio/steady_timer.hpp"
@@ -22,6 +21,7 @@
 #include "boost/asio/write.hpp"
 #include "boost/beast/core.hpp"
 #include "boost/beast/http.hpp"
+#include "common/asio_listen.h"
 
 namespace headroom::router::http {
 namespace {
@@ -473,10 +473,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // steadily never times out).
   void WriteSome() {
     ArmTimer(options_.send_timeout);
-    socket_.async_write_some(*unwritten_, [self = shared_from_this()](beast::error_code ec,
-                                                                      size_t n) {
-      self->OnWritten(ec, n);
-    });
+    socket_.async_write_some(
+        *unwritten_,
+        [self = shared_from_this()](beast::error_code ec, size_t n) { self->OnWritten(ec, n); });
   }
 
   void OnWritten(beast::error_code ec, size_t n) {

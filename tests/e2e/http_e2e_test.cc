@@ -1,10 +1,9 @@
 // End to end over HTTP: two real `headroom worker` processes (the llama-gqa fixture, vocab 256,
 // so the router's byte tokenizer fits it) and a real `headroom router` serving the OpenAI API,
 // spoken to with a plain HTTP client and with the official `openai` Python client.
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <unistd.h>
-
-#include <gtest/gtest.h>
 
 #include <chrono>
 #include <cstdio>
@@ -20,8 +19,8 @@
 #include "grpcpp/grpcpp.h"
 #include "headroom/v1/inference.grpc.pb.h"
 #include "http_client.h"
-#include "venv_python.h"
 #include "nlohmann/json.hpp"
+#include "venv_python.h"
 
 namespace headroom::e2e {
 namespace {
@@ -33,10 +32,24 @@ constexpr char kApiKey[] = "e2e-secret";
 const std::string kAuth = std::string("Authorization: Bearer ") + kApiKey;
 
 std::vector<std::string> WorkerFlags(int blocks) {
-  return {"--model", worker::testdata::FixtureDir("llama-gqa").string(), "--port", "0",
-          "--metrics-port", "-1", "--num-gpu-blocks-override", std::to_string(blocks),
-          "--block-size", "16", "--max-num-seqs", "4", "--max-num-batched-tokens", "256",
-          "--max-model-len", "256", "--threads", "1"};
+  return {"--model",
+          worker::testdata::FixtureDir("llama-gqa").string(),
+          "--port",
+          "0",
+          "--metrics-port",
+          "-1",
+          "--num-gpu-blocks-override",
+          std::to_string(blocks),
+          "--block-size",
+          "16",
+          "--max-num-seqs",
+          "4",
+          "--max-num-batched-tokens",
+          "256",
+          "--max-model-len",
+          "256",
+          "--threads",
+          "1"};
 }
 
 // The HTTP port a router prints after its gRPC listening line; 0 if it did not.
@@ -56,9 +69,9 @@ struct Cluster {
     worker_a = std::make_unique<ChildProcess>("worker", WorkerFlags(blocks));
     worker_b = std::make_unique<ChildProcess>("worker", WorkerFlags(blocks));
     if (worker_a->address().empty() || worker_b->address().empty()) return false;
-    std::vector<std::string> flags = {"--grpc-port", "0", "--http-port", "0", "--api-key", kApiKey,
-                                      "--workers",
-                                      worker_a->address() + "," + worker_b->address()};
+    std::vector<std::string> flags = {
+        "--grpc-port", "0",     "--http-port", "0",
+        "--api-key",   kApiKey, "--workers",   worker_a->address() + "," + worker_b->address()};
     flags.insert(flags.end(), router_flags.begin(), router_flags.end());
     router = std::make_unique<ChildProcess>("router", flags);
     if (router->address().empty()) return false;
@@ -168,8 +181,11 @@ Cluster* HttpE2eTest::cluster_ = nullptr;
 
 TEST_F(HttpE2eTest, CompletionsStreamingAndNotEqualGrpcGenerate) {
   const std::string expected = GrpcText(*cluster_->stub, "Hello world", 24);
-  const Json request = {{"model", ModelId()},  {"prompt", "Hello world"}, {"max_tokens", 24},
-                        {"temperature", 0}, {"ignore_eos", true}};
+  const Json request = {{"model", ModelId()},
+                        {"prompt", "Hello world"},
+                        {"max_tokens", 24},
+                        {"temperature", 0},
+                        {"ignore_eos", true}};
   const HttpResponse whole = cluster_->Post("/v1/completions", request.dump());
   ASSERT_EQ(whole.status, 200) << whole.body;
   const Json body = Json::parse(whole.body);
@@ -203,8 +219,8 @@ TEST_F(HttpE2eTest, ChatEqualsCompletionOfTheChatMlRenderedPrompt) {
   const std::string rendered =
       "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n<|im_start|>user\nSay hi"
       "<|im_end|>\n<|im_start|>assistant\n";
-  const Json completion = {{"prompt", rendered}, {"max_tokens", 12}, {"temperature", 0},
-                           {"ignore_eos", true}};
+  const Json completion = {
+      {"prompt", rendered}, {"max_tokens", 12}, {"temperature", 0}, {"ignore_eos", true}};
   const HttpResponse reference = cluster_->Post("/v1/completions", completion.dump());
   ASSERT_EQ(reference.status, 200) << reference.body;
   const std::string expected = Json::parse(reference.body)["choices"][0]["text"];
@@ -233,10 +249,9 @@ TEST_F(HttpE2eTest, ChatEqualsCompletionOfTheChatMlRenderedPrompt) {
 
 TEST_F(HttpE2eTest, ChatWithoutAUsableTemplateIs400NamingTheSupportedFormats) {
   // A second router over the same workers, told the model has no chat template it can render.
-  ChildProcess router("router", {"--grpc-port", "0", "--http-port", "0", "--chat-template",
-                                 "none", "--workers",
-                                 cluster_->worker_a->address() + "," +
-                                     cluster_->worker_b->address()});
+  ChildProcess router(
+      "router", {"--grpc-port", "0", "--http-port", "0", "--chat-template", "none", "--workers",
+                 cluster_->worker_a->address() + "," + cluster_->worker_b->address()});
   ASSERT_FALSE(router.address().empty());
   const int port = ReadHttpPort(router);
   ASSERT_NE(port, 0) << "the router did not print its HTTP port";
@@ -266,40 +281,75 @@ TEST_F(HttpE2eTest, BadInputGetsTheRightStatusAndAMessageNamingTheFieldAndLimit)
   const std::vector<BadCase> cases = {
       {"malformed JSON", "/v1/completions", R"({"prompt": "hi",)", 400, {"JSON"}},
       {"body not an object", "/v1/completions", R"(["hi"])", 400, {"object"}},
-      {"temperature of the wrong type", "/v1/completions",
-       R"({"prompt": "hi", "temperature": "hot"})", 400, {"temperature"}},
-      {"max_tokens of the wrong type", "/v1/completions", R"({"prompt": "hi", "max_tokens": "ten"})",
-       400, {"max_tokens"}},
-      {"prompt of the wrong type", "/v1/completions", R"({"prompt": {"text": "hi"}})", 400,
+      {"temperature of the wrong type",
+       "/v1/completions",
+       R"({"prompt": "hi", "temperature": "hot"})",
+       400,
+       {"temperature"}},
+      {"max_tokens of the wrong type",
+       "/v1/completions",
+       R"({"prompt": "hi", "max_tokens": "ten"})",
+       400,
+       {"max_tokens"}},
+      {"prompt of the wrong type",
+       "/v1/completions",
+       R"({"prompt": {"text": "hi"}})",
+       400,
        {"prompt"}},
-      {"unknown model", "/v1/completions", R"({"model": "gpt-9", "prompt": "hi"})", 404,
-       {"gpt-9"}},
+      {"unknown model", "/v1/completions", R"({"model": "gpt-9", "prompt": "hi"})", 404, {"gpt-9"}},
       {"empty prompt", "/v1/completions", R"({"prompt": ""})", 400, {"prompt"}},
-      {"prompt longer than max_model_len", "/v1/completions",
-       Json({{"prompt", long_prompt}, {"max_tokens", 1}}).dump(), 400, {"300", "256"}},
-      {"max_tokens 0", "/v1/completions", R"({"prompt": "hi", "max_tokens": 0})", 400,
+      {"prompt longer than max_model_len",
+       "/v1/completions",
+       Json({{"prompt", long_prompt}, {"max_tokens", 1}}).dump(),
+       400,
+       {"300", "256"}},
+      {"max_tokens 0",
+       "/v1/completions",
+       R"({"prompt": "hi", "max_tokens": 0})",
+       400,
        {"max_tokens", "0"}},
-      {"max_tokens negative", "/v1/completions", R"({"prompt": "hi", "max_tokens": -3})", 400,
+      {"max_tokens negative",
+       "/v1/completions",
+       R"({"prompt": "hi", "max_tokens": -3})",
+       400,
        {"max_tokens", "-3"}},
-      {"max_tokens beyond the limit", "/v1/completions", R"({"prompt": "hi", "max_tokens": 1000})",
-       400, {"max_tokens", "1000", "256"}},
-      {"temperature below 0", "/v1/completions", R"({"prompt": "hi", "temperature": -0.5})", 400,
+      {"max_tokens beyond the limit",
+       "/v1/completions",
+       R"({"prompt": "hi", "max_tokens": 1000})",
+       400,
+       {"max_tokens", "1000", "256"}},
+      {"temperature below 0",
+       "/v1/completions",
+       R"({"prompt": "hi", "temperature": -0.5})",
+       400,
        {"temperature", "-0.5"}},
-      {"top_p above 1", "/v1/completions", R"({"prompt": "hi", "top_p": 1.5})", 400,
+      {"top_p above 1",
+       "/v1/completions",
+       R"({"prompt": "hi", "top_p": 1.5})",
+       400,
        {"top_p", "1.5"}},
       {"top_p of 0", "/v1/completions", R"({"prompt": "hi", "top_p": 0})", 400, {"top_p"}},
       {"invalid UTF-8", "/v1/completions", "{\"prompt\": \"h\xff\xfei\"}", 400, {"UTF-8"}},
-      {"chat without messages", "/v1/chat/completions", R"({"messages": []})", 400,
-       {"messages"}},
-      {"chat with an unknown role", "/v1/chat/completions",
-       R"({"messages": [{"role": "wizard", "content": "hi"}]})", 400, {"role"}},
+      {"chat without messages", "/v1/chat/completions", R"({"messages": []})", 400, {"messages"}},
+      {"chat with an unknown role",
+       "/v1/chat/completions",
+       R"({"messages": [{"role": "wizard", "content": "hi"}]})",
+       400,
+       {"role"}},
       {"n above 1", "/v1/completions", R"({"prompt": "hi", "n": 3})", 400, {"n"}},
       {"missing API key", "/v1/completions", R"({"prompt": "hi"})", 401, {"API key"}, {}},
-      {"wrong API key", "/v1/completions", R"({"prompt": "hi"})", 401, {"API key"},
+      {"wrong API key",
+       "/v1/completions",
+       R"({"prompt": "hi"})",
+       401,
+       {"API key"},
        {"Authorization: Bearer nope"}},
       {"unknown route", "/v1/embeddings", R"({"input": "hi"})", 404, {"/v1/embeddings"}},
-      {"oversized body", "/v1/completions",
-       Json({{"prompt", std::string(3 << 20, 'a')}}).dump(), 413, {"bytes"}},
+      {"oversized body",
+       "/v1/completions",
+       Json({{"prompt", std::string(3 << 20, 'a')}}).dump(),
+       413,
+       {"bytes"}},
   };
   for (const BadCase& c : cases) {
     SCOPED_TRACE(c.name);
@@ -395,8 +445,8 @@ TEST(HttpOverloadE2eTest, EveryRequestCompletesOrGets429WithRetryAfterAndMetrics
     if (r.status == 200) {
       ++ok;
       std::string finish;
-      const bool streamed = r.Header("content-type").value_or("").find("event-stream") !=
-                            std::string::npos;
+      const bool streamed =
+          r.Header("content-type").value_or("").find("event-stream") != std::string::npos;
       if (streamed) {
         StreamedText(r, false, &finish);
       } else {

@@ -88,8 +88,7 @@ TEST(EngineGroupTest, AGroupOfTwoAndOfFourGivesTheTokensOfOneRank) {
         auto shard = ShardWeights(m.config, m.weights, tp, rank);
         ASSERT_TRUE(shard.ok()) << shard.status();
         CpuBackend rank_backend(1);
-        auto follower =
-            Follower::Create(m.config, *shard, Options(), &rank_backend, comm->get());
+        auto follower = Follower::Create(m.config, *shard, Options(), &rank_backend, comm->get());
         ASSERT_TRUE(follower.ok()) << follower.status();
         const absl::Status run = (*follower)->Run();
         EXPECT_TRUE(run.ok()) << run;
@@ -200,8 +199,7 @@ TEST(GroupMessageTest, PlansRoundTripAndMalformedBytesAreDataLoss) {
 
   // Every truncation, trailing bytes, a wrong magic and an absurd count are refused.
   for (size_t cut = 0; cut < bytes.size(); ++cut) {
-    EXPECT_EQ(DecodeGroupMessage(bytes.substr(0, cut)).status().code(),
-              absl::StatusCode::kDataLoss)
+    EXPECT_EQ(DecodeGroupMessage(bytes.substr(0, cut)).status().code(), absl::StatusCode::kDataLoss)
         << "cut at " << cut;
   }
   EXPECT_EQ(DecodeGroupMessage(bytes + "x").status().code(), absl::StatusCode::kDataLoss);

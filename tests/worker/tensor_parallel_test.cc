@@ -68,7 +68,7 @@ int32_t Argmax(const float* row, int64_t vocab) {
 }
 
 struct DecodeRun {
-  std::vector<std::vector<float>> logits;  // per step, [seqs, vocab]
+  std::vector<std::vector<float>> logits;    // per step, [seqs, vocab]
   std::vector<std::vector<int32_t>> tokens;  // per sequence, prompt + greedy tokens
 };
 
@@ -163,17 +163,18 @@ TEST_P(TensorParallelTest, ShardedGreedyDecodingMatchesOneRank) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Fixtures, TensorParallelTest,
-    ::testing::Values(Case{"llama-gqa", 2}, Case{"llama-gqa", 4}, Case{"qwen2-bias", 2},
-                      Case{"qwen2-bias", 4}, Case{"llama-tied", 2}, Case{"llama-tied", 4}),
-    [](const auto& param_info) {
-      std::string name = absl::StrCat(param_info.param.fixture, "_tp", param_info.param.tp);
-      for (char& c : name) {
-        if (c == '-') c = '_';
-      }
-      return name;
-    });
+INSTANTIATE_TEST_SUITE_P(Fixtures, TensorParallelTest,
+                         ::testing::Values(Case{"llama-gqa", 2}, Case{"llama-gqa", 4},
+                                           Case{"qwen2-bias", 2}, Case{"qwen2-bias", 4},
+                                           Case{"llama-tied", 2}, Case{"llama-tied", 4}),
+                         [](const auto& param_info) {
+                           std::string name =
+                               absl::StrCat(param_info.param.fixture, "_tp", param_info.param.tp);
+                           for (char& c : name) {
+                             if (c == '-') c = '_';
+                           }
+                           return name;
+                         });
 
 TEST(ShardWeightsTest, ShardsSliceTheHeadsAndTheMlpAndPadTheVocabulary) {
   const testdata::FixtureModel& m = testdata::LoadFixtureModel("llama-gqa");
@@ -185,12 +186,11 @@ TEST(ShardWeightsTest, ShardsSliceTheHeadsAndTheMlpAndPadTheVocabulary) {
   const LayerWeights& full = m.weights.layers[0];
   const LayerWeights& mine = shard->layers[0];
   ASSERT_EQ(mine.q_proj.shape, (std::vector<int64_t>{hd, hidden}));
-  EXPECT_EQ(mine.q_proj.data,
-            std::vector<float>(full.q_proj.data.begin() + 3 * hd * hidden,
-                               full.q_proj.data.begin() + 4 * hd * hidden));
+  EXPECT_EQ(mine.q_proj.data, std::vector<float>(full.q_proj.data.begin() + 3 * hd * hidden,
+                                                 full.q_proj.data.begin() + 4 * hd * hidden));
   ASSERT_EQ(mine.k_proj.shape, (std::vector<int64_t>{hd, hidden}));
-  EXPECT_EQ(mine.k_proj.data, std::vector<float>(full.k_proj.data.begin() + hd * hidden,
-                                                 full.k_proj.data.end()));
+  EXPECT_EQ(mine.k_proj.data,
+            std::vector<float>(full.k_proj.data.begin() + hd * hidden, full.k_proj.data.end()));
   // o_proj: the columns of query head 3.
   ASSERT_EQ(mine.o_proj.shape, (std::vector<int64_t>{hidden, hd}));
   EXPECT_EQ(mine.o_proj.data[0], full.o_proj.data[static_cast<size_t>(3 * hd)]);
@@ -208,8 +208,7 @@ TEST(ShardWeightsTest, AGroupSizeThatCannotShardNamesTheReasonAndTheSizesThatCan
   const absl::StatusOr<ModelWeights> shard = ShardWeights(m.config, m.weights, 3, 0);
   ASSERT_EQ(shard.status().code(), absl::StatusCode::kInvalidArgument);
   const std::string message(shard.status().message());
-  EXPECT_NE(message.find("4 attention heads are not divisible by 3"), std::string::npos)
-      << message;
+  EXPECT_NE(message.find("4 attention heads are not divisible by 3"), std::string::npos) << message;
   EXPECT_NE(message.find("sizes that can: 1, 2, 4"), std::string::npos) << message;
   // A model handed weights that are not its rank's shard refuses them.
   CpuBackend backend(1);
@@ -224,8 +223,7 @@ TEST(ShardWeightsTest, AGroupSizeThatCannotShardNamesTheReasonAndTheSizesThatCan
                                          .block_size = 16},
                                         &backend, &one);
   ASSERT_EQ(model.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_NE(model.status().message().find("not rank 0's shard of a group of 1"),
-            std::string::npos)
+  EXPECT_NE(model.status().message().find("not rank 0's shard of a group of 1"), std::string::npos)
       << model.status();
 }
 

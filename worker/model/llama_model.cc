@@ -58,9 +58,9 @@ absl::Status LlamaModel::CheckShard(const ModelWeights& w) const {
   const auto rows = [](const HostTensor& t) { return t.shape.empty() ? int64_t{0} : t.shape[0]; };
   const int64_t layers = static_cast<int64_t>(w.layers.size());
   if (layers != config_.num_hidden_layers || rows(w.embed_tokens) != shard_.vocab_rows ||
-      (layers > 0 && (rows(w.layers[0].q_proj) != shard_.q_dim ||
-                      rows(w.layers[0].k_proj) != shard_.kv_dim ||
-                      rows(w.layers[0].gate_proj) != shard_.intermediate))) {
+      (layers > 0 &&
+       (rows(w.layers[0].q_proj) != shard_.q_dim || rows(w.layers[0].k_proj) != shard_.kv_dim ||
+        rows(w.layers[0].gate_proj) != shard_.intermediate))) {
     return absl::InvalidArgumentError(absl::StrCat(
         "the weights are not rank ", comm_->rank(), "'s shard of a group of ", tp_, ": expected ",
         config_.num_hidden_layers, " layers, ", shard_.vocab_rows, " embedding rows, ",
@@ -195,14 +195,12 @@ absl::Status LlamaModel::CopyInput(const ForwardInput& in) {
     local_ids_.clear();
     for (const int32_t id : in.token_ids) {
       if (id < 0 || id >= config_.vocab_size) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("token id ", id, " is outside the vocabulary [0, ", config_.vocab_size,
-                         ")"));
+        return absl::InvalidArgumentError(absl::StrCat(
+            "token id ", id, " is outside the vocabulary [0, ", config_.vocab_size, ")"));
       }
       const int64_t row = id - offsets_.vocab_row;
-      local_ids_.push_back(static_cast<int32_t>(row >= 0 && row < shard_.vocab_rows
-                                                    ? row
-                                                    : shard_.vocab_rows));
+      local_ids_.push_back(
+          static_cast<int32_t>(row >= 0 && row < shard_.vocab_rows ? row : shard_.vocab_rows));
     }
     ids = local_ids_.data();
   }

@@ -68,7 +68,7 @@ class LlamaModel {
 
  private:
   struct DeviceLayer {
-    const float* input_norm = nullptr;    // [hidden]
+    const float* input_norm = nullptr;  // [hidden]
     // Shapes per rank: heads, kv_heads and intermediate are the rank's shard (kvcache::ShardOf).
     const float* q_proj = nullptr;        // [heads * head_dim, hidden]
     const float* k_proj = nullptr;        // [kv_heads * head_dim, hidden]
@@ -137,13 +137,13 @@ class LlamaModel {
   // [vocab_rows + 1, hidden] with tp > 1: the rank's slice, then a zero row that ids of other
   // slices read; [vocab, hidden] otherwise.
   const float* embed_tokens_ = nullptr;
-  const float* final_norm_ = nullptr;    // [hidden]
-  const float* lm_head_ = nullptr;       // [vocab_rows, hidden] (the embedding when tied)
-  const float* inv_freq_ = nullptr;      // [head_dim / 2]
+  const float* final_norm_ = nullptr;  // [hidden]
+  const float* lm_head_ = nullptr;     // [vocab_rows, hidden] (the embedding when tied)
+  const float* inv_freq_ = nullptr;    // [head_dim / 2]
   std::vector<DeviceLayer> layers_;
   Arena arena_;
-  std::vector<int32_t> local_ids_;       // [T] host: token ids as rows of embed_tokens_ (tp > 1)
-  std::vector<float> gathered_host_;     // [tp, S, vocab_rows] host (tp > 1)
+  std::vector<int32_t> local_ids_;    // [T] host: token ids as rows of embed_tokens_ (tp > 1)
+  std::vector<float> gathered_host_;  // [tp, S, vocab_rows] host (tp > 1)
 };
 
 }  // namespace headroom::worker

@@ -66,8 +66,8 @@ absl::Status CheckShardable(const ModelConfig& config, int64_t tp, int64_t rank)
   if (problems.empty()) return absl::OkStatus();
   return absl::InvalidArgumentError(absl::StrCat(
       "--tensor-parallel-size ", tp, " cannot shard ", config.source, ": ",
-      absl::StrJoin(problems, "; "), " (sizes that can: ",
-      absl::StrJoin(kvcache::ValidTensorParallelSizes(dims), ", "), ")"));
+      absl::StrJoin(problems, "; "),
+      " (sizes that can: ", absl::StrJoin(kvcache::ValidTensorParallelSizes(dims), ", "), ")"));
 }
 
 absl::StatusOr<ModelWeights> ShardWeights(const ModelConfig& config, const ModelWeights& full,

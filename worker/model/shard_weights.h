@@ -32,7 +32,6 @@ namespace headroom::worker {
 // tensor_parallel_size 1 returns a copy of `full`.
 [[nodiscard]] absl::StatusOr<ModelWeights> ShardWeights(const ModelConfig& config,
                                                         const ModelWeights& full,
-                                                        int64_t tensor_parallel_size,
-                                                        int64_t rank);
+                                                        int64_t tensor_parallel_size, int64_t rank);
 
 }  // namespace headroom::worker
