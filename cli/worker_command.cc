@@ -135,6 +135,10 @@ struct EngineSetup {
   int64_t rank = 0;
 };
 
+worker::ShardSpec ShardOf(const EngineSetup& setup) {
+  return {.tensor_parallel_size = setup.tensor_parallel_size, .rank = setup.rank};
+}
+
 absl::StatusOr<EngineSetup> ParseEngineSetup(const FlagSet& flags) {
   EngineSetup setup;
   setup.model = *flags.GetString("model");
@@ -193,21 +197,19 @@ absl::StatusOr<EngineSetup> ParseEngineSetup(const FlagSet& flags) {
                                                    setup.tensor_parallel_size));
   }
   setup.rank = std::max<int64_t>(0, *flags.GetInt64("rank"));
-  HR_RETURN_IF_ERROR(worker::CheckShardable(config, setup.tensor_parallel_size, setup.rank));
+  HR_RETURN_IF_ERROR(worker::CheckShardable(config, ShardOf(setup)));
   if (setup.tensor_parallel_size > 1 && !flags.GetString("rendezvous").has_value()) {
     return absl::InvalidArgumentError("a rank of a tensor-parallel group needs --rendezvous");
   }
   return setup;
 }
 
-// This rank's shard of the weights (the whole model for a group of one).
+// This rank's shard of the weights (the whole model for a group of one), read or generated
+// slice by slice: the rank never holds the whole model.
 absl::StatusOr<worker::ModelWeights> LoadShard(const EngineSetup& setup) {
-  HR_ASSIGN_OR_RETURN(worker::ModelWeights weights,
-                      setup.model.starts_with("dummy:")
-                          ? worker::DummyWeights(setup.config, setup.options.seed)
-                          : worker::LoadWeights(setup.config, setup.model));
-  if (setup.tensor_parallel_size == 1) return weights;
-  return worker::ShardWeights(setup.config, weights, setup.tensor_parallel_size, setup.rank);
+  return setup.model.starts_with("dummy:")
+             ? worker::DummyWeights(setup.config, setup.options.seed, ShardOf(setup))
+             : worker::LoadWeights(setup.config, setup.model, ShardOf(setup));
 }
 
 // Meets the other ranks of the group (after loading, so slow loaders only delay the meeting).

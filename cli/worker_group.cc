@@ -52,7 +52,7 @@ int RunWorkerGroup(absl::Span<const std::string_view> args, const FlagSet& flags
   // Refuse a size that cannot shard the model here, with the reasons, before starting anything.
   absl::StatusOr<worker::ModelConfig> config = worker::LoadModelConfig(*flags.GetString("model"));
   absl::Status valid = config.status();
-  if (valid.ok()) valid = worker::CheckShardable(*config, tp, 0);
+  if (valid.ok()) valid = worker::CheckShardable(*config, {.tensor_parallel_size = tp, .rank = 0});
   if (!valid.ok()) {
     err << "error: " << valid.message() << "\n";
     return kExitRefused;

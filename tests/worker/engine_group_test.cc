@@ -85,10 +85,9 @@ TEST(EngineGroupTest, AGroupOfTwoAndOfFourGivesTheTokensOfOneRank) {
         auto comm = GlooCommunicator::Create(
             {.rank = rank, .world_size = tp, .store = &store, .timeout = absl::Seconds(30)});
         ASSERT_TRUE(comm.ok()) << comm.status();
-        auto shard = ShardWeights(m.config, m.weights, tp, rank);
-        ASSERT_TRUE(shard.ok()) << shard.status();
+        const ModelWeights shard = testdata::LoadFixtureShard("llama-gqa", tp, rank);
         CpuBackend rank_backend(1);
-        auto follower = Follower::Create(m.config, *shard, Options(), &rank_backend, comm->get());
+        auto follower = Follower::Create(m.config, shard, Options(), &rank_backend, comm->get());
         ASSERT_TRUE(follower.ok()) << follower.status();
         const absl::Status run = (*follower)->Run();
         EXPECT_TRUE(run.ok()) << run;
@@ -99,10 +98,9 @@ TEST(EngineGroupTest, AGroupOfTwoAndOfFourGivesTheTokensOfOneRank) {
     auto comm = GlooCommunicator::Create(
         {.rank = 0, .world_size = tp, .store = &store, .timeout = absl::Seconds(30)});
     ASSERT_TRUE(comm.ok()) << comm.status();
-    auto shard = ShardWeights(m.config, m.weights, tp, 0);
-    ASSERT_TRUE(shard.ok()) << shard.status();
+    const ModelWeights shard = testdata::LoadFixtureShard("llama-gqa", tp, 0);
     CpuBackend leader_backend(1);
-    auto leader = Engine::Create(m.config, *shard, Options(), &leader_backend, comm->get());
+    auto leader = Engine::Create(m.config, shard, Options(), &leader_backend, comm->get());
     ASSERT_TRUE(leader.ok()) << leader.status();
     EXPECT_TRUE((*leader)->leads_group());
     EXPECT_EQ(RunAll(**leader), expected);
@@ -129,10 +127,9 @@ TEST(EngineGroupTest, AFollowerThatDiesFailsTheLeadersRequestsAndReportsIt) {
   auto comm = GlooCommunicator::Create(
       {.rank = 0, .world_size = 2, .store = &store, .timeout = absl::Seconds(30)});
   ASSERT_TRUE(comm.ok()) << comm.status();
-  auto shard = ShardWeights(m.config, m.weights, 2, 0);
-  ASSERT_TRUE(shard.ok());
+  const ModelWeights shard = testdata::LoadFixtureShard("llama-gqa", 2, 0);
   CpuBackend backend(1);
-  auto engine = Engine::Create(m.config, *shard, Options(), &backend, comm->get());
+  auto engine = Engine::Create(m.config, shard, Options(), &backend, comm->get());
   ASSERT_TRUE(engine.ok()) << engine.status();
   std::promise<absl::Status> reported;
   EngineLoop loop(*std::move(engine),

@@ -31,4 +31,13 @@ inline const FixtureModel& LoadFixtureModel(const std::string& name) {
   return it->second;
 }
 
+// Rank `rank`'s shard of the fixture for a group of `tp`, loaded as a worker rank loads it.
+inline ModelWeights LoadFixtureShard(const std::string& name, int64_t tp, int64_t rank) {
+  const FixtureModel& m = LoadFixtureModel(name);
+  absl::StatusOr<ModelWeights> shard =
+      LoadWeights(m.config, FixtureDir(name).string(), {.tensor_parallel_size = tp, .rank = rank});
+  HR_CHECK_MSG(shard.ok(), "fixture shard does not load");
+  return *std::move(shard);
+}
+
 }  // namespace headroom::worker::testdata

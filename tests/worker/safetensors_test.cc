@@ -310,6 +310,35 @@ TEST(SafetensorsTest, ReadFloat32ChecksTheDestinationSize) {
   ExpectInvalid(file->ReadFloat32(*file->Find("w"), absl::MakeSpan(out)), {"destination"});
 }
 
+TEST(SafetensorsTest, ReadsARangeOfElementsOfEachDtype) {
+  // The same [2, 3] values stored as F32, F16 and BF16 (all exact in 16 bits), at an odd offset.
+  std::string header = R"({"f":{"dtype":"F32","shape":[2,3],"data_offsets":[0,24]},)"
+                       R"("h":{"dtype":"F16","shape":[2,3],"data_offsets":[24,36]},)"
+                       R"("b":{"dtype":"BF16","shape":[2,3],"data_offsets":[36,48]}})";
+  if (header.size() % 2 == 0) header += ' ';
+  const std::string data = FloatBytes({1.0f, -2.0f, 0.5f, 4.0f, -0.25f, 8.0f}) +
+                           U16Bytes({0x3C00, 0xC000, 0x3800, 0x4400, 0xB400, 0x4800}) +
+                           U16Bytes({0x3F80, 0xC000, 0x3F00, 0x4080, 0xBE80, 0x4100});
+  absl::StatusOr<SafetensorsFile> file =
+      SafetensorsFile::FromBytes(FileBytes(header, data), "bad.safetensors");
+  ASSERT_TRUE(file.ok()) << file.status();
+  for (const char* name : {"f", "h", "b"}) {
+    SCOPED_TRACE(name);
+    const SafetensorsTensor& tensor = *file->Find(name);
+    std::vector<float> row(3);
+    ASSERT_TRUE(file->ReadFloat32(tensor, 3, absl::MakeSpan(row)).ok());
+    EXPECT_THAT(row, ElementsAre(4.0f, -0.25f, 8.0f));  // the second row
+    std::vector<float> column(1);
+    ASSERT_TRUE(file->ReadFloat32(tensor, 1, absl::MakeSpan(column)).ok());
+    EXPECT_THAT(column, ElementsAre(-2.0f));
+    std::vector<float> none;
+    EXPECT_TRUE(file->ReadFloat32(tensor, 6, absl::MakeSpan(none)).ok());
+    ExpectInvalid(file->ReadFloat32(tensor, 4, absl::MakeSpan(row)),
+                  {"6 elements", "[4, 7) are not inside it"});
+    ExpectInvalid(file->ReadFloat32(tensor, -1, absl::MakeSpan(column)), {"[-1, 0)"});
+  }
+}
+
 TEST(SafetensorsTest, EveryTruncationOfARealFileFailsCleanly) {
   const std::filesystem::path path = testdata::FixtureDir("safetensors") / "dtypes.safetensors";
   std::ifstream in(path, std::ios::binary | std::ios::ate);

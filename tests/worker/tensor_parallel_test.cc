@@ -9,6 +9,7 @@
 // the vocab-parallel embedding (MHA, 4 KV heads split at both sizes).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <memory>
 #include <ostream>
@@ -72,16 +73,16 @@ struct DecodeRun {
   std::vector<std::vector<int32_t>> tokens;  // per sequence, prompt + greedy tokens
 };
 
-// Greedy decoding on rank `rank` of a group (comm null: one rank, the whole model).
-DecodeRun Decode(const testdata::FixtureModel& m, Communicator* comm) {
-  const int64_t tp = comm == nullptr ? 1 : comm->world_size();
-  const int64_t rank = comm == nullptr ? 0 : comm->rank();
+// Greedy decoding of `fixture` on one rank of a group (comm null: one rank, the whole model),
+// with the rank's shard loaded as a worker rank loads it.
+DecodeRun Decode(const std::string& fixture, Communicator* comm) {
+  const testdata::FixtureModel& m = testdata::LoadFixtureModel(fixture);
   DecodeRun run;
-  absl::StatusOr<ModelWeights> shard = ShardWeights(m.config, m.weights, tp, rank);
-  EXPECT_TRUE(shard.ok()) << shard.status();
-  if (!shard.ok()) return run;
+  const ModelWeights shard =
+      comm == nullptr ? m.weights
+                      : testdata::LoadFixtureShard(fixture, comm->world_size(), comm->rank());
   CpuBackend backend(1);
-  auto model = LlamaModel::Create(m.config, *shard,
+  auto model = LlamaModel::Create(m.config, shard,
                                   {.max_num_batched_tokens = 256,
                                    .max_num_seqs = 4,
                                    .max_model_len = kMaxModelLen,
@@ -114,7 +115,8 @@ DecodeRun Decode(const testdata::FixtureModel& m, Communicator* comm) {
 }
 
 // Every rank's run of a group of `tp` Gloo ranks.
-std::vector<DecodeRun> DecodeSharded(const testdata::FixtureModel& m, int tp) {
+std::vector<DecodeRun> DecodeSharded(const std::string& fixture, int tp) {
+  testdata::LoadFixtureModel(fixture);  // loaded (and cached) before the rank threads read it
   InMemoryRendezvousStore store;
   std::vector<DecodeRun> runs(static_cast<size_t>(tp));
   std::vector<std::thread> ranks;
@@ -123,7 +125,7 @@ std::vector<DecodeRun> DecodeSharded(const testdata::FixtureModel& m, int tp) {
       auto comm = GlooCommunicator::Create(
           {.rank = rank, .world_size = tp, .store = &store, .timeout = absl::Seconds(30)});
       ASSERT_TRUE(comm.ok()) << comm.status();
-      runs[static_cast<size_t>(rank)] = Decode(m, comm->get());
+      runs[static_cast<size_t>(rank)] = Decode(fixture, comm->get());
     });
   }
   for (std::thread& t : ranks) t.join();
@@ -139,10 +141,9 @@ void PrintTo(const Case& c, std::ostream* os) { *os << c.fixture << " at TP=" <<
 class TensorParallelTest : public ::testing::TestWithParam<Case> {};
 
 TEST_P(TensorParallelTest, ShardedGreedyDecodingMatchesOneRank) {
-  const testdata::FixtureModel& m = testdata::LoadFixtureModel(GetParam().fixture);
-  const DecodeRun reference = Decode(m, nullptr);
+  const DecodeRun reference = Decode(GetParam().fixture, nullptr);
   ASSERT_EQ(reference.logits.size(), static_cast<size_t>(kNewTokens));
-  const std::vector<DecodeRun> ranks = DecodeSharded(m, GetParam().tp);
+  const std::vector<DecodeRun> ranks = DecodeSharded(GetParam().fixture, GetParam().tp);
   const DecodeRun& leader = ranks[0];
   ASSERT_EQ(leader.logits.size(), reference.logits.size());
   EXPECT_EQ(leader.tokens, reference.tokens);
@@ -176,36 +177,124 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, TensorParallelTest,
                            return name;
                          });
 
-TEST(ShardWeightsTest, ShardsSliceTheHeadsAndTheMlpAndPadTheVocabulary) {
-  const testdata::FixtureModel& m = testdata::LoadFixtureModel("llama-gqa");
-  // TP=4 of 4 query / 2 KV heads: rank 3 holds query head 3 and replicates KV head 1.
-  absl::StatusOr<ModelWeights> shard = ShardWeights(m.config, m.weights, 4, 3);
-  ASSERT_TRUE(shard.ok()) << shard.status();
-  const int64_t hd = m.config.head_dim;
-  const int64_t hidden = m.config.hidden_size;
-  const LayerWeights& full = m.weights.layers[0];
-  const LayerWeights& mine = shard->layers[0];
-  ASSERT_EQ(mine.q_proj.shape, (std::vector<int64_t>{hd, hidden}));
-  EXPECT_EQ(mine.q_proj.data, std::vector<float>(full.q_proj.data.begin() + 3 * hd * hidden,
-                                                 full.q_proj.data.begin() + 4 * hd * hidden));
-  ASSERT_EQ(mine.k_proj.shape, (std::vector<int64_t>{hd, hidden}));
-  EXPECT_EQ(mine.k_proj.data,
-            std::vector<float>(full.k_proj.data.begin() + hd * hidden, full.k_proj.data.end()));
-  // o_proj: the columns of query head 3.
-  ASSERT_EQ(mine.o_proj.shape, (std::vector<int64_t>{hidden, hd}));
-  EXPECT_EQ(mine.o_proj.data[0], full.o_proj.data[static_cast<size_t>(3 * hd)]);
-  EXPECT_EQ(mine.o_proj.data[static_cast<size_t>(hd)],
-            full.o_proj.data[static_cast<size_t>(m.config.num_attention_heads * hd + 3 * hd)]);
-  // down_proj: the last quarter of the MLP columns.
-  const int64_t inter = m.config.intermediate_size / 4;
-  ASSERT_EQ(mine.down_proj.shape, (std::vector<int64_t>{hidden, inter}));
-  EXPECT_EQ(mine.down_proj.data[0], full.down_proj.data[static_cast<size_t>(3 * inter)]);
-  EXPECT_EQ(shard->embed_tokens.shape, (std::vector<int64_t>{m.config.vocab_size / 4, hidden}));
+// The test's own statement of docs/tensor_parallel.md's table, applied to the whole model:
+// what rank `rank` of a group of `tp` must hold. Rows past a tensor are zero.
+HostTensor RowsOf(const HostTensor& t, int64_t start, int64_t rows) {
+  if (t.empty()) return {};
+  const int64_t width = t.shape.size() > 1 ? t.shape[1] : 1;
+  HostTensor out{.shape = t.shape, .data = std::vector<float>(static_cast<size_t>(rows * width))};
+  out.shape[0] = rows;
+  for (int64_t r = start; r < std::min(start + rows, t.shape[0]); ++r) {
+    for (int64_t c = 0; c < width; ++c) {
+      out.data[static_cast<size_t>((r - start) * width + c)] =
+          t.data[static_cast<size_t>(r * width + c)];
+    }
+  }
+  return out;
 }
 
-TEST(ShardWeightsTest, AGroupSizeThatCannotShardNamesTheReasonAndTheSizesThatCan) {
+HostTensor ColumnsOf(const HostTensor& t, int64_t start, int64_t cols) {
+  HostTensor out{.shape = {t.shape[0], cols},
+                 .data = std::vector<float>(static_cast<size_t>(t.shape[0] * cols))};
+  for (int64_t r = 0; r < t.shape[0]; ++r) {
+    for (int64_t c = 0; c < cols; ++c) {
+      out.data[static_cast<size_t>(r * cols + c)] =
+          t.data[static_cast<size_t>(r * t.shape[1] + start + c)];
+    }
+  }
+  return out;
+}
+
+ModelWeights ExpectedShard(const ModelConfig& c, const ModelWeights& full, int64_t tp,
+                           int64_t rank) {
+  const int64_t hd = c.head_dim;
+  const int64_t heads = c.num_attention_heads / tp;
+  // KV heads split when tp divides them, else each rank copies the one its query heads use.
+  const bool split_kv = c.num_key_value_heads % tp == 0;
+  const int64_t kv_heads = split_kv ? c.num_key_value_heads / tp : 1;
+  const int64_t kv_head = split_kv ? rank * kv_heads : rank / (tp / c.num_key_value_heads);
+  const int64_t inter = c.intermediate_size / tp;
+  const int64_t vocab_rows = (c.vocab_size + tp - 1) / tp;
+  ModelWeights out;
+  out.embed_tokens = RowsOf(full.embed_tokens, rank * vocab_rows, vocab_rows);
+  out.lm_head = RowsOf(full.lm_head, rank * vocab_rows, vocab_rows);
+  out.norm = full.norm;
+  for (const LayerWeights& l : full.layers) {
+    LayerWeights& o = out.layers.emplace_back();
+    o.input_layernorm = l.input_layernorm;
+    o.post_attention_layernorm = l.post_attention_layernorm;
+    o.q_proj = RowsOf(l.q_proj, rank * heads * hd, heads * hd);
+    o.q_proj_bias = RowsOf(l.q_proj_bias, rank * heads * hd, heads * hd);
+    o.k_proj = RowsOf(l.k_proj, kv_head * hd, kv_heads * hd);
+    o.k_proj_bias = RowsOf(l.k_proj_bias, kv_head * hd, kv_heads * hd);
+    o.v_proj = RowsOf(l.v_proj, kv_head * hd, kv_heads * hd);
+    o.v_proj_bias = RowsOf(l.v_proj_bias, kv_head * hd, kv_heads * hd);
+    o.o_proj = ColumnsOf(l.o_proj, rank * heads * hd, heads * hd);
+    if (rank == 0) o.o_proj_bias = l.o_proj_bias;
+    o.gate_proj = RowsOf(l.gate_proj, rank * inter, inter);
+    o.gate_proj_bias = RowsOf(l.gate_proj_bias, rank * inter, inter);
+    o.up_proj = RowsOf(l.up_proj, rank * inter, inter);
+    o.up_proj_bias = RowsOf(l.up_proj_bias, rank * inter, inter);
+    o.down_proj = ColumnsOf(l.down_proj, rank * inter, inter);
+    if (rank == 0) o.down_proj_bias = l.down_proj_bias;
+  }
+  return out;
+}
+
+// Every tensor of `got` equals the one of `want` (names, shapes, values), and none is missing.
+void ExpectSameWeights(const ModelWeights& got, const ModelWeights& want) {
+  const std::vector<NamedWeight> g = ListWeights(got);
+  const std::vector<NamedWeight> w = ListWeights(want);
+  ASSERT_EQ(g.size(), w.size());
+  for (size_t i = 0; i < g.size(); ++i) {
+    ASSERT_EQ(g[i].name, w[i].name);
+    EXPECT_EQ(g[i].tensor->shape, w[i].tensor->shape) << g[i].name;
+    EXPECT_TRUE(g[i].tensor->data == w[i].tensor->data) << g[i].name;
+  }
+}
+
+TEST(ShardedLoadTest, EveryRankReadsExactlyItsSliceOfEveryTensor) {
+  // Sizes with split KV heads, replicated KV heads (llama-gqa at 4), biases on rank 0 only
+  // (qwen2-bias has none on o_proj, q/k/v biases everywhere), a tied and an untied LM head.
+  for (const char* fixture : {"llama-gqa", "qwen2-bias", "llama-tied"}) {
+    const testdata::FixtureModel& m = testdata::LoadFixtureModel(fixture);
+    for (const int64_t tp : {1, 2, 4}) {
+      for (int64_t rank = 0; rank < tp; ++rank) {
+        SCOPED_TRACE(absl::StrCat(fixture, " rank ", rank, " of ", tp));
+        ExpectSameWeights(testdata::LoadFixtureShard(fixture, tp, rank),
+                          ExpectedShard(m.config, m.weights, tp, rank));
+      }
+    }
+  }
+}
+
+TEST(ShardedLoadTest, DummyShardsAreSlicesOfTheWholeDummyModel) {
+  // A vocabulary that 4 does not divide: the last rank's rows past it are zero.
+  ModelConfig config = testdata::LoadFixtureModel("llama-gqa").config;
+  config.vocab_size = 254;
+  config.qkv_bias = config.o_proj_bias = config.mlp_bias = true;
+  const absl::StatusOr<ModelWeights> whole = DummyWeights(config, 7);
+  ASSERT_TRUE(whole.ok()) << whole.status();
+  for (const int64_t tp : {2, 4}) {
+    for (int64_t rank = 0; rank < tp; ++rank) {
+      SCOPED_TRACE(absl::StrCat("rank ", rank, " of ", tp));
+      const absl::StatusOr<ModelWeights> shard =
+          DummyWeights(config, 7, {.tensor_parallel_size = tp, .rank = rank});
+      ASSERT_TRUE(shard.ok()) << shard.status();
+      ExpectSameWeights(*shard, ExpectedShard(config, *whole, tp, rank));
+    }
+  }
+  const absl::StatusOr<ModelWeights> last = DummyWeights(config, 7, {4, 3});
+  ASSERT_TRUE(last.ok());
+  ASSERT_EQ(last->embed_tokens.shape, (std::vector<int64_t>{64, config.hidden_size}));
+  EXPECT_EQ(last->embed_tokens.data.back(), 0.0f);
+  EXPECT_NE(last->embed_tokens.data.front(), 0.0f);
+}
+
+TEST(ShardedLoadTest, AGroupSizeThatCannotShardNamesTheReasonAndTheSizesThatCan) {
   const testdata::FixtureModel& m = testdata::LoadFixtureModel("llama-gqa");
-  const absl::StatusOr<ModelWeights> shard = ShardWeights(m.config, m.weights, 3, 0);
+  const absl::StatusOr<ModelWeights> shard =
+      LoadWeights(m.config, testdata::FixtureDir("llama-gqa").string(), {3, 0});
   ASSERT_EQ(shard.status().code(), absl::StatusCode::kInvalidArgument);
   const std::string message(shard.status().message());
   EXPECT_NE(message.find("4 attention heads are not divisible by 3"), std::string::npos) << message;
@@ -213,9 +302,8 @@ TEST(ShardWeightsTest, AGroupSizeThatCannotShardNamesTheReasonAndTheSizesThatCan
   // A model handed weights that are not its rank's shard refuses them.
   CpuBackend backend(1);
   SingleRankCommunicator one;
-  absl::StatusOr<ModelWeights> half = ShardWeights(m.config, m.weights, 2, 0);
-  ASSERT_TRUE(half.ok());
-  const auto model = LlamaModel::Create(m.config, *half,
+  const ModelWeights half = testdata::LoadFixtureShard("llama-gqa", 2, 0);
+  const auto model = LlamaModel::Create(m.config, half,
                                         {.max_num_batched_tokens = 16,
                                          .max_num_seqs = 1,
                                          .max_model_len = 16,

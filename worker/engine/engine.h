@@ -81,8 +81,8 @@ struct EngineStats {
 
 class Engine {
  public:
-  // `weights` is this rank's shard (ShardWeights) when `comm` has several ranks; `comm` (null: a
-  // group of one) must outlive the engine.
+  // `weights` is this rank's shard (LoadWeights with a ShardSpec) when `comm` has several ranks;
+  // `comm` (null: a group of one) must outlive the engine.
   static absl::StatusOr<std::unique_ptr<Engine>> Create(const ModelConfig& config,
                                                         const ModelWeights& weights,
                                                         const EngineOptions& options,

@@ -2,8 +2,10 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -45,43 +47,44 @@ struct LayerField {
   Presence presence;
   Init init;
   Dim rows;
-  Dim cols;  // kNone for a vector.
+  Dim cols;     // kNone for a vector.
+  Split split;  // What a rank of a tensor-parallel group holds.
 };
 
 // Every LayerWeights field, in the order ListWeights and ExpectedWeights report them.
 constexpr LayerField kLayerFields[] = {
     {"input_layernorm.weight", &LayerWeights::input_layernorm, Presence::kAlways, Init::kOnes,
-     Dim::kHidden, Dim::kNone},
+     Dim::kHidden, Dim::kNone, Split::kReplicated},
     {"self_attn.q_proj.weight", &LayerWeights::q_proj, Presence::kAlways, Init::kRandom, Dim::kQ,
-     Dim::kHidden},
+     Dim::kHidden, Split::kQueryRows},
     {"self_attn.q_proj.bias", &LayerWeights::q_proj_bias, Presence::kQkvBias, Init::kZeros, Dim::kQ,
-     Dim::kNone},
+     Dim::kNone, Split::kQueryRows},
     {"self_attn.k_proj.weight", &LayerWeights::k_proj, Presence::kAlways, Init::kRandom, Dim::kKv,
-     Dim::kHidden},
+     Dim::kHidden, Split::kKvRows},
     {"self_attn.k_proj.bias", &LayerWeights::k_proj_bias, Presence::kQkvBias, Init::kZeros,
-     Dim::kKv, Dim::kNone},
+     Dim::kKv, Dim::kNone, Split::kKvRows},
     {"self_attn.v_proj.weight", &LayerWeights::v_proj, Presence::kAlways, Init::kRandom, Dim::kKv,
-     Dim::kHidden},
+     Dim::kHidden, Split::kKvRows},
     {"self_attn.v_proj.bias", &LayerWeights::v_proj_bias, Presence::kQkvBias, Init::kZeros,
-     Dim::kKv, Dim::kNone},
+     Dim::kKv, Dim::kNone, Split::kKvRows},
     {"self_attn.o_proj.weight", &LayerWeights::o_proj, Presence::kAlways, Init::kRandom,
-     Dim::kHidden, Dim::kQ},
+     Dim::kHidden, Dim::kQ, Split::kQueryColumns},
     {"self_attn.o_proj.bias", &LayerWeights::o_proj_bias, Presence::kOProjBias, Init::kZeros,
-     Dim::kHidden, Dim::kNone},
+     Dim::kHidden, Dim::kNone, Split::kLeaderOnly},
     {"post_attention_layernorm.weight", &LayerWeights::post_attention_layernorm, Presence::kAlways,
-     Init::kOnes, Dim::kHidden, Dim::kNone},
+     Init::kOnes, Dim::kHidden, Dim::kNone, Split::kReplicated},
     {"mlp.gate_proj.weight", &LayerWeights::gate_proj, Presence::kAlways, Init::kRandom,
-     Dim::kInter, Dim::kHidden},
+     Dim::kInter, Dim::kHidden, Split::kMlpRows},
     {"mlp.gate_proj.bias", &LayerWeights::gate_proj_bias, Presence::kMlpBias, Init::kZeros,
-     Dim::kInter, Dim::kNone},
+     Dim::kInter, Dim::kNone, Split::kMlpRows},
     {"mlp.up_proj.weight", &LayerWeights::up_proj, Presence::kAlways, Init::kRandom, Dim::kInter,
-     Dim::kHidden},
+     Dim::kHidden, Split::kMlpRows},
     {"mlp.up_proj.bias", &LayerWeights::up_proj_bias, Presence::kMlpBias, Init::kZeros, Dim::kInter,
-     Dim::kNone},
+     Dim::kNone, Split::kMlpRows},
     {"mlp.down_proj.weight", &LayerWeights::down_proj, Presence::kAlways, Init::kRandom,
-     Dim::kHidden, Dim::kInter},
+     Dim::kHidden, Dim::kInter, Split::kMlpColumns},
     {"mlp.down_proj.bias", &LayerWeights::down_proj_bias, Presence::kMlpBias, Init::kZeros,
-     Dim::kHidden, Dim::kNone},
+     Dim::kHidden, Dim::kNone, Split::kLeaderOnly},
 };
 
 constexpr char kEmbedName[] = "model.embed_tokens.weight";
@@ -96,12 +99,14 @@ std::string ShapeString(absl::Span<const int64_t> shape) {
   return absl::StrCat("[", absl::StrJoin(shape, ", "), "]");
 }
 
-// A tensor the config calls for, with where it goes.
+// A tensor the config calls for, with the part this rank holds and where it goes.
 struct Slot {
   std::string name;
-  std::vector<int64_t> shape;
+  std::vector<int64_t> full_shape;  // In the checkpoint.
+  std::vector<int64_t> shape;       // Held by this rank (empty when slice is kAbsent).
   HostTensor* tensor;
   Init init;
+  TensorSlice slice;
 };
 
 absl::Status ValidateDims(const ModelConfig& config) {
@@ -129,9 +134,12 @@ absl::Status ValidateDims(const ModelConfig& config) {
   return absl::OkStatus();
 }
 
-// The tensors `config` calls for, pointing into `weights` (whose layers are resized to fit).
-absl::StatusOr<std::vector<Slot>> MakeSlots(const ModelConfig& config, ModelWeights& weights) {
+// The tensors `config` calls for, with `shard`'s part of each, pointing into `weights` (whose
+// layers are resized to fit).
+absl::StatusOr<std::vector<Slot>> MakeSlots(const ModelConfig& config, ShardSpec shard,
+                                            ModelWeights& weights) {
   HR_RETURN_IF_ERROR(ValidateDims(config));
+  HR_RETURN_IF_ERROR(CheckShardable(config, shard));
   const auto resolve = [&config](Dim dim) -> int64_t {
     switch (dim) {
       case Dim::kHidden:
@@ -161,24 +169,46 @@ absl::StatusOr<std::vector<Slot>> MakeSlots(const ModelConfig& config, ModelWeig
     return false;
   };
 
+  std::vector<Slot> slots;
+  const auto add = [&](std::string name, std::vector<int64_t> full_shape, HostTensor* tensor,
+                       Init init, Split split) {
+    const TensorSlice slice = SliceOf(config, shard, split);
+    std::vector<int64_t> shape = full_shape;
+    switch (slice.kind) {
+      case TensorSlice::Kind::kWhole:
+        break;
+      case TensorSlice::Kind::kRows:
+        shape[0] = slice.count;
+        break;
+      case TensorSlice::Kind::kColumns:
+        shape[1] = slice.count;
+        break;
+      case TensorSlice::Kind::kAbsent:
+        shape.clear();
+        break;
+    }
+    slots.push_back(
+        {std::move(name), std::move(full_shape), std::move(shape), tensor, init, slice});
+  };
   const int64_t vocab = config.vocab_size;
   const int64_t hidden = config.hidden_size;
   weights.layers.resize(static_cast<size_t>(config.num_hidden_layers));
-  std::vector<Slot> slots;
-  slots.push_back({std::string(kEmbedName), {vocab, hidden}, &weights.embed_tokens, Init::kRandom});
+  add(std::string(kEmbedName), {vocab, hidden}, &weights.embed_tokens, Init::kRandom,
+      Split::kVocabRows);
   for (size_t i = 0; i < weights.layers.size(); ++i) {
     LayerWeights& layer = weights.layers[i];
     for (const LayerField& field : kLayerFields) {
       if (!present(field.presence)) continue;
       std::vector<int64_t> shape = {resolve(field.rows)};
       if (field.cols != Dim::kNone) shape.push_back(resolve(field.cols));
-      slots.push_back(
-          {LayerTensorName(i, field.suffix), std::move(shape), &(layer.*field.member), field.init});
+      add(LayerTensorName(i, field.suffix), std::move(shape), &(layer.*field.member), field.init,
+          field.split);
     }
   }
-  slots.push_back({std::string(kNormName), {hidden}, &weights.norm, Init::kOnes});
+  add(std::string(kNormName), {hidden}, &weights.norm, Init::kOnes, Split::kReplicated);
   if (!config.tie_word_embeddings) {
-    slots.push_back({std::string(kLmHeadName), {vocab, hidden}, &weights.lm_head, Init::kRandom});
+    add(std::string(kLmHeadName), {vocab, hidden}, &weights.lm_head, Init::kRandom,
+        Split::kVocabRows);
   }
   return slots;
 }
@@ -193,7 +223,11 @@ int64_t NumElements(absl::Span<const int64_t> shape) {
 absl::Status CheckHostMemory(const std::vector<Slot>& slots, std::string_view what) {
   // Computed in double: a huge config must not overflow the check itself.
   double bytes = 0;
-  for (const Slot& slot : slots) bytes += 4.0 * static_cast<double>(NumElements(slot.shape));
+  for (const Slot& slot : slots) {
+    if (slot.slice.kind != TensorSlice::Kind::kAbsent) {
+      bytes += 4.0 * static_cast<double>(NumElements(slot.shape));
+    }
+  }
   const long pages = ::sysconf(_SC_PHYS_PAGES);
   const long page_size = ::sysconf(_SC_PAGESIZE);
   if (pages <= 0 || page_size <= 0) return absl::OkStatus();  // Unknown: let the caller try.
@@ -203,6 +237,40 @@ absl::Status CheckHostMemory(const std::vector<Slot>& slots, std::string_view wh
     return absl::ResourceExhaustedError(absl::StrFormat(
         "%s: float32 host weights need %.1f GiB but this machine has %.1f GiB of memory",
         absl::string_view(what.data(), what.size()), bytes / kGiB, physical / kGiB));
+  }
+  return absl::OkStatus();
+}
+
+// Reads the elements [first, first + out.size()) of a slot's full tensor, row-major, into `out`.
+using ElementReader = std::function<absl::Status(int64_t first, absl::Span<float> out)>;
+
+// Fills `slot.tensor` with the part of the full tensor its slice holds, through `read`: one call
+// for a whole tensor or a block of rows, one per row for columns. Rows past the full tensor (the
+// vocabulary padding of the last rank) are zero.
+absl::Status FillSlot(const Slot& slot, const ElementReader& read) {
+  HostTensor& tensor = *slot.tensor;
+  if (slot.slice.kind == TensorSlice::Kind::kAbsent) return absl::OkStatus();
+  tensor.shape = slot.shape;
+  tensor.data.assign(static_cast<size_t>(NumElements(slot.shape)), 0.0f);
+  const absl::Span<float> out = absl::MakeSpan(tensor.data);
+  const int64_t rows = slot.full_shape[0];
+  const int64_t width = slot.full_shape.size() > 1 ? slot.full_shape[1] : 1;
+  switch (slot.slice.kind) {
+    case TensorSlice::Kind::kWhole:
+      return read(0, out);
+    case TensorSlice::Kind::kRows: {
+      const int64_t held = std::clamp<int64_t>(rows - slot.slice.start, 0, slot.slice.count);
+      return read(slot.slice.start * width, out.subspan(0, static_cast<size_t>(held * width)));
+    }
+    case TensorSlice::Kind::kColumns:
+      for (int64_t r = 0; r < rows; ++r) {
+        HR_RETURN_IF_ERROR(read(r * width + slot.slice.start,
+                                out.subspan(static_cast<size_t>(r * slot.slice.count),
+                                            static_cast<size_t>(slot.slice.count))));
+      }
+      return absl::OkStatus();
+    case TensorSlice::Kind::kAbsent:
+      break;
   }
   return absl::OkStatus();
 }
@@ -364,10 +432,12 @@ constexpr double kDummyStd = 0.02;
 constexpr double kSumOfFourStd = 37837.22723720648;
 constexpr double kDummyScale = kDummyStd / kSumOfFourStd;
 
-void FillDummy(uint64_t seed, const std::string& name, absl::Span<float> out) {
+// Elements [first, first + out.size()) of the tensor `name`.
+void FillDummy(uint64_t seed, const std::string& name, int64_t first, absl::Span<float> out) {
   const uint64_t key = Mix64(seed ^ Mix64(HashName(name)));
   for (size_t i = 0; i < out.size(); ++i) {
-    const uint64_t bits = Mix64(key + (static_cast<uint64_t>(i) + 1) * kGolden);
+    const uint64_t index = static_cast<uint64_t>(first) + i;
+    const uint64_t bits = Mix64(key + (index + 1) * kGolden);
     const int64_t sum = static_cast<int64_t>((bits & 0xFFFF) + ((bits >> 16) & 0xFFFF) +
                                              ((bits >> 32) & 0xFFFF) + (bits >> 48));
     out[i] = static_cast<float>(static_cast<double>(sum - 2 * 0xFFFF) * kDummyScale);
@@ -378,10 +448,10 @@ void FillDummy(uint64_t seed, const std::string& name, absl::Span<float> out) {
 
 absl::StatusOr<std::vector<WeightSpec>> ExpectedWeights(const ModelConfig& config) {
   ModelWeights scratch;
-  HR_ASSIGN_OR_RETURN(const std::vector<Slot> slots, MakeSlots(config, scratch));
+  HR_ASSIGN_OR_RETURN(const std::vector<Slot> slots, MakeSlots(config, ShardSpec{}, scratch));
   std::vector<WeightSpec> specs;
   specs.reserve(slots.size());
-  for (const Slot& slot : slots) specs.push_back({slot.name, slot.shape});
+  for (const Slot& slot : slots) specs.push_back({slot.name, slot.full_shape});
   return specs;
 }
 
@@ -401,10 +471,11 @@ std::vector<NamedWeight> ListWeights(const ModelWeights& weights) {
   return named;
 }
 
-absl::StatusOr<ModelWeights> LoadWeights(const ModelConfig& config, std::string_view dir) {
+absl::StatusOr<ModelWeights> LoadWeights(const ModelConfig& config, std::string_view dir,
+                                         ShardSpec shard) {
   const fs::path dir_path{std::string(dir)};
   ModelWeights weights;
-  HR_ASSIGN_OR_RETURN(const std::vector<Slot> slots, MakeSlots(config, weights));
+  HR_ASSIGN_OR_RETURN(const std::vector<Slot> slots, MakeSlots(config, shard, weights));
   HR_RETURN_IF_ERROR(CheckHostMemory(slots, absl::StrCat("checkpoint ", dir_path.string())));
   HR_ASSIGN_OR_RETURN(CheckpointFiles files, CheckpointFiles::Open(dir_path));
   for (const Slot& slot : slots) {
@@ -420,11 +491,13 @@ absl::StatusOr<ModelWeights> LoadWeights(const ModelConfig& config, std::string_
       return found.status();
     }
     const auto [file, tensor] = *found;
-    if (tensor->shape != slot.shape) {
+    // Every rank checks every tensor, also those it does not hold, so that all ranks of a group
+    // accept or refuse a checkpoint alike.
+    if (tensor->shape != slot.full_shape) {
       return absl::InvalidArgumentError(
           absl::StrCat("checkpoint ", dir_path.string(), ": tensor \"", slot.name, "\" in ",
                        file->path(), " has shape ", ShapeString(tensor->shape), ", expected ",
-                       ShapeString(slot.shape), " from the model config"));
+                       ShapeString(slot.full_shape), " from the model config"));
     }
     if (!SafetensorsDTypeConvertsToFloat32(tensor->dtype)) {
       return absl::InvalidArgumentError(
@@ -432,32 +505,33 @@ absl::StatusOr<ModelWeights> LoadWeights(const ModelConfig& config, std::string_
                        file->path(), " has dtype ", tensor->dtype,
                        ", which headroom cannot load (supported: F32, F16, BF16)"));
     }
-    slot.tensor->shape = slot.shape;
-    slot.tensor->data.resize(static_cast<size_t>(NumElements(slot.shape)));
-    HR_RETURN_IF_ERROR(file->ReadFloat32(*tensor, absl::MakeSpan(slot.tensor->data)));
+    HR_RETURN_IF_ERROR(FillSlot(slot, [&](int64_t first, absl::Span<float> out) {
+      return file->ReadFloat32(*tensor, first, out);
+    }));
   }
   return weights;
 }
 
-absl::StatusOr<ModelWeights> DummyWeights(const ModelConfig& config, uint64_t seed) {
+absl::StatusOr<ModelWeights> DummyWeights(const ModelConfig& config, uint64_t seed,
+                                          ShardSpec shard) {
   ModelWeights weights;
-  HR_ASSIGN_OR_RETURN(const std::vector<Slot> slots, MakeSlots(config, weights));
+  HR_ASSIGN_OR_RETURN(const std::vector<Slot> slots, MakeSlots(config, shard, weights));
   HR_RETURN_IF_ERROR(CheckHostMemory(slots, absl::StrCat("dummy weights for ", config.source)));
   for (const Slot& slot : slots) {
-    HostTensor& tensor = *slot.tensor;
-    tensor.shape = slot.shape;
-    switch (slot.init) {
-      case Init::kOnes:
-        tensor.data.assign(static_cast<size_t>(NumElements(slot.shape)), 1.0f);
-        break;
-      case Init::kZeros:
-        tensor.data.assign(static_cast<size_t>(NumElements(slot.shape)), 0.0f);
-        break;
-      case Init::kRandom:
-        tensor.data.resize(static_cast<size_t>(NumElements(slot.shape)));
-        FillDummy(seed, slot.name, absl::MakeSpan(tensor.data));
-        break;
-    }
+    HR_RETURN_IF_ERROR(FillSlot(slot, [&](int64_t first, absl::Span<float> out) {
+      switch (slot.init) {
+        case Init::kOnes:
+          std::fill(out.begin(), out.end(), 1.0f);
+          break;
+        case Init::kZeros:
+          std::fill(out.begin(), out.end(), 0.0f);
+          break;
+        case Init::kRandom:
+          FillDummy(seed, slot.name, first, out);
+          break;
+      }
+      return absl::OkStatus();
+    }));
   }
   return weights;
 }

@@ -24,6 +24,7 @@
 
 #include "absl/status/statusor.h"
 #include "worker/model/model_config.h"
+#include "worker/model/shard_weights.h"
 
 namespace headroom::worker {
 
@@ -87,16 +88,21 @@ struct WeightSpec {
 // The pointers point into `weights`.
 [[nodiscard]] std::vector<NamedWeight> ListWeights(const ModelWeights& weights);
 
-// Loads the checkpoint in directory `dir` for `config` (normally LoadModelConfig(dir)).
+// Loads the checkpoint in directory `dir` for `config` (normally LoadModelConfig(dir)): the whole
+// model, or with `shard` only that rank's part of each tensor (shard_weights.h), read straight
+// from the memory-mapped files, so a rank's host memory holds its shard and never the whole
+// model. Every rank still checks every tensor's presence, shape and dtype.
 [[nodiscard]] absl::StatusOr<ModelWeights> LoadWeights(const ModelConfig& config,
-                                                       std::string_view dir);
+                                                       std::string_view dir, ShardSpec shard = {});
 
 // Seeded random weights for `dummy:<preset>` demos and benchmarks: projections and embeddings
 // drawn from a bell-shaped distribution with mean 0 and standard deviation 0.02 (Hugging Face's
 // init; the sum of four uniforms, bounded at +-0.0693), norms 1, biases 0. The values depend only
 // on (seed, tensor name, element index), computed with integer hashing and one rounding, so they
 // are identical across runs, compilers and machines, and any slice of a tensor can be reproduced
-// on its own. Needs 4 bytes of host memory per parameter; the caller checks that this fits.
-[[nodiscard]] absl::StatusOr<ModelWeights> DummyWeights(const ModelConfig& config, uint64_t seed);
+// on its own: `shard` generates only that rank's part, the same values as the slice of the whole.
+// Needs 4 bytes of host memory per parameter held; refused when that cannot fit.
+[[nodiscard]] absl::StatusOr<ModelWeights> DummyWeights(const ModelConfig& config, uint64_t seed,
+                                                        ShardSpec shard = {});
 
 }  // namespace headroom::worker

@@ -20,7 +20,8 @@ absl::StatusOr<std::unique_ptr<LlamaModel>> LlamaModel::Create(const ModelConfig
     return absl::InvalidArgumentError("model limits must be positive (and at least 2 KV blocks)");
   }
   if (comm != nullptr) {
-    HR_RETURN_IF_ERROR(CheckShardable(config, comm->world_size(), comm->rank()));
+    HR_RETURN_IF_ERROR(
+        CheckShardable(config, {.tensor_parallel_size = comm->world_size(), .rank = comm->rank()}));
   }
   std::unique_ptr<LlamaModel> model(new LlamaModel(config, limits, backend, comm));
   HR_RETURN_IF_ERROR(model->CheckShard(weights));

@@ -10,10 +10,11 @@
 // max_num_seqs) is allocated in Create(); Forward() never allocates.
 //
 // Tensor parallelism (docs/tensor_parallel.md): with a communicator of N ranks the model holds
-// the rank's shard (ShardWeights) and its share of the KV heads. The embedding is vocab-parallel
-// (an id outside the rank's slice reads a zero row, then an all-reduce sums the slices), the
-// attention-out and MLP-down results are all-reduced, and the LM head's slices are all-gathered,
-// so every rank returns the full logits. Every rank runs the same Forward calls in the same order.
+// the rank's shard (LoadWeights with a ShardSpec) and its share of the KV heads. The embedding is
+// vocab-parallel (an id outside the rank's slice reads a zero row, then an all-reduce sums the
+// slices), the attention-out and MLP-down results are all-reduced, and the LM head's slices are
+// all-gathered, so every rank returns the full logits. Every rank runs the same Forward calls in
+// the same order.
 #pragma once
 
 #include <cstdint>
@@ -46,9 +47,9 @@ struct ModelLimits {
 
 class LlamaModel {
  public:
-  // Copies `weights` (this rank's shard: ShardWeights; the whole model without `comm`) to the
-  // device and allocates the KV cache and the activation arena. `comm` (null: a group of one)
-  // must outlive the model.
+  // Copies `weights` (this rank's shard: LoadWeights with a ShardSpec; the whole model without
+  // `comm`) to the device and allocates the KV cache and the activation arena. `comm` (null: a
+  // group of one) must outlive the model.
   static absl::StatusOr<std::unique_ptr<LlamaModel>> Create(const ModelConfig& config,
                                                             const ModelWeights& weights,
                                                             const ModelLimits& limits,

@@ -344,14 +344,26 @@ absl::Status SafetensorsFile::ReadFloat32(const SafetensorsTensor& tensor,
                                                    " elements but the destination holds ",
                                                    out.size()));
   }
-  const absl::Span<const uint8_t> bytes = RawBytes(tensor);
+  return ReadFloat32(tensor, 0, out);
+}
+
+absl::Status SafetensorsFile::ReadFloat32(const SafetensorsTensor& tensor, int64_t first,
+                                          absl::Span<float> out) const {
+  const int64_t n = tensor.num_elements();
+  const auto count = static_cast<int64_t>(out.size());
+  if (first < 0 || first > n || count > n - first) {
+    return absl::InvalidArgumentError(absl::StrCat(path_, ": tensor \"", tensor.name, "\" has ", n,
+                                                   " elements; elements [", first, ", ",
+                                                   first + count, ") are not inside it"));
+  }
+  const int64_t element_bytes = SafetensorsDTypeBytes(tensor.dtype);
+  const uint8_t* src = RawBytes(tensor).data() + first * element_bytes;
   if (tensor.dtype == "F32") {
-    if (n > 0) std::memcpy(out.data(), bytes.data(), bytes.size());
+    if (count > 0) std::memcpy(out.data(), src, out.size() * sizeof(float));
     return absl::OkStatus();
   }
   if (tensor.dtype == "F16" || tensor.dtype == "BF16") {
     const bool is_bf16 = tensor.dtype == "BF16";
-    const uint8_t* src = bytes.data();
     for (size_t i = 0; i < out.size(); ++i) {
       uint16_t bits = 0;
       std::memcpy(&bits, src + 2 * i, sizeof(bits));  // Offsets need not be 2-byte aligned.

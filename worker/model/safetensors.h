@@ -98,6 +98,13 @@ class SafetensorsFile {
   [[nodiscard]] absl::Status ReadFloat32(const SafetensorsTensor& tensor,
                                          absl::Span<float> out) const;
 
+  // Converts the elements [first, first + out.size()) of the tensor (row-major) to float32: a
+  // block of rows, or one row's columns, of a tensor sharded for tensor parallelism. Reads only
+  // those bytes of the mapping. InvalidArgumentError when the range is not inside the tensor or
+  // for a dtype other than F32/F16/BF16.
+  [[nodiscard]] absl::Status ReadFloat32(const SafetensorsTensor& tensor, int64_t first,
+                                         absl::Span<float> out) const;
+
   // The tensor `name` converted to float32; NotFoundError when the file has no such tensor.
   [[nodiscard]] absl::StatusOr<std::vector<float>> ReadFloat32(std::string_view name) const;
 

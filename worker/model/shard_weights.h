@@ -1,6 +1,7 @@
-// Tensor-parallel sharding of host weights (docs/tensor_parallel.md): one rank's slice of a
-// loaded checkpoint, with the shapes kvcache/tensor_parallel.h gives, so the memory plan and the
-// loaded shard always agree.
+// Tensor-parallel sharding of weights (docs/tensor_parallel.md): which part of each checkpoint
+// tensor a rank holds, with the sizes kvcache/tensor_parallel.h gives, so the memory plan and the
+// loaded shard always agree. LoadWeights and DummyWeights (checkpoint.h) take a ShardSpec and
+// read only the rank's part: a rank never holds the whole model in host memory.
 //
 //   q/k/v_proj (+ bias)     rows of the rank's query / KV heads          (column-parallel)
 //   o_proj                  columns of the rank's query heads             (row-parallel)
@@ -13,25 +14,47 @@
 
 #include <cstdint>
 
-#include "absl/status/statusor.h"
+#include "absl/status/status.h"
 #include "kvcache/memory_planner.h"
-#include "worker/model/checkpoint.h"
 #include "worker/model/model_config.h"
 
 namespace headroom::worker {
 
+// One rank of a tensor-parallel group; the default is the whole model.
+struct ShardSpec {
+  int64_t tensor_parallel_size = 1;
+  int64_t rank = 0;
+};
+
+// How tensor parallelism splits a weight (the table above).
+enum class Split {
+  kReplicated,    // whole on every rank
+  kQueryRows,     // rows of the rank's query heads
+  kKvRows,        // rows of the rank's KV heads (split, or one replicated head)
+  kQueryColumns,  // columns of the rank's query heads
+  kMlpRows,       // rows of the rank's MLP slice
+  kMlpColumns,    // columns of the rank's MLP slice
+  kVocabRows,     // rows of the rank's vocabulary slice, zero rows past the vocabulary
+  kLeaderOnly,    // whole on rank 0, absent elsewhere
+};
+
+// The part of a [R] or [R, C] tensor a rank holds.
+struct TensorSlice {
+  enum class Kind { kWhole, kRows, kColumns, kAbsent };
+  Kind kind = Kind::kWhole;
+  int64_t start = 0;  // first row / column (kRows, kColumns)
+  int64_t count = 0;  // rows / columns held; rows past R are zero (kRows)
+};
+
 // The planner's view of a model's shape.
 [[nodiscard]] kvcache::ModelDims ModelDimsOf(const ModelConfig& config);
 
-// Checks that `tensor_parallel_size` can shard `config` (InvalidArgument naming every reason and
-// the sizes that would work) and that `rank` is one of its ranks.
-[[nodiscard]] absl::Status CheckShardable(const ModelConfig& config, int64_t tensor_parallel_size,
-                                          int64_t rank);
+// Checks that `shard.tensor_parallel_size` can shard `config` (InvalidArgument naming every
+// reason and the sizes that would work) and that `shard.rank` is one of its ranks.
+[[nodiscard]] absl::Status CheckShardable(const ModelConfig& config, ShardSpec shard);
 
-// Rank `rank`'s slice of `full` (weights of the whole model, as LoadWeights returns them).
-// tensor_parallel_size 1 returns a copy of `full`.
-[[nodiscard]] absl::StatusOr<ModelWeights> ShardWeights(const ModelConfig& config,
-                                                        const ModelWeights& full,
-                                                        int64_t tensor_parallel_size, int64_t rank);
+// The slice of a `split` weight that `shard` holds (kWhole for every weight of a group of one).
+// `shard` must have passed CheckShardable.
+[[nodiscard]] TensorSlice SliceOf(const ModelConfig& config, ShardSpec shard, Split split);
 
 }  // namespace headroom::worker
