@@ -37,10 +37,14 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 // A Kubernetes-style pod address (16..19 characters).
-std::string PodAddress(int64_t g) { return absl::StrCat("10.244.", g / 250, ".", g % 250 + 2, ":50061"); }
+std::string PodAddress(int64_t g) {
+  return absl::StrCat("10.244.", g / 250, ".", g % 250 + 2, ":50061");
+}
 
 // An address of at most 15 characters (std::string keeps it inline).
-std::string ShortAddress(int64_t g) { return absl::StrCat("10.0.", g / 250, ".", g % 250, ":5006"); }
+std::string ShortAddress(int64_t g) {
+  return absl::StrCat("10.0.", g / 250, ".", g % 250, ":5006");
+}
 
 // `n` up groups of 4096 blocks of 16 tokens; free blocks and load vary so the policy compares.
 std::vector<GroupLoad> Groups(int64_t n, std::string (*name)(int64_t)) {

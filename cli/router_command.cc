@@ -22,10 +22,10 @@
 #include "cli/parse_flags.h"
 #include "cli/stop_signals.h"
 #include "common/flags.h"
+#include "common/metrics.h"
 #include "common/status_macros.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/health_check_service_interface.h"
-#include "common/metrics.h"
 #include "router/discovery/discovery.h"
 #include "router/frontend/http_frontend.h"
 #include "router/http/http_server.h"
@@ -47,7 +47,8 @@ FlagSet MakeRouterFlags() {
                 "request on the worker group with the most free KV blocks. Prints 'headroom "
                 "router listening on HOST:PORT' when serving; SIGTERM/SIGINT finish streams and "
                 "exit 0.");
-  flags.AddInt64("grpc-port", 50051, "Port to listen on (0 = pick a free one; the line says which).");
+  flags.AddInt64("grpc-port", 50051,
+                 "Port to listen on (0 = pick a free one; the line says which).");
   flags.AddInt64("http-port", 8000,
                  "Port of the OpenAI-compatible HTTP API, /health and /metrics (0 = pick a free "
                  "one; -1 = no HTTP).");
@@ -146,8 +147,8 @@ absl::Status Serve(const FlagSet& flags, const sigset_t& stop_signals, std::ostr
   }
   const double discovery_interval_s = *flags.GetDouble("discovery-interval-s");
   if (!(discovery_interval_s >= 0.01 && discovery_interval_s <= 3600)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--discovery-interval-s must be in [0.01, 3600], got ", discovery_interval_s));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--discovery-interval-s must be in [0.01, 3600], got ", discovery_interval_s));
   }
   std::vector<std::string> workers;  // --discovery: none until it resolves (in Start below)
   for (absl::string_view w :
@@ -159,7 +160,8 @@ absl::Status Serve(const FlagSet& flags, const sigset_t& stop_signals, std::ostr
   }
   const int64_t port = *flags.GetInt64("grpc-port");
   if (port < 0 || port > 65535) {
-    return absl::InvalidArgumentError(absl::StrCat("--grpc-port must be in [0, 65535], got ", port));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--grpc-port must be in [0, 65535], got ", port));
   }
   const int64_t max_queue = *flags.GetInt64("max-queue-len");
   if (max_queue < 2 || max_queue > INT32_MAX) {
@@ -228,8 +230,7 @@ absl::Status Serve(const FlagSet& flags, const sigset_t& stop_signals, std::ostr
     router::DiscoveryOptions discovery_options;
     discovery_options.interval = absl::Seconds(discovery_interval_s);
     discovery = std::make_unique<router::Discovery>(
-        *discovery_target, discovery_options,
-        [&monitor, &err](std::vector<std::string> addresses) {
+        *discovery_target, discovery_options, [&monitor, &err](std::vector<std::string> addresses) {
           err << "headroom router: worker groups: " << absl::StrJoin(addresses, ",") << "\n";
           monitor.SetGroups(std::move(addresses));
         });
@@ -271,8 +272,8 @@ absl::Status Serve(const FlagSet& flags, const sigset_t& stop_signals, std::ostr
     }
     http_server = *std::move(started);
   }
-  err << "headroom router: " << workers.size() << " worker group(s), queue "
-      << max_queue << " (resume at " << max_queue * 3 / 4 << ")\n";
+  err << "headroom router: " << workers.size() << " worker group(s), queue " << max_queue
+      << " (resume at " << max_queue * 3 / 4 << ")\n";
   out << "headroom router listening on " << host << ":" << selected_port << std::endl;
   if (http_server != nullptr) {
     out << "headroom router HTTP on " << host << ":" << http_server->port() << std::endl;

@@ -31,8 +31,8 @@ OfferResult AdmissionQueue::Offer(int64_t id, int64_t max_total_tokens, absl::Ti
     const double excess = static_cast<double>(size() - config_.low_watermark);
     const double seconds = drain_rate_ > 0 ? excess / drain_rate_ : kMaxRetryAfterS;
     return {.accepted = false,
-            .retry_after_s = std::clamp(static_cast<int32_t>(std::ceil(seconds)),
-                                        kMinRetryAfterS, kMaxRetryAfterS)};
+            .retry_after_s = std::clamp(static_cast<int32_t>(std::ceil(seconds)), kMinRetryAfterS,
+                                        kMaxRetryAfterS)};
   }
   entries_.push_back({id, max_total_tokens, deadline});
   UpdateAccepting();
@@ -43,8 +43,8 @@ void AdmissionQueue::RecordDrained(int32_t count, absl::Time now) {
   if (last_drain_ != absl::InfinitePast()) {
     const double dt = std::max(absl::ToDoubleSeconds(now - last_drain_), 1e-3);
     const double sample = count / dt;
-    drain_rate_ = drain_rate_ == 0 ? sample : (1 - kDrainRateAlpha) * drain_rate_ +
-                                                  kDrainRateAlpha * sample;
+    drain_rate_ =
+        drain_rate_ == 0 ? sample : (1 - kDrainRateAlpha) * drain_rate_ + kDrainRateAlpha * sample;
   }
   last_drain_ = now;
 }

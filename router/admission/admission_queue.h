@@ -49,8 +49,8 @@ class AdmissionQueue {
   // Places from the head while the policy places; adds each placed request's demand to
   // groups[group].reserved_blocks. Requests that can no longer fit any group are returned with
   // kNeverFits (the groups changed since they were queued).
-  std::vector<PlacedRequest> Place(absl::Span<GroupLoad> groups,
-                                   const LeastLoadedByBlocks& policy, absl::Time now);
+  std::vector<PlacedRequest> Place(absl::Span<GroupLoad> groups, const LeastLoadedByBlocks& policy,
+                                   absl::Time now);
   // Removes and returns the requests whose deadline is at or before `now`.
   std::vector<int64_t> Expire(absl::Time now);
   // Removes a request (client cancel). False if it is not queued.

@@ -22,10 +22,10 @@ struct PlacementRequest {
 };
 
 enum class PlacementOutcome {
-  kPlaced,      // `group` takes it now
-  kWait,        // some candidate could take it once blocks free up: queue it
-  kNoGroup,     // no group is up (or all drain): UNAVAILABLE, retry later
-  kNeverFits,   // no up group's pool or max_model_len can ever hold it: INVALID_ARGUMENT
+  kPlaced,     // `group` takes it now
+  kWait,       // some candidate could take it once blocks free up: queue it
+  kNoGroup,    // no group is up (or all drain): UNAVAILABLE, retry later
+  kNeverFits,  // no up group's pool or max_model_len can ever hold it: INVALID_ARGUMENT
 };
 
 struct PlacementDecision {

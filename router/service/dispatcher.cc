@@ -18,7 +18,9 @@ void Dispatcher::SetUpListener(std::function<void(bool)> listener) {
   up_listener_ = std::move(listener);
 }
 
-void Dispatcher::Start() { thread_ = std::thread([this] { Run(); }); }
+void Dispatcher::Start() {
+  thread_ = std::thread([this] { Run(); });
+}
 
 void Dispatcher::Stop() {
   {
@@ -50,9 +52,9 @@ SubmitResult Dispatcher::Submit(int64_t id, int64_t max_total_tokens, absl::Time
     if (!offer.accepted) {
       ++refused_;
       result.retry_after_s = offer.retry_after_s;
-      result.status = absl::ResourceExhaustedError(absl::StrCat(
-          "every worker group is full and the router's queue holds ", queue_.size(),
-          " requests; retry after ", offer.retry_after_s, " s"));
+      result.status = absl::ResourceExhaustedError(
+          absl::StrCat("every worker group is full and the router's queue holds ", queue_.size(),
+                       " requests; retry after ", offer.retry_after_s, " s"));
       return result;
     }
     queued_[id] = Pending{max_total_tokens, deadline, std::move(listener), {}};
@@ -218,12 +220,12 @@ std::vector<Dispatcher::Delivery> Dispatcher::PassLocked(absl::Time now) {
     } else {
       const PlacementDecision d =
           policy_(table_.loads(), {.max_total_tokens = it->second.max_total_tokens});
-      out.push_back({it->second.listener, placed.id, false, 0,
-                     absl::InvalidArgumentError(absl::StrCat(
-                         "prompt + max_tokens = ", it->second.max_total_tokens,
-                         " tokens can never fit a worker group (largest pool ",
-                         d.largest_pool_tokens, " tokens, largest max_model_len ",
-                         d.largest_max_model_len, ")"))});
+      out.push_back(
+          {it->second.listener, placed.id, false, 0,
+           absl::InvalidArgumentError(absl::StrCat(
+               "prompt + max_tokens = ", it->second.max_total_tokens,
+               " tokens can never fit a worker group (largest pool ", d.largest_pool_tokens,
+               " tokens, largest max_model_len ", d.largest_max_model_len, ")"))});
     }
     queued_.erase(it);
   }

@@ -58,7 +58,7 @@ struct DispatcherOptions {
 
 // Result of Submit.
 struct SubmitResult {
-  absl::Status status;     // OK = queued; RESOURCE_EXHAUSTED; UNAVAILABLE (no group up)
+  absl::Status status;        // OK = queued; RESOURCE_EXHAUSTED; UNAVAILABLE (no group up)
   int32_t retry_after_s = 0;  // for RESOURCE_EXHAUSTED
 };
 
@@ -129,18 +129,18 @@ class Dispatcher {
 
   mutable std::mutex mu_;
   std::condition_variable wake_;
-  bool dirty_ = false;                                  // guarded by mu_
-  bool stopping_ = false;                               // guarded by mu_
-  GroupTable table_;                                    // guarded by mu_
-  AdmissionQueue queue_;                                // guarded by mu_
-  absl::flat_hash_map<int64_t, Pending> queued_;        // guarded by mu_
-  std::deque<int64_t> retries_;                         // guarded by mu_ (ids in failover_)
-  absl::flat_hash_map<int64_t, Pending> failover_;      // guarded by mu_
-  int64_t refused_ = 0;                                 // guarded by mu_
-  int32_t in_flight_ = 0;                               // guarded by mu_
-  absl::flat_hash_set<int64_t> placed_;                 // guarded by mu_
-  std::function<void(bool)> up_listener_;               // set before Start
-  bool last_any_up_ = false;                            // dispatch thread only
+  bool dirty_ = false;                              // guarded by mu_
+  bool stopping_ = false;                           // guarded by mu_
+  GroupTable table_;                                // guarded by mu_
+  AdmissionQueue queue_;                            // guarded by mu_
+  absl::flat_hash_map<int64_t, Pending> queued_;    // guarded by mu_
+  std::deque<int64_t> retries_;                     // guarded by mu_ (ids in failover_)
+  absl::flat_hash_map<int64_t, Pending> failover_;  // guarded by mu_
+  int64_t refused_ = 0;                             // guarded by mu_
+  int32_t in_flight_ = 0;                           // guarded by mu_
+  absl::flat_hash_set<int64_t> placed_;             // guarded by mu_
+  std::function<void(bool)> up_listener_;           // set before Start
+  bool last_any_up_ = false;                        // dispatch thread only
   std::thread thread_;
 };
 

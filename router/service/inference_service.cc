@@ -20,8 +20,7 @@ namespace headroom::router {
 
 namespace {
 grpc::Status ToGrpc(const absl::Status& status) {
-  return grpc::Status(static_cast<grpc::StatusCode>(status.code()),
-                      std::string(status.message()));
+  return grpc::Status(static_cast<grpc::StatusCode>(status.code()), std::string(status.message()));
 }
 
 }  // namespace
@@ -32,8 +31,8 @@ class GenerateReactor;
 // Lifetime: holds itself (self_) from Start until OnDone; holds its parent until then.
 class WorkerCall final : public grpc::ClientReadReactor<v1::SubmitResponse> {
  public:
-  WorkerCall(std::shared_ptr<GenerateReactor> parent, size_t group) : parent_(std::move(parent)),
-                                                                      group_(group) {}
+  WorkerCall(std::shared_ptr<GenerateReactor> parent, size_t group)
+      : parent_(std::move(parent)), group_(group) {}
   void Start(std::shared_ptr<WorkerCall> self, v1::Worker::Stub* stub, absl::Time deadline) {
     self_ = std::move(self);
     context_.set_deadline(absl::ToChronoTime(deadline));
@@ -70,9 +69,9 @@ class GenerateReactor final : public grpc::ServerWriteReactor<v1::GenerateRespon
     const std::string served = service_->ModelName();
     if (!request.model().empty() && request.model() != served) {
       Refused(RefusalReason::kUnknownModel);
-      End(grpc::Status(grpc::StatusCode::NOT_FOUND,
-                       absl::StrCat("model \"", request.model(), "\" is not served here (",
-                                    served, ")")));
+      End(grpc::Status(
+          grpc::StatusCode::NOT_FOUND,
+          absl::StrCat("model \"", request.model(), "\" is not served here (", served, ")")));
       return;
     }
     absl::StatusOr<ValidatedRequest> validated = ValidateGenerateRequest(
@@ -89,14 +88,14 @@ class GenerateReactor final : public grpc::ServerWriteReactor<v1::GenerateRespon
                     : absl::FromChrono(client_deadline);
     const Tokenizer& tokenizer = *service_->options_.tokenizer;
     const size_t context_tokens = std::min<size_t>(req_.prompt.size(), 4);
-    detokenizer_.emplace(tokenizer, DecodeOptions{},
-                         std::span<const int32_t>(req_.prompt.data() + req_.prompt.size() -
-                                                      context_tokens,
-                                                  context_tokens));
+    detokenizer_.emplace(
+        tokenizer, DecodeOptions{},
+        std::span<const int32_t>(req_.prompt.data() + req_.prompt.size() - context_tokens,
+                                 context_tokens));
     stop_.emplace(StopMatcherOptions{req_.stop, req_.include_stop_str_in_output});
     admitted_at_ = absl::Now();
-    const SubmitResult submitted = service_->dispatcher_->Submit(
-        id_, req_.max_total_tokens(), deadline_, weak_from_this());
+    const SubmitResult submitted =
+        service_->dispatcher_->Submit(id_, req_.max_total_tokens(), deadline_, weak_from_this());
     if (!submitted.status.ok()) {
       Refused(RefusalReasonOf(submitted.status.code()));
       if (submitted.retry_after_s > 0) {
@@ -322,9 +321,8 @@ class GenerateReactor final : public grpc::ServerWriteReactor<v1::GenerateRespon
     auto* call = new AbortCall();
     call->context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
     call->request.set_request_id(static_cast<uint64_t>(id_));
-    service_->monitor_->stub(group)->async()->Abort(
-        &call->context, &call->request, &call->response,
-        [call](const grpc::Status&) { delete call; });
+    service_->monitor_->stub(group)->async()->Abort(&call->context, &call->request, &call->response,
+                                                    [call](const grpc::Status&) { delete call; });
   }
 
   InferenceService* const service_;
@@ -338,18 +336,18 @@ class GenerateReactor final : public grpc::ServerWriteReactor<v1::GenerateRespon
 
   std::mutex mu_;
   std::optional<IncrementalDetokenizer> detokenizer_;  // guarded by mu_ after Begin
-  std::optional<StopMatcher> stop_;                     // guarded by mu_ after Begin
-  std::deque<v1::GenerateResponse> outbox_;             // guarded by mu_
-  v1::GenerateResponse current_;                        // the write in flight
-  bool writing_ = false;                                // guarded by mu_
-  std::optional<grpc::Status> finish_;                  // guarded by mu_: how it will end
-  bool finish_called_ = false;                          // guarded by mu_
-  bool done_ = false;                                   // guarded by mu_
-  bool cancelled_ = false;                              // guarded by mu_: client cancelled
-  int32_t completion_tokens_ = 0;                       // guarded by mu_
-  size_t group_ = 0;                                    // guarded by mu_
-  absl::flat_hash_set<size_t> tried_;                   // guarded by mu_
-  std::shared_ptr<WorkerCall> worker_call_;             // guarded by mu_
+  std::optional<StopMatcher> stop_;                    // guarded by mu_ after Begin
+  std::deque<v1::GenerateResponse> outbox_;            // guarded by mu_
+  v1::GenerateResponse current_;                       // the write in flight
+  bool writing_ = false;                               // guarded by mu_
+  std::optional<grpc::Status> finish_;                 // guarded by mu_: how it will end
+  bool finish_called_ = false;                         // guarded by mu_
+  bool done_ = false;                                  // guarded by mu_
+  bool cancelled_ = false;                             // guarded by mu_: client cancelled
+  int32_t completion_tokens_ = 0;                      // guarded by mu_
+  size_t group_ = 0;                                   // guarded by mu_
+  absl::flat_hash_set<size_t> tried_;                  // guarded by mu_
+  std::shared_ptr<WorkerCall> worker_call_;            // guarded by mu_
 };
 
 void WorkerCall::OnReadDone(bool ok) {

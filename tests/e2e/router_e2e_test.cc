@@ -2,12 +2,11 @@
 // router's byte tokenizer fits it) and one real `headroom router` in front of them, spoken to
 // over gRPC. Every RPC has a deadline; every child is SIGKILLed in teardown if still alive.
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <gtest/gtest.h>
 
 #include <atomic>
 #include <chrono>
@@ -35,10 +34,24 @@ using std::chrono::system_clock;
 using Child = e2e::ChildProcess;
 
 std::vector<std::string> WorkerFlags(int blocks) {
-  return {"--model", worker::testdata::FixtureDir("llama-gqa").string(), "--port", "0", "--metrics-port", "-1",
-          "--num-gpu-blocks-override", std::to_string(blocks), "--block-size", "16",
-          "--max-num-seqs", "4", "--max-num-batched-tokens", "256", "--max-model-len", "256",
-          "--threads", "1"};
+  return {"--model",
+          worker::testdata::FixtureDir("llama-gqa").string(),
+          "--port",
+          "0",
+          "--metrics-port",
+          "-1",
+          "--num-gpu-blocks-override",
+          std::to_string(blocks),
+          "--block-size",
+          "16",
+          "--max-num-seqs",
+          "4",
+          "--max-num-batched-tokens",
+          "256",
+          "--max-model-len",
+          "256",
+          "--threads",
+          "1"};
 }
 
 std::unique_ptr<grpc::ClientContext> Context(int timeout_s = 30) {
@@ -64,8 +77,7 @@ struct Result {
   std::string retry_after;
 };
 
-Result Generate(v1::Inference::Stub& stub, const v1::GenerateRequest& request,
-                int timeout_s = 60) {
+Result Generate(v1::Inference::Stub& stub, const v1::GenerateRequest& request, int timeout_s = 60) {
   Result result;
   auto context = Context(timeout_s);
   auto reader = stub.Generate(context.get(), request);
@@ -95,8 +107,8 @@ class RouterE2eTest : public ::testing::Test {
     ASSERT_FALSE(worker_a_->address().empty());
     ASSERT_FALSE(worker_b_->address().empty());
     std::vector<std::string> flags = {
-        "--grpc-port", "0", "--http-port", "-1", "--workers",
-        worker_a_->address() + "," + worker_b_->address()};
+        "--grpc-port", "0",         "--http-port",
+        "-1",          "--workers", worker_a_->address() + "," + worker_b_->address()};
     flags.insert(flags.end(), router_flags.begin(), router_flags.end());
     router_ = std::make_unique<Child>("router", flags);
     ASSERT_FALSE(router_->address().empty()) << "the router did not print its listening line";
@@ -295,9 +307,9 @@ TEST_F(RouterE2eTest, DnsDiscoveryOfLocalhostFindsTheWorker) {
   ASSERT_FALSE(worker_a_->address().empty());
   const std::string port = worker_a_->address().substr(worker_a_->address().rfind(':') + 1);
   router_ = std::make_unique<Child>(
-      "router", std::vector<std::string>{"--grpc-port", "0", "--http-port", "-1", "--discovery",
-                                         "dns:///localhost:" + port, "--discovery-interval-s",
-                                         "0.2"});
+      "router",
+      std::vector<std::string>{"--grpc-port", "0", "--http-port", "-1", "--discovery",
+                               "dns:///localhost:" + port, "--discovery-interval-s", "0.2"});
   ASSERT_FALSE(router_->address().empty()) << "the router did not print its listening line";
   channel_ = grpc::CreateChannel(router_->address(), grpc::InsecureChannelCredentials());
   stub_ = v1::Inference::NewStub(channel_);
