@@ -72,10 +72,12 @@ void RunPlacement(benchmark::State& state, std::string (*name)(int64_t)) {
   const LeastLoadedByBlocks policy;
   size_t i = 0;
   for (auto _ : state) {
-    const PlacementDecision d = policy(groups, {.max_total_tokens = kRequestTokens[i++ % 8]});
+    const PlacementDecision d =
+        policy(groups, {.max_total_tokens = kRequestTokens[i++ % 8], .cached_blocks = {}});
     benchmark::DoNotOptimize(d.group);
   }
-  HR_CHECK(policy(groups, {.max_total_tokens = 512}).outcome == PlacementOutcome::kPlaced);
+  HR_CHECK(policy(groups, {.max_total_tokens = 512, .cached_blocks = {}}).outcome ==
+           PlacementOutcome::kPlaced);
   state.SetItemsProcessed(state.iterations());
 }
 

@@ -78,6 +78,9 @@ FlagSet MakeRouterFlags() {
                  "Requests the admission queue holds before refusing with RESOURCE_EXHAUSTED "
                  "(accepts again at 3/4 of it).");
   flags.AddInt64("request-timeout-s", 600, "Deadline of requests whose client sets none.");
+  flags.AddDouble("prefix-affinity-weight", 1.0,
+                  "Placement weighs each leading prompt block a group has cached (by this "
+                  "router's placements) as this many free blocks; 0 = place by free blocks only.");
   flags.AddString("served-model-name", std::nullopt,
                   "Model id in ListModels (default: the model the workers report).");
   flags.AddInt64("shutdown-timeout-s", 30,
@@ -194,8 +197,14 @@ absl::Status Serve(const FlagSet& flags, const sigset_t& stop_signals, std::ostr
   HR_ASSIGN_OR_RETURN(const std::optional<router::openai::ChatFormat> chat_format,
                       ChatFormat(flags));
 
+  const double prefix_affinity_weight = *flags.GetDouble("prefix-affinity-weight");
+  if (!(prefix_affinity_weight >= 0 && prefix_affinity_weight <= 1e6)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--prefix-affinity-weight must be in [0, 1e6], got ", prefix_affinity_weight));
+  }
   router::DispatcherOptions dispatch_options;
   dispatch_options.groups = workers;
+  dispatch_options.prefix_affinity_weight = prefix_affinity_weight;
   dispatch_options.admission.high_watermark = static_cast<int32_t>(max_queue);
   dispatch_options.admission.low_watermark = static_cast<int32_t>(max_queue * 3 / 4);
   router::Dispatcher dispatcher(dispatch_options);

@@ -52,10 +52,20 @@ void AdmissionQueue::RecordDrained(int32_t count, absl::Time now) {
 std::vector<PlacedRequest> AdmissionQueue::Place(absl::Span<GroupLoad> groups,
                                                  const LeastLoadedByBlocks& policy,
                                                  absl::Time now) {
+  return Place(
+      groups,
+      [&policy](absl::Span<const GroupLoad> view, int64_t /*id*/, int64_t max_total_tokens) {
+        return policy(view, {.max_total_tokens = max_total_tokens, .cached_blocks = {}});
+      },
+      now);
+}
+
+std::vector<PlacedRequest> AdmissionQueue::Place(absl::Span<GroupLoad> groups, Placer place,
+                                                 absl::Time now) {
   std::vector<PlacedRequest> placed;
   while (!entries_.empty()) {
     const Entry& head = entries_.front();
-    const PlacementDecision d = policy(groups, {.max_total_tokens = head.max_total_tokens});
+    const PlacementDecision d = place(groups, head.id, head.max_total_tokens);
     if (d.outcome == PlacementOutcome::kWait || d.outcome == PlacementOutcome::kNoGroup) break;
     PlacedRequest& p = placed.emplace_back();
     p.id = head.id;

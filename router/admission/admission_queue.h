@@ -12,6 +12,7 @@
 #include <deque>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "router/placement/group_load.h"
@@ -46,9 +47,14 @@ class AdmissionQueue {
 
   // Queues request `id` unless the queue is refusing (see the hysteresis above).
   OfferResult Offer(int64_t id, int64_t max_total_tokens, absl::Time deadline);
-  // Places from the head while the policy places; adds each placed request's demand to
+  // Decides one queued request: (groups, id, max_total_tokens) -> decision.
+  using Placer = absl::FunctionRef<PlacementDecision(absl::Span<const GroupLoad>, int64_t id,
+                                                     int64_t max_total_tokens)>;
+  // Places from the head while `place` places; adds each placed request's demand to
   // groups[group].reserved_blocks. Requests that can no longer fit any group are returned with
   // kNeverFits (the groups changed since they were queued).
+  std::vector<PlacedRequest> Place(absl::Span<GroupLoad> groups, Placer place, absl::Time now);
+  // The same with `policy` and no prefix information.
   std::vector<PlacedRequest> Place(absl::Span<GroupLoad> groups, const LeastLoadedByBlocks& policy,
                                    absl::Time now);
   // Removes and returns the requests whose deadline is at or before `now`.

@@ -11,7 +11,7 @@ PlacementDecision LeastLoadedByBlocks::operator()(absl::Span<const GroupLoad> gr
   bool any_up = false;
   bool any_candidate = false;
   std::optional<size_t> best;
-  int64_t best_left = 0;
+  double best_score = 0;
   for (size_t i = 0; i < groups.size(); ++i) {
     const GroupLoad& g = groups[i];
     if (!g.up || g.draining || g.block_size <= 0) continue;
@@ -24,19 +24,22 @@ PlacementDecision LeastLoadedByBlocks::operator()(absl::Span<const GroupLoad> gr
     any_candidate = true;
     const int64_t left = g.available_blocks() - demand;
     if (left < 0) continue;
+    const int64_t cached = i < request.cached_blocks.size() ? request.cached_blocks[i] : 0;
+    const double score =
+        static_cast<double>(left) + prefix_affinity_weight_ * static_cast<double>(cached);
     if (best) {
       const GroupLoad& b = groups[*best];
-      // More blocks left wins; then fewer running + waiting; then the name. std::tie compares
+      // The higher score wins; then fewer running + waiting; then the name. std::tie compares
       // the names by reference (make_tuple copied them: two heap allocations per candidate).
-      const int64_t neg_left = -left, best_neg_left = -best_left;
+      const double neg_score = -score, best_neg_score = -best_score;
       const int64_t load = int64_t{g.running} + g.waiting;
       const int64_t best_load = int64_t{b.running} + b.waiting;
-      if (!(std::tie(neg_left, load, g.group) < std::tie(best_neg_left, best_load, b.group))) {
+      if (!(std::tie(neg_score, load, g.group) < std::tie(best_neg_score, best_load, b.group))) {
         continue;
       }
     }
     best = i;
-    best_left = left;
+    best_score = score;
     decision.demand_blocks = demand;
   }
   if (best) {

@@ -3,8 +3,14 @@
 // A group is a candidate when it is up, not draining, its max_model_len covers the request and
 // its whole pool could hold the request. Among candidates whose available blocks (free minus its
 // waiting queue's demand minus this router's unreported reservations) cover the request's
-// demand, the one with the most blocks left afterwards wins; ties go to the least loaded
-// (running + waiting), then to the group name, so the choice is deterministic.
+// demand, the highest score wins:
+//
+//   score = blocks left afterwards + prefix_affinity_weight x prompt blocks the group has cached
+//
+// so a group that holds the request's prefix (PrefixIndex) takes it unless it is busier by more
+// blocks than the prefix saves (x the weight): affinity bounds the imbalance it causes, and a
+// shared prefix spreads once its group fills up. Affinity never overrides the fit. Ties go to the
+// least loaded (running + waiting), then to the group name, so the choice is deterministic.
 #pragma once
 
 #include <cstdint>
@@ -19,6 +25,9 @@ namespace headroom::router {
 struct PlacementRequest {
   // Prompt + max_tokens: the tokens the request may hold at its end.
   int64_t max_total_tokens = 0;
+  // Per group, indexed like the groups span (empty: none anywhere): how many leading blocks of
+  // the prompt the group holds in its prefix cache.
+  absl::Span<const int64_t> cached_blocks;
 };
 
 enum class PlacementOutcome {
@@ -41,8 +50,16 @@ struct PlacementDecision {
 
 class LeastLoadedByBlocks {
  public:
+  LeastLoadedByBlocks() = default;
+  // 0 turns prefix affinity off.
+  explicit LeastLoadedByBlocks(double prefix_affinity_weight)
+      : prefix_affinity_weight_(prefix_affinity_weight) {}
+
   [[nodiscard]] PlacementDecision operator()(absl::Span<const GroupLoad> groups,
                                              const PlacementRequest& request) const;
+
+ private:
+  double prefix_affinity_weight_ = 1.0;
 };
 
 }  // namespace headroom::router

@@ -9,6 +9,7 @@ namespace headroom::router {
 
 Dispatcher::Dispatcher(DispatcherOptions options)
     : options_(std::move(options)),
+      policy_(options_.prefix_affinity_weight),
       table_(options_.groups, options_.stale_after),
       queue_(options_.admission) {}
 
@@ -40,7 +41,7 @@ void Dispatcher::Wake() {
 }
 
 SubmitResult Dispatcher::Submit(int64_t id, int64_t max_total_tokens, absl::Time deadline,
-                                std::weak_ptr<PlacementListener> listener) {
+                                std::weak_ptr<PlacementListener> listener, PromptPrefix prompt) {
   SubmitResult result;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -57,7 +58,13 @@ SubmitResult Dispatcher::Submit(int64_t id, int64_t max_total_tokens, absl::Time
                        " requests; retry after ", offer.retry_after_s, " s"));
       return result;
     }
-    queued_[id] = Pending{max_total_tokens, deadline, std::move(listener), {}};
+    queued_[id] = Pending{.max_total_tokens = max_total_tokens,
+                          .deadline = deadline,
+                          .listener = std::move(listener),
+                          .tried = {},
+                          .prompt = std::move(prompt),
+                          .hashed_block_size = 0,
+                          .hashes = {}};
     dirty_ = true;
   }
   wake_.notify_all();
@@ -66,10 +73,16 @@ SubmitResult Dispatcher::Submit(int64_t id, int64_t max_total_tokens, absl::Time
 
 void Dispatcher::Resubmit(int64_t id, int64_t max_total_tokens, absl::Time deadline,
                           absl::flat_hash_set<size_t> tried,
-                          std::weak_ptr<PlacementListener> listener) {
+                          std::weak_ptr<PlacementListener> listener, PromptPrefix prompt) {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    failover_[id] = Pending{max_total_tokens, deadline, std::move(listener), std::move(tried)};
+    failover_[id] = Pending{.max_total_tokens = max_total_tokens,
+                            .deadline = deadline,
+                            .listener = std::move(listener),
+                            .tried = std::move(tried),
+                            .prompt = std::move(prompt),
+                            .hashed_block_size = 0,
+                            .hashes = {}};
     retries_.push_back(id);
     dirty_ = true;
   }
@@ -101,7 +114,7 @@ std::vector<GroupSlot> Dispatcher::SetGroups(const std::vector<std::string>& add
   std::vector<GroupSlot> slots;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    table_.SetGroups(addresses);
+    for (size_t group : table_.SetGroups(addresses).removed) prefixes_.Clear(group);
     slots = table_.slots();
     dirty_ = true;
   }
@@ -122,6 +135,8 @@ void Dispatcher::OnStreamDown(size_t group) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     table_.MarkDown(group);
+    // The worker may come back as a new process with an empty prefix cache.
+    prefixes_.Clear(group);
     dirty_ = true;
   }
   wake_.notify_all();
@@ -163,6 +178,33 @@ v1::ClusterState Dispatcher::Snapshot() const {
   return state;
 }
 
+absl::Span<const kvcache::BlockHash> Dispatcher::HashesFor(Pending& p, int32_t block_size) {
+  if (p.hashed_block_size != block_size) {
+    p.hashes = PromptBlockHashes(p.prompt.tokens, block_size, p.prompt.cache_salt);
+    p.hashed_block_size = block_size;
+  }
+  return p.hashes;
+}
+
+PlacementDecision Dispatcher::PlaceLocked(absl::Span<const GroupLoad> groups, Pending& p) {
+  std::vector<int64_t> cached;
+  if (options_.prefix_affinity_weight > 0 && !p.prompt.tokens.empty()) {
+    cached.assign(groups.size(), 0);
+    for (size_t g = 0; g < groups.size(); ++g) {
+      if (groups[g].up && groups[g].block_size > 0) {
+        cached[g] = prefixes_.Match(g, HashesFor(p, groups[g].block_size));
+      }
+    }
+  }
+  return policy_(groups, {.max_total_tokens = p.max_total_tokens, .cached_blocks = cached});
+}
+
+void Dispatcher::RecordPlacementLocked(size_t group, Pending& p) {
+  if (options_.prefix_affinity_weight <= 0 || p.prompt.tokens.empty()) return;
+  const GroupLoad& load = table_.loads()[group];
+  prefixes_.Record(group, HashesFor(p, load.block_size), load.total_blocks);
+}
+
 std::vector<Dispatcher::Delivery> Dispatcher::PassLocked(absl::Time now) {
   std::vector<Delivery> out;
   table_.ExpireStale(now);
@@ -188,12 +230,13 @@ std::vector<Dispatcher::Delivery> Dispatcher::PassLocked(absl::Time now) {
     }
     std::vector<GroupLoad> view(table_.loads().begin(), table_.loads().end());
     for (size_t g : p.tried) view[g].up = false;
-    const PlacementDecision d = policy_(view, {.max_total_tokens = p.max_total_tokens});
+    const PlacementDecision d = PlaceLocked(view, p);
     if (d.outcome == PlacementOutcome::kWait) {
       ++it;
       continue;
     }
     if (d.outcome == PlacementOutcome::kPlaced) {
+      RecordPlacementLocked(d.group, p);
       table_.loads()[d.group].reserved_blocks += d.demand_blocks;
       table_.Track(id, d.group, d.demand_blocks);
       placed_.insert(id);
@@ -209,17 +252,25 @@ std::vector<Dispatcher::Delivery> Dispatcher::PassLocked(absl::Time now) {
     failover_.erase(id);
     it = retries_.erase(it);
   }
-  for (const PlacedRequest& placed : queue_.Place(table_.loads(), policy_, now)) {
+  const auto place = [this](absl::Span<const GroupLoad> groups, int64_t id,
+                            int64_t max_total_tokens) {
+    auto it = queued_.find(id);
+    if (it == queued_.end())
+      return policy_(groups, {.max_total_tokens = max_total_tokens, .cached_blocks = {}});
+    return PlaceLocked(groups, it->second);
+  };
+  for (const PlacedRequest& placed : queue_.Place(table_.loads(), place, now)) {
     auto it = queued_.find(placed.id);
     if (it == queued_.end()) continue;
     if (placed.outcome == PlacementOutcome::kPlaced) {
+      RecordPlacementLocked(placed.group, it->second);
       table_.Track(placed.id, placed.group, placed.demand_blocks);
       placed_.insert(placed.id);
       ++in_flight_;
       out.push_back({it->second.listener, placed.id, true, placed.group, absl::OkStatus()});
     } else {
-      const PlacementDecision d =
-          policy_(table_.loads(), {.max_total_tokens = it->second.max_total_tokens});
+      const PlacementDecision d = policy_(
+          table_.loads(), {.max_total_tokens = it->second.max_total_tokens, .cached_blocks = {}});
       out.push_back(
           {it->second.listener, placed.id, false, 0,
            absl::InvalidArgumentError(absl::StrCat(

@@ -32,8 +32,10 @@
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "headroom/v1/inference.pb.h"
+#include "kvcache/block_hash.h"
 #include "router/admission/admission_queue.h"
 #include "router/placement/placement.h"
+#include "router/placement/prefix_index.h"
 #include "router/service/group_table.h"
 
 namespace headroom::router {
@@ -51,9 +53,17 @@ class PlacementListener {
 struct DispatcherOptions {
   std::vector<std::string> groups;  // initial worker group leader addresses (SetGroups changes)
   AdmissionConfig admission;
+  // Placement's weight of a cached prompt block against a free block (placement.h); 0 = off.
+  double prefix_affinity_weight = 1.0;
   // A group whose last report is older than this is down.
   absl::Duration stale_after = absl::Seconds(2);
   absl::Duration tick = absl::Milliseconds(50);
+};
+
+// The prompt of a request, for prefix-affine placement (PrefixIndex). Empty: no affinity.
+struct PromptPrefix {
+  std::vector<int32_t> tokens;
+  std::string cache_salt;
 };
 
 // Result of Submit.
@@ -77,11 +87,12 @@ class Dispatcher {
 
   // Queues request `id` for placement.
   SubmitResult Submit(int64_t id, int64_t max_total_tokens, absl::Time deadline,
-                      std::weak_ptr<PlacementListener> listener);
+                      std::weak_ptr<PlacementListener> listener, PromptPrefix prompt = {});
   // Failover: places `id` again on a group not in `tried` (no admission-queue limit: it was
   // admitted already). Rejected UNAVAILABLE when no other group can ever take it.
   void Resubmit(int64_t id, int64_t max_total_tokens, absl::Time deadline,
-                absl::flat_hash_set<size_t> tried, std::weak_ptr<PlacementListener> listener);
+                absl::flat_hash_set<size_t> tried, std::weak_ptr<PlacementListener> listener,
+                PromptPrefix prompt = {});
   // The request ended before placement (client cancel): forget it.
   void Cancel(int64_t id);
   // Its worker streamed the first token (reservation goes at the next newer report).
@@ -110,6 +121,10 @@ class Dispatcher {
     absl::Time deadline;
     std::weak_ptr<PlacementListener> listener;
     absl::flat_hash_set<size_t> tried;  // failover only
+    PromptPrefix prompt;
+    // PromptBlockHashes of the prompt for blocks of `hashed_block_size` (computed on first use).
+    int32_t hashed_block_size = 0;
+    std::vector<kvcache::BlockHash> hashes;
   };
   struct Delivery {
     std::weak_ptr<PlacementListener> listener;
@@ -120,18 +135,25 @@ class Dispatcher {
   };
 
   void Run();
+  // The prompt block hashes of `p` for `block_size` (memoized in `p`).
+  absl::Span<const kvcache::BlockHash> HashesFor(Pending& p, int32_t block_size);
+  // Places `p` on `groups` (the loads, or a view of them) with its cached prefix per group.
+  PlacementDecision PlaceLocked(absl::Span<const GroupLoad> groups, Pending& p);
+  // `p` was placed on `group`: its prompt's blocks are now cached there.
+  void RecordPlacementLocked(size_t group, Pending& p);
   // One pass under mu_; returns what to deliver.
   std::vector<Delivery> PassLocked(absl::Time now);
   void Wake();
 
   const DispatcherOptions options_;
-  LeastLoadedByBlocks policy_;  // stateless
+  const LeastLoadedByBlocks policy_;
 
   mutable std::mutex mu_;
   std::condition_variable wake_;
   bool dirty_ = false;                              // guarded by mu_
   bool stopping_ = false;                           // guarded by mu_
   GroupTable table_;                                // guarded by mu_
+  PrefixIndex prefixes_;                            // guarded by mu_
   AdmissionQueue queue_;                            // guarded by mu_
   absl::flat_hash_map<int64_t, Pending> queued_;    // guarded by mu_
   std::deque<int64_t> retries_;                     // guarded by mu_ (ids in failover_)

@@ -94,8 +94,8 @@ class GenerateReactor final : public grpc::ServerWriteReactor<v1::GenerateRespon
                                  context_tokens));
     stop_.emplace(StopMatcherOptions{req_.stop, req_.include_stop_str_in_output});
     admitted_at_ = absl::Now();
-    const SubmitResult submitted =
-        service_->dispatcher_->Submit(id_, req_.max_total_tokens(), deadline_, weak_from_this());
+    const SubmitResult submitted = service_->dispatcher_->Submit(
+        id_, req_.max_total_tokens(), deadline_, weak_from_this(), Prefix());
     if (!submitted.status.ok()) {
       Refused(RefusalReasonOf(submitted.status.code()));
       if (submitted.retry_after_s > 0) {
@@ -227,7 +227,7 @@ class GenerateReactor final : public grpc::ServerWriteReactor<v1::GenerateRespon
     if (failover) {
       if (service_->options_.metrics != nullptr) service_->options_.metrics->OnFailover();
       service_->dispatcher_->Resubmit(id_, req_.max_total_tokens(), deadline_, tried_,
-                                      weak_from_this());
+                                      weak_from_this(), Prefix());
     } else if (end.has_value()) {
       End(*end);
     }
@@ -269,6 +269,9 @@ class GenerateReactor final : public grpc::ServerWriteReactor<v1::GenerateRespon
   }
 
  private:
+  // The prompt, for prefix-affine placement.
+  PromptPrefix Prefix() const { return {.tokens = req_.prompt, .cache_salt = req_.cache_salt}; }
+
   // Ends the stream with `status` after what is already queued (errors drop the queue).
   void End(const grpc::Status& status) {
     {

@@ -16,12 +16,14 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "child_process.h"
 #include "fixtures.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
 #include "headroom/v1/inference.grpc.pb.h"
 #include "headroom/v1/worker.grpc.pb.h"
+#include "http_client.h"
 
 extern char** environ;
 
@@ -330,6 +332,109 @@ TEST_F(RouterE2eTest, DnsDiscoveryOfLocalhostFindsTheWorker) {
   EXPECT_EQ(r.tokens.size(), 8u);
   router_->Signal(SIGTERM);
   EXPECT_EQ(router_->WaitExit(std::chrono::seconds(20)), 0);
+}
+
+// A worker with its /metrics endpoint, for reading its prefix-cache counters.
+struct MeteredWorker {
+  std::unique_ptr<Child> process;
+  int metrics_port = 0;
+
+  explicit MeteredWorker(int blocks) {
+    std::vector<std::string> flags = WorkerFlags(blocks);
+    for (size_t i = 0; i + 1 < flags.size(); ++i) {
+      if (flags[i] == "--metrics-port") flags[i + 1] = "0";
+    }
+    process = std::make_unique<Child>("worker", flags);
+    const std::string line = process->NextLine(std::chrono::seconds(10));
+    const std::string prefix = "headroom worker metrics on ";
+    if (line.rfind(prefix, 0) == 0) metrics_port = e2e::PortOf(line.substr(prefix.size()));
+  }
+  // A counter of this worker, e.g. "vllm:prefix_cache_hits_total".
+  double Counter(const std::string& name) const {
+    const std::string body = e2e::HttpRequestTo(metrics_port, "GET", "/metrics").body;
+    const size_t at = body.find("\n" + name + "{");
+    if (at == std::string::npos) return -1;
+    const size_t space = body.find(' ', at + 1);
+    return std::stod(body.substr(space + 1));
+  }
+};
+
+TEST(RouterPrefixAffinityE2eTest, RepeatedPromptsGoBackToTheGroupThatCachedThem) {
+  // Eight prompts of four full blocks, no block shared between two of them; each sent once
+  // concurrently (they spread over both groups), then each again, one after the other. With
+  // affinity every repeat lands on the group that cached it; without it, placement by free
+  // blocks alone sends them all to one group and the other group's prompts are recomputed.
+  constexpr int kPrompts = 8;
+  std::vector<std::vector<int32_t>> prompts;
+  for (int p = 0; p < kPrompts; ++p) {
+    std::vector<int32_t> tokens;
+    for (int i = 0; i < 64; ++i) tokens.push_back((p * 31 + i * 7 + 1) % 256);
+    prompts.push_back(std::move(tokens));
+  }
+  std::vector<int32_t> calibration;
+  for (int i = 0; i < 64; ++i) calibration.push_back((i * 13 + 200) % 256);
+
+  double per_repeat = 0;  // prompt tokens one repeat on the group that holds it reuses
+  for (const char* weight : {"10", "0"}) {
+    SCOPED_TRACE(absl::StrCat("--prefix-affinity-weight ", weight));
+    const bool affinity = std::string(weight) != "0";
+    MeteredWorker a(64), b(64);
+    ASSERT_GT(a.metrics_port, 0);
+    ASSERT_GT(b.metrics_port, 0);
+    auto router = std::make_unique<Child>(
+        "router", std::vector<std::string>{"--grpc-port", "0", "--http-port", "-1", "--workers",
+                                           a.process->address() + "," + b.process->address(),
+                                           "--prefix-affinity-weight", weight});
+    ASSERT_FALSE(router->address().empty());
+    auto stub = v1::Inference::NewStub(
+        grpc::CreateChannel(router->address(), grpc::InsecureChannelCredentials()));
+    const auto hits = [&] {
+      return a.Counter("vllm:prefix_cache_hits_total") + b.Counter("vllm:prefix_cache_hits_total");
+    };
+    Result first;
+    first.status = grpc::Status(grpc::StatusCode::UNAVAILABLE, "not sent");
+    for (int i = 0; i < 200 && !first.status.ok(); ++i) {  // until the groups reported
+      first = Generate(*stub, Greedy(calibration, 4));
+      if (!first.status.ok()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    ASSERT_TRUE(first.status.ok()) << first.status.error_message();
+    if (affinity) {
+      const double before_repeat = hits();
+      ASSERT_TRUE(Generate(*stub, Greedy(calibration, 4)).status.ok());
+      per_repeat = hits() - before_repeat;
+      ASSERT_GE(per_repeat, 32) << "a repeated prompt should reuse at least two of its blocks";
+    }
+
+    const double served_a = a.Counter("vllm:prompt_tokens_total");
+    const double served_b = b.Counter("vllm:prompt_tokens_total");
+    std::vector<std::thread> threads;
+    for (const std::vector<int32_t>& prompt : prompts) {
+      threads.emplace_back([&stub, prompt] {  // 32 tokens: long enough to overlap
+        EXPECT_TRUE(Generate(*stub, Greedy(prompt, 32)).status.ok());
+      });
+    }
+    for (std::thread& t : threads) t.join();
+    // Each group took at least 3 of the 8 (placement by free blocks spreads concurrent ones).
+    ASSERT_GE(a.Counter("vllm:prompt_tokens_total") - served_a, 3 * 64);
+    ASSERT_GE(b.Counter("vllm:prompt_tokens_total") - served_b, 3 * 64);
+
+    const double before = hits();
+    for (const std::vector<int32_t>& prompt : prompts) {
+      // Settled load reports (workers push every 50 ms): both groups idle and equally free, so
+      // without affinity every repeat goes the same way (the tie-break by name).
+      std::this_thread::sleep_for(std::chrono::milliseconds(150));
+      ASSERT_TRUE(Generate(*stub, Greedy(prompt, 4)).status.ok());
+    }
+    const double repeats = (hits() - before) / per_repeat;
+    if (affinity) {
+      EXPECT_EQ(repeats, kPrompts);
+    } else {
+      EXPECT_LT(repeats, kPrompts - 2);  // at most the 5 prompts of one group were homed there
+    }
+    stub.reset();  // closes the connection: the router's shutdown need not wait for it
+    router->Signal(SIGTERM);
+    EXPECT_EQ(router->WaitExit(std::chrono::seconds(20)), 0);
+  }
 }
 
 }  // namespace

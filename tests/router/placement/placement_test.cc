@@ -92,7 +92,8 @@ TEST(PlacementTest, Table) {
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
-    const PlacementDecision d = LeastLoadedByBlocks{}(c.groups, {.max_total_tokens = c.tokens});
+    const PlacementDecision d =
+        LeastLoadedByBlocks{}(c.groups, {.max_total_tokens = c.tokens, .cached_blocks = {}});
     EXPECT_EQ(d.outcome, c.outcome);
     if (c.outcome == PlacementOutcome::kPlaced) {
       EXPECT_EQ(c.groups[d.group].group, c.group);
@@ -104,11 +105,53 @@ TEST(PlacementTest, Table) {
 TEST(PlacementTest, NeverFitsReportsTheLargestLimits) {
   GroupLoad a = Group("a", 10, 10);
   a.max_model_len = 2048;
-  const PlacementDecision d = LeastLoadedByBlocks{}(std::vector<GroupLoad>{a, Group("b", 20, 20)},
-                                                    {.max_total_tokens = 5000});
+  const PlacementDecision d =
+      LeastLoadedByBlocks{}(std::vector<GroupLoad>{a, Group("b", 20, 20)},
+                            {.max_total_tokens = 5000, .cached_blocks = {}});
   EXPECT_EQ(d.outcome, PlacementOutcome::kNeverFits);
   EXPECT_EQ(d.largest_pool_tokens, 320);
   EXPECT_EQ(d.largest_max_model_len, 4096);
+}
+
+// The name of the group `policy` places a 160-token request (10 blocks) on, or "" if none.
+std::string PlacedOn(const LeastLoadedByBlocks& policy, const std::vector<GroupLoad>& groups,
+                     const std::vector<int64_t>& cached) {
+  const PlacementDecision d = policy(groups, {.max_total_tokens = 160, .cached_blocks = cached});
+  return d.outcome == PlacementOutcome::kPlaced ? groups[d.group].group : "";
+}
+
+TEST(PlacementTest, ACachedPrefixWinsUnlessItsGroupIsBusierByMoreThanItSaves) {
+  const LeastLoadedByBlocks policy;  // weight 1: a cached block is worth one free block
+  // Equal load: the group holding 3 blocks of the prompt takes it.
+  EXPECT_EQ(PlacedOn(policy, {Group("a", 100, 50), Group("b", 100, 50)}, {0, 3}), "b");
+  // b has 2 blocks fewer left but saves 3: b. With 4 fewer it is busier than the prefix saves: a.
+  EXPECT_EQ(PlacedOn(policy, {Group("a", 100, 60), Group("b", 100, 58)}, {0, 3}), "b");
+  EXPECT_EQ(PlacedOn(policy, {Group("a", 100, 60), Group("b", 100, 56)}, {0, 3}), "a");
+  // The longer prefix wins between two groups that hold one.
+  EXPECT_EQ(PlacedOn(policy, {Group("a", 100, 50), Group("b", 100, 50)}, {5, 2}), "a");
+  // No cached blocks anywhere (or none given): most blocks left, as without affinity.
+  EXPECT_EQ(PlacedOn(policy, {Group("a", 100, 50), Group("b", 100, 51)}, {}), "b");
+  // A heavier weight lets the prefix outweigh more imbalance: 50 + 4 x 3 > 61.
+  EXPECT_EQ(PlacedOn(LeastLoadedByBlocks(4.0), {Group("a", 100, 61), Group("b", 100, 50)}, {0, 3}),
+            "b");
+  // Weight 0 turns affinity off.
+  EXPECT_EQ(PlacedOn(LeastLoadedByBlocks(0.0), {Group("a", 100, 51), Group("b", 100, 50)}, {0, 9}),
+            "a");
+}
+
+TEST(PlacementTest, AffinityNeverOverridesTheFit) {
+  const LeastLoadedByBlocks policy(1000.0);
+  // b holds the whole prompt but has 9 of the 10 blocks the request needs: a takes it.
+  EXPECT_EQ(PlacedOn(policy, {Group("a", 100, 10), Group("b", 100, 9)}, {0, 9}), "a");
+  // Nothing else fits: it waits rather than overfill b.
+  const std::vector<GroupLoad> only_b = {Group("b", 100, 9)};
+  const std::vector<int64_t> cached = {9};
+  EXPECT_EQ(policy(only_b, {.max_total_tokens = 160, .cached_blocks = cached}).outcome,
+            PlacementOutcome::kWait);
+  // Down and draining groups stay skipped whatever they hold.
+  GroupLoad down = Group("down", 100, 100);
+  down.up = false;
+  EXPECT_EQ(PlacedOn(policy, {down, Group("c", 100, 20)}, {9, 0}), "c");
 }
 
 }  // namespace

@@ -1,0 +1,59 @@
+#include "router/placement/prefix_index.h"
+
+#include <algorithm>
+
+namespace headroom::router {
+
+std::vector<kvcache::BlockHash> PromptBlockHashes(absl::Span<const int32_t> tokens,
+                                                  int32_t block_size, std::string_view cache_salt) {
+  std::vector<kvcache::BlockHash> hashes;
+  if (block_size <= 0) return hashes;
+  const size_t size = static_cast<size_t>(block_size);
+  hashes.reserve(tokens.size() / size);
+  kvcache::BlockHash parent = kvcache::RootBlockHash(cache_salt);
+  for (size_t start = 0; start + size <= tokens.size(); start += size) {
+    parent = kvcache::HashBlock(parent, tokens.subspan(start, size));
+    hashes.push_back(parent);
+  }
+  return hashes;
+}
+
+int64_t PrefixIndex::Match(size_t group, absl::Span<const kvcache::BlockHash> hashes) const {
+  if (group >= groups_.size()) return 0;
+  const Group& g = groups_[group];
+  int64_t matched = 0;
+  for (const kvcache::BlockHash& hash : hashes) {
+    if (!g.where.contains(hash)) break;
+    ++matched;
+  }
+  return matched;
+}
+
+void PrefixIndex::Record(size_t group, absl::Span<const kvcache::BlockHash> hashes,
+                         int64_t capacity) {
+  if (group >= groups_.size()) groups_.resize(group + 1);
+  Group& g = groups_[group];
+  // Tail first, so that the head of the prompt ends up most recently used.
+  for (auto it = hashes.rbegin(); it != hashes.rend(); ++it) {
+    if (auto found = g.where.find(*it); found != g.where.end()) {
+      g.lru.splice(g.lru.begin(), g.lru, found->second);
+    } else {
+      g.lru.push_front(*it);
+      g.where.emplace(*it, g.lru.begin());
+    }
+  }
+  while (static_cast<int64_t>(g.lru.size()) > std::max<int64_t>(capacity, 0)) {
+    g.where.erase(g.lru.back());
+    g.lru.pop_back();
+  }
+}
+
+void PrefixIndex::Clear(size_t group) {
+  if (group < groups_.size()) groups_[group] = Group{};
+}
+
+int64_t PrefixIndex::size(size_t group) const {
+  return group < groups_.size() ? static_cast<int64_t>(groups_[group].lru.size()) : 0;
+}
+
+}  // namespace headroom::router

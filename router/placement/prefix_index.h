@@ -1,0 +1,60 @@
+// PrefixIndex: the router's view of which prompt blocks each worker group holds in its prefix
+// cache, so that placement can send a request to the group that already computed most of its
+// prompt (multi-turn chats, shared system prompts, few-shot templates).
+//
+// The view is what this router placed, not what the workers report: when a request is placed on
+// a group, the chained hashes of its prompt's full blocks (PromptBlockHashes: the same
+// kvcache/block_hash.h hashes the worker's BlockPool caches them under) are recorded for that
+// group as most recently used. It is approximate in two ways, both only costing a missed or a
+// phantom cache hit, never a wrong answer (the worker looks the prefix up itself):
+//   - a worker evicts cached blocks under memory pressure without telling the router; the index
+//     forgets least recently used entries beyond the group's pool size, the most the group could
+//     hold, and the prompt's tail blocks before its head (the worker frees tails first too);
+//   - several routers each see only their own placements.
+// Memory is bounded by construction: at most total_blocks entries per group (16 bytes of hash
+// plus the LRU links each), so the index can never grow past the cluster's KV pools.
+//
+// Not thread-safe: the dispatcher owns one under its mutex.
+#pragma once
+
+#include <cstdint>
+#include <list>
+#include <string_view>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/types/span.h"
+#include "kvcache/block_hash.h"
+
+namespace headroom::router {
+
+// The chained hashes of the full blocks of `tokens` (a partial last block is not cached by a
+// worker, so it has no hash). Empty when block_size <= 0.
+[[nodiscard]] std::vector<kvcache::BlockHash> PromptBlockHashes(absl::Span<const int32_t> tokens,
+                                                                int32_t block_size,
+                                                                std::string_view cache_salt);
+
+class PrefixIndex {
+ public:
+  // How many leading entries of `hashes` are recorded for `group` (0 for an unknown group).
+  [[nodiscard]] int64_t Match(size_t group, absl::Span<const kvcache::BlockHash> hashes) const;
+
+  // Records `hashes` (a prompt's, in order) as placed on `group`, the first most recently used,
+  // and forgets the least recently used entries beyond `capacity` (the group's pool size).
+  void Record(size_t group, absl::Span<const kvcache::BlockHash> hashes, int64_t capacity);
+
+  // Forgets everything about `group` (it went down or its slot now names another group).
+  void Clear(size_t group);
+
+  // Entries recorded for `group`.
+  [[nodiscard]] int64_t size(size_t group) const;
+
+ private:
+  struct Group {
+    std::list<kvcache::BlockHash> lru;  // front: most recently used
+    absl::flat_hash_map<kvcache::BlockHash, std::list<kvcache::BlockHash>::iterator> where;
+  };
+  std::vector<Group> groups_;  // by group slot
+};
+
+}  // namespace headroom::router
