@@ -3,6 +3,10 @@
 //     addresses, "10.244.x.y:50061", as in a Kubernetes deployment).
 //   BM_PlacementShortNames/G: the same with names of at most 15 characters ("10.0.x.y:5006"), which
 //     fit std::string's inline buffer: the difference is the cost of copying the names.
+//   BM_PrefixAffinePlacement/G: what prefix affinity adds to one decision over G groups whose
+//     indexes each hold 4096 blocks: hashing a 2048-token prompt (128 blocks), matching it against
+//     every group (one holds the whole prefix, the others miss at once), the decision, and
+//     recording the prompt on the chosen group (LRU refresh).
 //   BM_AdmissionOfferPlace: one Offer + Place cycle of an AdmissionQueue holding 1k requests over
 //     8 groups, where the groups have room for exactly one request per cycle (a finished request
 //     freed blocks on one group; the head goes there and the next head must wait).
@@ -29,6 +33,7 @@
 #include "headroom/v1/worker.pb.h"
 #include "router/admission/admission_queue.h"
 #include "router/placement/placement.h"
+#include "router/placement/prefix_index.h"
 #include "router/service/dispatcher.h"
 
 namespace headroom::router {
@@ -86,6 +91,36 @@ BENCHMARK(BM_Placement)->Arg(2)->Arg(8)->Arg(64)->Arg(512);
 
 void BM_PlacementShortNames(benchmark::State& state) { RunPlacement(state, ShortAddress); }
 BENCHMARK(BM_PlacementShortNames)->Arg(2)->Arg(8)->Arg(64)->Arg(512);
+
+void BM_PrefixAffinePlacement(benchmark::State& state) {
+  const int64_t n = state.range(0);
+  const std::vector<GroupLoad> groups = Groups(n, PodAddress);
+  std::vector<int32_t> prompt(2048);
+  for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = static_cast<int32_t>(i * 7 % 32000);
+  // Every group's index full (4096 blocks of other prompts); group n/2 also holds this prompt.
+  PrefixIndex index;
+  for (int64_t g = 0; g < n; ++g) {
+    for (int32_t other = 0; other < 32; ++other) {
+      std::vector<int32_t> tokens(2048, static_cast<int32_t>(g * 100 + other + 1));
+      index.Record(static_cast<size_t>(g), PromptBlockHashes(tokens, 16, ""), 4096);
+    }
+  }
+  const size_t home = static_cast<size_t>(n / 2);
+  index.Record(home, PromptBlockHashes(prompt, 16, ""), 4096);
+  const LeastLoadedByBlocks policy;
+  std::vector<int64_t> cached(groups.size());
+  for (auto _ : state) {
+    const std::vector<kvcache::BlockHash> hashes = PromptBlockHashes(prompt, 16, "");
+    for (size_t g = 0; g < groups.size(); ++g) cached[g] = index.Match(g, hashes);
+    const PlacementDecision d =
+        policy(groups, {.max_total_tokens = 2048 + 256, .cached_blocks = cached});
+    index.Record(d.group, hashes, 4096);
+    benchmark::DoNotOptimize(d.group);
+  }
+  HR_CHECK(cached[home] == 128);
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_PrefixAffinePlacement)->Arg(2)->Arg(8)->Arg(64);
 
 void BM_AdmissionOfferPlace(benchmark::State& state) {
   constexpr int64_t kQueued = 1000;
