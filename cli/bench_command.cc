@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "cli/exit_codes.h"
+#include "cli/load_format_flag.h"
 #include "cli/parse_flags.h"
 #include "common/flags.h"
 #include "common/status_macros.h"
@@ -40,6 +41,7 @@ FlagSet MakeBenchFlags() {
                  "KV blocks in the pool, the null block included (default: enough for "
                  "--max-num-seqs sequences of --max-model-len tokens).");
   flags.AddBool("enable-prefix-caching", true, "Reuse KV blocks of shared prompt prefixes.");
+  AddLoadFormatFlag(flags);
   flags.AddDouble("temperature", 0.0, "Sampling temperature (0 = greedy).");
   flags.AddInt64("seed", 0, "Seed of the prompts and of the dummy weights.");
   flags.AddInt64("threads", 0, "CPU threads (0 = all).");
@@ -68,9 +70,10 @@ absl::Status Bench(const FlagSet& flags, std::ostream& out) {
   const uint64_t seed = static_cast<uint64_t>(*flags.GetInt64("seed"));
 
   const auto load_start = std::chrono::steady_clock::now();
-  absl::StatusOr<worker::ModelWeights> weights = model_name.starts_with("dummy:")
-                                                     ? worker::DummyWeights(config, seed)
-                                                     : worker::LoadWeights(config, model_name);
+  HR_ASSIGN_OR_RETURN(const worker::LoadFormat load_format,
+                      worker::ParseLoadFormat(*flags.GetString("load-format")));
+  absl::StatusOr<worker::ModelWeights> weights =
+      worker::LoadModelWeights(config, model_name, load_format, seed);
   HR_RETURN_IF_ERROR(weights.status());
   worker::CpuBackend backend(static_cast<int>(*flags.GetInt64("threads")));
   HR_ASSIGN_OR_RETURN(

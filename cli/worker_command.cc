@@ -19,6 +19,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "cli/exit_codes.h"
+#include "cli/load_format_flag.h"
 #include "cli/parse_flags.h"
 #include "cli/stop_signals.h"
 #include "cli/worker_group.h"
@@ -68,6 +69,7 @@ FlagSet MakeWorkerFlags() {
                  "KV blocks in the pool, the reserved null block included (default: enough for "
                  "--max-num-seqs sequences of --max-model-len tokens; CPU memory is not planned).");
   flags.AddInt64("seed", 0, "Seed of requests that bring none, and of dummy weights.");
+  AddLoadFormatFlag(flags);
   flags.AddInt64("threads", 0, "CPU threads (0 = all).");
   flags.AddInt64("drain-timeout-s", 30,
                  "On SIGTERM/SIGINT, seconds to let running requests finish before cancelling.");
@@ -131,6 +133,7 @@ struct EngineSetup {
   std::string model;
   worker::ModelConfig config;
   worker::EngineOptions options;
+  worker::LoadFormat load_format = worker::LoadFormat::kAuto;
   int64_t tensor_parallel_size = 1;
   int64_t rank = 0;
 };
@@ -190,6 +193,7 @@ absl::StatusOr<EngineSetup> ParseEngineSetup(const FlagSet& flags) {
   if (*flags.GetDouble("swap-space") < 0) {
     return absl::InvalidArgumentError("--swap-space must be >= 0");
   }
+  HR_ASSIGN_OR_RETURN(setup.load_format, worker::ParseLoadFormat(*flags.GetString("load-format")));
   setup.tensor_parallel_size = *flags.GetInt64("tensor-parallel-size");
   if (setup.tensor_parallel_size < 1 || setup.tensor_parallel_size > kMaxTensorParallelSize) {
     return absl::InvalidArgumentError(absl::StrCat("--tensor-parallel-size must be in [1, ",
@@ -207,9 +211,8 @@ absl::StatusOr<EngineSetup> ParseEngineSetup(const FlagSet& flags) {
 // This rank's shard of the weights (the whole model for a group of one), read or generated
 // slice by slice: the rank never holds the whole model.
 absl::StatusOr<worker::ModelWeights> LoadShard(const EngineSetup& setup) {
-  return setup.model.starts_with("dummy:")
-             ? worker::DummyWeights(setup.config, setup.options.seed, ShardOf(setup))
-             : worker::LoadWeights(setup.config, setup.model, ShardOf(setup));
+  return worker::LoadModelWeights(setup.config, setup.model, setup.load_format,
+                                  setup.options.seed, ShardOf(setup));
 }
 
 // Meets the other ranks of the group (after loading, so slow loaders only delay the meeting).

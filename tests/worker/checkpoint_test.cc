@@ -507,6 +507,65 @@ TEST(CheckpointTest, MixedDtypesAndSingleFileBeatsIndex) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// LoadModelWeights (--load-format).
+
+// Every tensor of `got` has the name and the values of `want`'s.
+void ExpectSameTensors(const ModelWeights& got, const ModelWeights& want) {
+  const std::vector<NamedWeight> g = ListWeights(got);
+  const std::vector<NamedWeight> w = ListWeights(want);
+  ASSERT_EQ(g.size(), w.size());
+  for (size_t i = 0; i < g.size(); ++i) {
+    EXPECT_EQ(g[i].name, w[i].name);
+    EXPECT_TRUE(g[i].tensor->data == w[i].tensor->data) << g[i].name;
+  }
+}
+
+TEST(LoadModelWeightsTest, DummyFormatGivesARealConfigRandomWeightsWithoutReadingTheFiles) {
+  const std::string dir = testdata::FixtureDir("llama-gqa").string();
+  absl::StatusOr<ModelConfig> config = LoadModelConfig(dir);
+  ASSERT_TRUE(config.ok()) << config.status();
+  // The checkpoint's own weights under auto and safetensors.
+  absl::StatusOr<ModelWeights> real = LoadWeights(*config, dir);
+  ASSERT_TRUE(real.ok()) << real.status();
+  for (const char* name : {"auto", "safetensors"}) {
+    SCOPED_TRACE(name);
+    absl::StatusOr<ModelWeights> got = LoadModelWeights(*config, dir, *ParseLoadFormat(name), 5);
+    ASSERT_TRUE(got.ok()) << got.status();
+    ExpectSameTensors(*got, *real);
+  }
+  // dummy: the seeded random weights of the same shapes, even with the files gone.
+  FixtureCopy copy("llama-gqa");
+  for (const auto& entry : fs::directory_iterator(copy.dir())) {
+    if (entry.path().extension() == ".safetensors") fs::remove(entry.path());
+  }
+  absl::StatusOr<ModelWeights> dummy =
+      LoadModelWeights(*config, copy.dir().string(), LoadFormat::kDummy, 5);
+  ASSERT_TRUE(dummy.ok()) << dummy.status();
+  absl::StatusOr<ModelWeights> seeded = DummyWeights(*config, 5);
+  ASSERT_TRUE(seeded.ok());
+  ExpectSameTensors(*dummy, *seeded);
+  EXPECT_NE(dummy->layers[0].q_proj.data, real->layers[0].q_proj.data);
+  // A shard of them, as a tensor-parallel rank loads it.
+  absl::StatusOr<ModelWeights> half =
+      LoadModelWeights(*config, copy.dir().string(), LoadFormat::kDummy, 5, {2, 1});
+  ASSERT_TRUE(half.ok()) << half.status();
+  EXPECT_EQ(half->layers[0].q_proj.shape[0], real->layers[0].q_proj.shape[0] / 2);
+}
+
+TEST(LoadModelWeightsTest, BadFormatsAreRefusedNamingTheChoices) {
+  const absl::StatusOr<LoadFormat> bad = ParseLoadFormat("pt");
+  ASSERT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(bad.status().message()),
+              AllOf(HasSubstr("--load-format pt"), HasSubstr("auto, safetensors, dummy")));
+  absl::StatusOr<ModelConfig> config = PresetModelConfig("tiny");
+  ASSERT_TRUE(config.ok());
+  const absl::Status preset =
+      LoadModelWeights(*config, "dummy:tiny", LoadFormat::kSafetensors, 0).status();
+  EXPECT_EQ(preset.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(preset.message()), HasSubstr("needs a checkpoint directory"));
+}
+
+// ---------------------------------------------------------------------------------------------
 // DummyWeights.
 
 TEST(DummyWeightsTest, DeterministicShapedAndScaled) {

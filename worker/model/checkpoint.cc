@@ -536,4 +536,27 @@ absl::StatusOr<ModelWeights> DummyWeights(const ModelConfig& config, uint64_t se
   return weights;
 }
 
+absl::StatusOr<LoadFormat> ParseLoadFormat(std::string_view name) {
+  if (name == "auto") return LoadFormat::kAuto;
+  if (name == "safetensors") return LoadFormat::kSafetensors;
+  if (name == "dummy") return LoadFormat::kDummy;
+  return absl::InvalidArgumentError(absl::StrCat("--load-format ",
+                                                 absl::string_view(name.data(), name.size()),
+                                                 " is not one of: auto, safetensors, dummy"));
+}
+
+absl::StatusOr<ModelWeights> LoadModelWeights(const ModelConfig& config, std::string_view model,
+                                              LoadFormat format, uint64_t seed, ShardSpec shard) {
+  const bool preset = model.starts_with("dummy:");
+  if (format == LoadFormat::kSafetensors && preset) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--load-format safetensors needs a checkpoint directory, not ",
+                     absl::string_view(model.data(), model.size())));
+  }
+  if (format == LoadFormat::kDummy || (format == LoadFormat::kAuto && preset)) {
+    return DummyWeights(config, seed, shard);
+  }
+  return LoadWeights(config, model, shard);
+}
+
 }  // namespace headroom::worker

@@ -105,4 +105,21 @@ struct WeightSpec {
 [[nodiscard]] absl::StatusOr<ModelWeights> DummyWeights(const ModelConfig& config, uint64_t seed,
                                                         ShardSpec shard = {});
 
+// Where a worker's weights come from (vLLM's --load-format).
+enum class LoadFormat {
+  kAuto,         // dummy:<preset> -> DummyWeights; a directory -> its safetensors
+  kSafetensors,  // the directory's safetensors (refused for dummy:<preset>)
+  kDummy,        // seeded random weights with the model's real shapes (its config.json)
+};
+
+// Parses "auto", "safetensors" or "dummy"; InvalidArgument naming the value and the choices.
+[[nodiscard]] absl::StatusOr<LoadFormat> ParseLoadFormat(std::string_view name);
+
+// `shard`'s weights of `model` (a directory or dummy:<preset>, whose config is `config`) in
+// `format`: DummyWeights(config, seed, shard) or LoadWeights(config, model, shard).
+[[nodiscard]] absl::StatusOr<ModelWeights> LoadModelWeights(const ModelConfig& config,
+                                                            std::string_view model,
+                                                            LoadFormat format, uint64_t seed,
+                                                            ShardSpec shard = {});
+
 }  // namespace headroom::worker
