@@ -15,6 +15,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "child_process.h"
+#include "fixture_worker.h"
 #include "fixtures.h"
 #include "grpcpp/grpcpp.h"
 #include "headroom/v1/inference.grpc.pb.h"
@@ -31,27 +32,6 @@ using std::chrono::seconds;
 constexpr char kApiKey[] = "e2e-secret";
 const std::string kAuth = std::string("Authorization: Bearer ") + kApiKey;
 
-std::vector<std::string> WorkerFlags(int blocks) {
-  return {"--model",
-          worker::testdata::FixtureDir("llama-gqa").string(),
-          "--port",
-          "0",
-          "--metrics-port",
-          "-1",
-          "--num-gpu-blocks-override",
-          std::to_string(blocks),
-          "--block-size",
-          "16",
-          "--max-num-seqs",
-          "4",
-          "--max-num-batched-tokens",
-          "256",
-          "--max-model-len",
-          "256",
-          "--threads",
-          "1"};
-}
-
 // The HTTP port a router prints after its gRPC listening line; 0 if it did not.
 int ReadHttpPort(ChildProcess& router) {
   const std::string line = router.NextLine(seconds(10));
@@ -66,8 +46,8 @@ struct Cluster {
 
   // Starts two workers of `blocks` KV blocks and a router with an HTTP port and the API key.
   bool Start(int blocks, std::vector<std::string> router_flags = {}) {
-    worker_a = std::make_unique<ChildProcess>("worker", WorkerFlags(blocks));
-    worker_b = std::make_unique<ChildProcess>("worker", WorkerFlags(blocks));
+    worker_a = std::make_unique<ChildProcess>("worker", FixtureWorkerFlags(blocks));
+    worker_b = std::make_unique<ChildProcess>("worker", FixtureWorkerFlags(blocks));
     if (worker_a->address().empty() || worker_b->address().empty()) return false;
     std::vector<std::string> flags = {
         "--grpc-port", "0",     "--http-port", "0",

@@ -18,6 +18,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "child_process.h"
+#include "fixture_worker.h"
 #include "fixtures.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
@@ -34,27 +35,6 @@ using std::chrono::seconds;
 using std::chrono::system_clock;
 
 using Child = e2e::ChildProcess;
-
-std::vector<std::string> WorkerFlags(int blocks) {
-  return {"--model",
-          worker::testdata::FixtureDir("llama-gqa").string(),
-          "--port",
-          "0",
-          "--metrics-port",
-          "-1",
-          "--num-gpu-blocks-override",
-          std::to_string(blocks),
-          "--block-size",
-          "16",
-          "--max-num-seqs",
-          "4",
-          "--max-num-batched-tokens",
-          "256",
-          "--max-model-len",
-          "256",
-          "--threads",
-          "1"};
-}
 
 std::unique_ptr<grpc::ClientContext> Context(int timeout_s = 30) {
   auto context = std::make_unique<grpc::ClientContext>();
@@ -104,8 +84,8 @@ class RouterE2eTest : public ::testing::Test {
  protected:
   // Starts two workers with `blocks` KV blocks and a router over them.
   void StartCluster(int blocks, std::vector<std::string> router_flags = {}) {
-    worker_a_ = std::make_unique<Child>("worker", WorkerFlags(blocks));
-    worker_b_ = std::make_unique<Child>("worker", WorkerFlags(blocks));
+    worker_a_ = std::make_unique<Child>("worker", e2e::FixtureWorkerFlags(blocks));
+    worker_b_ = std::make_unique<Child>("worker", e2e::FixtureWorkerFlags(blocks));
     ASSERT_FALSE(worker_a_->address().empty());
     ASSERT_FALSE(worker_b_->address().empty());
     std::vector<std::string> flags = {
@@ -305,7 +285,7 @@ TEST_F(RouterE2eTest, BadInputIsInvalidArgumentNamingTheField) {
 // --discovery dns:///localhost:PORT with one worker on 127.0.0.1:PORT: localhost may also resolve
 // to ::1, where nobody listens; that group is just down and requests go to the live one.
 TEST_F(RouterE2eTest, DnsDiscoveryOfLocalhostFindsTheWorker) {
-  worker_a_ = std::make_unique<Child>("worker", WorkerFlags(64));
+  worker_a_ = std::make_unique<Child>("worker", e2e::FixtureWorkerFlags(64));
   ASSERT_FALSE(worker_a_->address().empty());
   const std::string port = worker_a_->address().substr(worker_a_->address().rfind(':') + 1);
   router_ = std::make_unique<Child>(
@@ -340,11 +320,7 @@ struct MeteredWorker {
   int metrics_port = 0;
 
   explicit MeteredWorker(int blocks) {
-    std::vector<std::string> flags = WorkerFlags(blocks);
-    for (size_t i = 0; i + 1 < flags.size(); ++i) {
-      if (flags[i] == "--metrics-port") flags[i + 1] = "0";
-    }
-    process = std::make_unique<Child>("worker", flags);
+    process = std::make_unique<Child>("worker", e2e::FixtureWorkerFlags(blocks, 0));
     const std::string line = process->NextLine(std::chrono::seconds(10));
     const std::string prefix = "headroom worker metrics on ";
     if (line.rfind(prefix, 0) == 0) metrics_port = e2e::PortOf(line.substr(prefix.size()));

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "child_process.h"
+#include "fixture_worker.h"
 #include "fixture_model.h"
 #include "grpcpp/grpcpp.h"
 #include "headroom/v1/inference.grpc.pb.h"
@@ -151,11 +152,9 @@ std::vector<pid_t> RankPids(pid_t parent, int rank) {
 }
 
 std::vector<std::string> WorkerFlags(int tp, int blocks) {
-  return {"--model", worker::testdata::FixtureDir("llama-gqa").string(), "--port", "0",
-          "--metrics-port", "-1", "--num-gpu-blocks-override", std::to_string(blocks),
-          "--block-size", "16", "--max-num-seqs", "4", "--max-num-batched-tokens", "256",
-          "--max-model-len", "256", "--threads", "1", "--tensor-parallel-size",
-          std::to_string(tp)};
+  std::vector<std::string> flags = FixtureWorkerFlags(blocks);
+  flags.insert(flags.end(), {"--tensor-parallel-size", std::to_string(tp)});
+  return flags;
 }
 
 TEST(TensorParallelE2eTest, UpWithTwoRanksPerGroupServesTheSingleRankTokensOverGrpcAndHttp) {

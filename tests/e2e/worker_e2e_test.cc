@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "child_process.h"
+#include "fixture_worker.h"
 #include "fixture_model.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
@@ -55,11 +56,7 @@ const std::string& FixtureModelDir() {
 }
 
 // Flags of the fixture worker; the in-process engine below uses the same values.
-std::vector<std::string> FixtureFlags(int blocks = 64) {
-  return {"--model", FixtureModelDir(), "--port", "0", "--metrics-port", "-1", "--num-gpu-blocks-override",
-          std::to_string(blocks), "--block-size", "16", "--max-num-seqs", "4",
-          "--max-num-batched-tokens", "256", "--max-model-len", "256", "--threads", "1"};
-}
+std::vector<std::string> FixtureFlags(int blocks = 64) { return e2e::FixtureWorkerFlags(blocks); }
 
 std::vector<std::string> SlowFlags() {
   return {"--model", "dummy:small", "--port", "0", "--metrics-port", "-1", "--num-gpu-blocks-override", "64",

@@ -19,6 +19,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "tests/worker/fixture_model.h"
 #include "tests/worker/fixtures.h"
 #include "worker/model/float16.h"
 #include "worker/model/model_config.h"
@@ -509,17 +510,6 @@ TEST(CheckpointTest, MixedDtypesAndSingleFileBeatsIndex) {
 // ---------------------------------------------------------------------------------------------
 // LoadModelWeights (--load-format).
 
-// Every tensor of `got` has the name and the values of `want`'s.
-void ExpectSameTensors(const ModelWeights& got, const ModelWeights& want) {
-  const std::vector<NamedWeight> g = ListWeights(got);
-  const std::vector<NamedWeight> w = ListWeights(want);
-  ASSERT_EQ(g.size(), w.size());
-  for (size_t i = 0; i < g.size(); ++i) {
-    EXPECT_EQ(g[i].name, w[i].name);
-    EXPECT_TRUE(g[i].tensor->data == w[i].tensor->data) << g[i].name;
-  }
-}
-
 TEST(LoadModelWeightsTest, DummyFormatGivesARealConfigRandomWeightsWithoutReadingTheFiles) {
   const std::string dir = testdata::FixtureDir("llama-gqa").string();
   absl::StatusOr<ModelConfig> config = LoadModelConfig(dir);
@@ -531,7 +521,7 @@ TEST(LoadModelWeightsTest, DummyFormatGivesARealConfigRandomWeightsWithoutReadin
     SCOPED_TRACE(name);
     absl::StatusOr<ModelWeights> got = LoadModelWeights(*config, dir, *ParseLoadFormat(name), 5);
     ASSERT_TRUE(got.ok()) << got.status();
-    ExpectSameTensors(*got, *real);
+    testdata::ExpectSameWeights(*got, *real);
   }
   // dummy: the seeded random weights of the same shapes, even with the files gone.
   FixtureCopy copy("llama-gqa");
@@ -543,7 +533,7 @@ TEST(LoadModelWeightsTest, DummyFormatGivesARealConfigRandomWeightsWithoutReadin
   ASSERT_TRUE(dummy.ok()) << dummy.status();
   absl::StatusOr<ModelWeights> seeded = DummyWeights(*config, 5);
   ASSERT_TRUE(seeded.ok());
-  ExpectSameTensors(*dummy, *seeded);
+  testdata::ExpectSameWeights(*dummy, *seeded);
   EXPECT_NE(dummy->layers[0].q_proj.data, real->layers[0].q_proj.data);
   // A shard of them, as a tensor-parallel rank loads it.
   absl::StatusOr<ModelWeights> half =

@@ -3,8 +3,10 @@
 
 #include <map>
 #include <string>
+#include <vector>
 
 #include "common/check.h"
+#include "gtest/gtest.h"
 #include "fixtures.h"
 #include "worker/model/checkpoint.h"
 #include "worker/model/model_config.h"
@@ -29,6 +31,18 @@ inline const FixtureModel& LoadFixtureModel(const std::string& name) {
     it = cache->emplace(name, FixtureModel{*config, *std::move(weights)}).first;
   }
   return it->second;
+}
+
+// Every tensor of `got` equals the one of `want` (names, shapes, values), and none is missing.
+inline void ExpectSameWeights(const ModelWeights& got, const ModelWeights& want) {
+  const std::vector<NamedWeight> g = ListWeights(got);
+  const std::vector<NamedWeight> w = ListWeights(want);
+  ASSERT_EQ(g.size(), w.size());
+  for (size_t i = 0; i < g.size(); ++i) {
+    ASSERT_EQ(g[i].name, w[i].name);
+    EXPECT_EQ(g[i].tensor->shape, w[i].tensor->shape) << g[i].name;
+    EXPECT_TRUE(g[i].tensor->data == w[i].tensor->data) << g[i].name;
+  }
 }
 
 // Rank `rank`'s shard of the fixture for a group of `tp`, loaded as a worker rank loads it.

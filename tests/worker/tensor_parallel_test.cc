@@ -241,18 +241,6 @@ ModelWeights ExpectedShard(const ModelConfig& c, const ModelWeights& full, int64
   return out;
 }
 
-// Every tensor of `got` equals the one of `want` (names, shapes, values), and none is missing.
-void ExpectSameWeights(const ModelWeights& got, const ModelWeights& want) {
-  const std::vector<NamedWeight> g = ListWeights(got);
-  const std::vector<NamedWeight> w = ListWeights(want);
-  ASSERT_EQ(g.size(), w.size());
-  for (size_t i = 0; i < g.size(); ++i) {
-    ASSERT_EQ(g[i].name, w[i].name);
-    EXPECT_EQ(g[i].tensor->shape, w[i].tensor->shape) << g[i].name;
-    EXPECT_TRUE(g[i].tensor->data == w[i].tensor->data) << g[i].name;
-  }
-}
-
 TEST(ShardedLoadTest, EveryRankReadsExactlyItsSliceOfEveryTensor) {
   // Sizes with split KV heads, replicated KV heads (llama-gqa at 4), biases on rank 0 only
   // (qwen2-bias has none on o_proj, q/k/v biases everywhere), a tied and an untied LM head.
@@ -261,7 +249,7 @@ TEST(ShardedLoadTest, EveryRankReadsExactlyItsSliceOfEveryTensor) {
     for (const int64_t tp : {1, 2, 4}) {
       for (int64_t rank = 0; rank < tp; ++rank) {
         SCOPED_TRACE(absl::StrCat(fixture, " rank ", rank, " of ", tp));
-        ExpectSameWeights(testdata::LoadFixtureShard(fixture, tp, rank),
+        testdata::ExpectSameWeights(testdata::LoadFixtureShard(fixture, tp, rank),
                           ExpectedShard(m.config, m.weights, tp, rank));
       }
     }
@@ -281,7 +269,7 @@ TEST(ShardedLoadTest, DummyShardsAreSlicesOfTheWholeDummyModel) {
       const absl::StatusOr<ModelWeights> shard =
           DummyWeights(config, 7, {.tensor_parallel_size = tp, .rank = rank});
       ASSERT_TRUE(shard.ok()) << shard.status();
-      ExpectSameWeights(*shard, ExpectedShard(config, *whole, tp, rank));
+      testdata::ExpectSameWeights(*shard, ExpectedShard(config, *whole, tp, rank));
     }
   }
   const absl::StatusOr<ModelWeights> last = DummyWeights(config, 7, {4, 3});
