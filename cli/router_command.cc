@@ -3,6 +3,7 @@
 #include <pthread.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -10,6 +11,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -261,16 +263,19 @@ absl::Status Serve(const FlagSet& flags, const sigset_t& stop_signals, std::ostr
         // health status and GetClusterState.
         .healthy = [&stopping] { return !stopping.load(); },
         .model_name = [&service] { return service.ModelName(); },
-        .max_model_len = [&dispatcher] { return dispatcher.largest_max_model_len(); }});
+        .max_model_len = [&dispatcher] { return dispatcher.largest_max_model_len(); },
+        // Parsing and tokenizing is the CPU work of the router: one thread per core.
+        .handler_threads = std::max(2, static_cast<int>(std::thread::hardware_concurrency())),
+        .max_queued_requests = 256});
     router::http::HttpServerOptions http_options;
     http_options.host = host;
     http_options.port = static_cast<int>(http_port);
     http_options.error_body = router::HttpFrontend::ErrorBody;
     absl::StatusOr<std::unique_ptr<router::http::HttpServer>> started =
         router::http::HttpServer::Start(
-            http_options, [&frontend](const router::http::HttpRequest& request,
+            http_options, [&frontend](router::http::HttpRequest request,
                                       std::shared_ptr<router::http::ResponseWriter> writer) {
-              frontend->Handle(request, std::move(writer));
+              frontend->Handle(std::move(request), std::move(writer));
             });
     if (!started.ok()) {
       server->Shutdown();

@@ -222,7 +222,9 @@ class GenerateCall final : public grpc::ClientReadReactor<v1::GenerateResponse>,
 };
 
 HttpFrontend::HttpFrontend(HttpFrontendOptions options)
-    : options_(std::move(options)), stub_(v1::Inference::NewStub(options_.channel)) {}
+    : options_(std::move(options)),
+      stub_(v1::Inference::NewStub(options_.channel)),
+      pool_(options_.handler_threads, options_.max_queued_requests) {}
 
 std::pair<std::string, std::string> HttpFrontend::ErrorBody(int status,
                                                             const std::string& message) {
@@ -235,8 +237,7 @@ bool HttpFrontend::Authorized(const http::HttpRequest& request) const {
   return header.has_value() && *header == absl::StrCat("Bearer ", options_.api_key);
 }
 
-void HttpFrontend::Handle(const http::HttpRequest& request,
-                          std::shared_ptr<http::ResponseWriter> writer) {
+void HttpFrontend::Handle(http::HttpRequest request, std::shared_ptr<http::ResponseWriter> writer) {
   const std::string& path = request.path;
   const bool get = request.method == "GET";
   const bool post = request.method == "POST";
@@ -273,9 +274,20 @@ void HttpFrontend::Handle(const http::HttpRequest& request,
     return;
   }
   if (!post) return RespondError(*writer, 405, absl::StrCat("use POST for ", path));
-  if (path == "/tokenize") return Tokenize(request, *writer);
-  if (path == "/detokenize") return Detokenize(request, *writer);
-  Generate(request, path == "/v1/chat/completions", std::move(writer));
+  // Parsing and tokenizing a body of up to 1 MiB takes up to hundreds of ms: on the pool.
+  std::shared_ptr<http::ResponseWriter> refused = writer;
+  const bool queued =
+      pool_.Post([this, request = std::move(request), writer = std::move(writer)]() mutable {
+        if (request.path == "/tokenize") return Tokenize(request, *writer);
+        if (request.path == "/detokenize") return Detokenize(request, *writer);
+        Generate(request, request.path == "/v1/chat/completions", std::move(writer));
+      });
+  if (!queued) {
+    RespondError(*refused, 429,
+                 absl::StrCat("the router's HTTP handlers are busy: ", pool_.max_queued(),
+                              " requests wait to be parsed and tokenized; retry after 1 s"),
+                 "", {{"Retry-After", "1"}});
+  }
 }
 
 void HttpFrontend::Generate(const http::HttpRequest& request, bool chat,

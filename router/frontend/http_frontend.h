@@ -15,8 +15,12 @@
 // A streamed response's 200 header is sent with the first message, so a request refused before
 // its first token (validation, queue full, no group) gets a real 4xx/5xx, not an SSE error.
 //
-// Threads: Handle runs on HTTP server threads; GenerateCall callbacks on gRPC client threads; the
-// ResponseWriter is thread-safe. A client that disconnects cancels its Generate call.
+// Threads: Handle runs on HTTP server threads and answers the cheap routes (health, metrics,
+// models, auth and routing errors) there; the POST routes' CPU work (JSON parsing, chat
+// rendering, tokenization) runs on a HandlerPool, so a 1 MiB prompt never stalls the event
+// threads that every open stream shares; when the pool's queue is full the answer is 429 with
+// Retry-After. GenerateCall callbacks run on gRPC client threads; the ResponseWriter is
+// thread-safe. A client that disconnects cancels its Generate call.
 // Lifetimes: BeginShutdown(), then WaitForIdle(), before destroying the frontend; after
 // BeginShutdown no new Generate call starts (503), so none can end after WaitForIdle returned true.
 #pragma once
@@ -33,6 +37,7 @@
 #include "common/metrics.h"
 #include "grpcpp/grpcpp.h"
 #include "headroom/v1/inference.grpc.pb.h"
+#include "router/frontend/handler_pool.h"
 #include "router/http/http_server.h"
 #include "router/openai/chat_template.h"
 #include "router/tokenizer/tokenizer.h"
@@ -55,6 +60,10 @@ struct HttpFrontendOptions {
   // Served model id and its longest context (for /v1/models and /tokenize).
   std::function<std::string()> model_name;
   std::function<int32_t()> max_model_len;
+  // Threads for the POST routes' parsing and tokenization, and how many requests may wait for
+  // one (each holds its body, at most the HTTP server's max_body_bytes).
+  int handler_threads = 2;
+  size_t max_queued_requests = 256;
 };
 
 class HttpFrontend {
@@ -62,7 +71,7 @@ class HttpFrontend {
   explicit HttpFrontend(HttpFrontendOptions options);
 
   // The HTTP server's handler.
-  void Handle(const http::HttpRequest& request, std::shared_ptr<http::ResponseWriter> writer);
+  void Handle(http::HttpRequest request, std::shared_ptr<http::ResponseWriter> writer);
 
   // From now on generations are refused with 503 (the router is stopping).
   void BeginShutdown();
@@ -90,6 +99,8 @@ class HttpFrontend {
   std::condition_variable idle_;
   int64_t open_calls_ = 0;      // guarded by mu_
   bool shutting_down_ = false;  // guarded by mu_
+  // Last: destroyed first, so its queued jobs still find every member above.
+  HandlerPool pool_;
 };
 
 // The HTTP status for a gRPC status code (INVALID_ARGUMENT 400, NOT_FOUND 404,

@@ -377,15 +377,14 @@ class Connection : public std::enable_shared_from_this<Connection> {
     stage_ = Stage::kHandling;
     Watch();
     std::shared_ptr<ResponseWriter> writer = MakeWriter();
+    const std::string what = absl::StrCat(request.method, " ", request.path);
     try {
-      server_->handler(request, std::move(writer));
+      server_->handler(std::move(request), std::move(writer));
     } catch (const std::exception& e) {
       // The writer (released by the unwinding) answers 500 if nothing was sent.
-      std::cerr << "http server: handler for " << request.method << " " << request.path
-                << " threw: " << e.what() << "\n";
+      std::cerr << "http server: handler for " << what << " threw: " << e.what() << "\n";
     } catch (...) {
-      std::cerr << "http server: handler for " << request.method << " " << request.path
-                << " threw\n";
+      std::cerr << "http server: handler for " << what << " threw\n";
     }
   }
 

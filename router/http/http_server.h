@@ -89,10 +89,11 @@ class ResponseWriter {
   virtual void OnDisconnect(std::function<void()> callback) = 0;
 };
 
-// Called on a server thread (the connection's strand) with the whole request. It may respond
-// before returning or keep the writer and respond later from any thread; it should not block
-// for long (it holds a server thread).
-using Handler = std::function<void(const HttpRequest&, std::shared_ptr<ResponseWriter>)>;
+// Called on a server thread (the connection's strand) with the whole request, which it owns (a
+// handler that hands the work to another thread moves it there). It may respond before
+// returning or keep the writer and respond later from any thread; it should not block for long
+// (it holds a server thread).
+using Handler = std::function<void(HttpRequest, std::shared_ptr<ResponseWriter>)>;
 
 struct HttpServerOptions {
   std::string host = "127.0.0.1";
