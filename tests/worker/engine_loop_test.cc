@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <condition_variable>
+#include <future>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -129,8 +130,20 @@ TEST(EngineLoopTest, RefusalAndAbortEndARequestOnce) {
   Recorder recorder;
   Request too_long = MakeRequest(1, 300);  // prompt + 300 > max_model_len 256
   loop.Submit(too_long, recorder.For(1));
-  loop.Submit(MakeRequest(2, 200), recorder.For(2));
+  // Request 2's first token holds the engine thread until the abort below was posted, so the
+  // abort lands mid-request however the threads are scheduled (200 tokens of the fixture take
+  // a few ms: a descheduled test thread used to abort a finished request).
+  std::promise<void> abort_posted;
+  std::shared_future<void> posted = abort_posted.get_future().share();
+  EngineLoop::Callback record = recorder.For(2);
+  loop.Submit(MakeRequest(2, 200),
+              [record, posted, first = true](const absl::StatusOr<StepToken>& event) mutable {
+                if (first) posted.wait();
+                first = false;
+                record(event);
+              });
   loop.Abort(RequestId{2});
+  abort_posted.set_value();
   loop.Abort(RequestId{99});  // unknown: ignored
   recorder.WaitDone(2);
   auto records = recorder.records();

@@ -257,19 +257,22 @@ TEST(ShardedLoadTest, EveryRankReadsExactlyItsSliceOfEveryTensor) {
 }
 
 TEST(ShardedLoadTest, DummyShardsAreSlicesOfTheWholeDummyModel) {
-  // A vocabulary that 4 does not divide: the last rank's rows past it are zero.
+  // Vocabularies that 4 does not divide: the last rank's rows past it are zero. With 5 tokens
+  // (rows of 2 per rank) the last rank's whole slice lies past the vocabulary.
   ModelConfig config = testdata::LoadFixtureModel("llama-gqa").config;
-  config.vocab_size = 254;
   config.qkv_bias = config.o_proj_bias = config.mlp_bias = true;
-  const absl::StatusOr<ModelWeights> whole = DummyWeights(config, 7);
-  ASSERT_TRUE(whole.ok()) << whole.status();
-  for (const int64_t tp : {2, 4}) {
-    for (int64_t rank = 0; rank < tp; ++rank) {
-      SCOPED_TRACE(absl::StrCat("rank ", rank, " of ", tp));
-      const absl::StatusOr<ModelWeights> shard =
-          DummyWeights(config, 7, {.tensor_parallel_size = tp, .rank = rank});
-      ASSERT_TRUE(shard.ok()) << shard.status();
-      testdata::ExpectSameWeights(*shard, ExpectedShard(config, *whole, tp, rank));
+  for (const int64_t vocab : {5, 254}) {
+    config.vocab_size = vocab;
+    const absl::StatusOr<ModelWeights> whole = DummyWeights(config, 7);
+    ASSERT_TRUE(whole.ok()) << whole.status();
+    for (const int64_t tp : {2, 4}) {
+      for (int64_t rank = 0; rank < tp; ++rank) {
+        SCOPED_TRACE(absl::StrCat("vocabulary ", vocab, ", rank ", rank, " of ", tp));
+        const absl::StatusOr<ModelWeights> shard =
+            DummyWeights(config, 7, {.tensor_parallel_size = tp, .rank = rank});
+        ASSERT_TRUE(shard.ok()) << shard.status();
+        testdata::ExpectSameWeights(*shard, ExpectedShard(config, *whole, tp, rank));
+      }
     }
   }
   const absl::StatusOr<ModelWeights> last = DummyWeights(config, 7, {4, 3});

@@ -259,7 +259,10 @@ absl::Status FillSlot(const Slot& slot, const ElementReader& read) {
     case TensorSlice::Kind::kWhole:
       return read(0, out);
     case TensorSlice::Kind::kRows: {
+      // Rows past the tensor stay zero: the last rank's vocabulary padding (with a tiny
+      // vocabulary, a whole rank's slice can lie past it).
       const int64_t held = std::clamp<int64_t>(rows - slot.slice.start, 0, slot.slice.count);
+      if (held == 0) return absl::OkStatus();
       return read(slot.slice.start * width, out.subspan(0, static_cast<size_t>(held * width)));
     }
     case TensorSlice::Kind::kColumns:
