@@ -1,10 +1,13 @@
-// Listen: opens a Boost.Asio TCP acceptor on host:port (numeric port; 0 = a free one), the one
-// way the HTTP servers (/metrics, the router's OpenAI API) bind their sockets.
+// What the two HTTP servers (/metrics, the router's OpenAI API) share around Boost.Asio:
+// Listen opens their TCP acceptor on host:port (numeric port; 0 = a free one), RunIoThread is the
+// body of each of their io_context threads.
 #pragma once
 
-#include <string>
-
+#include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <exception>
+#include <iostream>
+#include <string>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -37,6 +40,20 @@ inline absl::Status Listen(boost::asio::ip::tcp::acceptor& acceptor, const std::
     return absl::UnavailableError(absl::StrCat("cannot listen on ", where, ": ", ec.message()));
   }
   return absl::OkStatus();
+}
+
+// Runs `io` until it runs out of work or is stopped. Handlers take error codes and catch what
+// user code throws; this only keeps a surprise (e.g. bad_alloc) from ending the process: it is
+// logged as "<who>: <what>" and the thread goes on serving.
+inline void RunIoThread(boost::asio::io_context& io, const char* who) {
+  while (true) {
+    try {
+      io.run();
+      return;
+    } catch (const std::exception& e) {
+      std::cerr << who << ": " << e.what() << "\n";
+    }
+  }
 }
 
 }  // namespace headroom

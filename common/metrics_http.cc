@@ -1,8 +1,6 @@
 #include "common/metrics_http.h"
 
 #include <chrono>
-#include <exception>
-#include <iostream>
 #include <optional>
 #include <string_view>
 #include <thread>
@@ -149,18 +147,7 @@ void MetricsHttpServer::Impl::Accept() {
   });
 }
 
-void MetricsHttpServer::Impl::Run() {
-  // Handlers do not throw on bad input (every operation takes an error_code); this only keeps a
-  // surprise (e.g. bad_alloc rendering) from ending the process.
-  while (true) {
-    try {
-      io.run();
-      return;
-    } catch (const std::exception& e) {
-      std::cerr << "metrics http server: " << e.what() << "\n";
-    }
-  }
-}
+void MetricsHttpServer::Impl::Run() { RunIoThread(io, "metrics http server"); }
 
 absl::StatusOr<std::unique_ptr<MetricsHttpServer>> MetricsHttpServer::Start(
     const std::string& host, int port, const Registry* registry,

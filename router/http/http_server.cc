@@ -761,18 +761,7 @@ void HttpServer::Impl::Unregister(Connection* connection) {
   connections.erase(connection);
 }
 
-void HttpServer::Impl::Run() {
-  // Handlers take error codes and catch what user code throws; this only keeps a surprise
-  // (e.g. bad_alloc) from ending the process.
-  while (true) {
-    try {
-      io.run();
-      return;
-    } catch (const std::exception& e) {
-      std::cerr << "http server: " << e.what() << "\n";
-    }
-  }
-}
+void HttpServer::Impl::Run() { RunIoThread(io, "http server"); }
 
 void HttpServer::Impl::StopOnce() {
   {

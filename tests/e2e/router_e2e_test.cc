@@ -325,13 +325,12 @@ struct MeteredWorker {
     const std::string prefix = "headroom worker metrics on ";
     if (line.rfind(prefix, 0) == 0) metrics_port = e2e::PortOf(line.substr(prefix.size()));
   }
-  // A counter of this worker, e.g. "vllm:prefix_cache_hits_total".
+  // A counter of this worker, e.g. "vllm:prefix_cache_hits_total" (-1 when absent).
   double Counter(const std::string& name) const {
-    const std::string body = e2e::HttpRequestTo(metrics_port, "GET", "/metrics").body;
-    const size_t at = body.find("\n" + name + "{");
-    if (at == std::string::npos) return -1;
-    const size_t space = body.find(' ', at + 1);
-    return std::stod(body.substr(space + 1));
+    return e2e::MetricSample(
+        e2e::HttpRequestTo(metrics_port, "GET", "/metrics").body,
+        absl::StrCat(name, "{model_name=\"", worker::testdata::FixtureDir("llama-gqa").string(),
+                     "\"}"));
   }
 };
 

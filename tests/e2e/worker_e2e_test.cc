@@ -5,10 +5,7 @@
 // whose ~30 ms steps leave time to look; the fixture finishes 200 tokens in a few milliseconds.
 // Every RPC has a deadline and every child is SIGKILLed in teardown if it is still alive.
 #include <fcntl.h>
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <poll.h>
-#include <sys/socket.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -323,26 +320,6 @@ TEST_F(WorkerE2eTest, SigtermDrainsRunningStreamAndExitsZero) {
 
 // GET `path` from 127.0.0.1:`port` over HTTP/1.0 (the server closes after the response); the
 // whole response, status line included, or empty if the connection failed.
-std::string HttpGet(int port, const std::string& path) {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) return "";
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  std::string out;
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) {
-    const std::string request = "GET " + path + " HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
-    if (write(fd, request.data(), request.size()) == static_cast<ssize_t>(request.size())) {
-      char chunk[4096];
-      ssize_t n = 0;
-      while ((n = read(fd, chunk, sizeof(chunk))) > 0) out.append(chunk, static_cast<size_t>(n));
-    }
-  }
-  close(fd);
-  return out;
-}
-
 TEST_F(WorkerE2eTest, ServesPrometheusMetricsUnderVllmNames) {
   std::vector<std::string> flags = FixtureFlags();
   flags.insert(flags.end(), {"--metrics-port", "0"});
@@ -353,9 +330,9 @@ TEST_F(WorkerE2eTest, ServesPrometheusMetricsUnderVllmNames) {
   ASSERT_EQ(line.rfind(prefix, 0), 0u) << line;
   const int port = std::stoi(line.substr(prefix.size()));
 
-  const std::string health = HttpGet(port, "/health");
-  EXPECT_EQ(health.rfind("HTTP/1.0 200", 0), 0u) << health;
-  EXPECT_EQ(HttpGet(port, "/nope").rfind("HTTP/1.0 404", 0), 0u);
+  const e2e::HttpResponse health = e2e::HttpRequestTo(port, "GET", "/health");
+  EXPECT_EQ(health.status, 200) << health.body;
+  EXPECT_EQ(e2e::HttpRequestTo(port, "GET", "/nope").status, 404);
 
   constexpr int32_t kMaxTokens = 12;
   const std::vector<int32_t> prompt = {1, 17, 33, 5, 99, 250, 7, 64, 128, 3, 11};
@@ -365,10 +342,11 @@ TEST_F(WorkerE2eTest, ServesPrometheusMetricsUnderVllmNames) {
   ASSERT_TRUE(result.status.ok()) << result.status.error_message();
   ASSERT_FALSE(result.tokens.empty());
 
-  const std::string response = HttpGet(port, "/metrics");
-  ASSERT_EQ(response.rfind("HTTP/1.0 200", 0), 0u) << response;
-  EXPECT_NE(response.find("text/plain; version=0.0.4"), std::string::npos);
-  const std::string body = response.substr(response.find("\r\n\r\n") + 4);
+  const e2e::HttpResponse response = e2e::HttpRequestTo(port, "GET", "/metrics");
+  ASSERT_EQ(response.status, 200) << response.body;
+  EXPECT_NE(response.Header("content-type").value_or("").find("text/plain; version=0.0.4"),
+            std::string::npos);
+  const std::string& body = response.body;
   const std::string model = "{model_name=\"" + FixtureModelDir() + "\"}";
   const std::string stop_or_length =
       result.finish == v1::FINISH_REASON_STOP ? "stop" : "length";
