@@ -36,6 +36,7 @@
 #include "router/service/group_monitor.h"
 #include "router/service/inference_service.h"
 #include "router/service/router_metrics.h"
+#include "router/service/server_shutdown.h"
 #include "router/tokenizer/byte_tokenizer.h"
 #include "router/tokenizer/json_util.h"
 #include "router/tokenizer/tokenizer.h"
@@ -302,9 +303,10 @@ absl::Status Serve(const FlagSet& flags, const sigset_t& stop_signals, std::ostr
   if (frontend.has_value()) frontend->BeginShutdown();  // new HTTP generations get 503
   health->SetServingStatus(false);
   health->Shutdown();
-  // Stops accepting at once; open streams get until the deadline, then are cancelled.
-  server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(shutdown_s));
-  server->Wait();
+  // Stops accepting at once; open streams get until the deadline, then are cancelled. Idle client
+  // connections are closed once the last stream ended (router/service/server_shutdown.h).
+  router::ShutdownServer(*server, absl::Now() + absl::Seconds(shutdown_s),
+                         [&service](absl::Time deadline) { return service.WaitForIdle(deadline); });
   // HTTP streams are in-process Generate calls: they ended with the server's calls above.
   if (frontend.has_value() && !frontend->WaitForIdle(absl::Now() + absl::Seconds(5))) {
     err << "headroom router: HTTP streams still open after shutdown\n";

@@ -282,6 +282,43 @@ TEST_F(RouterE2eTest, BadInputIsInvalidArgumentNamingTheField) {
   EXPECT_NE(r.status.error_message().find("sampling.max_tokens"), std::string::npos);
 }
 
+// SIGTERM lets a stream that is open at that moment finish (stopped workers hold it open).
+TEST_F(RouterE2eTest, SigtermLetsTheOpenStreamFinish) {
+  StartCluster(64);
+  worker_a_->Signal(SIGSTOP);
+  worker_b_->Signal(SIGSTOP);
+  Result streamed;
+  std::thread stream([&] { streamed = Generate(*stub_, Greedy({1, 2, 3}, 16)); });
+  bool in_flight = false;
+  for (int i = 0; i < 200 && !in_flight; ++i) {
+    in_flight = State().in_flight() == 1;
+    if (!in_flight) std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  }
+  ASSERT_TRUE(in_flight) << "the request never reached a worker";
+  router_->Signal(SIGTERM);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  worker_a_->Signal(SIGCONT);
+  worker_b_->Signal(SIGCONT);
+  stream.join();
+  EXPECT_TRUE(streamed.status.ok()) << streamed.status.error_message();
+  EXPECT_EQ(streamed.tokens.size(), 16u);
+  EXPECT_EQ(router_->WaitExit(seconds(20)), 0);
+}
+
+// With no call open, SIGTERM exits at once although a client connection is still up.
+// grpc::Server::Shutdown alone returns only when every connection has answered the server's
+// GOAWAY ping, and an idle gRPC C-core client (this test's channel, no call polling it) reads it
+// only on its 5 s backup poll: the router used to take 5 s to exit here.
+TEST_F(RouterE2eTest, SigtermDoesNotWaitForIdleClientConnections) {
+  StartCluster(64);
+  ASSERT_TRUE(Generate(*stub_, Greedy({1, 2, 3}, 4)).status.ok());
+  const auto signalled = std::chrono::steady_clock::now();
+  router_->Signal(SIGTERM);
+  EXPECT_EQ(router_->WaitExit(seconds(20)), 0);
+  EXPECT_LT(std::chrono::steady_clock::now() - signalled, seconds(3))
+      << "the router waited for its idle client connection";
+}
+
 // --discovery dns:///localhost:PORT with one worker on 127.0.0.1:PORT: localhost may also resolve
 // to ::1, where nobody listens; that group is just down and requests go to the live one.
 TEST_F(RouterE2eTest, DnsDiscoveryOfLocalhostFindsTheWorker) {
@@ -406,7 +443,6 @@ TEST(RouterPrefixAffinityE2eTest, RepeatedPromptsGoBackToTheGroupThatCachedThem)
     } else {
       EXPECT_LT(repeats, kPrompts - 2);  // at most the 5 prompts of one group were homed there
     }
-    stub.reset();  // closes the connection: the router's shutdown need not wait for it
     router->Signal(SIGTERM);
     EXPECT_EQ(router->WaitExit(std::chrono::seconds(20)), 0);
   }
