@@ -44,6 +44,9 @@
 namespace headroom::cli {
 namespace {
 
+// Threads of each of the router's two handler pools (HTTP POST routes, gRPC text prompts).
+int HandlerThreads() { return std::max(2, static_cast<int>(std::thread::hardware_concurrency())); }
+
 FlagSet MakeRouterFlags() {
   FlagSet flags("headroom router",
                 "Serve headroom.v1.Inference and grpc.health.v1.Health over gRPC, placing each "
@@ -218,7 +221,10 @@ absl::Status Serve(const FlagSet& flags, const sigset_t& stop_signals, std::ostr
       {.tokenizer = tokenizer.get(),
        .served_model_name = flags.GetString("served-model-name").value_or(""),
        .default_timeout = absl::Seconds(timeout_s),
-       .metrics = &router_metrics},
+       .metrics = &router_metrics,
+       // Tokenizing text prompts is the CPU work of the router: one thread per core.
+       .handler_threads = HandlerThreads(),
+       .max_queued_requests = 256},
       &dispatcher, &monitor);
 
   grpc::EnableDefaultHealthCheckService(true);
@@ -266,8 +272,9 @@ absl::Status Serve(const FlagSet& flags, const sigset_t& stop_signals, std::ostr
         .model_name = [&service] { return service.ModelName(); },
         .max_model_len = [&dispatcher] { return dispatcher.largest_max_model_len(); },
         // Parsing and tokenizing is the CPU work of the router: one thread per core.
-        .handler_threads = std::max(2, static_cast<int>(std::thread::hardware_concurrency())),
-        .max_queued_requests = 256});
+        .handler_threads = HandlerThreads(),
+        .max_queued_requests = 256,
+        .on_busy = [&router_metrics] { router_metrics.OnRefused(router::RefusalReason::kBusy); }});
     router::http::HttpServerOptions http_options;
     http_options.host = host;
     http_options.port = static_cast<int>(http_port);

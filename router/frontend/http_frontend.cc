@@ -283,6 +283,7 @@ void HttpFrontend::Handle(http::HttpRequest request, std::shared_ptr<http::Respo
         Generate(request, request.path == "/v1/chat/completions", std::move(writer));
       });
   if (!queued) {
+    if (options_.on_busy) options_.on_busy();
     RespondError(*refused, 429,
                  absl::StrCat("the router's HTTP handlers are busy: ", pool_.max_queued(),
                               " requests wait to be parsed and tokenized; retry after 1 s"),

@@ -34,10 +34,10 @@
 #include <string>
 
 #include "absl/time/time.h"
+#include "common/handler_pool.h"
 #include "common/metrics.h"
 #include "grpcpp/grpcpp.h"
 #include "headroom/v1/inference.grpc.pb.h"
-#include "router/frontend/handler_pool.h"
 #include "router/http/http_server.h"
 #include "router/openai/chat_template.h"
 #include "router/tokenizer/tokenizer.h"
@@ -64,6 +64,9 @@ struct HttpFrontendOptions {
   // one (each holds its body, at most the HTTP server's max_body_bytes).
   int handler_threads = 2;
   size_t max_queued_requests = 256;
+  // Called for each request refused because that queue was full (the router counts it as a
+  // refusal, reason "busy"); may be empty.
+  std::function<void()> on_busy;
 };
 
 class HttpFrontend {

@@ -23,6 +23,11 @@ grpc::Status ToGrpc(const absl::Status& status) {
   return grpc::Status(static_cast<grpc::StatusCode>(status.code()), std::string(status.message()));
 }
 
+std::string BusyMessage(size_t max_queued) {
+  return absl::StrCat("the router's request handlers are busy: ", max_queued,
+                      " calls wait to be tokenized; retry after 1 s");
+}
+
 }  // namespace
 
 class GenerateReactor;
@@ -63,9 +68,15 @@ class GenerateReactor final : public grpc::ServerWriteReactor<v1::GenerateRespon
   GenerateReactor(InferenceService* service, grpc::CallbackServerContext* context)
       : service_(service), context_(context), id_(static_cast<int64_t>(service->NextRequestId())) {}
 
-  // Validates and queues; called once right after construction.
-  void Begin(std::shared_ptr<GenerateReactor> self, const v1::GenerateRequest& request) {
-    self_ = std::move(self);
+  // Holds the reactor until OnDone; called once right after construction, before gRPC sees it.
+  void Hold(std::shared_ptr<GenerateReactor> self) { self_ = std::move(self); }
+
+  // Validates and queues; called once after Hold, on the gRPC thread or the service's pool.
+  void Begin(const v1::GenerateRequest& request) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (finish_.has_value()) return;  // cancelled while it waited for the pool
+    }
     const std::string served = service_->ModelName();
     if (!request.model().empty() && request.model() != served) {
       Refused(RefusalReason::kUnknownModel);
@@ -102,7 +113,17 @@ class GenerateReactor final : public grpc::ServerWriteReactor<v1::GenerateRespon
         context_->AddTrailingMetadata("retry-after", std::to_string(submitted.retry_after_s));
       }
       End(ToGrpc(submitted.status));
+      return;
     }
+    // Begun on the pool: the client may have cancelled during it, before there was an id to
+    // cancel at the dispatcher (OnCancel sets cancelled_ before its Cancel, so one of the two
+    // Cancel calls comes after Submit).
+    bool cancelled = false;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      cancelled = cancelled_;
+    }
+    if (cancelled) service_->dispatcher_->Cancel(id_);
   }
 
   void OnPlaced(size_t group) override {
@@ -139,6 +160,13 @@ class GenerateReactor final : public grpc::ServerWriteReactor<v1::GenerateRespon
   void OnRejected(const absl::Status& status) override {
     Refused(RefusalReasonOf(status.code()));
     End(ToGrpc(status));
+  }
+
+  // The service's pool is full: refused before tokenization.
+  void Busy(size_t max_queued) {
+    Refused(RefusalReason::kBusy);
+    context_->AddTrailingMetadata("retry-after", "1");
+    End(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED, BusyMessage(max_queued)));
   }
 
   [[nodiscard]] InferenceService* service() const { return service_; }
@@ -370,7 +398,10 @@ void WorkerCall::OnDone(const grpc::Status& status) {
 
 InferenceService::InferenceService(InferenceServiceOptions options, Dispatcher* dispatcher,
                                    GroupMonitor* monitor)
-    : options_(std::move(options)), dispatcher_(dispatcher), monitor_(monitor) {
+    : options_(std::move(options)),
+      dispatcher_(dispatcher),
+      monitor_(monitor),
+      pool_(options_.handler_threads, options_.max_queued_requests) {
   std::random_device random;
   // Ids start at a random point below 2^62 so two router replicas rarely collide on a worker.
   const uint64_t start = ((uint64_t{random()} << 32) | random()) & ((uint64_t{1} << 62) - 1);
@@ -402,7 +433,15 @@ grpc::ServerWriteReactor<v1::GenerateResponse>* InferenceService::Generate(
   Acquire();
   auto reactor = std::make_shared<GenerateReactor>(this, context);
   GenerateReactor* raw = reactor.get();
-  raw->Begin(std::move(reactor), *request);
+  raw->Hold(reactor);
+  if (request->prompt_case() != v1::GenerateRequest::kText) {
+    raw->Begin(*request);  // token ids: validation is cheap
+    return raw;
+  }
+  // A copy: the call's request may be gone if the client cancels while the job waits.
+  if (!pool_.Post([reactor, request = *request] { reactor->Begin(request); })) {
+    raw->Busy(pool_.max_queued());
+  }
   return raw;
 }
 
@@ -410,16 +449,28 @@ grpc::ServerUnaryReactor* InferenceService::Tokenize(grpc::CallbackServerContext
                                                      const v1::TokenizeRequest* request,
                                                      v1::TokenizeResponse* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  absl::StatusOr<std::vector<int32_t>> ids = options_.tokenizer->Encode(
-      request->text(), {.add_special_tokens = request->add_special_tokens()});
-  if (!ids.ok()) {
-    reactor->Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                                 absl::StrCat("text: ", std::string(ids.status().message()))));
-    return reactor;
+  Acquire();
+  // `request` and `response` live until Finish: the call cannot end before it.
+  const bool queued = pool_.Post([this, reactor, request, response] {
+    absl::StatusOr<std::vector<int32_t>> ids = options_.tokenizer->Encode(
+        request->text(), {.add_special_tokens = request->add_special_tokens()});
+    if (ids.ok()) {
+      response->mutable_token_ids()->Assign(ids->begin(), ids->end());
+      response->set_max_model_len(dispatcher_->largest_max_model_len());
+      reactor->Finish(grpc::Status::OK);
+    } else {
+      reactor->Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                                   absl::StrCat("text: ", std::string(ids.status().message()))));
+    }
+    ReleaseOne();
+  });
+  if (!queued) {
+    if (options_.metrics != nullptr) options_.metrics->OnRefused(RefusalReason::kBusy);
+    context->AddTrailingMetadata("retry-after", "1");
+    reactor->Finish(
+        grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED, BusyMessage(pool_.max_queued())));
+    ReleaseOne();
   }
-  response->mutable_token_ids()->Assign(ids->begin(), ids->end());
-  response->set_max_model_len(dispatcher_->largest_max_model_len());
-  reactor->Finish(grpc::Status::OK);
   return reactor;
 }
 

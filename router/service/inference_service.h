@@ -5,9 +5,12 @@
 //   validating -> queued (Dispatcher) -> streaming (a WorkerCall: callback client reactor on the
 //   chosen group's Submit) -> [failover: back to queued, once per group, only before any token]
 //   -> finishing (outbox written, then Finish) -> done.
-// Threads: reactions run on gRPC threads; placement decisions arrive on the Dispatcher thread;
-// worker messages on gRPC's client threads. Every path takes the reactor's mutex only to update
-// its state and queue output; StartWrite/Finish/StartCall/TryCancel happen after it is released.
+// Threads: reactions run on gRPC threads; a text prompt is tokenized and validated on the
+// service's HandlerPool (a 1 MiB prompt takes 70-200 ms, too long for gRPC's callback threads,
+// which every other stream shares), a prompt of token ids at once on the calling thread;
+// placement decisions arrive on the Dispatcher thread; worker messages on gRPC's client threads.
+// Every path takes the reactor's mutex only to update its state and queue output;
+// StartWrite/Finish/StartCall/TryCancel happen after it is released.
 //
 // Lifetimes: a GenerateReactor is held by a shared_ptr to itself from creation until OnDone, and
 // by its WorkerCall (until that call's OnDone) and, weakly, by the Dispatcher. The service must
@@ -16,11 +19,13 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <cstddef>
 #include <cstdint>
 #include <mutex>
 #include <string>
 
 #include "absl/time/time.h"
+#include "common/handler_pool.h"
 #include "grpcpp/grpcpp.h"
 #include "headroom/v1/inference.grpc.pb.h"
 #include "router/service/dispatcher.h"
@@ -39,12 +44,15 @@ struct InferenceServiceOptions {
   absl::Duration default_timeout = absl::Seconds(600);
   // Refusals, failovers, placement latency; may be null. Must outlive the service.
   RouterMetrics* metrics = nullptr;
+  // Threads that tokenize text prompts (Generate, Tokenize), and how many calls may wait for one;
+  // beyond that a call is refused RESOURCE_EXHAUSTED with retry-after.
+  int handler_threads = 2;
+  size_t max_queued_requests = 256;
 };
 
 class InferenceService final : public v1::Inference::CallbackService {
  public:
-  InferenceService(InferenceServiceOptions options, Dispatcher* dispatcher,
-                   GroupMonitor* monitor);
+  InferenceService(InferenceServiceOptions options, Dispatcher* dispatcher, GroupMonitor* monitor);
 
   grpc::ServerWriteReactor<v1::GenerateResponse>* Generate(
       grpc::CallbackServerContext* context, const v1::GenerateRequest* request) override;
@@ -58,7 +66,8 @@ class InferenceService final : public v1::Inference::CallbackService {
                                             const v1::GetClusterStateRequest* request,
                                             v1::ClusterState* response) override;
 
-  // Blocks until no Generate reactor or worker call is alive, or `deadline`. Not for gRPC threads.
+  // Blocks until no Generate reactor, worker call or Tokenize call is alive, or `deadline`. Not
+  // for gRPC threads.
   bool WaitForIdle(absl::Time deadline);
 
   // The served model id ("" when unknown yet).
@@ -79,7 +88,9 @@ class InferenceService final : public v1::Inference::CallbackService {
 
   std::mutex mu_;
   std::condition_variable idle_;
-  int64_t live_ = 0;  // reactors + worker calls alive, guarded by mu_
+  int64_t live_ = 0;  // reactors + worker calls + Tokenize calls alive, guarded by mu_
+  // Last: destroyed first, so its queued jobs still find every member above.
+  HandlerPool pool_;
 };
 
 }  // namespace headroom::router

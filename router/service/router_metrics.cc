@@ -7,9 +7,9 @@
 namespace headroom::router {
 namespace {
 
-constexpr RefusalReason kAllReasons[] = {RefusalReason::kInvalid, RefusalReason::kUnknownModel,
+constexpr RefusalReason kAllReasons[] = {RefusalReason::kInvalid,   RefusalReason::kUnknownModel,
                                          RefusalReason::kQueueFull, RefusalReason::kNoGroup,
-                                         RefusalReason::kDeadline};
+                                         RefusalReason::kDeadline,  RefusalReason::kBusy};
 
 // Placement waits: from immediate (a group has room) to the default request deadline.
 const std::vector<double> kPlacementBounds = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
@@ -30,6 +30,8 @@ const char* RefusalReasonLabel(RefusalReason reason) {
       return "no_group";
     case RefusalReason::kDeadline:
       return "deadline";
+    case RefusalReason::kBusy:
+      return "busy";
   }
   return "invalid";
 }
@@ -73,25 +75,23 @@ RouterMetrics::RouterMetrics(metrics::Registry* registry, const Dispatcher* disp
                                             "Time from admission to the placement decision.", {},
                                             kPlacementBounds)
                              .WithLabels({})),
-      group_up_(registry->AddGauge("headroom:group_up",
-                                   "1 while the group is serving and reporting, else 0.",
-                                   {"group"})),
+      group_up_(registry->AddGauge(
+          "headroom:group_up", "1 while the group is serving and reporting, else 0.", {"group"})),
       group_blocks_total_(registry->AddGauge("headroom:group_kv_blocks_total",
                                              "Usable KV blocks of the group (last report).",
                                              {"group"})),
       group_blocks_free_(registry->AddGauge("headroom:group_kv_blocks_free",
                                             "Free KV blocks of the group (last report).",
                                             {"group"})),
-      group_blocks_evictable_(registry->AddGauge(
-          "headroom:group_kv_blocks_evictable",
-          "Cached prefix blocks the group can evict (last report).", {"group"})),
+      group_blocks_evictable_(
+          registry->AddGauge("headroom:group_kv_blocks_evictable",
+                             "Cached prefix blocks the group can evict (last report).", {"group"})),
       group_blocks_reserved_(registry->AddGauge(
           "headroom:group_kv_blocks_reserved",
           "Blocks this router reserved on the group for requests its report does not show yet.",
           {"group"})),
       group_running_(registry->AddGauge("headroom:group_num_requests_running",
-                                        "Running requests of the group (last report).",
-                                        {"group"})),
+                                        "Running requests of the group (last report).", {"group"})),
       group_waiting_(registry->AddGauge("headroom:group_num_requests_waiting",
                                         "Waiting requests of the group (last report).",
                                         {"group"})) {

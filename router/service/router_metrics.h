@@ -26,6 +26,7 @@ enum class RefusalReason {
   kQueueFull,     // RESOURCE_EXHAUSTED: admission queue above its high watermark
   kNoGroup,       // UNAVAILABLE: no group up (or none left to fail over to)
   kDeadline,      // DEADLINE_EXCEEDED while queued
+  kBusy,          // RESOURCE_EXHAUSTED: too many calls wait to be parsed or tokenized (HandlerPool)
 };
 const char* RefusalReasonLabel(RefusalReason reason);
 // The reason for a status a request ended with before placement; kInvalid for codes not listed.

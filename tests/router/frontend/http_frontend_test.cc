@@ -1,10 +1,11 @@
 // HttpFrontend's threading: the POST routes run on its HandlerPool, not on the calling (HTTP
-// event) thread, and a full pool answers 429 at once. The routes themselves are tested end to
-// end (tests/e2e/http_e2e_test.cc).
+// event) thread, and a full pool answers 429 at once (and reports it). The routes themselves are
+// tested end to end (tests/e2e/http_e2e_test.cc).
 #include "router/frontend/http_frontend.h"
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <future>
 #include <memory>
@@ -75,11 +76,13 @@ class HttpFrontendTest : public ::testing::Test {
         .model_name = [] { return std::string("m"); },
         .max_model_len = [] { return 256; },
         .handler_threads = 1,
-        .max_queued_requests = max_queued});
+        .max_queued_requests = max_queued,
+        .on_busy = [this] { ++busy_; }});
   }
 
   std::unique_ptr<Tokenizer> tokenizer_ = *MakeByteTokenizer(256);
   metrics::Registry registry_;
+  std::atomic<int> busy_{0};  // on_busy calls
 };
 
 TEST_F(HttpFrontendTest, PostRoutesRunOnThePoolNotOnTheCallingThread) {
@@ -90,6 +93,7 @@ TEST_F(HttpFrontendTest, PostRoutesRunOnThePoolNotOnTheCallingThread) {
   EXPECT_EQ(writer->status_, 200) << writer->body_;
   EXPECT_EQ(nlohmann::json::parse(writer->body_)["tokens"], nlohmann::json::array({'h', 'i'}));
   EXPECT_NE(writer->thread_, std::this_thread::get_id());
+  EXPECT_EQ(busy_, 0);
 }
 
 TEST_F(HttpFrontendTest, AFullPoolAnswers429AtOnceAndCheapRoutesStillAnswer) {
@@ -103,6 +107,7 @@ TEST_F(HttpFrontendTest, AFullPoolAnswers429AtOnceAndCheapRoutesStillAnswer) {
             (std::vector<std::pair<std::string, std::string>>{{"Retry-After", "1"}}));
   EXPECT_NE(refused->body_.find("requests wait to be parsed and tokenized"), std::string::npos)
       << refused->body_;
+  EXPECT_EQ(busy_, 1) << "the refusal is reported for the router's metrics";
 
   http::HttpRequest health;
   health.method = "GET";

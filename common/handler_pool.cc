@@ -1,9 +1,9 @@
-#include "router/frontend/handler_pool.h"
+#include "common/handler_pool.h"
 
 #include <algorithm>
 #include <utility>
 
-namespace headroom::router {
+namespace headroom {
 
 HandlerPool::HandlerPool(int threads, size_t max_queued) : max_queued_(max_queued) {
   threads_.reserve(static_cast<size_t>(std::max(threads, 1)));
@@ -43,4 +43,4 @@ void HandlerPool::Run() {
   }
 }
 
-}  // namespace headroom::router
+}  // namespace headroom

@@ -1,6 +1,6 @@
 // HandlerPool: jobs run on the pool's threads in FIFO order, the queue is bounded, and nothing
 // accepted is dropped at destruction.
-#include "router/frontend/handler_pool.h"
+#include "common/handler_pool.h"
 
 #include <gtest/gtest.h>
 
@@ -10,7 +10,7 @@
 #include <thread>
 #include <vector>
 
-namespace headroom::router {
+namespace headroom {
 namespace {
 
 TEST(HandlerPoolTest, RunsJobsOffTheCallingThreadInOrder) {
@@ -81,4 +81,4 @@ TEST(HandlerPoolTest, SeveralThreadsRunJobsConcurrently) {
 }
 
 }  // namespace
-}  // namespace headroom::router
+}  // namespace headroom
