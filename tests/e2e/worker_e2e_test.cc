@@ -20,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "child_process.h"
 #include "fixture_worker.h"
 #include "fixture_model.h"
@@ -366,6 +367,23 @@ TEST_F(WorkerE2eTest, ServesPrometheusMetricsUnderVllmNames) {
             static_cast<double>(result.tokens.size() - 1));
   EXPECT_EQ(MetricSample(body, "vllm:e2e_request_latency_seconds_count" + model), 1);
   EXPECT_GT(MetricSample(body, "vllm:e2e_request_latency_seconds_sum" + model), 0);
+  // The request's phases: queue + prefill is its time to first token, decode the rest.
+  for (const char* phase : {"queue", "prefill", "decode", "inference"}) {
+    EXPECT_EQ(MetricSample(body, absl::StrCat("vllm:request_", phase, "_time_seconds_count", model)),
+              1)
+        << phase;
+  }
+  const auto sum = [&](const std::string& name) {
+    return MetricSample(body, absl::StrCat("vllm:", name, "_seconds_sum", model));
+  };
+  EXPECT_NEAR(sum("request_queue_time") + sum("request_prefill_time"),
+              sum("time_to_first_token"), 1e-6);
+  EXPECT_GT(sum("request_prefill_time"), 0);
+  EXPECT_GT(sum("request_decode_time"), 0);
+  EXPECT_NEAR(sum("request_inference_time"),
+              sum("request_prefill_time") + sum("request_decode_time"), 1e-6);
+  EXPECT_LE(sum("request_queue_time") + sum("request_inference_time"),
+            sum("e2e_request_latency") + 1e-6);
   EXPECT_NE(body.find("# TYPE vllm:num_preemptions_total counter"), std::string::npos);
 
   worker.Signal(SIGTERM);

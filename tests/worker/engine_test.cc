@@ -1,7 +1,8 @@
 // The engine gives every request the same tokens however it is scheduled: alone, in a batch of
 // 32 mixed lengths, with chunked prefill forced by a small token budget, with preemptions forced
 // by a small KV pool, and with prefix-cache hits. Greedy and seeded sampling alike. Also: no
-// device allocation after start, and refusals of requests that can never fit.
+// device allocation after start, refusals of requests that can never fit, and the first token's
+// time of first scheduling.
 #include "worker/engine/engine.h"
 
 #include <gmock/gmock.h>
@@ -159,6 +160,53 @@ TEST(EngineTest, RefusesRequestsThatCanNeverFit) {
   EXPECT_THAT(std::string((*engine)->AddRequest(bad).message()),
               HasSubstr("top_p must be in (0, 1]"));
   EXPECT_FALSE((*engine)->HasWork());
+}
+
+// The first token of a request says when a step first scheduled it: a request that waited for a
+// free sequence slot (max_num_seqs 1) was scheduled after the one ahead of it finished, one that
+// was prefilled in several chunks at its first chunk; later tokens carry nothing.
+TEST(EngineTest, FirstTokenCarriesWhenTheRequestWasFirstScheduled) {
+  CpuBackend backend(1);
+  EngineOptions options = DefaultOptions();
+  options.max_num_seqs = 1;
+  options.max_num_batched_tokens = 16;  // the 40-token prompts take 3 prefill steps each
+  auto engine = Engine::Create(Fixture().config, Fixture().weights, options, &backend);
+  ASSERT_TRUE(engine.ok()) << engine.status();
+  for (int64_t id : {1, 2}) {
+    Request r;
+    r.id = RequestId{id};
+    r.prompt.assign(40, static_cast<int32_t>(id));
+    r.sampling.max_tokens = 3;
+    r.sampling.ignore_eos = true;
+    ASSERT_TRUE((*engine)->AddRequest(r).ok());
+  }
+  std::map<int64_t, std::vector<absl::Time>> scheduled;  // per token
+  std::vector<absl::Time> step_starts;
+  absl::Time first_done = absl::InfiniteFuture();  // after the step that finished request 1
+  while ((*engine)->HasWork()) {
+    step_starts.push_back(absl::Now());
+    auto step = (*engine)->Step();
+    ASSERT_TRUE(step.ok()) << step.status();
+    for (const StepToken& t : *step) {
+      scheduled[t.id.value()].push_back(t.first_scheduled);
+      if (t.id.value() == 1 && t.finish != FinishReason::kNone) first_done = absl::Now();
+    }
+  }
+  ASSERT_EQ(scheduled[1].size(), 3u);
+  ASSERT_EQ(scheduled[2].size(), 3u);
+  // Request 1 was scheduled in the first step, two prefill steps before its first token.
+  EXPECT_GE(scheduled[1][0], step_starts[0]);
+  EXPECT_LT(scheduled[1][0], step_starts[1]);
+  // Request 1: 3 prefill steps (16 + 16 + 8 tokens) and 2 decode steps; then request 2 the same.
+  ASSERT_EQ(step_starts.size(), 10u);
+  // Request 2 only after request 1 finished: in the sixth step, its first prefill chunk.
+  EXPECT_GT(scheduled[2][0], first_done);
+  EXPECT_GE(scheduled[2][0], step_starts[5]);
+  EXPECT_LT(scheduled[2][0], step_starts[6]);
+  for (int64_t id : {1, 2}) {
+    EXPECT_EQ(scheduled[id][1], absl::InfinitePast());
+    EXPECT_EQ(scheduled[id][2], absl::InfinitePast());
+  }
 }
 
 }  // namespace

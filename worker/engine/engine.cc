@@ -118,8 +118,10 @@ absl::Status Engine::StopFollowers() {
 absl::Status Engine::AddRequest(Request request) {
   HR_RETURN_IF_ERROR(ValidateSamplingParams(request.sampling));
   const SamplingParams& p = request.sampling;
-  Sampling sampling{
-      .params = p, .seed = p.seed.value_or(DefaultSeed(options_.seed, request.id)), .generated = 0};
+  Sampling sampling{.params = p,
+                    .seed = p.seed.value_or(DefaultSeed(options_.seed, request.id)),
+                    .generated = 0,
+                    .first_scheduled = absl::InfinitePast()};
   const RequestId id = request.id;
   HR_RETURN_IF_ERROR(scheduler_->AddRequest(std::move(request)));
   sampling_[id] = std::move(sampling);
@@ -141,6 +143,11 @@ absl::StatusOr<std::vector<StepToken>> Engine::Step() {
   }
   if (plan.empty()) return std::vector<StepToken>{};
   ++steps_;
+  const absl::Time step_start = absl::Now();
+  for (const ScheduledSequence& seq : plan.sequences) {
+    absl::Time& first = sampling_.at(seq.id).first_scheduled;
+    if (first == absl::InfinitePast()) first = step_start;
+  }
   BuildForwardInput(
       plan, [this](RequestId id) { return kv_->BlockTable(id); }, options_.block_size,
       model_->max_blocks_per_seq(), &input_);
@@ -182,8 +189,10 @@ absl::StatusOr<std::vector<StepToken>> Engine::Step() {
       t.top_logprobs.push_back({top_ids_[at], top_logprobs_[at]});
     }
     t.finish = updates[i].finish;
+    Sampling& s = sampling_.at(t.id);
+    if (s.generated == 0) t.first_scheduled = s.first_scheduled;
     if (t.finish == FinishReason::kNone) {
-      ++sampling_.at(t.id).generated;
+      ++s.generated;
     } else {
       sampling_.erase(t.id);
     }

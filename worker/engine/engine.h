@@ -18,6 +18,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "kvcache/kv_cache_manager.h"
 #include "worker/backend/backend.h"
 #include "worker/comm/communicator.h"
@@ -69,6 +70,9 @@ struct StepToken {
   std::vector<TokenLogprob> top_logprobs;
   // kNone while the request goes on.
   FinishReason finish = FinishReason::kNone;
+  // On the request's first token only: when a step first scheduled it (its queue time ends
+  // there; a request preempted later keeps its first). InfinitePast on every later token.
+  absl::Time first_scheduled = absl::InfinitePast();
 };
 
 struct EngineStats {
@@ -118,6 +122,8 @@ class Engine {
     uint64_t seed = 0;
     // Tokens generated so far: the RNG counter of the next one.
     int64_t generated = 0;
+    // When a step first scheduled the request (InfinitePast: not yet).
+    absl::Time first_scheduled = absl::InfinitePast();
   };
 
   Engine(const EngineOptions& options, Backend* backend, Communicator* comm);

@@ -113,7 +113,32 @@ WorkerMetrics::WorkerMetrics(metrics::Registry* registry, const std::string& mod
                                               "Histogram of end-to-end request latency in "
                                               "seconds.",
                                               kModel, kE2eBounds)
-                               .WithLabels({model_name})) {
+                               .WithLabels({model_name})),
+      // vLLM's request phases, with its bounds (those of the end-to-end latency).
+      request_queue_time_(registry
+                              ->AddHistogram("vllm:request_queue_time_seconds",
+                                             "Histogram of time spent waiting to be first "
+                                             "scheduled, in seconds.",
+                                             kModel, kE2eBounds)
+                              .WithLabels({model_name})),
+      request_prefill_time_(registry
+                                ->AddHistogram("vllm:request_prefill_time_seconds",
+                                               "Histogram of time from first scheduled to the "
+                                               "first token, in seconds.",
+                                               kModel, kE2eBounds)
+                                .WithLabels({model_name})),
+      request_decode_time_(registry
+                               ->AddHistogram("vllm:request_decode_time_seconds",
+                                              "Histogram of time from the first token to the "
+                                              "last, in seconds.",
+                                              kModel, kE2eBounds)
+                               .WithLabels({model_name})),
+      request_inference_time_(registry
+                                  ->AddHistogram("vllm:request_inference_time_seconds",
+                                                 "Histogram of time from first scheduled to the "
+                                                 "last token (prefill + decode), in seconds.",
+                                                 kModel, kE2eBounds)
+                                  .WithLabels({model_name})) {
   // Every reason is exported from the start, so rate() sees the first request of each.
   success_stop_ = &request_success_.WithLabels({"stop", model_name});
   success_length_ = &request_success_.WithLabels({"length", model_name});
@@ -149,7 +174,8 @@ void WorkerMetrics::OnNextToken(absl::Duration inter_token) {
   inter_token_latency_.Observe(absl::ToDoubleSeconds(inter_token));
 }
 
-void WorkerMetrics::OnFinish(FinishReason reason, absl::Duration e2e) {
+void WorkerMetrics::OnFinish(FinishReason reason, absl::Duration e2e,
+                             const std::optional<RequestPhases>& phases) {
   switch (reason) {
     case FinishReason::kStop:
       success_stop_->Increment();
@@ -164,6 +190,12 @@ void WorkerMetrics::OnFinish(FinishReason reason, absl::Duration e2e) {
       return;
   }
   e2e_request_latency_.Observe(absl::ToDoubleSeconds(e2e));
+  if (phases.has_value()) {
+    request_queue_time_.Observe(absl::ToDoubleSeconds(phases->queue));
+    request_prefill_time_.Observe(absl::ToDoubleSeconds(phases->prefill));
+    request_decode_time_.Observe(absl::ToDoubleSeconds(phases->decode));
+    request_inference_time_.Observe(absl::ToDoubleSeconds(phases->prefill + phases->decode));
+  }
 }
 
 }  // namespace headroom::worker

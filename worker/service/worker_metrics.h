@@ -30,7 +30,8 @@ class WorkerMetrics final : public RequestObserver {
 
   void OnFirstToken(absl::Duration ttft, int32_t prompt_tokens) override;
   void OnNextToken(absl::Duration inter_token) override;
-  void OnFinish(FinishReason reason, absl::Duration e2e) override;
+  void OnFinish(FinishReason reason, absl::Duration e2e,
+                const std::optional<RequestPhases>& phases) override;
 
  private:
   // Copies EngineLoop::Stats() into the gauges and advances the stats-backed counters. Runs under
@@ -65,6 +66,10 @@ class WorkerMetrics final : public RequestObserver {
   metrics::Histogram& time_to_first_token_;
   metrics::Histogram& inter_token_latency_;
   metrics::Histogram& e2e_request_latency_;
+  metrics::Histogram& request_queue_time_;
+  metrics::Histogram& request_prefill_time_;
+  metrics::Histogram& request_decode_time_;
+  metrics::Histogram& request_inference_time_;
 };
 
 }  // namespace headroom::worker

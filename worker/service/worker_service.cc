@@ -1,5 +1,6 @@
 #include "worker/service/worker_service.h"
 
+#include <algorithm>
 #include <deque>
 #include <limits>
 #include <optional>
@@ -82,18 +83,30 @@ class SubmitReactor final : public grpc::ServerWriteReactor<v1::SubmitResponse> 
     const absl::Time now = absl::Now();
     if (!event.ok()) {
       if (absl::IsCancelled(event.status())) {
-        observer_->OnFinish(FinishReason::kAbort, now - arrival_);
+        observer_->OnFinish(FinishReason::kAbort, now - arrival_, Phases());
       }
       return;
     }
     if (observed_tokens_ == 0) {
       observer_->OnFirstToken(now - arrival_, prompt_tokens_);
+      first_token_ = now;
+      // The engine's clock is the same; clamped so that no phase is negative.
+      scheduled_ = std::clamp(event->first_scheduled, arrival_, now);
     } else {
       observer_->OnNextToken(now - last_token_);
     }
     ++observed_tokens_;
     last_token_ = now;
-    if (event->finish != FinishReason::kNone) observer_->OnFinish(event->finish, now - arrival_);
+    if (event->finish != FinishReason::kNone) {
+      observer_->OnFinish(event->finish, now - arrival_, Phases());
+    }
+  }
+
+  std::optional<RequestPhases> Phases() const {
+    if (observed_tokens_ == 0) return std::nullopt;
+    return RequestPhases{.queue = scheduled_ - arrival_,
+                         .prefill = first_token_ - scheduled_,
+                         .decode = last_token_ - first_token_};
   }
 
   // Starts the next write, or finishes, if the state allows; otherwise nothing.
@@ -133,6 +146,8 @@ class SubmitReactor final : public grpc::ServerWriteReactor<v1::SubmitResponse> 
   const int32_t prompt_tokens_;
   RequestObserver* const observer_;
   const absl::Time arrival_;
+  absl::Time scheduled_;         // engine thread only: first scheduled (set at the first token)
+  absl::Time first_token_;       // engine thread only
   absl::Time last_token_;        // engine thread only
   int32_t observed_tokens_ = 0;  // engine thread only
 

@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -35,6 +36,16 @@ namespace headroom::worker {
 // The name health checks of this service use ("" reports the same).
 inline constexpr char kWorkerServiceName[] = "headroom.v1.Worker";
 
+// Where the time of a request that produced a first token went (vLLM's intervals): `queue` from
+// its Submit's arrival to the first step that scheduled it, `prefill` from there to the first
+// token (prefill chunks, and any preemption before it), `decode` from the first token to the
+// last. queue + prefill is the time to first token.
+struct RequestPhases {
+  absl::Duration queue;
+  absl::Duration prefill;
+  absl::Duration decode;
+};
+
 // Per-request events of Submit streams, for metrics. Called on the engine thread, in order, for
 // one request at a time: it must not block. A request refused at admission or failed by the
 // engine produces no event; a cancelled one ends with OnFinish(kAbort), even before its first
@@ -46,8 +57,10 @@ class RequestObserver {
   virtual void OnFirstToken(absl::Duration ttft, int32_t prompt_tokens) = 0;
   // Each later token, `inter_token` after the previous one.
   virtual void OnNextToken(absl::Duration inter_token) = 0;
-  // The request ended (kAbort when cancelled), `e2e` after its Submit arrived.
-  virtual void OnFinish(FinishReason reason, absl::Duration e2e) = 0;
+  // The request ended (kAbort when cancelled), `e2e` after its Submit arrived; `phases` when it
+  // produced a first token (a request cancelled before has none).
+  virtual void OnFinish(FinishReason reason, absl::Duration e2e,
+                        const std::optional<RequestPhases>& phases) = 0;
 };
 
 struct WorkerServiceOptions {
