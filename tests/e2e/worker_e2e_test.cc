@@ -5,12 +5,11 @@
 // whose ~30 ms steps leave time to look; the fixture finishes 200 tokens in a few milliseconds.
 // Every RPC has a deadline and every child is SIGKILLed in teardown if it is still alive.
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <gtest/gtest.h>
 
 #include <chrono>
 #include <cstring>
@@ -22,8 +21,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "child_process.h"
-#include "fixture_worker.h"
 #include "fixture_model.h"
+#include "fixture_worker.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
 #include "headroom/v1/worker.grpc.pb.h"
@@ -57,9 +56,26 @@ const std::string& FixtureModelDir() {
 std::vector<std::string> FixtureFlags(int blocks = 64) { return e2e::FixtureWorkerFlags(blocks); }
 
 std::vector<std::string> SlowFlags() {
-  return {"--model", "dummy:small", "--port", "0", "--metrics-port", "-1", "--num-gpu-blocks-override", "64",
-          "--block-size", "16", "--max-num-seqs", "4", "--max-num-batched-tokens", "256",
-          "--max-model-len", "512", "--threads", "1", "--drain-timeout-s", "30"};
+  return {"--model",
+          "dummy:small",
+          "--port",
+          "0",
+          "--metrics-port",
+          "-1",
+          "--num-gpu-blocks-override",
+          "64",
+          "--block-size",
+          "16",
+          "--max-num-seqs",
+          "4",
+          "--max-num-batched-tokens",
+          "256",
+          "--max-model-len",
+          "512",
+          "--threads",
+          "1",
+          "--drain-timeout-s",
+          "30"};
 }
 
 std::unique_ptr<grpc::ClientContext> Context(int timeout_s = 30) {
@@ -136,11 +152,14 @@ TEST_F(WorkerE2eTest, SubmitStreamsTheSameGreedyTokensAsAnInProcessEngine) {
   // The reference: the engine in this process, same fixture, same options.
   const testdata::FixtureModel& fixture = testdata::LoadFixtureModel("llama-gqa");
   CpuBackend backend(1);
-  absl::StatusOr<std::unique_ptr<Engine>> engine =
-      Engine::Create(fixture.config, fixture.weights,
-                     {.max_num_seqs = 4, .max_num_batched_tokens = 256, .max_model_len = 256,
-                      .block_size = 16, .num_kv_blocks = 64, .eos_token_id = 2},
-                     &backend);
+  absl::StatusOr<std::unique_ptr<Engine>> engine = Engine::Create(fixture.config, fixture.weights,
+                                                                  {.max_num_seqs = 4,
+                                                                   .max_num_batched_tokens = 256,
+                                                                   .max_model_len = 256,
+                                                                   .block_size = 16,
+                                                                   .num_kv_blocks = 64,
+                                                                   .eos_token_id = 2},
+                                                                  &backend);
   ASSERT_TRUE(engine.ok()) << engine.status();
   Request request;
   request.id = RequestId{1};
@@ -349,13 +368,13 @@ TEST_F(WorkerE2eTest, ServesPrometheusMetricsUnderVllmNames) {
             std::string::npos);
   const std::string& body = response.body;
   const std::string model = "{model_name=\"" + FixtureModelDir() + "\"}";
-  const std::string stop_or_length =
-      result.finish == v1::FINISH_REASON_STOP ? "stop" : "length";
+  const std::string stop_or_length = result.finish == v1::FINISH_REASON_STOP ? "stop" : "length";
   EXPECT_EQ(MetricSample(body, "vllm:generation_tokens_total" + model),
             static_cast<double>(result.tokens.size()));
-  EXPECT_EQ(MetricSample(body, "vllm:prompt_tokens_total" + model), static_cast<double>(prompt.size()));
+  EXPECT_EQ(MetricSample(body, "vllm:prompt_tokens_total" + model),
+            static_cast<double>(prompt.size()));
   EXPECT_EQ(MetricSample(body, "vllm:request_success_total{finished_reason=\"" + stop_or_length +
-                             "\",model_name=\"" + FixtureModelDir() + "\"}"),
+                                   "\",model_name=\"" + FixtureModelDir() + "\"}"),
             1);
   EXPECT_EQ(MetricSample(body, "vllm:num_requests_running" + model), 0);
   EXPECT_EQ(MetricSample(body, "vllm:num_requests_waiting" + model), 0);
@@ -369,15 +388,15 @@ TEST_F(WorkerE2eTest, ServesPrometheusMetricsUnderVllmNames) {
   EXPECT_GT(MetricSample(body, "vllm:e2e_request_latency_seconds_sum" + model), 0);
   // The request's phases: queue + prefill is its time to first token, decode the rest.
   for (const char* phase : {"queue", "prefill", "decode", "inference"}) {
-    EXPECT_EQ(MetricSample(body, absl::StrCat("vllm:request_", phase, "_time_seconds_count", model)),
-              1)
+    EXPECT_EQ(
+        MetricSample(body, absl::StrCat("vllm:request_", phase, "_time_seconds_count", model)), 1)
         << phase;
   }
   const auto sum = [&](const std::string& name) {
     return MetricSample(body, absl::StrCat("vllm:", name, "_seconds_sum", model));
   };
-  EXPECT_NEAR(sum("request_queue_time") + sum("request_prefill_time"),
-              sum("time_to_first_token"), 1e-6);
+  EXPECT_NEAR(sum("request_queue_time") + sum("request_prefill_time"), sum("time_to_first_token"),
+              1e-6);
   EXPECT_GT(sum("request_prefill_time"), 0);
   EXPECT_GT(sum("request_decode_time"), 0);
   EXPECT_NEAR(sum("request_inference_time"),

@@ -9,14 +9,14 @@ const std::vector<std::string> kModel = {"model_name"};
 
 // Bucket bounds in seconds; chosen for CPU and GPU serving alike (headroom's choice, close in
 // range to vLLM's so the same dashboards read sensibly).
-const std::vector<double> kTtftBounds = {0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1,
-                                         0.25,  0.5,   0.75, 1.0,  2.5,  5.0,  7.5,  10.0,
+const std::vector<double> kTtftBounds = {0.001, 0.005, 0.01, 0.02,  0.04,  0.06,  0.08, 0.1,
+                                         0.25,  0.5,   0.75, 1.0,   2.5,   5.0,   7.5,  10.0,
                                          20.0,  40.0,  80.0, 160.0, 640.0, 2560.0};
-const std::vector<double> kItlBounds = {0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5,
+const std::vector<double> kItlBounds = {0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2,  0.3,  0.4, 0.5,
                                         0.75, 1.0,   2.5,  5.0,   7.5, 10.0, 20.0, 40.0, 80.0};
-const std::vector<double> kE2eBounds = {0.3,  0.5,  0.8,  1.0,  1.5,   2.0,   2.5,   5.0,
-                                        10.0, 15.0, 20.0, 30.0, 40.0,  50.0,  60.0,  120.0,
-                                        240.0, 480.0, 960.0, 1920.0, 7680.0};
+const std::vector<double> kE2eBounds = {0.3,  0.5,   0.8,   1.0,   1.5,   2.0,    2.5,
+                                        5.0,  10.0,  15.0,  20.0,  30.0,  40.0,   50.0,
+                                        60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0};
 
 // Advances `counter` by how far `value` moved since `last` (a smaller value restarts the count).
 void AdvanceCounter(metrics::Counter& counter, int64_t value, int64_t& last) {
@@ -28,9 +28,9 @@ void AdvanceCounter(metrics::Counter& counter, int64_t value, int64_t& last) {
 
 WorkerMetrics::WorkerMetrics(metrics::Registry* registry, const std::string& model_name)
     : num_requests_running_(
-          registry->AddGauge("vllm:num_requests_running",
-                             "Number of requests running on the engine (holding KV blocks).",
-                             kModel)
+          registry
+              ->AddGauge("vllm:num_requests_running",
+                         "Number of requests running on the engine (holding KV blocks).", kModel)
               .WithLabels({model_name})),
       num_requests_waiting_(registry
                                 ->AddGauge("vllm:num_requests_waiting",
@@ -57,8 +57,7 @@ WorkerMetrics::WorkerMetrics(metrics::Registry* registry, const std::string& mod
                           .WithLabels({model_name})),
       kv_blocks_evictable_(registry
                                ->AddGauge("headroom:kv_blocks_evictable",
-                                          "Free KV blocks that still hold a cached prefix.",
-                                          kModel)
+                                          "Free KV blocks that still hold a cached prefix.", kModel)
                                .WithLabels({model_name})),
       kv_internal_waste_slots_(registry
                                    ->AddGauge("headroom:kv_internal_waste_slots",
@@ -72,10 +71,9 @@ WorkerMetrics::WorkerMetrics(metrics::Registry* registry, const std::string& mod
                                          "startup).",
                                          kModel)
                               .WithLabels({model_name})),
-      num_preemptions_(registry
-                           ->AddCounter("vllm:num_preemptions",
-                                        "Cumulative number of preemptions.", kModel)
-                           .WithLabels({model_name})),
+      num_preemptions_(
+          registry->AddCounter("vllm:num_preemptions", "Cumulative number of preemptions.", kModel)
+              .WithLabels({model_name})),
       prefix_cache_queries_(registry
                                 ->AddCounter("vllm:prefix_cache_queries",
                                              "Prefix-cache queries, in prompt tokens looked up.",
@@ -87,10 +85,9 @@ WorkerMetrics::WorkerMetrics(metrics::Registry* registry, const std::string& mod
                                           "cached blocks.",
                                           kModel)
                              .WithLabels({model_name})),
-      prompt_tokens_(registry
-                         ->AddCounter("vllm:prompt_tokens",
-                                      "Number of prefill tokens processed.", kModel)
-                         .WithLabels({model_name})),
+      prompt_tokens_(
+          registry->AddCounter("vllm:prompt_tokens", "Number of prefill tokens processed.", kModel)
+              .WithLabels({model_name})),
       generation_tokens_(registry
                              ->AddCounter("vllm:generation_tokens",
                                           "Number of generation tokens processed.", kModel)

@@ -28,9 +28,12 @@ namespace headroom::worker {
 class SubmitReactor final : public grpc::ServerWriteReactor<v1::SubmitResponse> {
  public:
   SubmitReactor(WorkerService* service, EngineLoop* loop, Request request)
-      : service_(service), loop_(loop), id_(request.id),
+      : service_(service),
+        loop_(loop),
+        id_(request.id),
         prompt_tokens_(static_cast<int32_t>(request.prompt.size())),
-        observer_(service->options_.observer), arrival_(absl::Now()) {
+        observer_(service->options_.observer),
+        arrival_(absl::Now()) {
     loop_->Submit(std::move(request),
                   [this](const absl::StatusOr<StepToken>& event) { OnEngineEvent(event); });
   }
@@ -152,14 +155,14 @@ class SubmitReactor final : public grpc::ServerWriteReactor<v1::SubmitResponse> 
   int32_t observed_tokens_ = 0;  // engine thread only
 
   std::mutex mu_;
-  std::deque<StepToken> queue_;   // tokens not yet written
-  v1::SubmitResponse out_;        // the write in flight (owned by gRPC while writing_)
+  std::deque<StepToken> queue_;  // tokens not yet written
+  v1::SubmitResponse out_;       // the write in flight (owned by gRPC while writing_)
   int32_t completion_tokens_ = 0;
   bool writing_ = false;
   bool terminal_ = false;
   bool cancelled_ = false;
   bool finished_ = false;
-  grpc::Status status_;           // the engine's terminal status (OK for a finished request)
+  grpc::Status status_;  // the engine's terminal status (OK for a finished request)
 };
 
 // One WatchLoad stream: writes the newest report it was offered, dropping older ones that came
@@ -237,15 +240,14 @@ class WatchLoadReactor final : public grpc::ServerWriteReactor<v1::LoadReport> {
  private:
   LoadPublisher* const publisher_;
   std::mutex mu_;
-  v1::LoadReport out_;                        // the write in flight
-  std::optional<v1::LoadReport> pending_;     // newest report not yet written
+  v1::LoadReport out_;                     // the write in flight
+  std::optional<v1::LoadReport> pending_;  // newest report not yet written
   bool writing_ = false;
   std::optional<grpc::Status> finish_status_;  // set once: finishing or finished
 };
 
 LoadPublisher::LoadPublisher(EngineLoop* loop, v1::LoadReport base,
-                             const WorkerServiceOptions& options,
-                             const std::atomic<bool>* draining)
+                             const WorkerServiceOptions& options, const std::atomic<bool>* draining)
     : loop_(loop), base_(std::move(base)), options_(options), draining_(draining) {
   latest_ = Poll();
   latest_.set_sequence(1);
@@ -321,8 +323,7 @@ void WorkerService::SetHealthService(grpc::HealthCheckServiceInterface* health) 
 }
 
 void WorkerService::UpdateHealth() {
-  const bool serving =
-      loop_.load() != nullptr && !draining_.load() && !shut_down_.load();
+  const bool serving = loop_.load() != nullptr && !draining_.load() && !shut_down_.load();
   std::lock_guard<std::mutex> lock(mu_);
   if (health_ == nullptr) return;
   health_->SetServingStatus(kWorkerServiceName, serving);
@@ -349,7 +350,8 @@ void WorkerService::StartDrain() {
 
 bool WorkerService::WaitForIdle(absl::Time deadline) {
   std::unique_lock<std::mutex> lock(mu_);
-  return idle_.wait_until(lock, absl::ToChronoTime(deadline), [this] { return open_streams_ == 0; });
+  return idle_.wait_until(lock, absl::ToChronoTime(deadline),
+                          [this] { return open_streams_ == 0; });
 }
 
 void WorkerService::Shutdown() {
@@ -389,15 +391,14 @@ grpc::ServerWriteReactor<v1::SubmitResponse>* WorkerService::Submit(
         grpc::Status(grpc::StatusCode::UNAVAILABLE, "the worker is loading"));
   }
   if (draining_.load()) {
-    return new RefusedWriteReactor(
-        grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "draining"));
+    return new RefusedWriteReactor(grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "draining"));
   }
   RequestId id{next_local_id_.fetch_sub(1)};
   if (request->request_id() != 0) {
     if (request->request_id() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
-      return new RefusedWriteReactor(grpc::Status(
-          grpc::StatusCode::INVALID_ARGUMENT,
-          absl::StrCat("request_id ", request->request_id(), " is above 2^63-1")));
+      return new RefusedWriteReactor(
+          grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                       absl::StrCat("request_id ", request->request_id(), " is above 2^63-1")));
     }
     id = RequestId{static_cast<int64_t>(request->request_id())};
   }

@@ -108,8 +108,8 @@ class LoadPublisher {
 
   std::mutex mu_;
   std::condition_variable wake_;
-  bool stopping_ = false;                              // guarded by mu_
-  v1::LoadReport latest_;                              // guarded by mu_
+  bool stopping_ = false;                               // guarded by mu_
+  v1::LoadReport latest_;                               // guarded by mu_
   absl::flat_hash_set<WatchLoadReactor*> subscribers_;  // guarded by mu_
   std::thread thread_;
 };
@@ -162,9 +162,9 @@ class WorkerService final : public v1::Worker::CallbackService {
 
   std::mutex mu_;
   std::condition_variable idle_;
-  int64_t open_streams_ = 0;                           // guarded by mu_
+  int64_t open_streams_ = 0;                             // guarded by mu_
   grpc::HealthCheckServiceInterface* health_ = nullptr;  // guarded by mu_
-  std::unique_ptr<LoadPublisher> publisher_;            // set once by SetReady, under mu_
+  std::unique_ptr<LoadPublisher> publisher_;             // set once by SetReady, under mu_
 };
 
 }  // namespace headroom::worker
