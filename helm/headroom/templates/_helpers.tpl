@@ -152,6 +152,8 @@ app.kubernetes.io/component: {{ .component }}
 {{- if .Values.router.requestTimeoutS -}}
 {{- $args = concat $args (list "--request-timeout-s" (toString (int .Values.router.requestTimeoutS))) -}}
 {{- end -}}
+{{- $args = concat $args (list "--shutdown-timeout-s" (toString (int .Values.router.shutdownTimeoutS))) -}}
+{{- $args = concat $args (list "--prefix-affinity-weight" (toString .Values.router.prefixAffinityWeight)) -}}
 {{- $args = concat $args .Values.router.extraArgs -}}
 {{- toYaml $args -}}
 {{- end -}}

@@ -319,6 +319,23 @@ def main():
         assert d == "static:///10.0.0.1:50061,10.0.0.2:50061", d
 
     @test
+    def router_shutdown_and_affinity_flags():
+        dep = one(ci("tp1-values.yaml"), "Deployment")
+        a = container(dep, "router")["args"]
+        shutdown = int(arg_value(a, "--shutdown-timeout-s"))
+        assert shutdown == int(arg_value(a, "--request-timeout-s")), "a rollout would cut requests"
+        pre = int(container(dep, "router")["lifecycle"]["preStop"]["exec"]["command"][-1])
+        assert dep["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] >= pre + shutdown
+        assert arg_value(a, "--prefix-affinity-weight") == "1"
+        a = container(one(render(sets=["router.prefixAffinityWeight=3"]), "Deployment"), "router")["args"]
+        assert arg_value(a, "--prefix-affinity-weight") == "3"
+
+    @test
+    def router_grace_period_below_shutdown_is_refused():
+        p = render(sets=["router.shutdownTimeoutS=600", "router.terminationGracePeriodSeconds=300"], check=False)
+        assert p.returncode != 0 and "shutdownTimeoutS" in p.stderr, p.stderr
+
+    @test
     def router_service_hpa_pdb():
         docs = ci("monitoring-values.yaml")
         svc = one(docs, "Service", "-router")
