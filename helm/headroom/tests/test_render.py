@@ -456,6 +456,7 @@ def main():
                        "vllm:generation_tokens_total", "vllm:prompt_tokens_total",
                        "histogram_quantile(0.99, sum by (le) (rate(vllm:time_to_first_token_seconds_bucket",
                        "histogram_quantile(0.99, sum by (le) (rate(vllm:inter_token_latency_seconds_bucket",
+                       "histogram_quantile(0.99, sum by (le) (rate(vllm:request_queue_time_seconds_bucket",
                        "vllm:num_preemptions_total", "headroom:router_queue_depth",
                        "sum by (reason) (rate(headroom:router_refusals_total"):
             assert needle in exprs, needle
