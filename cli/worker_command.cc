@@ -273,7 +273,7 @@ absl::Status Serve(const FlagSet& flags, const sigset_t& stop_signals, std::ostr
   }
 
   metrics::Registry registry;
-  worker::WorkerMetrics worker_metrics(&registry, model);
+  worker::WorkerMetrics worker_metrics(&registry, model, options.max_model_len);
   std::atomic<bool> serving{false};
 
   // The server comes up first, NOT_SERVING, so health probes answer while the weights load.

@@ -403,6 +403,23 @@ TEST_F(WorkerE2eTest, ServesPrometheusMetricsUnderVllmNames) {
               sum("request_prefill_time") + sum("request_decode_time"), 1e-6);
   EXPECT_LE(sum("request_queue_time") + sum("request_inference_time"),
             sum("e2e_request_latency") + 1e-6);
+  // Request sizes, in vLLM's 1-2-5 buckets up to max_model_len 256: 1, 2, 5, ..., 100, 200.
+  const auto sample = [&](const std::string& name, const std::string& le = "") {
+    const std::string labels =
+        absl::StrCat("{model_name=\"", FixtureModelDir(), "\"",
+                     le.empty() ? "" : absl::StrCat(",le=\"", le, "\""), "}");
+    return MetricSample(body, absl::StrCat("vllm:", name, labels));
+  };
+  EXPECT_EQ(sample("request_prompt_tokens_sum"), static_cast<double>(prompt.size()));
+  EXPECT_EQ(sample("request_prompt_tokens_bucket", "10"), 0);  // 11 tokens
+  EXPECT_EQ(sample("request_prompt_tokens_bucket", "20"), 1);
+  EXPECT_EQ(sample("request_generation_tokens_sum"), static_cast<double>(result.tokens.size()));
+  EXPECT_EQ(sample("request_params_max_tokens_sum"), kMaxTokens);
+  EXPECT_EQ(sample("request_params_max_tokens_bucket", "10"), 0);  // 12
+  EXPECT_EQ(sample("request_params_max_tokens_bucket", "20"), 1);
+  EXPECT_EQ(sample("request_params_max_tokens_bucket", "200"), 1);
+  EXPECT_EQ(sample("request_params_max_tokens_bucket", "+Inf"), 1);
+  EXPECT_EQ(sample("request_params_max_tokens_bucket", "500"), -1) << "no bound above 256";
   EXPECT_NE(body.find("# TYPE vllm:num_preemptions_total counter"), std::string::npos);
 
   worker.Signal(SIGTERM);

@@ -18,6 +18,19 @@ const std::vector<double> kE2eBounds = {0.3,  0.5,   0.8,   1.0,   1.5,   2.0,  
                                         5.0,  10.0,  15.0,  20.0,  30.0,  40.0,   50.0,
                                         60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0};
 
+// vLLM's bounds for token counts: 1, 2, 5, 10, 20, 50, ... up to `max` (at least {1}).
+std::vector<double> OneTwoFiveBounds(int32_t max) {
+  std::vector<double> bounds;
+  for (int64_t decade = 1; bounds.empty() || decade <= max; decade *= 10) {
+    for (int64_t step : {1, 2, 5}) {
+      if (decade * step <= max || bounds.empty()) {
+        bounds.push_back(static_cast<double>(decade * step));
+      }
+    }
+  }
+  return bounds;
+}
+
 // Advances `counter` by how far `value` moved since `last` (a smaller value restarts the count).
 void AdvanceCounter(metrics::Counter& counter, int64_t value, int64_t& last) {
   if (value > last) counter.Increment(static_cast<double>(value - last));
@@ -26,7 +39,8 @@ void AdvanceCounter(metrics::Counter& counter, int64_t value, int64_t& last) {
 
 }  // namespace
 
-WorkerMetrics::WorkerMetrics(metrics::Registry* registry, const std::string& model_name)
+WorkerMetrics::WorkerMetrics(metrics::Registry* registry, const std::string& model_name,
+                             int32_t max_model_len)
     : num_requests_running_(
           registry
               ->AddGauge("vllm:num_requests_running",
@@ -135,7 +149,23 @@ WorkerMetrics::WorkerMetrics(metrics::Registry* registry, const std::string& mod
                                                  "Histogram of time from first scheduled to the "
                                                  "last token (prefill + decode), in seconds.",
                                                  kModel, kE2eBounds)
-                                  .WithLabels({model_name})) {
+                                  .WithLabels({model_name})),
+      request_prompt_tokens_(registry
+                                 ->AddHistogram("vllm:request_prompt_tokens",
+                                                "Number of prefill tokens processed.", kModel,
+                                                OneTwoFiveBounds(max_model_len))
+                                 .WithLabels({model_name})),
+      request_generation_tokens_(registry
+                                     ->AddHistogram("vllm:request_generation_tokens",
+                                                    "Number of generation tokens processed.",
+                                                    kModel, OneTwoFiveBounds(max_model_len))
+                                     .WithLabels({model_name})),
+      request_params_max_tokens_(registry
+                                     ->AddHistogram("vllm:request_params_max_tokens",
+                                                    "Histogram of the max_tokens request "
+                                                    "parameter.",
+                                                    kModel, OneTwoFiveBounds(max_model_len))
+                                     .WithLabels({model_name})) {
   // Every reason is exported from the start, so rate() sees the first request of each.
   success_stop_ = &request_success_.WithLabels({"stop", model_name});
   success_length_ = &request_success_.WithLabels({"length", model_name});
@@ -171,9 +201,8 @@ void WorkerMetrics::OnNextToken(absl::Duration inter_token) {
   inter_token_latency_.Observe(absl::ToDoubleSeconds(inter_token));
 }
 
-void WorkerMetrics::OnFinish(FinishReason reason, absl::Duration e2e,
-                             const std::optional<RequestPhases>& phases) {
-  switch (reason) {
+void WorkerMetrics::OnFinish(const FinishedRequest& request) {
+  switch (request.reason) {
     case FinishReason::kStop:
       success_stop_->Increment();
       break;
@@ -186,8 +215,11 @@ void WorkerMetrics::OnFinish(FinishReason reason, absl::Duration e2e,
     case FinishReason::kNone:
       return;
   }
-  e2e_request_latency_.Observe(absl::ToDoubleSeconds(e2e));
-  if (phases.has_value()) {
+  e2e_request_latency_.Observe(absl::ToDoubleSeconds(request.e2e));
+  request_prompt_tokens_.Observe(request.prompt_tokens);
+  request_generation_tokens_.Observe(request.generation_tokens);
+  request_params_max_tokens_.Observe(request.max_tokens);
+  if (const std::optional<RequestPhases>& phases = request.phases; phases.has_value()) {
     request_queue_time_.Observe(absl::ToDoubleSeconds(phases->queue));
     request_prefill_time_.Observe(absl::ToDoubleSeconds(phases->prefill));
     request_decode_time_.Observe(absl::ToDoubleSeconds(phases->decode));

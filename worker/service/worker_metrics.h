@@ -22,16 +22,15 @@ namespace headroom::worker {
 class WorkerMetrics final : public RequestObserver {
  public:
   // Adds the families to `registry` (which must outlive this object's use, and this object must
-  // outlive the registry's renders).
-  WorkerMetrics(metrics::Registry* registry, const std::string& model_name);
+  // outlive the registry's renders). `max_model_len` bounds the token-count histograms.
+  WorkerMetrics(metrics::Registry* registry, const std::string& model_name, int32_t max_model_len);
 
   // Statistics come from `loop` from now on (before: the engine gauges stay 0).
   void SetLoop(EngineLoop* loop) { loop_.store(loop); }
 
   void OnFirstToken(absl::Duration ttft, int32_t prompt_tokens) override;
   void OnNextToken(absl::Duration inter_token) override;
-  void OnFinish(FinishReason reason, absl::Duration e2e,
-                const std::optional<RequestPhases>& phases) override;
+  void OnFinish(const FinishedRequest& request) override;
 
  private:
   // Copies EngineLoop::Stats() into the gauges and advances the stats-backed counters. Runs under
@@ -70,6 +69,9 @@ class WorkerMetrics final : public RequestObserver {
   metrics::Histogram& request_prefill_time_;
   metrics::Histogram& request_decode_time_;
   metrics::Histogram& request_inference_time_;
+  metrics::Histogram& request_prompt_tokens_;
+  metrics::Histogram& request_generation_tokens_;
+  metrics::Histogram& request_params_max_tokens_;
 };
 
 }  // namespace headroom::worker

@@ -32,6 +32,7 @@ class SubmitReactor final : public grpc::ServerWriteReactor<v1::SubmitResponse> 
         loop_(loop),
         id_(request.id),
         prompt_tokens_(static_cast<int32_t>(request.prompt.size())),
+        max_tokens_(request.sampling.max_tokens),
         observer_(service->options_.observer),
         arrival_(absl::Now()) {
     loop_->Submit(std::move(request),
@@ -86,7 +87,7 @@ class SubmitReactor final : public grpc::ServerWriteReactor<v1::SubmitResponse> 
     const absl::Time now = absl::Now();
     if (!event.ok()) {
       if (absl::IsCancelled(event.status())) {
-        observer_->OnFinish(FinishReason::kAbort, now - arrival_, Phases());
+        observer_->OnFinish(Finished(FinishReason::kAbort, now));
       }
       return;
     }
@@ -101,15 +102,23 @@ class SubmitReactor final : public grpc::ServerWriteReactor<v1::SubmitResponse> 
     ++observed_tokens_;
     last_token_ = now;
     if (event->finish != FinishReason::kNone) {
-      observer_->OnFinish(event->finish, now - arrival_, Phases());
+      observer_->OnFinish(Finished(event->finish, now));
     }
   }
 
-  std::optional<RequestPhases> Phases() const {
-    if (observed_tokens_ == 0) return std::nullopt;
-    return RequestPhases{.queue = scheduled_ - arrival_,
-                         .prefill = first_token_ - scheduled_,
-                         .decode = last_token_ - first_token_};
+  FinishedRequest Finished(FinishReason reason, absl::Time now) const {
+    FinishedRequest finished{.reason = reason,
+                             .e2e = now - arrival_,
+                             .phases = std::nullopt,
+                             .prompt_tokens = prompt_tokens_,
+                             .generation_tokens = observed_tokens_,
+                             .max_tokens = max_tokens_};
+    if (observed_tokens_ > 0) {
+      finished.phases = RequestPhases{.queue = scheduled_ - arrival_,
+                                      .prefill = first_token_ - scheduled_,
+                                      .decode = last_token_ - first_token_};
+    }
+    return finished;
   }
 
   // Starts the next write, or finishes, if the state allows; otherwise nothing.
@@ -147,6 +156,7 @@ class SubmitReactor final : public grpc::ServerWriteReactor<v1::SubmitResponse> 
   EngineLoop* const loop_;
   const RequestId id_;
   const int32_t prompt_tokens_;
+  const int32_t max_tokens_;
   RequestObserver* const observer_;
   const absl::Time arrival_;
   absl::Time scheduled_;         // engine thread only: first scheduled (set at the first token)

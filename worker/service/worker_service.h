@@ -46,6 +46,17 @@ struct RequestPhases {
   absl::Duration decode;
 };
 
+// A request that ended: how, when, and its sizes.
+struct FinishedRequest {
+  FinishReason reason = FinishReason::kNone;  // kAbort when cancelled
+  absl::Duration e2e;                         // from its Submit's arrival
+  // When it produced a first token (a request cancelled before has none).
+  std::optional<RequestPhases> phases;
+  int32_t prompt_tokens = 0;
+  int32_t generation_tokens = 0;  // tokens streamed, the final one included
+  int32_t max_tokens = 0;         // as the request asked
+};
+
 // Per-request events of Submit streams, for metrics. Called on the engine thread, in order, for
 // one request at a time: it must not block. A request refused at admission or failed by the
 // engine produces no event; a cancelled one ends with OnFinish(kAbort), even before its first
@@ -57,10 +68,8 @@ class RequestObserver {
   virtual void OnFirstToken(absl::Duration ttft, int32_t prompt_tokens) = 0;
   // Each later token, `inter_token` after the previous one.
   virtual void OnNextToken(absl::Duration inter_token) = 0;
-  // The request ended (kAbort when cancelled), `e2e` after its Submit arrived; `phases` when it
-  // produced a first token (a request cancelled before has none).
-  virtual void OnFinish(FinishReason reason, absl::Duration e2e,
-                        const std::optional<RequestPhases>& phases) = 0;
+  // The request ended.
+  virtual void OnFinish(const FinishedRequest& request) = 0;
 };
 
 struct WorkerServiceOptions {
