@@ -2,6 +2,9 @@
 //   BM_DecodeAppend256: one new token appended to each of 256 running sequences (one decode step).
 //   BM_PrefixLookup8k: longest cached prefix of an 8192-token prompt whose blocks are all cached.
 //   BM_AdmitFree2k: admission of a 2048-token prompt with a half-cached prefix, then its release.
+//   BM_AdmitFree2kNewHalf/P: the same, the second half new each time (64 blocks evicted and 64
+//     cached); P = 1 also logs those changes and applies them to a PrefixCacheTracker after each
+//     step, as a group leader's engine loop does for its LoadReports (P = 0: the cost without).
 #include <benchmark/benchmark.h>
 
 #include <numeric>
@@ -9,6 +12,7 @@
 
 #include "common/check.h"
 #include "kvcache/kv_cache_manager.h"
+#include "kvcache/prefix_cache_delta.h"
 
 namespace headroom::kvcache {
 namespace {
@@ -83,6 +87,30 @@ void BM_AdmitFree2k(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_AdmitFree2k)->Unit(benchmark::kMicrosecond);
+
+void BM_AdmitFree2kNewHalf(benchmark::State& state) {
+  const bool published = state.range(0) == 1;
+  auto kv = MakeManager(1024);
+  if (published) kv->RecordCacheEvents(2 * 1024);
+  PrefixCacheTracker tracker(4 * 1024);
+  std::vector<CacheEvent> events;
+  std::vector<int32_t> prompt = Tokens(2048, 2);
+  HR_CHECK(kv->AddSequence(SequenceId{1}, kv->FindCachedPrefix(prompt), prompt).ok());
+  kv->Free(SequenceId{1});
+  int64_t id = 2;
+  for (auto _ : state) {
+    std::fill(prompt.begin() + 1024, prompt.end(), static_cast<int32_t>(id % 1000));
+    const PrefixHit hit = kv->FindCachedPrefix(prompt);
+    HR_CHECK(kv->AddSequence(SequenceId{id}, hit, prompt).ok());
+    kv->Free(SequenceId{id++});
+    if (!published) continue;
+    events.clear();
+    HR_CHECK(kv->TakeCacheEvents(&events));
+    tracker.Apply(events);
+    if (id % 4 == 0) benchmark::DoNotOptimize(tracker.TakeDelta());  // a report every 4 steps
+  }
+}
+BENCHMARK(BM_AdmitFree2kNewHalf)->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 }  // namespace headroom::kvcache

@@ -40,4 +40,41 @@ BlockHash HashBlock(const BlockHash& parent, absl::Span<const int32_t> token_ids
   return hash_buffer(buffer.data());
 }
 
+namespace {
+
+void AppendLittleEndian(uint64_t word, std::string& out) {
+  for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((word >> (8 * i)) & 0xff));
+}
+
+uint64_t ReadLittleEndian(std::string_view bytes) {
+  uint64_t word = 0;
+  for (int i = 7; i >= 0; --i) {
+    word = (word << 8) | static_cast<unsigned char>(bytes[static_cast<size_t>(i)]);
+  }
+  return word;
+}
+
+}  // namespace
+
+std::string PackBlockHashes(absl::Span<const BlockHash> hashes) {
+  std::string out;
+  out.reserve(hashes.size() * sizeof(BlockHash));
+  for (const BlockHash& h : hashes) {
+    AppendLittleEndian(h.low, out);
+    AppendLittleEndian(h.high, out);
+  }
+  return out;
+}
+
+std::optional<std::vector<BlockHash>> UnpackBlockHashes(std::string_view bytes) {
+  if (bytes.size() % sizeof(BlockHash) != 0) return std::nullopt;
+  std::vector<BlockHash> hashes;
+  hashes.reserve(bytes.size() / sizeof(BlockHash));
+  for (size_t at = 0; at < bytes.size(); at += sizeof(BlockHash)) {
+    hashes.push_back({.low = ReadLittleEndian(bytes.substr(at, 8)),
+                      .high = ReadLittleEndian(bytes.substr(at + 8, 8))});
+  }
+  return hashes;
+}
+
 }  // namespace headroom::kvcache

@@ -9,8 +9,11 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
+#include <string>
 #include <string_view>
 #include <type_traits>
+#include <vector>
 
 #include "absl/types/span.h"
 
@@ -36,5 +39,10 @@ static_assert(sizeof(BlockHash) == 16 && std::is_trivially_copyable_v<BlockHash>
 
 // The hash of a full block with the given parent hash and token ids.
 [[nodiscard]] BlockHash HashBlock(const BlockHash& parent, absl::Span<const int32_t> token_ids);
+
+// Hashes on the wire (LoadReport.prefix_cache): 16 bytes each, the low then the high word, each
+// little-endian. Unpack: nullopt when the size is not a multiple of 16.
+[[nodiscard]] std::string PackBlockHashes(absl::Span<const BlockHash> hashes);
+[[nodiscard]] std::optional<std::vector<BlockHash>> UnpackBlockHashes(std::string_view bytes);
 
 }  // namespace headroom::kvcache

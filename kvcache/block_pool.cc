@@ -32,7 +32,40 @@ std::optional<BlockHash> BlockPool::hash(BlockId block) const {
   return meta.hash;
 }
 
+void BlockPool::Record(const BlockHash& hash, bool cached) {
+  if (events_capacity_ == 0 || events_overflowed_) return;
+  if (events_.size() == events_capacity_) {
+    events_.clear();
+    events_overflowed_ = true;
+    return;
+  }
+  events_.push_back({.hash = hash, .cached = cached});
+}
+
+void BlockPool::RecordCacheEvents(size_t capacity) {
+  events_capacity_ = capacity;
+  events_.clear();
+  events_.reserve(capacity);
+  events_overflowed_ = false;
+}
+
+bool BlockPool::TakeCacheEvents(std::vector<CacheEvent>* out) {
+  out->insert(out->end(), events_.begin(), events_.end());
+  events_.clear();
+  const bool complete = !events_overflowed_;
+  events_overflowed_ = false;
+  return complete;
+}
+
+std::vector<BlockHash> BlockPool::CachedHashes() const {
+  std::vector<BlockHash> hashes;
+  hashes.reserve(cached_.size());
+  for (const auto& [hash, block] : cached_) hashes.push_back(hash);
+  return hashes;
+}
+
 void BlockPool::Evict(BlockMeta& meta) {
+  Record(meta.hash, false);
   cached_.erase(meta.hash);
   meta.cached = false;
   meta.hash = BlockHash{};
@@ -94,6 +127,7 @@ bool BlockPool::Cache(BlockId block, const BlockHash& hash) {
   if (!cached_.try_emplace(hash, block).second) return false;
   meta.cached = true;
   meta.hash = hash;
+  Record(hash, true);
   return true;
 }
 

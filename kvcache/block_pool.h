@@ -19,6 +19,7 @@
 #include "kvcache/block_hash.h"
 #include "kvcache/block_id.h"
 #include "kvcache/free_block_queue.h"
+#include "kvcache/prefix_cache_delta.h"
 
 namespace headroom::kvcache {
 
@@ -69,6 +70,16 @@ class BlockPool {
   // the same hash (no dedup: both stay valid, only one is findable).
   bool Cache(BlockId block, const BlockHash& hash);
 
+  // Records the prefix cache's changes (Cache registering a hash, Allocate evicting one) from now
+  // on, up to `capacity` of them between two TakeCacheEvents; past that the log is dropped and
+  // marked overflowed. Reserves the log once, here.
+  void RecordCacheEvents(size_t capacity);
+  // Appends the recorded events to `out` in order and empties the log. False when the log
+  // overflowed since the last call: events were lost, re-read CachedHashes().
+  bool TakeCacheEvents(std::vector<CacheEvent>* out);
+  // Every hash in the prefix cache (used and free blocks); O(cached blocks).
+  [[nodiscard]] std::vector<BlockHash> CachedHashes() const;
+
   // Front-to-back free order (the eviction order); O(n), for tests and debugging.
   [[nodiscard]] std::vector<BlockId> FreeOrder() const { return free_queue_.ToVector(); }
 
@@ -85,12 +96,17 @@ class BlockPool {
   [[nodiscard]] const BlockMeta& Meta(BlockId block) const;
   [[nodiscard]] BlockMeta& Meta(BlockId block);
   void Evict(BlockMeta& meta);
+  void Record(const BlockHash& hash, bool cached);
 
   const bool enable_caching_;
   std::vector<BlockMeta> blocks_;
   FreeBlockQueue free_queue_;
   absl::flat_hash_map<BlockHash, BlockId> cached_;
   int32_t num_evictable_ = 0;
+  // The change log (RecordCacheEvents): off while capacity 0.
+  std::vector<CacheEvent> events_;
+  size_t events_capacity_ = 0;
+  bool events_overflowed_ = false;
 };
 
 }  // namespace headroom::kvcache

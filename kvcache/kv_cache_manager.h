@@ -85,6 +85,9 @@ class KvCacheManager {
   [[nodiscard]] int32_t watermark_blocks() const { return config_.watermark_blocks; }
   [[nodiscard]] int32_t num_free_blocks() const { return pool_.num_free_blocks(); }
   [[nodiscard]] const BlockPool& pool() const { return pool_; }
+  // The pool's prefix-cache change log (BlockPool::RecordCacheEvents / TakeCacheEvents).
+  void RecordCacheEvents(size_t capacity) { pool_.RecordCacheEvents(capacity); }
+  bool TakeCacheEvents(std::vector<CacheEvent>* out) { return pool_.TakeCacheEvents(out); }
 
   // Blocks needed to hold `num_tokens` tokens.
   [[nodiscard]] int32_t BlocksForTokens(int64_t num_tokens) const;

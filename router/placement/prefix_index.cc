@@ -48,6 +48,17 @@ void PrefixIndex::Record(size_t group, absl::Span<const kvcache::BlockHash> hash
   }
 }
 
+void PrefixIndex::Forget(size_t group, absl::Span<const kvcache::BlockHash> hashes) {
+  if (group >= groups_.size()) return;
+  Group& g = groups_[group];
+  for (const kvcache::BlockHash& hash : hashes) {
+    if (auto found = g.where.find(hash); found != g.where.end()) {
+      g.lru.erase(found->second);
+      g.where.erase(found);
+    }
+  }
+}
+
 void PrefixIndex::Clear(size_t group) {
   if (group < groups_.size()) groups_[group] = Group{};
 }

@@ -2,15 +2,15 @@
 // cache, so that placement can send a request to the group that already computed most of its
 // prompt (multi-turn chats, shared system prompts, few-shot templates).
 //
-// The view is what this router placed, not what the workers report: when a request is placed on
-// a group, the chained hashes of its prompt's full blocks (PromptBlockHashes: the same
-// kvcache/block_hash.h hashes the worker's BlockPool caches them under) are recorded for that
-// group as most recently used. It is approximate in two ways, both only costing a missed or a
-// phantom cache hit, never a wrong answer (the worker looks the prefix up itself):
-//   - a worker evicts cached blocks under memory pressure without telling the router; the index
-//     forgets least recently used entries beyond the group's pool size, the most the group could
-//     hold, and the prompt's tail blocks before its head (the worker frees tails first too);
-//   - several routers each see only their own placements.
+// Two sources feed it, both in chained hashes of full blocks (kvcache/block_hash.h, the hashes the
+// worker's BlockPool caches them under):
+//   - what the group's worker reports (LoadReport.prefix_cache: blocks cached and evicted, by
+//     this router's placements or anyone else's), applied with Record and Forget;
+//   - what this router places there (PromptBlockHashes of the prompt), recorded at once, since
+//     the worker's report comes up to 50 ms later.
+// A phantom entry (placed but never cached, e.g. a request cancelled while queued) stays until
+// it is least recently used beyond the group's pool size; it costs a missed cache hit, never a
+// wrong answer (the worker looks the prefix up itself).
 // Memory is bounded by construction: at most total_blocks entries per group (16 bytes of hash
 // plus the LRU links each), so the index can never grow past the cluster's KV pools.
 //
@@ -42,6 +42,9 @@ class PrefixIndex {
   // Records `hashes` (a prompt's, in order) as placed on `group`, the first most recently used,
   // and forgets the least recently used entries beyond `capacity` (the group's pool size).
   void Record(size_t group, absl::Span<const kvcache::BlockHash> hashes, int64_t capacity);
+
+  // Forgets `hashes` for `group` (the worker evicted those blocks).
+  void Forget(size_t group, absl::Span<const kvcache::BlockHash> hashes);
 
   // Forgets everything about `group` (it went down or its slot now names another group).
   void Clear(size_t group);

@@ -122,10 +122,23 @@ std::vector<GroupSlot> Dispatcher::SetGroups(const std::vector<std::string>& add
   return slots;
 }
 
-void Dispatcher::OnReport(size_t group, const v1::LoadReport& report) {
+void Dispatcher::OnReport(size_t group, v1::LoadReport report) {
+  v1::PrefixCacheDelta delta;
+  delta.Swap(report.mutable_prefix_cache());  // not kept in the table (nor in GetClusterState)
   {
     std::lock_guard<std::mutex> lock(mu_);
     table_.ApplyReport(group, report, absl::Now());
+    if (options_.prefix_affinity_weight > 0) {
+      std::optional<std::vector<kvcache::BlockHash>> added =
+          kvcache::UnpackBlockHashes(delta.added());
+      std::optional<std::vector<kvcache::BlockHash>> removed =
+          kvcache::UnpackBlockHashes(delta.removed());
+      if (delta.reset() || !added.has_value() || !removed.has_value()) prefixes_.Clear(group);
+      if (added.has_value() && removed.has_value()) {
+        prefixes_.Forget(group, *removed);
+        prefixes_.Record(group, *added, report.total_blocks());
+      }
+    }
     dirty_ = true;
   }
   wake_.notify_all();

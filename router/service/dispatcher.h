@@ -104,8 +104,9 @@ class Dispatcher {
   // change, so the GroupMonitor can match its watchers to the same indices.
   std::vector<GroupSlot> SetGroups(const std::vector<std::string>& addresses);
 
-  // From the GroupMonitor.
-  void OnReport(size_t group, const v1::LoadReport& report);
+  // From the GroupMonitor. A report's prefix-cache delta goes to the PrefixIndex (the group's
+  // cached blocks as the worker reports them), the rest to the GroupTable.
+  void OnReport(size_t group, v1::LoadReport report);
   void OnStreamDown(size_t group);
 
   [[nodiscard]] int32_t largest_max_model_len() const;

@@ -136,7 +136,7 @@ void GroupMonitor::Watch(Group* group_ptr) {
         group.stub->WatchLoad(&context, v1::WatchLoadRequest());
     v1::LoadReport report;
     while (reader->Read(&report)) {
-      dispatcher_->OnReport(group.index, report);
+      dispatcher_->OnReport(group.index, std::move(report));
       backoff = kMinBackoff;
     }
     reader->Finish();

@@ -448,5 +448,70 @@ TEST(RouterPrefixAffinityE2eTest, RepeatedPromptsGoBackToTheGroupThatCachedThem)
   }
 }
 
+// Several routers share the cluster, so a router must learn what a group cached from the group
+// itself: here the prompts reach each worker directly (as if through another router), and a
+// fresh router still sends every repeat to the group that holds it. Without the workers'
+// reports it would know nothing and send them all one way (the tie-break by name).
+TEST(RouterPrefixAffinityE2eTest, WorkerReportedCachesGuideARouterThatPlacedNothing) {
+  constexpr int kPrompts = 8;
+  std::vector<std::vector<int32_t>> prompts;
+  for (int p = 0; p < kPrompts; ++p) {
+    std::vector<int32_t> tokens;
+    for (int i = 0; i < 64; ++i) tokens.push_back((p * 37 + i * 11 + 3) % 256);
+    prompts.push_back(std::move(tokens));
+  }
+  MeteredWorker a(64), b(64);
+  ASSERT_GT(a.metrics_port, 0);
+  ASSERT_GT(b.metrics_port, 0);
+  const auto submit_to = [](const Child& worker, const std::vector<int32_t>& prompt) {
+    auto stub = v1::Worker::NewStub(
+        grpc::CreateChannel(worker.address(), grpc::InsecureChannelCredentials()));
+    v1::SubmitRequest request;
+    for (int32_t t : prompt) request.add_prompt_token_ids(t);
+    request.mutable_sampling()->set_temperature(0.0f);
+    request.mutable_sampling()->set_max_tokens(4);
+    auto context = Context();
+    auto reader = stub->Submit(context.get(), request);
+    v1::SubmitResponse response;
+    while (reader->Read(&response)) {
+    }
+    return reader->Finish().ok();
+  };
+  for (int p = 0; p < kPrompts; ++p) {
+    ASSERT_TRUE(submit_to(p < kPrompts / 2 ? *a.process : *b.process, prompts[static_cast<size_t>(p)]));
+  }
+  const auto hits = [](const MeteredWorker& w) { return w.Counter("vllm:prefix_cache_hits_total"); };
+  double before = hits(a);
+  ASSERT_TRUE(submit_to(*a.process, prompts[0]));
+  const double per_repeat = hits(a) - before;  // prompt tokens one repeat reuses
+  ASSERT_GE(per_repeat, 32);
+
+  auto router = std::make_unique<Child>(
+      "router", std::vector<std::string>{"--grpc-port", "0", "--http-port", "-1", "--workers",
+                                         a.process->address() + "," + b.process->address(),
+                                         "--prefix-affinity-weight", "10"});
+  ASSERT_FALSE(router->address().empty());
+  auto stub = v1::Inference::NewStub(
+      grpc::CreateChannel(router->address(), grpc::InsecureChannelCredentials()));
+  bool up = false;
+  for (int i = 0; i < 200 && !up; ++i) {  // both groups reported (with their caches)
+    v1::ClusterState state;
+    auto context = Context(5);
+    up = stub->GetClusterState(context.get(), {}, &state).ok() && state.groups_size() == 2 &&
+         state.groups(0).healthy() && state.groups(1).healthy();
+    if (!up) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_TRUE(up);
+  const double before_a = hits(a);
+  const double before_b = hits(b);
+  for (const std::vector<int32_t>& prompt : prompts) {
+    ASSERT_TRUE(Generate(*stub, Greedy(prompt, 4)).status.ok());
+  }
+  EXPECT_EQ(hits(a) - before_a, kPrompts / 2 * per_repeat) << "a's prompts went elsewhere";
+  EXPECT_EQ(hits(b) - before_b, kPrompts / 2 * per_repeat) << "b's prompts went elsewhere";
+  router->Signal(SIGTERM);
+  EXPECT_EQ(router->WaitExit(std::chrono::seconds(20)), 0);
+}
+
 }  // namespace
 }  // namespace headroom::router

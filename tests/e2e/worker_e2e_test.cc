@@ -15,8 +15,10 @@
 #include <cstring>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -27,6 +29,7 @@
 #include "grpcpp/grpcpp.h"
 #include "headroom/v1/worker.grpc.pb.h"
 #include "http_client.h"
+#include "kvcache/block_hash.h"
 #include "worker/backend/cpu_backend.h"
 #include "worker/engine/engine.h"
 
@@ -298,6 +301,98 @@ TEST_F(WorkerE2eTest, LoadUpdatesWhileRunningAndClientCancelFreesTheBlocks) {
   ASSERT_TRUE(idle.has_value()) << "the cancelled request's blocks were never freed";
   EXPECT_EQ(idle->free_blocks(), 63);
   watch_context->TryCancel();
+}
+
+// The prefix cache as the router learns it from a WatchLoad stream: the whole cache first, then
+// what each report's delta changes.
+class PrefixCacheView {
+ public:
+  // Applies `report`'s delta; false if it is malformed.
+  bool Apply(const v1::LoadReport& report) {
+    const v1::PrefixCacheDelta& delta = report.prefix_cache();
+    const auto added = kvcache::UnpackBlockHashes(delta.added());
+    const auto removed = kvcache::UnpackBlockHashes(delta.removed());
+    if (!added.has_value() || !removed.has_value()) return false;
+    if (delta.reset()) hashes_.clear();
+    for (const kvcache::BlockHash& h : *removed) hashes_.erase({h.low, h.high});
+    for (const kvcache::BlockHash& h : *added) hashes_.insert({h.low, h.high});
+    return true;
+  }
+  [[nodiscard]] bool Has(const kvcache::BlockHash& h) const {
+    return hashes_.contains({h.low, h.high});
+  }
+  [[nodiscard]] const std::set<std::pair<uint64_t, uint64_t>>& hashes() const { return hashes_; }
+
+ private:
+  std::set<std::pair<uint64_t, uint64_t>> hashes_;
+};
+
+// The chained hashes of `prompt`'s full 16-token blocks, computed here as a router would.
+std::vector<kvcache::BlockHash> FullBlockHashes(const std::vector<int32_t>& prompt) {
+  std::vector<kvcache::BlockHash> hashes;
+  kvcache::BlockHash parent = kvcache::RootBlockHash("");
+  for (size_t start = 0; start + 16 <= prompt.size(); start += 16) {
+    parent = kvcache::HashBlock(parent, absl::MakeConstSpan(prompt).subspan(start, 16));
+    hashes.push_back(parent);
+  }
+  return hashes;
+}
+
+// LoadReports carry the worker's prefix cache: a stream starts from the whole cache, later
+// reports add the full blocks of the prompts the worker ran and remove the blocks it evicted for
+// new ones, under the same chained hashes a router computes from the prompt.
+TEST_F(WorkerE2eTest, LoadReportsCarryThePrefixCacheAsItChanges) {
+  WorkerProcess worker(FixtureFlags(16));  // 15 usable blocks
+  Connect(worker);
+  // 40-token prompts: 2 full blocks and a tail block each; one output token, so nothing else.
+  const auto prompt = [](int32_t seed) {
+    std::vector<int32_t> p(40);
+    for (size_t i = 0; i < p.size(); ++i) p[i] = (seed * 31 + static_cast<int32_t>(i) * 7) % 250;
+    return p;
+  };
+  const auto run = [&](const std::vector<int32_t>& p) {
+    auto context = Context();
+    auto stream = stub_->Submit(context.get(), MakeSubmit(0, p, 1));
+    ASSERT_TRUE(ReadAll(*stream).status.ok());
+  };
+  run(prompt(1));
+  auto watch_context = Context(60);
+  auto watch = stub_->WatchLoad(watch_context.get(), v1::WatchLoadRequest());
+  v1::LoadReport report;
+  ASSERT_TRUE(watch->Read(&report));
+  EXPECT_TRUE(report.prefix_cache().reset()) << "a stream starts from the whole cache";
+  PrefixCacheView view;
+  ASSERT_TRUE(view.Apply(report));
+  const std::vector<kvcache::BlockHash> first = FullBlockHashes(prompt(1));
+  EXPECT_EQ(view.hashes().size(), 2u);
+  for (const kvcache::BlockHash& h : first) EXPECT_TRUE(view.Has(h));
+
+  // Five more prompts: 2 blocks of each are cached. The pool's 15 blocks run out at the fifth,
+  // which takes the first prompt's blocks (freed first, and the never-used ones are gone).
+  for (int32_t seed = 2; seed <= 6; ++seed) run(prompt(seed));
+  const std::vector<kvcache::BlockHash> last = FullBlockHashes(prompt(6));
+  const auto deadline = std::chrono::steady_clock::now() + seconds(10);
+  while (!(view.Has(last[0]) && view.Has(last[1])) && std::chrono::steady_clock::now() < deadline &&
+         watch->Read(&report)) {
+    EXPECT_FALSE(report.prefix_cache().reset());
+    ASSERT_TRUE(view.Apply(report));
+  }
+  ASSERT_TRUE(view.Has(last[0]) && view.Has(last[1])) << "no delta added the last prompt";
+  EXPECT_FALSE(view.Has(first[0]) || view.Has(first[1])) << "no delta removed the evicted blocks";
+  for (int32_t seed = 2; seed <= 5; ++seed) {
+    for (const kvcache::BlockHash& h : FullBlockHashes(prompt(seed))) EXPECT_TRUE(view.Has(h));
+  }
+  EXPECT_EQ(view.hashes().size(), 10u);
+
+  // A new stream's snapshot is what the deltas built.
+  auto again_context = Context(10);
+  auto again = stub_->WatchLoad(again_context.get(), v1::WatchLoadRequest());
+  ASSERT_TRUE(again->Read(&report));
+  PrefixCacheView snapshot;
+  ASSERT_TRUE(snapshot.Apply(report));
+  EXPECT_EQ(snapshot.hashes(), view.hashes());
+  watch_context->TryCancel();
+  again_context->TryCancel();
 }
 
 TEST_F(WorkerE2eTest, SigtermDrainsRunningStreamAndExitsZero) {

@@ -109,6 +109,44 @@ TEST(BlockPoolTest, CachingDisabledRegistersNothing) {
   EXPECT_EQ(pool.num_cached_blocks(), 0);
 }
 
+// The change log publishes the cache's contents: each registration and each eviction, in order;
+// a log that outgrew its capacity says so (and the caller re-reads CachedHashes()).
+TEST(BlockPoolTest, CacheEventsLogRegistrationsAndEvictionsInOrder) {
+  BlockPool pool(3, true);  // 2 usable blocks
+  std::vector<BlockId> blocks;
+  ASSERT_TRUE(pool.Allocate(2, &blocks).ok());
+  EXPECT_TRUE(pool.Cache(blocks[0], HashOf(7)));  // before recording: not logged
+  pool.RecordCacheEvents(8);
+  EXPECT_TRUE(pool.Cache(blocks[1], HashOf(8)));
+  EXPECT_FALSE(pool.Cache(blocks[1], HashOf(9)));  // refused: not logged
+  pool.Free(blocks);
+  blocks.clear();
+  ASSERT_TRUE(pool.Allocate(1, &blocks).ok());  // evicts the front of the free queue
+  std::vector<CacheEvent> events;
+  EXPECT_TRUE(pool.TakeCacheEvents(&events));
+  ASSERT_EQ(events.size(), 2u);
+  EXPECT_EQ(events[0].hash, HashOf(8));
+  EXPECT_TRUE(events[0].cached);
+  EXPECT_FALSE(events[1].cached);
+  const BlockHash evicted = events[1].hash;
+  EXPECT_TRUE(evicted == HashOf(7) || evicted == HashOf(8));
+  std::vector<BlockHash> left = pool.CachedHashes();
+  ASSERT_EQ(left.size(), 1u);
+  EXPECT_NE(left[0], evicted);
+
+  events.clear();
+  EXPECT_TRUE(pool.TakeCacheEvents(&events));
+  EXPECT_TRUE(events.empty()) << "taking empties the log";
+
+  pool.RecordCacheEvents(1);
+  EXPECT_TRUE(pool.Cache(blocks[0], HashOf(10)));
+  ASSERT_TRUE(pool.Allocate(1, &blocks).ok());  // evicts the other cached hash: a second event
+  EXPECT_FALSE(pool.TakeCacheEvents(&events)) << "two events in a log of one";
+  EXPECT_TRUE(events.empty());
+  EXPECT_THAT(pool.CachedHashes(), ElementsAre(HashOf(10)));
+  EXPECT_TRUE(pool.TakeCacheEvents(&events)) << "the overflow is reported once";
+}
+
 TEST(BlockPoolDeathTest, RejectsMisuse) {
   BlockPool pool(3, true);
   std::vector<BlockId> blocks;

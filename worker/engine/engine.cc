@@ -200,6 +200,22 @@ absl::StatusOr<std::vector<StepToken>> Engine::Step() {
   return out;
 }
 
+void Engine::RecordPrefixCacheEvents() {
+  // A step caches or evicts each block at most once each way: twice the pool between two calls.
+  const size_t capacity = 2 * static_cast<size_t>(options_.num_kv_blocks);
+  kv_->RecordCacheEvents(capacity);
+  cache_events_.reserve(capacity);
+}
+
+void Engine::UpdatePrefixCache(kvcache::PrefixCacheTracker* tracker) {
+  cache_events_.clear();
+  if (kv_->TakeCacheEvents(&cache_events_)) {
+    tracker->Apply(cache_events_);
+  } else {
+    tracker->Resync(kv_->pool().CachedHashes());
+  }
+}
+
 EngineStats Engine::Stats() const {
   return {.scheduler = scheduler_->Stats(),
           .kv = kv_->Stats(),

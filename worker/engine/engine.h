@@ -20,6 +20,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "kvcache/kv_cache_manager.h"
+#include "kvcache/prefix_cache_delta.h"
 #include "worker/backend/backend.h"
 #include "worker/comm/communicator.h"
 #include "worker/engine/group_message.h"
@@ -116,6 +117,12 @@ class Engine {
   [[nodiscard]] EngineStats Stats() const;
   [[nodiscard]] const EngineOptions& options() const { return options_; }
 
+  // Starts logging the prefix cache's changes (a group's leader publishes them to routers).
+  void RecordPrefixCacheEvents();
+  // Applies the changes logged since the last call to `tracker` (the whole cache, when the log
+  // overflowed).
+  void UpdatePrefixCache(kvcache::PrefixCacheTracker* tracker);
+
  private:
   struct Sampling {
     SamplingParams params;
@@ -144,6 +151,7 @@ class Engine {
   std::vector<int32_t> top_ids_;
   std::vector<float> top_logprobs_;
   std::string message_;  // the encoded GroupMessage being broadcast
+  std::vector<kvcache::CacheEvent> cache_events_;  // UpdatePrefixCache's buffer, reused
   int64_t steps_ = 0;
 };
 

@@ -10,7 +10,11 @@ EngineLoop::EngineLoop(std::unique_ptr<Engine> engine, FailureCallback on_group_
     : engine_(std::move(engine)),
       on_group_failure_(std::move(on_group_failure)),
       stats_(engine_->Stats()),
-      thread_([this] { Run(); }) {}
+      // Pending changes of more distinct hashes than 4 pools' worth become a whole-cache reset.
+      prefix_cache_(4 * static_cast<size_t>(engine_->options().num_kv_blocks)) {
+  engine_->RecordPrefixCacheEvents();
+  thread_ = std::thread([this] { Run(); });  // after: the engine is the thread's from here
+}
 
 EngineLoop::~EngineLoop() { Stop(); }
 
@@ -46,6 +50,21 @@ void EngineLoop::Stop() {
 EngineStats EngineLoop::Stats() const {
   std::lock_guard<std::mutex> lock(mu_);
   return stats_;
+}
+
+kvcache::PrefixCacheDelta EngineLoop::TakePrefixCacheDelta() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return prefix_cache_.TakeDelta();
+}
+
+kvcache::PrefixCacheDelta EngineLoop::PrefixCacheSnapshot() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return prefix_cache_.Snapshot();
+}
+
+void EngineLoop::PublishLocked() {
+  stats_ = engine_->Stats();
+  engine_->UpdatePrefixCache(&prefix_cache_);
 }
 
 void EngineLoop::Drain(std::vector<Submission>& submissions, std::vector<RequestId>& aborts) {
@@ -122,7 +141,7 @@ void EngineLoop::Run() {
     if (!engine_->HasWork()) {
       // Aborts (and refusals) change the statistics without a step: publish them too.
       std::lock_guard<std::mutex> lock(mu_);
-      stats_ = engine_->Stats();
+      PublishLocked();
       continue;
     }
     absl::StatusOr<std::vector<StepToken>> tokens = engine_->Step();
@@ -130,7 +149,7 @@ void EngineLoop::Run() {
       // Publish before delivering: whoever sees a request's last token also sees its blocks
       // freed and it gone from the running count.
       std::lock_guard<std::mutex> lock(mu_);
-      stats_ = engine_->Stats();
+      PublishLocked();
     }
     if (!tokens.ok() && engine_->leads_group() &&
         tokens.status().code() == absl::StatusCode::kUnavailable) {

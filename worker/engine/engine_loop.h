@@ -52,6 +52,10 @@ class EngineLoop {
 
   // Statistics as of the last step.
   [[nodiscard]] EngineStats Stats() const;
+  // The prefix cache's changes since the last call, as of the last step (a reset delta, the
+  // whole cache, when they outgrew their bound); and the whole cache. For LoadReports.
+  [[nodiscard]] kvcache::PrefixCacheDelta TakePrefixCacheDelta();
+  [[nodiscard]] kvcache::PrefixCacheDelta PrefixCacheSnapshot() const;
 
  private:
   struct Submission {
@@ -65,6 +69,8 @@ class EngineLoop {
   void FailAll(const absl::Status& status);
   // The group is unusable: fails everything and ends the loop.
   void GroupFailed(const absl::Status& cause);
+  // Publishes the engine's statistics and prefix-cache changes; called with mu_ held.
+  void PublishLocked();
 
   std::unique_ptr<Engine> engine_;
   const FailureCallback on_group_failure_;
@@ -77,6 +83,7 @@ class EngineLoop {
   bool stopping_ = false;                // guarded by mu_
   absl::Status failure_;                 // guarded by mu_; set when the group failed
   EngineStats stats_;                    // guarded by mu_
+  kvcache::PrefixCacheTracker prefix_cache_;  // guarded by mu_
 
   std::thread thread_;
 };

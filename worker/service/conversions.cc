@@ -67,6 +67,23 @@ void FillLoadReport(const EngineStats& stats, v1::LoadReport& report) {
   report.set_waiting_demand_blocks(stats.scheduler.waiting_demand_blocks);
 }
 
+v1::PrefixCacheDelta ToProto(const kvcache::PrefixCacheDelta& delta) {
+  v1::PrefixCacheDelta proto;
+  proto.set_reset(delta.reset);
+  proto.set_added(kvcache::PackBlockHashes(delta.added));
+  proto.set_removed(kvcache::PackBlockHashes(delta.removed));
+  return proto;
+}
+
+std::optional<kvcache::PrefixCacheDelta> FromProto(const v1::PrefixCacheDelta& proto) {
+  std::optional<std::vector<kvcache::BlockHash>> added = kvcache::UnpackBlockHashes(proto.added());
+  std::optional<std::vector<kvcache::BlockHash>> removed =
+      kvcache::UnpackBlockHashes(proto.removed());
+  if (!added.has_value() || !removed.has_value()) return std::nullopt;
+  return kvcache::PrefixCacheDelta{
+      .reset = proto.reset(), .added = *std::move(added), .removed = *std::move(removed)};
+}
+
 grpc::Status ToGrpcStatus(const absl::Status& status) {
   if (status.ok()) return grpc::Status::OK;
   return grpc::Status(static_cast<grpc::StatusCode>(status.code()), std::string(status.message()));

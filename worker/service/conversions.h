@@ -3,12 +3,14 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "grpcpp/support/status.h"
 #include "headroom/v1/worker.pb.h"
+#include "kvcache/prefix_cache_delta.h"
 #include "worker/engine/engine.h"
 #include "worker/engine/request.h"
 
@@ -29,6 +31,11 @@ void AppendToken(const StepToken& token, v1::SubmitResponse& response);
 // Fields of a load report that come from the engine (sequence, draining and model are the
 // service's).
 void FillLoadReport(const EngineStats& stats, v1::LoadReport& report);
+
+// A prefix-cache delta on the wire and back (hashes packed by kvcache::PackBlockHashes); nullopt
+// when a field's size is not a multiple of 16 bytes.
+[[nodiscard]] v1::PrefixCacheDelta ToProto(const kvcache::PrefixCacheDelta& delta);
+[[nodiscard]] std::optional<kvcache::PrefixCacheDelta> FromProto(const v1::PrefixCacheDelta& delta);
 
 // Same canonical code and message.
 [[nodiscard]] grpc::Status ToGrpcStatus(const absl::Status& status);

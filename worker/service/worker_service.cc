@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/check.h"
 #include "worker/service/conversions.h"
 
 namespace headroom::worker {
@@ -190,18 +191,30 @@ class WatchLoadReactor final : public grpc::ServerWriteReactor<v1::LoadReport> {
     }
   }
 
+  // Writes `report`, or keeps it as the one to write next when a write is in flight: only the
+  // newest report waits, carrying the prefix-cache changes of those it replaced.
   void Offer(const v1::LoadReport& report) {
+    std::optional<grpc::Status> fell_behind;
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (finish_status_.has_value()) return;
       if (writing_) {
-        pending_ = report;
-        return;
+        if (pending_.has_value()) {
+          fell_behind = MergePrefixCache(*pending_, report);
+        } else {
+          pending_ = report;
+        }
+        if (!fell_behind.has_value()) return;
+      } else {
+        out_ = report;
+        writing_ = true;
       }
-      out_ = report;
-      writing_ = true;
     }
-    StartWrite(&out_);
+    if (fell_behind.has_value()) {
+      End(*fell_behind);
+    } else {
+      StartWrite(&out_);
+    }
   }
 
   // Finishes with `status` once the write in flight (if any) is done.
@@ -248,6 +261,27 @@ class WatchLoadReactor final : public grpc::ServerWriteReactor<v1::LoadReport> {
   }
 
  private:
+  // pending_ becomes `newer` with the prefix-cache changes of both. A reader so far behind that
+  // they exceed 4 pools' worth of hashes gets its stream ended (its reconnect starts from the
+  // whole cache); the status says so. With mu_ held.
+  std::optional<grpc::Status> MergePrefixCache(v1::LoadReport& pending,
+                                               const v1::LoadReport& newer) {
+    std::optional<kvcache::PrefixCacheDelta> merged = FromProto(pending.prefix_cache());
+    const std::optional<kvcache::PrefixCacheDelta> later = FromProto(newer.prefix_cache());
+    HR_CHECK(merged.has_value() && later.has_value());  // both packed by this process
+    kvcache::MergeInto(&*merged, *later);
+    const size_t limit = 4 * static_cast<size_t>(std::max(newer.total_blocks(), 1));
+    if (merged->size() > limit) {
+      pending_.reset();
+      return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                          absl::StrCat("the reader fell behind by ", merged->size(),
+                                       " prefix-cache changes (limit ", limit, "); reconnect"));
+    }
+    pending = newer;
+    *pending.mutable_prefix_cache() = ToProto(*merged);
+    return std::nullopt;
+  }
+
   LoadPublisher* const publisher_;
   std::mutex mu_;
   v1::LoadReport out_;                     // the write in flight
@@ -283,7 +317,12 @@ void LoadPublisher::Subscribe(WatchLoadReactor* reactor) {
     return;
   }
   subscribers_.insert(reactor);
-  reactor->Offer(latest_);
+  // A new stream starts from the whole cache. Taken under mu_, like every delta in Run, so the
+  // deltas this stream gets next are all later than its snapshot (or repeat what it already has:
+  // set-valued changes are idempotent).
+  v1::LoadReport first = latest_;
+  *first.mutable_prefix_cache() = ToProto(loop_->PrefixCacheSnapshot());
+  reactor->Offer(first);
 }
 
 void LoadPublisher::Unsubscribe(WatchLoadReactor* reactor) {
@@ -306,17 +345,21 @@ void LoadPublisher::Run() {
     wake_.wait_for(lock, absl::ToChronoMilliseconds(options_.min_report_interval),
                    [this] { return stopping_; });
     if (stopping_) break;
-    lock.unlock();
+    // Under mu_ (Subscribe's snapshot and the deltas must not interleave); both calls only copy
+    // what the engine loop published after its last step.
     v1::LoadReport report = Poll();
+    const kvcache::PrefixCacheDelta delta = loop_->TakePrefixCacheDelta();
     const absl::Time now = absl::Now();
-    lock.lock();
     report.set_sequence(latest_.sequence());
-    const bool changed = report.SerializeAsString() != latest_.SerializeAsString();
+    const bool changed =
+        !delta.empty() || report.SerializeAsString() != latest_.SerializeAsString();
     if (!changed && now - last_sent < options_.max_report_interval) continue;
     report.set_sequence(latest_.sequence() + 1);
-    latest_ = std::move(report);
+    latest_ = std::move(report);  // without the delta: each stream gets each delta once
     last_sent = now;
-    for (WatchLoadReactor* reactor : subscribers_) reactor->Offer(latest_);
+    v1::LoadReport sent = latest_;
+    *sent.mutable_prefix_cache() = ToProto(delta);
+    for (WatchLoadReactor* reactor : subscribers_) reactor->Offer(sent);
   }
 }
 

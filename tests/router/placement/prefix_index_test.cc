@@ -1,4 +1,5 @@
-// PrefixIndex (which prompt blocks the router placed on which group) and PromptBlockHashes.
+// PrefixIndex (which prompt blocks a group holds, as the router placed them and the worker
+// reports them) and PromptBlockHashes.
 #include "router/placement/prefix_index.h"
 
 #include <gtest/gtest.h>
@@ -75,6 +76,20 @@ TEST(PrefixIndexTest, ForgetsTheLeastRecentlyUsedBeyondThePoolTailsFirst) {
   index.Clear(0);
   EXPECT_EQ(index.size(0), 0);
   EXPECT_EQ(index.Match(0, a), 0);
+}
+
+TEST(PrefixIndexTest, ForgottenBlocksNoLongerMatchAndUnknownOnesAreIgnored) {
+  const std::vector<kvcache::BlockHash> hashes = PromptBlockHashes(Tokens(0, 64), 16, "");
+  PrefixIndex index;
+  index.Record(0, hashes, 100);
+  index.Forget(0, {hashes[2]});  // the worker evicted the third block
+  EXPECT_EQ(index.Match(0, hashes), 2);
+  EXPECT_EQ(index.size(0), 3);
+  index.Forget(0, PromptBlockHashes(Tokens(500, 32), 16, ""));  // never recorded
+  index.Forget(7, hashes);                                      // an unknown group
+  EXPECT_EQ(index.size(0), 3);
+  index.Record(0, {hashes[2]}, 100);  // cached again
+  EXPECT_EQ(index.Match(0, hashes), 4);
 }
 
 }  // namespace
