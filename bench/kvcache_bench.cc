@@ -18,8 +18,10 @@ namespace headroom::kvcache {
 namespace {
 
 std::unique_ptr<KvCacheManager> MakeManager(int32_t num_blocks) {
-  auto kv = KvCacheManager::Create({.num_blocks = num_blocks, .block_size = 16,
-                                    .enable_prefix_caching = true, .watermark_blocks = 0});
+  auto kv = KvCacheManager::Create({.num_blocks = num_blocks,
+                                    .block_size = 16,
+                                    .enable_prefix_caching = true,
+                                    .watermark_blocks = 0});
   HR_CHECK(kv.ok());
   return *std::move(kv);
 }

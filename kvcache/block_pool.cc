@@ -74,8 +74,8 @@ void BlockPool::Evict(BlockMeta& meta) {
 absl::Status BlockPool::Allocate(int32_t n, std::vector<BlockId>* out) {
   HR_CHECK(n >= 0);
   if (n > free_queue_.size()) {
-    return absl::ResourceExhaustedError(absl::StrCat("need ", n, " KV blocks, ",
-                                                     free_queue_.size(), " free"));
+    return absl::ResourceExhaustedError(
+        absl::StrCat("need ", n, " KV blocks, ", free_queue_.size(), " free"));
   }
   for (int32_t i = 0; i < n; ++i) {
     const BlockId block = free_queue_.PopFront();

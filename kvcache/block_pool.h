@@ -43,9 +43,7 @@ class BlockPool {
   // Free blocks that still hold a cached hash (reclaimable: evicted before anyone waits).
   [[nodiscard]] int32_t num_evictable_blocks() const { return num_evictable_; }
   // Blocks registered in the prefix-cache index, used or free.
-  [[nodiscard]] int32_t num_cached_blocks() const {
-    return static_cast<int32_t>(cached_.size());
-  }
+  [[nodiscard]] int32_t num_cached_blocks() const { return static_cast<int32_t>(cached_.size()); }
   [[nodiscard]] bool caching_enabled() const { return enable_caching_; }
 
   [[nodiscard]] int32_t ref_count(BlockId block) const { return Meta(block).ref_count; }

@@ -478,9 +478,12 @@ TEST(RouterPrefixAffinityE2eTest, WorkerReportedCachesGuideARouterThatPlacedNoth
     return reader->Finish().ok();
   };
   for (int p = 0; p < kPrompts; ++p) {
-    ASSERT_TRUE(submit_to(p < kPrompts / 2 ? *a.process : *b.process, prompts[static_cast<size_t>(p)]));
+    ASSERT_TRUE(
+        submit_to(p < kPrompts / 2 ? *a.process : *b.process, prompts[static_cast<size_t>(p)]));
   }
-  const auto hits = [](const MeteredWorker& w) { return w.Counter("vllm:prefix_cache_hits_total"); };
+  const auto hits = [](const MeteredWorker& w) {
+    return w.Counter("vllm:prefix_cache_hits_total");
+  };
   double before = hits(a);
   ASSERT_TRUE(submit_to(*a.process, prompts[0]));
   const double per_repeat = hits(a) - before;  // prompt tokens one repeat reuses

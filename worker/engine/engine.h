@@ -150,7 +150,7 @@ class Engine {
   std::vector<float> token_logprobs_;
   std::vector<int32_t> top_ids_;
   std::vector<float> top_logprobs_;
-  std::string message_;  // the encoded GroupMessage being broadcast
+  std::string message_;                            // the encoded GroupMessage being broadcast
   std::vector<kvcache::CacheEvent> cache_events_;  // UpdatePrefixCache's buffer, reused
   int64_t steps_ = 0;
 };

@@ -175,8 +175,7 @@ void EngineLoop::Run() {
     pending.swap(submissions_);
     failure = failure_;
   }
-  const absl::Status ended =
-      failure.ok() ? absl::CancelledError("the engine stopped") : failure;
+  const absl::Status ended = failure.ok() ? absl::CancelledError("the engine stopped") : failure;
   for (Submission& s : pending) s.callback(ended);
   FailAll(ended);
   if (failure.ok()) (void)engine_->StopFollowers();  // followers exit cleanly

@@ -78,11 +78,11 @@ class EngineLoop {
 
   mutable std::mutex mu_;
   std::condition_variable wake_;
-  std::vector<Submission> submissions_;  // guarded by mu_
-  std::vector<RequestId> aborts_;        // guarded by mu_
-  bool stopping_ = false;                // guarded by mu_
-  absl::Status failure_;                 // guarded by mu_; set when the group failed
-  EngineStats stats_;                    // guarded by mu_
+  std::vector<Submission> submissions_;       // guarded by mu_
+  std::vector<RequestId> aborts_;             // guarded by mu_
+  bool stopping_ = false;                     // guarded by mu_
+  absl::Status failure_;                      // guarded by mu_; set when the group failed
+  EngineStats stats_;                         // guarded by mu_
   kvcache::PrefixCacheTracker prefix_cache_;  // guarded by mu_
 
   std::thread thread_;

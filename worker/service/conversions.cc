@@ -15,7 +15,8 @@ absl::StatusOr<Request> RequestFromProto(const v1::SubmitRequest& proto, Request
   SamplingParams& out = request.sampling;
   if (in.has_temperature()) out.temperature = in.temperature();
   if (in.top_k() < 0) {
-    return absl::InvalidArgumentError(absl::StrCat("top_k must be >= 0 (0 = all), got ", in.top_k()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("top_k must be >= 0 (0 = all), got ", in.top_k()));
   }
   out.top_k = in.top_k();
   if (in.has_top_p()) out.top_p = in.top_p();
