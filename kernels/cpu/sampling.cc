@@ -33,6 +33,40 @@ absl::Status ValidateParams(const SamplingParams& p, int64_t row) {
     return absl::InvalidArgumentError(absl::StrCat("Sample: row ", row, ": num_logprobs must be in [0, ",
                                                    kMaxLogprobs, "], got ", p.num_logprobs));
   }
+  if (!(p.repetition_penalty > 0.0f) || !std::isfinite(p.repetition_penalty)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "Sample: row ", row, ": repetition_penalty must be finite and > 0, got ",
+        p.repetition_penalty));
+  }
+  if (!std::isfinite(p.frequency_penalty) || !std::isfinite(p.presence_penalty)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("Sample: row ", row, ": frequency_penalty and presence_penalty must be "
+                     "finite, got ", p.frequency_penalty, " and ", p.presence_penalty));
+  }
+  if (!(p.min_p >= 0.0f && p.min_p <= 1.0f)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("Sample: row ", row, ": min_p must be in [0, 1], got ", p.min_p));
+  }
+  return absl::OkStatus();
+}
+
+bool HasPenalties(const SamplingParams& p) {
+  return p.repetition_penalty != 1.0f || p.frequency_penalty != 0.0f ||
+         p.presence_penalty != 0.0f;
+}
+
+absl::Status ValidateTokens(const int32_t* ids, int64_t count, int64_t vocab_size, int64_t row,
+                            absl::string_view what) {
+  if (count < 0 || (count > 0 && ids == nullptr)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("Sample: row ", row, ": ", what, " has ", count, " ids and no pointer"));
+  }
+  for (int64_t i = 0; i < count; ++i) {
+    if (ids[i] < 0 || ids[i] >= vocab_size) {
+      return absl::InvalidArgumentError(absl::StrCat("Sample: row ", row, ": ", what, " id ",
+                                                     ids[i], " is outside [0, ", vocab_size, ")"));
+    }
+  }
   return absl::OkStatus();
 }
 
@@ -80,6 +114,8 @@ int32_t Argmax(const float* row, int64_t vocab_size) {
   return best;
 }
 
+float MaxLogit(const float* row, int64_t vocab_size) { return row[Argmax(row, vocab_size)]; }
+
 // Samples one token of a non-greedy row. `ids` is scratch of vocab_size entries.
 int32_t SampleRow(const float* row, int64_t vocab_size, const SamplingParams& p, float max_logit,
                   std::vector<int32_t>& ids) {
@@ -93,9 +129,16 @@ int32_t SampleRow(const float* row, int64_t vocab_size, const SamplingParams& p,
   int64_t kept = vocab_size;
   for (int64_t t = 0; t < vocab_size; ++t) ids[static_cast<size_t>(t)] = static_cast<int32_t>(t);
   const HigherLogit higher{row};
-  if (p.top_k > 0 && p.top_k < vocab_size) {
+  if (p.min_p > 0.0f) {
+    // probability(t) / probability(top) = weight(t); the top token always stays.
+    const double min_weight = static_cast<double>(p.min_p);
+    kept = std::partition(ids.begin(), ids.end(),
+                          [&](int32_t t) { return row[t] == max_logit || weight(t) >= min_weight; }) -
+           ids.begin();
+  }
+  if (p.top_k > 0 && p.top_k < kept) {
+    std::nth_element(ids.begin(), ids.begin() + (p.top_k - 1), ids.begin() + kept, higher);
     kept = p.top_k;
-    std::nth_element(ids.begin(), ids.begin() + (kept - 1), ids.end(), higher);
   }
   if (p.top_p < 1.0f) {
     double total = 0.0;
@@ -141,6 +184,36 @@ int32_t SampleRow(const float* row, int64_t vocab_size, const SamplingParams& p,
 
 }  // namespace
 
+void ApplyPenalties(const float* row, int64_t vocab_size, const SamplingParams& p, float* out) {
+  if (out != row) std::copy(row, row + vocab_size, out);
+  if (p.repetition_penalty != 1.0f) {
+    // Each distinct token once: mark it by flipping its logit through the penalty only the first
+    // time it is seen (a seen-set over prompt and output).
+    std::vector<bool> seen(static_cast<size_t>(vocab_size), false);
+    const auto penalize = [&](const int32_t* ids, int64_t count) {
+      for (int64_t i = 0; i < count; ++i) {
+        const size_t t = static_cast<size_t>(ids[i]);
+        if (seen[t]) continue;
+        seen[t] = true;
+        out[t] = out[t] > 0.0f ? out[t] / p.repetition_penalty : out[t] * p.repetition_penalty;
+      }
+    };
+    penalize(p.prompt_tokens, p.num_prompt_tokens);
+    penalize(p.output_tokens, p.num_output_tokens);
+  }
+  if (p.frequency_penalty != 0.0f || p.presence_penalty != 0.0f) {
+    std::vector<bool> present(static_cast<size_t>(vocab_size), false);
+    for (int64_t i = 0; i < p.num_output_tokens; ++i) {
+      const size_t t = static_cast<size_t>(p.output_tokens[i]);
+      out[t] -= p.frequency_penalty;
+      if (!present[t]) {
+        present[t] = true;
+        out[t] -= p.presence_penalty;
+      }
+    }
+  }
+}
+
 absl::Status Sample(const float* logits, int64_t num_rows, int64_t vocab_size,
                     const SamplingParams* params, const SamplerOutput& output) {
   constexpr absl::string_view kOp = "Sample";
@@ -156,8 +229,15 @@ absl::Status Sample(const float* logits, int64_t num_rows, int64_t vocab_size,
       internal::CheckPointer(kOp, "token_logprobs", output.token_logprobs, num_rows));
   bool any_logprobs = false;
   for (int64_t r = 0; r < num_rows; ++r) {
-    HR_RETURN_IF_ERROR(ValidateParams(params[r], r));
-    any_logprobs = any_logprobs || params[r].num_logprobs > 0;
+    const SamplingParams& p = params[r];
+    HR_RETURN_IF_ERROR(ValidateParams(p, r));
+    if (HasPenalties(p)) {
+      HR_RETURN_IF_ERROR(
+          ValidateTokens(p.prompt_tokens, p.num_prompt_tokens, vocab_size, r, "prompt_tokens"));
+      HR_RETURN_IF_ERROR(
+          ValidateTokens(p.output_tokens, p.num_output_tokens, vocab_size, r, "output_tokens"));
+    }
+    any_logprobs = any_logprobs || p.num_logprobs > 0;
   }
   if (any_logprobs) {
     HR_RETURN_IF_ERROR(
@@ -172,13 +252,23 @@ absl::Status Sample(const float* logits, int64_t num_rows, int64_t vocab_size,
   }
 
   std::vector<int32_t> ids(static_cast<size_t>(vocab_size));  // scratch
+  std::vector<float> penalized;                               // scratch, rows with penalties
   for (int64_t r = 0; r < num_rows; ++r) {
     const float* row = logits + r * vocab_size;
     const SamplingParams& p = params[r];
     const RowStats& s = stats[static_cast<size_t>(r)];
+    // What the choice is made from: the raw row, or its penalized copy.
+    const float* scores = row;
+    float max_score = s.max_logit;
+    if (HasPenalties(p)) {
+      penalized.resize(static_cast<size_t>(vocab_size));
+      ApplyPenalties(row, vocab_size, p, penalized.data());
+      scores = penalized.data();
+      max_score = MaxLogit(scores, vocab_size);
+    }
     const int32_t token = p.temperature < kGreedyTemperature
-                              ? Argmax(row, vocab_size)
-                              : SampleRow(row, vocab_size, p, s.max_logit, ids);
+                              ? Argmax(scores, vocab_size)
+                              : SampleRow(scores, vocab_size, p, max_score, ids);
     output.token_ids[r] = token;
     output.token_logprobs[r] = static_cast<float>(static_cast<double>(row[token]) - s.log_sum_exp);
 

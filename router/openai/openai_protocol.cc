@@ -140,15 +140,6 @@ absl::StatusOr<Json> ParseObject(std::string_view body) {
   return j;
 }
 
-// A field headroom does not implement: accepted only at its neutral value.
-absl::Status RefuseNonzeroNumber(const Json& obj, std::string_view key, double neutral) {
-  HEADROOM_OPENAI_ASSIGN(value, OptNumber(obj, key));
-  if (value.has_value() && *value != neutral) {
-    return Bad(key, absl::StrCat(Sv(key), " is not supported (only ", neutral, "), got ", *value));
-  }
-  return absl::OkStatus();
-}
-
 // The fields both endpoints share: model, sampling, stream, n, penalties, cache_salt.
 absl::Status ParseCommon(const Json& obj, ParsedRequest& out) {
   v1::GenerateRequest& g = out.generate;
@@ -166,10 +157,6 @@ absl::Status ParseCommon(const Json& obj, ParsedRequest& out) {
   HEADROOM_OPENAI_ASSIGN(echo, OptBool(obj, "echo"));
   if (echo.value_or(false)) return Bad("echo", "echo is not supported");
 
-  for (const char* key : {"presence_penalty", "frequency_penalty", "min_p"}) {
-    if (absl::Status st = RefuseNonzeroNumber(obj, key, 0.0); !st.ok()) return st;
-  }
-  if (absl::Status st = RefuseNonzeroNumber(obj, "repetition_penalty", 1.0); !st.ok()) return st;
   HEADROOM_OPENAI_ASSIGN(min_tokens, OptInt64(obj, "min_tokens"));
   if (min_tokens.value_or(0) != 0) {
     return Bad("min_tokens",
@@ -188,6 +175,15 @@ absl::Status ParseCommon(const Json& obj, ParsedRequest& out) {
   if (top_p.has_value()) s.set_top_p(*top_p);
   HEADROOM_OPENAI_ASSIGN(top_k, OptInt32(obj, "top_k"));
   if (top_k.has_value()) s.set_top_k(*top_k);
+  // Ranges are checked with the other sampling fields (request_validation.h).
+  HEADROOM_OPENAI_ASSIGN(repetition_penalty, OptFloat(obj, "repetition_penalty"));
+  if (repetition_penalty.has_value()) s.set_repetition_penalty(*repetition_penalty);
+  HEADROOM_OPENAI_ASSIGN(frequency_penalty, OptFloat(obj, "frequency_penalty"));
+  if (frequency_penalty.has_value()) s.set_frequency_penalty(*frequency_penalty);
+  HEADROOM_OPENAI_ASSIGN(presence_penalty, OptFloat(obj, "presence_penalty"));
+  if (presence_penalty.has_value()) s.set_presence_penalty(*presence_penalty);
+  HEADROOM_OPENAI_ASSIGN(min_p, OptFloat(obj, "min_p"));
+  if (min_p.has_value()) s.set_min_p(*min_p);
 
   if (const Json* seed = Member(obj, "seed"); seed != nullptr) {
     if (seed->is_number_unsigned()) {

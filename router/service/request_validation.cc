@@ -1,6 +1,8 @@
 #include "router/service/request_validation.h"
 
+#include <cmath>
 #include <string>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -54,6 +56,22 @@ absl::StatusOr<ValidatedRequest> ValidateGenerateRequest(const v1::GenerateReque
     return absl::InvalidArgumentError(absl::StrCat("sampling.logprobs must be in [0, ",
                                                    kMaxLogprobs, "], got ", s.logprobs()));
   }
+  if (s.has_repetition_penalty() &&
+      !(s.repetition_penalty() > 0.0f && std::isfinite(s.repetition_penalty()))) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "sampling.repetition_penalty must be a finite number > 0, got ", s.repetition_penalty()));
+  }
+  for (const auto& [name, value] : {std::pair{"frequency_penalty", s.frequency_penalty()},
+                                    std::pair{"presence_penalty", s.presence_penalty()}}) {
+    if (!(value >= -2.0f && value <= 2.0f)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("sampling.", name, " must be in [-2, 2], got ", value));
+    }
+  }
+  if (!(s.min_p() >= 0.0f && s.min_p() <= 1.0f)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("sampling.min_p must be in [0, 1], got ", s.min_p()));
+  }
   for (int i = 0; i < s.stop_token_ids_size(); ++i) {
     if (s.stop_token_ids(i) < 0) {
       return absl::InvalidArgumentError(absl::StrCat("sampling.stop_token_ids[", i,
@@ -78,6 +96,10 @@ absl::StatusOr<ValidatedRequest> ValidateGenerateRequest(const v1::GenerateReque
   *w.mutable_stop_token_ids() = s.stop_token_ids();
   w.set_ignore_eos(s.ignore_eos());
   w.set_logprobs(s.logprobs());
+  if (s.has_repetition_penalty()) w.set_repetition_penalty(s.repetition_penalty());
+  w.set_frequency_penalty(s.frequency_penalty());
+  w.set_presence_penalty(s.presence_penalty());
+  w.set_min_p(s.min_p());
   out.stop.assign(s.stop().begin(), s.stop().end());
   out.include_stop_str_in_output = s.include_stop_str_in_output();
   out.cache_salt = request.cache_salt();

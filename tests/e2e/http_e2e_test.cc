@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -85,9 +86,16 @@ struct Cluster {
 std::string ModelId() { return worker::testdata::FixtureDir("llama-gqa").string(); }
 
 // gRPC Generate of `text`, greedy: the reference the HTTP answers must equal.
-std::string GrpcText(v1::Inference::Stub& stub, const std::string& text, int max_tokens) {
+// Greedy text of a gRPC Generate; `penalties` sets frequency, presence and repetition penalty.
+std::string GrpcText(v1::Inference::Stub& stub, const std::string& text, int max_tokens,
+                     std::optional<std::array<float, 3>> penalties = std::nullopt) {
   v1::GenerateRequest request;
   request.set_text(text);
+  if (penalties.has_value()) {
+    request.mutable_sampling()->set_frequency_penalty((*penalties)[0]);
+    request.mutable_sampling()->set_presence_penalty((*penalties)[1]);
+    request.mutable_sampling()->set_repetition_penalty((*penalties)[2]);
+  }
   request.mutable_sampling()->set_temperature(0.0f);
   request.mutable_sampling()->set_max_tokens(max_tokens);
   request.mutable_sampling()->set_ignore_eos(true);
@@ -192,6 +200,21 @@ TEST_F(HttpE2eTest, CompletionsStreamingAndNotEqualGrpcGenerate) {
   const Json usage = Json::parse(events[events.size() - 2]);  // include_usage: last before [DONE]
   EXPECT_TRUE(usage["choices"].empty()) << events[events.size() - 2];
   EXPECT_EQ(usage["usage"]["completion_tokens"], 24);
+}
+
+// vLLM's penalties reach the engine from the OpenAI API as from gRPC, and change the output.
+TEST_F(HttpE2eTest, PenaltiesGiveTheSameTextAsGrpcAndChangeIt) {
+  const std::string plain = GrpcText(*cluster_->stub, "Hello world", 32);
+  const std::string penalized = GrpcText(*cluster_->stub, "Hello world", 32,
+                                         std::array<float, 3>{1.0f, 0.5f, 1.3f});
+  EXPECT_NE(penalized, plain);
+  const Json request = {{"prompt", "Hello world"},    {"max_tokens", 32},
+                        {"temperature", 0},           {"ignore_eos", true},
+                        {"frequency_penalty", 1.0},   {"presence_penalty", 0.5},
+                        {"repetition_penalty", 1.3}};
+  const HttpResponse response = cluster_->Post("/v1/completions", request.dump());
+  ASSERT_EQ(response.status, 200) << response.body;
+  EXPECT_EQ(Json::parse(response.body)["choices"][0]["text"], penalized);
 }
 
 TEST_F(HttpE2eTest, ChatEqualsCompletionOfTheChatMlRenderedPrompt) {
@@ -309,6 +332,16 @@ TEST_F(HttpE2eTest, BadInputGetsTheRightStatusAndAMessageNamingTheFieldAndLimit)
        400,
        {"top_p", "1.5"}},
       {"top_p of 0", "/v1/completions", R"({"prompt": "hi", "top_p": 0})", 400, {"top_p"}},
+      {"presence_penalty above 2",
+       "/v1/completions",
+       R"({"prompt": "hi", "presence_penalty": 3})",
+       400,
+       {"presence_penalty", "[-2, 2]", "3"}},
+      {"repetition_penalty of 0",
+       "/v1/chat/completions",
+       R"({"messages": [{"role": "user", "content": "hi"}], "repetition_penalty": 0})",
+       400,
+       {"repetition_penalty", "> 0"}},
       {"invalid UTF-8", "/v1/completions", "{\"prompt\": \"h\xff\xfei\"}", 400, {"UTF-8"}},
       {"chat without messages", "/v1/chat/completions", R"({"messages": []})", 400, {"messages"}},
       {"chat with an unknown role",

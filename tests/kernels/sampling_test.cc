@@ -4,14 +4,18 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <fstream>
 #include <limits>
 #include <numeric>
 #include <random>
 #include <set>
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "kernels/philox.h"
+#include "nlohmann/json.hpp"
 #include "test_util.h"
 
 namespace headroom::kernels::cpu {
@@ -365,6 +369,83 @@ TEST(SampleTest, MaskedTokensAreNeverSampled) {
     const int32_t t = SampleOne(logits, p);
     ASSERT_TRUE(t == 1 || t == 3) << t;
   }
+}
+
+// Penalties and min_p against Hugging Face transformers' logits processors and OpenAI's
+// frequency/presence definition (tests/kernels/fixtures/penalties.json, made by
+// scripts/gen_sampling_fixtures.py): the penalized logits, the greedy token chosen from them, and
+// the tokens min_p keeps after temperature (every sample of 400 seeds is one of them, and a kept
+// set of up to 4 tokens is covered).
+TEST(SampleTest, PenaltiesAndMinPMatchTransformers) {
+  const char* root = std::getenv("HEADROOM_SOURCE_DIR");
+  const std::string path =
+      std::string(root != nullptr ? root : ".") + "/tests/kernels/fixtures/penalties.json";
+  std::ifstream in(path);
+  ASSERT_TRUE(in.good()) << "cannot open " << path;
+  const nlohmann::json fixture = nlohmann::json::parse(in);
+  ASSERT_GE(fixture["cases"].size(), 50u);
+  int index = 0;
+  for (const nlohmann::json& c : fixture["cases"]) {
+    SCOPED_TRACE(::testing::Message() << "case " << index++ << " vocab " << c["vocab"]);
+    const int64_t vocab = c["vocab"].get<int64_t>();
+    const std::vector<float> logits = c["logits"].get<std::vector<float>>();
+    const std::vector<int32_t> prompt = c["prompt"].get<std::vector<int32_t>>();
+    const std::vector<int32_t> output = c["output"].get<std::vector<int32_t>>();
+    SamplingParams p;
+    p.repetition_penalty = c["repetition_penalty"].get<float>();
+    p.frequency_penalty = c["frequency_penalty"].get<float>();
+    p.presence_penalty = c["presence_penalty"].get<float>();
+    p.prompt_tokens = prompt.data();
+    p.num_prompt_tokens = static_cast<int64_t>(prompt.size());
+    p.output_tokens = output.data();
+    p.num_output_tokens = static_cast<int64_t>(output.size());
+
+    std::vector<float> penalized(static_cast<size_t>(vocab),
+                                 std::numeric_limits<float>::quiet_NaN());
+    ApplyPenalties(logits.data(), vocab, p, penalized.data());
+    const std::vector<float> expected = c["penalized"].get<std::vector<float>>();
+    for (int64_t t = 0; t < vocab; ++t) {
+      // transformers multiplies the count by the penalty once; here it is subtracted per
+      // occurrence: float32 rounding differs in the last bits.
+      ASSERT_NEAR(penalized[static_cast<size_t>(t)], expected[static_cast<size_t>(t)], 2e-5f)
+          << "token " << t;
+    }
+    p.temperature = 0.0f;
+    EXPECT_EQ(SampleOne(logits, p), c["greedy"].get<int32_t>());
+
+    p.temperature = c["temperature"].get<float>();
+    p.min_p = c["min_p"].get<float>();
+    const std::vector<int32_t> kept = c["min_p_kept"].get<std::vector<int32_t>>();
+    const std::set<int32_t> allowed(kept.begin(), kept.end());
+    std::set<int32_t> seen;
+    for (uint64_t seed = 0; seed < 400; ++seed) {
+      p.seed = seed;
+      const int32_t token = SampleOne(logits, p);
+      ASSERT_TRUE(allowed.contains(token)) << "token " << token << " is below min_p";
+      seen.insert(token);
+    }
+    if (allowed.size() <= 4) {
+      EXPECT_EQ(seen, allowed);
+    }
+  }
+}
+
+TEST(SampleTest, PenaltiesLeaveTheReportedLogprobsRaw) {
+  const std::vector<float> logits = {2.0f, 1.0f, 0.5f, -1.0f};
+  const std::vector<int32_t> output = {0, 0, 0};
+  SamplingParams p;
+  p.temperature = 0.0f;
+  p.num_logprobs = 2;
+  p.frequency_penalty = 2.0f;
+  p.output_tokens = output.data();
+  p.num_output_tokens = 3;
+  absl::StatusOr<Result> r = RunSampler(logits, 4, {p});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->token_ids[0], 1) << "2 - 3 x 2 = -4 is below 1";
+  double sum = 0;
+  for (float l : logits) sum += std::exp(static_cast<double>(l));
+  EXPECT_NEAR(r->token_logprobs[0], 1.0 - std::log(sum), 1e-6);
+  EXPECT_EQ(r->top_ids[0], 0) << "the top logprobs are the raw distribution's";
 }
 
 TEST(SampleTest, InvalidParamsAreInvalidArgumentAndWriteNothing) {

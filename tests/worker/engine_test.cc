@@ -209,5 +209,63 @@ TEST(EngineTest, FirstTokenCarriesWhenTheRequestWasFirstScheduled) {
   }
 }
 
+// The engine gives the sampler each request's own output so far: with frequency and presence
+// penalties, every greedy token is the best of the raw top-20 candidates (and itself) once the
+// penalties its output so far earns are subtracted (raw logprobs differ from the logits by one
+// constant per step, so the comparison holds in logprob units). A request without penalties in
+// the same batch gets the tokens it gets alone.
+TEST(EngineTest, PenaltiesSeeTheRequestsOwnOutput) {
+  constexpr float kFrequency = 1.5f;
+  constexpr float kPresence = 0.5f;
+  Request penalized;
+  penalized.id = RequestId{1};
+  penalized.prompt = {5, 17, 99, 3, 250, 64, 64, 12, 7, 31};
+  penalized.sampling.temperature = 0;
+  penalized.sampling.max_tokens = 40;
+  penalized.sampling.ignore_eos = true;
+  penalized.sampling.logprobs = 20;
+  penalized.sampling.frequency_penalty = kFrequency;
+  penalized.sampling.presence_penalty = kPresence;
+  Request plain = penalized;
+  plain.id = RequestId{2};
+  plain.sampling.frequency_penalty = 0;
+  plain.sampling.presence_penalty = 0;
+
+  CpuBackend backend(1);
+  auto engine = Engine::Create(Fixture().config, Fixture().weights, DefaultOptions(), &backend);
+  ASSERT_TRUE(engine.ok()) << engine.status();
+  ASSERT_TRUE((*engine)->AddRequest(penalized).ok());
+  ASSERT_TRUE((*engine)->AddRequest(plain).ok());
+  std::map<int64_t, std::vector<StepToken>> out;
+  while ((*engine)->HasWork()) {
+    auto step = (*engine)->Step();
+    ASSERT_TRUE(step.ok()) << step.status();
+    for (StepToken& t : *step) out[t.id.value()].push_back(std::move(t));
+  }
+  ASSERT_EQ(out[1].size(), 40u);
+  std::map<int32_t, int> counts;
+  for (const StepToken& t : out[1]) {
+    const auto penalty = [&](int32_t token) {
+      const auto it = counts.find(token);
+      const int count = it == counts.end() ? 0 : it->second;
+      return kFrequency * static_cast<float>(count) + (count > 0 ? kPresence : 0.0f);
+    };
+    const float chosen = t.logprob - penalty(t.token);
+    ASSERT_EQ(t.top_logprobs.size(), 20u);
+    for (const TokenLogprob& candidate : t.top_logprobs) {
+      EXPECT_GE(chosen, candidate.logprob - penalty(candidate.token) - 1e-5f)
+          << "token " << t.token << " was chosen over " << candidate.token;
+    }
+    ++counts[t.token];
+  }
+  const RunResult alone = RunEngine({plain}, DefaultOptions());
+  std::vector<int32_t> plain_tokens;
+  for (const StepToken& t : out[2]) plain_tokens.push_back(t.token);
+  EXPECT_EQ(plain_tokens, alone.tokens.at(2));
+  std::vector<int32_t> penalized_tokens;
+  for (const StepToken& t : out[1]) penalized_tokens.push_back(t.token);
+  EXPECT_NE(penalized_tokens, plain_tokens) << "the penalties changed nothing: a vacuous test";
+}
+
 }  // namespace
 }  // namespace headroom::worker

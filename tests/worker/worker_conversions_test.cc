@@ -21,6 +21,8 @@ TEST(RequestFromProto, UnsetFieldsTakeVllmDefaults) {
   EXPECT_FALSE(request->sampling.seed.has_value());
   EXPECT_FALSE(request->sampling.ignore_eos);
   EXPECT_EQ(request->sampling.logprobs, 0);
+  EXPECT_FLOAT_EQ(request->sampling.repetition_penalty, 1.0f);
+  EXPECT_FLOAT_EQ(request->sampling.min_p, 0.0f);
 }
 
 TEST(RequestFromProto, EveryFieldIsCarried) {
@@ -38,6 +40,10 @@ TEST(RequestFromProto, EveryFieldIsCarried) {
   s->add_stop_token_ids(9);
   s->set_ignore_eos(true);
   s->set_logprobs(5);
+  s->set_repetition_penalty(1.3f);
+  s->set_frequency_penalty(0.25f);
+  s->set_presence_penalty(-1.0f);
+  s->set_min_p(0.05f);
   absl::StatusOr<Request> request = RequestFromProto(proto, RequestId{99});
   ASSERT_TRUE(request.ok()) << request.status();
   EXPECT_EQ(request->prompt, (std::vector<int32_t>{5, 6, 7}));
@@ -50,6 +56,10 @@ TEST(RequestFromProto, EveryFieldIsCarried) {
   EXPECT_EQ(request->sampling.stop_token_ids, (std::vector<int32_t>{2, 9}));
   EXPECT_TRUE(request->sampling.ignore_eos);
   EXPECT_EQ(request->sampling.logprobs, 5);
+  EXPECT_FLOAT_EQ(request->sampling.repetition_penalty, 1.3f);
+  EXPECT_FLOAT_EQ(request->sampling.frequency_penalty, 0.25f);
+  EXPECT_FLOAT_EQ(request->sampling.presence_penalty, -1.0f);
+  EXPECT_FLOAT_EQ(request->sampling.min_p, 0.05f);
 }
 
 TEST(RequestFromProto, NegativeCountsAreRefusedByName) {

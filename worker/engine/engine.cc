@@ -37,7 +37,25 @@ absl::Status ValidateSamplingParams(const SamplingParams& p) {
     return absl::InvalidArgumentError(absl::StrCat(
         "logprobs must be in [0, ", kernels::cpu::kMaxLogprobs, "], got ", p.logprobs));
   }
+  if (!(p.repetition_penalty > 0) || !std::isfinite(p.repetition_penalty)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("repetition_penalty must be a finite number > 0, got ", p.repetition_penalty));
+  }
+  for (const auto& [name, value] : {std::pair{"frequency_penalty", p.frequency_penalty},
+                                    std::pair{"presence_penalty", p.presence_penalty}}) {
+    if (!(value >= -2 && value <= 2)) {
+      return absl::InvalidArgumentError(absl::StrCat(name, " must be in [-2, 2], got ", value));
+    }
+  }
+  if (!(p.min_p >= 0 && p.min_p <= 1)) {
+    return absl::InvalidArgumentError(absl::StrCat("min_p must be in [0, 1], got ", p.min_p));
+  }
   return absl::OkStatus();
+}
+
+// The penalties that read the output so far (repetition_penalty reads the prompt too).
+bool PenalizesOutput(const SamplingParams& p) {
+  return p.repetition_penalty != 1.0f || p.frequency_penalty != 0.0f || p.presence_penalty != 0.0f;
 }
 
 }  // namespace
@@ -121,7 +139,11 @@ absl::Status Engine::AddRequest(Request request) {
   Sampling sampling{.params = p,
                     .seed = p.seed.value_or(DefaultSeed(options_.seed, request.id)),
                     .generated = 0,
-                    .first_scheduled = absl::InfinitePast()};
+                    .first_scheduled = absl::InfinitePast(),
+                    .prompt = {},
+                    .output = {}};
+  if (p.repetition_penalty != 1.0f) sampling.prompt = request.prompt;
+  if (PenalizesOutput(p)) sampling.output.reserve(static_cast<size_t>(p.max_tokens));
   const RequestId id = request.id;
   HR_RETURN_IF_ERROR(scheduler_->AddRequest(std::move(request)));
   sampling_[id] = std::move(sampling);
@@ -162,7 +184,15 @@ absl::StatusOr<std::vector<StepToken>> Engine::Step() {
                     .top_p = s.params.top_p,
                     .seed = s.seed,
                     .counter = static_cast<uint64_t>(s.generated),
-                    .num_logprobs = s.params.logprobs});
+                    .num_logprobs = s.params.logprobs,
+                    .repetition_penalty = s.params.repetition_penalty,
+                    .frequency_penalty = s.params.frequency_penalty,
+                    .presence_penalty = s.params.presence_penalty,
+                    .min_p = s.params.min_p,
+                    .prompt_tokens = s.prompt.data(),
+                    .num_prompt_tokens = static_cast<int64_t>(s.prompt.size()),
+                    .output_tokens = s.output.data(),
+                    .num_output_tokens = static_cast<int64_t>(s.output.size())});
   }
   const size_t num_rows = rows.size();
   tokens_.resize(num_rows);
@@ -193,6 +223,7 @@ absl::StatusOr<std::vector<StepToken>> Engine::Step() {
     if (s.generated == 0) t.first_scheduled = s.first_scheduled;
     if (t.finish == FinishReason::kNone) {
       ++s.generated;
+      if (PenalizesOutput(s.params)) s.output.push_back(t.token);
     } else {
       sampling_.erase(t.id);
     }

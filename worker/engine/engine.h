@@ -131,6 +131,10 @@ class Engine {
     int64_t generated = 0;
     // When a step first scheduled the request (InfinitePast: not yet).
     absl::Time first_scheduled = absl::InfinitePast();
+    // For the penalties only (empty without them): the prompt (repetition_penalty) and the
+    // tokens generated so far.
+    std::vector<int32_t> prompt;
+    std::vector<int32_t> output;
   };
 
   Engine(const EngineOptions& options, Backend* backend, Communicator* comm);

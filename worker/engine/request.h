@@ -30,6 +30,13 @@ struct SamplingParams {
   bool ignore_eos = false;
   // Return the top-N logprobs of each sampled token (0: only the sampled token's).
   int32_t logprobs = 0;
+  // vLLM's penalties (kernels/cpu/sampling.h): > 0, 1 = off, over prompt and output tokens...
+  float repetition_penalty = 1.0f;
+  // ...and in [-2, 2], 0 = off, over the output tokens.
+  float frequency_penalty = 0.0f;
+  float presence_penalty = 0.0f;
+  // Drop tokens less likely than min_p x the most likely one; in [0, 1], 0 = off.
+  float min_p = 0.0f;
 };
 
 struct Request {

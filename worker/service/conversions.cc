@@ -28,6 +28,10 @@ absl::StatusOr<Request> RequestFromProto(const v1::SubmitRequest& proto, Request
     return absl::InvalidArgumentError(absl::StrCat("logprobs must be >= 0, got ", in.logprobs()));
   }
   out.logprobs = in.logprobs();
+  if (in.has_repetition_penalty()) out.repetition_penalty = in.repetition_penalty();
+  out.frequency_penalty = in.frequency_penalty();
+  out.presence_penalty = in.presence_penalty();
+  out.min_p = in.min_p();
   return request;
 }
 

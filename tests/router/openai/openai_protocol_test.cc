@@ -67,10 +67,10 @@ TEST(OpenAiProtocolTest, BadCompletionBodies) {
       {R"({"prompt": "x", "n": "1"})", "n", "n must be an integer"},
       {R"({"prompt": "x", "best_of": 3})", "best_of", "best_of > 1 is not supported, got 3"},
       {R"({"prompt": "x", "echo": true})", "echo", "echo is not supported"},
-      {R"({"prompt": "x", "presence_penalty": 0.5})", "presence_penalty",
-       "presence_penalty is not supported (only 0), got 0.5"},
-      {R"({"prompt": "x", "frequency_penalty": -1})", "frequency_penalty", "not supported"},
-      {R"({"prompt": "x", "repetition_penalty": 1.1})", "repetition_penalty", "not supported"},
+      {R"({"prompt": "x", "presence_penalty": "0.5"})", "presence_penalty",
+       "presence_penalty must be a number, got string"},
+      {R"({"prompt": "x", "repetition_penalty": true})", "repetition_penalty",
+       "must be a number"},
       {R"({"prompt": "x", "min_tokens": 4})", "min_tokens", "not supported"},
       {R"({"prompt": "x", "logit_bias": {"5": 1}})", "logit_bias", "not supported"},
       {R"({"prompt": "x", "suffix": "end"})", "suffix", "suffix is not supported"},
@@ -128,8 +128,9 @@ TEST(OpenAiProtocolTest, CompletionFieldsMapToGenerateRequest) {
     "model": "llama", "prompt": "Hello", "max_tokens": 32, "temperature": 0, "top_p": 0.9,
     "top_k": 40, "seed": 7, "stop": "\n\n", "stop_token_ids": [2, 3], "ignore_eos": true,
     "include_stop_str_in_output": true, "cache_salt": "tenant-a", "stream": true,
-    "stream_options": {"include_usage": true}, "n": 1, "best_of": 1, "presence_penalty": 0,
-    "frequency_penalty": 0.0, "logprobs": 3, "echo": false, "user": "u-1", "unknown_field": [1]
+    "stream_options": {"include_usage": true}, "n": 1, "best_of": 1, "presence_penalty": 0.5,
+    "frequency_penalty": -0.25, "repetition_penalty": 1.2, "min_p": 0.05, "logprobs": 3,
+    "echo": false, "user": "u-1", "unknown_field": [1]
   })");
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->endpoint, Endpoint::kCompletions);
@@ -153,6 +154,11 @@ TEST(OpenAiProtocolTest, CompletionFieldsMapToGenerateRequest) {
   EXPECT_TRUE(s.ignore_eos());
   EXPECT_TRUE(s.include_stop_str_in_output());
   EXPECT_EQ(s.logprobs(), 3);
+  EXPECT_FLOAT_EQ(s.presence_penalty(), 0.5f);
+  EXPECT_FLOAT_EQ(s.frequency_penalty(), -0.25f);
+  ASSERT_TRUE(s.has_repetition_penalty());
+  EXPECT_FLOAT_EQ(s.repetition_penalty(), 1.2f);
+  EXPECT_FLOAT_EQ(s.min_p(), 0.05f);
   EXPECT_EQ(g.cache_salt(), "tenant-a");
   EXPECT_TRUE(r->stream);
   EXPECT_TRUE(r->include_usage);
@@ -169,6 +175,7 @@ TEST(OpenAiProtocolTest, CompletionDefaultsLeaveFieldsUnset) {
   EXPECT_FALSE(s.has_top_p());
   EXPECT_FALSE(s.has_max_tokens());
   EXPECT_FALSE(s.has_seed());
+  EXPECT_FALSE(s.has_repetition_penalty());
   EXPECT_EQ(s.stop_size(), 0);
   EXPECT_EQ(r->generate.model(), "");
   EXPECT_FALSE(r->stream);

@@ -23,6 +23,10 @@ TEST_F(RequestValidationTest, TextIsTokenizedAndSamplingConverted) {
   request.mutable_sampling()->set_top_k(-1);
   request.mutable_sampling()->add_stop("x");
   request.mutable_sampling()->add_stop_token_ids(3);
+  request.mutable_sampling()->set_repetition_penalty(1.1f);
+  request.mutable_sampling()->set_presence_penalty(-0.5f);
+  request.mutable_sampling()->set_frequency_penalty(2.0f);
+  request.mutable_sampling()->set_min_p(0.1f);
   absl::StatusOr<ValidatedRequest> v = ValidateGenerateRequest(request, *tokenizer_, 100);
   ASSERT_TRUE(v.ok()) << v.status();
   EXPECT_EQ(v->prompt, (std::vector<int32_t>{'h', 'i'}));
@@ -33,6 +37,16 @@ TEST_F(RequestValidationTest, TextIsTokenizedAndSamplingConverted) {
   EXPECT_EQ(v->sampling.max_tokens(), kDefaultMaxTokens);
   EXPECT_EQ(v->sampling.stop_token_ids_size(), 1);
   EXPECT_EQ(v->stop, std::vector<std::string>{"x"});
+  ASSERT_TRUE(v->sampling.has_repetition_penalty());
+  EXPECT_FLOAT_EQ(v->sampling.repetition_penalty(), 1.1f);
+  EXPECT_FLOAT_EQ(v->sampling.presence_penalty(), -0.5f);
+  EXPECT_FLOAT_EQ(v->sampling.frequency_penalty(), 2.0f);
+  EXPECT_FLOAT_EQ(v->sampling.min_p(), 0.1f);
+
+  request.mutable_sampling()->clear_repetition_penalty();  // unset: 1, off
+  v = ValidateGenerateRequest(request, *tokenizer_, 100);
+  ASSERT_TRUE(v.ok()) << v.status();
+  EXPECT_FALSE(v->sampling.has_repetition_penalty());
 }
 
 struct BadCase {
@@ -56,6 +70,17 @@ TEST_F(RequestValidationTest, BadRequestsNameTheFieldAndTheNumbers) {
        "sampling.max_tokens must be >= 1"},
       {"logprobs", [](v1::GenerateRequest& r) { r.mutable_sampling()->set_logprobs(21); },
        "sampling.logprobs"},
+      {"repetition_penalty",
+       [](v1::GenerateRequest& r) { r.mutable_sampling()->set_repetition_penalty(0); },
+       "sampling.repetition_penalty must be a finite number > 0, got 0"},
+      {"frequency_penalty",
+       [](v1::GenerateRequest& r) { r.mutable_sampling()->set_frequency_penalty(2.5f); },
+       "sampling.frequency_penalty must be in [-2, 2], got 2.5"},
+      {"presence_penalty",
+       [](v1::GenerateRequest& r) { r.mutable_sampling()->set_presence_penalty(-3); },
+       "sampling.presence_penalty must be in [-2, 2], got -3"},
+      {"min_p", [](v1::GenerateRequest& r) { r.mutable_sampling()->set_min_p(1.5f); },
+       "sampling.min_p must be in [0, 1], got 1.5"},
       {"too long", [](v1::GenerateRequest& r) { r.mutable_sampling()->set_max_tokens(99); },
        "prompt (2 tokens) + sampling.max_tokens (99) = 101 exceeds max_model_len 100"},
   };
