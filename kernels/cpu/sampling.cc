@@ -17,9 +17,8 @@ constexpr int64_t kFirstTopPSort = 64;  // candidates sorted first when looking 
 
 absl::Status ValidateParams(const SamplingParams& p, int64_t row) {
   if (!(p.temperature >= 0.0f) || !std::isfinite(p.temperature)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("Sample: row ", row, ": temperature must be finite and >= 0, got ",
-                     p.temperature));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "Sample: row ", row, ": temperature must be finite and >= 0, got ", p.temperature));
   }
   if (p.top_k < 0) {
     return absl::InvalidArgumentError(
@@ -30,18 +29,21 @@ absl::Status ValidateParams(const SamplingParams& p, int64_t row) {
         absl::StrCat("Sample: row ", row, ": top_p must be in (0, 1], got ", p.top_p));
   }
   if (p.num_logprobs < 0 || p.num_logprobs > kMaxLogprobs) {
-    return absl::InvalidArgumentError(absl::StrCat("Sample: row ", row, ": num_logprobs must be in [0, ",
-                                                   kMaxLogprobs, "], got ", p.num_logprobs));
+    return absl::InvalidArgumentError(absl::StrCat("Sample: row ", row,
+                                                   ": num_logprobs must be in [0, ", kMaxLogprobs,
+                                                   "], got ", p.num_logprobs));
   }
   if (!(p.repetition_penalty > 0.0f) || !std::isfinite(p.repetition_penalty)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "Sample: row ", row, ": repetition_penalty must be finite and > 0, got ",
-        p.repetition_penalty));
+    return absl::InvalidArgumentError(
+        absl::StrCat("Sample: row ", row, ": repetition_penalty must be finite and > 0, got ",
+                     p.repetition_penalty));
   }
   if (!std::isfinite(p.frequency_penalty) || !std::isfinite(p.presence_penalty)) {
     return absl::InvalidArgumentError(
-        absl::StrCat("Sample: row ", row, ": frequency_penalty and presence_penalty must be "
-                     "finite, got ", p.frequency_penalty, " and ", p.presence_penalty));
+        absl::StrCat("Sample: row ", row,
+                     ": frequency_penalty and presence_penalty must be "
+                     "finite, got ",
+                     p.frequency_penalty, " and ", p.presence_penalty));
   }
   if (!(p.min_p >= 0.0f && p.min_p <= 1.0f)) {
     return absl::InvalidArgumentError(
@@ -51,8 +53,7 @@ absl::Status ValidateParams(const SamplingParams& p, int64_t row) {
 }
 
 bool HasPenalties(const SamplingParams& p) {
-  return p.repetition_penalty != 1.0f || p.frequency_penalty != 0.0f ||
-         p.presence_penalty != 0.0f;
+  return p.repetition_penalty != 1.0f || p.frequency_penalty != 0.0f || p.presence_penalty != 0.0f;
 }
 
 absl::Status ValidateTokens(const int32_t* ids, int64_t count, int64_t vocab_size, int64_t row,
@@ -82,8 +83,8 @@ absl::Status ComputeStats(const float* row, int64_t vocab_size, int64_t row_inde
   for (int64_t t = 0; t < vocab_size; ++t) {
     const float l = row[t];
     if (std::isnan(l) || l == std::numeric_limits<float>::infinity()) {
-      return absl::InvalidArgumentError(absl::StrCat("Sample: row ", row_index,
-                                                     " has a NaN or +inf logit at token ", t));
+      return absl::InvalidArgumentError(
+          absl::StrCat("Sample: row ", row_index, " has a NaN or +inf logit at token ", t));
     }
     max_logit = std::max(max_logit, l);
   }
@@ -132,9 +133,10 @@ int32_t SampleRow(const float* row, int64_t vocab_size, const SamplingParams& p,
   if (p.min_p > 0.0f) {
     // probability(t) / probability(top) = weight(t); the top token always stays.
     const double min_weight = static_cast<double>(p.min_p);
-    kept = std::partition(ids.begin(), ids.end(),
-                          [&](int32_t t) { return row[t] == max_logit || weight(t) >= min_weight; }) -
-           ids.begin();
+    kept =
+        std::partition(ids.begin(), ids.end(),
+                       [&](int32_t t) { return row[t] == max_logit || weight(t) >= min_weight; }) -
+        ids.begin();
   }
   if (p.top_k > 0 && p.top_k < kept) {
     std::nth_element(ids.begin(), ids.begin() + (p.top_k - 1), ids.begin() + kept, higher);
@@ -247,8 +249,8 @@ absl::Status Sample(const float* logits, int64_t num_rows, int64_t vocab_size,
   }
   std::vector<RowStats> stats(static_cast<size_t>(num_rows));
   for (int64_t r = 0; r < num_rows; ++r) {
-    HR_RETURN_IF_ERROR(ComputeStats(logits + r * vocab_size, vocab_size, r,
-                                    stats[static_cast<size_t>(r)]));
+    HR_RETURN_IF_ERROR(
+        ComputeStats(logits + r * vocab_size, vocab_size, r, stats[static_cast<size_t>(r)]));
   }
 
   std::vector<int32_t> ids(static_cast<size_t>(vocab_size));  // scratch

@@ -71,8 +71,7 @@ struct SamplingParams {
 };
 
 // The penalties of step 2 applied to `row`, written to `out` (both [vocab_size]; they may alias).
-void ApplyPenalties(const float* row, int64_t vocab_size, const SamplingParams& params,
-                    float* out);
+void ApplyPenalties(const float* row, int64_t vocab_size, const SamplingParams& params, float* out);
 
 struct SamplerOutput {
   int32_t* token_ids;     // [num_rows]

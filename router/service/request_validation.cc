@@ -10,8 +10,8 @@
 namespace headroom::router {
 
 absl::StatusOr<ValidatedRequest> ValidateGenerateRequest(const v1::GenerateRequest& request,
-                                                        const Tokenizer& tokenizer,
-                                                        int32_t largest_max_model_len) {
+                                                         const Tokenizer& tokenizer,
+                                                         int32_t largest_max_model_len) {
   ValidatedRequest out;
   if (request.has_token_ids()) {
     out.prompt.assign(request.token_ids().ids().begin(), request.token_ids().ids().end());
@@ -53,8 +53,8 @@ absl::StatusOr<ValidatedRequest> ValidateGenerateRequest(const v1::GenerateReque
         absl::StrCat("sampling.max_tokens must be >= 1, got ", s.max_tokens()));
   }
   if (s.logprobs() < 0 || s.logprobs() > kMaxLogprobs) {
-    return absl::InvalidArgumentError(absl::StrCat("sampling.logprobs must be in [0, ",
-                                                   kMaxLogprobs, "], got ", s.logprobs()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("sampling.logprobs must be in [0, ", kMaxLogprobs, "], got ", s.logprobs()));
   }
   if (s.has_repetition_penalty() &&
       !(s.repetition_penalty() > 0.0f && std::isfinite(s.repetition_penalty()))) {
@@ -74,17 +74,16 @@ absl::StatusOr<ValidatedRequest> ValidateGenerateRequest(const v1::GenerateReque
   }
   for (int i = 0; i < s.stop_token_ids_size(); ++i) {
     if (s.stop_token_ids(i) < 0) {
-      return absl::InvalidArgumentError(absl::StrCat("sampling.stop_token_ids[", i,
-                                                     "] must be >= 0, got ",
-                                                     s.stop_token_ids(i)));
+      return absl::InvalidArgumentError(
+          absl::StrCat("sampling.stop_token_ids[", i, "] must be >= 0, got ", s.stop_token_ids(i)));
     }
   }
   out.max_tokens = s.has_max_tokens() ? s.max_tokens() : kDefaultMaxTokens;
   if (largest_max_model_len > 0 && out.max_total_tokens() > largest_max_model_len) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "prompt (", out.prompt.size(), " tokens) + sampling.max_tokens (", out.max_tokens,
-        ") = ", out.max_total_tokens(), " exceeds max_model_len ", largest_max_model_len,
-        " of the largest worker group"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("prompt (", out.prompt.size(), " tokens) + sampling.max_tokens (",
+                     out.max_tokens, ") = ", out.max_total_tokens(), " exceeds max_model_len ",
+                     largest_max_model_len, " of the largest worker group"));
   }
 
   v1::TokenSamplingParams& w = out.sampling;

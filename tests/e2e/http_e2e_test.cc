@@ -205,12 +205,12 @@ TEST_F(HttpE2eTest, CompletionsStreamingAndNotEqualGrpcGenerate) {
 // vLLM's penalties reach the engine from the OpenAI API as from gRPC, and change the output.
 TEST_F(HttpE2eTest, PenaltiesGiveTheSameTextAsGrpcAndChangeIt) {
   const std::string plain = GrpcText(*cluster_->stub, "Hello world", 32);
-  const std::string penalized = GrpcText(*cluster_->stub, "Hello world", 32,
-                                         std::array<float, 3>{1.0f, 0.5f, 1.3f});
+  const std::string penalized =
+      GrpcText(*cluster_->stub, "Hello world", 32, std::array<float, 3>{1.0f, 0.5f, 1.3f});
   EXPECT_NE(penalized, plain);
-  const Json request = {{"prompt", "Hello world"},    {"max_tokens", 32},
-                        {"temperature", 0},           {"ignore_eos", true},
-                        {"frequency_penalty", 1.0},   {"presence_penalty", 0.5},
+  const Json request = {{"prompt", "Hello world"},  {"max_tokens", 32},
+                        {"temperature", 0},         {"ignore_eos", true},
+                        {"frequency_penalty", 1.0}, {"presence_penalty", 0.5},
                         {"repetition_penalty", 1.3}};
   const HttpResponse response = cluster_->Post("/v1/completions", request.dump());
   ASSERT_EQ(response.status, 200) << response.body;

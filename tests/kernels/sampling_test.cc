@@ -31,7 +31,7 @@ struct Result {
 };
 
 absl::StatusOr<Result> RunSampler(const std::vector<float>& logits, int64_t vocab,
-                           const std::vector<SamplingParams>& params) {
+                                  const std::vector<SamplingParams>& params) {
   const size_t rows = params.size();
   Result r{std::vector<int32_t>(rows, -99),
            std::vector<float>(rows, std::numeric_limits<float>::quiet_NaN()),
@@ -98,8 +98,8 @@ TEST(SampleTest, GreedyIsArgmaxWithTiesToLowestId) {
   std::mt19937_64 rng(41);
   for (int64_t vocab : {1, 2, 17, 32000}) {
     std::vector<float> logits = RandomFloats(rng, vocab, -10.0f, 10.0f);
-    const int32_t best = static_cast<int32_t>(
-        std::max_element(logits.begin(), logits.end()) - logits.begin());
+    const int32_t best =
+        static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
     SamplingParams p;
     p.temperature = 0.0f;
     p.seed = 99;
@@ -214,8 +214,8 @@ TEST(SampleTest, TopPNeverSamplesOutsideTheNucleus) {
     float top_p;
     std::set<int32_t> nucleus;
   };
-  for (const Expectation& e : {Expectation{0.7f, {0, 2}}, Expectation{0.5f, {2}},
-                               Expectation{0.81f, {0, 2, 3}}}) {
+  for (const Expectation& e :
+       {Expectation{0.7f, {0, 2}}, Expectation{0.5f, {2}}, Expectation{0.81f, {0, 2, 3}}}) {
     SamplingParams p;
     p.top_p = e.top_p;
     p.seed = 77;
@@ -315,8 +315,8 @@ TEST(SampleTest, LogprobsAreRawLogSoftmaxSortedAndSumToOne) {
     const int32_t top = r->top_ids[0];
     EXPECT_NEAR(static_cast<double>(r->top_logprobs[0]),
                 static_cast<double>(logits[static_cast<size_t>(top)]) - lse, 1e-6);
-    EXPECT_EQ(top, static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) -
-                                        logits.begin()));
+    EXPECT_EQ(
+        top, static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin()));
   }
 }
 
@@ -334,7 +334,8 @@ TEST(SampleTest, FewerLogprobsThanMaxAndNoLogprobs) {
   std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
     return logits[static_cast<size_t>(a)] > logits[static_cast<size_t>(b)];
   });
-  for (int i = 0; i < 3; ++i) EXPECT_EQ(r->top_ids[static_cast<size_t>(i)], order[static_cast<size_t>(i)]);
+  for (int i = 0; i < 3; ++i)
+    EXPECT_EQ(r->top_ids[static_cast<size_t>(i)], order[static_cast<size_t>(i)]);
   for (int i = 3; i < kMaxLogprobs; ++i) EXPECT_EQ(r->top_ids[static_cast<size_t>(i)], -1);
   for (int i = 0; i < kMaxLogprobs; ++i) {
     EXPECT_EQ(r->top_ids[static_cast<size_t>(kMaxLogprobs + i)], -1);
@@ -348,15 +349,15 @@ TEST(SampleTest, TopOutputsMayBeNullWhenNoRowAsksForLogprobs) {
   const SamplingParams p;
   int32_t token = -1;
   float logprob = 0.0f;
-  EXPECT_TRUE(Sample(logits.data(), 1, 3, &p, SamplerOutput{&token, &logprob, nullptr, nullptr})
-                  .ok());
+  EXPECT_TRUE(
+      Sample(logits.data(), 1, 3, &p, SamplerOutput{&token, &logprob, nullptr, nullptr}).ok());
   EXPECT_GE(token, 0);
   SamplingParams with_logprobs;
   with_logprobs.num_logprobs = 1;
-  EXPECT_EQ(Sample(logits.data(), 1, 3, &with_logprobs,
-                   SamplerOutput{&token, &logprob, nullptr, nullptr})
-                .code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(
+      Sample(logits.data(), 1, 3, &with_logprobs, SamplerOutput{&token, &logprob, nullptr, nullptr})
+          .code(),
+      absl::StatusCode::kInvalidArgument);
 }
 
 TEST(SampleTest, MaskedTokensAreNeverSampled) {
@@ -460,9 +461,9 @@ TEST(SampleTest, InvalidParamsAreInvalidArgumentAndWriteNothing) {
   for (const SamplingParams& p : bad) {
     int32_t token = -99;
     float logprob = 1.0f;
-    EXPECT_EQ(Sample(logits.data(), 1, 3, &p, SamplerOutput{&token, &logprob, nullptr, nullptr})
-                  .code(),
-              absl::StatusCode::kInvalidArgument);
+    EXPECT_EQ(
+        Sample(logits.data(), 1, 3, &p, SamplerOutput{&token, &logprob, nullptr, nullptr}).code(),
+        absl::StatusCode::kInvalidArgument);
     EXPECT_EQ(token, -99);
     EXPECT_EQ(logprob, 1.0f);
   }
@@ -476,9 +477,9 @@ TEST(SampleTest, BadLogitsAreInvalidArgument) {
     const SamplingParams p;
     int32_t token = -99;
     float logprob = 0.0f;
-    EXPECT_EQ(Sample(logits.data(), 1, 2, &p, SamplerOutput{&token, &logprob, nullptr, nullptr})
-                  .code(),
-              absl::StatusCode::kInvalidArgument);
+    EXPECT_EQ(
+        Sample(logits.data(), 1, 2, &p, SamplerOutput{&token, &logprob, nullptr, nullptr}).code(),
+        absl::StatusCode::kInvalidArgument);
   }
 }
 

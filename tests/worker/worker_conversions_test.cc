@@ -1,8 +1,8 @@
 // The gRPC edge's conversions: proto defaults become vLLM's defaults, every field reaches the
 // engine's structs, and statuses keep their code and message.
-#include "worker/service/conversions.h"
-
 #include <gtest/gtest.h>
+
+#include "worker/service/conversions.h"
 
 namespace headroom::worker {
 namespace {
@@ -79,11 +79,16 @@ TEST(RequestFromProto, NegativeCountsAreRefusedByName) {
 
 TEST(AppendToken, CarriesLogprobsAndFinishOnlyOnTheLast) {
   v1::SubmitResponse response;
-  AppendToken({.id = RequestId{1}, .token = 10, .logprob = -0.5f,
+  AppendToken({.id = RequestId{1},
+               .token = 10,
+               .logprob = -0.5f,
                .top_logprobs = {{10, -0.5f}, {11, -1.5f}}},
               response);
   EXPECT_EQ(response.finish_reason(), v1::FINISH_REASON_UNSPECIFIED);
-  AppendToken({.id = RequestId{1}, .token = 12, .logprob = -0.25f, .top_logprobs = {},
+  AppendToken({.id = RequestId{1},
+               .token = 12,
+               .logprob = -0.25f,
+               .top_logprobs = {},
                .finish = FinishReason::kLength},
               response);
   ASSERT_EQ(response.tokens_size(), 2);

@@ -48,10 +48,10 @@ struct Request {
 };
 
 enum class FinishReason {
-  kNone,     // still running
-  kStop,     // EOS or a stop token
-  kLength,   // max_tokens or max_model_len reached
-  kAbort,    // aborted by the client or the router
+  kNone,    // still running
+  kStop,    // EOS or a stop token
+  kLength,  // max_tokens or max_model_len reached
+  kAbort,   // aborted by the client or the router
 };
 
 }  // namespace headroom::worker
