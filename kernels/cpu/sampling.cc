@@ -52,8 +52,10 @@ absl::Status ValidateParams(const SamplingParams& p, int64_t row) {
   return absl::OkStatus();
 }
 
+// The row is chosen from a processed copy (penalties, banned tokens).
 bool HasPenalties(const SamplingParams& p) {
-  return p.repetition_penalty != 1.0f || p.frequency_penalty != 0.0f || p.presence_penalty != 0.0f;
+  return p.repetition_penalty != 1.0f || p.frequency_penalty != 0.0f ||
+         p.presence_penalty != 0.0f || p.num_banned_tokens > 0;
 }
 
 absl::Status ValidateTokens(const int32_t* ids, int64_t count, int64_t vocab_size, int64_t row,
@@ -214,6 +216,9 @@ void ApplyPenalties(const float* row, int64_t vocab_size, const SamplingParams& 
       }
     }
   }
+  for (int64_t i = 0; i < p.num_banned_tokens; ++i) {
+    out[static_cast<size_t>(p.banned_tokens[i])] = -std::numeric_limits<float>::infinity();
+  }
 }
 
 absl::Status Sample(const float* logits, int64_t num_rows, int64_t vocab_size,
@@ -238,6 +243,8 @@ absl::Status Sample(const float* logits, int64_t num_rows, int64_t vocab_size,
           ValidateTokens(p.prompt_tokens, p.num_prompt_tokens, vocab_size, r, "prompt_tokens"));
       HR_RETURN_IF_ERROR(
           ValidateTokens(p.output_tokens, p.num_output_tokens, vocab_size, r, "output_tokens"));
+      HR_RETURN_IF_ERROR(
+          ValidateTokens(p.banned_tokens, p.num_banned_tokens, vocab_size, r, "banned_tokens"));
     }
     any_logprobs = any_logprobs || p.num_logprobs > 0;
   }
@@ -265,8 +272,11 @@ absl::Status Sample(const float* logits, int64_t num_rows, int64_t vocab_size,
     if (HasPenalties(p)) {
       penalized.resize(static_cast<size_t>(vocab_size));
       ApplyPenalties(row, vocab_size, p, penalized.data());
-      scores = penalized.data();
-      max_score = MaxLogit(scores, vocab_size);
+      const float penalized_max = MaxLogit(penalized.data(), vocab_size);
+      if (penalized_max > -std::numeric_limits<float>::infinity()) {  // not everything banned
+        scores = penalized.data();
+        max_score = penalized_max;
+      }
     }
     const int32_t token = p.temperature < kGreedyTemperature
                               ? Argmax(scores, vocab_size)

@@ -9,7 +9,8 @@
 //        logit divided by the penalty when positive, multiplied when not (Hugging Face's
 //        RepetitionPenaltyLogitsProcessor);
 //      frequency_penalty, presence_penalty != 0: logit(t) -= frequency_penalty * count(t) +
-//        presence_penalty * (count(t) > 0), count over the output so far (OpenAI's definition).
+//        presence_penalty * (count(t) > 0), count over the output so far (OpenAI's definition);
+//      banned_tokens: logit -inf.
 //   3. temperature < kGreedyTemperature (so 0): greedy, the argmax, ties to the lowest id. The RNG
 //      is not called. (vLLM also treats temperatures below 1e-5 as greedy.)
 //   4. Otherwise the distribution softmax(logits / temperature) is filtered:
@@ -68,6 +69,10 @@ struct SamplingParams {
   int64_t num_prompt_tokens = 0;
   const int32_t* output_tokens = nullptr;
   int64_t num_output_tokens = 0;
+  // Tokens that may not be chosen now (vLLM's min_tokens: EOS and the stop token ids until the
+  // output is long enough); ignored when they are the whole vocabulary.
+  const int32_t* banned_tokens = nullptr;
+  int64_t num_banned_tokens = 0;
 };
 
 // The penalties of step 2 applied to `row`, written to `out` (both [vocab_size]; they may alias).

@@ -157,11 +157,6 @@ absl::Status ParseCommon(const Json& obj, ParsedRequest& out) {
   HEADROOM_OPENAI_ASSIGN(echo, OptBool(obj, "echo"));
   if (echo.value_or(false)) return Bad("echo", "echo is not supported");
 
-  HEADROOM_OPENAI_ASSIGN(min_tokens, OptInt64(obj, "min_tokens"));
-  if (min_tokens.value_or(0) != 0) {
-    return Bad("min_tokens",
-               absl::StrCat("min_tokens is not supported (only 0), got ", *min_tokens));
-  }
   if (const Json* bias = Member(obj, "logit_bias"); bias != nullptr) {
     if (!bias->is_object()) return WrongType("logit_bias", "an object", *bias);
     if (!bias->empty()) return Bad("logit_bias", "logit_bias is not supported");
@@ -184,6 +179,8 @@ absl::Status ParseCommon(const Json& obj, ParsedRequest& out) {
   if (presence_penalty.has_value()) s.set_presence_penalty(*presence_penalty);
   HEADROOM_OPENAI_ASSIGN(min_p, OptFloat(obj, "min_p"));
   if (min_p.has_value()) s.set_min_p(*min_p);
+  HEADROOM_OPENAI_ASSIGN(min_tokens, OptInt32(obj, "min_tokens"));
+  if (min_tokens.has_value()) s.set_min_tokens(*min_tokens);
 
   if (const Json* seed = Member(obj, "seed"); seed != nullptr) {
     if (seed->is_number_unsigned()) {

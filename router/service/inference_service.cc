@@ -193,7 +193,8 @@ class GenerateReactor final : public grpc::ServerWriteReactor<v1::GenerateRespon
       const bool last = message.finish_reason() != v1::FINISH_REASON_UNSPECIFIED;
       std::string text = detokenizer_->Push(std::span<const int32_t>(ids));
       if (last) text += detokenizer_->Finish();
-      StopResult stopped = stop_->Push(text);
+      // vLLM checks stop strings only once the output is longer than min_tokens.
+      StopResult stopped = stop_->Push(text, completion_tokens_ > req_.min_tokens);
       out.set_text(std::move(stopped.text));
       if (stopped.stopped) {
         out.set_finish_reason(v1::FINISH_REASON_STOP);

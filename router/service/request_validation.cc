@@ -79,6 +79,12 @@ absl::StatusOr<ValidatedRequest> ValidateGenerateRequest(const v1::GenerateReque
     }
   }
   out.max_tokens = s.has_max_tokens() ? s.max_tokens() : kDefaultMaxTokens;
+  if (s.min_tokens() < 0 || s.min_tokens() > out.max_tokens) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("sampling.min_tokens must be in [0, max_tokens (", out.max_tokens, ")], got ",
+                     s.min_tokens()));
+  }
+  out.min_tokens = s.min_tokens();
   if (largest_max_model_len > 0 && out.max_total_tokens() > largest_max_model_len) {
     return absl::InvalidArgumentError(
         absl::StrCat("prompt (", out.prompt.size(), " tokens) + sampling.max_tokens (",
@@ -99,6 +105,7 @@ absl::StatusOr<ValidatedRequest> ValidateGenerateRequest(const v1::GenerateReque
   w.set_frequency_penalty(s.frequency_penalty());
   w.set_presence_penalty(s.presence_penalty());
   w.set_min_p(s.min_p());
+  w.set_min_tokens(s.min_tokens());
   out.stop.assign(s.stop().begin(), s.stop().end());
   out.include_stop_str_in_output = s.include_stop_str_in_output();
   out.cache_salt = request.cache_salt();

@@ -22,6 +22,8 @@ struct ValidatedRequest {
   // Prompt token ids (tokenized text, or the ids as given).
   std::vector<int32_t> prompt;
   int32_t max_tokens = kDefaultMaxTokens;
+  // Stop strings cannot end the output before this many tokens (vLLM's min_tokens).
+  int32_t min_tokens = 0;
   // Sampling as the worker takes it (max_tokens set).
   v1::TokenSamplingParams sampling;
   // Stop strings matched by the router.

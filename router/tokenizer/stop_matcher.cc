@@ -7,7 +7,7 @@ namespace headroom::router {
 
 StopMatcher::StopMatcher(StopMatcherOptions options) : options_(std::move(options)) {}
 
-StopResult StopMatcher::Push(std::string_view text) {
+StopResult StopMatcher::Push(std::string_view text, bool may_stop) {
   StopResult result;
   if (stopped_) {
     result.stopped = true;
@@ -17,12 +17,13 @@ StopResult StopMatcher::Push(std::string_view text) {
   held_.clear();
   buffer.append(text);
 
-  // The stop string that completes first. `held_` held no complete stop string, so any match
-  // ends in the new text.
+  // The stop string that completes first. Any match ends in the new text, unless the text before
+  // was pushed with may_stop false (then one may end in `held_`, as vLLM's check of the last
+  // stop-string length of old text also finds it).
   size_t best_end = std::string::npos;
   size_t best_begin = 0;
   std::optional<size_t> best_index;
-  for (size_t i = 0; i < options_.stop.size(); ++i) {
+  for (size_t i = 0; i < options_.stop.size() && may_stop; ++i) {
     const std::string& s = options_.stop[i];
     if (s.empty()) continue;
     const size_t at = buffer.find(s);

@@ -27,8 +27,10 @@ class StopMatcher {
  public:
   explicit StopMatcher(StopMatcherOptions options);
 
-  // Adds decoded text (valid UTF-8); returns what may be emitted now.
-  StopResult Push(std::string_view text);
+  // Adds decoded text (valid UTF-8); returns what may be emitted now. With `may_stop` false
+  // (vLLM's min_tokens not reached yet) no stop string completes in this text; a suffix that could
+  // start one is still held back, so one that completes in later text is found.
+  StopResult Push(std::string_view text, bool may_stop = true);
   // The stream ended without a stop string: returns the held-back text.
   std::string Finish();
 

@@ -176,6 +176,12 @@ TEST_F(RouterE2eTest, StopStringEndsTheStreamWithoutShowingIt) {
   ASSERT_TRUE(stopped.status.ok()) << stopped.status.error_message();
   EXPECT_EQ(stopped.finish, v1::FINISH_REASON_STOP);
   EXPECT_EQ(stopped.text, full.text.substr(0, full.text.find(stop)));
+  // min_tokens = max_tokens: no stop string may end the output (vLLM's min_tokens).
+  request.mutable_sampling()->set_min_tokens(40);
+  const Result held = Generate(*stub_, request);
+  ASSERT_TRUE(held.status.ok()) << held.status.error_message();
+  EXPECT_EQ(held.finish, v1::FINISH_REASON_LENGTH);
+  EXPECT_EQ(held.text, full.text);
 }
 
 TEST_F(RouterE2eTest, OverloadCompletesOrRefusesEveryRequestNeverHangs) {

@@ -431,6 +431,34 @@ TEST(SampleTest, PenaltiesAndMinPMatchTransformers) {
   }
 }
 
+// min_tokens' banned tokens (EOS, stop ids) are never chosen, greedy or sampled; banning the
+// whole vocabulary is ignored rather than leaving nothing to choose.
+TEST(SampleTest, BannedTokensAreNeverChosen) {
+  const std::vector<float> logits = {0.5f, 3.0f, 2.9f, -1.0f, 2.95f};
+  const std::vector<int32_t> banned = {1, 4};
+  SamplingParams p;
+  p.temperature = 0.0f;
+  p.banned_tokens = banned.data();
+  p.num_banned_tokens = 2;
+  EXPECT_EQ(SampleOne(logits, p), 2);
+  p.temperature = 1.0f;
+  for (uint64_t seed = 0; seed < 300; ++seed) {
+    p.seed = seed;
+    const int32_t token = SampleOne(logits, p);
+    EXPECT_NE(token, 1);
+    EXPECT_NE(token, 4);
+  }
+  const std::vector<int32_t> all = {0, 1, 2, 3, 4};
+  p.temperature = 0.0f;
+  p.banned_tokens = all.data();
+  p.num_banned_tokens = 5;
+  EXPECT_EQ(SampleOne(logits, p), 1);
+  const std::vector<int32_t> outside = {5};
+  p.banned_tokens = outside.data();
+  p.num_banned_tokens = 1;
+  EXPECT_FALSE(RunSampler(logits, 5, {p}).ok()) << "an id outside the vocabulary";
+}
+
 TEST(SampleTest, PenaltiesLeaveTheReportedLogprobsRaw) {
   const std::vector<float> logits = {2.0f, 1.0f, 0.5f, -1.0f};
   const std::vector<int32_t> output = {0, 0, 0};

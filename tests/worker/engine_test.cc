@@ -8,6 +8,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <random>
 #include <vector>
@@ -265,6 +266,40 @@ TEST(EngineTest, PenaltiesSeeTheRequestsOwnOutput) {
   std::vector<int32_t> penalized_tokens;
   for (const StepToken& t : out[1]) penalized_tokens.push_back(t.token);
   EXPECT_NE(penalized_tokens, plain_tokens) << "the penalties changed nothing: a vacuous test";
+}
+
+// min_tokens keeps a stop token from ending the output early: a stop id that greedy decoding
+// produces second ends the plain request at 2 tokens; with min_tokens 6 it is not produced
+// before the 7th, and the request ends there or at max_tokens.
+TEST(EngineTest, MinTokensHoldsOffStopTokens) {
+  Request r;
+  r.id = RequestId{1};
+  r.prompt = {40, 41, 42, 43, 44};
+  r.sampling.temperature = 0;
+  r.sampling.max_tokens = 24;
+  r.sampling.ignore_eos = true;
+  const std::vector<int32_t> free_run = RunEngine({r}, DefaultOptions()).tokens.at(1);
+  ASSERT_EQ(free_run.size(), 24u);
+  const int32_t stop = free_run[1];
+  ASSERT_NE(free_run[0], stop) << "pick a prompt whose first two tokens differ";
+  r.sampling.stop_token_ids = {stop};
+  EXPECT_EQ(RunEngine({r}, DefaultOptions()).tokens.at(1).size(), 2u);
+  r.sampling.min_tokens = 6;
+  const std::vector<int32_t> held = RunEngine({r}, DefaultOptions()).tokens.at(1);
+  ASSERT_GE(held.size(), 7u);
+  for (size_t i = 0; i < 6; ++i) EXPECT_NE(held[i], stop) << "token " << i;
+  const bool stopped = held.size() < 24u;
+  if (stopped) {
+    EXPECT_EQ(held.back(), stop);
+  }
+  EXPECT_EQ(std::count(held.begin(), held.end(), stop), stopped ? 1 : 0);
+
+  r.sampling.min_tokens = 25;
+  CpuBackend backend(1);
+  auto engine = Engine::Create(Fixture().config, Fixture().weights, DefaultOptions(), &backend);
+  ASSERT_TRUE(engine.ok());
+  EXPECT_THAT(std::string((*engine)->AddRequest(r).message()),
+              HasSubstr("min_tokens must be in [0, max_tokens (24)], got 25"));
 }
 
 }  // namespace

@@ -44,6 +44,7 @@ TEST(RequestFromProto, EveryFieldIsCarried) {
   s->set_frequency_penalty(0.25f);
   s->set_presence_penalty(-1.0f);
   s->set_min_p(0.05f);
+  s->set_min_tokens(3);
   absl::StatusOr<Request> request = RequestFromProto(proto, RequestId{99});
   ASSERT_TRUE(request.ok()) << request.status();
   EXPECT_EQ(request->prompt, (std::vector<int32_t>{5, 6, 7}));
@@ -60,6 +61,7 @@ TEST(RequestFromProto, EveryFieldIsCarried) {
   EXPECT_FLOAT_EQ(request->sampling.frequency_penalty, 0.25f);
   EXPECT_FLOAT_EQ(request->sampling.presence_penalty, -1.0f);
   EXPECT_FLOAT_EQ(request->sampling.min_p, 0.05f);
+  EXPECT_EQ(request->sampling.min_tokens, 3);
 }
 
 TEST(RequestFromProto, NegativeCountsAreRefusedByName) {

@@ -50,6 +50,10 @@ absl::Status ValidateSamplingParams(const SamplingParams& p) {
   if (!(p.min_p >= 0 && p.min_p <= 1)) {
     return absl::InvalidArgumentError(absl::StrCat("min_p must be in [0, 1], got ", p.min_p));
   }
+  if (p.min_tokens < 0 || p.min_tokens > p.max_tokens) {
+    return absl::InvalidArgumentError(absl::StrCat("min_tokens must be in [0, max_tokens (",
+                                                   p.max_tokens, ")], got ", p.min_tokens));
+  }
   return absl::OkStatus();
 }
 
@@ -141,8 +145,19 @@ absl::Status Engine::AddRequest(Request request) {
                     .generated = 0,
                     .first_scheduled = absl::InfinitePast(),
                     .prompt = {},
-                    .output = {}};
+                    .output = {},
+                    .min_tokens_banned = {}};
   if (p.repetition_penalty != 1.0f) sampling.prompt = request.prompt;
+  if (p.min_tokens > 0) {
+    // Ids outside the vocabulary can never be sampled anyway (and the sampler refuses them).
+    const int64_t vocab = model_->config().vocab_size;
+    for (int32_t id : p.stop_token_ids) {
+      if (id >= 0 && id < vocab) sampling.min_tokens_banned.push_back(id);
+    }
+    if (!p.ignore_eos && options_.eos_token_id >= 0 && options_.eos_token_id < vocab) {
+      sampling.min_tokens_banned.push_back(options_.eos_token_id);
+    }
+  }
   if (PenalizesOutput(p)) sampling.output.reserve(static_cast<size_t>(p.max_tokens));
   const RequestId id = request.id;
   HR_RETURN_IF_ERROR(scheduler_->AddRequest(std::move(request)));
@@ -179,6 +194,7 @@ absl::StatusOr<std::vector<StepToken>> Engine::Step() {
   for (const ScheduledSequence& seq : plan.sequences) {
     if (!seq.sample) continue;
     const Sampling& s = sampling_.at(seq.id);
+    const bool below_min_tokens = s.generated < s.params.min_tokens;
     rows.push_back({.temperature = s.params.temperature,
                     .top_k = s.params.top_k,
                     .top_p = s.params.top_p,
@@ -192,7 +208,10 @@ absl::StatusOr<std::vector<StepToken>> Engine::Step() {
                     .prompt_tokens = s.prompt.data(),
                     .num_prompt_tokens = static_cast<int64_t>(s.prompt.size()),
                     .output_tokens = s.output.data(),
-                    .num_output_tokens = static_cast<int64_t>(s.output.size())});
+                    .num_output_tokens = static_cast<int64_t>(s.output.size()),
+                    .banned_tokens = below_min_tokens ? s.min_tokens_banned.data() : nullptr,
+                    .num_banned_tokens =
+                        below_min_tokens ? static_cast<int64_t>(s.min_tokens_banned.size()) : 0});
   }
   const size_t num_rows = rows.size();
   tokens_.resize(num_rows);

@@ -135,6 +135,8 @@ class Engine {
     // tokens generated so far.
     std::vector<int32_t> prompt;
     std::vector<int32_t> output;
+    // What min_tokens keeps from being sampled early: the stop token ids and EOS.
+    std::vector<int32_t> min_tokens_banned;
   };
 
   Engine(const EngineOptions& options, Backend* backend, Communicator* comm);

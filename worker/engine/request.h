@@ -37,6 +37,8 @@ struct SamplingParams {
   float presence_penalty = 0.0f;
   // Drop tokens less likely than min_p x the most likely one; in [0, 1], 0 = off.
   float min_p = 0.0f;
+  // EOS and stop_token_ids are not sampled before this many output tokens; in [0, max_tokens].
+  int32_t min_tokens = 0;
 };
 
 struct Request {

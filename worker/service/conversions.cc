@@ -32,6 +32,7 @@ absl::StatusOr<Request> RequestFromProto(const v1::SubmitRequest& proto, Request
   out.frequency_penalty = in.frequency_penalty();
   out.presence_penalty = in.presence_penalty();
   out.min_p = in.min_p();
+  out.min_tokens = in.min_tokens();
   return request;
 }
 

@@ -70,7 +70,7 @@ TEST(OpenAiProtocolTest, BadCompletionBodies) {
       {R"({"prompt": "x", "presence_penalty": "0.5"})", "presence_penalty",
        "presence_penalty must be a number, got string"},
       {R"({"prompt": "x", "repetition_penalty": true})", "repetition_penalty", "must be a number"},
-      {R"({"prompt": "x", "min_tokens": 4})", "min_tokens", "not supported"},
+      {R"({"prompt": "x", "min_tokens": 4.5})", "min_tokens", "min_tokens must be an integer"},
       {R"({"prompt": "x", "logit_bias": {"5": 1}})", "logit_bias", "not supported"},
       {R"({"prompt": "x", "suffix": "end"})", "suffix", "suffix is not supported"},
       {R"({"prompt": "x", "logprobs": 21})", "logprobs", "logprobs must be in [0, 20], got 21"},
@@ -128,7 +128,7 @@ TEST(OpenAiProtocolTest, CompletionFieldsMapToGenerateRequest) {
     "top_k": 40, "seed": 7, "stop": "\n\n", "stop_token_ids": [2, 3], "ignore_eos": true,
     "include_stop_str_in_output": true, "cache_salt": "tenant-a", "stream": true,
     "stream_options": {"include_usage": true}, "n": 1, "best_of": 1, "presence_penalty": 0.5,
-    "frequency_penalty": -0.25, "repetition_penalty": 1.2, "min_p": 0.05, "logprobs": 3,
+    "frequency_penalty": -0.25, "repetition_penalty": 1.2, "min_p": 0.05, "min_tokens": 4, "logprobs": 3,
     "echo": false, "user": "u-1", "unknown_field": [1]
   })");
   ASSERT_TRUE(r.ok()) << r.status();
@@ -158,6 +158,7 @@ TEST(OpenAiProtocolTest, CompletionFieldsMapToGenerateRequest) {
   ASSERT_TRUE(s.has_repetition_penalty());
   EXPECT_FLOAT_EQ(s.repetition_penalty(), 1.2f);
   EXPECT_FLOAT_EQ(s.min_p(), 0.05f);
+  EXPECT_EQ(s.min_tokens(), 4);
   EXPECT_EQ(g.cache_salt(), "tenant-a");
   EXPECT_TRUE(r->stream);
   EXPECT_TRUE(r->include_usage);

@@ -99,5 +99,22 @@ TEST(StopMatcherTest, ChunkingDoesNotMatter) {
   }
 }
 
+// min_tokens: text pushed with may_stop false cannot stop the stream, but a stop string that
+// starts in it and completes later does.
+TEST(StopMatcherTest, TextBeforeMinTokensNeverStopsButCanStartAStop) {
+  StopMatcher m({.stop = {"END", "xy"}, .include_stop_str_in_output = false});
+  StopResult r = m.Push("a END b x", /*may_stop=*/false);
+  EXPECT_FALSE(r.stopped);
+  EXPECT_EQ(r.text, "a END b ") << "the complete stop string passes, the 'x' is held";
+  r = m.Push("y c", /*may_stop=*/true);
+  EXPECT_TRUE(r.stopped);
+  EXPECT_EQ(r.stop_index, 1u);
+  EXPECT_EQ(r.text, "");
+  StopMatcher later({.stop = {"END"}, .include_stop_str_in_output = false});
+  EXPECT_EQ(later.Push("EN", false).text, "");
+  r = later.Push("D!", true);
+  EXPECT_TRUE(r.stopped);
+}
+
 }  // namespace
 }  // namespace headroom::router
