@@ -42,7 +42,7 @@ struct ValidatedRequest {
 // max_tokens < 1, logprobs outside [0, 20], prompt + max_tokens above `largest_max_model_len`
 // (the largest max_model_len among up groups; 0 skips that check).
 absl::StatusOr<ValidatedRequest> ValidateGenerateRequest(const v1::GenerateRequest& request,
-                                                        const Tokenizer& tokenizer,
-                                                        int32_t largest_max_model_len);
+                                                         const Tokenizer& tokenizer,
+                                                         int32_t largest_max_model_len);
 
 }  // namespace headroom::router

@@ -18,8 +18,8 @@ struct StopMatcherOptions {
 };
 
 struct StopResult {
-  std::string text;                   // safe to emit now
-  bool stopped = false;               // a stop string completed; ignore further input
+  std::string text;                  // safe to emit now
+  bool stopped = false;              // a stop string completed; ignore further input
   std::optional<size_t> stop_index;  // which entry of `stop` matched
 };
 

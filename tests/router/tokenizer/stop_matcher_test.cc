@@ -46,10 +46,13 @@ TEST(StopMatcherTest, Scenarios) {
       {{"###"}, true, {"Hello #", "#", "# tail"}, "Hello ###", true},
       {{"###"}, false, {"a ## b", " ##"}, "a ## b ##", false},  // held "##" flushed at the end
       {{"</s>", "\n\n"}, false, {"line\n", "\nnext</s>"}, "line", true},
-      {{"abc", "b"}, false, {"a", "bc"}, "a", true},        // "b" completes first
-      {{"bc", "abc"}, false, {"xab", "c"}, "x", true},      // same end: the longer one
-      {{"\xE4\xB8\x96\xE7\x95\x8C"}, false, {"\xE4\xBD\xA0\xE5\xA5\xBD\xE4\xB8\x96", "\xE7\x95\x8C!"},
-       "\xE4\xBD\xA0\xE5\xA5\xBD", true},                  // 你好世界 with stop 世界
+      {{"abc", "b"}, false, {"a", "bc"}, "a", true},    // "b" completes first
+      {{"bc", "abc"}, false, {"xab", "c"}, "x", true},  // same end: the longer one
+      {{"\xE4\xB8\x96\xE7\x95\x8C"},
+       false,
+       {"\xE4\xBD\xA0\xE5\xA5\xBD\xE4\xB8\x96", "\xE7\x95\x8C!"},
+       "\xE4\xBD\xA0\xE5\xA5\xBD",
+       true},                                              // 你好世界 with stop 世界
       {{""}, false, {"no", " stops"}, "no stops", false},  // empty stop strings are ignored
       {{"ab"}, false, {"aab"}, "a", true},
   };
