@@ -377,18 +377,25 @@ struct MeteredWorker {
   }
 };
 
+// `count` prompts of 64 tokens (four full blocks), token i of prompt p = (p * a + i * b + c) % 256:
+// no block is shared between two of them.
+std::vector<std::vector<int32_t>> FourBlockPrompts(int count, int a, int b, int c) {
+  std::vector<std::vector<int32_t>> prompts;
+  for (int p = 0; p < count; ++p) {
+    std::vector<int32_t> tokens;
+    for (int i = 0; i < 64; ++i) tokens.push_back((p * a + i * b + c) % 256);
+    prompts.push_back(std::move(tokens));
+  }
+  return prompts;
+}
+
 TEST(RouterPrefixAffinityE2eTest, RepeatedPromptsGoBackToTheGroupThatCachedThem) {
   // Eight prompts of four full blocks, no block shared between two of them; each sent once
   // concurrently (they spread over both groups), then each again, one after the other. With
   // affinity every repeat lands on the group that cached it; without it, placement by free
   // blocks alone sends them all to one group and the other group's prompts are recomputed.
   constexpr int kPrompts = 8;
-  std::vector<std::vector<int32_t>> prompts;
-  for (int p = 0; p < kPrompts; ++p) {
-    std::vector<int32_t> tokens;
-    for (int i = 0; i < 64; ++i) tokens.push_back((p * 31 + i * 7 + 1) % 256);
-    prompts.push_back(std::move(tokens));
-  }
+  const std::vector<std::vector<int32_t>> prompts = FourBlockPrompts(kPrompts, 31, 7, 1);
   std::vector<int32_t> calibration;
   for (int i = 0; i < 64; ++i) calibration.push_back((i * 13 + 200) % 256);
 
@@ -460,12 +467,7 @@ TEST(RouterPrefixAffinityE2eTest, RepeatedPromptsGoBackToTheGroupThatCachedThem)
 // reports it would know nothing and send them all one way (the tie-break by name).
 TEST(RouterPrefixAffinityE2eTest, WorkerReportedCachesGuideARouterThatPlacedNothing) {
   constexpr int kPrompts = 8;
-  std::vector<std::vector<int32_t>> prompts;
-  for (int p = 0; p < kPrompts; ++p) {
-    std::vector<int32_t> tokens;
-    for (int i = 0; i < 64; ++i) tokens.push_back((p * 37 + i * 11 + 3) % 256);
-    prompts.push_back(std::move(tokens));
-  }
+  const std::vector<std::vector<int32_t>> prompts = FourBlockPrompts(kPrompts, 37, 11, 3);
   MeteredWorker a(64), b(64);
   ASSERT_GT(a.metrics_port, 0);
   ASSERT_GT(b.metrics_port, 0);
