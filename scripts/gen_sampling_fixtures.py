@@ -5,7 +5,9 @@ For random rows of logits (vocabularies of 7, 64 and 1000 tokens, with exact zer
 values), a prompt, an output so far and penalty parameters, computes with Hugging Face
 transformers' own logits processors (torch, float32, CPU):
 
-  penalized  RepetitionPenaltyLogitsProcessor(repetition_penalty) over prompt + output, then
+  penalized  SequenceBiasLogitsProcessor with one-token sequences (OpenAI's logit_bias: a bias
+             added to a token's logit; vLLM applies it before the penalties), then
+             RepetitionPenaltyLogitsProcessor(repetition_penalty) over prompt + output, then
              OpenAI's frequency/presence penalties over the output (transformers has no processor
              for those; OpenAI defines them as logit[t] -= frequency_penalty * count[t] +
              presence_penalty * (count[t] > 0), and vLLM applies them after the repetition
@@ -26,6 +28,7 @@ import transformers
 from transformers.generation.logits_process import (
     MinPLogitsWarper,
     RepetitionPenaltyLogitsProcessor,
+    SequenceBiasLogitsProcessor,
     TemperatureLogitsWarper,
 )
 
@@ -40,8 +43,10 @@ def case(rng, vocab, prompt_len, output_len, repetition, frequency, presence, te
     # Repeats within the prompt and the output: counts above one.
     prompt = [rng.randrange(vocab) for _ in range(prompt_len)]
     output = [rng.randrange(max(1, vocab // 2)) for _ in range(output_len)]
+    bias = {t: round(rng.uniform(-5.0, 5.0), 2) for t in rng.sample(range(vocab), min(3, vocab))}
     scores = torch.tensor([logits], dtype=torch.float32)
     history = torch.tensor([prompt + output], dtype=torch.long)
+    scores = SequenceBiasLogitsProcessor({(t,): b for t, b in bias.items()})(history, scores)
     if len(prompt) + len(output) > 0:
         scores = RepetitionPenaltyLogitsProcessor(penalty=repetition)(history, scores)
     counts = torch.zeros(vocab, dtype=torch.float32)
@@ -57,6 +62,7 @@ def case(rng, vocab, prompt_len, output_len, repetition, frequency, presence, te
         "logits": logits,
         "prompt": prompt,
         "output": output,
+        "logit_bias": [[t, b] for t, b in sorted(bias.items())],
         "repetition_penalty": repetition,
         "frequency_penalty": frequency,
         "presence_penalty": presence,

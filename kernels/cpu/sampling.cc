@@ -55,7 +55,7 @@ absl::Status ValidateParams(const SamplingParams& p, int64_t row) {
 // The row is chosen from a processed copy (penalties, banned tokens).
 bool HasPenalties(const SamplingParams& p) {
   return p.repetition_penalty != 1.0f || p.frequency_penalty != 0.0f ||
-         p.presence_penalty != 0.0f || p.num_banned_tokens > 0;
+         p.presence_penalty != 0.0f || p.num_banned_tokens > 0 || p.num_bias > 0;
 }
 
 absl::Status ValidateTokens(const int32_t* ids, int64_t count, int64_t vocab_size, int64_t row,
@@ -190,6 +190,12 @@ int32_t SampleRow(const float* row, int64_t vocab_size, const SamplingParams& p,
 
 void ApplyPenalties(const float* row, int64_t vocab_size, const SamplingParams& p, float* out) {
   if (out != row) std::copy(row, row + vocab_size, out);
+  for (int64_t i = 0; i < p.num_bias; ++i) {
+    out[static_cast<size_t>(p.bias_tokens[i])] += p.bias_values[i];
+  }
+  for (int64_t i = 0; i < p.num_banned_tokens; ++i) {
+    out[static_cast<size_t>(p.banned_tokens[i])] = -std::numeric_limits<float>::infinity();
+  }
   if (p.repetition_penalty != 1.0f) {
     // Each distinct token once: mark it by flipping its logit through the penalty only the first
     // time it is seen (a seen-set over prompt and output).
@@ -215,9 +221,6 @@ void ApplyPenalties(const float* row, int64_t vocab_size, const SamplingParams& 
         out[t] -= p.presence_penalty;
       }
     }
-  }
-  for (int64_t i = 0; i < p.num_banned_tokens; ++i) {
-    out[static_cast<size_t>(p.banned_tokens[i])] = -std::numeric_limits<float>::infinity();
   }
 }
 
@@ -245,6 +248,13 @@ absl::Status Sample(const float* logits, int64_t num_rows, int64_t vocab_size,
           ValidateTokens(p.output_tokens, p.num_output_tokens, vocab_size, r, "output_tokens"));
       HR_RETURN_IF_ERROR(
           ValidateTokens(p.banned_tokens, p.num_banned_tokens, vocab_size, r, "banned_tokens"));
+      HR_RETURN_IF_ERROR(ValidateTokens(p.bias_tokens, p.num_bias, vocab_size, r, "bias_tokens"));
+      for (int64_t i = 0; i < p.num_bias; ++i) {
+        if (p.bias_values == nullptr || !std::isfinite(p.bias_values[i])) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("Sample: row ", r, ": bias_values must be finite numbers"));
+        }
+      }
     }
     any_logprobs = any_logprobs || p.num_logprobs > 0;
   }

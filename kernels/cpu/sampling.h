@@ -4,13 +4,14 @@
 //   1. Logprobs, always from the *unmodified* logits: logprob(t) = logits[t] - logsumexp(logits)
 //      (vLLM's default "raw_logprobs"), for the chosen token and for the top num_logprobs tokens
 //      (sorted by logprob descending, ties by lower id). Unused top entries get id -1, -inf.
-//   2. Penalties, vLLM's, on a copy of the logits (every later step uses the penalized ones):
+//   2. Processing, vLLM's order, on a copy of the logits (every later step uses the result):
+//      logit_bias: bias_values[i] added to the logit of bias_tokens[i] (OpenAI's logit_bias);
+//      banned_tokens: logit -inf;
 //      repetition_penalty != 1: each distinct token of the prompt or the output so far has its
 //        logit divided by the penalty when positive, multiplied when not (Hugging Face's
 //        RepetitionPenaltyLogitsProcessor);
 //      frequency_penalty, presence_penalty != 0: logit(t) -= frequency_penalty * count(t) +
-//        presence_penalty * (count(t) > 0), count over the output so far (OpenAI's definition);
-//      banned_tokens: logit -inf.
+//        presence_penalty * (count(t) > 0), count over the output so far (OpenAI's definition).
 //   3. temperature < kGreedyTemperature (so 0): greedy, the argmax, ties to the lowest id. The RNG
 //      is not called. (vLLM also treats temperatures below 1e-5 as greedy.)
 //   4. Otherwise the distribution softmax(logits / temperature) is filtered:
@@ -73,9 +74,13 @@ struct SamplingParams {
   // output is long enough); ignored when they are the whole vocabulary.
   const int32_t* banned_tokens = nullptr;
   int64_t num_banned_tokens = 0;
+  // Finite biases added to those tokens' logits (ids distinct).
+  const int32_t* bias_tokens = nullptr;
+  const float* bias_values = nullptr;
+  int64_t num_bias = 0;
 };
 
-// The penalties of step 2 applied to `row`, written to `out` (both [vocab_size]; they may alias).
+// Step 2 applied to `row`, written to `out` (both [vocab_size]; they may alias).
 void ApplyPenalties(const float* row, int64_t vocab_size, const SamplingParams& params, float* out);
 
 struct SamplerOutput {

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "absl/strings/cord.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
 #include "router/tokenizer/string_util.h"
@@ -159,7 +160,18 @@ absl::Status ParseCommon(const Json& obj, ParsedRequest& out) {
 
   if (const Json* bias = Member(obj, "logit_bias"); bias != nullptr) {
     if (!bias->is_object()) return WrongType("logit_bias", "an object", *bias);
-    if (!bias->empty()) return Bad("logit_bias", "logit_bias is not supported");
+    // {"token id": bias}; the ids and ranges are checked with the other sampling fields.
+    for (const auto& [key, value] : bias->items()) {
+      int32_t token = 0;
+      if (!absl::SimpleAtoi(key, &token)) {
+        return Bad("logit_bias",
+                   absl::StrCat("logit_bias keys must be token ids, got \"", key, "\""));
+      }
+      if (!value.is_number()) {
+        return WrongType(absl::StrCat("logit_bias.", key), "a number", value);
+      }
+      (*s.mutable_logit_bias())[token] = value.get<float>();
+    }
   }
 
   HEADROOM_OPENAI_ASSIGN(max_tokens, OptInt32(obj, "max_tokens"));

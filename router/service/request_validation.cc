@@ -1,5 +1,6 @@
 #include "router/service/request_validation.h"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <utility>
@@ -72,6 +73,17 @@ absl::StatusOr<ValidatedRequest> ValidateGenerateRequest(const v1::GenerateReque
     return absl::InvalidArgumentError(
         absl::StrCat("sampling.min_p must be in [0, 1], got ", s.min_p()));
   }
+  for (const auto& [token, bias] : s.logit_bias()) {
+    if (token < 0 || token >= tokenizer.vocab_size()) {
+      return absl::InvalidArgumentError(absl::StrCat("sampling.logit_bias: token ", token,
+                                                     " is outside the vocabulary [0, ",
+                                                     tokenizer.vocab_size(), ")"));
+    }
+    if (!std::isfinite(bias)) {
+      return absl::InvalidArgumentError(absl::StrCat("sampling.logit_bias[", token,
+                                                     "] must be a finite number, got ", bias));
+    }
+  }
   for (int i = 0; i < s.stop_token_ids_size(); ++i) {
     if (s.stop_token_ids(i) < 0) {
       return absl::InvalidArgumentError(
@@ -106,6 +118,9 @@ absl::StatusOr<ValidatedRequest> ValidateGenerateRequest(const v1::GenerateReque
   w.set_presence_penalty(s.presence_penalty());
   w.set_min_p(s.min_p());
   w.set_min_tokens(s.min_tokens());
+  for (const auto& [token, bias] : s.logit_bias()) {
+    (*w.mutable_logit_bias())[token] = std::clamp(bias, -100.0f, 100.0f);  // as vLLM
+  }
   out.stop.assign(s.stop().begin(), s.stop().end());
   out.include_stop_str_in_output = s.include_stop_str_in_output();
   out.cache_salt = request.cache_salt();

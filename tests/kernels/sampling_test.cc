@@ -372,8 +372,8 @@ TEST(SampleTest, MaskedTokensAreNeverSampled) {
   }
 }
 
-// Penalties and min_p against Hugging Face transformers' logits processors and OpenAI's
-// frequency/presence definition (tests/kernels/fixtures/penalties.json, made by
+// Logit bias, penalties and min_p against Hugging Face transformers' logits processors and
+// OpenAI's frequency/presence definition (tests/kernels/fixtures/penalties.json, made by
 // scripts/gen_sampling_fixtures.py): the penalized logits, the greedy token chosen from them, and
 // the tokens min_p keeps after temperature (every sample of 400 seeds is one of them, and a kept
 // set of up to 4 tokens is covered).
@@ -400,6 +400,15 @@ TEST(SampleTest, PenaltiesAndMinPMatchTransformers) {
     p.num_prompt_tokens = static_cast<int64_t>(prompt.size());
     p.output_tokens = output.data();
     p.num_output_tokens = static_cast<int64_t>(output.size());
+    std::vector<int32_t> bias_tokens;
+    std::vector<float> bias_values;
+    for (const nlohmann::json& b : c["logit_bias"]) {
+      bias_tokens.push_back(b[0].get<int32_t>());
+      bias_values.push_back(b[1].get<float>());
+    }
+    p.bias_tokens = bias_tokens.data();
+    p.bias_values = bias_values.data();
+    p.num_bias = static_cast<int64_t>(bias_tokens.size());
 
     std::vector<float> penalized(static_cast<size_t>(vocab),
                                  std::numeric_limits<float>::quiet_NaN());

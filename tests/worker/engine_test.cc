@@ -302,5 +302,29 @@ TEST(EngineTest, MinTokensHoldsOffStopTokens) {
               HasSubstr("min_tokens must be in [0, max_tokens (24)], got 25"));
 }
 
+// logit_bias reaches the sampler: +100 on one token makes greedy decoding choose it every time,
+// -100 on the token it would choose first makes it choose another; ids outside the vocabulary
+// are refused with the numbers.
+TEST(EngineTest, LogitBiasSteersTheChoice) {
+  Request r;
+  r.id = RequestId{1};
+  r.prompt = {40, 41, 42, 43, 44};
+  r.sampling.temperature = 0;
+  r.sampling.max_tokens = 8;
+  r.sampling.ignore_eos = true;
+  const std::vector<int32_t> free_run = RunEngine({r}, DefaultOptions()).tokens.at(1);
+  r.sampling.logit_bias = {{77, 100.0f}};
+  EXPECT_EQ(RunEngine({r}, DefaultOptions()).tokens.at(1), std::vector<int32_t>(8, 77));
+  r.sampling.logit_bias = {{free_run[0], -100.0f}};
+  EXPECT_NE(RunEngine({r}, DefaultOptions()).tokens.at(1)[0], free_run[0]);
+
+  r.sampling.logit_bias = {{256, 1.0f}};
+  CpuBackend backend(1);
+  auto engine = Engine::Create(Fixture().config, Fixture().weights, DefaultOptions(), &backend);
+  ASSERT_TRUE(engine.ok());
+  EXPECT_THAT(std::string((*engine)->AddRequest(r).message()),
+              HasSubstr("logit_bias: token 256 (bias 1) must be in [0, 256)"));
+}
+
 }  // namespace
 }  // namespace headroom::worker

@@ -45,6 +45,8 @@ TEST(RequestFromProto, EveryFieldIsCarried) {
   s->set_presence_penalty(-1.0f);
   s->set_min_p(0.05f);
   s->set_min_tokens(3);
+  (*s->mutable_logit_bias())[9] = -1.5f;
+  (*s->mutable_logit_bias())[2] = 4.0f;
   absl::StatusOr<Request> request = RequestFromProto(proto, RequestId{99});
   ASSERT_TRUE(request.ok()) << request.status();
   EXPECT_EQ(request->prompt, (std::vector<int32_t>{5, 6, 7}));
@@ -62,6 +64,8 @@ TEST(RequestFromProto, EveryFieldIsCarried) {
   EXPECT_FLOAT_EQ(request->sampling.presence_penalty, -1.0f);
   EXPECT_FLOAT_EQ(request->sampling.min_p, 0.05f);
   EXPECT_EQ(request->sampling.min_tokens, 3);
+  EXPECT_EQ(request->sampling.logit_bias,
+            (std::vector<std::pair<int32_t, float>>{{2, 4.0f}, {9, -1.5f}}));
 }
 
 TEST(RequestFromProto, NegativeCountsAreRefusedByName) {

@@ -21,7 +21,7 @@ uint64_t DefaultSeed(uint64_t engine_seed, RequestId id) {
   return z ^ (z >> 31);
 }
 
-absl::Status ValidateSamplingParams(const SamplingParams& p) {
+absl::Status ValidateSamplingParams(const SamplingParams& p, int64_t vocab_size) {
   if (!std::isfinite(p.temperature) || p.temperature < 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("temperature must be a finite number >= 0, got ", p.temperature));
@@ -49,6 +49,13 @@ absl::Status ValidateSamplingParams(const SamplingParams& p) {
   }
   if (!(p.min_p >= 0 && p.min_p <= 1)) {
     return absl::InvalidArgumentError(absl::StrCat("min_p must be in [0, 1], got ", p.min_p));
+  }
+  for (const auto& [token, bias] : p.logit_bias) {
+    if (token < 0 || token >= vocab_size || !std::isfinite(bias)) {
+      return absl::InvalidArgumentError(absl::StrCat("logit_bias: token ", token, " (bias ", bias,
+                                                     ") must be in [0, ", vocab_size,
+                                                     ") with a finite bias"));
+    }
   }
   if (p.min_tokens < 0 || p.min_tokens > p.max_tokens) {
     return absl::InvalidArgumentError(absl::StrCat("min_tokens must be in [0, max_tokens (",
@@ -138,7 +145,7 @@ absl::Status Engine::StopFollowers() {
 }
 
 absl::Status Engine::AddRequest(Request request) {
-  HR_RETURN_IF_ERROR(ValidateSamplingParams(request.sampling));
+  HR_RETURN_IF_ERROR(ValidateSamplingParams(request.sampling, model_->config().vocab_size));
   const SamplingParams& p = request.sampling;
   Sampling sampling{.params = p,
                     .seed = p.seed.value_or(DefaultSeed(options_.seed, request.id)),
@@ -146,7 +153,9 @@ absl::Status Engine::AddRequest(Request request) {
                     .first_scheduled = absl::InfinitePast(),
                     .prompt = {},
                     .output = {},
-                    .min_tokens_banned = {}};
+                    .min_tokens_banned = {},
+                    .bias_tokens = {},
+                    .bias_values = {}};
   if (p.repetition_penalty != 1.0f) sampling.prompt = request.prompt;
   if (p.min_tokens > 0) {
     // Ids outside the vocabulary can never be sampled anyway (and the sampler refuses them).
@@ -159,6 +168,10 @@ absl::Status Engine::AddRequest(Request request) {
     }
   }
   if (PenalizesOutput(p)) sampling.output.reserve(static_cast<size_t>(p.max_tokens));
+  for (const auto& [token, bias] : p.logit_bias) {
+    sampling.bias_tokens.push_back(token);
+    sampling.bias_values.push_back(bias);
+  }
   const RequestId id = request.id;
   HR_RETURN_IF_ERROR(scheduler_->AddRequest(std::move(request)));
   sampling_[id] = std::move(sampling);
@@ -211,7 +224,10 @@ absl::StatusOr<std::vector<StepToken>> Engine::Step() {
                     .num_output_tokens = static_cast<int64_t>(s.output.size()),
                     .banned_tokens = below_min_tokens ? s.min_tokens_banned.data() : nullptr,
                     .num_banned_tokens =
-                        below_min_tokens ? static_cast<int64_t>(s.min_tokens_banned.size()) : 0});
+                        below_min_tokens ? static_cast<int64_t>(s.min_tokens_banned.size()) : 0,
+                    .bias_tokens = s.bias_tokens.data(),
+                    .bias_values = s.bias_values.data(),
+                    .num_bias = static_cast<int64_t>(s.bias_tokens.size())});
   }
   const size_t num_rows = rows.size();
   tokens_.resize(num_rows);

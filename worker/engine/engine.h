@@ -137,6 +137,9 @@ class Engine {
     std::vector<int32_t> output;
     // What min_tokens keeps from being sampled early: the stop token ids and EOS.
     std::vector<int32_t> min_tokens_banned;
+    // logit_bias, as the sampler takes it.
+    std::vector<int32_t> bias_tokens;
+    std::vector<float> bias_values;
   };
 
   Engine(const EngineOptions& options, Backend* backend, Communicator* comm);

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kvcache/block_id.h"
@@ -39,6 +40,8 @@ struct SamplingParams {
   float min_p = 0.0f;
   // EOS and stop_token_ids are not sampled before this many output tokens; in [0, max_tokens].
   int32_t min_tokens = 0;
+  // Added to the logits of these tokens (ids in the vocabulary, distinct; finite values).
+  std::vector<std::pair<int32_t, float>> logit_bias;
 };
 
 struct Request {

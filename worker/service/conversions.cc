@@ -1,5 +1,6 @@
 #include "worker/service/conversions.h"
 
+#include <algorithm>
 #include <limits>
 
 #include "absl/strings/str_cat.h"
@@ -33,6 +34,8 @@ absl::StatusOr<Request> RequestFromProto(const v1::SubmitRequest& proto, Request
   out.presence_penalty = in.presence_penalty();
   out.min_p = in.min_p();
   out.min_tokens = in.min_tokens();
+  for (const auto& [token, bias] : in.logit_bias()) out.logit_bias.emplace_back(token, bias);
+  std::sort(out.logit_bias.begin(), out.logit_bias.end());  // a map's order is unspecified
   return request;
 }
 

@@ -71,7 +71,9 @@ TEST(OpenAiProtocolTest, BadCompletionBodies) {
        "presence_penalty must be a number, got string"},
       {R"({"prompt": "x", "repetition_penalty": true})", "repetition_penalty", "must be a number"},
       {R"({"prompt": "x", "min_tokens": 4.5})", "min_tokens", "min_tokens must be an integer"},
-      {R"({"prompt": "x", "logit_bias": {"5": 1}})", "logit_bias", "not supported"},
+      {R"({"prompt": "x", "logit_bias": {"five": 1}})", "logit_bias",
+       "logit_bias keys must be token ids, got \"five\""},
+      {R"({"prompt": "x", "logit_bias": {"5": "up"}})", "logit_bias.5", "must be a number"},
       {R"({"prompt": "x", "suffix": "end"})", "suffix", "suffix is not supported"},
       {R"({"prompt": "x", "logprobs": 21})", "logprobs", "logprobs must be in [0, 20], got 21"},
       {R"({"prompt": "x", "logprobs": -1})", "logprobs", "must be in [0, 20], got -1"},
@@ -129,6 +131,7 @@ TEST(OpenAiProtocolTest, CompletionFieldsMapToGenerateRequest) {
     "include_stop_str_in_output": true, "cache_salt": "tenant-a", "stream": true,
     "stream_options": {"include_usage": true}, "n": 1, "best_of": 1, "presence_penalty": 0.5,
     "frequency_penalty": -0.25, "repetition_penalty": 1.2, "min_p": 0.05, "min_tokens": 4, "logprobs": 3,
+    "logit_bias": {"5": 1.5, "70": -100},
     "echo": false, "user": "u-1", "unknown_field": [1]
   })");
   ASSERT_TRUE(r.ok()) << r.status();
@@ -159,6 +162,9 @@ TEST(OpenAiProtocolTest, CompletionFieldsMapToGenerateRequest) {
   EXPECT_FLOAT_EQ(s.repetition_penalty(), 1.2f);
   EXPECT_FLOAT_EQ(s.min_p(), 0.05f);
   EXPECT_EQ(s.min_tokens(), 4);
+  ASSERT_EQ(s.logit_bias_size(), 2);
+  EXPECT_FLOAT_EQ(s.logit_bias().at(5), 1.5f);
+  EXPECT_FLOAT_EQ(s.logit_bias().at(70), -100.0f);
   EXPECT_EQ(g.cache_salt(), "tenant-a");
   EXPECT_TRUE(r->stream);
   EXPECT_TRUE(r->include_usage);

@@ -28,6 +28,8 @@ TEST_F(RequestValidationTest, TextIsTokenizedAndSamplingConverted) {
   request.mutable_sampling()->set_frequency_penalty(2.0f);
   request.mutable_sampling()->set_min_p(0.1f);
   request.mutable_sampling()->set_min_tokens(5);
+  (*request.mutable_sampling()->mutable_logit_bias())[104] = 150.0f;  // clamped, as vLLM does
+  (*request.mutable_sampling()->mutable_logit_bias())[7] = -2.5f;
   absl::StatusOr<ValidatedRequest> v = ValidateGenerateRequest(request, *tokenizer_, 100);
   ASSERT_TRUE(v.ok()) << v.status();
   EXPECT_EQ(v->prompt, (std::vector<int32_t>{'h', 'i'}));
@@ -45,6 +47,9 @@ TEST_F(RequestValidationTest, TextIsTokenizedAndSamplingConverted) {
   EXPECT_FLOAT_EQ(v->sampling.min_p(), 0.1f);
   EXPECT_EQ(v->sampling.min_tokens(), 5);
   EXPECT_EQ(v->min_tokens, 5);
+  ASSERT_EQ(v->sampling.logit_bias_size(), 2);
+  EXPECT_FLOAT_EQ(v->sampling.logit_bias().at(104), 100.0f);
+  EXPECT_FLOAT_EQ(v->sampling.logit_bias().at(7), -2.5f);
 
   request.mutable_sampling()->clear_repetition_penalty();  // unset: 1, off
   v = ValidateGenerateRequest(request, *tokenizer_, 100);
@@ -84,6 +89,9 @@ TEST_F(RequestValidationTest, BadRequestsNameTheFieldAndTheNumbers) {
        "sampling.presence_penalty must be in [-2, 2], got -3"},
       {"min_p", [](v1::GenerateRequest& r) { r.mutable_sampling()->set_min_p(1.5f); },
        "sampling.min_p must be in [0, 1], got 1.5"},
+      {"logit_bias id",
+       [](v1::GenerateRequest& r) { (*r.mutable_sampling()->mutable_logit_bias())[256] = 1; },
+       "sampling.logit_bias: token 256 is outside the vocabulary [0, 256)"},
       {"min_tokens", [](v1::GenerateRequest& r) { r.mutable_sampling()->set_min_tokens(17); },
        "sampling.min_tokens must be in [0, max_tokens (16)], got 17"},
       {"too long", [](v1::GenerateRequest& r) { r.mutable_sampling()->set_max_tokens(99); },
