@@ -80,8 +80,8 @@ absl::StatusOr<ValidatedRequest> ValidateGenerateRequest(const v1::GenerateReque
                                                      tokenizer.vocab_size(), ")"));
     }
     if (!std::isfinite(bias)) {
-      return absl::InvalidArgumentError(absl::StrCat("sampling.logit_bias[", token,
-                                                     "] must be a finite number, got ", bias));
+      return absl::InvalidArgumentError(
+          absl::StrCat("sampling.logit_bias[", token, "] must be a finite number, got ", bias));
     }
   }
   for (int i = 0; i < s.stop_token_ids_size(); ++i) {
