@@ -205,7 +205,10 @@ void ApplyPenalties(const float* row, int64_t vocab_size, const SamplingParams& 
         const size_t t = static_cast<size_t>(ids[i]);
         if (seen[t]) continue;
         seen[t] = true;
-        out[t] = out[t] > 0.0f ? out[t] / p.repetition_penalty : out[t] * p.repetition_penalty;
+        // A tiny penalty must not overflow a logit to +inf (the step would fail for everyone).
+        out[t] = out[t] > 0.0f
+                     ? std::min(out[t] / p.repetition_penalty, std::numeric_limits<float>::max())
+                     : out[t] * p.repetition_penalty;
       }
     };
     penalize(p.prompt_tokens, p.num_prompt_tokens);

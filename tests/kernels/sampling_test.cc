@@ -468,6 +468,30 @@ TEST(SampleTest, BannedTokensAreNeverChosen) {
   EXPECT_FALSE(RunSampler(logits, 5, {p}).ok()) << "an id outside the vocabulary";
 }
 
+// Any valid penalty gives a valid choice: a repetition penalty of 1e-38 divides a positive
+// logit past the float range, which saturates instead of becoming +inf.
+TEST(SampleTest, ExtremePenaltiesStillChoose) {
+  const std::vector<float> logits = {5.0f, 4.0f, -3.0f};
+  const std::vector<int32_t> prompt = {0};
+  SamplingParams p;
+  p.repetition_penalty = 1e-38f;
+  p.prompt_tokens = prompt.data();
+  p.num_prompt_tokens = 1;
+  std::vector<float> out(3);
+  ApplyPenalties(logits.data(), 3, p, out.data());
+  EXPECT_EQ(out[0], std::numeric_limits<float>::max());
+  for (float temperature : {0.0f, 1.0f}) {
+    p.temperature = temperature;
+    EXPECT_EQ(SampleOne(logits, p), 0) << "temperature " << temperature;
+  }
+  p.repetition_penalty = 3e38f;  // a negative logit times this is -inf: never chosen
+  const std::vector<int32_t> negative = {2};
+  p.prompt_tokens = negative.data();
+  ApplyPenalties(logits.data(), 3, p, out.data());
+  EXPECT_EQ(out[2], -std::numeric_limits<float>::infinity());
+  EXPECT_NE(SampleOne(logits, p), 2);
+}
+
 TEST(SampleTest, PenaltiesLeaveTheReportedLogprobsRaw) {
   const std::vector<float> logits = {2.0f, 1.0f, 0.5f, -1.0f};
   const std::vector<int32_t> output = {0, 0, 0};
