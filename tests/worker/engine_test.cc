@@ -268,16 +268,22 @@ TEST(EngineTest, PenaltiesSeeTheRequestsOwnOutput) {
   EXPECT_NE(penalized_tokens, plain_tokens) << "the penalties changed nothing: a vacuous test";
 }
 
-// min_tokens keeps a stop token from ending the output early: a stop id that greedy decoding
-// produces second ends the plain request at 2 tokens; with min_tokens 6 it is not produced
-// before the 7th, and the request ends there or at max_tokens.
-TEST(EngineTest, MinTokensHoldsOffStopTokens) {
+// Request 1: greedy, EOS ignored, a fixed five-token prompt.
+Request GreedyRequest(int32_t max_tokens) {
   Request r;
   r.id = RequestId{1};
   r.prompt = {40, 41, 42, 43, 44};
   r.sampling.temperature = 0;
-  r.sampling.max_tokens = 24;
+  r.sampling.max_tokens = max_tokens;
   r.sampling.ignore_eos = true;
+  return r;
+}
+
+// min_tokens keeps a stop token from ending the output early: a stop id that greedy decoding
+// produces second ends the plain request at 2 tokens; with min_tokens 6 it is not produced
+// before the 7th, and the request ends there or at max_tokens.
+TEST(EngineTest, MinTokensHoldsOffStopTokens) {
+  Request r = GreedyRequest(24);
   const std::vector<int32_t> free_run = RunEngine({r}, DefaultOptions()).tokens.at(1);
   ASSERT_EQ(free_run.size(), 24u);
   const int32_t stop = free_run[1];
@@ -306,12 +312,7 @@ TEST(EngineTest, MinTokensHoldsOffStopTokens) {
 // -100 on the token it would choose first makes it choose another; ids outside the vocabulary
 // are refused with the numbers.
 TEST(EngineTest, LogitBiasSteersTheChoice) {
-  Request r;
-  r.id = RequestId{1};
-  r.prompt = {40, 41, 42, 43, 44};
-  r.sampling.temperature = 0;
-  r.sampling.max_tokens = 8;
-  r.sampling.ignore_eos = true;
+  Request r = GreedyRequest(8);
   const std::vector<int32_t> free_run = RunEngine({r}, DefaultOptions()).tokens.at(1);
   r.sampling.logit_bias = {{77, 100.0f}};
   EXPECT_EQ(RunEngine({r}, DefaultOptions()).tokens.at(1), std::vector<int32_t>(8, 77));
