@@ -326,7 +326,8 @@ absl::Status Serve(const FlagSet& flags, const sigset_t& stop_signals, std::ostr
             group_failure = failure;
           }
           kill(getpid(), SIGTERM);
-        });
+        },
+        [&worker_metrics](int32_t tokens) { worker_metrics.OnStep(tokens); });
   }
   service.SetReady(loop.get());
   worker_metrics.SetLoop(loop.get());

@@ -515,6 +515,12 @@ TEST_F(WorkerE2eTest, ServesPrometheusMetricsUnderVllmNames) {
   EXPECT_EQ(sample("request_params_max_tokens_bucket", "200"), 1);
   EXPECT_EQ(sample("request_params_max_tokens_bucket", "+Inf"), 1);
   EXPECT_EQ(sample("request_params_max_tokens_bucket", "500"), -1) << "no bound above 256";
+  // One prefill step of the 11 prompt tokens, then one decode step per later token.
+  EXPECT_EQ(sample("iteration_tokens_total_count"), static_cast<double>(result.tokens.size()));
+  EXPECT_EQ(sample("iteration_tokens_total_sum"),
+            static_cast<double>(prompt.size() + result.tokens.size() - 1));
+  EXPECT_EQ(sample("iteration_tokens_total_bucket", "8"),
+            static_cast<double>(result.tokens.size() - 1));
   EXPECT_NE(body.find("# TYPE vllm:num_preemptions_total counter"), std::string::npos);
 
   worker.Signal(SIGTERM);

@@ -191,6 +191,7 @@ absl::StatusOr<std::vector<StepToken>> Engine::Step() {
     HR_RETURN_IF_ERROR(Broadcast(message));
     plan = std::move(message.plan);
   }
+  last_step_tokens_ = plan.num_tokens;
   if (plan.empty()) return std::vector<StepToken>{};
   ++steps_;
   const absl::Time step_start = absl::Now();

@@ -106,6 +106,8 @@ class Engine {
   [[nodiscard]] absl::StatusOr<std::vector<StepToken>> Step();
 
   [[nodiscard]] bool HasWork() const { return scheduler_->HasWork(); }
+  // Tokens the last Step computed (prompt chunks and decodes; 0 for a step with nothing to do).
+  [[nodiscard]] int32_t last_step_tokens() const { return last_step_tokens_; }
   // This engine leads a tensor-parallel group (its followers wait for its messages).
   [[nodiscard]] bool leads_group() const { return comm_ != nullptr && comm_->world_size() > 1; }
   // Tells idle followers the leader is alive (their wait for the next plan is bounded by the
@@ -161,6 +163,7 @@ class Engine {
   std::vector<float> top_logprobs_;
   std::string message_;                            // the encoded GroupMessage being broadcast
   std::vector<kvcache::CacheEvent> cache_events_;  // UpdatePrefixCache's buffer, reused
+  int32_t last_step_tokens_ = 0;
   int64_t steps_ = 0;
 };
 

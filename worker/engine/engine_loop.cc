@@ -6,9 +6,11 @@
 
 namespace headroom::worker {
 
-EngineLoop::EngineLoop(std::unique_ptr<Engine> engine, FailureCallback on_group_failure)
+EngineLoop::EngineLoop(std::unique_ptr<Engine> engine, FailureCallback on_group_failure,
+                       StepCallback on_step)
     : engine_(std::move(engine)),
       on_group_failure_(std::move(on_group_failure)),
+      on_step_(std::move(on_step)),
       stats_(engine_->Stats()),
       // Pending changes of more distinct hashes than 4 pools' worth become a whole-cache reset.
       prefix_cache_(4 * static_cast<size_t>(engine_->options().num_kv_blocks)) {
@@ -155,6 +157,9 @@ void EngineLoop::Run() {
         tokens.status().code() == absl::StatusCode::kUnavailable) {
       GroupFailed(tokens.status());  // a collective failed: the group cannot go on
       break;
+    }
+    if (tokens.ok() && on_step_ && engine_->last_step_tokens() > 0) {
+      on_step_(engine_->last_step_tokens());
     }
     if (!tokens.ok()) {
       FailAll(absl::InternalError(absl::StrCat("engine step failed: ", tokens.status().message())));

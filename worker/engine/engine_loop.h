@@ -32,11 +32,15 @@ class EngineLoop {
  public:
   using Callback = std::function<void(const absl::StatusOr<StepToken>&)>;
   using FailureCallback = std::function<void(const absl::Status&)>;
+  // After each step that computed something, with its token count (engine thread; must not
+  // block).
+  using StepCallback = std::function<void(int32_t tokens)>;
 
   static constexpr absl::Duration kKeepAliveInterval = absl::Seconds(1);
 
   // Starts the engine thread.
-  explicit EngineLoop(std::unique_ptr<Engine> engine, FailureCallback on_group_failure = {});
+  explicit EngineLoop(std::unique_ptr<Engine> engine, FailureCallback on_group_failure = {},
+                      StepCallback on_step = {});
   // Stops (cancelling what is left) and joins.
   ~EngineLoop();
 
@@ -74,6 +78,7 @@ class EngineLoop {
 
   std::unique_ptr<Engine> engine_;
   const FailureCallback on_group_failure_;
+  const StepCallback on_step_;
   absl::flat_hash_map<RequestId, Callback> callbacks_;  // engine thread only
 
   mutable std::mutex mu_;

@@ -18,6 +18,10 @@ const std::vector<double> kE2eBounds = {0.3,  0.5,   0.8,   1.0,   1.5,   2.0,  
                                         5.0,  10.0,  15.0,  20.0,  30.0,  40.0,   50.0,
                                         60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0};
 
+// Tokens per engine step (vLLM's bounds).
+const std::vector<double> kIterationTokenBounds = {1,   8,    16,   32,   64,   128,  256,
+                                                   512, 1024, 2048, 4096, 8192, 16384};
+
 // vLLM's bounds for token counts: 1, 2, 5, 10, 20, 50, ... up to `max` (at least {1}).
 std::vector<double> OneTwoFiveBounds(int32_t max) {
   std::vector<double> bounds;
@@ -165,7 +169,12 @@ WorkerMetrics::WorkerMetrics(metrics::Registry* registry, const std::string& mod
                                                     "Histogram of the max_tokens request "
                                                     "parameter.",
                                                     kModel, OneTwoFiveBounds(max_model_len))
-                                     .WithLabels({model_name})) {
+                                     .WithLabels({model_name})),
+      iteration_tokens_(registry
+                            ->AddHistogram("vllm:iteration_tokens_total",
+                                           "Histogram of the number of tokens per engine step.",
+                                           kModel, kIterationTokenBounds)
+                            .WithLabels({model_name})) {
   // Every reason is exported from the start, so rate() sees the first request of each.
   success_stop_ = &request_success_.WithLabels({"stop", model_name});
   success_length_ = &request_success_.WithLabels({"length", model_name});

@@ -31,6 +31,8 @@ class WorkerMetrics final : public RequestObserver {
   void OnFirstToken(absl::Duration ttft, int32_t prompt_tokens) override;
   void OnNextToken(absl::Duration inter_token) override;
   void OnFinish(const FinishedRequest& request) override;
+  // A step of the engine computed `tokens` tokens (EngineLoop's step callback).
+  void OnStep(int32_t tokens) { iteration_tokens_.Observe(tokens); }
 
  private:
   // Copies EngineLoop::Stats() into the gauges and advances the stats-backed counters. Runs under
@@ -72,6 +74,7 @@ class WorkerMetrics final : public RequestObserver {
   metrics::Histogram& request_prompt_tokens_;
   metrics::Histogram& request_generation_tokens_;
   metrics::Histogram& request_params_max_tokens_;
+  metrics::Histogram& iteration_tokens_;
 };
 
 }  // namespace headroom::worker
