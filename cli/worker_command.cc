@@ -211,8 +211,8 @@ absl::StatusOr<EngineSetup> ParseEngineSetup(const FlagSet& flags) {
 // This rank's shard of the weights (the whole model for a group of one), read or generated
 // slice by slice: the rank never holds the whole model.
 absl::StatusOr<worker::ModelWeights> LoadShard(const EngineSetup& setup) {
-  return worker::LoadModelWeights(setup.config, setup.model, setup.load_format,
-                                  setup.options.seed, ShardOf(setup));
+  return worker::LoadModelWeights(setup.config, setup.model, setup.load_format, setup.options.seed,
+                                  ShardOf(setup));
 }
 
 // Meets the other ranks of the group (after loading, so slow loaders only delay the meeting).
@@ -320,7 +320,8 @@ absl::Status Serve(const FlagSet& flags, const sigset_t& stop_signals, std::ostr
     // A failed group stops this process like a SIGTERM (its requests already ended
     // UNAVAILABLE), and the exit status says it failed.
     loop = std::make_unique<worker::EngineLoop>(
-        std::move(engine), [&failure_mu, &group_failure](const absl::Status& failure) {
+        std::move(engine),
+        [&failure_mu, &group_failure](const absl::Status& failure) {
           {
             std::lock_guard<std::mutex> lock(failure_mu);
             group_failure = failure;
