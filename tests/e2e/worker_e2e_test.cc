@@ -498,6 +498,12 @@ TEST_F(WorkerE2eTest, ServesPrometheusMetricsUnderVllmNames) {
               sum("request_prefill_time") + sum("request_decode_time"), 1e-6);
   EXPECT_LE(sum("request_queue_time") + sum("request_inference_time"),
             sum("e2e_request_latency") + 1e-6);
+  // The mean of the request's inter-token latencies: its decode time over the gaps.
+  ASSERT_GT(result.tokens.size(), 1u);
+  EXPECT_NEAR(sum("request_time_per_output_token"),
+              sum("request_decode_time") / static_cast<double>(result.tokens.size() - 1), 1e-9);
+  EXPECT_NEAR(sum("request_time_per_output_token"),
+              sum("inter_token_latency") / static_cast<double>(result.tokens.size() - 1), 1e-6);
   // Request sizes, in vLLM's 1-2-5 buckets up to max_model_len 256: 1, 2, 5, ..., 100, 200.
   const auto sample = [&](const std::string& name, const std::string& le = "") {
     const std::string labels =

@@ -174,7 +174,14 @@ WorkerMetrics::WorkerMetrics(metrics::Registry* registry, const std::string& mod
                             ->AddHistogram("vllm:iteration_tokens_total",
                                            "Histogram of the number of tokens per engine step.",
                                            kModel, kIterationTokenBounds)
-                            .WithLabels({model_name})) {
+                            .WithLabels({model_name})),
+      request_time_per_output_token_(
+          registry
+              ->AddHistogram("vllm:request_time_per_output_token_seconds",
+                             "Histogram of a request's mean time per output token after the "
+                             "first (its decode time / (generation tokens - 1)), in seconds.",
+                             kModel, kItlBounds)
+              .WithLabels({model_name})) {
   // Every reason is exported from the start, so rate() sees the first request of each.
   success_stop_ = &request_success_.WithLabels({"stop", model_name});
   success_length_ = &request_success_.WithLabels({"length", model_name});
@@ -233,6 +240,10 @@ void WorkerMetrics::OnFinish(const FinishedRequest& request) {
     request_prefill_time_.Observe(absl::ToDoubleSeconds(phases->prefill));
     request_decode_time_.Observe(absl::ToDoubleSeconds(phases->decode));
     request_inference_time_.Observe(absl::ToDoubleSeconds(phases->prefill + phases->decode));
+    if (request.generation_tokens > 1) {
+      request_time_per_output_token_.Observe(absl::ToDoubleSeconds(phases->decode) /
+                                             (request.generation_tokens - 1));
+    }
   }
 }
 

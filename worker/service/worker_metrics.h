@@ -75,6 +75,7 @@ class WorkerMetrics final : public RequestObserver {
   metrics::Histogram& request_generation_tokens_;
   metrics::Histogram& request_params_max_tokens_;
   metrics::Histogram& iteration_tokens_;
+  metrics::Histogram& request_time_per_output_token_;
 };
 
 }  // namespace headroom::worker
