@@ -165,25 +165,41 @@ class ChildProcesses {
     }
   }
 
+  enum class WaitResult { kAllEnded, kDeadline, kStopSignal };
+  // Reaps until every child in `which` has ended, `deadline`, or a stop signal.
+  WaitResult WaitForAll(const std::vector<size_t>& which, Clock::time_point deadline,
+                        const sigset_t& stop_signals) {
+    while (true) {
+      ReapAny();
+      bool all_done = true;
+      for (size_t i : which) all_done = all_done && children_[i].wait_status.has_value();
+      if (all_done) return WaitResult::kAllEnded;
+      if (StopSignalPending(stop_signals)) return WaitResult::kStopSignal;
+      if (Clock::now() >= deadline) return WaitResult::kDeadline;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
+
   static bool StopSignalPending(const sigset_t& stop_signals) {
     const timespec zero{0, 0};
     return sigtimedwait(&stop_signals, nullptr, &zero) > 0;
   }
 
   // SIGTERM to the children in `which` (that are alive), then wait for them until kStopTimeout,
-  // then SIGKILL. A stop signal while waiting skips straight to SIGKILL.
-  void StopGroup(const std::vector<size_t>& which, const sigset_t& stop_signals) {
-    for (size_t i : which) {
-      if (!children_[i].wait_status.has_value()) kill(children_[i].pid, SIGTERM);
-    }
-    const auto deadline = Clock::now() + kStopTimeout;
-    while (true) {
-      ReapAny();
-      bool all_done = true;
-      for (size_t i : which) all_done = all_done && children_[i].wait_status.has_value();
-      if (all_done) return;
-      if (Clock::now() >= deadline || StopSignalPending(stop_signals)) break;
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  // then SIGKILL. A stop signal while waiting skips straight to SIGKILL. With a `grace`, children
+  // that were already told to stop get that long to exit on their own first: a SIGTERM that
+  // reaches a process in its exit path can kill it by the signal instead of letting it exit 0.
+  void StopGroup(const std::vector<size_t>& which, const sigset_t& stop_signals,
+                 std::chrono::milliseconds grace = std::chrono::milliseconds(0)) {
+    WaitResult waited = WaitResult::kDeadline;
+    if (grace.count() > 0) waited = WaitForAll(which, Clock::now() + grace, stop_signals);
+    if (waited == WaitResult::kAllEnded) return;
+    if (waited == WaitResult::kDeadline) {
+      for (size_t i : which) {
+        if (!children_[i].wait_status.has_value()) kill(children_[i].pid, SIGTERM);
+      }
+      waited = WaitForAll(which, Clock::now() + kStopTimeout, stop_signals);
+      if (waited == WaitResult::kAllEnded) return;
     }
     for (size_t i : which) {
       Child& c = children_[i];

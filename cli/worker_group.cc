@@ -136,9 +136,15 @@ int RunWorkerGroup(absl::Span<const std::string_view> args, const FlagSet& flags
       // Rank 0 drained and told the followers to stop: wait for them to finish.
       std::vector<size_t> followers;
       for (size_t i = 1; i < ranks.size(); ++i) followers.push_back(i);
-      ranks.StopGroup(followers, stop_signals);
+      // They exit by themselves; a SIGTERM during their exit could end them by the signal.
+      ranks.StopGroup(followers, stop_signals, std::chrono::seconds(5));
       bool all_zero = true;
-      for (size_t i : followers) all_zero = all_zero && ExitedZero(ranks.child(i));
+      for (size_t i : followers) {
+        if (ExitedZero(ranks.child(i))) continue;
+        all_zero = false;
+        err << kWho << ": " << ranks.child(i).name << " (pid " << ranks.child(i).pid << ") "
+            << DescribeStatus(*ranks.child(i).wait_status) << "\n";
+      }
       err << kWho << ": stopped\n";
       return all_zero ? kExitOk : kExitGroupFailed;
     }
