@@ -102,15 +102,15 @@ void BM_PrefixAffinePlacement(benchmark::State& state) {
   for (int64_t g = 0; g < n; ++g) {
     for (int32_t other = 0; other < 32; ++other) {
       std::vector<int32_t> tokens(2048, static_cast<int32_t>(g * 100 + other + 1));
-      index.Record(static_cast<size_t>(g), PromptBlockHashes(tokens, 16, ""), 4096);
+      index.Record(static_cast<size_t>(g), kvcache::PromptBlockHashes(tokens, 16, ""), 4096);
     }
   }
   const size_t home = static_cast<size_t>(n / 2);
-  index.Record(home, PromptBlockHashes(prompt, 16, ""), 4096);
+  index.Record(home, kvcache::PromptBlockHashes(prompt, 16, ""), 4096);
   const LeastLoadedByBlocks policy;
   std::vector<int64_t> cached(groups.size());
   for (auto _ : state) {
-    const std::vector<kvcache::BlockHash> hashes = PromptBlockHashes(prompt, 16, "");
+    const std::vector<kvcache::BlockHash> hashes = kvcache::PromptBlockHashes(prompt, 16, "");
     for (size_t g = 0; g < groups.size(); ++g) cached[g] = index.Match(g, hashes);
     const PlacementDecision d =
         policy(groups, {.max_total_tokens = 2048 + 256, .cached_blocks = cached});

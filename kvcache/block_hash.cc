@@ -40,6 +40,20 @@ BlockHash HashBlock(const BlockHash& parent, absl::Span<const int32_t> token_ids
   return hash_buffer(buffer.data());
 }
 
+std::vector<BlockHash> PromptBlockHashes(absl::Span<const int32_t> tokens, int32_t block_size,
+                                         std::string_view salt) {
+  std::vector<BlockHash> hashes;
+  if (block_size <= 0) return hashes;
+  const size_t size = static_cast<size_t>(block_size);
+  hashes.reserve(tokens.size() / size);
+  BlockHash parent = RootBlockHash(salt);
+  for (size_t start = 0; start + size <= tokens.size(); start += size) {
+    parent = HashBlock(parent, tokens.subspan(start, size));
+    hashes.push_back(parent);
+  }
+  return hashes;
+}
+
 namespace {
 
 void AppendLittleEndian(uint64_t word, std::string& out) {

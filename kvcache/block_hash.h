@@ -40,6 +40,12 @@ static_assert(sizeof(BlockHash) == 16 && std::is_trivially_copyable_v<BlockHash>
 // The hash of a full block with the given parent hash and token ids.
 [[nodiscard]] BlockHash HashBlock(const BlockHash& parent, absl::Span<const int32_t> token_ids);
 
+// The chained hashes of the full blocks of `tokens` under `salt`: what a worker's prefix cache
+// registers them as (a partial last block has none), and what a router matches against it.
+// Empty when block_size <= 0.
+[[nodiscard]] std::vector<BlockHash> PromptBlockHashes(absl::Span<const int32_t> tokens,
+                                                       int32_t block_size, std::string_view salt);
+
 // Hashes on the wire (LoadReport.prefix_cache): 16 bytes each, the low then the high word, each
 // little-endian. Unpack: nullopt when the size is not a multiple of 16.
 [[nodiscard]] std::string PackBlockHashes(absl::Span<const BlockHash> hashes);

@@ -4,20 +4,6 @@
 
 namespace headroom::router {
 
-std::vector<kvcache::BlockHash> PromptBlockHashes(absl::Span<const int32_t> tokens,
-                                                  int32_t block_size, std::string_view cache_salt) {
-  std::vector<kvcache::BlockHash> hashes;
-  if (block_size <= 0) return hashes;
-  const size_t size = static_cast<size_t>(block_size);
-  hashes.reserve(tokens.size() / size);
-  kvcache::BlockHash parent = kvcache::RootBlockHash(cache_salt);
-  for (size_t start = 0; start + size <= tokens.size(); start += size) {
-    parent = kvcache::HashBlock(parent, tokens.subspan(start, size));
-    hashes.push_back(parent);
-  }
-  return hashes;
-}
-
 int64_t PrefixIndex::Match(size_t group, absl::Span<const kvcache::BlockHash> hashes) const {
   if (group >= groups_.size()) return 0;
   const Group& g = groups_[group];

@@ -6,7 +6,7 @@
 // worker's BlockPool caches them under):
 //   - what the group's worker reports (LoadReport.prefix_cache: blocks cached and evicted, by
 //     this router's placements or anyone else's), applied with Record and Forget;
-//   - what this router places there (PromptBlockHashes of the prompt), recorded at once, since
+//   - what this router places there (kvcache::PromptBlockHashes of the prompt), recorded at once, since
 //     the worker's report comes up to 50 ms later.
 // A phantom entry (placed but never cached, e.g. a request cancelled while queued) stays until
 // it is least recently used beyond the group's pool size; it costs a missed cache hit, never a
@@ -19,7 +19,6 @@
 
 #include <cstdint>
 #include <list>
-#include <string_view>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -27,12 +26,6 @@
 #include "kvcache/block_hash.h"
 
 namespace headroom::router {
-
-// The chained hashes of the full blocks of `tokens` (a partial last block is not cached by a
-// worker, so it has no hash). Empty when block_size <= 0.
-[[nodiscard]] std::vector<kvcache::BlockHash> PromptBlockHashes(absl::Span<const int32_t> tokens,
-                                                                int32_t block_size,
-                                                                std::string_view cache_salt);
 
 class PrefixIndex {
  public:

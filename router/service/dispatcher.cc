@@ -193,7 +193,7 @@ v1::ClusterState Dispatcher::Snapshot() const {
 
 absl::Span<const kvcache::BlockHash> Dispatcher::HashesFor(Pending& p, int32_t block_size) {
   if (p.hashed_block_size != block_size) {
-    p.hashes = PromptBlockHashes(p.prompt.tokens, block_size, p.prompt.cache_salt);
+    p.hashes = kvcache::PromptBlockHashes(p.prompt.tokens, block_size, p.prompt.cache_salt);
     p.hashed_block_size = block_size;
   }
   return p.hashes;

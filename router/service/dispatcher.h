@@ -123,7 +123,7 @@ class Dispatcher {
     std::weak_ptr<PlacementListener> listener;
     absl::flat_hash_set<size_t> tried;  // failover only
     PromptPrefix prompt;
-    // PromptBlockHashes of the prompt for blocks of `hashed_block_size` (computed on first use).
+    // kvcache::PromptBlockHashes of the prompt for blocks of `hashed_block_size` (computed on first use).
     int32_t hashed_block_size = 0;
     std::vector<kvcache::BlockHash> hashes;
   };

@@ -327,17 +327,6 @@ class PrefixCacheView {
   std::set<std::pair<uint64_t, uint64_t>> hashes_;
 };
 
-// The chained hashes of `prompt`'s full 16-token blocks, computed here as a router would.
-std::vector<kvcache::BlockHash> FullBlockHashes(const std::vector<int32_t>& prompt) {
-  std::vector<kvcache::BlockHash> hashes;
-  kvcache::BlockHash parent = kvcache::RootBlockHash("");
-  for (size_t start = 0; start + 16 <= prompt.size(); start += 16) {
-    parent = kvcache::HashBlock(parent, absl::MakeConstSpan(prompt).subspan(start, 16));
-    hashes.push_back(parent);
-  }
-  return hashes;
-}
-
 // LoadReports carry the worker's prefix cache: a stream starts from the whole cache, later
 // reports add the full blocks of the prompts the worker ran and remove the blocks it evicted for
 // new ones, under the same chained hashes a router computes from the prompt.
@@ -363,14 +352,14 @@ TEST_F(WorkerE2eTest, LoadReportsCarryThePrefixCacheAsItChanges) {
   EXPECT_TRUE(report.prefix_cache().reset()) << "a stream starts from the whole cache";
   PrefixCacheView view;
   ASSERT_TRUE(view.Apply(report));
-  const std::vector<kvcache::BlockHash> first = FullBlockHashes(prompt(1));
+  const std::vector<kvcache::BlockHash> first = kvcache::PromptBlockHashes(prompt(1), 16, "");
   EXPECT_EQ(view.hashes().size(), 2u);
   for (const kvcache::BlockHash& h : first) EXPECT_TRUE(view.Has(h));
 
   // Five more prompts: 2 blocks of each are cached. The pool's 15 blocks run out at the fifth,
   // which takes the first prompt's blocks (freed first, and the never-used ones are gone).
   for (int32_t seed = 2; seed <= 6; ++seed) run(prompt(seed));
-  const std::vector<kvcache::BlockHash> last = FullBlockHashes(prompt(6));
+  const std::vector<kvcache::BlockHash> last = kvcache::PromptBlockHashes(prompt(6), 16, "");
   const auto deadline = std::chrono::steady_clock::now() + seconds(10);
   while (!(view.Has(last[0]) && view.Has(last[1])) && std::chrono::steady_clock::now() < deadline &&
          watch->Read(&report)) {
@@ -380,7 +369,9 @@ TEST_F(WorkerE2eTest, LoadReportsCarryThePrefixCacheAsItChanges) {
   ASSERT_TRUE(view.Has(last[0]) && view.Has(last[1])) << "no delta added the last prompt";
   EXPECT_FALSE(view.Has(first[0]) || view.Has(first[1])) << "no delta removed the evicted blocks";
   for (int32_t seed = 2; seed <= 5; ++seed) {
-    for (const kvcache::BlockHash& h : FullBlockHashes(prompt(seed))) EXPECT_TRUE(view.Has(h));
+    for (const kvcache::BlockHash& h : kvcache::PromptBlockHashes(prompt(seed), 16, "")) {
+      EXPECT_TRUE(view.Has(h));
+    }
   }
   EXPECT_EQ(view.hashes().size(), 10u);
 

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <numeric>
+#include <string_view>
 #include <vector>
 
 namespace headroom::kvcache {
@@ -38,6 +39,26 @@ PrefixHit Admit(KvCacheManager& kv, int64_t seq, const std::vector<int32_t>& pro
   EXPECT_TRUE(status.ok()) << status;
   EXPECT_TRUE(kv.CheckInvariants().ok()) << kv.CheckInvariants();
   return hit;
+}
+
+// PromptBlockHashes (what a router matches) are the hashes the manager registers a sequence's
+// full blocks under, salted alike; the partial last block has none.
+TEST(KvCacheManagerTest, PromptBlockHashesAreTheHashesTheCacheRegisters) {
+  for (const std::string_view salt : {"", "tenant-a"}) {
+    auto kv = Make(16, 4);
+    const std::vector<int32_t> prompt = Iota(14, 100);  // 3 full blocks of 4, then 2 tokens
+    Admit(*kv, 1, prompt, salt);
+    const absl::Span<const BlockId> table = kv->BlockTable(SequenceId{1});
+    ASSERT_EQ(table.size(), 4u);
+    const std::vector<BlockHash> hashes = PromptBlockHashes(prompt, 4, salt);
+    ASSERT_EQ(hashes.size(), 3u);
+    for (size_t i = 0; i < hashes.size(); ++i) {
+      EXPECT_EQ(kv->pool().hash(table[i]), hashes[i]) << "block " << i << " salt " << salt;
+    }
+    EXPECT_FALSE(kv->pool().hash(table[3]).has_value());
+  }
+  EXPECT_TRUE(PromptBlockHashes(Iota(3), 4, "").empty());
+  EXPECT_TRUE(PromptBlockHashes(Iota(8), 0, "").empty());
 }
 
 TEST(KvCacheManagerTest, CreateRejectsBadConfigs) {

@@ -1,5 +1,5 @@
-// PrefixIndex (which prompt blocks a group holds, as the router placed them and the worker
-// reports them) and PromptBlockHashes.
+// PrefixIndex: which prompt blocks a group holds, as the router placed them and the worker
+// reports them.
 #include "router/placement/prefix_index.h"
 
 #include <gtest/gtest.h>
@@ -18,26 +18,8 @@ std::vector<int32_t> Tokens(int32_t first, int32_t count) {
   return tokens;
 }
 
-TEST(PromptBlockHashesTest, FullBlocksOnlyChainedOverTheirPrefixAndSalted) {
-  const std::vector<int32_t> tokens = Tokens(0, 40);
-  const std::vector<kvcache::BlockHash> hashes = PromptBlockHashes(tokens, 16, "");
-  ASSERT_EQ(hashes.size(), 2u);  // 40 tokens: two full blocks of 16, the last 8 are not cached
-  // The worker's chain: block i hashes block i-1's hash with block i's tokens.
-  const kvcache::BlockHash first =
-      kvcache::HashBlock(kvcache::RootBlockHash(""), absl::MakeConstSpan(tokens).subspan(0, 16));
-  EXPECT_EQ(hashes[0], first);
-  EXPECT_EQ(hashes[1], kvcache::HashBlock(first, absl::MakeConstSpan(tokens).subspan(16, 16)));
-  // The same second block after another first block is another block.
-  std::vector<int32_t> other = tokens;
-  other[0] = 999;
-  EXPECT_NE(PromptBlockHashes(other, 16, "")[1], hashes[1]);
-  EXPECT_NE(PromptBlockHashes(tokens, 16, "tenant-a")[0], hashes[0]);
-  EXPECT_TRUE(PromptBlockHashes(Tokens(0, 15), 16, "").empty());
-  EXPECT_TRUE(PromptBlockHashes(tokens, 0, "").empty());
-}
-
 TEST(PrefixIndexTest, MatchCountsOnlyTheLeadingRecordedBlocks) {
-  const std::vector<kvcache::BlockHash> a = PromptBlockHashes(Tokens(0, 64), 16, "");
+  const std::vector<kvcache::BlockHash> a = kvcache::PromptBlockHashes(Tokens(0, 64), 16, "");
   PrefixIndex index;
   EXPECT_EQ(index.Match(0, a), 0);
   index.Record(1, absl::MakeConstSpan(a).subspan(0, 3), 100);
@@ -47,7 +29,7 @@ TEST(PrefixIndexTest, MatchCountsOnlyTheLeadingRecordedBlocks) {
   // A prompt that shares the first two blocks, then differs.
   std::vector<int32_t> fork = Tokens(0, 64);
   fork[40] = -1;
-  EXPECT_EQ(index.Match(1, PromptBlockHashes(fork, 16, "")), 2);
+  EXPECT_EQ(index.Match(1, kvcache::PromptBlockHashes(fork, 16, "")), 2);
   // A hole stops the match: blocks after the first miss do not count.
   PrefixIndex holes;
   holes.Record(0, {a[1], a[2], a[3]}, 100);
@@ -55,8 +37,8 @@ TEST(PrefixIndexTest, MatchCountsOnlyTheLeadingRecordedBlocks) {
 }
 
 TEST(PrefixIndexTest, ForgetsTheLeastRecentlyUsedBeyondThePoolTailsFirst) {
-  const std::vector<kvcache::BlockHash> a = PromptBlockHashes(Tokens(0, 64), 16, "");
-  const std::vector<kvcache::BlockHash> b = PromptBlockHashes(Tokens(1000, 64), 16, "");
+  const std::vector<kvcache::BlockHash> a = kvcache::PromptBlockHashes(Tokens(0, 64), 16, "");
+  const std::vector<kvcache::BlockHash> b = kvcache::PromptBlockHashes(Tokens(1000, 64), 16, "");
   PrefixIndex index;
   index.Record(0, a, 6);
   index.Record(0, b, 6);
@@ -79,13 +61,13 @@ TEST(PrefixIndexTest, ForgetsTheLeastRecentlyUsedBeyondThePoolTailsFirst) {
 }
 
 TEST(PrefixIndexTest, ForgottenBlocksNoLongerMatchAndUnknownOnesAreIgnored) {
-  const std::vector<kvcache::BlockHash> hashes = PromptBlockHashes(Tokens(0, 64), 16, "");
+  const std::vector<kvcache::BlockHash> hashes = kvcache::PromptBlockHashes(Tokens(0, 64), 16, "");
   PrefixIndex index;
   index.Record(0, hashes, 100);
   index.Forget(0, {hashes[2]});  // the worker evicted the third block
   EXPECT_EQ(index.Match(0, hashes), 2);
   EXPECT_EQ(index.size(0), 3);
-  index.Forget(0, PromptBlockHashes(Tokens(500, 32), 16, ""));  // never recorded
+  index.Forget(0, kvcache::PromptBlockHashes(Tokens(500, 32), 16, ""));  // never recorded
   index.Forget(7, hashes);                                      // an unknown group
   EXPECT_EQ(index.size(0), 3);
   index.Record(0, {hashes[2]}, 100);  // cached again
