@@ -123,17 +123,22 @@ std::vector<GroupSlot> Dispatcher::SetGroups(const std::vector<std::string>& add
 }
 
 void Dispatcher::OnReport(size_t group, v1::LoadReport report) {
-  v1::PrefixCacheDelta delta;
-  delta.Swap(report.mutable_prefix_cache());  // not kept in the table (nor in GetClusterState)
+  // The prefix-cache delta is not kept in the table (nor shown by GetClusterState); it is decoded
+  // before taking the lock that every placement needs.
+  const bool affinity = options_.prefix_affinity_weight > 0;
+  const bool reset = report.prefix_cache().reset();
+  std::optional<std::vector<kvcache::BlockHash>> added, removed;
+  if (affinity) {
+    added = kvcache::UnpackBlockHashes(report.prefix_cache().added());
+    removed = kvcache::UnpackBlockHashes(report.prefix_cache().removed());
+  }
+  report.clear_prefix_cache();
   {
     std::lock_guard<std::mutex> lock(mu_);
     table_.ApplyReport(group, report, absl::Now());
-    if (options_.prefix_affinity_weight > 0) {
-      std::optional<std::vector<kvcache::BlockHash>> added =
-          kvcache::UnpackBlockHashes(delta.added());
-      std::optional<std::vector<kvcache::BlockHash>> removed =
-          kvcache::UnpackBlockHashes(delta.removed());
-      if (delta.reset() || !added.has_value() || !removed.has_value()) prefixes_.Clear(group);
+    if (affinity) {
+      // A malformed delta leaves the group's view unknown: start it over.
+      if (reset || !added.has_value() || !removed.has_value()) prefixes_.Clear(group);
       if (added.has_value() && removed.has_value()) {
         prefixes_.Forget(group, *removed);
         prefixes_.Record(group, *added, report.total_blocks());

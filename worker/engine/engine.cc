@@ -194,22 +194,16 @@ absl::StatusOr<std::vector<StepToken>> Engine::Step() {
   last_step_tokens_ = plan.num_tokens;
   if (plan.empty()) return std::vector<StepToken>{};
   ++steps_;
+  // One pass over the step's sequences: when each was first scheduled, and the sampler's row of
+  // each that samples.
   const absl::Time step_start = absl::Now();
+  rows_.clear();
   for (const ScheduledSequence& seq : plan.sequences) {
-    absl::Time& first = sampling_.at(seq.id).first_scheduled;
-    if (first == absl::InfinitePast()) first = step_start;
-  }
-  BuildForwardInput(
-      plan, [this](RequestId id) { return kv_->BlockTable(id); }, options_.block_size,
-      model_->max_blocks_per_seq(), &input_);
-  HR_RETURN_IF_ERROR(model_->Forward(input_, &logits_));
-
-  std::vector<kernels::cpu::SamplingParams> rows;
-  for (const ScheduledSequence& seq : plan.sequences) {
+    Sampling& s = sampling_.at(seq.id);
+    if (s.first_scheduled == absl::InfinitePast()) s.first_scheduled = step_start;
     if (!seq.sample) continue;
-    const Sampling& s = sampling_.at(seq.id);
     const bool below_min_tokens = s.generated < s.params.min_tokens;
-    rows.push_back({.temperature = s.params.temperature,
+    rows_.push_back({.temperature = s.params.temperature,
                     .top_k = s.params.top_k,
                     .top_p = s.params.top_p,
                     .seed = s.seed,
@@ -230,13 +224,18 @@ absl::StatusOr<std::vector<StepToken>> Engine::Step() {
                     .bias_values = s.bias_values.data(),
                     .num_bias = static_cast<int64_t>(s.bias_tokens.size())});
   }
-  const size_t num_rows = rows.size();
+  BuildForwardInput(
+      plan, [this](RequestId id) { return kv_->BlockTable(id); }, options_.block_size,
+      model_->max_blocks_per_seq(), &input_);
+  HR_RETURN_IF_ERROR(model_->Forward(input_, &logits_));
+
+  const size_t num_rows = rows_.size();
   tokens_.resize(num_rows);
   token_logprobs_.resize(num_rows);
   top_ids_.resize(num_rows * kernels::cpu::kMaxLogprobs);
   top_logprobs_.resize(num_rows * kernels::cpu::kMaxLogprobs);
   HR_RETURN_IF_ERROR(kernels::cpu::Sample(logits_.data(), static_cast<int64_t>(num_rows),
-                                          model_->config().vocab_size, rows.data(),
+                                          model_->config().vocab_size, rows_.data(),
                                           {.token_ids = tokens_.data(),
                                            .token_logprobs = token_logprobs_.data(),
                                            .top_ids = top_ids_.data(),
@@ -250,7 +249,7 @@ absl::StatusOr<std::vector<StepToken>> Engine::Step() {
     t.id = updates[i].id;
     t.token = updates[i].token;
     t.logprob = token_logprobs_[i];
-    for (int32_t j = 0; j < rows[i].num_logprobs; ++j) {
+    for (int32_t j = 0; j < rows_[i].num_logprobs; ++j) {
       const size_t at = i * kernels::cpu::kMaxLogprobs + static_cast<size_t>(j);
       t.top_logprobs.push_back({top_ids_[at], top_logprobs_[at]});
     }
@@ -268,7 +267,8 @@ absl::StatusOr<std::vector<StepToken>> Engine::Step() {
 }
 
 void Engine::RecordPrefixCacheEvents() {
-  // A step caches or evicts each block at most once each way: twice the pool between two calls.
+  // The log is taken after every step; in one step a block is rarely evicted and cached more than
+  // once each, so two pools' worth is ample (beyond it UpdatePrefixCache re-reads the index).
   const size_t capacity = 2 * static_cast<size_t>(options_.num_kv_blocks);
   kv_->RecordCacheEvents(capacity);
   cache_events_.reserve(capacity);

@@ -19,6 +19,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "kernels/cpu/sampling.h"
 #include "kvcache/kv_cache_manager.h"
 #include "kvcache/prefix_cache_delta.h"
 #include "worker/backend/backend.h"
@@ -154,9 +155,10 @@ class Engine {
   std::unique_ptr<Scheduler> scheduler_;
   std::unique_ptr<LlamaModel> model_;
   absl::flat_hash_map<RequestId, Sampling> sampling_;
-  // Per-step buffers, reused: the step's tensors, its logits and the sampler's outputs.
+  // Per-step buffers, reused: the step's tensors, its logits, the sampler's rows and outputs.
   ForwardInput input_;
   std::vector<float> logits_;
+  std::vector<kernels::cpu::SamplingParams> rows_;
   std::vector<int32_t> tokens_;
   std::vector<float> token_logprobs_;
   std::vector<int32_t> top_ids_;
