@@ -204,25 +204,25 @@ absl::StatusOr<std::vector<StepToken>> Engine::Step() {
     if (!seq.sample) continue;
     const bool below_min_tokens = s.generated < s.params.min_tokens;
     rows_.push_back({.temperature = s.params.temperature,
-                    .top_k = s.params.top_k,
-                    .top_p = s.params.top_p,
-                    .seed = s.seed,
-                    .counter = static_cast<uint64_t>(s.generated),
-                    .num_logprobs = s.params.logprobs,
-                    .repetition_penalty = s.params.repetition_penalty,
-                    .frequency_penalty = s.params.frequency_penalty,
-                    .presence_penalty = s.params.presence_penalty,
-                    .min_p = s.params.min_p,
-                    .prompt_tokens = s.prompt.data(),
-                    .num_prompt_tokens = static_cast<int64_t>(s.prompt.size()),
-                    .output_tokens = s.output.data(),
-                    .num_output_tokens = static_cast<int64_t>(s.output.size()),
-                    .banned_tokens = below_min_tokens ? s.min_tokens_banned.data() : nullptr,
-                    .num_banned_tokens =
-                        below_min_tokens ? static_cast<int64_t>(s.min_tokens_banned.size()) : 0,
-                    .bias_tokens = s.bias_tokens.data(),
-                    .bias_values = s.bias_values.data(),
-                    .num_bias = static_cast<int64_t>(s.bias_tokens.size())});
+                     .top_k = s.params.top_k,
+                     .top_p = s.params.top_p,
+                     .seed = s.seed,
+                     .counter = static_cast<uint64_t>(s.generated),
+                     .num_logprobs = s.params.logprobs,
+                     .repetition_penalty = s.params.repetition_penalty,
+                     .frequency_penalty = s.params.frequency_penalty,
+                     .presence_penalty = s.params.presence_penalty,
+                     .min_p = s.params.min_p,
+                     .prompt_tokens = s.prompt.data(),
+                     .num_prompt_tokens = static_cast<int64_t>(s.prompt.size()),
+                     .output_tokens = s.output.data(),
+                     .num_output_tokens = static_cast<int64_t>(s.output.size()),
+                     .banned_tokens = below_min_tokens ? s.min_tokens_banned.data() : nullptr,
+                     .num_banned_tokens =
+                         below_min_tokens ? static_cast<int64_t>(s.min_tokens_banned.size()) : 0,
+                     .bias_tokens = s.bias_tokens.data(),
+                     .bias_values = s.bias_values.data(),
+                     .num_bias = static_cast<int64_t>(s.bias_tokens.size())});
   }
   BuildForwardInput(
       plan, [this](RequestId id) { return kv_->BlockTable(id); }, options_.block_size,
