@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -52,8 +53,8 @@ absl::Status ValidateParams(const SamplingParams& p, int64_t row) {
   return absl::OkStatus();
 }
 
-// The row is chosen from a processed copy (penalties, banned tokens).
-bool HasPenalties(const SamplingParams& p) {
+// The row is chosen from a copy ProcessLogits changes (bias, bans, penalties).
+bool ProcessesLogits(const SamplingParams& p) {
   return p.repetition_penalty != 1.0f || p.frequency_penalty != 0.0f ||
          p.presence_penalty != 0.0f || p.num_banned_tokens > 0 || p.num_bias > 0;
 }
@@ -116,8 +117,6 @@ int32_t Argmax(const float* row, int64_t vocab_size) {
   }
   return best;
 }
-
-float MaxLogit(const float* row, int64_t vocab_size) { return row[Argmax(row, vocab_size)]; }
 
 // Samples one token of a non-greedy row. `ids` is scratch of vocab_size entries.
 int32_t SampleRow(const float* row, int64_t vocab_size, const SamplingParams& p, float max_logit,
@@ -188,7 +187,7 @@ int32_t SampleRow(const float* row, int64_t vocab_size, const SamplingParams& p,
 
 }  // namespace
 
-void ApplyPenalties(const float* row, int64_t vocab_size, const SamplingParams& p, float* out) {
+void ProcessLogits(const float* row, int64_t vocab_size, const SamplingParams& p, float* out) {
   if (out != row) std::copy(row, row + vocab_size, out);
   for (int64_t i = 0; i < p.num_bias; ++i) {
     out[static_cast<size_t>(p.bias_tokens[i])] += p.bias_values[i];
@@ -244,7 +243,7 @@ absl::Status Sample(const float* logits, int64_t num_rows, int64_t vocab_size,
   for (int64_t r = 0; r < num_rows; ++r) {
     const SamplingParams& p = params[r];
     HR_RETURN_IF_ERROR(ValidateParams(p, r));
-    if (HasPenalties(p)) {
+    if (ProcessesLogits(p)) {
       HR_RETURN_IF_ERROR(
           ValidateTokens(p.prompt_tokens, p.num_prompt_tokens, vocab_size, r, "prompt_tokens"));
       HR_RETURN_IF_ERROR(
@@ -274,26 +273,30 @@ absl::Status Sample(const float* logits, int64_t num_rows, int64_t vocab_size,
   }
 
   std::vector<int32_t> ids(static_cast<size_t>(vocab_size));  // scratch
-  std::vector<float> penalized;                               // scratch, rows with penalties
+  std::vector<float> processed;                               // scratch, rows ProcessLogits changes
   for (int64_t r = 0; r < num_rows; ++r) {
     const float* row = logits + r * vocab_size;
     const SamplingParams& p = params[r];
     const RowStats& s = stats[static_cast<size_t>(r)];
-    // What the choice is made from: the raw row, or its penalized copy.
+    // What the choice is made from: the raw row, or its processed copy (with its argmax).
     const float* scores = row;
-    float max_score = s.max_logit;
-    if (HasPenalties(p)) {
-      penalized.resize(static_cast<size_t>(vocab_size));
-      ApplyPenalties(row, vocab_size, p, penalized.data());
-      const float penalized_max = MaxLogit(penalized.data(), vocab_size);
-      if (penalized_max > -std::numeric_limits<float>::infinity()) {  // not everything banned
-        scores = penalized.data();
-        max_score = penalized_max;
+    std::optional<int32_t> top;
+    if (ProcessesLogits(p)) {
+      processed.resize(static_cast<size_t>(vocab_size));
+      ProcessLogits(row, vocab_size, p, processed.data());
+      const int32_t best = Argmax(processed.data(), vocab_size);
+      if (processed[static_cast<size_t>(best)] > -std::numeric_limits<float>::infinity()) {
+        scores = processed.data();  // unless everything was banned
+        top = best;
       }
     }
-    const int32_t token = p.temperature < kGreedyTemperature
-                              ? Argmax(scores, vocab_size)
-                              : SampleRow(scores, vocab_size, p, max_score, ids);
+    int32_t token = 0;
+    if (p.temperature < kGreedyTemperature) {
+      token = top.has_value() ? *top : Argmax(row, vocab_size);
+    } else {
+      const float max_score = top.has_value() ? scores[*top] : s.max_logit;
+      token = SampleRow(scores, vocab_size, p, max_score, ids);
+    }
     output.token_ids[r] = token;
     output.token_logprobs[r] = static_cast<float>(static_cast<double>(row[token]) - s.log_sum_exp);
 

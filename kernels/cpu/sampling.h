@@ -81,7 +81,7 @@ struct SamplingParams {
 };
 
 // Step 2 applied to `row`, written to `out` (both [vocab_size]; they may alias).
-void ApplyPenalties(const float* row, int64_t vocab_size, const SamplingParams& params, float* out);
+void ProcessLogits(const float* row, int64_t vocab_size, const SamplingParams& params, float* out);
 
 struct SamplerOutput {
   int32_t* token_ids;     // [num_rows]

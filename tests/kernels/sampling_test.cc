@@ -412,7 +412,7 @@ TEST(SampleTest, PenaltiesAndMinPMatchTransformers) {
 
     std::vector<float> penalized(static_cast<size_t>(vocab),
                                  std::numeric_limits<float>::quiet_NaN());
-    ApplyPenalties(logits.data(), vocab, p, penalized.data());
+    ProcessLogits(logits.data(), vocab, p, penalized.data());
     const std::vector<float> expected = c["penalized"].get<std::vector<float>>();
     for (int64_t t = 0; t < vocab; ++t) {
       // transformers multiplies the count by the penalty once; here it is subtracted per
@@ -478,7 +478,7 @@ TEST(SampleTest, ExtremePenaltiesStillChoose) {
   p.prompt_tokens = prompt.data();
   p.num_prompt_tokens = 1;
   std::vector<float> out(3);
-  ApplyPenalties(logits.data(), 3, p, out.data());
+  ProcessLogits(logits.data(), 3, p, out.data());
   EXPECT_EQ(out[0], std::numeric_limits<float>::max());
   for (float temperature : {0.0f, 1.0f}) {
     p.temperature = temperature;
@@ -487,7 +487,7 @@ TEST(SampleTest, ExtremePenaltiesStillChoose) {
   p.repetition_penalty = 3e38f;  // a negative logit times this is -inf: never chosen
   const std::vector<int32_t> negative = {2};
   p.prompt_tokens = negative.data();
-  ApplyPenalties(logits.data(), 3, p, out.data());
+  ProcessLogits(logits.data(), 3, p, out.data());
   EXPECT_EQ(out[2], -std::numeric_limits<float>::infinity());
   EXPECT_NE(SampleOne(logits, p), 2);
 }
