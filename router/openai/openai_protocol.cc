@@ -174,25 +174,24 @@ absl::Status ParseCommon(const Json& obj, ParsedRequest& out) {
     }
   }
 
-  HEADROOM_OPENAI_ASSIGN(max_tokens, OptInt32(obj, "max_tokens"));
-  if (max_tokens.has_value()) s.set_max_tokens(*max_tokens);
-  HEADROOM_OPENAI_ASSIGN(temperature, OptFloat(obj, "temperature"));
-  if (temperature.has_value()) s.set_temperature(*temperature);
-  HEADROOM_OPENAI_ASSIGN(top_p, OptFloat(obj, "top_p"));
-  if (top_p.has_value()) s.set_top_p(*top_p);
-  HEADROOM_OPENAI_ASSIGN(top_k, OptInt32(obj, "top_k"));
-  if (top_k.has_value()) s.set_top_k(*top_k);
-  // Ranges are checked with the other sampling fields (request_validation.h).
-  HEADROOM_OPENAI_ASSIGN(repetition_penalty, OptFloat(obj, "repetition_penalty"));
-  if (repetition_penalty.has_value()) s.set_repetition_penalty(*repetition_penalty);
-  HEADROOM_OPENAI_ASSIGN(frequency_penalty, OptFloat(obj, "frequency_penalty"));
-  if (frequency_penalty.has_value()) s.set_frequency_penalty(*frequency_penalty);
-  HEADROOM_OPENAI_ASSIGN(presence_penalty, OptFloat(obj, "presence_penalty"));
-  if (presence_penalty.has_value()) s.set_presence_penalty(*presence_penalty);
-  HEADROOM_OPENAI_ASSIGN(min_p, OptFloat(obj, "min_p"));
-  if (min_p.has_value()) s.set_min_p(*min_p);
-  HEADROOM_OPENAI_ASSIGN(min_tokens, OptInt32(obj, "min_tokens"));
-  if (min_tokens.has_value()) s.set_min_tokens(*min_tokens);
+  // Numeric sampling fields, copied when given; their ranges are checked with the other sampling
+  // fields (request_validation.h), so both APIs give the same messages.
+  using Sampling = v1::SamplingParams;
+  for (const auto& [key, set] : {std::pair{"max_tokens", &Sampling::set_max_tokens},
+                                 std::pair{"top_k", &Sampling::set_top_k},
+                                 std::pair{"min_tokens", &Sampling::set_min_tokens}}) {
+    HEADROOM_OPENAI_ASSIGN(value, OptInt32(obj, key));
+    if (value.has_value()) (s.*set)(*value);
+  }
+  for (const auto& [key, set] :
+       {std::pair{"temperature", &Sampling::set_temperature},
+        std::pair{"top_p", &Sampling::set_top_p}, std::pair{"min_p", &Sampling::set_min_p},
+        std::pair{"repetition_penalty", &Sampling::set_repetition_penalty},
+        std::pair{"frequency_penalty", &Sampling::set_frequency_penalty},
+        std::pair{"presence_penalty", &Sampling::set_presence_penalty}}) {
+    HEADROOM_OPENAI_ASSIGN(value, OptFloat(obj, key));
+    if (value.has_value()) (s.*set)(*value);
+  }
 
   if (const Json* seed = Member(obj, "seed"); seed != nullptr) {
     if (seed->is_number_unsigned()) {
