@@ -66,9 +66,23 @@ std::pair<std::string, std::string> OpenAiMessage(const std::string& grpc_messag
     ++end;
   }
   std::string param = message.substr(0, end);
-  static const absl::flat_hash_set<std::string> kFields = {
-      "temperature", "top_p", "top_k",     "max_tokens", "logprobs", "stop_token_ids",
-      "prompt",      "text",  "token_ids", "seed",       "stop"};
+  static const absl::flat_hash_set<std::string> kFields = {"temperature",
+                                                           "top_p",
+                                                           "top_k",
+                                                           "min_p",
+                                                           "max_tokens",
+                                                           "min_tokens",
+                                                           "logprobs",
+                                                           "stop_token_ids",
+                                                           "prompt",
+                                                           "text",
+                                                           "token_ids",
+                                                           "seed",
+                                                           "stop",
+                                                           "logit_bias",
+                                                           "repetition_penalty",
+                                                           "frequency_penalty",
+                                                           "presence_penalty"};
   if (!kFields.contains(param)) param.clear();
   if (param == "text" || param == "token_ids") param = "prompt";
   return {std::move(message), std::move(param)};

@@ -277,6 +277,7 @@ struct BadCase {
   int status;
   std::vector<std::string> in_message;  // substrings of error.message
   std::vector<std::string> headers = {kAuth};
+  std::string param = "";  // error.param, when not empty
 };
 
 TEST_F(HttpE2eTest, BadInputGetsTheRightStatusAndAMessageNamingTheFieldAndLimit) {
@@ -336,22 +337,30 @@ TEST_F(HttpE2eTest, BadInputGetsTheRightStatusAndAMessageNamingTheFieldAndLimit)
        "/v1/completions",
        R"({"prompt": "hi", "presence_penalty": 3})",
        400,
-       {"presence_penalty", "[-2, 2]", "3"}},
+       {"presence_penalty", "[-2, 2]", "3"},
+       {kAuth},
+       "presence_penalty"},
       {"logit_bias id outside the vocabulary",
        "/v1/completions",
        R"({"prompt": "hi", "logit_bias": {"999": 5}})",
        400,
-       {"logit_bias", "999", "256"}},
+       {"logit_bias", "999", "256"},
+       {kAuth},
+       "logit_bias"},
       {"min_tokens above max_tokens",
        "/v1/completions",
        R"({"prompt": "hi", "max_tokens": 4, "min_tokens": 5})",
        400,
-       {"min_tokens", "4", "5"}},
+       {"min_tokens", "4", "5"},
+       {kAuth},
+       "min_tokens"},
       {"repetition_penalty of 0",
        "/v1/chat/completions",
        R"({"messages": [{"role": "user", "content": "hi"}], "repetition_penalty": 0})",
        400,
-       {"repetition_penalty", "> 0"}},
+       {"repetition_penalty", "> 0"},
+       {kAuth},
+       "repetition_penalty"},
       {"invalid UTF-8", "/v1/completions", "{\"prompt\": \"h\xff\xfei\"}", 400, {"UTF-8"}},
       {"chat without messages", "/v1/chat/completions", R"({"messages": []})", 400, {"messages"}},
       {"chat with an unknown role",
@@ -386,6 +395,9 @@ TEST_F(HttpE2eTest, BadInputGetsTheRightStatusAndAMessageNamingTheFieldAndLimit)
       EXPECT_NE(message.find(part), std::string::npos) << "\"" << part << "\" not in: " << message;
     }
     EXPECT_FALSE(body["error"]["type"].get<std::string>().empty());
+    if (!c.param.empty()) {
+      EXPECT_EQ(body["error"]["param"], c.param);
+    }
   }
   // Nothing above reached a worker or broke the router: a good request still completes.
   const HttpResponse good =
