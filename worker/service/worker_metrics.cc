@@ -35,6 +35,13 @@ std::vector<double> OneTwoFiveBounds(int32_t max) {
   return bounds;
 }
 
+// A histogram labelled by model_name only.
+metrics::Histogram& ModelHistogram(metrics::Registry* registry, const std::string& name,
+                                   const std::string& help, const std::vector<double>& bounds,
+                                   const std::string& model_name) {
+  return registry->AddHistogram(name, help, kModel, bounds).WithLabels({model_name});
+}
+
 // Advances `counter` by how far `value` moved since `last` (a smaller value restarts the count).
 void AdvanceCounter(metrics::Counter& counter, int64_t value, int64_t& last) {
   if (value > last) counter.Increment(static_cast<double>(value - last));
@@ -113,75 +120,51 @@ WorkerMetrics::WorkerMetrics(metrics::Registry* registry, const std::string& mod
       request_success_(registry->AddCounter("vllm:request_success",
                                             "Count of finished requests, by finish reason.",
                                             {"finished_reason", "model_name"})),
-      time_to_first_token_(registry
-                               ->AddHistogram("vllm:time_to_first_token_seconds",
-                                              "Histogram of time to first token in seconds.",
-                                              kModel, kTtftBounds)
-                               .WithLabels({model_name})),
-      inter_token_latency_(registry
-                               ->AddHistogram("vllm:inter_token_latency_seconds",
-                                              "Histogram of inter-token latency in seconds.",
-                                              kModel, kItlBounds)
-                               .WithLabels({model_name})),
-      e2e_request_latency_(registry
-                               ->AddHistogram("vllm:e2e_request_latency_seconds",
-                                              "Histogram of end-to-end request latency in "
-                                              "seconds.",
-                                              kModel, kE2eBounds)
-                               .WithLabels({model_name})),
+      time_to_first_token_(ModelHistogram(registry, "vllm:time_to_first_token_seconds",
+                                          "Histogram of time to first token in seconds.",
+                                          kTtftBounds, model_name)),
+      inter_token_latency_(ModelHistogram(registry, "vllm:inter_token_latency_seconds",
+                                          "Histogram of inter-token latency in seconds.",
+                                          kItlBounds, model_name)),
+      e2e_request_latency_(ModelHistogram(registry, "vllm:e2e_request_latency_seconds",
+                                          "Histogram of end-to-end request latency in "
+                                          "seconds.",
+                                          kE2eBounds, model_name)),
       // vLLM's request phases, with its bounds (those of the end-to-end latency).
-      request_queue_time_(registry
-                              ->AddHistogram("vllm:request_queue_time_seconds",
-                                             "Histogram of time spent waiting to be first "
-                                             "scheduled, in seconds.",
-                                             kModel, kE2eBounds)
-                              .WithLabels({model_name})),
-      request_prefill_time_(registry
-                                ->AddHistogram("vllm:request_prefill_time_seconds",
-                                               "Histogram of time from first scheduled to the "
-                                               "first token, in seconds.",
-                                               kModel, kE2eBounds)
-                                .WithLabels({model_name})),
-      request_decode_time_(registry
-                               ->AddHistogram("vllm:request_decode_time_seconds",
-                                              "Histogram of time from the first token to the "
-                                              "last, in seconds.",
-                                              kModel, kE2eBounds)
-                               .WithLabels({model_name})),
-      request_inference_time_(registry
-                                  ->AddHistogram("vllm:request_inference_time_seconds",
-                                                 "Histogram of time from first scheduled to the "
-                                                 "last token (prefill + decode), in seconds.",
-                                                 kModel, kE2eBounds)
-                                  .WithLabels({model_name})),
-      request_prompt_tokens_(registry
-                                 ->AddHistogram("vllm:request_prompt_tokens",
-                                                "Number of prefill tokens processed.", kModel,
-                                                OneTwoFiveBounds(max_model_len))
-                                 .WithLabels({model_name})),
-      request_generation_tokens_(registry
-                                     ->AddHistogram("vllm:request_generation_tokens",
-                                                    "Number of generation tokens processed.",
-                                                    kModel, OneTwoFiveBounds(max_model_len))
-                                     .WithLabels({model_name})),
-      request_params_max_tokens_(registry
-                                     ->AddHistogram("vllm:request_params_max_tokens",
-                                                    "Histogram of the max_tokens request "
-                                                    "parameter.",
-                                                    kModel, OneTwoFiveBounds(max_model_len))
-                                     .WithLabels({model_name})),
-      iteration_tokens_(registry
-                            ->AddHistogram("vllm:iteration_tokens_total",
-                                           "Histogram of the number of tokens per engine step.",
-                                           kModel, kIterationTokenBounds)
-                            .WithLabels({model_name})),
+      request_queue_time_(ModelHistogram(registry, "vllm:request_queue_time_seconds",
+                                         "Histogram of time spent waiting to be first "
+                                         "scheduled, in seconds.",
+                                         kE2eBounds, model_name)),
+      request_prefill_time_(ModelHistogram(registry, "vllm:request_prefill_time_seconds",
+                                           "Histogram of time from first scheduled to the "
+                                           "first token, in seconds.",
+                                           kE2eBounds, model_name)),
+      request_decode_time_(ModelHistogram(registry, "vllm:request_decode_time_seconds",
+                                          "Histogram of time from the first token to the "
+                                          "last, in seconds.",
+                                          kE2eBounds, model_name)),
+      request_inference_time_(ModelHistogram(registry, "vllm:request_inference_time_seconds",
+                                             "Histogram of time from first scheduled to the "
+                                             "last token (prefill + decode), in seconds.",
+                                             kE2eBounds, model_name)),
+      request_prompt_tokens_(ModelHistogram(registry, "vllm:request_prompt_tokens",
+                                            "Number of prefill tokens processed.",
+                                            OneTwoFiveBounds(max_model_len), model_name)),
+      request_generation_tokens_(ModelHistogram(registry, "vllm:request_generation_tokens",
+                                                "Number of generation tokens processed.",
+                                                OneTwoFiveBounds(max_model_len), model_name)),
+      request_params_max_tokens_(ModelHistogram(registry, "vllm:request_params_max_tokens",
+                                                "Histogram of the max_tokens request "
+                                                "parameter.",
+                                                OneTwoFiveBounds(max_model_len), model_name)),
+      iteration_tokens_(ModelHistogram(registry, "vllm:iteration_tokens_total",
+                                       "Histogram of the number of tokens per engine step.",
+                                       kIterationTokenBounds, model_name)),
       request_time_per_output_token_(
-          registry
-              ->AddHistogram("vllm:request_time_per_output_token_seconds",
-                             "Histogram of a request's mean time per output token after the "
-                             "first (its decode time / (generation tokens - 1)), in seconds.",
-                             kModel, kItlBounds)
-              .WithLabels({model_name})) {
+          ModelHistogram(registry, "vllm:request_time_per_output_token_seconds",
+                         "Histogram of a request's mean time per output token after the "
+                         "first (its decode time / (generation tokens - 1)), in seconds.",
+                         kItlBounds, model_name)) {
   // Every reason is exported from the start, so rate() sees the first request of each.
   success_stop_ = &request_success_.WithLabels({"stop", model_name});
   success_length_ = &request_success_.WithLabels({"length", model_name});
