@@ -90,7 +90,9 @@ class InferenceServiceTest : public ::testing::Test {
   std::unique_ptr<v1::Inference::Stub> stub_;
 };
 
-TEST_F(InferenceServiceTest, TextPromptsAreTokenizedOnThePool) {
+// With room in the pool a text Generate is tokenized and validated (it reaches the dispatcher)
+// and Tokenize answers; that they go through the pool at all is the next test's.
+TEST_F(InferenceServiceTest, TextPromptsGetThroughThePool) {
   Start(16);
   const Outcome generated = Generate(Text("hello"));
   EXPECT_EQ(generated.status.error_code(), grpc::StatusCode::UNAVAILABLE)
