@@ -1,16 +1,13 @@
 #include "router/frontend/http_frontend.h"
 
-#include <atomic>
-#include <cctype>
 #include <random>
 #include <utility>
 #include <vector>
 
-#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_replace.h"
 #include "absl/time/clock.h"
 #include "nlohmann/json.hpp"
+#include "router/frontend/generation.h"
 #include "router/openai/openai_protocol.h"
 #include "router/openai/openai_response.h"
 
@@ -18,14 +15,8 @@ namespace headroom::router {
 namespace {
 
 using Json = nlohmann::json;
-using Headers = std::vector<std::pair<std::string, std::string>>;
 
 constexpr char kJson[] = "application/json";
-
-void RespondError(http::ResponseWriter& writer, int status, const std::string& message,
-                  const std::string& param = "", Headers headers = {}) {
-  writer.Respond(status, kJson, openai::ErrorBody(status, message, param), std::move(headers));
-}
 
 std::string RandomHex() {
   thread_local std::mt19937_64 random{std::random_device{}()};
@@ -46,194 +37,17 @@ int64_t UnixSeconds() { return absl::ToUnixSeconds(absl::Now()); }
 std::optional<Json> ParseObject(const http::HttpRequest& request, http::ResponseWriter& writer) {
   Json body = Json::parse(request.body, nullptr, /*allow_exceptions=*/false);
   if (body.is_discarded()) {
-    RespondError(writer, 400, "invalid JSON in the request body");
+    RespondOpenAiError(writer, 400, "invalid JSON in the request body");
     return std::nullopt;
   }
   if (!body.is_object()) {
-    RespondError(writer, 400, "the request body must be a JSON object");
+    RespondOpenAiError(writer, 400, "the request body must be a JSON object");
     return std::nullopt;
   }
   return body;
 }
 
-// The gRPC side names fields as in the proto ("sampling.max_tokens", "token_ids.ids[3]");
-// HTTP clients sent OpenAI's flat names. Returns the message with those names and the field.
-std::pair<std::string, std::string> OpenAiMessage(const std::string& grpc_message) {
-  std::string message = absl::StrReplaceAll(grpc_message, {{"sampling.", ""}});
-  size_t end = 0;
-  while (end < message.size() &&
-         (std::islower(static_cast<unsigned char>(message[end])) != 0 || message[end] == '_')) {
-    ++end;
-  }
-  std::string param = message.substr(0, end);
-  static const absl::flat_hash_set<std::string> kFields = {"temperature",
-                                                           "top_p",
-                                                           "top_k",
-                                                           "min_p",
-                                                           "max_tokens",
-                                                           "min_tokens",
-                                                           "logprobs",
-                                                           "stop_token_ids",
-                                                           "prompt",
-                                                           "text",
-                                                           "token_ids",
-                                                           "seed",
-                                                           "stop",
-                                                           "logit_bias",
-                                                           "repetition_penalty",
-                                                           "frequency_penalty",
-                                                           "presence_penalty"};
-  if (!kFields.contains(param)) param.clear();
-  if (param == "text" || param == "token_ids") param = "prompt";
-  return {std::move(message), std::move(param)};
-}
-
 }  // namespace
-
-int HttpStatusOf(grpc::StatusCode code) {
-  switch (code) {
-    case grpc::StatusCode::OK:
-      return 200;
-    case grpc::StatusCode::INVALID_ARGUMENT:
-    case grpc::StatusCode::FAILED_PRECONDITION:
-    case grpc::StatusCode::OUT_OF_RANGE:
-      return 400;
-    case grpc::StatusCode::UNAUTHENTICATED:
-      return 401;
-    case grpc::StatusCode::PERMISSION_DENIED:
-      return 403;
-    case grpc::StatusCode::NOT_FOUND:
-      return 404;
-    case grpc::StatusCode::ALREADY_EXISTS:
-      return 409;
-    case grpc::StatusCode::RESOURCE_EXHAUSTED:
-      return 429;
-    case grpc::StatusCode::CANCELLED:
-      return 499;
-    case grpc::StatusCode::UNIMPLEMENTED:
-      return 501;
-    case grpc::StatusCode::UNAVAILABLE:
-      return 503;
-    case grpc::StatusCode::DEADLINE_EXCEEDED:
-      return 504;
-    default:
-      return 500;
-  }
-}
-
-// One Generate call on the in-process channel for one HTTP request (callback client reactor).
-// Lifetime: holds itself from Start until OnDone.
-class GenerateCall final : public grpc::ClientReadReactor<v1::GenerateResponse>,
-                           public std::enable_shared_from_this<GenerateCall> {
- public:
-  GenerateCall(HttpFrontend* frontend, std::shared_ptr<http::ResponseWriter> writer,
-               openai::ParsedRequest parsed, std::string model)
-      : frontend_(frontend),
-        writer_(std::move(writer)),
-        stream_(parsed.stream),
-        builder_(parsed,
-                 absl::StrCat(parsed.endpoint == openai::Endpoint::kChat ? "chatcmpl-" : "cmpl-",
-                              RandomHex()),
-                 UnixSeconds(), std::move(model), frontend->options_.tokenizer),
-        request_(std::move(parsed.generate)) {}
-
-  void Start() {
-    self_ = shared_from_this();
-    std::weak_ptr<GenerateCall> weak = self_;
-    writer_->OnDisconnect([weak] {
-      if (std::shared_ptr<GenerateCall> call = weak.lock()) call->CancelForClient();
-    });
-    frontend_->stub_->async()->Generate(&context_, &request_, this);
-    StartRead(&response_);
-    StartCall();
-  }
-
-  void OnReadDone(bool ok) override {
-    if (!ok) return;  // OnDone follows
-    if (!stream_) {
-      builder_.Accumulate(response_);
-    } else {
-      if (!started_) {
-        started_ = true;
-        writer_->StartStream(200, "text/event-stream");
-      }
-      std::string events = builder_.StreamEvents(response_);
-      if (!events.empty() && !writer_->Write(std::move(events))) CancelForClient();
-    }
-    StartRead(&response_);
-  }
-
-  void OnDone(const grpc::Status& status) override {
-    if (status.ok()) {
-      if (!stream_) {
-        writer_->Respond(200, kJson, builder_.Body());
-      } else {
-        if (!started_) writer_->StartStream(200, "text/event-stream");
-        writer_->Write(builder_.StreamDone());
-        writer_->End();
-      }
-    } else if (CutByShutdown(status)) {
-      // The router's gRPC server ended the call at its shutdown deadline (CANCELLED, or
-      // UNAVAILABLE "Transport closed" for a deadline of 0). The client did nothing wrong and
-      // another replica can serve it: 503 + Retry-After, not 499 or a transport message.
-      const std::string message =
-          absl::StrCat("the router shut down before the request finished (", status.error_message(),
-                       "); retry on another replica");
-      if (!started_) {
-        RespondError(*writer_, 503, message, "", {{"Retry-After", "1"}});
-      } else {
-        EndStreamWithError(503, message);
-      }
-    } else {
-      const int http_status = HttpStatusOf(status.error_code());
-      if (!started_) {
-        Headers headers;
-        const auto& trailers = context_.GetServerTrailingMetadata();
-        if (auto it = trailers.find("retry-after"); it != trailers.end()) {
-          headers.emplace_back("Retry-After", std::string(it->second.data(), it->second.size()));
-        }
-        auto [message, param] = OpenAiMessage(status.error_message());
-        RespondError(*writer_, http_status, message, param, std::move(headers));
-      } else {
-        EndStreamWithError(http_status, status.error_message());
-      }
-    }
-    HttpFrontend* frontend = frontend_;
-    self_.reset();  // may destroy this
-    frontend->CallEnded();
-  }
-
- private:
-  // The HTTP client went away (or stopped taking bytes): cancel the upstream call.
-  void CancelForClient() {
-    client_gone_.store(true);
-    context_.TryCancel();
-  }
-
-  bool CutByShutdown(const grpc::Status& status) {
-    const grpc::StatusCode code = status.error_code();
-    return (code == grpc::StatusCode::CANCELLED || code == grpc::StatusCode::UNAVAILABLE) &&
-           !client_gone_.load() && frontend_->ShuttingDown();
-  }
-
-  // A stream that already sent events ends with one error event and [DONE].
-  void EndStreamWithError(int http_status, const std::string& message) {
-    writer_->Write(openai::ErrorEvent(http_status, message));
-    writer_->Write("data: [DONE]\n\n");
-    writer_->End();
-  }
-
-  HttpFrontend* const frontend_;
-  const std::shared_ptr<http::ResponseWriter> writer_;
-  const bool stream_;
-  openai::ResponseBuilder builder_;       // gRPC reads are serialised: no lock needed
-  bool started_ = false;                  // the SSE header was sent
-  std::atomic<bool> client_gone_{false};  // CancelForClient ran (OnDisconnect is another thread)
-  grpc::ClientContext context_;
-  v1::GenerateRequest request_;
-  v1::GenerateResponse response_;
-  std::shared_ptr<GenerateCall> self_;
-};
 
 HttpFrontend::HttpFrontend(HttpFrontendOptions options)
     : options_(std::move(options)),
@@ -267,19 +81,19 @@ void HttpFrontend::Handle(http::HttpRequest request, std::shared_ptr<http::Respo
   const bool known = path == "/v1/completions" || path == "/v1/chat/completions" ||
                      path == "/v1/models" || path == "/tokenize" || path == "/detokenize";
   if (!known) {
-    RespondError(*writer, 404, absl::StrCat("no route ", request.method, " ", path));
+    RespondOpenAiError(*writer, 404, absl::StrCat("no route ", request.method, " ", path));
     return;
   }
   if (!Authorized(request)) {
-    RespondError(*writer, 401,
-                 request.Header("authorization").has_value()
-                     ? "invalid API key in the Authorization header"
-                     : "missing API key: send \"Authorization: Bearer <key>\"",
-                 "", {{"WWW-Authenticate", "Bearer"}});
+    RespondOpenAiError(*writer, 401,
+                       request.Header("authorization").has_value()
+                           ? "invalid API key in the Authorization header"
+                           : "missing API key: send \"Authorization: Bearer <key>\"",
+                       "", {{"WWW-Authenticate", "Bearer"}});
     return;
   }
   if (path == "/v1/models") {
-    if (!get) return RespondError(*writer, 405, "use GET for /v1/models");
+    if (!get) return RespondOpenAiError(*writer, 405, "use GET for /v1/models");
     std::vector<std::pair<std::string, int32_t>> models;
     if (std::string name = options_.model_name(); !name.empty()) {
       models.emplace_back(std::move(name), options_.max_model_len());
@@ -287,7 +101,7 @@ void HttpFrontend::Handle(http::HttpRequest request, std::shared_ptr<http::Respo
     writer->Respond(200, kJson, openai::ModelsBody(models, UnixSeconds()));
     return;
   }
-  if (!post) return RespondError(*writer, 405, absl::StrCat("use POST for ", path));
+  if (!post) return RespondOpenAiError(*writer, 405, absl::StrCat("use POST for ", path));
   // Parsing and tokenizing a body of up to 1 MiB takes up to hundreds of ms: on the pool.
   std::shared_ptr<http::ResponseWriter> refused = writer;
   const bool queued =
@@ -298,10 +112,10 @@ void HttpFrontend::Handle(http::HttpRequest request, std::shared_ptr<http::Respo
       });
   if (!queued) {
     if (options_.on_busy) options_.on_busy();
-    RespondError(*refused, 429,
-                 absl::StrCat("the router's HTTP handlers are busy: ", pool_.max_queued(),
-                              " requests wait to be parsed and tokenized; retry after 1 s"),
-                 "", {{"Retry-After", "1"}});
+    RespondOpenAiError(*refused, 429,
+                       absl::StrCat("the router's HTTP handlers are busy: ", pool_.max_queued(),
+                                    " requests wait to be parsed and tokenized; retry after 1 s"),
+                       "", {{"Retry-After", "1"}});
   }
 }
 
@@ -310,17 +124,18 @@ void HttpFrontend::Generate(const http::HttpRequest& request, bool chat,
   absl::StatusOr<openai::ParsedRequest> parsed =
       chat ? openai::ParseChatRequest(request.body) : openai::ParseCompletionRequest(request.body);
   if (!parsed.ok()) {
-    return RespondError(*writer, 400, std::string(parsed.status().message()),
-                        openai::ErrorParam(parsed.status()));
+    return RespondOpenAiError(*writer, 400, std::string(parsed.status().message()),
+                              openai::ErrorParam(parsed.status()));
   }
   if (chat) {
     if (!options_.chat_format.has_value()) {
-      return RespondError(*writer, 400,
-                          absl::StrCat("model \"", options_.model_name(),
-                                       "\" has no chat template headroom can render (supported: "
-                                       "chatml, llama3); use /v1/completions, or start the "
-                                       "router with --chat-template"),
-                          "messages");
+      return RespondOpenAiError(
+          *writer, 400,
+          absl::StrCat("model \"", options_.model_name(),
+                       "\" has no chat template headroom can render (supported: "
+                       "chatml, llama3); use /v1/completions, or start the "
+                       "router with --chat-template"),
+          "messages");
     }
     const Tokenizer& tokenizer = *options_.tokenizer;
     std::string bos;
@@ -333,8 +148,8 @@ void HttpFrontend::Generate(const http::HttpRequest& request, bool chat,
     absl::StatusOr<std::vector<int32_t>> ids =
         tokenizer.Encode(prompt, {.add_special_tokens = false});
     if (!ids.ok()) {
-      return RespondError(*writer, 400, absl::StrCat("messages: ", ids.status().message()),
-                          "messages");
+      return RespondOpenAiError(*writer, 400, absl::StrCat("messages: ", ids.status().message()),
+                                "messages");
     }
     parsed->generate.mutable_token_ids()->mutable_ids()->Assign(ids->begin(), ids->end());
     // The turn ends at the format's end-of-turn token, which a checkpoint's eos_token may not be
@@ -351,14 +166,20 @@ void HttpFrontend::Generate(const http::HttpRequest& request, bool chat,
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (shutting_down_) {
-      return RespondError(*writer, 503, "the router is shutting down; retry on another replica", "",
-                          {{"Retry-After", "1"}});
+      return RespondOpenAiError(*writer, 503,
+                                "the router is shutting down; retry on another replica", "",
+                                {{"Retry-After", "1"}});
     }
     ++open_calls_;
   }
-  auto call =
-      std::make_shared<GenerateCall>(this, std::move(writer), *std::move(parsed), std::move(model));
-  call->Start();
+  const std::string id = absl::StrCat(chat ? "chatcmpl-" : "cmpl-", RandomHex());
+  auto generation = std::make_shared<Generation>(
+      GenerationHooks{.stub = stub_.get(),
+                      .tokenizer = options_.tokenizer,
+                      .shutting_down = [this] { return ShuttingDown(); },
+                      .ended = [this] { CallEnded(); }},
+      std::move(writer), *parsed, id, UnixSeconds(), std::move(model));
+  generation->Start();
 }
 
 void HttpFrontend::Tokenize(const http::HttpRequest& request, http::ResponseWriter& writer) {
@@ -366,20 +187,21 @@ void HttpFrontend::Tokenize(const http::HttpRequest& request, http::ResponseWrit
   if (!body.has_value()) return;
   const auto prompt = body->find("prompt");
   if (prompt == body->end() || !prompt->is_string()) {
-    return RespondError(writer, 400, "prompt must be a string", "prompt");
+    return RespondOpenAiError(writer, 400, "prompt must be a string", "prompt");
   }
   bool add_special = true;
   if (const auto it = body->find("add_special_tokens"); it != body->end()) {
     if (!it->is_boolean()) {
-      return RespondError(writer, 400, "add_special_tokens must be a boolean",
-                          "add_special_tokens");
+      return RespondOpenAiError(writer, 400, "add_special_tokens must be a boolean",
+                                "add_special_tokens");
     }
     add_special = it->get<bool>();
   }
   absl::StatusOr<std::vector<int32_t>> ids =
       options_.tokenizer->Encode(prompt->get<std::string>(), {.add_special_tokens = add_special});
   if (!ids.ok()) {
-    return RespondError(writer, 400, absl::StrCat("prompt: ", ids.status().message()), "prompt");
+    return RespondOpenAiError(writer, 400, absl::StrCat("prompt: ", ids.status().message()),
+                              "prompt");
   }
   Json out = {
       {"count", ids->size()}, {"max_model_len", options_.max_model_len()}, {"tokens", *ids}};
@@ -391,17 +213,17 @@ void HttpFrontend::Detokenize(const http::HttpRequest& request, http::ResponseWr
   if (!body.has_value()) return;
   const auto tokens = body->find("tokens");
   if (tokens == body->end() || !tokens->is_array()) {
-    return RespondError(writer, 400, "tokens must be an array of integers", "tokens");
+    return RespondOpenAiError(writer, 400, "tokens must be an array of integers", "tokens");
   }
   std::vector<int32_t> ids;
   const int64_t vocab = options_.tokenizer->vocab_size();
   for (size_t i = 0; i < tokens->size(); ++i) {
     const Json& t = (*tokens)[i];
     if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() >= vocab) {
-      return RespondError(writer, 400,
-                          absl::StrCat("tokens[", i, "] must be a token id in [0, ", vocab,
-                                       "), got ", t.is_number() ? t.dump() : t.type_name()),
-                          "tokens");
+      return RespondOpenAiError(writer, 400,
+                                absl::StrCat("tokens[", i, "] must be a token id in [0, ", vocab,
+                                             "), got ", t.is_number() ? t.dump() : t.type_name()),
+                                "tokens");
     }
     ids.push_back(t.get<int32_t>());
   }

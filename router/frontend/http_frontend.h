@@ -11,18 +11,21 @@
 // admission, placement, failover, stop strings and detokenization. The HTTP side only converts:
 // OpenAI JSON -> GenerateRequest (router/openai/openai_protocol.h), GenerateResponse messages ->
 // OpenAI JSON (router/openai/openai_response.h), gRPC status -> HTTP status (+ Retry-After).
+// A request with several choices (n > 1, a list of prompts) is one Generate call per choice
+// (generation.h).
 //
-// A streamed response's 200 header is sent with the first message, so a request refused before
-// its first token (validation, queue full, no group) gets a real 4xx/5xx, not an SSE error.
+// A streamed response's 200 header is sent once every choice has its first message, so a request
+// refused before its first token (validation, queue full, no group) gets a real 4xx/5xx, not an
+// SSE error.
 //
 // Threads: Handle runs on HTTP server threads and answers the cheap routes (health, metrics,
 // models, auth and routing errors) there; the POST routes' CPU work (JSON parsing, chat
 // rendering, tokenization) runs on a HandlerPool, so a 1 MiB prompt never stalls the event
 // threads that every open stream shares; when the pool's queue is full the answer is 429 with
-// Retry-After. GenerateCall callbacks run on gRPC client threads; the ResponseWriter is
-// thread-safe. A client that disconnects cancels its Generate call.
+// Retry-After. Generation callbacks run on gRPC client threads; the ResponseWriter is
+// thread-safe. A client that disconnects cancels its Generate calls.
 // Lifetimes: BeginShutdown(), then WaitForIdle(), before destroying the frontend; after
-// BeginShutdown no new Generate call starts (503), so none can end after WaitForIdle returned true.
+// BeginShutdown no new Generation starts (503), so none can end after WaitForIdle returned true.
 #pragma once
 
 #include <condition_variable>
@@ -85,8 +88,6 @@ class HttpFrontend {
   static std::pair<std::string, std::string> ErrorBody(int status, const std::string& message);
 
  private:
-  friend class GenerateCall;
-
   void Generate(const http::HttpRequest& request, bool chat,
                 std::shared_ptr<http::ResponseWriter> writer);
   void Tokenize(const http::HttpRequest& request, http::ResponseWriter& writer);
@@ -105,11 +106,5 @@ class HttpFrontend {
   // Last: destroyed first, so its queued jobs still find every member above.
   HandlerPool pool_;
 };
-
-// The HTTP status for a gRPC status code (INVALID_ARGUMENT 400, NOT_FOUND 404,
-// RESOURCE_EXHAUSTED 429, UNAVAILABLE 503, DEADLINE_EXCEEDED 504, CANCELLED 499, ...). A call
-// that the router's shutdown ended (CANCELLED or UNAVAILABLE while shutting down, the client
-// still there) is answered 503 + Retry-After instead.
-int HttpStatusOf(grpc::StatusCode code);
 
 }  // namespace headroom::router

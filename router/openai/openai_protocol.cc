@@ -150,10 +150,17 @@ absl::Status ParseCommon(const Json& obj, ParsedRequest& out) {
   if (model.has_value()) g.set_model(*model);
 
   HEADROOM_OPENAI_ASSIGN(n, OptInt64(obj, "n"));
-  if (n.has_value() && *n != 1) return Bad("n", absl::StrCat("n must be 1, got ", *n));
+  if (n.has_value() && (*n < 1 || *n > kMaxChoices)) {
+    return Bad("n", absl::StrCat("n must be in [1, ", kMaxChoices, "], got ", *n));
+  }
+  out.n = static_cast<int32_t>(n.value_or(1));
+  // vLLM's V0 best_of (sample best_of, return the n most likely) is gone from vLLM V1; headroom
+  // returns every sample, so only best_of <= n means what was asked.
   HEADROOM_OPENAI_ASSIGN(best_of, OptInt64(obj, "best_of"));
-  if (best_of.has_value() && *best_of > 1) {
-    return Bad("best_of", absl::StrCat("best_of > 1 is not supported, got ", *best_of));
+  if (best_of.has_value() && *best_of > out.n) {
+    return Bad("best_of", absl::StrCat("best_of > n is not supported (every sample is returned), "
+                                       "got best_of ",
+                                       *best_of, " with n ", out.n));
   }
   HEADROOM_OPENAI_ASSIGN(echo, OptBool(obj, "echo"));
   if (echo.value_or(false)) return Bad("echo", "echo is not supported");
@@ -262,40 +269,51 @@ absl::StatusOr<int32_t> TopLogprobsValue(const Json& v, std::string_view param) 
   return static_cast<int32_t>(n);
 }
 
-absl::Status ParsePrompt(const Json& obj, v1::GenerateRequest& g) {
+// Token ids of a prompt given as an array; `path` names it in errors.
+absl::Status ParseTokenIds(const Json& ids, const std::string& path, v1::GenerateRequest& g) {
+  if (ids.empty()) return Bad(path, absl::StrCat(path, " must not be an empty array"));
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const std::string id_path = Path(path, i);
+    if (!ids[i].is_number()) return WrongType(id_path, "a token id (integer)", ids[i]);
+    HEADROOM_OPENAI_ASSIGN(id, ToInt32(ids[i], id_path));
+    g.mutable_token_ids()->add_ids(id);
+  }
+  return absl::OkStatus();
+}
+
+// OpenAI's prompt: a string, token ids, or a list of either (one choice set per prompt).
+absl::Status ParsePrompts(const Json& obj, ParsedRequest& out) {
   const Json* prompt = Member(obj, "prompt");
   if (prompt == nullptr) return Bad("prompt", "prompt is required");
   if (prompt->is_string()) {
-    g.set_text(prompt->get<std::string>());
+    out.generate.set_text(prompt->get<std::string>());
     return absl::OkStatus();
   }
-  constexpr std::string_view kShape = "a string, an array of one string or an array of token ids";
+  constexpr std::string_view kShape =
+      "a string, an array of token ids, or an array of strings or of token id arrays";
   if (!prompt->is_array()) return WrongType("prompt", kShape, *prompt);
   if (prompt->empty()) return Bad("prompt", "prompt must not be an empty array");
   const Json& first = prompt->front();
-  if (first.is_string() || first.is_array()) {
-    // A list of prompts (strings, or token id lists).
-    if (prompt->size() > 1) {
-      return Bad("prompt", "batched prompts are not supported; send one request per prompt");
-    }
-    if (first.is_string()) {
-      g.set_text(first.get<std::string>());
-      return absl::OkStatus();
-    }
-    if (first.empty()) return Bad("prompt[0]", "prompt[0] must not be an empty array");
-    for (size_t i = 0; i < first.size(); ++i) {
-      const std::string path = absl::StrCat("prompt[0][", i, "]");
-      if (!first[i].is_number()) return WrongType(path, "a token id (integer)", first[i]);
-      HEADROOM_OPENAI_ASSIGN(id, ToInt32(first[i], path));
-      g.mutable_token_ids()->add_ids(id);
-    }
-    return absl::OkStatus();
+  if (!first.is_string() && !first.is_array()) {
+    return ParseTokenIds(*prompt, "prompt", out.generate);
+  }
+  // A list of prompts (strings, or token id lists).
+  const size_t choices = prompt->size() * static_cast<size_t>(out.n);
+  if (choices > static_cast<size_t>(kMaxChoices)) {
+    return Bad("prompt", absl::StrCat("prompts x n must be at most ", kMaxChoices, ", got ",
+                                      prompt->size(), " prompts x n ", out.n, " = ", choices));
   }
   for (size_t i = 0; i < prompt->size(); ++i) {
+    const Json& p = (*prompt)[i];
     const std::string path = Path("prompt", i);
-    if (!(*prompt)[i].is_number()) return WrongType(path, "a token id (integer)", (*prompt)[i]);
-    HEADROOM_OPENAI_ASSIGN(id, ToInt32((*prompt)[i], path));
-    g.mutable_token_ids()->add_ids(id);
+    v1::GenerateRequest& g = i == 0 ? out.generate : out.more_prompts.emplace_back();
+    if (p.is_string()) {
+      g.set_text(p.get<std::string>());
+    } else if (p.is_array()) {
+      if (absl::Status st = ParseTokenIds(p, path, g); !st.ok()) return st;
+    } else {
+      return WrongType(path, "a string or an array of token ids", p);
+    }
   }
   return absl::OkStatus();
 }
@@ -358,7 +376,7 @@ absl::StatusOr<ParsedRequest> ParseCompletionRequest(std::string_view body) {
   ParsedRequest out;
   out.endpoint = Endpoint::kCompletions;
   if (absl::Status st = ParseCommon(obj, out); !st.ok()) return st;
-  if (absl::Status st = ParsePrompt(obj, out.generate); !st.ok()) return st;
+  if (absl::Status st = ParsePrompts(obj, out); !st.ok()) return st;
   HEADROOM_OPENAI_ASSIGN(suffix, OptString(obj, "suffix"));
   if (suffix.has_value() && !suffix->empty()) return Bad("suffix", "suffix is not supported");
   if (const Json* logprobs = Member(obj, "logprobs"); logprobs != nullptr) {
@@ -417,6 +435,28 @@ absl::StatusOr<ParsedRequest> ParseChatRequest(std::string_view body) {
     out.top_logprobs = n;
   }
   if (out.logprobs) out.generate.mutable_sampling()->set_logprobs(out.top_logprobs);
+  return out;
+}
+
+int32_t ChoiceCount(const ParsedRequest& request) {
+  return static_cast<int32_t>(1 + request.more_prompts.size()) * request.n;
+}
+
+v1::GenerateRequest ChoiceRequest(const ParsedRequest& request, int32_t choice) {
+  const int32_t prompt = choice / request.n;
+  const int32_t sample = choice % request.n;
+  v1::GenerateRequest out = request.generate;
+  if (prompt > 0) {
+    const v1::GenerateRequest& p = request.more_prompts[static_cast<size_t>(prompt - 1)];
+    if (p.has_token_ids()) {
+      *out.mutable_token_ids() = p.token_ids();
+    } else {
+      out.set_text(p.text());
+    }
+  }
+  v1::SamplingParams& sampling = *out.mutable_sampling();
+  // Wraps at 2^64 like any uint64 seed.
+  if (sampling.has_seed()) sampling.set_seed(sampling.seed() + static_cast<uint64_t>(sample));
   return out;
 }
 

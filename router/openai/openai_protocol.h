@@ -1,8 +1,8 @@
 // OpenAI /v1/completions and /v1/chat/completions request bodies, parsed into the router's public
-// v1::GenerateRequest. This layer checks JSON shape and types and the OpenAI-only rules (n = 1, no
-// echo, no penalties...); the ranges that depend on the model (temperature >= 0, top_p, max_tokens
-// vs max_model_len, ids in the vocabulary) are ValidateGenerateRequest's (router/service). Pure
-// functions, no I/O. See docs/router.md "OpenAI API".
+// v1::GenerateRequest. This layer checks JSON shape and types and the OpenAI-only rules (choices
+// <= kMaxChoices, no echo, no tools...); the ranges that depend on the model (temperature >= 0,
+// top_p, max_tokens vs max_model_len, ids in the vocabulary) are ValidateGenerateRequest's
+// (router/service). Pure functions, no I/O. See docs/router.md "OpenAI API".
 #pragma once
 
 #include <cstdint>
@@ -21,12 +21,19 @@ enum class Endpoint { kCompletions, kChat };
 
 // Most top-N logprobs a request may ask for (OpenAI's and vLLM's limit).
 inline constexpr int32_t kMaxTopLogprobs = 20;
+// Most choices (prompts x n) one request may ask for: each is a Generate call of its own.
+inline constexpr int32_t kMaxChoices = 128;
 
 struct ParsedRequest {
   Endpoint endpoint = Endpoint::kCompletions;
   // model, prompt (text, or token_ids for an integer-array prompt; unset for chat: the caller
   // renders `messages` and sets it), sampling, cache_salt.
   v1::GenerateRequest generate;
+  // Completions given a list of prompts: prompts 1.. (prompt 0 is in `generate`), each holding
+  // only its prompt (text or token_ids).
+  std::vector<v1::GenerateRequest> more_prompts;
+  // Completions per prompt (OpenAI's n), in [1, kMaxChoices / prompts].
+  int32_t n = 1;
   // Chat only; the caller renders (RenderChat) and tokenizes them.
   std::vector<ChatMessage> messages;
   // Chat: end the prompt with the assistant header (vLLM's add_generation_prompt, default true).
@@ -48,5 +55,13 @@ absl::StatusOr<ParsedRequest> ParseChatRequest(std::string_view body);
 
 // The offending request field of an error from the parsers; "" when it has none.
 std::string ErrorParam(const absl::Status& status);
+
+// Choices of a request: prompts x n. Choice i is sample i % n of prompt i / n (OpenAI's and
+// vLLM's index order).
+int32_t ChoiceCount(const ParsedRequest& request);
+// The Generate request of choice `i`: `generate` with prompt i / n. With a seed and n > 1, sample
+// j is seeded seed + j (as vLLM's parallel sampling does), so the n samples differ and each is
+// reproducible on its own; without a seed they differ anyway.
+v1::GenerateRequest ChoiceRequest(const ParsedRequest& request, int32_t choice);
 
 }  // namespace headroom::router::openai

@@ -53,11 +53,14 @@ ResponseBuilder::ResponseBuilder(const ParsedRequest& request, std::string id, i
       include_usage_(request.include_usage),
       logprobs_(request.logprobs),
       top_logprobs_(request.top_logprobs),
+      n_(request.n),
       id_(std::move(id)),
       created_(created),
       model_(std::move(model)),
       tokenizer_(tokenizer),
-      logprobs_json_(EmptyLogprobs()) {}
+      choices_(static_cast<size_t>(ChoiceCount(request))) {
+  for (Choice& choice : choices_) choice.logprobs = EmptyLogprobs();
+}
 
 ResponseBuilder::Json ResponseBuilder::EmptyLogprobs() const {
   if (endpoint_ == Endpoint::kChat) return Json{{"content", Json::array()}};
@@ -74,7 +77,8 @@ std::string ResponseBuilder::TokenString(int32_t id) const {
                             DecodeOptions{.skip_special_tokens = false});
 }
 
-void ResponseBuilder::AppendLogprobs(const v1::GenerateResponse& message, Json& logprobs) {
+void ResponseBuilder::AppendLogprobs(const v1::GenerateResponse& message, int64_t& text_offset,
+                                     Json& logprobs) {
   const auto top_n = static_cast<size_t>(top_logprobs_ > 0 ? top_logprobs_ : 0);
   for (const v1::Logprob& lp : message.logprobs()) {
     const std::string token = TokenString(lp.token_id());
@@ -100,30 +104,30 @@ void ResponseBuilder::AppendLogprobs(const v1::GenerateResponse& message, Json& 
         top[TokenString(alt.token_id())] = FiniteLogprob(alt.logprob());
       }
       top[token] = FiniteLogprob(lp.logprob());
-      logprobs["text_offset"].push_back(text_offset_);
+      logprobs["text_offset"].push_back(text_offset);
       logprobs["token_logprobs"].push_back(FiniteLogprob(lp.logprob()));
       logprobs["tokens"].push_back(token);
       logprobs["top_logprobs"].push_back(std::move(top));
-      text_offset_ += CodePoints(token);
+      text_offset += CodePoints(token);
     }
   }
 }
 
-void ResponseBuilder::NoteFinal(const v1::GenerateResponse& message) {
+void ResponseBuilder::NoteFinal(const v1::GenerateResponse& message, Choice& choice) {
   if (message.finish_reason() != v1::FINISH_REASON_UNSPECIFIED) {
-    finish_reason_ = message.finish_reason();
-    stop_case_ = message.stop_reason_case();
-    stop_string_ = message.stop_string();
-    stop_token_id_ = message.stop_token_id();
+    choice.finish_reason = message.finish_reason();
+    choice.stop_case = message.stop_reason_case();
+    choice.stop_string = message.stop_string();
+    choice.stop_token_id = message.stop_token_id();
   }
   if (message.has_usage()) {
-    prompt_tokens_ = message.usage().prompt_tokens();
-    completion_tokens_ = message.usage().completion_tokens();
+    choice.prompt_tokens = message.usage().prompt_tokens();
+    choice.completion_tokens = message.usage().completion_tokens();
   }
 }
 
-ResponseBuilder::Json ResponseBuilder::FinishReasonJson() const {
-  switch (finish_reason_) {
+ResponseBuilder::Json ResponseBuilder::FinishReasonJson(const Choice& choice) {
+  switch (choice.finish_reason) {
     case v1::FINISH_REASON_STOP:
       return "stop";
     case v1::FINISH_REASON_LENGTH:
@@ -135,21 +139,28 @@ ResponseBuilder::Json ResponseBuilder::FinishReasonJson() const {
   }
 }
 
-ResponseBuilder::Json ResponseBuilder::StopReasonJson() const {
-  switch (stop_case_) {
+ResponseBuilder::Json ResponseBuilder::StopReasonJson(const Choice& choice) {
+  switch (choice.stop_case) {
     case v1::GenerateResponse::kStopString:
-      return stop_string_;
+      return choice.stop_string;
     case v1::GenerateResponse::kStopTokenId:
-      return stop_token_id_;
+      return choice.stop_token_id;
     default:
       return nullptr;
   }
 }
 
 ResponseBuilder::Json ResponseBuilder::UsageJson() const {
-  return Json{{"prompt_tokens", prompt_tokens_},
-              {"completion_tokens", completion_tokens_},
-              {"total_tokens", static_cast<int64_t>(prompt_tokens_) + completion_tokens_}};
+  int64_t prompt_tokens = 0;
+  int64_t completion_tokens = 0;
+  for (size_t i = 0; i < choices_.size(); ++i) {
+    // Every sample of a prompt reports the same prompt length: count it once.
+    if (i % static_cast<size_t>(n_) == 0) prompt_tokens += choices_[i].prompt_tokens;
+    completion_tokens += choices_[i].completion_tokens;
+  }
+  return Json{{"prompt_tokens", prompt_tokens},
+              {"completion_tokens", completion_tokens},
+              {"total_tokens", prompt_tokens + completion_tokens}};
 }
 
 ResponseBuilder::Json ResponseBuilder::ChunkEnvelope() const {
@@ -159,34 +170,35 @@ ResponseBuilder::Json ResponseBuilder::ChunkEnvelope() const {
               {"model", model_}};
 }
 
-std::string ResponseBuilder::StreamEvents(const v1::GenerateResponse& message) {
-  NoteFinal(message);
+std::string ResponseBuilder::StreamEvents(int32_t index, const v1::GenerateResponse& message) {
+  Choice& state = choices_.at(static_cast<size_t>(index));
+  NoteFinal(message, state);
   const bool final = message.finish_reason() != v1::FINISH_REASON_UNSPECIFIED;
   const bool has_text = !message.text().empty();
   const bool has_logprobs = logprobs_ && message.logprobs_size() > 0;
-  const bool first_chat = endpoint_ == Endpoint::kChat && !role_sent_;
+  const bool first_chat = endpoint_ == Endpoint::kChat && !state.role_sent;
   if (!has_text && !has_logprobs && !final && !first_chat) return "";
 
   Json choice = Json::object();
-  choice["index"] = 0;
+  choice["index"] = index;
   if (endpoint_ == Endpoint::kChat) {
     Json delta = Json::object();
     if (first_chat) delta["role"] = "assistant";
     if (first_chat || has_text || has_logprobs) delta["content"] = message.text();
     choice["delta"] = std::move(delta);
-    role_sent_ = true;
+    state.role_sent = true;
   } else {
     choice["text"] = message.text();
   }
   if (has_logprobs) {
     Json logprobs = EmptyLogprobs();
-    AppendLogprobs(message, logprobs);
+    AppendLogprobs(message, state.text_offset, logprobs);
     choice["logprobs"] = std::move(logprobs);
   } else {
     choice["logprobs"] = nullptr;
   }
-  choice["finish_reason"] = final ? FinishReasonJson() : Json(nullptr);
-  choice["stop_reason"] = final ? StopReasonJson() : Json(nullptr);
+  choice["finish_reason"] = final ? FinishReasonJson(state) : Json(nullptr);
+  choice["stop_reason"] = final ? StopReasonJson(state) : Json(nullptr);
 
   Json chunk = ChunkEnvelope();
   chunk["choices"] = Json::array({std::move(choice)});
@@ -206,28 +218,34 @@ std::string ResponseBuilder::StreamDone() const {
   return out;
 }
 
-void ResponseBuilder::Accumulate(const v1::GenerateResponse& message) {
-  text_ += message.text();
-  if (logprobs_) AppendLogprobs(message, logprobs_json_);
-  NoteFinal(message);
+void ResponseBuilder::Accumulate(int32_t index, const v1::GenerateResponse& message) {
+  Choice& state = choices_.at(static_cast<size_t>(index));
+  state.text += message.text();
+  if (logprobs_) AppendLogprobs(message, state.text_offset, state.logprobs);
+  NoteFinal(message, state);
 }
 
 std::string ResponseBuilder::Body() const {
-  Json choice = Json::object();
-  choice["index"] = 0;
-  if (endpoint_ == Endpoint::kChat) {
-    choice["message"] = Json{{"role", "assistant"}, {"content", text_}};
-  } else {
-    choice["text"] = text_;
+  Json choices = Json::array();
+  for (size_t i = 0; i < choices_.size(); ++i) {
+    const Choice& state = choices_[i];
+    Json choice = Json::object();
+    choice["index"] = i;
+    if (endpoint_ == Endpoint::kChat) {
+      choice["message"] = Json{{"role", "assistant"}, {"content", state.text}};
+    } else {
+      choice["text"] = state.text;
+    }
+    choice["logprobs"] = logprobs_ ? state.logprobs : Json(nullptr);
+    choice["finish_reason"] = FinishReasonJson(state);
+    choice["stop_reason"] = StopReasonJson(state);
+    choices.push_back(std::move(choice));
   }
-  choice["logprobs"] = logprobs_ ? logprobs_json_ : Json(nullptr);
-  choice["finish_reason"] = FinishReasonJson();
-  choice["stop_reason"] = StopReasonJson();
   Json body = Json{{"id", id_},
                    {"object", ObjectName(endpoint_, /*chunk=*/false)},
                    {"created", created_},
                    {"model", model_}};
-  body["choices"] = Json::array({std::move(choice)});
+  body["choices"] = std::move(choices);
   body["usage"] = UsageJson();
   return Dump(body);
 }

@@ -20,7 +20,9 @@ namespace headroom::router::openai {
 // "cmpl-<16 hex digits>" / "chatcmpl-<16 hex digits>" from a unique number.
 std::string MakeResponseId(Endpoint endpoint, uint64_t unique);
 
-// One per request; not thread-safe. Feed either StreamEvents (stream = true) or Accumulate.
+// One per request; not thread-safe. Feed either StreamEvents (stream = true) or Accumulate, each
+// message with the choice it belongs to (ChoiceCount(request) choices; their messages may
+// interleave in any order).
 class ResponseBuilder {
  public:
   // `id` is the whole response id (MakeResponseId); `model` the served model id reported back;
@@ -28,53 +30,60 @@ class ResponseBuilder {
   ResponseBuilder(const ParsedRequest& request, std::string id, int64_t created, std::string model,
                   const Tokenizer* tokenizer);
 
-  // Streaming: the SSE events ("data: {json}\n\n", possibly several or none) for one message.
-  // The first chat event carries delta.role "assistant"; the one for the last message carries
-  // finish_reason and stop_reason.
-  [[nodiscard]] std::string StreamEvents(const v1::GenerateResponse& message);
-  // After the last message: the usage event (choices []) when include_usage, then
+  // Streaming: the SSE events ("data: {json}\n\n", possibly several or none) for one message of
+  // `choice`. Each event holds that one choice. A choice's first chat event carries delta.role
+  // "assistant"; the one for its last message carries finish_reason and stop_reason.
+  [[nodiscard]] std::string StreamEvents(int32_t choice, const v1::GenerateResponse& message);
+  // After every choice's last message: the usage event (choices []) when include_usage, then
   // "data: [DONE]\n\n".
   [[nodiscard]] std::string StreamDone() const;
 
-  // Non-streaming: folds one message in; Body() is the complete JSON response once the last
-  // message (with finish_reason and usage) has been folded in.
-  void Accumulate(const v1::GenerateResponse& message);
+  // Non-streaming: folds one message of `choice` in; Body() is the complete JSON response once
+  // every choice's last message (with finish_reason and usage) has been folded in.
+  void Accumulate(int32_t choice, const v1::GenerateResponse& message);
   [[nodiscard]] std::string Body() const;
 
  private:
   using Json = nlohmann::ordered_json;
 
+  // What one choice has produced so far.
+  struct Choice {
+    bool role_sent = false;
+    // Code points of completion text covered by logprobs so far (completions text_offset).
+    int64_t text_offset = 0;
+    std::string text;
+    Json logprobs;
+    v1::FinishReason finish_reason = v1::FINISH_REASON_UNSPECIFIED;
+    v1::GenerateResponse::StopReasonCase stop_case = v1::GenerateResponse::STOP_REASON_NOT_SET;
+    std::string stop_string;
+    int32_t stop_token_id = 0;
+    int32_t prompt_tokens = 0;
+    int32_t completion_tokens = 0;
+  };
+
   [[nodiscard]] Json ChunkEnvelope() const;
+  // Usage of the whole request: each prompt's tokens once (its n samples share it), every
+  // choice's completion tokens.
   [[nodiscard]] Json UsageJson() const;
   [[nodiscard]] std::string TokenString(int32_t id) const;
   // Appends the message's logprobs to `logprobs` (the completions or chat shape), advancing
-  // text_offset_ for the completions shape.
-  void AppendLogprobs(const v1::GenerateResponse& message, Json& logprobs);
+  // `text_offset` for the completions shape.
+  void AppendLogprobs(const v1::GenerateResponse& message, int64_t& text_offset, Json& logprobs);
   [[nodiscard]] Json EmptyLogprobs() const;
-  void NoteFinal(const v1::GenerateResponse& message);
-  [[nodiscard]] Json FinishReasonJson() const;
-  [[nodiscard]] Json StopReasonJson() const;
+  static void NoteFinal(const v1::GenerateResponse& message, Choice& choice);
+  static Json FinishReasonJson(const Choice& choice);
+  static Json StopReasonJson(const Choice& choice);
 
   Endpoint endpoint_;
   bool include_usage_;
   bool logprobs_;
   int32_t top_logprobs_;
+  int32_t n_;
   std::string id_;
   int64_t created_;
   std::string model_;
   const Tokenizer* tokenizer_;
-
-  bool role_sent_ = false;
-  // Code points of completion text covered by logprobs so far (completions text_offset).
-  int64_t text_offset_ = 0;
-  std::string text_;
-  Json logprobs_json_;
-  v1::FinishReason finish_reason_ = v1::FINISH_REASON_UNSPECIFIED;
-  v1::GenerateResponse::StopReasonCase stop_case_ = v1::GenerateResponse::STOP_REASON_NOT_SET;
-  std::string stop_string_;
-  int32_t stop_token_id_ = 0;
-  int32_t prompt_tokens_ = 0;
-  int32_t completion_tokens_ = 0;
+  std::vector<Choice> choices_;
 };
 
 // {"error": {"message", "type", "param", "code"}} as OpenAI sends it; type and code follow the

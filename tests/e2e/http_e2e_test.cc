@@ -85,10 +85,12 @@ struct Cluster {
 // The served model id (the fixture directory the workers report).
 std::string ModelId() { return worker::testdata::FixtureDir("llama-gqa").string(); }
 
-// gRPC Generate of `text`, greedy: the reference the HTTP answers must equal.
-// Greedy text of a gRPC Generate; `penalties` sets frequency, presence and repetition penalty.
+// The text of a gRPC Generate of `text`: the reference the HTTP answers must equal. Greedy, or
+// sampled at temperature 1 with `seed`; `penalties` sets frequency, presence and repetition
+// penalty.
 std::string GrpcText(v1::Inference::Stub& stub, const std::string& text, int max_tokens,
-                     std::optional<std::array<float, 3>> penalties = std::nullopt) {
+                     std::optional<std::array<float, 3>> penalties = std::nullopt,
+                     std::optional<uint64_t> seed = std::nullopt) {
   v1::GenerateRequest request;
   request.set_text(text);
   if (penalties.has_value()) {
@@ -96,7 +98,8 @@ std::string GrpcText(v1::Inference::Stub& stub, const std::string& text, int max
     request.mutable_sampling()->set_presence_penalty((*penalties)[1]);
     request.mutable_sampling()->set_repetition_penalty((*penalties)[2]);
   }
-  request.mutable_sampling()->set_temperature(0.0f);
+  request.mutable_sampling()->set_temperature(seed.has_value() ? 1.0f : 0.0f);
+  if (seed.has_value()) request.mutable_sampling()->set_seed(*seed);
   request.mutable_sampling()->set_max_tokens(max_tokens);
   request.mutable_sampling()->set_ignore_eos(true);
   grpc::ClientContext context;
@@ -215,6 +218,113 @@ TEST_F(HttpE2eTest, PenaltiesGiveTheSameTextAsGrpcAndChangeIt) {
   const HttpResponse response = cluster_->Post("/v1/completions", request.dump());
   ASSERT_EQ(response.status, 200) << response.body;
   EXPECT_EQ(Json::parse(response.body)["choices"][0]["text"], penalized);
+}
+
+// Texts of a streamed response by choice index; checks each choice finishes exactly once.
+std::vector<std::string> StreamedChoices(const HttpResponse& response, size_t choices) {
+  std::vector<std::string> text(choices);
+  std::vector<int> finishes(choices, 0);
+  const std::vector<std::string> events = response.Events();
+  EXPECT_FALSE(events.empty());
+  if (events.empty()) return text;
+  EXPECT_EQ(events.back(), "[DONE]");
+  for (size_t i = 0; i + 1 < events.size(); ++i) {
+    const Json chunk = Json::parse(events[i]);
+    if (chunk["choices"].empty()) continue;
+    EXPECT_EQ(chunk["choices"].size(), 1u) << events[i];
+    const Json& choice = chunk["choices"][0];
+    const auto index = choice["index"].get<size_t>();
+    if (index >= choices) {
+      ADD_FAILURE() << "choice index " << index << " of " << choices;
+      continue;
+    }
+    text[index] += choice["text"].get<std::string>();
+    if (!choice["finish_reason"].is_null()) ++finishes[index];
+  }
+  EXPECT_EQ(finishes, std::vector<int>(choices, 1));
+  return text;
+}
+
+// n samples of one prompt are n requests seeded seed + j, as in vLLM: each equals the gRPC
+// generation with that seed, streamed or not; the prompt counts once in usage.
+TEST_F(HttpE2eTest, NSamplesEachEqualTheGrpcGenerationSeededSeedPlusIndex) {
+  constexpr uint64_t kSeed = 1234;
+  std::vector<std::string> expected;
+  for (uint64_t j = 0; j < 3; ++j) {
+    expected.push_back(GrpcText(*cluster_->stub, "Hello world", 12, std::nullopt, kSeed + j));
+  }
+  // The samples differ, so a response that repeated one seed would not pass.
+  EXPECT_NE(expected[0], expected[1]);
+  EXPECT_NE(expected[1], expected[2]);
+  const Json request = {{"prompt", "Hello world"}, {"max_tokens", 12}, {"temperature", 1.0},
+                        {"seed", kSeed},           {"n", 3},           {"ignore_eos", true}};
+  const HttpResponse whole = cluster_->Post("/v1/completions", request.dump());
+  ASSERT_EQ(whole.status, 200) << whole.body;
+  const Json body = Json::parse(whole.body);
+  ASSERT_EQ(body["choices"].size(), 3u) << whole.body;
+  for (size_t j = 0; j < 3; ++j) {
+    EXPECT_EQ(body["choices"][j]["index"], j);
+    EXPECT_EQ(body["choices"][j]["text"], expected[j]) << j;
+    EXPECT_EQ(body["choices"][j]["finish_reason"], "length");
+  }
+  EXPECT_EQ(body["usage"]["prompt_tokens"], 11);
+  EXPECT_EQ(body["usage"]["completion_tokens"], 36);
+
+  Json stream_request = request;
+  stream_request["stream"] = true;
+  stream_request["stream_options"] = {{"include_usage", true}};
+  const HttpResponse streamed = cluster_->Post("/v1/completions", stream_request.dump());
+  ASSERT_EQ(streamed.status, 200) << streamed.body;
+  EXPECT_EQ(StreamedChoices(streamed, 3), expected);
+  const std::vector<std::string> events = streamed.Events();
+  ASSERT_GE(events.size(), 2u);
+  const Json usage = Json::parse(events[events.size() - 2]);
+  EXPECT_EQ(usage["usage"]["prompt_tokens"], 11) << events[events.size() - 2];
+  EXPECT_EQ(usage["usage"]["completion_tokens"], 36);
+}
+
+// A list of prompts with n = 2: choice i is sample i % 2 of prompt i / 2.
+TEST_F(HttpE2eTest, AListOfPromptsGivesEachPromptItsChoicesInOrder) {
+  const std::vector<std::string> prompts = {"Hello world", "Bye", "abc def"};
+  std::vector<std::string> expected;
+  for (const std::string& p : prompts) expected.push_back(GrpcText(*cluster_->stub, p, 10));
+  for (const bool stream : {false, true}) {
+    const Json request = {{"prompt", prompts}, {"max_tokens", 10},  {"temperature", 0}, {"n", 2},
+                          {"stream", stream},  {"ignore_eos", true}};
+    const HttpResponse response = cluster_->Post("/v1/completions", request.dump());
+    ASSERT_EQ(response.status, 200) << response.body;
+    std::vector<std::string> texts;
+    if (stream) {
+      texts = StreamedChoices(response, 6);
+    } else {
+      const Json body = Json::parse(response.body);
+      ASSERT_EQ(body["choices"].size(), 6u) << response.body;
+      for (const Json& choice : body["choices"]) texts.push_back(choice["text"]);
+      EXPECT_EQ(body["usage"]["prompt_tokens"], 11 + 3 + 7);
+      EXPECT_EQ(body["usage"]["completion_tokens"], 60);
+    }
+    ASSERT_EQ(texts.size(), 6u);
+    for (size_t i = 0; i < 6; ++i)
+      EXPECT_EQ(texts[i], expected[i / 2]) << i << " stream " << stream;
+  }
+}
+
+// One bad prompt of a list fails the whole request with a real 400 naming it, streamed or not:
+// no partial answer, and the other prompts' calls are cancelled.
+TEST_F(HttpE2eTest, OneBadPromptOfAListFailsTheWholeRequestWithA400NamingIt) {
+  for (const bool stream : {false, true}) {
+    const Json request = {{"prompt", Json::array({Json("Hello world"), Json::array({5, 9999})})},
+                          {"max_tokens", 50},
+                          {"n", 2},
+                          {"stream", stream}};
+    const HttpResponse response = cluster_->Post("/v1/completions", request.dump());
+    ASSERT_EQ(response.status, 400) << response.body;
+    const Json body = Json::parse(response.body);
+    const std::string message = body["error"]["message"];
+    EXPECT_EQ(message.rfind("prompt[1]: ", 0), 0u) << message;
+    EXPECT_NE(message.find("9999"), std::string::npos) << message;
+    EXPECT_EQ(body["error"]["param"], "prompt");
+  }
 }
 
 TEST_F(HttpE2eTest, ChatEqualsCompletionOfTheChatMlRenderedPrompt) {
@@ -368,7 +478,7 @@ TEST_F(HttpE2eTest, BadInputGetsTheRightStatusAndAMessageNamingTheFieldAndLimit)
        R"({"messages": [{"role": "wizard", "content": "hi"}]})",
        400,
        {"role"}},
-      {"n above 1", "/v1/completions", R"({"prompt": "hi", "n": 3})", 400, {"n"}},
+      {"n above 128", "/v1/completions", R"({"prompt": "hi", "n": 129})", 400, {"n", "128"}},
       {"missing API key", "/v1/completions", R"({"prompt": "hi"})", 401, {"API key"}, {}},
       {"wrong API key",
        "/v1/completions",

@@ -2,7 +2,7 @@
 
 Usage: openai_client_check.py BASE_URL API_KEY
 Checks completions and chat, streaming and not, agree with each other at temperature 0, that
-usage is reported, and that a bad request surfaces as openai.BadRequestError naming the field.
+usage is reported, that n > 1 gives n indexed choices, and that a bad request surfaces as openai.BadRequestError naming the field.
 Exits non-zero with the failed check on stderr.
 """
 import sys
@@ -35,6 +35,14 @@ def main():
                                                               stream=True, **params)
                        if chunk.choices)
     check(streamed == text, f"streamed {streamed!r} != {text!r}")
+
+    # n samples: one choice each, indexed; the prompt counts once in usage.
+    multi = client.completions.create(model=model, prompt="Once upon a time", n=2, seed=5,
+                                      temperature=1.0, max_tokens=8,
+                                      extra_body={"ignore_eos": True})
+    check(sorted(c.index for c in multi.choices) == [0, 1], f"choices {multi.choices}")
+    check(multi.usage.prompt_tokens == len("Once upon a time"), f"usage {multi.usage}")
+    check(multi.usage.completion_tokens == 16, f"usage {multi.usage}")
 
     messages = [{"role": "system", "content": "You are terse."},
                 {"role": "user", "content": "Name a colour."}]

@@ -29,8 +29,13 @@ TEST(OpenAiProtocolTest, BadCompletionBodies) {
       {R"(["prompt"])", "", "must be a JSON object, got array"},
       {R"({})", "prompt", "prompt is required"},
       {R"({"prompt": 3})", "prompt", "prompt must be a string, an array"},
-      {R"({"prompt": ["a", "b"]})", "prompt", "batched prompts are not supported"},
-      {R"({"prompt": [[1, 2], [3]]})", "prompt", "batched prompts are not supported"},
+      {R"({"prompt": ["a", 3]})", "prompt[1]",
+       "prompt[1] must be a string or an array of token ids, got number"},
+      {R"({"prompt": [[1, 2], []]})", "prompt[1]", "prompt[1] must not be an empty array"},
+      {R"({"prompt": [[1, 2], [3, "x"]]})", "prompt[1][1]",
+       "prompt[1][1] must be a token id (integer), got string"},
+      {R"({"prompt": ["a", "b", "c"], "n": 50})", "prompt",
+       "prompts x n must be at most 128, got 3 prompts x n 50 = 150"},
       {R"({"prompt": []})", "prompt", "must not be an empty array"},
       {R"({"prompt": [1, "x"]})", "prompt[1]",
        "prompt[1] must be a token id (integer), got string"},
@@ -63,9 +68,11 @@ TEST(OpenAiProtocolTest, BadCompletionBodies) {
        "must be an object"},
       {R"({"prompt": "x", "stream": true, "stream_options": {"include_usage": 1}})",
        "stream_options.include_usage", "must be a boolean"},
-      {R"({"prompt": "x", "n": 2})", "n", "n must be 1, got 2"},
+      {R"({"prompt": "x", "n": 0})", "n", "n must be in [1, 128], got 0"},
+      {R"({"prompt": "x", "n": 129})", "n", "n must be in [1, 128], got 129"},
       {R"({"prompt": "x", "n": "1"})", "n", "n must be an integer"},
-      {R"({"prompt": "x", "best_of": 3})", "best_of", "best_of > 1 is not supported, got 3"},
+      {R"({"prompt": "x", "best_of": 3})", "best_of",
+       "best_of > n is not supported (every sample is returned), got best_of 3 with n 1"},
       {R"({"prompt": "x", "echo": true})", "echo", "echo is not supported"},
       {R"({"prompt": "x", "presence_penalty": "0.5"})", "presence_penalty",
        "presence_penalty must be a number, got string"},
@@ -117,7 +124,8 @@ TEST(OpenAiProtocolTest, BadChatBodies) {
        "response_format", "not supported"},
       {R"({"messages": [{"role": "user", "content": "x"}], "add_generation_prompt": "no"})",
        "add_generation_prompt", "must be a boolean"},
-      {R"({"messages": [{"role": "user", "content": "x"}], "n": 3})", "n", "n must be 1"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "n": -3})", "n",
+       "n must be in [1, 128], got -3"},
       {R"({"messages": [{"role": "user", "content": "x"}], "temperature": [1]})", "temperature",
        "temperature must be a number, got array"},
   };
@@ -206,6 +214,41 @@ TEST(OpenAiProtocolTest, PromptShapes) {
   r = ParseCompletionRequest(R"({"prompt": [-1], "max_tokens": -5, "temperature": -1})");
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->generate.sampling().max_tokens(), -5);
+}
+
+// Choice i is sample i % n of prompt i / n; with a seed the samples are seeded seed + j.
+TEST(OpenAiProtocolTest, ListsOfPromptsAndNExpandIntoChoices) {
+  absl::StatusOr<ParsedRequest> r = ParseCompletionRequest(
+      R"({"prompt": ["first", [7, 8], "third"], "n": 2, "seed": 18446744073709551615,
+          "best_of": 2, "max_tokens": 5})");
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(ChoiceCount(*r), 6);
+  const std::vector<std::string> texts = {"first", "", "third"};
+  for (int32_t i = 0; i < 6; ++i) {
+    const v1::GenerateRequest c = ChoiceRequest(*r, i);
+    if (i / 2 == 1) {
+      ASSERT_TRUE(c.has_token_ids()) << i;
+      EXPECT_EQ(std::vector<int32_t>(c.token_ids().ids().begin(), c.token_ids().ids().end()),
+                (std::vector<int32_t>{7, 8}));
+    } else {
+      EXPECT_EQ(c.text(), texts[static_cast<size_t>(i / 2)]) << i;
+    }
+    EXPECT_EQ(c.sampling().max_tokens(), 5) << i;
+    // 2^64 - 1 + 1 wraps to 0.
+    EXPECT_EQ(c.sampling().seed(), i % 2 == 0 ? 18446744073709551615u : 0u) << i;
+  }
+  // Without a seed the samples stay unseeded (the engine draws a fresh one for each).
+  r = ParseCompletionRequest(R"({"prompt": "x", "n": 3})");
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(ChoiceCount(*r), 3);
+  for (int32_t i = 0; i < 3; ++i) {
+    EXPECT_FALSE(ChoiceRequest(*r, i).sampling().has_seed());
+    EXPECT_EQ(ChoiceRequest(*r, i).text(), "x");
+  }
+  r = ParseChatRequest(R"({"messages": [{"role": "user", "content": "x"}], "n": 4, "seed": 1})");
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(ChoiceCount(*r), 4);
+  EXPECT_EQ(ChoiceRequest(*r, 3).sampling().seed(), 4u);
 }
 
 TEST(OpenAiProtocolTest, StopArrayAndSeeds) {

@@ -91,7 +91,7 @@ TEST_F(ResponseBuilderTest, ChatStreamMatchesNonStream) {
     ResponseBuilder stream(Request(Endpoint::kChat, true, include_usage, false, 0), "chatcmpl-1",
                            1700000000, "qwen", tokenizer_.get());
     std::string sse;
-    for (const auto& m : Conversation()) sse += stream.StreamEvents(m);
+    for (const auto& m : Conversation()) sse += stream.StreamEvents(0, m);
     sse += stream.StreamDone();
     const std::vector<Json> events = Events(sse);
     ASSERT_GE(events.size(), 3u);
@@ -139,7 +139,7 @@ TEST_F(ResponseBuilderTest, ChatStreamMatchesNonStream) {
 
     ResponseBuilder whole(Request(Endpoint::kChat, false, false, false, 0), "chatcmpl-1",
                           1700000000, "qwen", tokenizer_.get());
-    for (const auto& m : Conversation()) whole.Accumulate(m);
+    for (const auto& m : Conversation()) whole.Accumulate(0, m);
     const Json body = Json::parse(whole.Body());
     EXPECT_EQ(body["object"], "chat.completion");
     EXPECT_EQ(body["choices"][0]["message"]["role"], "assistant");
@@ -156,7 +156,7 @@ TEST_F(ResponseBuilderTest, CompletionStreamMatchesNonStream) {
   ResponseBuilder stream(Request(Endpoint::kCompletions, true, false, true, 1), "cmpl-9", 5, "m",
                          tokenizer_.get());
   std::string sse;
-  for (const auto& m : Conversation()) sse += stream.StreamEvents(m);
+  for (const auto& m : Conversation()) sse += stream.StreamEvents(0, m);
   sse += stream.StreamDone();
   const std::vector<Json> events = Events(sse);
   ASSERT_EQ(events.size(), 5u);  // 4 chunks + [DONE]; no usage event without include_usage
@@ -175,7 +175,7 @@ TEST_F(ResponseBuilderTest, CompletionStreamMatchesNonStream) {
 
   ResponseBuilder whole(Request(Endpoint::kCompletions, false, false, true, 1), "cmpl-9", 5, "m",
                         tokenizer_.get());
-  for (const auto& m : Conversation()) whole.Accumulate(m);
+  for (const auto& m : Conversation()) whole.Accumulate(0, m);
   const Json body = Json::parse(whole.Body());
   EXPECT_EQ(body["id"], "cmpl-9");
   EXPECT_EQ(body["object"], "text_completion");
@@ -197,7 +197,7 @@ TEST_F(ResponseBuilderTest, CompletionStreamMatchesNonStream) {
 TEST_F(ResponseBuilderTest, ChatLogprobsShape) {
   ResponseBuilder whole(Request(Endpoint::kChat, false, false, true, 2), "chatcmpl-2", 1, "m",
                         tokenizer_.get());
-  whole.Accumulate(Last("ab", v1::FINISH_REASON_LENGTH, 3, 2));
+  whole.Accumulate(0, Last("ab", v1::FINISH_REASON_LENGTH, 3, 2));
   const Json body = Json::parse(whole.Body());
   const Json& content = body["choices"][0]["logprobs"]["content"];
   ASSERT_EQ(content.size(), 2u);
@@ -213,7 +213,7 @@ TEST_F(ResponseBuilderTest, ChatLogprobsShape) {
   // top_logprobs 0: the sampled token only, no alternatives; no tokenizer: "token_id:N".
   ResponseBuilder bare(Request(Endpoint::kChat, true, false, true, 0), "chatcmpl-3", 1, "m",
                        nullptr);
-  const std::vector<Json> events = Events(bare.StreamEvents(Delta("a")));
+  const std::vector<Json> events = Events(bare.StreamEvents(0, Delta("a")));
   ASSERT_EQ(events.size(), 1u);
   const Json& entry = events[0]["choices"][0]["logprobs"]["content"][0];
   EXPECT_EQ(entry["token"], "token_id:97");
@@ -225,7 +225,7 @@ TEST_F(ResponseBuilderTest, FinalOnlyMessageAndStopToken) {
   v1::GenerateResponse last;
   last.set_finish_reason(v1::FINISH_REASON_ABORT);
   last.set_stop_token_id(2);
-  const std::vector<Json> events = Events(chat.StreamEvents(last));
+  const std::vector<Json> events = Events(chat.StreamEvents(0, last));
   ASSERT_EQ(events.size(), 1u);
   const Json& choice = events[0]["choices"][0];
   EXPECT_EQ(choice["delta"], (Json{{"role", "assistant"}, {"content", ""}}));
@@ -234,9 +234,9 @@ TEST_F(ResponseBuilderTest, FinalOnlyMessageAndStopToken) {
 
   // After the role chunk, a text-less final message has an empty delta.
   ResponseBuilder chat2(Request(Endpoint::kChat, true, false, false, 0), "c", 1, "m", nullptr);
-  ASSERT_FALSE(chat2.StreamEvents(Delta("x")).empty());
-  EXPECT_EQ(chat2.StreamEvents(Delta("")), "");
-  const std::vector<Json> tail = Events(chat2.StreamEvents(last));
+  ASSERT_FALSE(chat2.StreamEvents(0, Delta("x")).empty());
+  EXPECT_EQ(chat2.StreamEvents(0, Delta("")), "");
+  const std::vector<Json> tail = Events(chat2.StreamEvents(0, last));
   ASSERT_EQ(tail.size(), 1u);
   EXPECT_EQ(tail[0]["choices"][0]["delta"], Json::object());
 }
@@ -245,12 +245,98 @@ TEST_F(ResponseBuilderTest, InvalidUtf8DoesNotThrow) {
   ResponseBuilder whole(Request(Endpoint::kCompletions, false, false, false, 0), "cmpl", 1, "m",
                         nullptr);
   v1::GenerateResponse m = Last("ok\xFF", v1::FINISH_REASON_STOP, 1, 1);
-  whole.Accumulate(m);
+  whole.Accumulate(0, m);
   const Json body = Json::parse(whole.Body());
   EXPECT_EQ(body["choices"][0]["text"], "ok\xEF\xBF\xBD");
   ResponseBuilder stream(Request(Endpoint::kCompletions, true, false, false, 0), "cmpl", 1, "m",
                          nullptr);
-  EXPECT_NO_THROW(Events(stream.StreamEvents(m)));
+  EXPECT_NO_THROW(Events(stream.StreamEvents(0, m)));
+}
+
+// Two prompts x n = 2: four choices whose messages interleave. Each streamed event holds one
+// choice under its own index; each choice has its own role chunk, logprob offsets and finish;
+// usage counts each prompt once and every choice's completion.
+TEST_F(ResponseBuilderTest, SeveralChoicesInterleaveAndUsageCountsEachPromptOnce) {
+  for (const Endpoint endpoint : {Endpoint::kChat, Endpoint::kCompletions}) {
+    ParsedRequest request = Request(endpoint, true, true, true, 1);
+    request.n = 2;
+    request.more_prompts.emplace_back().set_text("second prompt");
+    // Choice c says "<c>a", then "<c>b", then finishes (prompts of 7 and 5 tokens).
+    std::vector<std::pair<int32_t, v1::GenerateResponse>> messages;
+    for (const char* part : {"a", "b"}) {
+      for (const int32_t c : {3, 0, 2, 1})
+        messages.emplace_back(c, Delta(std::to_string(c) + part));
+    }
+    for (const int32_t c : {1, 3, 0, 2}) {
+      messages.emplace_back(c, Last("", c == 1 ? v1::FINISH_REASON_STOP : v1::FINISH_REASON_LENGTH,
+                                    c < 2 ? 7 : 5, 2 + c));
+    }
+
+    ResponseBuilder stream(request, "id", 1, "m", tokenizer_.get());
+    std::string sse;
+    for (const auto& [c, m] : messages) sse += stream.StreamEvents(c, m);
+    sse += stream.StreamDone();
+    const std::vector<Json> events = Events(sse);
+    std::vector<std::string> text(4);
+    std::vector<int> roles(4, 0), finishes(4, 0);
+    std::vector<std::vector<int64_t>> offsets(4);
+    Json usage;
+    for (const Json& e : events) {
+      if (!e.is_object()) continue;
+      if (e["choices"].empty()) {
+        usage = e["usage"];
+        continue;
+      }
+      ASSERT_EQ(e["choices"].size(), 1u) << e.dump();
+      const Json& choice = e["choices"][0];
+      const auto c = choice["index"].get<size_t>();
+      ASSERT_LT(c, 4u);
+      if (endpoint == Endpoint::kChat) {
+        if (choice["delta"].contains("role")) ++roles[c];
+        if (choice["delta"].contains("content")) text[c] += choice["delta"]["content"];
+        EXPECT_EQ(choice["logprobs"].is_null(),
+                  !choice["delta"].contains("content") || choice["delta"]["content"] == "");
+      } else {
+        text[c] += choice["text"];
+        if (!choice["logprobs"].is_null()) {
+          for (const auto& o : choice["logprobs"]["text_offset"]) offsets[c].push_back(o);
+        }
+      }
+      if (!choice["finish_reason"].is_null()) {
+        ++finishes[c];
+        EXPECT_EQ(choice["finish_reason"], c == 1 ? "stop" : "length");
+      }
+    }
+    for (size_t c = 0; c < 4; ++c) {
+      EXPECT_EQ(text[c], std::to_string(c) + "a" + std::to_string(c) + "b") << c;
+      EXPECT_EQ(finishes[c], 1) << c;
+      if (endpoint == Endpoint::kChat) {
+        EXPECT_EQ(roles[c], 1) << c;
+      } else {
+        EXPECT_EQ(offsets[c], (std::vector<int64_t>{0, 1, 2, 3})) << c;  // per choice
+      }
+    }
+    EXPECT_EQ(usage["prompt_tokens"], 12);  // 7 + 5, not 7 + 7 + 5 + 5
+    EXPECT_EQ(usage["completion_tokens"], 2 + 3 + 4 + 5);
+    EXPECT_EQ(usage["total_tokens"], 26);
+
+    request.stream = false;
+    ResponseBuilder whole(request, "id", 1, "m", tokenizer_.get());
+    for (const auto& [c, m] : messages) whole.Accumulate(c, m);
+    const Json body = Json::parse(whole.Body());
+    ASSERT_EQ(body["choices"].size(), 4u);
+    for (size_t c = 0; c < 4; ++c) {
+      const Json& choice = body["choices"][c];
+      EXPECT_EQ(choice["index"], c);
+      const Json& content =
+          endpoint == Endpoint::kChat ? choice["message"]["content"] : choice["text"];
+      EXPECT_EQ(content, text[c]) << c;
+      EXPECT_EQ(choice["finish_reason"], c == 1 ? "stop" : "length");
+      const Json& lp = choice["logprobs"];
+      EXPECT_EQ((endpoint == Endpoint::kChat ? lp["content"] : lp["tokens"]).size(), 4u) << c;
+    }
+    EXPECT_EQ(body["usage"], usage);
+  }
 }
 
 TEST(OpenAiResponseTest, MakeResponseId) {

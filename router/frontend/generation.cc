@@ -1,0 +1,269 @@
+#include "router/frontend/generation.h"
+
+#include <cctype>
+#include <functional>
+#include <utility>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+
+namespace headroom::router {
+namespace {
+
+constexpr char kJson[] = "application/json";
+
+// The gRPC side names fields as in the proto ("sampling.max_tokens", "token_ids.ids[3]");
+// HTTP clients sent OpenAI's flat names. Returns the message with those names and the field.
+std::pair<std::string, std::string> OpenAiMessage(const std::string& grpc_message) {
+  std::string message = absl::StrReplaceAll(grpc_message, {{"sampling.", ""}});
+  size_t end = 0;
+  while (end < message.size() &&
+         (std::islower(static_cast<unsigned char>(message[end])) != 0 || message[end] == '_')) {
+    ++end;
+  }
+  std::string param = message.substr(0, end);
+  static const absl::flat_hash_set<std::string> kFields = {"temperature",
+                                                           "top_p",
+                                                           "top_k",
+                                                           "min_p",
+                                                           "max_tokens",
+                                                           "min_tokens",
+                                                           "logprobs",
+                                                           "stop_token_ids",
+                                                           "prompt",
+                                                           "text",
+                                                           "token_ids",
+                                                           "seed",
+                                                           "stop",
+                                                           "logit_bias",
+                                                           "repetition_penalty",
+                                                           "frequency_penalty",
+                                                           "presence_penalty"};
+  if (!kFields.contains(param)) param.clear();
+  if (param == "text" || param == "token_ids") param = "prompt";
+  return {std::move(message), std::move(param)};
+}
+
+}  // namespace
+
+void RespondOpenAiError(http::ResponseWriter& writer, int status, const std::string& message,
+                        const std::string& param,
+                        std::vector<std::pair<std::string, std::string>> headers) {
+  writer.Respond(status, kJson, openai::ErrorBody(status, message, param), std::move(headers));
+}
+
+int HttpStatusOf(grpc::StatusCode code) {
+  switch (code) {
+    case grpc::StatusCode::OK:
+      return 200;
+    case grpc::StatusCode::INVALID_ARGUMENT:
+    case grpc::StatusCode::FAILED_PRECONDITION:
+    case grpc::StatusCode::OUT_OF_RANGE:
+      return 400;
+    case grpc::StatusCode::UNAUTHENTICATED:
+      return 401;
+    case grpc::StatusCode::PERMISSION_DENIED:
+      return 403;
+    case grpc::StatusCode::NOT_FOUND:
+      return 404;
+    case grpc::StatusCode::ALREADY_EXISTS:
+      return 409;
+    case grpc::StatusCode::RESOURCE_EXHAUSTED:
+      return 429;
+    case grpc::StatusCode::CANCELLED:
+      return 499;
+    case grpc::StatusCode::UNIMPLEMENTED:
+      return 501;
+    case grpc::StatusCode::UNAVAILABLE:
+      return 503;
+    case grpc::StatusCode::DEADLINE_EXCEEDED:
+      return 504;
+    default:
+      return 500;
+  }
+}
+
+// One choice's Generate call on the in-process channel (callback client reactor). Owned by its
+// Generation, which it keeps alive from Start until its OnDone.
+class Generation::ChoiceCall final : public grpc::ClientReadReactor<v1::GenerateResponse> {
+ public:
+  ChoiceCall(int32_t choice, v1::GenerateRequest request)
+      : choice_(choice), request_(std::move(request)) {}
+
+  void Start(std::shared_ptr<Generation> generation) {
+    generation_ = std::move(generation);
+    generation_->hooks_.stub->async()->Generate(&context_, &request_, this);
+    StartRead(&response_);
+    StartCall();
+  }
+
+  void Cancel() { context_.TryCancel(); }
+
+  void OnReadDone(bool ok) override {
+    if (!ok) return;  // OnDone follows
+    generation_->OnMessage(choice_, response_);
+    StartRead(&response_);
+  }
+
+  void OnDone(const grpc::Status& status) override {
+    std::string retry_after;
+    if (!status.ok()) {
+      const auto& trailers = context_.GetServerTrailingMetadata();
+      if (auto it = trailers.find("retry-after"); it != trailers.end()) {
+        retry_after.assign(it->second.data(), it->second.size());
+      }
+    }
+    // The last call's reset destroys the Generation and with it this reactor: touch nothing
+    // after it (gRPC allows deleting a reactor in OnDone). `ended` runs after it, so the
+    // Generation (and the writer it holds) is gone when the front learns it may shut down.
+    std::shared_ptr<Generation> generation = std::move(generation_);
+    std::function<void()> ended;
+    if (generation->OnCallDone(choice_, status, retry_after)) ended = generation->hooks_.ended;
+    generation.reset();
+    if (ended) ended();
+  }
+
+ private:
+  const int32_t choice_;
+  grpc::ClientContext context_;
+  v1::GenerateRequest request_;
+  v1::GenerateResponse response_;
+  std::shared_ptr<Generation> generation_;
+};
+
+Generation::Generation(GenerationHooks hooks, std::shared_ptr<http::ResponseWriter> writer,
+                       const openai::ParsedRequest& parsed, std::string id, int64_t created,
+                       std::string model)
+    : hooks_(std::move(hooks)),
+      writer_(std::move(writer)),
+      stream_(parsed.stream),
+      n_(parsed.n),
+      several_prompts_(!parsed.more_prompts.empty()),
+      builder_(parsed, std::move(id), created, std::move(model), hooks_.tokenizer) {
+  const int32_t choices = openai::ChoiceCount(parsed);
+  for (int32_t i = 0; i < choices; ++i) {
+    calls_.push_back(std::make_unique<ChoiceCall>(i, openai::ChoiceRequest(parsed, i)));
+  }
+  sent_first_.assign(static_cast<size_t>(choices), false);
+  unstarted_ = choices;
+  open_ = choices;
+}
+
+Generation::~Generation() = default;
+
+void Generation::Start() {
+  std::weak_ptr<Generation> weak = weak_from_this();
+  writer_->OnDisconnect([weak] {
+    if (std::shared_ptr<Generation> generation = weak.lock()) generation->CancelForClient();
+  });
+  for (const std::unique_ptr<ChoiceCall>& call : calls_) call->Start(shared_from_this());
+}
+
+void Generation::OnMessage(int32_t choice, const v1::GenerateResponse& message) {
+  bool client_gone = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (answered_) return;
+    if (!stream_) {
+      builder_.Accumulate(choice, message);
+      return;
+    }
+    std::string events = builder_.StreamEvents(choice, message);
+    if (!started_) {
+      held_ += events;
+      if (!sent_first_[static_cast<size_t>(choice)]) {
+        sent_first_[static_cast<size_t>(choice)] = true;
+        if (--unstarted_ == 0) StartStreamLocked();
+      }
+    } else if (!events.empty()) {
+      client_gone = !writer_->Write(std::move(events));
+    }
+  }
+  if (client_gone) CancelForClient();
+}
+
+bool Generation::OnCallDone(int32_t choice, const grpc::Status& status,
+                            const std::string& retry_after) {
+  bool cancel_others = false;
+  bool last = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    last = --open_ == 0;
+    if (!answered_) {
+      if (!status.ok()) {
+        AnswerErrorLocked(choice, status, retry_after);
+        answered_ = true;
+        cancel_others = !last;
+      } else if (last) {
+        if (!stream_) {
+          writer_->Respond(200, kJson, builder_.Body());
+        } else {
+          if (!started_) StartStreamLocked();
+          writer_->Write(builder_.StreamDone());
+          writer_->End();
+        }
+        answered_ = true;
+      } else if (stream_ && !started_ && !sent_first_[static_cast<size_t>(choice)]) {
+        // Ended OK without a message (not something the service does): it holds nothing back.
+        sent_first_[static_cast<size_t>(choice)] = true;
+        if (--unstarted_ == 0) StartStreamLocked();
+      }
+    }
+  }
+  if (cancel_others) CancelAll();
+  return last;
+}
+
+void Generation::AnswerErrorLocked(int32_t choice, const grpc::Status& status,
+                                   const std::string& retry_after) {
+  const grpc::StatusCode code = status.error_code();
+  if ((code == grpc::StatusCode::CANCELLED || code == grpc::StatusCode::UNAVAILABLE) &&
+      !client_gone_.load() && hooks_.shutting_down()) {
+    // The router's gRPC server ended the call at its shutdown deadline (CANCELLED, or
+    // UNAVAILABLE "Transport closed" for a deadline of 0). The client did nothing wrong and
+    // another replica can serve it: 503 + Retry-After, not 499 or a transport message.
+    const std::string message = absl::StrCat("the router shut down before the request finished (",
+                                             status.error_message(), "); retry on another replica");
+    if (!started_) {
+      RespondOpenAiError(*writer_, 503, message, "", {{"Retry-After", "1"}});
+    } else {
+      writer_->Write(openai::ErrorEvent(503, message));
+      writer_->Write("data: [DONE]\n\n");
+      writer_->End();
+    }
+    return;
+  }
+  const int http_status = HttpStatusOf(code);
+  auto [message, param] = OpenAiMessage(status.error_message());
+  if (several_prompts_ && http_status == 400) {
+    // Say which prompt of the list it was; the field stays "prompt" or the sampling field.
+    message = absl::StrCat("prompt[", choice / n_, "]: ", message);
+  }
+  if (!started_) {
+    std::vector<std::pair<std::string, std::string>> headers;
+    if (!retry_after.empty()) headers.emplace_back("Retry-After", retry_after);
+    RespondOpenAiError(*writer_, http_status, message, param, std::move(headers));
+  } else {
+    writer_->Write(openai::ErrorEvent(http_status, message));
+    writer_->Write("data: [DONE]\n\n");
+    writer_->End();
+  }
+}
+
+void Generation::StartStreamLocked() {
+  started_ = true;
+  writer_->StartStream(200, "text/event-stream");
+  if (!held_.empty()) writer_->Write(std::exchange(held_, std::string()));
+}
+
+void Generation::CancelForClient() {
+  client_gone_.store(true);
+  CancelAll();
+}
+
+void Generation::CancelAll() {
+  for (const std::unique_ptr<ChoiceCall>& call : calls_) call->Cancel();
+}
+
+}  // namespace headroom::router

@@ -1,0 +1,109 @@
+// Generation: one OpenAI completion or chat request run on the router's Inference service. Each
+// choice (prompts x n, openai::ChoiceRequest) is its own Generate call, as vLLM runs the n samples
+// of a request as child requests: admission, placement (prefix affinity puts the samples of one
+// prompt on the group that caches it), failover and stop strings apply to each. Their messages
+// are folded into one response by an openai::ResponseBuilder.
+//
+// The answer is all or nothing:
+// - Non-streaming: the body is sent once every call ended OK. The first call that fails decides
+//   the answer (its status as HTTP status, Retry-After kept) and the other calls are cancelled.
+// - Streaming: events are held until every choice has sent its first message, so a request whose
+//   second sample is refused (429 queue full, 400 for prompt[1]) still gets a real 4xx rather
+//   than a 200 stream that ends in an error. After that events go out as they come, each holding
+//   one choice; a failure then is one error event and [DONE], and the other calls are cancelled.
+//   With one choice this is exactly a plain stream (its first message starts it).
+// - A client that disconnects (or stops reading) cancels every call.
+//
+// Threads: ChoiceCall reactions run on gRPC client threads, several at once for several choices;
+// one mutex orders the builder and the writes. The writer is never called back inline (its
+// Write/Respond/End only queue), so writing under the mutex cannot deadlock; gRPC cancellation
+// happens outside it.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "grpcpp/grpcpp.h"
+#include "headroom/v1/inference.grpc.pb.h"
+#include "router/http/http_server.h"
+#include "router/openai/openai_protocol.h"
+#include "router/openai/openai_response.h"
+#include "router/tokenizer/tokenizer.h"
+
+namespace headroom::router {
+
+// What a Generation needs from the HTTP front; everything must outlive its `ended` call.
+struct GenerationHooks {
+  v1::Inference::Stub* stub = nullptr;
+  const Tokenizer* tokenizer = nullptr;
+  // The router is stopping: a call it cut is answered 503 + Retry-After, not 499.
+  std::function<bool()> shutting_down;
+  // Runs once, after the last call ended and the answer was written.
+  std::function<void()> ended;
+};
+
+class Generation : public std::enable_shared_from_this<Generation> {
+ public:
+  // `id`: the response id; `model`: the model id reported back.
+  Generation(GenerationHooks hooks, std::shared_ptr<http::ResponseWriter> writer,
+             const openai::ParsedRequest& parsed, std::string id, int64_t created,
+             std::string model);
+  ~Generation();
+
+  Generation(const Generation&) = delete;
+  Generation& operator=(const Generation&) = delete;
+
+  // Starts every choice's call; the Generation keeps itself alive until the last one ended.
+  void Start();
+
+ private:
+  class ChoiceCall;
+
+  void OnMessage(int32_t choice, const v1::GenerateResponse& message);
+  // Returns true for the last call (the caller then runs hooks_.ended).
+  bool OnCallDone(int32_t choice, const grpc::Status& status, const std::string& retry_after);
+  // Writes the error answer for `status` (mu_ held, nothing answered yet).
+  void AnswerErrorLocked(int32_t choice, const grpc::Status& status,
+                         const std::string& retry_after);
+  // Sends the held events behind a 200 SSE header (mu_ held).
+  void StartStreamLocked();
+  // The client went away: cancel every call.
+  void CancelForClient();
+  void CancelAll();
+
+  const GenerationHooks hooks_;
+  const std::shared_ptr<http::ResponseWriter> writer_;
+  const bool stream_;
+  const int32_t n_;
+  const bool several_prompts_;
+  std::vector<std::unique_ptr<ChoiceCall>> calls_;  // fixed after the constructor
+  std::atomic<bool> client_gone_{false};
+
+  std::mutex mu_;
+  openai::ResponseBuilder builder_;  // guarded by mu_
+  std::vector<bool> sent_first_;     // guarded by mu_: the choice has sent a message
+  int32_t unstarted_ = 0;            // guarded by mu_: choices that have not
+  int32_t open_ = 0;                 // guarded by mu_: calls whose OnDone has not run
+  std::string held_;                 // guarded by mu_: stream events before the header
+  bool started_ = false;             // guarded by mu_: the SSE header was sent
+  bool answered_ = false;            // guarded by mu_: the answer (or an error) was written
+};
+
+// Answers `status` with OpenAI's error body ({"error": {message, type, param, code}}).
+void RespondOpenAiError(http::ResponseWriter& writer, int status, const std::string& message,
+                        const std::string& param = "",
+                        std::vector<std::pair<std::string, std::string>> headers = {});
+
+// The HTTP status for a gRPC status code (INVALID_ARGUMENT 400, NOT_FOUND 404,
+// RESOURCE_EXHAUSTED 429, UNAVAILABLE 503, DEADLINE_EXCEEDED 504, CANCELLED 499, ...). A call
+// that the router's shutdown ended (CANCELLED or UNAVAILABLE while shutting down, the client
+// still there) is answered 503 + Retry-After instead.
+int HttpStatusOf(grpc::StatusCode code);
+
+}  // namespace headroom::router
