@@ -136,6 +136,7 @@ struct EngineSetup {
   worker::LoadFormat load_format = worker::LoadFormat::kAuto;
   int64_t tensor_parallel_size = 1;
   int64_t rank = 0;
+  double gpu_memory_utilization = 0.9;
 };
 
 worker::ShardSpec ShardOf(const EngineSetup& setup) {
@@ -183,6 +184,7 @@ absl::StatusOr<EngineSetup> ParseEngineSetup(const FlagSet& flags) {
     return absl::InvalidArgumentError(
         absl::StrCat("--gpu-memory-utilization must be in (0, 1], got ", gpu_memory_utilization));
   }
+  setup.gpu_memory_utilization = gpu_memory_utilization;
   const std::string dtype = *flags.GetString("dtype");
   if (dtype != "auto" && dtype != "float32") {
     return absl::InvalidArgumentError(
@@ -273,7 +275,14 @@ absl::Status Serve(const FlagSet& flags, const sigset_t& stop_signals, std::ostr
   }
 
   metrics::Registry registry;
-  worker::WorkerMetrics worker_metrics(&registry, model, options.max_model_len);
+  // The CPU backend keeps its KV pool in float32 (--dtype allows nothing else).
+  worker::WorkerMetrics worker_metrics(
+      &registry, model, options.max_model_len,
+      {.block_size = options.block_size,
+       .cache_dtype = "float32",
+       .enable_prefix_caching = options.enable_prefix_caching,
+       .gpu_memory_utilization = setup.gpu_memory_utilization,
+       .num_gpu_blocks = options.num_kv_blocks});
   std::atomic<bool> serving{false};
 
   // The server comes up first, NOT_SERVING, so health probes answer while the weights load.

@@ -522,6 +522,70 @@ TEST_F(WorkerE2eTest, ServesPrometheusMetricsUnderVllmNames) {
   EXPECT_EQ(sample("iteration_tokens_total_bucket", "8"),
             static_cast<double>(result.tokens.size() - 1));
   EXPECT_NE(body.find("# TYPE vllm:num_preemptions_total counter"), std::string::npos);
+  EXPECT_EQ(sample("request_num_preemptions_count"), 1);
+  EXPECT_EQ(sample("request_num_preemptions_bucket", "0"), 1);  // never preempted
+  // The KV cache as the flags configured it (FixtureWorkerFlags: 64 blocks of 16, defaults).
+  EXPECT_EQ(MetricSample(body, absl::StrCat("vllm:cache_config_info{block_size=\"16\","
+                                            "cache_dtype=\"float32\",enable_prefix_caching="
+                                            "\"True\",gpu_memory_utilization=\"0.9\","
+                                            "num_gpu_blocks=\"64\",model_name=\"",
+                                            FixtureModelDir(), "\"}")),
+            1);
+
+  worker.Signal(SIGTERM);
+  EXPECT_EQ(worker.WaitExit(std::chrono::seconds(15)), std::optional<int>(0));
+}
+
+// Three requests that together outgrow a 6-block pool (48 tokens): the engine preempts, and each
+// request's count reaches vllm:request_num_preemptions, whose sum is the engine's
+// vllm:num_preemptions.
+TEST_F(WorkerE2eTest, PreemptionsAreCountedPerRequest) {
+  std::vector<std::string> flags = SlowFlags();
+  const auto set = [&flags](const std::string& name, const std::string& value) {
+    for (size_t i = 0; i + 1 < flags.size(); ++i) {
+      if (flags[i] == name) flags[i + 1] = value;
+    }
+  };
+  set("--metrics-port", "0");
+  set("--num-gpu-blocks-override", "7");  // 6 usable blocks of 8: 48 tokens
+  set("--block-size", "8");
+  set("--max-model-len", "32");
+  WorkerProcess worker(flags);
+  Connect(worker);
+  const std::string line = worker.NextLine(std::chrono::seconds(10));
+  const std::string prefix = "headroom worker metrics on 127.0.0.1:";
+  ASSERT_EQ(line.rfind(prefix, 0), 0u) << line;
+  const int port = std::stoi(line.substr(prefix.size()));
+
+  // 11 + 16 tokens each (4 blocks); three of them need more than 6 blocks past 5 tokens.
+  std::vector<StreamResult> results(3);
+  std::vector<std::thread> clients;
+  for (size_t i = 0; i < results.size(); ++i) {
+    clients.emplace_back([&, i] {
+      auto context = Context(60);
+      SCOPED_TRACE(i);
+      auto stream = stub_->Submit(
+          context.get(), MakeSubmit(100 + i, {1, 17, 33, 5, 99, 25, 7, 64, 12, 3, 11}, 16));
+      results[i] = ReadAll(*stream);
+    });
+  }
+  for (std::thread& t : clients) t.join();
+  for (const StreamResult& r : results) {
+    ASSERT_TRUE(r.status.ok()) << r.status.error_message();
+    EXPECT_EQ(r.tokens.size(), 16u);
+  }
+
+  const e2e::HttpResponse response = e2e::HttpRequestTo(port, "GET", "/metrics");
+  ASSERT_EQ(response.status, 200) << response.body;
+  const std::string model = "{model_name=\"dummy:small\"}";
+  const double preemptions = MetricSample(response.body, "vllm:num_preemptions_total" + model);
+  EXPECT_GT(preemptions, 0) << "the pool never ran out";
+  EXPECT_EQ(MetricSample(response.body, "vllm:request_num_preemptions_count" + model), 3);
+  EXPECT_EQ(MetricSample(response.body, "vllm:request_num_preemptions_sum" + model), preemptions);
+  EXPECT_LT(
+      MetricSample(response.body,
+                   "vllm:request_num_preemptions_bucket{model_name=\"dummy:small\",le=\"0\"}"),
+      3);
 
   worker.Signal(SIGTERM);
   EXPECT_EQ(worker.WaitExit(std::chrono::seconds(15)), std::optional<int>(0));

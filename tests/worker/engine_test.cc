@@ -52,6 +52,8 @@ std::vector<Request> MixedRequests(int count, uint32_t seed, int shared_prefix =
 
 struct RunResult {
   std::map<int64_t, std::vector<int32_t>> tokens;
+  // Each request's preemption count as its last token reported it.
+  std::map<int64_t, int32_t> preemptions;
   EngineStats stats;
   int64_t allocations_at_start = 0;
 };
@@ -82,7 +84,10 @@ RunResult RunEngine(const std::vector<Request>& requests, const EngineOptions& o
     auto step = (*engine)->Step();
     EXPECT_TRUE(step.ok()) << step.status();
     if (!step.ok()) break;
-    for (const StepToken& t : *step) result.tokens[t.id.value()].push_back(t.token);
+    for (const StepToken& t : *step) {
+      result.tokens[t.id.value()].push_back(t.token);
+      result.preemptions[t.id.value()] = t.num_preemptions;
+    }
   }
   result.stats = (*engine)->Stats();
   return result;
@@ -110,7 +115,7 @@ TEST(EngineTest, ChunkedPrefillGivesTheSameTokens) {
   EXPECT_EQ(result.tokens, reference.tokens);
 }
 
-TEST(EngineTest, PreemptionsGiveTheSameTokens) {
+TEST(EngineTest, PreemptionsGiveTheSameTokensAndAreCountedPerRequest) {
   const std::vector<Request> requests = MixedRequests(24, 13);
   const RunResult reference = RunEngine(requests, DefaultOptions());
   EngineOptions tight = DefaultOptions();
@@ -118,6 +123,11 @@ TEST(EngineTest, PreemptionsGiveTheSameTokens) {
   const RunResult result = RunEngine(requests, tight);
   EXPECT_GT(result.stats.scheduler.num_preemptions, 0) << "the pool never ran out";
   EXPECT_EQ(result.tokens, reference.tokens);
+  // Every preemption is some request's, and each request's tokens say how often it was.
+  int64_t per_request = 0;
+  for (const auto& [id, count] : result.preemptions) per_request += count;
+  EXPECT_EQ(per_request, result.stats.scheduler.num_preemptions);
+  for (const auto& [id, count] : reference.preemptions) EXPECT_EQ(count, 0) << id;
 }
 
 TEST(EngineTest, PrefixCacheHitsGiveTheSameTokens) {

@@ -254,6 +254,7 @@ absl::StatusOr<std::vector<StepToken>> Engine::Step() {
       t.top_logprobs.push_back({top_ids_[at], top_logprobs_[at]});
     }
     t.finish = updates[i].finish;
+    t.num_preemptions = updates[i].num_preemptions;
     Sampling& s = sampling_.at(t.id);
     if (s.generated == 0) t.first_scheduled = s.first_scheduled;
     if (t.finish == FinishReason::kNone) {

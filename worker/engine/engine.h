@@ -75,6 +75,8 @@ struct StepToken {
   // On the request's first token only: when a step first scheduled it (its queue time ends
   // there; a request preempted later keeps its first). InfinitePast on every later token.
   absl::Time first_scheduled = absl::InfinitePast();
+  // Times the request has been preempted so far (recompute), on every token.
+  int32_t num_preemptions = 0;
 };
 
 struct EngineStats {

@@ -191,7 +191,7 @@ std::vector<TokenOutput> Scheduler::Update(const StepPlan& plan,
     Sequence& s = *it->second;
     s.tokens.push_back(token);
     const FinishReason finish = CheckStop(s, token);
-    outputs.push_back({seq.id, token, finish});
+    outputs.push_back({seq.id, token, finish, s.num_preemptions});
     if (finish != FinishReason::kNone) Release(s);
   }
   HR_CHECK_MSG(next == sampled.size(), "more sampled tokens than sequences to sample");

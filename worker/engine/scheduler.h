@@ -48,6 +48,8 @@ struct TokenOutput {
   int32_t token = 0;
   // kNone while the request goes on; otherwise why it finished with this token.
   FinishReason finish = FinishReason::kNone;
+  // Times the request has been preempted so far.
+  int32_t num_preemptions = 0;
 };
 
 struct SchedulerStats {

@@ -2,6 +2,8 @@
 
 #include <vector>
 
+#include "absl/strings/str_cat.h"
+
 namespace headroom::worker {
 namespace {
 
@@ -21,6 +23,10 @@ const std::vector<double> kE2eBounds = {0.3,  0.5,   0.8,   1.0,   1.5,   2.0,  
 // Tokens per engine step (vLLM's bounds).
 const std::vector<double> kIterationTokenBounds = {1,   8,    16,   32,   64,   128,  256,
                                                    512, 1024, 2048, 4096, 8192, 16384};
+
+// Preemptions of one request (headroom's choice: most requests are never preempted, so 0 is a
+// bucket of its own).
+const std::vector<double> kPreemptionBounds = {0, 1, 2, 5, 10, 20, 50, 100};
 
 // vLLM's bounds for token counts: 1, 2, 5, 10, 20, 50, ... up to `max` (at least {1}).
 std::vector<double> OneTwoFiveBounds(int32_t max) {
@@ -51,7 +57,7 @@ void AdvanceCounter(metrics::Counter& counter, int64_t value, int64_t& last) {
 }  // namespace
 
 WorkerMetrics::WorkerMetrics(metrics::Registry* registry, const std::string& model_name,
-                             int32_t max_model_len)
+                             int32_t max_model_len, const CacheConfigInfo& cache)
     : num_requests_running_(
           registry
               ->AddGauge("vllm:num_requests_running",
@@ -164,11 +170,25 @@ WorkerMetrics::WorkerMetrics(metrics::Registry* registry, const std::string& mod
           ModelHistogram(registry, "vllm:request_time_per_output_token_seconds",
                          "Histogram of a request's mean time per output token after the "
                          "first (its decode time / (generation tokens - 1)), in seconds.",
-                         kItlBounds, model_name)) {
+                         kItlBounds, model_name)),
+      request_num_preemptions_(ModelHistogram(registry, "vllm:request_num_preemptions",
+                                              "Number of times a request was preempted, "
+                                              "observed when it ends.",
+                                              kPreemptionBounds, model_name)) {
   // Every reason is exported from the start, so rate() sees the first request of each.
   success_stop_ = &request_success_.WithLabels({"stop", model_name});
   success_length_ = &request_success_.WithLabels({"length", model_name});
   success_abort_ = &request_success_.WithLabels({"abort", model_name});
+  // Python's str() of each value, as vLLM writes its config into the labels.
+  registry
+      ->AddGauge("vllm:cache_config_info", "Information of the KV cache configuration (value 1).",
+                 {"block_size", "cache_dtype", "enable_prefix_caching", "gpu_memory_utilization",
+                  "num_gpu_blocks", "model_name"})
+      .WithLabels({absl::StrCat(cache.block_size), cache.cache_dtype,
+                   cache.enable_prefix_caching ? "True" : "False",
+                   absl::StrCat(cache.gpu_memory_utilization), absl::StrCat(cache.num_gpu_blocks),
+                   model_name})
+      .Set(1);
   registry->AddCollectHook([this] { Collect(); });
 }
 
@@ -218,6 +238,7 @@ void WorkerMetrics::OnFinish(const FinishedRequest& request) {
   request_prompt_tokens_.Observe(request.prompt_tokens);
   request_generation_tokens_.Observe(request.generation_tokens);
   request_params_max_tokens_.Observe(request.max_tokens);
+  request_num_preemptions_.Observe(request.num_preemptions);
   if (const std::optional<RequestPhases>& phases = request.phases; phases.has_value()) {
     request_queue_time_.Observe(absl::ToDoubleSeconds(phases->queue));
     request_prefill_time_.Observe(absl::ToDoubleSeconds(phases->prefill));

@@ -19,11 +19,21 @@
 
 namespace headroom::worker {
 
+// The KV cache as configured: the labels of vllm:cache_config_info (value 1), vLLM's names.
+struct CacheConfigInfo {
+  int32_t block_size = 0;
+  std::string cache_dtype;  // element type of the KV pool
+  bool enable_prefix_caching = false;
+  double gpu_memory_utilization = 0.0;
+  int32_t num_gpu_blocks = 0;  // the pool, the reserved null block included
+};
+
 class WorkerMetrics final : public RequestObserver {
  public:
   // Adds the families to `registry` (which must outlive this object's use, and this object must
   // outlive the registry's renders). `max_model_len` bounds the token-count histograms.
-  WorkerMetrics(metrics::Registry* registry, const std::string& model_name, int32_t max_model_len);
+  WorkerMetrics(metrics::Registry* registry, const std::string& model_name, int32_t max_model_len,
+                const CacheConfigInfo& cache);
 
   // Statistics come from `loop` from now on (before: the engine gauges stay 0).
   void SetLoop(EngineLoop* loop) { loop_.store(loop); }
@@ -76,6 +86,7 @@ class WorkerMetrics final : public RequestObserver {
   metrics::Histogram& request_params_max_tokens_;
   metrics::Histogram& iteration_tokens_;
   metrics::Histogram& request_time_per_output_token_;
+  metrics::Histogram& request_num_preemptions_;
 };
 
 }  // namespace headroom::worker

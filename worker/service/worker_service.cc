@@ -101,6 +101,7 @@ class SubmitReactor final : public grpc::ServerWriteReactor<v1::SubmitResponse> 
       observer_->OnNextToken(now - last_token_);
     }
     ++observed_tokens_;
+    num_preemptions_ = event->num_preemptions;
     last_token_ = now;
     if (event->finish != FinishReason::kNone) {
       observer_->OnFinish(Finished(event->finish, now));
@@ -113,7 +114,8 @@ class SubmitReactor final : public grpc::ServerWriteReactor<v1::SubmitResponse> 
                              .phases = std::nullopt,
                              .prompt_tokens = prompt_tokens_,
                              .generation_tokens = observed_tokens_,
-                             .max_tokens = max_tokens_};
+                             .max_tokens = max_tokens_,
+                             .num_preemptions = num_preemptions_};
     if (observed_tokens_ > 0) {
       finished.phases = RequestPhases{.queue = scheduled_ - arrival_,
                                       .prefill = first_token_ - scheduled_,
@@ -164,6 +166,7 @@ class SubmitReactor final : public grpc::ServerWriteReactor<v1::SubmitResponse> 
   absl::Time first_token_;       // engine thread only
   absl::Time last_token_;        // engine thread only
   int32_t observed_tokens_ = 0;  // engine thread only
+  int32_t num_preemptions_ = 0;  // engine thread only: as of the last token
 
   std::mutex mu_;
   std::deque<StepToken> queue_;  // tokens not yet written

@@ -55,6 +55,9 @@ struct FinishedRequest {
   int32_t prompt_tokens = 0;
   int32_t generation_tokens = 0;  // tokens streamed, the final one included
   int32_t max_tokens = 0;         // as the request asked
+  // Times it was preempted, as of its last token (a request cancelled while preempted again
+  // after its last token counts the earlier ones).
+  int32_t num_preemptions = 0;
 };
 
 // Per-request events of Submit streams, for metrics. Called on the engine thread, in order, for
