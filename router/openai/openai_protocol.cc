@@ -163,7 +163,7 @@ absl::Status ParseCommon(const Json& obj, ParsedRequest& out) {
                                        *best_of, " with n ", out.n));
   }
   HEADROOM_OPENAI_ASSIGN(echo, OptBool(obj, "echo"));
-  if (echo.value_or(false)) return Bad("echo", "echo is not supported");
+  out.echo = echo.value_or(false);
 
   if (const Json* bias = Member(obj, "logit_bias"); bias != nullptr) {
     if (!bias->is_object()) return WrongType("logit_bias", "an object", *bias);
@@ -386,6 +386,11 @@ absl::StatusOr<ParsedRequest> ParseCompletionRequest(std::string_view body) {
     out.top_logprobs = n;
     out.generate.mutable_sampling()->set_logprobs(n);
   }
+  if (out.echo && out.logprobs) {
+    return Bad("echo",
+               "echo with logprobs is not supported: it returns the prompt's logprobs, which "
+               "headroom does not compute");
+  }
   return out;
 }
 
@@ -394,6 +399,7 @@ absl::StatusOr<ParsedRequest> ParseChatRequest(std::string_view body) {
   ParsedRequest out;
   out.endpoint = Endpoint::kChat;
   if (absl::Status st = ParseCommon(obj, out); !st.ok()) return st;
+  if (out.echo) return Bad("echo", "echo is not supported for chat completions");
 
   const Json* messages = Member(obj, "messages");
   if (messages == nullptr) return Bad("messages", "messages is required");

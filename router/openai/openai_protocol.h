@@ -1,8 +1,9 @@
 // OpenAI /v1/completions and /v1/chat/completions request bodies, parsed into the router's public
 // v1::GenerateRequest. This layer checks JSON shape and types and the OpenAI-only rules (choices
-// <= kMaxChoices, no echo, no tools...); the ranges that depend on the model (temperature >= 0,
-// top_p, max_tokens vs max_model_len, ids in the vocabulary) are ValidateGenerateRequest's
-// (router/service). Pure functions, no I/O. See docs/router.md "OpenAI API".
+// <= kMaxChoices, no echo with logprobs, no tools...); the ranges that depend on the model
+// (temperature >= 0, top_p, max_tokens vs max_model_len, ids in the vocabulary) are
+// ValidateGenerateRequest's (router/service). Pure functions, no I/O. See docs/router.md "OpenAI
+// API".
 #pragma once
 
 #include <cstdint>
@@ -39,6 +40,8 @@ struct ParsedRequest {
   // Chat: end the prompt with the assistant header (vLLM's add_generation_prompt, default true).
   bool add_generation_prompt = true;
   bool stream = false;
+  // Completions: each choice's text starts with its prompt (a token id prompt detokenized).
+  bool echo = false;
   // stream_options.include_usage: a last chunk with usage and no choices.
   bool include_usage = false;
   // Return logprobs (chat: "logprobs": true; completions: "logprobs": N given).

@@ -60,6 +60,27 @@ ResponseBuilder::ResponseBuilder(const ParsedRequest& request, std::string id, i
       tokenizer_(tokenizer),
       choices_(static_cast<size_t>(ChoiceCount(request))) {
   for (Choice& choice : choices_) choice.logprobs = EmptyLogprobs();
+  if (request.echo) {
+    for (size_t p = 0; p <= request.more_prompts.size(); ++p) {
+      const v1::GenerateRequest& g = p == 0 ? request.generate : request.more_prompts[p - 1];
+      if (!g.has_token_ids()) {
+        echo_prompts_.push_back(g.text());
+      } else if (tokenizer_ != nullptr) {
+        // As vLLM echoes a token prompt: decoded, special tokens kept.
+        const auto& ids = g.token_ids().ids();
+        echo_prompts_.push_back(tokenizer_->Decode(
+            std::span<const int32_t>(ids.data(), static_cast<size_t>(ids.size())),
+            DecodeOptions{.skip_special_tokens = false}));
+      } else {
+        echo_prompts_.emplace_back();
+      }
+    }
+  }
+}
+
+const std::string* ResponseBuilder::EchoPrompt(int32_t choice) const {
+  if (echo_prompts_.empty()) return nullptr;
+  return &echo_prompts_[static_cast<size_t>(choice / n_)];
 }
 
 ResponseBuilder::Json ResponseBuilder::EmptyLogprobs() const {
@@ -177,7 +198,8 @@ std::string ResponseBuilder::StreamEvents(int32_t index, const v1::GenerateRespo
   const bool has_text = !message.text().empty();
   const bool has_logprobs = logprobs_ && message.logprobs_size() > 0;
   const bool first_chat = endpoint_ == Endpoint::kChat && !state.role_sent;
-  if (!has_text && !has_logprobs && !final && !first_chat) return "";
+  const std::string* echo = state.echoed ? nullptr : EchoPrompt(index);
+  if (!has_text && !has_logprobs && !final && !first_chat && echo == nullptr) return "";
 
   Json choice = Json::object();
   choice["index"] = index;
@@ -188,7 +210,8 @@ std::string ResponseBuilder::StreamEvents(int32_t index, const v1::GenerateRespo
     choice["delta"] = std::move(delta);
     state.role_sent = true;
   } else {
-    choice["text"] = message.text();
+    choice["text"] = echo != nullptr ? *echo + message.text() : message.text();
+    state.echoed = true;
   }
   if (has_logprobs) {
     Json logprobs = EmptyLogprobs();
@@ -234,7 +257,8 @@ std::string ResponseBuilder::Body() const {
     if (endpoint_ == Endpoint::kChat) {
       choice["message"] = Json{{"role", "assistant"}, {"content", state.text}};
     } else {
-      choice["text"] = state.text;
+      const std::string* echo = EchoPrompt(static_cast<int32_t>(i));
+      choice["text"] = echo != nullptr ? *echo + state.text : state.text;
     }
     choice["logprobs"] = logprobs_ ? state.logprobs : Json(nullptr);
     choice["finish_reason"] = FinishReasonJson(state);

@@ -32,7 +32,8 @@ class ResponseBuilder {
 
   // Streaming: the SSE events ("data: {json}\n\n", possibly several or none) for one message of
   // `choice`. Each event holds that one choice. A choice's first chat event carries delta.role
-  // "assistant"; the one for its last message carries finish_reason and stop_reason.
+  // "assistant", its first completions event the prompt when echo; the one for its last message
+  // carries finish_reason and stop_reason.
   [[nodiscard]] std::string StreamEvents(int32_t choice, const v1::GenerateResponse& message);
   // After every choice's last message: the usage event (choices []) when include_usage, then
   // "data: [DONE]\n\n".
@@ -49,6 +50,7 @@ class ResponseBuilder {
   // What one choice has produced so far.
   struct Choice {
     bool role_sent = false;
+    bool echoed = false;  // its prompt went out (echo)
     // Code points of completion text covered by logprobs so far (completions text_offset).
     int64_t text_offset = 0;
     std::string text;
@@ -70,6 +72,8 @@ class ResponseBuilder {
   // `text_offset` for the completions shape.
   void AppendLogprobs(const v1::GenerateResponse& message, int64_t& text_offset, Json& logprobs);
   [[nodiscard]] Json EmptyLogprobs() const;
+  // The prompt text `choice` starts with (echo), or null.
+  [[nodiscard]] const std::string* EchoPrompt(int32_t choice) const;
   static void NoteFinal(const v1::GenerateResponse& message, Choice& choice);
   static Json FinishReasonJson(const Choice& choice);
   static Json StopReasonJson(const Choice& choice);
@@ -83,6 +87,8 @@ class ResponseBuilder {
   int64_t created_;
   std::string model_;
   const Tokenizer* tokenizer_;
+  // Echo: each prompt's text (a token id prompt decoded); empty without echo.
+  std::vector<std::string> echo_prompts_;
   std::vector<Choice> choices_;
 };
 

@@ -309,6 +309,25 @@ TEST_F(HttpE2eTest, AListOfPromptsGivesEachPromptItsChoicesInOrder) {
   }
 }
 
+// echo: the prompt, then the same completion as without it, streamed or not.
+TEST_F(HttpE2eTest, EchoPrependsThePromptToTheCompletion) {
+  const std::string expected = "Hello world" + GrpcText(*cluster_->stub, "Hello world", 8);
+  for (const bool stream : {false, true}) {
+    const Json request = {{"prompt", "Hello world"}, {"max_tokens", 8},
+                          {"temperature", 0},        {"echo", true},
+                          {"stream", stream},        {"ignore_eos", true}};
+    const HttpResponse response = cluster_->Post("/v1/completions", request.dump());
+    ASSERT_EQ(response.status, 200) << response.body;
+    if (stream) {
+      EXPECT_EQ(StreamedChoices(response, 1)[0], expected);
+    } else {
+      const Json body = Json::parse(response.body);
+      EXPECT_EQ(body["choices"][0]["text"], expected);
+      EXPECT_EQ(body["usage"]["completion_tokens"], 8);
+    }
+  }
+}
+
 // One bad prompt of a list fails the whole request with a real 400 naming it, streamed or not:
 // no partial answer, and the other prompts' calls are cancelled.
 TEST_F(HttpE2eTest, OneBadPromptOfAListFailsTheWholeRequestWithA400NamingIt) {

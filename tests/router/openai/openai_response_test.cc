@@ -339,6 +339,31 @@ TEST_F(ResponseBuilderTest, SeveralChoicesInterleaveAndUsageCountsEachPromptOnce
   }
 }
 
+// Echo: each choice's text starts with its prompt (a token id prompt decoded), streamed in the
+// choice's first event even when its first message has no text.
+TEST_F(ResponseBuilderTest, EchoStartsEachChoiceWithItsPrompt) {
+  ParsedRequest request = Request(Endpoint::kCompletions, true, false, false, 0);
+  request.echo = true;
+  request.generate.set_text("Say: ");
+  v1::TokenIds& ids = *request.more_prompts.emplace_back().mutable_token_ids();
+  for (const int32_t id : {'a', 'b', 'c'}) ids.add_ids(id);
+  ResponseBuilder stream(request, "id", 1, "m", tokenizer_.get());
+  const std::vector<Json> first = Events(stream.StreamEvents(1, Delta("")));
+  ASSERT_EQ(first.size(), 1u);
+  EXPECT_EQ(first[0]["choices"][0]["text"], "abc");
+  EXPECT_EQ(Events(stream.StreamEvents(1, Delta("d")))[0]["choices"][0]["text"], "d");
+  EXPECT_EQ(Events(stream.StreamEvents(0, Delta("x")))[0]["choices"][0]["text"], "Say: x");
+
+  request.stream = false;
+  ResponseBuilder whole(request, "id", 1, "m", tokenizer_.get());
+  whole.Accumulate(1, Last("d", v1::FINISH_REASON_LENGTH, 3, 1));
+  whole.Accumulate(0, Last("x", v1::FINISH_REASON_LENGTH, 5, 1));
+  const Json body = Json::parse(whole.Body());
+  EXPECT_EQ(body["choices"][0]["text"], "Say: x");
+  EXPECT_EQ(body["choices"][1]["text"], "abcd");
+  EXPECT_EQ(body["usage"]["completion_tokens"], 2);  // the echoed prompt is not generated
+}
+
 TEST(OpenAiResponseTest, MakeResponseId) {
   EXPECT_EQ(MakeResponseId(Endpoint::kChat, 255), "chatcmpl-00000000000000ff");
   EXPECT_EQ(MakeResponseId(Endpoint::kCompletions, 1), "cmpl-0000000000000001");
