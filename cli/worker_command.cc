@@ -65,6 +65,10 @@ FlagSet MakeWorkerFlags() {
   flags.AddInt64("max-num-batched-tokens", 8192, "Most tokens in one forward step.");
   flags.AddInt64("block-size", 16, "Tokens per KV-cache block.");
   flags.AddBool("enable-prefix-caching", true, "Reuse KV blocks of shared prompt prefixes.");
+  flags.AddString("scheduling-policy", "fcfs",
+                  "fcfs: first come, first served; priority: by each request's priority (lower "
+                  "first), then arrival; the lowest priority is preempted first. Under fcfs a "
+                  "request with a priority other than 0 is refused.");
   flags.AddInt64("num-gpu-blocks-override", std::nullopt,
                  "KV blocks in the pool, the reserved null block included (default: enough for "
                  "--max-num-seqs sequences of --max-model-len tokens; CPU memory is not planned).");
@@ -173,6 +177,12 @@ absl::StatusOr<EngineSetup> ParseEngineSetup(const FlagSet& flags) {
     options.num_kv_blocks = static_cast<int32_t>(blocks);
   }
   options.enable_prefix_caching = flags.GetBool("enable-prefix-caching");
+  if (const std::string policy = *flags.GetString("scheduling-policy"); policy == "priority") {
+    options.scheduling_policy = worker::SchedulingPolicy::kPriority;
+  } else if (policy != "fcfs") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--scheduling-policy must be fcfs or priority, got \"", policy, "\""));
+  }
   options.seed = static_cast<uint64_t>(*flags.GetInt64("seed"));
   if (flags.GetInt64("eos-token-id").has_value()) {
     HR_ASSIGN_OR_RETURN(options.eos_token_id, Int32Flag(flags, "eos-token-id", -1));

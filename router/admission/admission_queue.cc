@@ -24,7 +24,8 @@ void AdmissionQueue::UpdateAccepting() {
   if (!accepting_ && size() <= config_.low_watermark) accepting_ = true;
 }
 
-OfferResult AdmissionQueue::Offer(int64_t id, int64_t max_total_tokens, absl::Time deadline) {
+OfferResult AdmissionQueue::Offer(int64_t id, int64_t max_total_tokens, absl::Time deadline,
+                                  int32_t priority) {
   UpdateAccepting();
   if (!accepting_) {
     // Time for the queue to drain to the low watermark at the recent placement rate.
@@ -34,7 +35,16 @@ OfferResult AdmissionQueue::Offer(int64_t id, int64_t max_total_tokens, absl::Ti
             .retry_after_s = std::clamp(static_cast<int32_t>(std::ceil(seconds)), kMinRetryAfterS,
                                         kMaxRetryAfterS)};
   }
-  entries_.push_back({id, max_total_tokens, deadline});
+  // Behind its equals: the common case (all 0) appends without a search.
+  const Entry entry{id, max_total_tokens, deadline, priority};
+  if (entries_.empty() || entries_.back().priority <= priority) {
+    entries_.push_back(entry);
+  } else {
+    entries_.insert(
+        std::upper_bound(entries_.begin(), entries_.end(), entry,
+                         [](const Entry& a, const Entry& b) { return a.priority < b.priority; }),
+        entry);
+  }
   UpdateAccepting();
   return {.accepted = true, .retry_after_s = 0};
 }

@@ -1,11 +1,12 @@
 // AdmissionQueue: the router's bounded queue of requests no group can take yet.
 //
-// Requests wait in FCFS order with their deadlines. Place() hands the head to the placement
-// policy as long as it places (the first that must wait stops the pass, so a large request is not
-// starved by small ones behind it) and charges its blocks to the group's reservations.
-// Backpressure with hysteresis: once the queue holds high_watermark requests, Offer() refuses
-// (RESOURCE_EXHAUSTED / HTTP 429 with Retry-After) until it has drained to low_watermark, so a
-// full router does not flap between accepting and refusing on every request.
+// Requests wait in priority order (lower values first, vLLM's convention), FCFS among equal
+// priorities (all 0 unless clients set them), with their deadlines. Place() hands the head to the
+// placement policy as long as it places (the first that must wait stops the pass, so a large
+// request is not starved by small ones behind it) and charges its blocks to the group's
+// reservations. Backpressure with hysteresis: once the queue holds high_watermark requests, Offer()
+// refuses (RESOURCE_EXHAUSTED / HTTP 429 with Retry-After) until it has drained to low_watermark,
+// so a full router does not flap between accepting and refusing on every request.
 #pragma once
 
 #include <cstdint>
@@ -45,8 +46,10 @@ class AdmissionQueue {
  public:
   explicit AdmissionQueue(const AdmissionConfig& config);
 
-  // Queues request `id` unless the queue is refusing (see the hysteresis above).
-  OfferResult Offer(int64_t id, int64_t max_total_tokens, absl::Time deadline);
+  // Queues request `id` behind every queued request of its priority or a lower value, unless the
+  // queue is refusing (see the hysteresis above).
+  OfferResult Offer(int64_t id, int64_t max_total_tokens, absl::Time deadline,
+                    int32_t priority = 0);
   // Decides one queued request: (groups, id, max_total_tokens) -> decision.
   using Placer = absl::FunctionRef<PlacementDecision(absl::Span<const GroupLoad>, int64_t id,
                                                      int64_t max_total_tokens)>;
@@ -70,6 +73,7 @@ class AdmissionQueue {
     int64_t id;
     int64_t max_total_tokens;
     absl::Time deadline;
+    int32_t priority;
   };
 
   void UpdateAccepting();

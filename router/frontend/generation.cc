@@ -39,7 +39,8 @@ std::pair<std::string, std::string> OpenAiMessage(const std::string& grpc_messag
                                                            "logit_bias",
                                                            "repetition_penalty",
                                                            "frequency_penalty",
-                                                           "presence_penalty"};
+                                                           "presence_penalty",
+                                                           "priority"};
   if (!kFields.contains(param)) param.clear();
   if (param == "text" || param == "token_ids") param = "prompt";
   return {std::move(message), std::move(param)};

@@ -243,6 +243,8 @@ absl::Status ParseCommon(const Json& obj, ParsedRequest& out) {
   s.set_include_stop_str_in_output(include_stop.value_or(false));
   HEADROOM_OPENAI_ASSIGN(cache_salt, OptString(obj, "cache_salt"));
   if (cache_salt.has_value()) g.set_cache_salt(*cache_salt);
+  HEADROOM_OPENAI_ASSIGN(priority, OptInt32(obj, "priority"));
+  g.set_priority(priority.value_or(0));
 
   HEADROOM_OPENAI_ASSIGN(stream, OptBool(obj, "stream"));
   out.stream = stream.value_or(false);

@@ -41,7 +41,8 @@ void Dispatcher::Wake() {
 }
 
 SubmitResult Dispatcher::Submit(int64_t id, int64_t max_total_tokens, absl::Time deadline,
-                                std::weak_ptr<PlacementListener> listener, PromptPrefix prompt) {
+                                std::weak_ptr<PlacementListener> listener, PromptPrefix prompt,
+                                int32_t priority) {
   SubmitResult result;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -49,7 +50,7 @@ SubmitResult Dispatcher::Submit(int64_t id, int64_t max_total_tokens, absl::Time
       result.status = absl::UnavailableError("no worker group is serving; retry later");
       return result;
     }
-    const OfferResult offer = queue_.Offer(id, max_total_tokens, deadline);
+    const OfferResult offer = queue_.Offer(id, max_total_tokens, deadline, priority);
     if (!offer.accepted) {
       ++refused_;
       result.retry_after_s = offer.retry_after_s;

@@ -85,9 +85,10 @@ class Dispatcher {
   void Start();
   void Stop();
 
-  // Queues request `id` for placement.
+  // Queues request `id` for placement, in `priority` order (AdmissionQueue::Offer).
   SubmitResult Submit(int64_t id, int64_t max_total_tokens, absl::Time deadline,
-                      std::weak_ptr<PlacementListener> listener, PromptPrefix prompt = {});
+                      std::weak_ptr<PlacementListener> listener, PromptPrefix prompt = {},
+                      int32_t priority = 0);
   // Failover: places `id` again on a group not in `tried` (no admission-queue limit: it was
   // admitted already). Rejected UNAVAILABLE when no other group can ever take it.
   void Resubmit(int64_t id, int64_t max_total_tokens, absl::Time deadline,
@@ -123,7 +124,8 @@ class Dispatcher {
     std::weak_ptr<PlacementListener> listener;
     absl::flat_hash_set<size_t> tried;  // failover only
     PromptPrefix prompt;
-    // kvcache::PromptBlockHashes of the prompt for blocks of `hashed_block_size` (computed on first use).
+    // kvcache::PromptBlockHashes of the prompt for blocks of `hashed_block_size` (computed on first
+    // use).
     int32_t hashed_block_size = 0;
     std::vector<kvcache::BlockHash> hashes;
   };

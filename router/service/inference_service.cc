@@ -106,7 +106,7 @@ class GenerateReactor final : public grpc::ServerWriteReactor<v1::GenerateRespon
     stop_.emplace(StopMatcherOptions{req_.stop, req_.include_stop_str_in_output});
     admitted_at_ = absl::Now();
     const SubmitResult submitted = service_->dispatcher_->Submit(
-        id_, req_.max_total_tokens(), deadline_, weak_from_this(), Prefix());
+        id_, req_.max_total_tokens(), deadline_, weak_from_this(), Prefix(), req_.priority);
     if (!submitted.status.ok()) {
       Refused(RefusalReasonOf(submitted.status.code()));
       if (submitted.retry_after_s > 0) {
@@ -143,6 +143,7 @@ class GenerateReactor final : public grpc::ServerWriteReactor<v1::GenerateRespon
         submit.mutable_prompt_token_ids()->Assign(req_.prompt.begin(), req_.prompt.end());
         *submit.mutable_sampling() = req_.sampling;
         submit.set_cache_salt(req_.cache_salt);
+        submit.set_priority(req_.priority);
         worker_call_ = call;
       }
     }

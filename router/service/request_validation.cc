@@ -124,6 +124,7 @@ absl::StatusOr<ValidatedRequest> ValidateGenerateRequest(const v1::GenerateReque
   out.stop.assign(s.stop().begin(), s.stop().end());
   out.include_stop_str_in_output = s.include_stop_str_in_output();
   out.cache_salt = request.cache_salt();
+  out.priority = request.priority();
   return out;
 }
 

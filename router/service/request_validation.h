@@ -30,6 +30,7 @@ struct ValidatedRequest {
   std::vector<std::string> stop;
   bool include_stop_str_in_output = false;
   std::string cache_salt;
+  int32_t priority = 0;
 
   // Prompt + max_tokens: what placement reserves for.
   [[nodiscard]] int64_t max_total_tokens() const {

@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
@@ -531,6 +532,63 @@ TEST_F(WorkerE2eTest, ServesPrometheusMetricsUnderVllmNames) {
                                             "num_gpu_blocks=\"64\",model_name=\"",
                                             FixtureModelDir(), "\"}")),
             1);
+
+  worker.Signal(SIGTERM);
+  EXPECT_EQ(worker.WaitExit(std::chrono::seconds(15)), std::optional<int>(0));
+}
+
+// --scheduling-policy priority, one sequence at a time: while a first request runs, a
+// priority-5 request and then a priority -5 one wait; the later one, of higher priority, gets
+// its first token first (first come, first served would reverse them).
+TEST_F(WorkerE2eTest, PrioritySchedulingServesTheLowerValueFirst) {
+  std::vector<std::string> flags = SlowFlags();
+  for (size_t i = 0; i + 1 < flags.size(); ++i) {
+    if (flags[i] == "--max-num-seqs") flags[i + 1] = "1";
+    if (flags[i] == "--max-num-batched-tokens") flags[i + 1] = "64";
+  }
+  flags.insert(flags.end(), {"--scheduling-policy", "priority"});
+  WorkerProcess worker(flags);
+  Connect(worker);
+
+  const std::vector<int32_t> prompt = {1, 17, 33, 5, 99, 25, 7, 64};
+  std::mutex mu;
+  std::vector<uint64_t> first_token_order;  // request ids, by first token
+  const auto run = [&](uint64_t id, int32_t priority, int32_t max_tokens) {
+    v1::SubmitRequest submit = MakeSubmit(id, prompt, max_tokens);
+    submit.set_priority(priority);
+    auto context = Context(60);
+    auto stream = stub_->Submit(context.get(), submit);
+    v1::SubmitResponse response;
+    bool first = true;
+    int32_t tokens = 0;
+    while (stream->Read(&response)) {
+      if (first && response.tokens_size() > 0) {
+        std::lock_guard<std::mutex> lock(mu);
+        first_token_order.push_back(id);
+        first = false;
+      }
+      tokens += response.tokens_size();
+    }
+    const grpc::Status status = stream->Finish();
+    EXPECT_TRUE(status.ok()) << id << ": " << status.error_message();
+    EXPECT_EQ(tokens, max_tokens) << id;
+  };
+  std::thread running([&] { run(1, 0, 24); });
+  // Wait until request 1 streams, so the next two queue behind it.
+  for (int i = 0; i < 1000; ++i) {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      if (!first_token_order.empty()) break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  std::thread low([&] { run(2, 5, 2); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  std::thread high([&] { run(3, -5, 2); });
+  running.join();
+  low.join();
+  high.join();
+  EXPECT_EQ(first_token_order, (std::vector<uint64_t>{1, 3, 2}));
 
   worker.Signal(SIGTERM);
   EXPECT_EQ(worker.WaitExit(std::chrono::seconds(15)), std::optional<int>(0));

@@ -130,6 +130,22 @@ TEST(EngineTest, PreemptionsGiveTheSameTokensAndAreCountedPerRequest) {
   for (const auto& [id, count] : reference.preemptions) EXPECT_EQ(count, 0) << id;
 }
 
+// Priority scheduling changes the order, never the tokens.
+TEST(EngineTest, PriorityOrderUnderPreemptionsGivesTheSameTokens) {
+  std::vector<Request> requests = MixedRequests(24, 13);
+  for (size_t i = 0; i < requests.size(); ++i)
+    requests[i].priority = static_cast<int32_t>(i % 3) - 1;
+  std::vector<Request> fcfs = requests;
+  for (Request& r : fcfs) r.priority = 0;
+  const RunResult reference = RunEngine(fcfs, DefaultOptions());
+  EngineOptions tight = DefaultOptions();
+  tight.num_kv_blocks = 1 + 16;
+  tight.scheduling_policy = SchedulingPolicy::kPriority;
+  const RunResult result = RunEngine(requests, tight);
+  EXPECT_GT(result.stats.scheduler.num_preemptions, 0) << "the pool never ran out";
+  EXPECT_EQ(result.tokens, reference.tokens);
+}
+
 TEST(EngineTest, PrefixCacheHitsGiveTheSameTokens) {
   const std::vector<Request> requests = MixedRequests(12, 17, /*shared_prefix=*/48);
   EngineOptions no_cache = DefaultOptions();

@@ -2,7 +2,9 @@
 // KV pools, with a simulated tensor-parallel follower that rebuilds block tables only from the
 // StepPlans. After every step: the step respects its token budget and max_num_seqs, the follower's
 // tables equal the leader's, every scheduled token has a slot, and the KV invariants hold. At the
-// end every request that was not aborted has produced exactly max_tokens tokens.
+// end every request that was not aborted has produced exactly max_tokens tokens. Under priority
+// scheduling (random priorities) the same, and a step never preempts a sequence of higher
+// priority than one it scheduled.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -21,6 +23,7 @@ struct Shape {
   int32_t max_num_seqs;
   int32_t budget;
   int32_t watermark;
+  SchedulingPolicy policy = SchedulingPolicy::kFcfs;
 };
 
 class SchedulerRandomizedTest : public ::testing::TestWithParam<Shape> {};
@@ -42,7 +45,8 @@ TEST_P(SchedulerRandomizedTest, EveryRequestCompletesAndFollowersAgree) {
                          .max_num_batched_tokens = shape.budget,
                          .max_model_len = max_model_len,
                          .vocab_size = 1000,
-                         .eos_token_id = 999},
+                         .eos_token_id = 999,
+                         .policy = shape.policy},
                         kv.get());
     std::vector<std::vector<int32_t>> system_prompts;
     for (int i = 0; i < 3; ++i) {
@@ -52,6 +56,7 @@ TEST_P(SchedulerRandomizedTest, EveryRequestCompletesAndFollowersAgree) {
     }
     std::map<int64_t, int32_t> expected_tokens;  // id -> max_tokens, for requests not aborted
     std::map<int64_t, int32_t> produced;
+    std::map<int64_t, int32_t> priority;
     std::map<int64_t, std::vector<kvcache::BlockId>> follower;
     int64_t next_id = 1;
     int arrivals = 0;
@@ -64,6 +69,8 @@ TEST_P(SchedulerRandomizedTest, EveryRequestCompletesAndFollowersAgree) {
         const int extra = uniform(1, 4 * shape.block_size);
         for (int t = 0; t < extra; ++t) r.prompt.push_back(uniform(0, 998));
         r.sampling.max_tokens = uniform(1, 6 * shape.block_size);
+        if (shape.policy == SchedulingPolicy::kPriority) r.priority = uniform(-2, 2);
+        priority[r.id.value()] = r.priority;
         if (scheduler.AddRequest(r).ok()) expected_tokens[r.id.value()] = r.sampling.max_tokens;
       }
       if (!expected_tokens.empty() && uniform(0, 40) == 0) {  // abort a random live request
@@ -75,6 +82,14 @@ TEST_P(SchedulerRandomizedTest, EveryRequestCompletesAndFollowersAgree) {
       }
       const StepPlan plan = scheduler.Schedule();
       ASSERT_LE(plan.num_tokens, shape.budget);
+      if (shape.policy == SchedulingPolicy::kPriority) {
+        for (const RequestId victim : plan.preempted) {
+          for (const ScheduledSequence& s : plan.sequences) {
+            ASSERT_GE(priority[victim.value()], priority[s.id.value()])
+                << "request " << victim.value() << " was preempted for " << s.id.value();
+          }
+        }
+      }
       ASSERT_LE(static_cast<int32_t>(scheduler.RunningIds().size()), shape.max_num_seqs);
       for (RequestId id : plan.released) follower.erase(id.value());
       std::vector<int32_t> sampled;
@@ -105,15 +120,18 @@ TEST_P(SchedulerRandomizedTest, EveryRequestCompletesAndFollowersAgree) {
   EXPECT_GT(total_prefix_hits, 0);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    TinyPools, SchedulerRandomizedTest,
-    ::testing::Values(Shape{24, 4, 8, 16, 0}, Shape{40, 4, 16, 32, 2}, Shape{17, 8, 4, 8, 1},
-                      Shape{64, 16, 32, 64, 1}),
-    [](const ::testing::TestParamInfo<Shape>& param_info) {
-      const Shape& s = param_info.param;
-      return absl::StrCat("blocks", s.num_blocks, "_bs", s.block_size, "_seqs", s.max_num_seqs,
-                          "_budget", s.budget, "_wm", s.watermark);
-    });
+INSTANTIATE_TEST_SUITE_P(TinyPools, SchedulerRandomizedTest,
+                         ::testing::Values(Shape{24, 4, 8, 16, 0}, Shape{40, 4, 16, 32, 2},
+                                           Shape{17, 8, 4, 8, 1}, Shape{64, 16, 32, 64, 1},
+                                           Shape{24, 4, 8, 16, 0, SchedulingPolicy::kPriority},
+                                           Shape{40, 4, 16, 32, 2, SchedulingPolicy::kPriority}),
+                         [](const ::testing::TestParamInfo<Shape>& param_info) {
+                           const Shape& s = param_info.param;
+                           return absl::StrCat(
+                               "blocks", s.num_blocks, "_bs", s.block_size, "_seqs", s.max_num_seqs,
+                               "_budget", s.budget, "_wm", s.watermark,
+                               s.policy == SchedulingPolicy::kPriority ? "_priority" : "");
+                         });
 
 }  // namespace
 }  // namespace headroom::worker

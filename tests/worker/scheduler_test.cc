@@ -29,25 +29,23 @@ Request MakeRequest(int64_t id, int32_t prompt_len, int32_t max_tokens, int32_t 
 
 struct Step {
   std::vector<Request> arrive = {};
-  std::string plan = "";  // e.g. "1:1* 2:4+1b"
+  std::string plan = "";     // e.g. "1:1* 2:4+1b"
   std::string running = "";  // after Update, e.g. "1 2"
   std::string waiting = "";
   std::string preempted = "";
 };
 
 std::string Ids(const std::vector<RequestId>& ids) {
-  return absl::StrJoin(ids, " ", [](std::string* out, RequestId id) {
-    absl::StrAppend(out, id.value());
-  });
+  return absl::StrJoin(ids, " ",
+                       [](std::string* out, RequestId id) { absl::StrAppend(out, id.value()); });
 }
 
 std::string Describe(const StepPlan& plan) {
   std::vector<std::string> parts;
   for (const ScheduledSequence& s : plan.sequences) {
-    parts.push_back(absl::StrCat(s.id.value(), ":", s.token_ids.size(), s.sample ? "*" : "",
-                                 s.new_block_ids.empty()
-                                     ? ""
-                                     : absl::StrCat("+", s.new_block_ids.size(), "b")));
+    parts.push_back(absl::StrCat(
+        s.id.value(), ":", s.token_ids.size(), s.sample ? "*" : "",
+        s.new_block_ids.empty() ? "" : absl::StrCat("+", s.new_block_ids.size(), "b")));
   }
   return absl::StrJoin(parts, " ");
 }
@@ -148,8 +146,10 @@ TEST(SchedulerTest, NewestIsPreemptedAndResumesOnlyWhenItsWholeContextFits) {
   SchedulerHarness h(/*num_blocks=*/7, 4, Config(4, 64));
   h.Run({
       {.arrive = {MakeRequest(1, 8, 7), MakeRequest(2, 8, 8, 100)},
-       .plan = "1:8*+2b 2:8*+2b", .running = "1 2", .waiting = ""},
-      {.plan = "1:1*+1b 2:1*+1b", .running = "1 2", .waiting = ""},   // 9 tokens: 3 blocks each
+       .plan = "1:8*+2b 2:8*+2b",
+       .running = "1 2",
+       .waiting = ""},
+      {.plan = "1:1*+1b 2:1*+1b", .running = "1 2", .waiting = ""},  // 9 tokens: 3 blocks each
       {.plan = "1:1* 2:1*", .running = "1 2", .waiting = ""},
       {.plan = "1:1* 2:1*", .running = "1 2", .waiting = ""},
       {.plan = "1:1* 2:1*", .running = "1 2", .waiting = ""},  // 12 tokens each, pool full
@@ -161,13 +161,92 @@ TEST(SchedulerTest, NewestIsPreemptedAndResumesOnlyWhenItsWholeContextFits) {
   EXPECT_EQ(h.scheduler().Stats().num_preemptions, 1);
 }
 
+Request WithPriority(Request r, int32_t priority) {
+  r.priority = priority;
+  return r;
+}
+
+SchedulerConfig PriorityConfig(int32_t max_seqs, int32_t budget) {
+  SchedulerConfig config = Config(max_seqs, budget);
+  config.policy = SchedulingPolicy::kPriority;
+  return config;
+}
+
+// The scenario above under priority scheduling, with the older request at the lower priority:
+// it is the one preempted, although the other is newer.
+TEST(SchedulerTest, PriorityPreemptsTheLowestPriorityNotTheNewest) {
+  SchedulerHarness h(/*num_blocks=*/7, 4, PriorityConfig(4, 64));
+  h.Run({
+      {.arrive = {WithPriority(MakeRequest(1, 8, 8), 1),
+                  WithPriority(MakeRequest(2, 8, 7, 100), 0)},
+       .plan = "2:8*+2b 1:8*+2b",
+       .running = "2 1",
+       .waiting = ""},
+      {.plan = "2:1*+1b 1:1*+1b", .running = "2 1", .waiting = ""},
+      {.plan = "2:1* 1:1*", .running = "2 1", .waiting = ""},
+      {.plan = "2:1* 1:1*", .running = "2 1", .waiting = ""},
+      {.plan = "2:1* 1:1*", .running = "2 1", .waiting = ""},
+      {.plan = "2:1*+1b", .running = "2", .waiting = "1", .preempted = "1"},
+      {.plan = "2:1*", .running = "", .waiting = "1"},
+      {.plan = "1:5*+4b", .running = "1", .waiting = ""},
+  });
+}
+
+// Lower values first, ties in arrival order; a preempted request waits in its (priority,
+// arrival) place, not at the front.
+TEST(SchedulerTest, PriorityOrdersAdmissionAndAPreemptedRequestWaitsInItsPlace) {
+  SchedulerHarness h(/*num_blocks=*/40, 4, PriorityConfig(/*max_seqs=*/1, 64));
+  h.Run({
+      {.arrive = {WithPriority(MakeRequest(1, 2, 1, 10), 5),
+                  WithPriority(MakeRequest(2, 2, 1, 20), 0),
+                  WithPriority(MakeRequest(3, 2, 1, 30), 5),
+                  WithPriority(MakeRequest(4, 2, 1, 40), -1)},
+       .plan = "4:2*+1b",
+       .running = "",
+       .waiting = "2 1 3"},
+      {.plan = "2:2*+1b", .running = "", .waiting = "1 3"},
+      {.plan = "1:2*+1b", .running = "", .waiting = "3"},
+      {.plan = "3:2*+1b", .running = "", .waiting = ""},
+  });
+
+  // 3 usable blocks of 4: 5 (priority 0) runs; 6 (priority 1, older than 7) is preempted for
+  // it...
+  SchedulerHarness tight(/*num_blocks=*/4, 4, PriorityConfig(4, 64));
+  tight.Run({
+      {.arrive = {WithPriority(MakeRequest(5, 4, 6, 100), 0),
+                  WithPriority(MakeRequest(6, 4, 6, 200), 1)},
+       .plan = "5:4*+1b 6:4*+1b",
+       .running = "5 6",
+       .waiting = ""},
+      {.plan = "5:1*+1b", .running = "5", .waiting = "6", .preempted = "6"},
+      // ...and waits behind a newer request of higher priority (which does not fit yet), in
+      // front of a newer one of its own.
+      {.arrive = {WithPriority(MakeRequest(7, 8, 1, 300), 0),
+                  WithPriority(MakeRequest(8, 2, 1, 400), 1)},
+       .plan = "5:1*",
+       .running = "5",
+       .waiting = "7 6 8"},
+  });
+}
+
+TEST(SchedulerTest, FcfsRefusesAPriority) {
+  SchedulerHarness h(20, 4, Config(4, 64));
+  const absl::Status status = h.scheduler().AddRequest(WithPriority(MakeRequest(1, 4, 2), 3));
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("priority 3 needs priority scheduling"));
+  EXPECT_THAT(status.message(), HasSubstr("--scheduling-policy priority"));
+  EXPECT_TRUE(h.scheduler().AddRequest(WithPriority(MakeRequest(2, 4, 2), 0)).ok());
+}
+
 TEST(SchedulerTest, HeadOfLineRequestBlocksAdmissionBehindIt) {
   SchedulerHarness h(/*num_blocks=*/7, 4, Config(4, 64));
   h.Run({
       {.arrive = {MakeRequest(1, 16, 3)}, .plan = "1:16*+4b", .running = "1", .waiting = ""},
       // 2 needs 3 blocks (2 free): it waits, and 3 (1 block) waits behind it.
       {.arrive = {MakeRequest(2, 12, 1, 100), MakeRequest(3, 2, 1, 200)},
-       .plan = "1:1*+1b", .running = "1", .waiting = "2 3"},
+       .plan = "1:1*+1b",
+       .running = "1",
+       .waiting = "2 3"},
       {.plan = "1:1*", .running = "", .waiting = "2 3"},
       {.plan = "2:12*+3b 3:2*+1b", .running = "", .waiting = ""},
   });
@@ -206,7 +285,8 @@ TEST(SchedulerTest, StopConditions) {
     ASSERT_TRUE(h.scheduler().AddRequest(*r).ok());
   }
   StepPlan plan = h.scheduler().Schedule();
-  std::vector<TokenOutput> out = h.scheduler().Update(plan, std::vector<int32_t>{kEos, kEos, 77, 5});
+  std::vector<TokenOutput> out =
+      h.scheduler().Update(plan, std::vector<int32_t>{kEos, kEos, 77, 5});
   ASSERT_EQ(out.size(), 4u);
   EXPECT_EQ(out[0].finish, FinishReason::kStop);
   EXPECT_EQ(out[1].finish, FinishReason::kNone);  // ignore_eos

@@ -106,7 +106,8 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const ModelConfig& config
                       .max_num_batched_tokens = o.max_num_batched_tokens,
                       .max_model_len = o.max_model_len,
                       .vocab_size = static_cast<int32_t>(config.vocab_size),
-                      .eos_token_id = o.eos_token_id},
+                      .eos_token_id = o.eos_token_id,
+                      .policy = o.scheduling_policy},
       engine->kv_.get());
   HR_ASSIGN_OR_RETURN(engine->model_,
                       LlamaModel::Create(config, weights, ModelLimitsOf(o), backend, comm));

@@ -51,6 +51,8 @@ struct EngineOptions {
   int32_t eos_token_id = -1;
   // Seed of requests that bring none (each still gets its own stream, keyed by request id).
   uint64_t seed = 0;
+  // --scheduling-policy.
+  SchedulingPolicy scheduling_policy = SchedulingPolicy::kFcfs;
 };
 
 // The buffer sizes the model of an engine with `options` is allocated for (leader and followers

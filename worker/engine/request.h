@@ -50,6 +50,15 @@ struct Request {
   SamplingParams sampling;
   // Isolates prefix-cache sharing (tenants): blocks are shared only under the same salt.
   std::string cache_salt;
+  // vLLM's priority: lower values are served first (SchedulingPolicy::kPriority only; 0 under
+  // kFcfs).
+  int32_t priority = 0;
+};
+
+// vLLM's --scheduling-policy.
+enum class SchedulingPolicy {
+  kFcfs,      // arrival order
+  kPriority,  // by (priority, arrival)
 };
 
 enum class FinishReason {

@@ -48,14 +48,22 @@ absl::Status Scheduler::AddRequest(Request request) {
                      kv_->block_size(), " tokens, the pool has ", usable, " blocks (",
                      kv_->watermark_blocks(), " held back for running sequences)"));
   }
+  if (request.priority != 0 && config_.policy != SchedulingPolicy::kPriority) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("priority ", request.priority,
+                     " needs priority scheduling; the worker schedules first come, first served "
+                     "(start it with --scheduling-policy priority)"));
+  }
   if (sequences_.contains(request.id)) {
     return absl::AlreadyExistsError(absl::StrCat("request ", request.id.value(), " exists"));
   }
   auto s = std::make_unique<Sequence>();
   s->tokens = request.prompt;
   s->request = std::move(request);
-  waiting_.push_back(s.get());
-  sequences_.emplace(s->request.id, std::move(s));
+  s->arrival = arrivals_++;
+  Sequence& added = *s;
+  sequences_.emplace(added.request.id, std::move(s));
+  InsertWaiting(added, /*preempted=*/false);
   return absl::OkStatus();
 }
 
@@ -66,14 +74,21 @@ StepPlan Scheduler::Schedule() {
   pending_released_.clear();
   int32_t budget = config_.max_num_batched_tokens;
 
-  // Decodes first, then prefill chunks of running sequences, each oldest first.
-  for (const bool decodes : {true, false}) {
-    for (size_t i = 0; i < running_.size() && budget > 0; ++i) {
-      Sequence& s = *running_[i];
-      const bool is_decode = s.num_computed >= s.num_prompt();
-      if (s.scheduled_step == step_ || is_decode != decodes) continue;
-      if (!ScheduleRunning(s, budget, plan)) --i;  // `s` left running_; index i holds the next
+  // Per priority level (one level under kFcfs), in running_'s order: decodes first, then prefill
+  // chunks. So every sequence still unscheduled when blocks run short (the victims, taken from
+  // the back) has no higher priority than any sequence scheduled before it.
+  for (size_t begin = 0; begin < running_.size() && budget > 0;) {
+    const int32_t priority = running_[begin]->request.priority;
+    for (const bool decodes : {true, false}) {
+      for (size_t i = begin;
+           i < running_.size() && running_[i]->request.priority == priority && budget > 0; ++i) {
+        Sequence& s = *running_[i];
+        const bool is_decode = s.num_computed >= s.num_prompt();
+        if (s.scheduled_step == step_ || is_decode != decodes) continue;
+        if (!ScheduleRunning(s, budget, plan)) --i;  // `s` left running_; index i holds the next
+      }
     }
+    while (begin < running_.size() && running_[begin]->request.priority == priority) ++begin;
   }
   if (plan.preempted.empty()) AdmitWaiting(budget, plan);
   for (const ScheduledSequence& seq : plan.sequences) {
@@ -145,7 +160,7 @@ void Scheduler::AdmitWaiting(int32_t& budget, StepPlan& plan) {
     HR_CHECK_MSG(status.ok(), "admission after the fit check failed");
     waiting_.pop_front();
     s.running = true;
-    running_.push_back(&s);
+    InsertRunning(s);
     s.num_computed = hit.num_cached_tokens;
     EmitScheduled(s, first - hit.num_cached_tokens, 0, plan);
     budget -= first - hit.num_cached_tokens;
@@ -160,9 +175,34 @@ void Scheduler::Preempt(Sequence& s, StepPlan& plan) {
   s.num_computed = 0;
   ++s.num_preemptions;
   ++num_preemptions_;
-  waiting_.push_front(&s);
+  InsertWaiting(s, /*preempted=*/true);
   plan.released.push_back(s.request.id);
   plan.preempted.push_back(s.request.id);
+}
+
+bool Scheduler::Before(const Sequence* a, const Sequence* b) {
+  if (a->request.priority != b->request.priority) return a->request.priority < b->request.priority;
+  return a->arrival < b->arrival;
+}
+
+void Scheduler::InsertRunning(Sequence& s) {
+  if (config_.policy == SchedulingPolicy::kFcfs) {
+    running_.push_back(&s);
+  } else {
+    running_.insert(std::upper_bound(running_.begin(), running_.end(), &s, Before), &s);
+  }
+}
+
+void Scheduler::InsertWaiting(Sequence& s, bool preempted) {
+  if (config_.policy == SchedulingPolicy::kFcfs) {
+    if (preempted) {
+      waiting_.push_front(&s);
+    } else {
+      waiting_.push_back(&s);
+    }
+  } else {
+    waiting_.insert(std::upper_bound(waiting_.begin(), waiting_.end(), &s, Before), &s);
+  }
 }
 
 FinishReason Scheduler::CheckStop(const Sequence& s, int32_t token) const {

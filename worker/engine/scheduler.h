@@ -1,14 +1,22 @@
 // Scheduler: continuous batching over the KV-cache manager, one step at a time.
 //
-// Each step (Schedule):
-//   1. running sequences that decode get one token each, oldest first;
-//   2. running sequences still prefilling get the next chunk of their prompt, oldest first;
-//   3. if nothing was preempted in this step, waiting requests are admitted in order (strict FCFS:
-//      the first one that does not fit stops admission) while running < max_num_seqs and the
-//      token budget (max_num_batched_tokens) lasts.
-// When a running sequence needs a block that is not free, the newest running sequence not yet
+// Each step (Schedule), for each priority level in turn (kPriority; kFcfs has one):
+//   1. running sequences that decode get one token each, in running order;
+//   2. running sequences still prefilling get the next chunk of their prompt, in running order;
+//   3. if nothing was preempted in this step, waiting requests are admitted in order (strict: the
+//      first one that does not fit stops admission) while running < max_num_seqs and the token
+//      budget (max_num_batched_tokens) lasts.
+// When a running sequence needs a block that is not free, the last running sequence not yet
 // scheduled in this step is preempted (recompute: its blocks are freed and it goes back to the
-// front of the waiting queue); if there is none, the sequence preempts itself. Prefix-cached free
+// waiting queue); if there is none, the sequence preempts itself.
+// Order, by policy (vLLM's --scheduling-policy):
+//   kFcfs: running in admission order (the newest is preempted first), waiting in arrival order
+//          with preempted requests at the front;
+//   kPriority: running and waiting both sorted by (priority, arrival): higher priorities (lower
+//          values) are scheduled and admitted first, the lowest priority (newest among equals) is
+//          preempted first, and a preempted request waits in its (priority, arrival) place. A
+//          waiting request does not preempt running ones of lower priority (as in vLLM); it is
+//          admitted first once room frees. Prefix-cached free
 // blocks are evicted before anything is preempted (the KV-cache manager does that).
 // Anti-thrash: a waiting request (fresh or preempted) is admitted only when its *whole* current
 // context fits above the watermark, after the blocks that running prefills still need; so a
@@ -40,6 +48,7 @@ struct SchedulerConfig {
   int32_t vocab_size = 0;
   // End-of-sequence token (finishes a request unless ignore_eos); -1 for none.
   int32_t eos_token_id = -1;
+  SchedulingPolicy policy = SchedulingPolicy::kFcfs;
 };
 
 // One sampled token, reported by Update().
@@ -73,7 +82,8 @@ class Scheduler {
 
   // Queues a request. InvalidArgument (with the numbers) for one that can never run: empty
   // prompt, out-of-vocabulary token, max_tokens < 1, prompt + max_tokens beyond max_model_len,
-  // or more KV blocks than the pool has. AlreadyExists for a duplicate id.
+  // or more KV blocks than the pool has; and for a priority other than 0 under kFcfs.
+  // AlreadyExists for a duplicate id.
   [[nodiscard]] absl::Status AddRequest(Request request);
 
   // Decides the next step and assigns its KV slots. An empty plan means there is nothing to do.
@@ -102,6 +112,8 @@ class Scheduler {
     // Tokens whose KV is in the cache (or is being computed by the current step).
     int32_t num_computed = 0;
     int32_t num_preemptions = 0;
+    // Order of arrival (AddRequest), the tie-break among equal priorities.
+    uint64_t arrival = 0;
     bool running = false;
     // Step in which it was last scheduled.
     int64_t scheduled_step = -1;
@@ -117,6 +129,12 @@ class Scheduler {
   // Admits waiting requests while they fit (step 3).
   void AdmitWaiting(int32_t& budget, StepPlan& plan);
   void Preempt(Sequence& s, StepPlan& plan);
+  // Puts `s` into running_ / waiting_ at its place under the policy (`preempted`: it comes back
+  // from running, which kFcfs puts at the front of the waiting queue).
+  void InsertRunning(Sequence& s);
+  // kPriority's order: lower priority values first, then earlier arrivals.
+  static bool Before(const Sequence* a, const Sequence* b);
+  void InsertWaiting(Sequence& s, bool preempted);
   // Frees `s`'s blocks and forgets it; its id is reported in the next plan's `released`.
   void Release(Sequence& s);
   // Blocks running prefills still need to finish their prompts.
@@ -127,9 +145,10 @@ class Scheduler {
   const SchedulerConfig config_;
   kvcache::KvCacheManager* const kv_;
   absl::flat_hash_map<RequestId, std::unique_ptr<Sequence>> sequences_;
-  std::vector<Sequence*> running_;  // admission order
-  std::deque<Sequence*> waiting_;   // admission order, preempted requests at the front
+  std::vector<Sequence*> running_;  // kFcfs: admission order; kPriority: (priority, arrival)
+  std::deque<Sequence*> waiting_;   // kFcfs: arrival, preempted first; kPriority: as running_
   std::vector<RequestId> pending_released_;
+  uint64_t arrivals_ = 0;
   int64_t step_ = 0;
   int64_t num_preemptions_ = 0;
 };

@@ -12,6 +12,7 @@ absl::StatusOr<Request> RequestFromProto(const v1::SubmitRequest& proto, Request
   request.id = id;
   request.prompt.assign(proto.prompt_token_ids().begin(), proto.prompt_token_ids().end());
   request.cache_salt = proto.cache_salt();
+  request.priority = proto.priority();
   const v1::TokenSamplingParams& in = proto.sampling();
   SamplingParams& out = request.sampling;
   if (in.has_temperature()) out.temperature = in.temperature();

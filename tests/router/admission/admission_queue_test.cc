@@ -10,8 +10,12 @@ namespace {
 const absl::Time kStart = absl::FromUnixSeconds(1'000'000);
 
 GroupLoad Group(int32_t free) {
-  return GroupLoad{.group = "g", .up = true, .total_blocks = 100, .free_blocks = free,
-                   .block_size = 16, .max_model_len = 4096};
+  return GroupLoad{.group = "g",
+                   .up = true,
+                   .total_blocks = 100,
+                   .free_blocks = free,
+                   .block_size = 16,
+                   .max_model_len = 4096};
 }
 
 std::vector<int64_t> Ids(const std::vector<PlacedRequest>& placed) {
@@ -28,7 +32,8 @@ TEST(AdmissionQueueTest, PlacesFcfsAndReservesBlocks) {
   ASSERT_TRUE(queue.Offer(3, 16, deadline).accepted);   // 1 block
   std::vector<GroupLoad> groups = {Group(40)};
   // 1 fits (30 left); 2 does not and blocks 3 behind it (FCFS).
-  std::vector<PlacedRequest> placed = queue.Place(absl::MakeSpan(groups), LeastLoadedByBlocks{}, kStart);
+  std::vector<PlacedRequest> placed =
+      queue.Place(absl::MakeSpan(groups), LeastLoadedByBlocks{}, kStart);
   EXPECT_EQ(Ids(placed), std::vector<int64_t>{1});
   EXPECT_EQ(groups[0].reserved_blocks, 10);
   EXPECT_EQ(queue.size(), 2);
@@ -40,11 +45,33 @@ TEST(AdmissionQueueTest, PlacesFcfsAndReservesBlocks) {
   EXPECT_EQ(groups[0].reserved_blocks, 51);
 }
 
+// Lower priority values first, arrival order among equals; a head that must wait still blocks the
+// requests behind it, whatever their priority.
+TEST(AdmissionQueueTest, PlacesInPriorityOrderFcfsAmongEquals) {
+  AdmissionQueue queue({.high_watermark = 10, .low_watermark = 5});
+  const absl::Time deadline = kStart + absl::Seconds(30);
+  ASSERT_TRUE(queue.Offer(1, 16, deadline, 0).accepted);
+  ASSERT_TRUE(queue.Offer(2, 16, deadline, 0).accepted);
+  ASSERT_TRUE(queue.Offer(3, 16, deadline, -1).accepted);
+  ASSERT_TRUE(queue.Offer(4, 16, deadline, 1).accepted);
+  ASSERT_TRUE(queue.Offer(5, 16 * 30, deadline, -1).accepted);  // 30 blocks
+  ASSERT_TRUE(queue.Offer(6, 16, deadline, 0).accepted);
+  std::vector<GroupLoad> groups = {Group(20)};
+  // 3 fits; 5 (same priority, later) does not and holds every lower priority back.
+  EXPECT_EQ(Ids(queue.Place(absl::MakeSpan(groups), LeastLoadedByBlocks{}, kStart)),
+            std::vector<int64_t>{3});
+  groups[0].free_blocks = 90;
+  groups[0].reserved_blocks = 0;
+  EXPECT_EQ(Ids(queue.Place(absl::MakeSpan(groups), LeastLoadedByBlocks{}, kStart)),
+            (std::vector<int64_t>{5, 1, 2, 6, 4}));
+}
+
 TEST(AdmissionQueueTest, RequestsThatNoLongerFitAnyGroupComeBackRejected) {
   AdmissionQueue queue({.high_watermark = 10, .low_watermark = 5});
   ASSERT_TRUE(queue.Offer(1, 100 * 16 + 1, kStart + absl::Seconds(30)).accepted);
   std::vector<GroupLoad> groups = {Group(100)};
-  const std::vector<PlacedRequest> placed = queue.Place(absl::MakeSpan(groups), LeastLoadedByBlocks{}, kStart);
+  const std::vector<PlacedRequest> placed =
+      queue.Place(absl::MakeSpan(groups), LeastLoadedByBlocks{}, kStart);
   ASSERT_EQ(placed.size(), 1u);
   EXPECT_EQ(placed[0].outcome, PlacementOutcome::kNeverFits);
   EXPECT_EQ(groups[0].reserved_blocks, 0);
@@ -77,7 +104,9 @@ TEST(AdmissionQueueTest, RetryAfterFollowsTheDrainRate) {
   std::vector<GroupLoad> groups = {Group(2)};
   for (int s = 1; s <= 6; ++s) {
     groups[0].reserved_blocks = 0;
-    ASSERT_EQ(queue.Place(absl::MakeSpan(groups), LeastLoadedByBlocks{}, kStart + absl::Seconds(s)).size(), 2u);
+    ASSERT_EQ(queue.Place(absl::MakeSpan(groups), LeastLoadedByBlocks{}, kStart + absl::Seconds(s))
+                  .size(),
+              2u);
   }
   for (; queue.size() < 20; ++id) ASSERT_TRUE(queue.Offer(id, 16, deadline).accepted);
   // 10 over the low watermark at 2 per second: 5 s.

@@ -61,6 +61,8 @@ TEST(OpenAiProtocolTest, BadCompletionBodies) {
       {R"({"prompt": "x", "include_stop_str_in_output": "yes"})", "include_stop_str_in_output",
        "must be a boolean"},
       {R"({"prompt": "x", "cache_salt": 1})", "cache_salt", "cache_salt must be a string"},
+      {R"({"prompt": "x", "priority": "high"})", "priority",
+       "priority must be an integer, got string"},
       {R"({"prompt": "x", "stream": "true"})", "stream", "stream must be a boolean, got string"},
       {R"({"prompt": "x", "stream_options": {"include_usage": true}})", "stream_options",
        "only allowed when stream is true"},
@@ -144,7 +146,7 @@ TEST(OpenAiProtocolTest, CompletionFieldsMapToGenerateRequest) {
     "stream_options": {"include_usage": true}, "n": 1, "best_of": 1, "presence_penalty": 0.5,
     "frequency_penalty": -0.25, "repetition_penalty": 1.2, "min_p": 0.05, "min_tokens": 4, "logprobs": 3,
     "logit_bias": {"5": 1.5, "70": -100},
-    "echo": false, "user": "u-1", "unknown_field": [1]
+    "echo": false, "user": "u-1", "unknown_field": [1], "priority": -3
   })");
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->endpoint, Endpoint::kCompletions);
@@ -178,6 +180,7 @@ TEST(OpenAiProtocolTest, CompletionFieldsMapToGenerateRequest) {
   EXPECT_FLOAT_EQ(s.logit_bias().at(5), 1.5f);
   EXPECT_FLOAT_EQ(s.logit_bias().at(70), -100.0f);
   EXPECT_EQ(g.cache_salt(), "tenant-a");
+  EXPECT_EQ(g.priority(), -3);
   EXPECT_TRUE(r->stream);
   EXPECT_TRUE(r->include_usage);
   EXPECT_TRUE(r->logprobs);
