@@ -82,6 +82,22 @@ std::vector<std::string> SlowFlags() {
           "30"};
 }
 
+// Sets the value after flag `name` in `flags`.
+void SetFlag(std::vector<std::string>& flags, const std::string& name, const std::string& value) {
+  for (size_t i = 0; i + 1 < flags.size(); ++i) {
+    if (flags[i] == name) flags[i + 1] = value;
+  }
+}
+
+// The /metrics port a worker started with --metrics-port 0 prints after its listening line; 0
+// if it printed something else.
+int MetricsPort(WorkerProcess& worker) {
+  const std::string line = worker.NextLine(seconds(10));
+  const std::string prefix = "headroom worker metrics on 127.0.0.1:";
+  EXPECT_EQ(line.rfind(prefix, 0), 0u) << line;
+  return line.rfind(prefix, 0) == 0 ? std::stoi(line.substr(prefix.size())) : 0;
+}
+
 std::unique_ptr<grpc::ClientContext> Context(int timeout_s = 30) {
   auto context = std::make_unique<grpc::ClientContext>();
   context->set_deadline(system_clock::now() + seconds(timeout_s));
@@ -425,17 +441,13 @@ TEST_F(WorkerE2eTest, SigtermDrainsRunningStreamAndExitsZero) {
   EXPECT_EQ(worker.WaitExit(std::chrono::seconds(15)), std::optional<int>(0));
 }
 
-// GET `path` from 127.0.0.1:`port` over HTTP/1.0 (the server closes after the response); the
-// whole response, status line included, or empty if the connection failed.
 TEST_F(WorkerE2eTest, ServesPrometheusMetricsUnderVllmNames) {
   std::vector<std::string> flags = FixtureFlags();
   flags.insert(flags.end(), {"--metrics-port", "0"});
   WorkerProcess worker(flags);
   Connect(worker);
-  const std::string line = worker.NextLine(std::chrono::seconds(10));
-  const std::string prefix = "headroom worker metrics on 127.0.0.1:";
-  ASSERT_EQ(line.rfind(prefix, 0), 0u) << line;
-  const int port = std::stoi(line.substr(prefix.size()));
+  const int port = MetricsPort(worker);
+  ASSERT_NE(port, 0);
 
   const e2e::HttpResponse health = e2e::HttpRequestTo(port, "GET", "/health");
   EXPECT_EQ(health.status, 200) << health.body;
@@ -542,10 +554,8 @@ TEST_F(WorkerE2eTest, ServesPrometheusMetricsUnderVllmNames) {
 // its first token first (first come, first served would reverse them).
 TEST_F(WorkerE2eTest, PrioritySchedulingServesTheLowerValueFirst) {
   std::vector<std::string> flags = SlowFlags();
-  for (size_t i = 0; i + 1 < flags.size(); ++i) {
-    if (flags[i] == "--max-num-seqs") flags[i + 1] = "1";
-    if (flags[i] == "--max-num-batched-tokens") flags[i + 1] = "64";
-  }
+  SetFlag(flags, "--max-num-seqs", "1");
+  SetFlag(flags, "--max-num-batched-tokens", "64");
   flags.insert(flags.end(), {"--scheduling-policy", "priority"});
   WorkerProcess worker(flags);
   Connect(worker);
@@ -599,21 +609,14 @@ TEST_F(WorkerE2eTest, PrioritySchedulingServesTheLowerValueFirst) {
 // vllm:num_preemptions.
 TEST_F(WorkerE2eTest, PreemptionsAreCountedPerRequest) {
   std::vector<std::string> flags = SlowFlags();
-  const auto set = [&flags](const std::string& name, const std::string& value) {
-    for (size_t i = 0; i + 1 < flags.size(); ++i) {
-      if (flags[i] == name) flags[i + 1] = value;
-    }
-  };
-  set("--metrics-port", "0");
-  set("--num-gpu-blocks-override", "7");  // 6 usable blocks of 8: 48 tokens
-  set("--block-size", "8");
-  set("--max-model-len", "32");
+  SetFlag(flags, "--metrics-port", "0");
+  SetFlag(flags, "--num-gpu-blocks-override", "7");  // 6 usable blocks of 8: 48 tokens
+  SetFlag(flags, "--block-size", "8");
+  SetFlag(flags, "--max-model-len", "32");
   WorkerProcess worker(flags);
   Connect(worker);
-  const std::string line = worker.NextLine(std::chrono::seconds(10));
-  const std::string prefix = "headroom worker metrics on 127.0.0.1:";
-  ASSERT_EQ(line.rfind(prefix, 0), 0u) << line;
-  const int port = std::stoi(line.substr(prefix.size()));
+  const int port = MetricsPort(worker);
+  ASSERT_NE(port, 0);
 
   // 11 + 16 tokens each (4 blocks); three of them need more than 6 blocks past 5 tokens.
   std::vector<StreamResult> results(3);
