@@ -160,6 +160,14 @@ void HttpFrontend::Generate(const http::HttpRequest& request, bool chat,
         end_of_turn.has_value() && !sampling.ignore_eos()) {
       sampling.add_stop_token_ids(*end_of_turn);
     }
+    // A chat reply without max_tokens / max_completion_tokens runs until the model ends its turn
+    // or the context is full (vLLM's default: max_model_len - prompt), not the completions
+    // default of 16 tokens. The blocks are still reserved per request (prompt + max_tokens).
+    const int64_t max_model_len = options_.max_model_len();
+    if (!sampling.has_max_tokens() && max_model_len > static_cast<int64_t>(ids->size())) {
+      sampling.set_max_tokens(
+          static_cast<int32_t>(max_model_len - static_cast<int64_t>(ids->size())));
+    }
   }
   std::string model = parsed->generate.model();
   if (model.empty()) model = options_.model_name();

@@ -379,6 +379,26 @@ TEST_F(HttpE2eTest, ChatEqualsCompletionOfTheChatMlRenderedPrompt) {
   EXPECT_EQ(finish, "length");
 }
 
+// Without max_tokens a chat reply may fill the context (vLLM's default), while a completion
+// stops at 16 tokens (OpenAI's and vLLM's completions default).
+TEST_F(HttpE2eTest, MaxTokensDefaultsToTheRestOfTheContextForChatAnd16ForCompletions) {
+  const Json chat = {{"messages", {{{"role", "user"}, {"content", "Say hi"}}}},
+                     {"temperature", 0},
+                     {"ignore_eos", true}};
+  const HttpResponse reply = cluster_->Post("/v1/chat/completions", chat.dump());
+  ASSERT_EQ(reply.status, 200) << reply.body;
+  const Json body = Json::parse(reply.body);
+  EXPECT_EQ(body["choices"][0]["finish_reason"], "length");
+  const int prompt_tokens = body["usage"]["prompt_tokens"];
+  EXPECT_GT(prompt_tokens, 0);
+  EXPECT_EQ(body["usage"]["completion_tokens"], 256 - prompt_tokens);  // max_model_len 256
+
+  const Json completion = {{"prompt", "Say hi"}, {"temperature", 0}, {"ignore_eos", true}};
+  const HttpResponse text = cluster_->Post("/v1/completions", completion.dump());
+  ASSERT_EQ(text.status, 200) << text.body;
+  EXPECT_EQ(Json::parse(text.body)["usage"]["completion_tokens"], 16);
+}
+
 TEST_F(HttpE2eTest, ChatWithoutAUsableTemplateIs400NamingTheSupportedFormats) {
   // A second router over the same workers, told the model has no chat template it can render.
   ChildProcess router(
