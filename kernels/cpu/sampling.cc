@@ -74,34 +74,6 @@ absl::Status ValidateTokens(const int32_t* ids, int64_t count, int64_t vocab_siz
   return absl::OkStatus();
 }
 
-// Row statistics: the maximum and log-sum-exp of the logits.
-struct RowStats {
-  float max_logit;
-  double log_sum_exp;
-};
-
-absl::Status ComputeStats(const float* row, int64_t vocab_size, int64_t row_index,
-                          RowStats& stats) {
-  float max_logit = -std::numeric_limits<float>::infinity();
-  for (int64_t t = 0; t < vocab_size; ++t) {
-    const float l = row[t];
-    if (std::isnan(l) || l == std::numeric_limits<float>::infinity()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("Sample: row ", row_index, " has a NaN or +inf logit at token ", t));
-    }
-    max_logit = std::max(max_logit, l);
-  }
-  if (max_logit == -std::numeric_limits<float>::infinity()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("Sample: every logit of row ", row_index, " is -inf"));
-  }
-  double sum = 0.0;
-  const double max_d = static_cast<double>(max_logit);
-  for (int64_t t = 0; t < vocab_size; ++t) sum += std::exp(static_cast<double>(row[t]) - max_d);
-  stats = RowStats{max_logit, max_d + std::log(sum)};
-  return absl::OkStatus();
-}
-
 // Orders token ids by logit descending, ties by lower id.
 struct HigherLogit {
   const float* row;
@@ -266,10 +238,10 @@ absl::Status Sample(const float* logits, int64_t num_rows, int64_t vocab_size,
     HR_RETURN_IF_ERROR(
         internal::CheckPointer(kOp, "top_logprobs", output.top_logprobs, num_rows * kMaxLogprobs));
   }
-  std::vector<RowStats> stats(static_cast<size_t>(num_rows));
+  std::vector<internal::RowStats> stats(static_cast<size_t>(num_rows));
   for (int64_t r = 0; r < num_rows; ++r) {
-    HR_RETURN_IF_ERROR(
-        ComputeStats(logits + r * vocab_size, vocab_size, r, stats[static_cast<size_t>(r)]));
+    HR_RETURN_IF_ERROR(internal::ComputeRowStats(kOp, logits + r * vocab_size, vocab_size, r,
+                                                 stats[static_cast<size_t>(r)]));
   }
 
   std::vector<int32_t> ids(static_cast<size_t>(vocab_size));  // scratch
@@ -277,7 +249,7 @@ absl::Status Sample(const float* logits, int64_t num_rows, int64_t vocab_size,
   for (int64_t r = 0; r < num_rows; ++r) {
     const float* row = logits + r * vocab_size;
     const SamplingParams& p = params[r];
-    const RowStats& s = stats[static_cast<size_t>(r)];
+    const internal::RowStats& s = stats[static_cast<size_t>(r)];
     // What the choice is made from: the raw row, or its processed copy (with its argmax).
     const float* scores = row;
     std::optional<int32_t> top;
@@ -301,25 +273,9 @@ absl::Status Sample(const float* logits, int64_t num_rows, int64_t vocab_size,
     output.token_logprobs[r] = static_cast<float>(static_cast<double>(row[token]) - s.log_sum_exp);
 
     if (output.top_ids == nullptr || output.top_logprobs == nullptr) continue;
-    int32_t* top_ids = output.top_ids + r * kMaxLogprobs;
-    float* top_logprobs = output.top_logprobs + r * kMaxLogprobs;
-    const int64_t n = std::min<int64_t>(p.num_logprobs, vocab_size);
-    if (n > 0) {
-      for (int64_t t = 0; t < vocab_size; ++t) {
-        ids[static_cast<size_t>(t)] = static_cast<int32_t>(t);
-      }
-      std::partial_sort(ids.begin(), ids.begin() + n, ids.end(), HigherLogit{row});
-    }
-    for (int64_t i = 0; i < kMaxLogprobs; ++i) {
-      if (i < n) {
-        const int32_t t = ids[static_cast<size_t>(i)];
-        top_ids[i] = t;
-        top_logprobs[i] = static_cast<float>(static_cast<double>(row[t]) - s.log_sum_exp);
-      } else {
-        top_ids[i] = -1;
-        top_logprobs[i] = -std::numeric_limits<float>::infinity();
-      }
-    }
+    internal::WriteTopLogprobs(row, vocab_size, s.log_sum_exp, p.num_logprobs, ids,
+                               output.top_ids + r * kMaxLogprobs,
+                               output.top_logprobs + r * kMaxLogprobs);
   }
   return absl::OkStatus();
 }

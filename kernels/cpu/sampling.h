@@ -36,11 +36,9 @@
 #include <cstdint>
 
 #include "absl/status/status.h"
+#include "kernels/cpu/logprobs.h"  // kMaxLogprobs
 
 namespace headroom::kernels::cpu {
-
-// Most top logprobs a row can ask for (vLLM's default max_logprobs).
-inline constexpr int32_t kMaxLogprobs = 20;
 // Temperatures below this sample greedily.
 inline constexpr float kGreedyTemperature = 1e-5f;
 
