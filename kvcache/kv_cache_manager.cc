@@ -46,11 +46,11 @@ absl::Span<const BlockId> KvCacheManager::BlockTable(SequenceId seq) const {
 int32_t KvCacheManager::NumTokens(SequenceId seq) const { return Get(seq).num_tokens; }
 
 PrefixHit KvCacheManager::FindCachedPrefix(absl::Span<const int32_t> prompt,
-                                           std::string_view cache_salt) const {
+                                           std::string_view cache_salt, bool lookup) const {
   PrefixHit hit;
   hit.next_parent = RootBlockHash(cache_salt);
   hit.num_query_tokens = static_cast<int32_t>(prompt.size());
-  if (!config_.enable_prefix_caching || prompt.empty()) return hit;
+  if (!config_.enable_prefix_caching || prompt.empty() || !lookup) return hit;
   const size_t block_size = static_cast<size_t>(config_.block_size);
   // The last prompt token is always computed, so at most (size - 1) tokens can be served.
   const size_t max_blocks = (prompt.size() - 1) / block_size;

@@ -94,8 +94,11 @@ class KvCacheManager {
 
   // The longest cached prefix of `prompt` under `cache_salt`: whole blocks only, and at most
   // prompt.size() - 1 tokens so the last prompt token is always computed (its logits are needed).
+  // `lookup` false: no cached block (the hit a sequence that must compute its whole prompt is
+  // admitted with; its blocks are still hashed under the salt and cached).
   [[nodiscard]] PrefixHit FindCachedPrefix(absl::Span<const int32_t> prompt,
-                                           std::string_view cache_salt = {}) const;
+                                           std::string_view cache_salt = {},
+                                           bool lookup = true) const;
 
   // Free blocks admitting a sequence of `num_tokens` tokens (cached prefix included) with `hit`
   // would consume: new blocks plus cached hit blocks taken out of the free queue.

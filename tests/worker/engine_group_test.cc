@@ -44,22 +44,28 @@ std::vector<Request> Requests() {
     r.sampling.seed = 1234 + static_cast<uint64_t>(i);
     r.sampling.max_tokens = 24;
     r.sampling.ignore_eos = true;
+    if (i % 3 == 0) r.sampling.prompt_logprobs = 2;  // the followers run the same LM-head slices
     requests.push_back(r);
   }
   return requests;
 }
 
 using Tokens = std::map<int64_t, std::vector<int32_t>>;
+using PromptLogprobs = std::map<int64_t, std::vector<PromptTokenLogprob>>;
 
-// Runs the requests to completion on `engine`; tokens by request id.
-Tokens RunAll(Engine& engine, int64_t* preemptions = nullptr) {
+// Runs the requests to completion on `engine`; tokens (and prompt logprobs) by request id.
+Tokens RunAll(Engine& engine, int64_t* preemptions = nullptr, PromptLogprobs* prompt = nullptr) {
   for (const Request& r : Requests()) EXPECT_TRUE(engine.AddRequest(r).ok());
   Tokens out;
   while (engine.HasWork()) {
     absl::StatusOr<std::vector<StepToken>> step = engine.Step();
     EXPECT_TRUE(step.ok()) << step.status();
     if (!step.ok()) break;
-    for (const StepToken& t : *step) out[t.id.value()].push_back(t.token);
+    for (const StepToken& t : *step) {
+      out[t.id.value()].push_back(t.token);
+      if (prompt != nullptr && !t.prompt_logprobs.empty())
+        (*prompt)[t.id.value()] = t.prompt_logprobs;
+    }
   }
   if (preemptions != nullptr) *preemptions = engine.Stats().scheduler.num_preemptions;
   return out;
@@ -71,8 +77,10 @@ TEST(EngineGroupTest, AGroupOfTwoAndOfFourGivesTheTokensOfOneRank) {
   auto single = Engine::Create(m.config, m.weights, Options(), &backend);
   ASSERT_TRUE(single.ok()) << single.status();
   int64_t preemptions = 0;
-  const Tokens expected = RunAll(**single, &preemptions);
+  PromptLogprobs expected_prompt;
+  const Tokens expected = RunAll(**single, &preemptions, &expected_prompt);
   ASSERT_EQ(expected.size(), 6u);
+  ASSERT_EQ(expected_prompt.size(), 2u);
   EXPECT_GT(preemptions, 0) << "the pool should be small enough to preempt";
 
   for (const int tp : {2, 4}) {
@@ -103,7 +111,19 @@ TEST(EngineGroupTest, AGroupOfTwoAndOfFourGivesTheTokensOfOneRank) {
     auto leader = Engine::Create(m.config, shard, Options(), &leader_backend, comm->get());
     ASSERT_TRUE(leader.ok()) << leader.status();
     EXPECT_TRUE((*leader)->leads_group());
-    EXPECT_EQ(RunAll(**leader), expected);
+    PromptLogprobs prompt;
+    EXPECT_EQ(RunAll(**leader, nullptr, &prompt), expected);
+    ASSERT_EQ(prompt.size(), expected_prompt.size());
+    for (const auto& [id, want] : expected_prompt) {
+      const std::vector<PromptTokenLogprob>& got = prompt[id];
+      ASSERT_EQ(got.size(), want.size()) << id;
+      for (size_t p = 0; p < want.size(); ++p) {
+        EXPECT_EQ(got[p].token, want[p].token);
+        EXPECT_NEAR(got[p].logprob, want[p].logprob, 1e-4);
+        ASSERT_EQ(got[p].top_logprobs.size(), 2u);
+        EXPECT_EQ(got[p].top_logprobs[0].token, want[p].top_logprobs[0].token);
+      }
+    }
     ASSERT_TRUE((*leader)->KeepFollowersAlive().ok());
     ASSERT_TRUE((*leader)->StopFollowers().ok());
     for (std::thread& t : followers) t.join();
@@ -163,7 +183,8 @@ TEST(GroupMessageTest, PlansRoundTripAndMalformedBytesAreDataLoss) {
                                     .num_computed_tokens = 16,
                                     .token_ids = {5, 6},
                                     .new_block_ids = {kvcache::BlockId{9}},
-                                    .sample = true});
+                                    .sample = true,
+                                    .prompt_logprobs_end = 12});
   message.plan.sequences.push_back({.id = RequestId{-2},
                                     .num_computed_tokens = 0,
                                     .token_ids = {1},
@@ -184,6 +205,7 @@ TEST(GroupMessageTest, PlansRoundTripAndMalformedBytesAreDataLoss) {
   EXPECT_EQ(decoded->plan.sequences[0].new_block_ids,
             (std::vector<kvcache::BlockId>{kvcache::BlockId{9}}));
   EXPECT_TRUE(decoded->plan.sequences[0].sample);
+  EXPECT_EQ(decoded->plan.sequences[0].prompt_logprobs_end, 12);
   EXPECT_EQ(decoded->plan.sequences[1].id, RequestId{-2});
   EXPECT_FALSE(decoded->plan.sequences[1].sample);
   EXPECT_EQ(decoded->plan.released, (std::vector<RequestId>{RequestId{3}, RequestId{4}}));

@@ -33,6 +33,11 @@ absl::Status ValidateSamplingParams(const SamplingParams& p, int64_t vocab_size)
   if (!(p.top_p > 0 && p.top_p <= 1)) {
     return absl::InvalidArgumentError(absl::StrCat("top_p must be in (0, 1], got ", p.top_p));
   }
+  if (p.prompt_logprobs < -1 || p.prompt_logprobs > kernels::cpu::kMaxLogprobs) {
+    return absl::InvalidArgumentError(absl::StrCat("prompt_logprobs must be in [0, ",
+                                                   kernels::cpu::kMaxLogprobs, "], got ",
+                                                   p.prompt_logprobs));
+  }
   if (p.logprobs < 0 || p.logprobs > kernels::cpu::kMaxLogprobs) {
     return absl::InvalidArgumentError(absl::StrCat(
         "logprobs must be in [0, ", kernels::cpu::kMaxLogprobs, "], got ", p.logprobs));
@@ -156,8 +161,10 @@ absl::Status Engine::AddRequest(Request request) {
                     .output = {},
                     .min_tokens_banned = {},
                     .bias_tokens = {},
-                    .bias_values = {}};
-  if (p.repetition_penalty != 1.0f) sampling.prompt = request.prompt;
+                    .bias_values = {},
+                    .prompt_logprobs = {}};
+  if (p.repetition_penalty != 1.0f || p.prompt_logprobs >= 0) sampling.prompt = request.prompt;
+  if (p.prompt_logprobs >= 0) sampling.prompt_logprobs.reserve(request.prompt.size());
   if (p.min_tokens > 0) {
     // Ids outside the vocabulary can never be sampled anyway (and the sampler refuses them).
     const int64_t vocab = model_->config().vocab_size;
@@ -228,7 +235,10 @@ absl::StatusOr<std::vector<StepToken>> Engine::Step() {
   BuildForwardInput(
       plan, [this](RequestId id) { return kv_->BlockTable(id); }, options_.block_size,
       model_->max_blocks_per_seq(), &input_);
-  HR_RETURN_IF_ERROR(model_->Forward(input_, &logits_));
+  HR_RETURN_IF_ERROR(model_->Forward(
+      input_, &logits_, [this, &plan](size_t first, int64_t count, const float* logits) {
+        return OnPromptLogits(plan, first, count, logits);
+      }));
 
   const size_t num_rows = rows_.size();
   tokens_.resize(num_rows);
@@ -257,7 +267,10 @@ absl::StatusOr<std::vector<StepToken>> Engine::Step() {
     t.finish = updates[i].finish;
     t.num_preemptions = updates[i].num_preemptions;
     Sampling& s = sampling_.at(t.id);
-    if (s.generated == 0) t.first_scheduled = s.first_scheduled;
+    if (s.generated == 0) {
+      t.first_scheduled = s.first_scheduled;
+      t.prompt_logprobs = std::move(s.prompt_logprobs);
+    }
     if (t.finish == FinishReason::kNone) {
       ++s.generated;
       if (PenalizesOutput(s.params)) s.output.push_back(t.token);
@@ -266,6 +279,36 @@ absl::StatusOr<std::vector<StepToken>> Engine::Step() {
     }
   }
   return out;
+}
+
+absl::Status Engine::OnPromptLogits(const StepPlan& plan, size_t first, int64_t count,
+                                    const float* logits) {
+  const int64_t vocab = model_->config().vocab_size;
+  for (int64_t r = 0; r < count; ++r) {
+    const int32_t row = input_.prompt_logits_rows[first + static_cast<size_t>(r)];
+    // The row's sequence: the last whose rows start at or before it.
+    const auto seq = std::upper_bound(input_.query_start.begin(), input_.query_start.end(), row) -
+                     input_.query_start.begin() - 1;
+    Sampling& s = sampling_.at(plan.sequences[static_cast<size_t>(seq)].id);
+    const int64_t position = input_.positions[static_cast<size_t>(row)];
+    // Logits at `position` predict the token after it; positions done before a preemption are
+    // computed again but not reported twice.
+    if (position != static_cast<int64_t>(s.prompt_logprobs.size())) continue;
+    const int32_t target = s.prompt[static_cast<size_t>(position) + 1];
+    float logprob = 0.0f;
+    int32_t top_ids[kernels::cpu::kMaxLogprobs];
+    float top_logprobs[kernels::cpu::kMaxLogprobs];
+    HR_RETURN_IF_ERROR(kernels::cpu::TokenLogprobs(
+        logits + r * vocab, 1, vocab, &target, s.params.prompt_logprobs,
+        {.token_logprobs = &logprob, .top_ids = top_ids, .top_logprobs = top_logprobs}));
+    PromptTokenLogprob& out = s.prompt_logprobs.emplace_back();
+    out.token = target;
+    out.logprob = logprob;
+    for (int32_t j = 0; j < s.params.prompt_logprobs; ++j) {
+      out.top_logprobs.push_back({top_ids[j], top_logprobs[j]});
+    }
+  }
+  return absl::OkStatus();
 }
 
 void Engine::RecordPrefixCacheEvents() {

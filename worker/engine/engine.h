@@ -64,6 +64,13 @@ struct TokenLogprob {
   float logprob = 0.0f;
 };
 
+// A prompt token's logprob given the tokens before it, with the top-N alternatives.
+struct PromptTokenLogprob {
+  int32_t token = 0;
+  float logprob = 0.0f;
+  std::vector<TokenLogprob> top_logprobs;
+};
+
 // One token produced by a step.
 struct StepToken {
   RequestId id;
@@ -79,6 +86,9 @@ struct StepToken {
   absl::Time first_scheduled = absl::InfinitePast();
   // Times the request has been preempted so far (recompute), on every token.
   int32_t num_preemptions = 0;
+  // On the request's first token only, when it asked for prompt logprobs: prompt tokens 1.. in
+  // order (the first prompt token has no logprob).
+  std::vector<PromptTokenLogprob> prompt_logprobs = {};
 };
 
 struct EngineStats {
@@ -147,7 +157,14 @@ class Engine {
     // logit_bias, as the sampler takes it.
     std::vector<int32_t> bias_tokens;
     std::vector<float> bias_values;
+    // Prompt logprobs computed so far (entry i is prompt token i + 1); a recomputation after a
+    // preemption does not add them again.
+    std::vector<PromptTokenLogprob> prompt_logprobs;
   };
+
+  // The model's prompt-logits sink: logprobs of the prompt tokens that `logits` predict.
+  absl::Status OnPromptLogits(const StepPlan& plan, size_t first, int64_t count,
+                              const float* logits);
 
   Engine(const EngineOptions& options, Backend* backend, Communicator* comm);
   absl::Status Broadcast(const GroupMessage& message);

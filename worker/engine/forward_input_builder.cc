@@ -14,6 +14,7 @@ void BuildForwardInput(const StepPlan& plan, const BlockTableLookup& tables, int
   input->block_tables.assign(plan.sequences.size() * static_cast<size_t>(max_blocks_per_seq),
                              kvcache::kNullBlockId.value());
   input->logits_rows.clear();
+  input->prompt_logits_rows.clear();
   size_t seq_index = 0;
   for (const ScheduledSequence& seq : plan.sequences) {
     const absl::Span<const kvcache::BlockId> table = tables(seq.id);
@@ -29,6 +30,9 @@ void BuildForwardInput(const StepPlan& plan, const BlockTableLookup& tables, int
       input->positions.push_back(int64_t{position});
       input->slot_mapping.push_back(int64_t{table[block].value()} * block_size +
                                     position % block_size);
+      if (position < seq.prompt_logprobs_end) {
+        input->prompt_logits_rows.push_back(static_cast<int32_t>(input->token_ids.size() - 1));
+      }
     }
     input->query_start.push_back(static_cast<int32_t>(input->token_ids.size()));
     input->context_lens.push_back(seq.num_computed_tokens +

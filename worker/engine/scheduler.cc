@@ -132,6 +132,7 @@ void Scheduler::EmitScheduled(Sequence& s, int32_t num_new, size_t blocks_before
   out.new_block_ids.assign(table.begin() + static_cast<std::ptrdiff_t>(blocks_before), table.end());
   s.num_computed += num_new;
   out.sample = s.num_computed == s.num_tokens();
+  if (s.request.sampling.prompt_logprobs >= 0) out.prompt_logprobs_end = s.num_prompt() - 1;
   s.scheduled_step = step_;
 }
 
@@ -150,7 +151,10 @@ void Scheduler::AdmitWaiting(int32_t& budget, StepPlan& plan) {
   while (!waiting_.empty() && budget > 0 &&
          static_cast<int32_t>(running_.size()) < config_.max_num_seqs) {
     Sequence& s = *waiting_.front();
-    const PrefixHit hit = kv_->FindCachedPrefix(s.tokens, s.request.cache_salt);
+    // A request that wants prompt logprobs computes its whole prompt (cached blocks have no
+    // logits).
+    const PrefixHit hit = kv_->FindCachedPrefix(s.tokens, s.request.cache_salt,
+                                                /*lookup=*/s.request.sampling.prompt_logprobs < 0);
     // The whole current context must fit (anti-thrash), beyond what admitted prefills still need.
     const int32_t whole = kv_->BlocksToAdmit(hit, s.num_tokens());
     if (!kv_->CanAdmit(whole + reserved)) break;

@@ -25,6 +25,9 @@ struct ScheduledSequence {
   // This step reaches the end of the sequence's known tokens: compute logits of the last token
   // and sample the next one.
   bool sample = false;
+  // Prompt logprobs: the tokens of this step at positions below this also need the logits that
+  // predict the next prompt token (the prompt length - 1 for such a request; 0 = none).
+  int32_t prompt_logprobs_end = 0;
 };
 
 struct StepPlan {

@@ -16,6 +16,8 @@ struct ForwardInput {
   std::vector<int32_t> context_lens;  // [num_seqs]: tokens in the KV cache after this step
   std::vector<int32_t> block_tables;  // [num_seqs, max_blocks_per_seq], padded with the null block
   std::vector<int32_t> logits_rows;   // rows whose logits are needed (one per sampling sequence)
+  // Rows whose logits predict the next prompt token (prompt logprobs), in row order.
+  std::vector<int32_t> prompt_logits_rows;
 
   [[nodiscard]] int32_t num_tokens() const { return static_cast<int32_t>(token_ids.size()); }
   [[nodiscard]] int32_t num_seqs() const { return static_cast<int32_t>(context_lens.size()); }

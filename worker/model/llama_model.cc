@@ -175,6 +175,7 @@ absl::Status LlamaModel::AllocateArena() {
                         AllocateFloats(tp_ * s * shard_.vocab_rows, "gathered logits"));
     gathered_host_.resize(static_cast<size_t>(tp_ * s * shard_.vocab_rows));
   }
+  prompt_logits_.reserve(static_cast<size_t>(s * config_.vocab_size));
   return absl::OkStatus();
 }
 
@@ -212,6 +213,12 @@ absl::Status LlamaModel::CopyInput(const ForwardInput& in) {
   backend_->CopyToDevice(arena_.context_lens, in.context_lens.data(), in.context_lens.size() * 4);
   backend_->CopyToDevice(arena_.block_tables, in.block_tables.data(), in.block_tables.size() * 4);
   backend_->CopyToDevice(arena_.logits_rows, in.logits_rows.data(), in.logits_rows.size() * 4);
+  for (const int32_t row : in.prompt_logits_rows) {
+    if (row < 0 || row >= n) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("prompt logits row ", row, " is outside the step's ", n, " tokens"));
+    }
+  }
   return absl::OkStatus();
 }
 
@@ -253,7 +260,8 @@ absl::Status LlamaModel::AllReduce(float* data, int64_t n) {
   return comm_->AllReduceSum(data, static_cast<size_t>(n * config_.hidden_size));
 }
 
-absl::Status LlamaModel::Forward(const ForwardInput& input, std::vector<float>* logits) {
+absl::Status LlamaModel::Forward(const ForwardInput& input, std::vector<float>* logits,
+                                 const PromptLogitsSink& prompt_sink) {
   HR_RETURN_IF_ERROR(CopyInput(input));
   const int64_t n = input.num_tokens();
   const int64_t hidden = config_.hidden_size;
@@ -279,10 +287,26 @@ absl::Status LlamaModel::Forward(const ForwardInput& input, std::vector<float>* 
   }
   const int64_t rows = static_cast<int64_t>(input.logits_rows.size());
   logits->resize(static_cast<size_t>(rows * config_.vocab_size));
-  if (rows == 0) return absl::OkStatus();
-  HR_RETURN_IF_ERROR(
-      b.GatherRows(arena_.hidden, arena_.logits_rows, rows, hidden, arena_.last_hidden));
-  return Logits(rows, logits);
+  if (rows > 0) {
+    HR_RETURN_IF_ERROR(
+        b.GatherRows(arena_.hidden, arena_.logits_rows, rows, hidden, arena_.last_hidden));
+    HR_RETURN_IF_ERROR(Logits(rows, logits));
+  }
+  // Prompt logprobs: the same gather and LM head, max_num_seqs rows at a time.
+  const std::vector<int32_t>& prompt_rows = input.prompt_logits_rows;
+  for (size_t first = 0; first < prompt_rows.size();
+       first += static_cast<size_t>(limits_.max_num_seqs)) {
+    const int64_t count = std::min<int64_t>(limits_.max_num_seqs,
+                                            static_cast<int64_t>(prompt_rows.size() - first));
+    b.CopyToDevice(arena_.logits_rows, prompt_rows.data() + first,
+                   static_cast<size_t>(count) * sizeof(int32_t));
+    HR_RETURN_IF_ERROR(
+        b.GatherRows(arena_.hidden, arena_.logits_rows, count, hidden, arena_.last_hidden));
+    prompt_logits_.resize(static_cast<size_t>(count * config_.vocab_size));  // within capacity
+    HR_RETURN_IF_ERROR(Logits(count, &prompt_logits_));
+    if (prompt_sink) HR_RETURN_IF_ERROR(prompt_sink(first, count, prompt_logits_.data()));
+  }
+  return absl::OkStatus();
 }
 
 absl::Status LlamaModel::Logits(int64_t rows, std::vector<float>* logits) {

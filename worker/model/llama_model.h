@@ -18,6 +18,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -59,9 +60,18 @@ class LlamaModel {
   LlamaModel(const LlamaModel&) = delete;
   LlamaModel& operator=(const LlamaModel&) = delete;
 
+  // Receives the logits of input.prompt_logits_rows [first, first + count), [count, vocab] on
+  // the host; an error fails the step.
+  using PromptLogitsSink =
+      std::function<absl::Status(size_t first, int64_t count, const float* logits)>;
+
   // Runs one step and writes the logits of input.logits_rows to `logits` ([rows, vocab], host).
+  // Then the logits of input.prompt_logits_rows go to `prompt_sink` in slices of at most
+  // max_num_seqs rows, through the same buffers, so prompt logprobs need no memory of their own.
+  // Every rank runs the slices (the LM head is collective); followers pass no sink.
   // InvalidArgument when the input exceeds the limits (never a crash).
-  [[nodiscard]] absl::Status Forward(const ForwardInput& input, std::vector<float>* logits);
+  [[nodiscard]] absl::Status Forward(const ForwardInput& input, std::vector<float>* logits,
+                                     const PromptLogitsSink& prompt_sink = nullptr);
 
   [[nodiscard]] const ModelConfig& config() const { return config_; }
   [[nodiscard]] const ModelLimits& limits() const { return limits_; }
@@ -145,6 +155,7 @@ class LlamaModel {
   Arena arena_;
   std::vector<int32_t> local_ids_;    // [T] host: token ids as rows of embed_tokens_ (tp > 1)
   std::vector<float> gathered_host_;  // [tp, S, vocab_rows] host (tp > 1)
+  std::vector<float> prompt_logits_;  // [S, vocab] host: one slice of prompt logits
 };
 
 }  // namespace headroom::worker
