@@ -388,10 +388,9 @@ absl::StatusOr<ParsedRequest> ParseCompletionRequest(std::string_view body) {
     out.top_logprobs = n;
     out.generate.mutable_sampling()->set_logprobs(n);
   }
+  // echo with logprobs also returns the prompt's logprobs (how evaluation harnesses score text).
   if (out.echo && out.logprobs) {
-    return Bad("echo",
-               "echo with logprobs is not supported: it returns the prompt's logprobs, which "
-               "headroom does not compute");
+    out.generate.mutable_sampling()->set_prompt_logprobs(out.top_logprobs);
   }
   return out;
 }

@@ -98,40 +98,55 @@ std::string ResponseBuilder::TokenString(int32_t id) const {
                             DecodeOptions{.skip_special_tokens = false});
 }
 
-void ResponseBuilder::AppendLogprobs(const v1::GenerateResponse& message, int64_t& text_offset,
-                                     Json& logprobs) {
-  const auto top_n = static_cast<size_t>(top_logprobs_ > 0 ? top_logprobs_ : 0);
-  for (const v1::Logprob& lp : message.logprobs()) {
-    const std::string token = TokenString(lp.token_id());
-    const size_t n = std::min(top_n, static_cast<size_t>(lp.top_logprobs_size()));
-    if (endpoint_ == Endpoint::kChat) {
-      Json top = Json::array();
-      for (size_t k = 0; k < n; ++k) {
-        const v1::TokenLogprob& alt = lp.top_logprobs(static_cast<int>(k));
-        const std::string alt_token = TokenString(alt.token_id());
-        top.push_back(Json{{"token", alt_token},
-                           {"logprob", FiniteLogprob(alt.logprob())},
-                           {"bytes", Bytes(alt_token)}});
-      }
-      logprobs["content"].push_back(Json{{"token", token},
-                                         {"logprob", FiniteLogprob(lp.logprob())},
-                                         {"bytes", Bytes(token)},
-                                         {"top_logprobs", std::move(top)}});
-    } else {
-      // vLLM's shape: the sampled token is always among the alternatives.
-      Json top = Json::object();
-      for (size_t k = 0; k < n; ++k) {
-        const v1::TokenLogprob& alt = lp.top_logprobs(static_cast<int>(k));
-        top[TokenString(alt.token_id())] = FiniteLogprob(alt.logprob());
-      }
-      top[token] = FiniteLogprob(lp.logprob());
-      logprobs["text_offset"].push_back(text_offset);
-      logprobs["token_logprobs"].push_back(FiniteLogprob(lp.logprob()));
-      logprobs["tokens"].push_back(token);
-      logprobs["top_logprobs"].push_back(std::move(top));
-      text_offset += CodePoints(token);
+void ResponseBuilder::AppendLogprob(const v1::Logprob& lp, int64_t& text_offset,
+                                    Json& logprobs) const {
+  const std::string token = TokenString(lp.token_id());
+  const size_t n = std::min(static_cast<size_t>(top_logprobs_ > 0 ? top_logprobs_ : 0),
+                            static_cast<size_t>(lp.top_logprobs_size()));
+  if (endpoint_ == Endpoint::kChat) {
+    Json top = Json::array();
+    for (size_t k = 0; k < n; ++k) {
+      const v1::TokenLogprob& alt = lp.top_logprobs(static_cast<int>(k));
+      const std::string alt_token = TokenString(alt.token_id());
+      top.push_back(Json{{"token", alt_token},
+                         {"logprob", FiniteLogprob(alt.logprob())},
+                         {"bytes", Bytes(alt_token)}});
     }
+    logprobs["content"].push_back(Json{{"token", token},
+                                       {"logprob", FiniteLogprob(lp.logprob())},
+                                       {"bytes", Bytes(token)},
+                                       {"top_logprobs", std::move(top)}});
+    return;
   }
+  // vLLM's shape: the sampled token is always among the alternatives.
+  Json top = Json::object();
+  for (size_t k = 0; k < n; ++k) {
+    const v1::TokenLogprob& alt = lp.top_logprobs(static_cast<int>(k));
+    top[TokenString(alt.token_id())] = FiniteLogprob(alt.logprob());
+  }
+  top[token] = FiniteLogprob(lp.logprob());
+  logprobs["text_offset"].push_back(text_offset);
+  logprobs["token_logprobs"].push_back(FiniteLogprob(lp.logprob()));
+  logprobs["tokens"].push_back(token);
+  logprobs["top_logprobs"].push_back(std::move(top));
+  text_offset += CodePoints(token);
+}
+
+void ResponseBuilder::AppendLogprobs(const v1::GenerateResponse& message, int64_t& text_offset,
+                                     Json& logprobs) const {
+  if (!echo_prompts_.empty() && message.prompt_token_ids_size() > 0) {
+    // Echo: the prompt's tokens first (completions only). The first has no logprob: null, as
+    // in vLLM and OpenAI.
+    const std::string first = TokenString(message.prompt_token_ids(0));
+    logprobs["text_offset"].push_back(text_offset);
+    logprobs["token_logprobs"].push_back(nullptr);
+    logprobs["tokens"].push_back(first);
+    logprobs["top_logprobs"].push_back(nullptr);
+    text_offset += CodePoints(first);
+    for (const v1::Logprob& lp : message.prompt_logprobs())
+      AppendLogprob(lp, text_offset, logprobs);
+  }
+  for (const v1::Logprob& lp : message.logprobs()) AppendLogprob(lp, text_offset, logprobs);
 }
 
 void ResponseBuilder::NoteFinal(const v1::GenerateResponse& message, Choice& choice) {
@@ -196,7 +211,8 @@ std::string ResponseBuilder::StreamEvents(int32_t index, const v1::GenerateRespo
   NoteFinal(message, state);
   const bool final = message.finish_reason() != v1::FINISH_REASON_UNSPECIFIED;
   const bool has_text = !message.text().empty();
-  const bool has_logprobs = logprobs_ && message.logprobs_size() > 0;
+  const bool has_logprobs =
+      logprobs_ && (message.logprobs_size() > 0 || message.prompt_logprobs_size() > 0);
   const bool first_chat = endpoint_ == Endpoint::kChat && !state.role_sent;
   const std::string* echo = state.echoed ? nullptr : EchoPrompt(index);
   if (!has_text && !has_logprobs && !final && !first_chat && echo == nullptr) return "";

@@ -69,8 +69,11 @@ class ResponseBuilder {
   [[nodiscard]] Json UsageJson() const;
   [[nodiscard]] std::string TokenString(int32_t id) const;
   // Appends the message's logprobs to `logprobs` (the completions or chat shape), advancing
-  // `text_offset` for the completions shape.
-  void AppendLogprobs(const v1::GenerateResponse& message, int64_t& text_offset, Json& logprobs);
+  // `text_offset` for the completions shape; with echo, the prompt's first (the message that
+  // carries prompt_token_ids).
+  void AppendLogprobs(const v1::GenerateResponse& message, int64_t& text_offset,
+                      Json& logprobs) const;
+  void AppendLogprob(const v1::Logprob& lp, int64_t& text_offset, Json& logprobs) const;
   [[nodiscard]] Json EmptyLogprobs() const;
   // The prompt text `choice` starts with (echo), or null.
   [[nodiscard]] const std::string* EchoPrompt(int32_t choice) const;

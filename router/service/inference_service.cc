@@ -19,6 +19,14 @@
 namespace headroom::router {
 
 namespace {
+
+// A worker's token (and its alternatives) as the public API reports it.
+void CopyLogprob(const v1::GeneratedToken& token, v1::Logprob& out) {
+  out.set_token_id(token.token_id());
+  out.set_logprob(token.logprob());
+  *out.mutable_top_logprobs() = token.top_logprobs();
+}
+
 grpc::Status ToGrpc(const absl::Status& status) {
   return grpc::Status(static_cast<grpc::StatusCode>(status.code()), std::string(status.message()));
 }
@@ -184,12 +192,17 @@ class GenerateReactor final : public grpc::ServerWriteReactor<v1::GenerateRespon
       for (const v1::GeneratedToken& token : message.tokens()) {
         ids.push_back(token.token_id());
         out.add_token_ids(token.token_id());
-        v1::Logprob* lp = out.add_logprobs();
-        lp->set_token_id(token.token_id());
-        lp->set_logprob(token.logprob());
-        *lp->mutable_top_logprobs() = token.top_logprobs();
+        CopyLogprob(token, *out.add_logprobs());
       }
-      if (!ids.empty() && completion_tokens_ == 0) first_token = true;
+      for (const v1::GeneratedToken& token : message.prompt_logprobs()) {
+        CopyLogprob(token, *out.add_prompt_logprobs());
+      }
+      if (!ids.empty() && completion_tokens_ == 0) {
+        first_token = true;
+        if (req_.sampling.has_prompt_logprobs()) {
+          out.mutable_prompt_token_ids()->Assign(req_.prompt.begin(), req_.prompt.end());
+        }
+      }
       completion_tokens_ += static_cast<int32_t>(ids.size());
       const bool last = message.finish_reason() != v1::FINISH_REASON_UNSPECIFIED;
       std::string text = detokenizer_->Push(std::span<const int32_t>(ids));

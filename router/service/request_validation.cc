@@ -57,6 +57,10 @@ absl::StatusOr<ValidatedRequest> ValidateGenerateRequest(const v1::GenerateReque
     return absl::InvalidArgumentError(
         absl::StrCat("sampling.logprobs must be in [0, ", kMaxLogprobs, "], got ", s.logprobs()));
   }
+  if (s.has_prompt_logprobs() && (s.prompt_logprobs() < 0 || s.prompt_logprobs() > kMaxLogprobs)) {
+    return absl::InvalidArgumentError(absl::StrCat("sampling.prompt_logprobs must be in [0, ",
+                                                   kMaxLogprobs, "], got ", s.prompt_logprobs()));
+  }
   if (s.has_repetition_penalty() &&
       !(s.repetition_penalty() > 0.0f && std::isfinite(s.repetition_penalty()))) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -113,6 +117,7 @@ absl::StatusOr<ValidatedRequest> ValidateGenerateRequest(const v1::GenerateReque
   *w.mutable_stop_token_ids() = s.stop_token_ids();
   w.set_ignore_eos(s.ignore_eos());
   w.set_logprobs(s.logprobs());
+  if (s.has_prompt_logprobs()) w.set_prompt_logprobs(s.prompt_logprobs());
   if (s.has_repetition_penalty()) w.set_repetition_penalty(s.repetition_penalty());
   w.set_frequency_penalty(s.frequency_penalty());
   w.set_presence_penalty(s.presence_penalty());

@@ -7,7 +7,9 @@
 
 #include <array>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
+#include <fstream>
 #include <memory>
 #include <optional>
 #include <string>
@@ -326,6 +328,64 @@ TEST_F(HttpE2eTest, EchoPrependsThePromptToTheCompletion) {
       EXPECT_EQ(body["usage"]["completion_tokens"], 8);
     }
   }
+}
+
+// echo + logprobs (how lm-eval-harness scores text) and gRPC prompt_logprobs: each prompt
+// token's logprob given the ones before it equals log_softmax of transformers' prompt logits
+// (the fixture's expected.json).
+TEST_F(HttpE2eTest, PromptLogprobsMatchTransformersOverHttpAndGrpc) {
+  std::ifstream in(worker::testdata::FixtureDir("llama-gqa") / "expected.json");
+  const Json expected = Json::parse(in);
+  std::vector<int32_t> ids;
+  std::vector<double> reference;  // entry p - 1: prompt token p
+  for (const Json& prompt : expected["prompts"]) {
+    if (!prompt.contains("logits")) continue;
+    ids = prompt["ids"].get<std::vector<int32_t>>();
+    for (size_t p = 1; p < ids.size(); ++p) {
+      double lse = 0.0;
+      for (const Json& l : prompt["logits"][p - 1]) lse += std::exp(l.get<double>());
+      reference.push_back(prompt["logits"][p - 1][static_cast<size_t>(ids[p])].get<double>() -
+                          std::log(lse));
+    }
+    break;
+  }
+  ASSERT_GE(ids.size(), 2u) << "the fixture has no prompt logits";
+  const auto near = [](double got, double want) {
+    return std::fabs(got - want) <= 2e-4 + 2e-4 * std::fabs(want);
+  };
+
+  const Json request = {{"prompt", ids},   {"echo", true},     {"logprobs", 1},
+                        {"max_tokens", 1}, {"temperature", 0}, {"ignore_eos", true}};
+  const HttpResponse response = cluster_->Post("/v1/completions", request.dump());
+  ASSERT_EQ(response.status, 200) << response.body;
+  const Json lp = Json::parse(response.body)["choices"][0]["logprobs"];
+  ASSERT_EQ(lp["token_logprobs"].size(), ids.size() + 1) << lp.dump();
+  EXPECT_TRUE(lp["token_logprobs"][0].is_null());
+  for (size_t p = 1; p < ids.size(); ++p) {
+    EXPECT_TRUE(near(lp["token_logprobs"][p].get<double>(), reference[p - 1]))
+        << "token " << p << ": " << lp["token_logprobs"][p] << " vs " << reference[p - 1];
+  }
+
+  v1::GenerateRequest grpc_request;
+  grpc_request.mutable_token_ids()->mutable_ids()->Assign(ids.begin(), ids.end());
+  grpc_request.mutable_sampling()->set_max_tokens(2);
+  grpc_request.mutable_sampling()->set_prompt_logprobs(0);
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + seconds(30));
+  auto reader = cluster_->stub->Generate(&context, grpc_request);
+  v1::GenerateResponse message;
+  ASSERT_TRUE(reader->Read(&message));
+  EXPECT_EQ(
+      std::vector<int32_t>(message.prompt_token_ids().begin(), message.prompt_token_ids().end()),
+      ids);
+  ASSERT_EQ(static_cast<size_t>(message.prompt_logprobs_size()), ids.size() - 1);
+  for (size_t p = 1; p < ids.size(); ++p) {
+    const v1::Logprob& got = message.prompt_logprobs(static_cast<int>(p - 1));
+    EXPECT_EQ(got.token_id(), ids[p]);
+    EXPECT_TRUE(near(got.logprob(), reference[p - 1])) << "token " << p;
+  }
+  while (reader->Read(&message)) EXPECT_EQ(message.prompt_logprobs_size(), 0);
+  EXPECT_TRUE(reader->Finish().ok());
 }
 
 // One bad prompt of a list fails the whole request with a real 400 naming it, streamed or not:

@@ -2,7 +2,7 @@
 
 Usage: openai_client_check.py BASE_URL API_KEY
 Checks completions and chat, streaming and not, agree with each other at temperature 0, that
-usage is reported, that n > 1 gives n indexed choices, and that a bad request surfaces as openai.BadRequestError naming the field.
+usage is reported, that n > 1 gives n indexed choices, that echo + logprobs scores the prompt, and that a bad request surfaces as openai.BadRequestError naming the field.
 Exits non-zero with the failed check on stderr.
 """
 import sys
@@ -43,6 +43,15 @@ def main():
     check(sorted(c.index for c in multi.choices) == [0, 1], f"choices {multi.choices}")
     check(multi.usage.prompt_tokens == len("Once upon a time"), f"usage {multi.usage}")
     check(multi.usage.completion_tokens == 16, f"usage {multi.usage}")
+
+    # lm-eval-harness's loglikelihood request: the prompt's logprobs, echoed.
+    scored = client.completions.create(model=model, prompt="Once upon a time", echo=True,
+                                       logprobs=1, max_tokens=1, temperature=0)
+    lp = scored.choices[0].logprobs
+    check(scored.choices[0].text.startswith("Once upon a time"), f"echo {scored.choices[0].text!r}")
+    check(len(lp.tokens) == len("Once upon a time") + 1, f"tokens {lp.tokens}")
+    check(lp.token_logprobs[0] is None and all(x <= 0 for x in lp.token_logprobs[1:]),
+          f"token_logprobs {lp.token_logprobs}")
 
     messages = [{"role": "system", "content": "You are terse."},
                 {"role": "user", "content": "Name a colour."}]

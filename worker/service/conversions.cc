@@ -35,6 +35,7 @@ absl::StatusOr<Request> RequestFromProto(const v1::SubmitRequest& proto, Request
   out.presence_penalty = in.presence_penalty();
   out.min_p = in.min_p();
   out.min_tokens = in.min_tokens();
+  if (in.has_prompt_logprobs()) out.prompt_logprobs = in.prompt_logprobs();  // engine checks range
   for (const auto& [token, bias] : in.logit_bias()) out.logit_bias.emplace_back(token, bias);
   std::sort(out.logit_bias.begin(), out.logit_bias.end());  // a map's order is unspecified
   return request;
@@ -54,15 +55,26 @@ v1::FinishReason FinishReasonToProto(FinishReason reason) {
   return v1::FINISH_REASON_UNSPECIFIED;
 }
 
-void AppendToken(const StepToken& token, v1::SubmitResponse& response) {
-  v1::GeneratedToken* out = response.add_tokens();
-  out->set_token_id(token.token);
-  out->set_logprob(token.logprob);
-  for (const TokenLogprob& top : token.top_logprobs) {
-    v1::TokenLogprob* alt = out->add_top_logprobs();
+namespace {
+
+void SetGenerated(int32_t token, float logprob, const std::vector<TokenLogprob>& top_logprobs,
+                  v1::GeneratedToken& out) {
+  out.set_token_id(token);
+  out.set_logprob(logprob);
+  for (const TokenLogprob& top : top_logprobs) {
+    v1::TokenLogprob* alt = out.add_top_logprobs();
     alt->set_token_id(top.token);
     alt->set_logprob(top.logprob);
   }
+}
+
+}  // namespace
+
+void AppendToken(const StepToken& token, v1::SubmitResponse& response) {
+  for (const PromptTokenLogprob& p : token.prompt_logprobs) {
+    SetGenerated(p.token, p.logprob, p.top_logprobs, *response.add_prompt_logprobs());
+  }
+  SetGenerated(token.token, token.logprob, token.top_logprobs, *response.add_tokens());
   if (token.finish != FinishReason::kNone) {
     response.set_finish_reason(FinishReasonToProto(token.finish));
   }

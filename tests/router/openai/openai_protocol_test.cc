@@ -75,8 +75,6 @@ TEST(OpenAiProtocolTest, BadCompletionBodies) {
       {R"({"prompt": "x", "n": "1"})", "n", "n must be an integer"},
       {R"({"prompt": "x", "best_of": 3})", "best_of",
        "best_of > n is not supported (every sample is returned), got best_of 3 with n 1"},
-      {R"({"prompt": "x", "echo": true, "logprobs": 1})", "echo",
-       "echo with logprobs is not supported: it returns the prompt's logprobs"},
       {R"({"prompt": "x", "echo": 1})", "echo", "echo must be a boolean"},
       {R"({"prompt": "x", "presence_penalty": "0.5"})", "presence_penalty",
        "presence_penalty must be a number, got string"},
@@ -256,6 +254,19 @@ TEST(OpenAiProtocolTest, ListsOfPromptsAndNExpandIntoChoices) {
   ASSERT_TRUE(r.ok()) << r.status();
   ASSERT_EQ(ChoiceCount(*r), 4);
   EXPECT_EQ(ChoiceRequest(*r, 3).sampling().seed(), 4u);
+}
+
+// echo with logprobs asks for the prompt's logprobs too (lm-eval's loglikelihood request).
+TEST(OpenAiProtocolTest, EchoWithLogprobsAsksForPromptLogprobs) {
+  absl::StatusOr<ParsedRequest> r =
+      ParseCompletionRequest(R"({"prompt": "x", "echo": true, "logprobs": 2, "max_tokens": 1})");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_TRUE(r->echo);
+  ASSERT_TRUE(r->generate.sampling().has_prompt_logprobs());
+  EXPECT_EQ(r->generate.sampling().prompt_logprobs(), 2);
+  r = ParseCompletionRequest(R"({"prompt": "x", "logprobs": 2})");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_FALSE(r->generate.sampling().has_prompt_logprobs());
 }
 
 TEST(OpenAiProtocolTest, StopArrayAndSeeds) {

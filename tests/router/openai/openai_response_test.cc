@@ -364,6 +364,49 @@ TEST_F(ResponseBuilderTest, EchoStartsEachChoiceWithItsPrompt) {
   EXPECT_EQ(body["usage"]["completion_tokens"], 2);  // the echoed prompt is not generated
 }
 
+// echo + logprobs: the prompt's tokens lead the logprobs, the first with null logprob and null
+// alternatives; text offsets run over prompt and completion.
+TEST_F(ResponseBuilderTest, EchoWithLogprobsLeadsWithThePromptTokens) {
+  ParsedRequest request = Request(Endpoint::kCompletions, false, false, true, 1);
+  request.echo = true;
+  request.generate.set_text("ab");
+  v1::GenerateResponse first = Delta("c");
+  first.add_prompt_token_ids('a');
+  first.add_prompt_token_ids('b');
+  v1::Logprob* b = first.add_prompt_logprobs();
+  b->set_token_id('b');
+  b->set_logprob(-1.5f);
+  v1::TokenLogprob* alt = b->add_top_logprobs();
+  alt->set_token_id('x');
+  alt->set_logprob(-0.25f);
+  for (const bool stream : {false, true}) {
+    request.stream = stream;
+    ResponseBuilder builder(request, "id", 1, "m", tokenizer_.get());
+    Json lp;
+    std::string text;
+    if (stream) {
+      const std::vector<Json> events = Events(builder.StreamEvents(0, first));
+      ASSERT_EQ(events.size(), 1u);
+      lp = events[0]["choices"][0]["logprobs"];
+      text = events[0]["choices"][0]["text"];
+    } else {
+      builder.Accumulate(0, first);
+      builder.Accumulate(0, Last("", v1::FINISH_REASON_LENGTH, 2, 1));
+      const Json body = Json::parse(builder.Body());
+      lp = body["choices"][0]["logprobs"];
+      text = body["choices"][0]["text"];
+    }
+    EXPECT_EQ(text, "abc");
+    EXPECT_EQ(lp["tokens"], (Json{"a", "b", "c"}));
+    EXPECT_TRUE(lp["token_logprobs"][0].is_null());
+    EXPECT_DOUBLE_EQ(lp["token_logprobs"][1].get<double>(), -1.5);
+    EXPECT_DOUBLE_EQ(lp["token_logprobs"][2].get<double>(), -0.5);
+    EXPECT_TRUE(lp["top_logprobs"][0].is_null());
+    EXPECT_EQ(lp["top_logprobs"][1], (Json{{"x", -0.25}, {"b", -1.5}}));
+    EXPECT_EQ(lp["text_offset"], (Json{0, 1, 2}));
+  }
+}
+
 TEST(OpenAiResponseTest, MakeResponseId) {
   EXPECT_EQ(MakeResponseId(Endpoint::kChat, 255), "chatcmpl-00000000000000ff");
   EXPECT_EQ(MakeResponseId(Endpoint::kCompletions, 1), "cmpl-0000000000000001");
