@@ -175,7 +175,6 @@ absl::Status LlamaModel::AllocateArena() {
                         AllocateFloats(tp_ * s * shard_.vocab_rows, "gathered logits"));
     gathered_host_.resize(static_cast<size_t>(tp_ * s * shard_.vocab_rows));
   }
-  prompt_logits_.reserve(static_cast<size_t>(s * config_.vocab_size));
   return absl::OkStatus();
 }
 
@@ -302,7 +301,9 @@ absl::Status LlamaModel::Forward(const ForwardInput& input, std::vector<float>* 
                    static_cast<size_t>(count) * sizeof(int32_t));
     HR_RETURN_IF_ERROR(
         b.GatherRows(arena_.hidden, arena_.logits_rows, count, hidden, arena_.last_hidden));
-    prompt_logits_.resize(static_cast<size_t>(count * config_.vocab_size));  // within capacity
+    // Host memory, grown on first use to at most max_num_seqs x vocab (a worker that never
+    // serves prompt logprobs does not hold it); no device memory.
+    prompt_logits_.resize(static_cast<size_t>(count * config_.vocab_size));
     HR_RETURN_IF_ERROR(Logits(count, &prompt_logits_));
     if (prompt_sink) HR_RETURN_IF_ERROR(prompt_sink(first, count, prompt_logits_.data()));
   }

@@ -155,7 +155,7 @@ class LlamaModel {
   Arena arena_;
   std::vector<int32_t> local_ids_;    // [T] host: token ids as rows of embed_tokens_ (tp > 1)
   std::vector<float> gathered_host_;  // [tp, S, vocab_rows] host (tp > 1)
-  std::vector<float> prompt_logits_;  // [S, vocab] host: one slice of prompt logits
+  std::vector<float> prompt_logits_;  // [<= S, vocab] host: one slice of prompt logits
 };
 
 }  // namespace headroom::worker
