@@ -7,6 +7,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "common/check.h"
 
 namespace headroom::router {
 namespace {
@@ -134,7 +135,8 @@ class Generation::ChoiceCall final : public grpc::ClientReadReactor<v1::Generate
 };
 
 Generation::Generation(GenerationHooks hooks, std::shared_ptr<http::ResponseWriter> writer,
-                       const openai::ParsedRequest& parsed, std::string id, int64_t created,
+                       const openai::ParsedRequest& parsed,
+                       std::vector<v1::GenerateRequest> choices, std::string id, int64_t created,
                        std::string model)
     : hooks_(std::move(hooks)),
       writer_(std::move(writer)),
@@ -142,13 +144,13 @@ Generation::Generation(GenerationHooks hooks, std::shared_ptr<http::ResponseWrit
       n_(parsed.n),
       several_prompts_(!parsed.more_prompts.empty()),
       builder_(parsed, std::move(id), created, std::move(model), hooks_.tokenizer) {
-  const int32_t choices = openai::ChoiceCount(parsed);
-  for (int32_t i = 0; i < choices; ++i) {
-    calls_.push_back(std::make_unique<ChoiceCall>(i, openai::ChoiceRequest(parsed, i)));
+  HR_CHECK(static_cast<int32_t>(choices.size()) == openai::ChoiceCount(parsed));
+  for (size_t i = 0; i < choices.size(); ++i) {
+    calls_.push_back(std::make_unique<ChoiceCall>(static_cast<int32_t>(i), std::move(choices[i])));
   }
-  sent_first_.assign(static_cast<size_t>(choices), false);
-  unstarted_ = choices;
-  open_ = choices;
+  sent_first_.assign(calls_.size(), false);
+  unstarted_ = static_cast<int32_t>(calls_.size());
+  open_ = unstarted_;
 }
 
 Generation::~Generation() = default;

@@ -50,10 +50,12 @@ struct GenerationHooks {
 
 class Generation : public std::enable_shared_from_this<Generation> {
  public:
-  // `id`: the response id; `model`: the model id reported back.
+  // `choices`: the Generate request of each choice (openai::ChoiceRequest, possibly with its text
+  // prompt already tokenized); `parsed` shapes the response. `id`: the response id; `model`: the
+  // model id reported back.
   Generation(GenerationHooks hooks, std::shared_ptr<http::ResponseWriter> writer,
-             const openai::ParsedRequest& parsed, std::string id, int64_t created,
-             std::string model);
+             const openai::ParsedRequest& parsed, std::vector<v1::GenerateRequest> choices,
+             std::string id, int64_t created, std::string model);
   ~Generation();
 
   Generation(const Generation&) = delete;

@@ -156,8 +156,13 @@ class GenerationTest : public ::testing::Test {
     openai::ParsedRequest parsed;
     parsed.stream = stream;
     parsed.generate.set_text(prompts[0]);
-    for (size_t i = 1; i < prompts.size(); ++i)
+    for (size_t i = 1; i < prompts.size(); ++i) {
       parsed.more_prompts.emplace_back().set_text(prompts[i]);
+    }
+    std::vector<v1::GenerateRequest> choices;
+    for (int32_t i = 0; i < openai::ChoiceCount(parsed); ++i) {
+      choices.push_back(openai::ChoiceRequest(parsed, i));
+    }
     auto generation =
         std::make_shared<Generation>(GenerationHooks{.stub = stub_.get(),
                                                      .tokenizer = nullptr,
@@ -167,7 +172,7 @@ class GenerationTest : public ::testing::Test {
                                                            ++ended_calls_;
                                                            ended_.set_value();
                                                          }},
-                                     writer_, parsed, "cmpl-1", 1, "m");
+                                     writer_, parsed, choices, "cmpl-1", 1, "m");
     generation->Start();
     generation.reset();  // the calls keep it alive
     if (after_start) after_start();

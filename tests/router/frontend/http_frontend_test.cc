@@ -9,11 +9,13 @@
 #include <chrono>
 #include <future>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <utility>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "common/metrics.h"
 #include "grpcpp/grpcpp.h"
 #include "nlohmann/json.hpp"
@@ -62,12 +64,36 @@ http::HttpRequest Post(std::string path, std::string body) {
   return request;
 }
 
+// An Inference service that records the Generate requests it gets and answers each with one
+// finished token.
+class RecordingInference final : public v1::Inference::Service {
+ public:
+  grpc::Status Generate(grpc::ServerContext*, const v1::GenerateRequest* request,
+                        grpc::ServerWriter<v1::GenerateResponse>* writer) override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      requests_.push_back(*request);
+    }
+    v1::GenerateResponse response;
+    response.set_text("x");
+    response.set_finish_reason(v1::FINISH_REASON_LENGTH);
+    writer->Write(response);
+    return grpc::Status::OK;
+  }
+
+  std::mutex mu_;
+  std::vector<v1::GenerateRequest> requests_;
+};
+
 class HttpFrontendTest : public ::testing::Test {
  protected:
-  std::unique_ptr<HttpFrontend> Make(size_t max_queued) {
+  std::unique_ptr<HttpFrontend> Make(size_t max_queued,
+                                     std::shared_ptr<grpc::Channel> channel = nullptr) {
     return std::make_unique<HttpFrontend>(HttpFrontendOptions{
-        // Never dialled: /tokenize needs no worker.
-        .channel = grpc::CreateChannel("127.0.0.1:1", grpc::InsecureChannelCredentials()),
+        // Never dialled unless given: /tokenize needs no worker.
+        .channel = channel != nullptr
+                       ? channel
+                       : grpc::CreateChannel("127.0.0.1:1", grpc::InsecureChannelCredentials()),
         .tokenizer = tokenizer_.get(),
         .chat_format = std::nullopt,
         .api_key = "",
@@ -116,6 +142,40 @@ TEST_F(HttpFrontendTest, AFullPoolAnswers429AtOnceAndCheapRoutesStillAnswer) {
   frontend->Handle(std::move(health), writer);
   ASSERT_TRUE(writer->Wait());
   EXPECT_EQ(writer->status_, 200);
+}
+
+// The n samples of a text prompt reach the Inference service as token ids, tokenized once by the
+// front (not n times by the service's own pool); the echoed text stays the prompt as sent.
+TEST_F(HttpFrontendTest, NSamplesOfATextPromptAreTokenizedOnceByTheFront) {
+  RecordingInference service;
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+  builder.RegisterService(&service);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  ASSERT_NE(port, 0);
+  std::unique_ptr<HttpFrontend> frontend = Make(
+      16,
+      grpc::CreateChannel(absl::StrCat("127.0.0.1:", port), grpc::InsecureChannelCredentials()));
+  auto writer = std::make_shared<RecordingWriter>();
+  frontend->Handle(
+      Post("/v1/completions", R"({"prompt": ["hi", "yo"], "n": 3, "seed": 7, "echo": true})"),
+      writer);
+  ASSERT_TRUE(writer->Wait());
+  ASSERT_EQ(writer->status_, 200) << writer->body_;
+  const nlohmann::json body = nlohmann::json::parse(writer->body_);
+  ASSERT_EQ(body["choices"].size(), 6u);
+  EXPECT_EQ(body["choices"][4]["text"], "yox");
+  std::lock_guard<std::mutex> lock(service.mu_);
+  ASSERT_EQ(service.requests_.size(), 6u);
+  for (const v1::GenerateRequest& r : service.requests_) {
+    ASSERT_TRUE(r.has_token_ids()) << r.DebugString();
+    const std::vector<int32_t> ids(r.token_ids().ids().begin(), r.token_ids().ids().end());
+    EXPECT_TRUE(ids == (std::vector<int32_t>{'h', 'i'}) || ids == (std::vector<int32_t>{'y', 'o'}));
+  }
+  frontend->BeginShutdown();
+  EXPECT_TRUE(frontend->WaitForIdle(absl::Now() + absl::Seconds(10)));
+  server->Shutdown();
 }
 
 }  // namespace
