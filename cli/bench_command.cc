@@ -43,6 +43,9 @@ FlagSet MakeBenchFlags() {
   flags.AddBool("enable-prefix-caching", true, "Reuse KV blocks of shared prompt prefixes.");
   AddLoadFormatFlag(flags);
   flags.AddDouble("temperature", 0.0, "Sampling temperature (0 = greedy).");
+  flags.AddInt64("prompt-logprobs", -1,
+                 "Top-N prompt logprobs every request asks for (-1 = none; vLLM's "
+                 "prompt_logprobs).");
   flags.AddInt64("seed", 0, "Seed of the prompts and of the dummy weights.");
   flags.AddInt64("threads", 0, "CPU threads (0 = all).");
   flags.MarkRequired("model");
@@ -57,6 +60,10 @@ absl::Status Bench(const FlagSet& flags, std::ostream& out) {
   const int64_t output_len = *flags.GetInt64("output-len");
   if (num_prompts < 1 || input_len < 1 || output_len < 1) {
     return absl::InvalidArgumentError("--num-prompts, --input-len and --output-len must be >= 1");
+  }
+  if (const int64_t n = *flags.GetInt64("prompt-logprobs"); n < -1 || n > 20) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--prompt-logprobs must be -1 (none) or in [0, 20], got ", n));
   }
   const int64_t max_model_len = flags.GetInt64("max-model-len").value_or(input_len + output_len);
   const int64_t block_size = *flags.GetInt64("block-size");
@@ -99,6 +106,7 @@ absl::Status Bench(const FlagSet& flags, std::ostream& out) {
     r.sampling.max_tokens = static_cast<int32_t>(output_len);
     r.sampling.ignore_eos = true;
     r.sampling.temperature = static_cast<float>(*flags.GetDouble("temperature"));
+    r.sampling.prompt_logprobs = static_cast<int32_t>(*flags.GetInt64("prompt-logprobs"));
     HR_RETURN_IF_ERROR(engine->AddRequest(std::move(r)));
   }
   int64_t output_tokens = 0;
