@@ -93,6 +93,12 @@ absl::Status TokenLogprobs(const float* logits, int64_t num_rows, int64_t vocab_
     const double log_sum_exp = stats[static_cast<size_t>(r)].log_sum_exp;
     output.token_logprobs[r] =
         static_cast<float>(static_cast<double>(row[targets[r]]) - log_sum_exp);
+    if (output.target_ranks != nullptr) {
+      const float target = row[targets[r]];
+      output.target_ranks[r] =
+          1 + static_cast<int32_t>(
+                  std::count_if(row, row + vocab_size, [target](float l) { return l > target; }));
+    }
     internal::WriteTopLogprobs(row, vocab_size, log_sum_exp, num_top, ids,
                                output.top_ids + r * kMaxLogprobs,
                                output.top_logprobs + r * kMaxLogprobs);

@@ -20,6 +20,9 @@ struct LogprobOutput {
   float* token_logprobs;  // [num_rows]: logprob of targets[r]
   int32_t* top_ids;       // [num_rows, kMaxLogprobs]; entries past num_top are -1
   float* top_logprobs;    // [num_rows, kMaxLogprobs]; entries past num_top are -inf
+  // [num_rows] or null: 1 + the number of tokens with a higher logit than targets[r] (vLLM's
+  // rank: 1 for the most likely).
+  int32_t* target_ranks = nullptr;
 };
 
 // InvalidArgument, before any output is written, for num_top outside [0, kMaxLogprobs], a target

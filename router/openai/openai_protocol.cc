@@ -141,6 +141,14 @@ absl::StatusOr<Json> ParseObject(std::string_view body) {
   return j;
 }
 
+absl::StatusOr<int32_t> TopLogprobsValue(const Json& v, std::string_view param) {
+  HEADROOM_OPENAI_ASSIGN(n, ToInt64(v, param));
+  if (n < 0 || n > kMaxTopLogprobs) {
+    return Bad(param, absl::StrCat(Sv(param), " must be in [0, ", kMaxTopLogprobs, "], got ", n));
+  }
+  return static_cast<int32_t>(n);
+}
+
 // The fields both endpoints share: model, sampling, stream, n, penalties, cache_salt.
 absl::Status ParseCommon(const Json& obj, ParsedRequest& out) {
   v1::GenerateRequest& g = out.generate;
@@ -248,6 +256,14 @@ absl::Status ParseCommon(const Json& obj, ParsedRequest& out) {
 
   HEADROOM_OPENAI_ASSIGN(stream, OptBool(obj, "stream"));
   out.stream = stream.value_or(false);
+  if (const Json* prompt_logprobs = Member(obj, "prompt_logprobs"); prompt_logprobs != nullptr) {
+    HEADROOM_OPENAI_ASSIGN(top, TopLogprobsValue(*prompt_logprobs, "prompt_logprobs"));
+    if (out.stream) {
+      return Bad("prompt_logprobs", "prompt_logprobs are not available when stream is true");
+    }
+    out.prompt_logprobs = top;
+    s.set_prompt_logprobs(top);
+  }
   if (const Json* options = Member(obj, "stream_options"); options != nullptr) {
     if (!options->is_object()) return WrongType("stream_options", "an object", *options);
     if (!out.stream) {
@@ -261,14 +277,6 @@ absl::Status ParseCommon(const Json& obj, ParsedRequest& out) {
     }
   }
   return absl::OkStatus();
-}
-
-absl::StatusOr<int32_t> TopLogprobsValue(const Json& v, std::string_view param) {
-  HEADROOM_OPENAI_ASSIGN(n, ToInt64(v, param));
-  if (n < 0 || n > kMaxTopLogprobs) {
-    return Bad(param, absl::StrCat(Sv(param), " must be in [0, ", kMaxTopLogprobs, "], got ", n));
-  }
-  return static_cast<int32_t>(n);
 }
 
 // Token ids of a prompt given as an array; `path` names it in errors.
@@ -390,7 +398,8 @@ absl::StatusOr<ParsedRequest> ParseCompletionRequest(std::string_view body) {
   }
   // echo with logprobs also returns the prompt's logprobs (how evaluation harnesses score text).
   if (out.echo && out.logprobs) {
-    out.generate.mutable_sampling()->set_prompt_logprobs(out.top_logprobs);
+    out.generate.mutable_sampling()->set_prompt_logprobs(
+        std::max(out.top_logprobs, out.prompt_logprobs));
   }
   return out;
 }

@@ -48,6 +48,9 @@ struct ParsedRequest {
   bool logprobs = false;
   // Alternatives per token (chat top_logprobs / completions logprobs N); sampling.logprobs too.
   int32_t top_logprobs = 0;
+  // vLLM's prompt_logprobs field (both endpoints, not streamed): -1 none, else the top-N; the
+  // response carries vLLM's `prompt_logprobs` list.
+  int32_t prompt_logprobs = -1;
 };
 
 // Errors are InvalidArgument whose message names the field and the reason or number

@@ -53,6 +53,7 @@ ResponseBuilder::ResponseBuilder(const ParsedRequest& request, std::string id, i
       include_usage_(request.include_usage),
       logprobs_(request.logprobs),
       top_logprobs_(request.top_logprobs),
+      prompt_logprobs_(request.prompt_logprobs),
       n_(request.n),
       id_(std::move(id)),
       created_(created),
@@ -257,8 +258,32 @@ std::string ResponseBuilder::StreamDone() const {
   return out;
 }
 
+ResponseBuilder::Json ResponseBuilder::PromptLogprobsJson(
+    const v1::GenerateResponse& message) const {
+  const auto entry = [this](int32_t token, float logprob, int32_t rank) {
+    return Json{
+        {"logprob", FiniteLogprob(logprob)}, {"rank", rank}, {"decoded_token", TokenString(token)}};
+  };
+  Json list = Json::array({nullptr});  // the first prompt token has no logprob
+  const auto n = static_cast<size_t>(prompt_logprobs_ > 0 ? prompt_logprobs_ : 0);
+  for (const v1::Logprob& lp : message.prompt_logprobs()) {
+    Json tokens = Json::object();
+    tokens[std::to_string(lp.token_id())] = entry(lp.token_id(), lp.logprob(), lp.rank());
+    for (size_t k = 0; k < std::min(n, static_cast<size_t>(lp.top_logprobs_size())); ++k) {
+      const v1::TokenLogprob& alt = lp.top_logprobs(static_cast<int>(k));
+      tokens[std::to_string(alt.token_id())] =
+          entry(alt.token_id(), alt.logprob(), static_cast<int32_t>(k + 1));
+    }
+    list.push_back(std::move(tokens));
+  }
+  return list;
+}
+
 void ResponseBuilder::Accumulate(int32_t index, const v1::GenerateResponse& message) {
   Choice& state = choices_.at(static_cast<size_t>(index));
+  if (prompt_logprobs_ >= 0 && message.prompt_token_ids_size() > 0) {
+    state.prompt_logprobs = PromptLogprobsJson(message);
+  }
   state.text += message.text();
   if (logprobs_) AppendLogprobs(message, state.text_offset, state.logprobs);
   NoteFinal(message, state);
@@ -279,6 +304,10 @@ std::string ResponseBuilder::Body() const {
     choice["logprobs"] = logprobs_ ? state.logprobs : Json(nullptr);
     choice["finish_reason"] = FinishReasonJson(state);
     choice["stop_reason"] = StopReasonJson(state);
+    // vLLM: per choice for completions, once per response (the prompt's) for chat.
+    if (prompt_logprobs_ >= 0 && endpoint_ == Endpoint::kCompletions) {
+      choice["prompt_logprobs"] = state.prompt_logprobs;
+    }
     choices.push_back(std::move(choice));
   }
   Json body = Json{{"id", id_},
@@ -286,6 +315,9 @@ std::string ResponseBuilder::Body() const {
                    {"created", created_},
                    {"model", model_}};
   body["choices"] = std::move(choices);
+  if (prompt_logprobs_ >= 0 && endpoint_ == Endpoint::kChat) {
+    body["prompt_logprobs"] = choices_.front().prompt_logprobs;
+  }
   body["usage"] = UsageJson();
   return Dump(body);
 }

@@ -61,6 +61,9 @@ class ResponseBuilder {
     int32_t stop_token_id = 0;
     int32_t prompt_tokens = 0;
     int32_t completion_tokens = 0;
+    // vLLM's prompt_logprobs list (when asked): null, then one {token id: {logprob, rank,
+    // decoded_token}} per later prompt token.
+    Json prompt_logprobs;
   };
 
   [[nodiscard]] Json ChunkEnvelope() const;
@@ -78,6 +81,8 @@ class ResponseBuilder {
   // The prompt text `choice` starts with (echo), or null.
   [[nodiscard]] const std::string* EchoPrompt(int32_t choice) const;
   static void NoteFinal(const v1::GenerateResponse& message, Choice& choice);
+  // vLLM's prompt_logprobs list of the message that carries prompt_token_ids.
+  [[nodiscard]] Json PromptLogprobsJson(const v1::GenerateResponse& message) const;
   static Json FinishReasonJson(const Choice& choice);
   static Json StopReasonJson(const Choice& choice);
 
@@ -85,6 +90,7 @@ class ResponseBuilder {
   bool include_usage_;
   bool logprobs_;
   int32_t top_logprobs_;
+  int32_t prompt_logprobs_;
   int32_t n_;
   std::string id_;
   int64_t created_;

@@ -25,6 +25,7 @@ void CopyLogprob(const v1::GeneratedToken& token, v1::Logprob& out) {
   out.set_token_id(token.token_id());
   out.set_logprob(token.logprob());
   *out.mutable_top_logprobs() = token.top_logprobs();
+  out.set_rank(token.rank());
 }
 
 grpc::Status ToGrpc(const absl::Status& status) {

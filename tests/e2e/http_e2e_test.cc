@@ -366,6 +366,21 @@ TEST_F(HttpE2eTest, PromptLogprobsMatchTransformersOverHttpAndGrpc) {
         << "token " << p << ": " << lp["token_logprobs"][p] << " vs " << reference[p - 1];
   }
 
+  // vLLM's prompt_logprobs field: {"id": {logprob, rank, decoded_token}} per prompt token.
+  const Json vllm = {{"prompt", ids}, {"prompt_logprobs", 2}, {"max_tokens", 1}};
+  const HttpResponse vllm_response = cluster_->Post("/v1/completions", vllm.dump());
+  ASSERT_EQ(vllm_response.status, 200) << vllm_response.body;
+  const Json prompt_lp = Json::parse(vllm_response.body)["choices"][0]["prompt_logprobs"];
+  ASSERT_EQ(prompt_lp.size(), ids.size()) << prompt_lp.dump();
+  EXPECT_TRUE(prompt_lp[0].is_null());
+  for (size_t p = 1; p < ids.size(); ++p) {
+    const Json& entry = prompt_lp[p][std::to_string(ids[p])];
+    EXPECT_TRUE(near(entry["logprob"].get<double>(), reference[p - 1])) << entry.dump();
+    EXPECT_GE(entry["rank"].get<int>(), 1);
+    EXPECT_GE(prompt_lp[p].size(), 2u);  // the token and up to 2 alternatives (it may be one)
+    EXPECT_LE(prompt_lp[p].size(), 3u);
+  }
+
   v1::GenerateRequest grpc_request;
   grpc_request.mutable_token_ids()->mutable_ids()->Assign(ids.begin(), ids.end());
   grpc_request.mutable_sampling()->set_max_tokens(2);

@@ -30,11 +30,13 @@ TEST(TokenLogprobsTest, MatchesANaiveLogSoftmaxForTheTargetAndTheTopTokens) {
     std::vector<float> token(kRows, std::numeric_limits<float>::quiet_NaN());
     std::vector<int32_t> ids(kRows * kMaxLogprobs, 12345);
     std::vector<float> top(kRows * kMaxLogprobs, std::numeric_limits<float>::quiet_NaN());
-    ASSERT_TRUE(
-        TokenLogprobs(
-            logits.data(), kRows, kVocab, targets.data(), num_top,
-            {.token_logprobs = token.data(), .top_ids = ids.data(), .top_logprobs = top.data()})
-            .ok());
+    std::vector<int32_t> ranks(kRows, -7);
+    ASSERT_TRUE(TokenLogprobs(logits.data(), kRows, kVocab, targets.data(), num_top,
+                              {.token_logprobs = token.data(),
+                               .top_ids = ids.data(),
+                               .top_logprobs = top.data(),
+                               .target_ranks = ranks.data()})
+                    .ok());
     for (int64_t r = 0; r < kRows; ++r) {
       const float* row = logits.data() + r * kVocab;
       double lse = 0.0;
@@ -46,6 +48,11 @@ TEST(TokenLogprobsTest, MatchesANaiveLogSoftmaxForTheTargetAndTheTopTokens) {
       std::iota(order.begin(), order.end(), 0);
       std::stable_sort(order.begin(), order.end(),
                        [row](int32_t a, int32_t b) { return row[a] > row[b]; });
+      // The target's 1-based place in that order (tokens tied with it do not count).
+      const int32_t target = targets[static_cast<size_t>(r)];
+      int32_t rank = 1;
+      while (row[order[static_cast<size_t>(rank - 1)]] > row[target]) ++rank;
+      EXPECT_EQ(ranks[static_cast<size_t>(r)], rank) << r;
       for (int32_t i = 0; i < kMaxLogprobs; ++i) {
         const size_t at = static_cast<size_t>(r * kMaxLogprobs + i);
         if (i < num_top) {

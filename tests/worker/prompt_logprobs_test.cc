@@ -29,6 +29,9 @@ struct Reference {
   std::vector<int32_t> ids;
   // Entry p - 1 for prompt token p: its logprob and the top kTop (id, logprob).
   std::vector<double> logprob;
+  // The rank transformers' logits give (1 + more likely tokens), as a range: logits within 1e-4
+  // of the token's may fall either side of it in float32.
+  std::vector<std::pair<int32_t, int32_t>> rank;
   std::vector<std::vector<std::pair<int32_t, double>>> top;
 };
 
@@ -45,7 +48,13 @@ std::vector<Reference> References() {
       double lse = 0.0;
       for (const double l : row) lse += std::exp(l);
       lse = std::log(lse);
-      r.logprob.push_back(row[static_cast<size_t>(r.ids[p])] - lse);
+      const double target = row[static_cast<size_t>(r.ids[p])];
+      r.logprob.push_back(target - lse);
+      const auto above = [&row](double bound) {
+        return 1 + static_cast<int32_t>(std::count_if(row.begin(), row.end(),
+                                                      [bound](double l) { return l > bound; }));
+      };
+      r.rank.emplace_back(above(target + 1e-4), above(target - 1e-4));
       std::vector<size_t> order(row.size());
       std::iota(order.begin(), order.end(), size_t{0});
       std::stable_sort(order.begin(), order.end(),
@@ -112,6 +121,8 @@ void ExpectMatches(const std::vector<Reference>& refs, int copies,
     ASSERT_EQ(logprobs.size(), ref.ids.size() - 1) << "request " << id;
     for (size_t p = 0; p < logprobs.size(); ++p) {
       EXPECT_EQ(logprobs[p].token, ref.ids[p + 1]);
+      EXPECT_GE(logprobs[p].rank, ref.rank[p].first) << "request " << id << " token " << p + 1;
+      EXPECT_LE(logprobs[p].rank, ref.rank[p].second) << "request " << id << " token " << p + 1;
       EXPECT_NEAR(logprobs[p].logprob, ref.logprob[p], 2e-4 + 2e-4 * std::fabs(ref.logprob[p]))
           << "request " << id << " token " << p + 1;
       ASSERT_EQ(logprobs[p].top_logprobs.size(), static_cast<size_t>(kTop));

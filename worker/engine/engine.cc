@@ -296,14 +296,19 @@ absl::Status Engine::OnPromptLogits(const StepPlan& plan, size_t first, int64_t 
     if (position != static_cast<int64_t>(s.prompt_logprobs.size())) continue;
     const int32_t target = s.prompt[static_cast<size_t>(position) + 1];
     float logprob = 0.0f;
+    int32_t rank = 0;
     int32_t top_ids[kernels::cpu::kMaxLogprobs];
     float top_logprobs[kernels::cpu::kMaxLogprobs];
-    HR_RETURN_IF_ERROR(kernels::cpu::TokenLogprobs(
-        logits + r * vocab, 1, vocab, &target, s.params.prompt_logprobs,
-        {.token_logprobs = &logprob, .top_ids = top_ids, .top_logprobs = top_logprobs}));
+    HR_RETURN_IF_ERROR(kernels::cpu::TokenLogprobs(logits + r * vocab, 1, vocab, &target,
+                                                   s.params.prompt_logprobs,
+                                                   {.token_logprobs = &logprob,
+                                                    .top_ids = top_ids,
+                                                    .top_logprobs = top_logprobs,
+                                                    .target_ranks = &rank}));
     PromptTokenLogprob& out = s.prompt_logprobs.emplace_back();
     out.token = target;
     out.logprob = logprob;
+    out.rank = rank;
     for (int32_t j = 0; j < s.params.prompt_logprobs; ++j) {
       out.top_logprobs.push_back({top_ids[j], top_logprobs[j]});
     }

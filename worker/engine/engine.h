@@ -68,6 +68,8 @@ struct TokenLogprob {
 struct PromptTokenLogprob {
   int32_t token = 0;
   float logprob = 0.0f;
+  // 1 + the tokens the model found more likely (vLLM's rank).
+  int32_t rank = 0;
   std::vector<TokenLogprob> top_logprobs;
 };
 

@@ -72,7 +72,9 @@ void SetGenerated(int32_t token, float logprob, const std::vector<TokenLogprob>&
 
 void AppendToken(const StepToken& token, v1::SubmitResponse& response) {
   for (const PromptTokenLogprob& p : token.prompt_logprobs) {
-    SetGenerated(p.token, p.logprob, p.top_logprobs, *response.add_prompt_logprobs());
+    v1::GeneratedToken& out = *response.add_prompt_logprobs();
+    SetGenerated(p.token, p.logprob, p.top_logprobs, out);
+    out.set_rank(p.rank);
   }
   SetGenerated(token.token, token.logprob, token.top_logprobs, *response.add_tokens());
   if (token.finish != FinishReason::kNone) {

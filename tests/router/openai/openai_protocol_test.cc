@@ -76,6 +76,10 @@ TEST(OpenAiProtocolTest, BadCompletionBodies) {
       {R"({"prompt": "x", "best_of": 3})", "best_of",
        "best_of > n is not supported (every sample is returned), got best_of 3 with n 1"},
       {R"({"prompt": "x", "echo": 1})", "echo", "echo must be a boolean"},
+      {R"({"prompt": "x", "prompt_logprobs": 21})", "prompt_logprobs",
+       "prompt_logprobs must be in [0, 20], got 21"},
+      {R"({"prompt": "x", "prompt_logprobs": 1, "stream": true})", "prompt_logprobs",
+       "prompt_logprobs are not available when stream is true"},
       {R"({"prompt": "x", "presence_penalty": "0.5"})", "presence_penalty",
        "presence_penalty must be a number, got string"},
       {R"({"prompt": "x", "repetition_penalty": true})", "repetition_penalty", "must be a number"},
@@ -267,6 +271,15 @@ TEST(OpenAiProtocolTest, EchoWithLogprobsAsksForPromptLogprobs) {
   r = ParseCompletionRequest(R"({"prompt": "x", "logprobs": 2})");
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_FALSE(r->generate.sampling().has_prompt_logprobs());
+  // vLLM's own field, on both endpoints; with echo + logprobs the larger N is computed.
+  r = ParseChatRequest(R"({"messages": [{"role": "user", "content": "x"}], "prompt_logprobs": 0})");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->prompt_logprobs, 0);
+  EXPECT_EQ(r->generate.sampling().prompt_logprobs(), 0);
+  r = ParseCompletionRequest(
+      R"({"prompt": "x", "echo": true, "logprobs": 1, "prompt_logprobs": 4})");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->generate.sampling().prompt_logprobs(), 4);
 }
 
 TEST(OpenAiProtocolTest, StopArrayAndSeeds) {

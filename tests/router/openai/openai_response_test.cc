@@ -407,6 +407,39 @@ TEST_F(ResponseBuilderTest, EchoWithLogprobsLeadsWithThePromptTokens) {
   }
 }
 
+// vLLM's prompt_logprobs shape: null for the first prompt token, then {"id": {logprob, rank,
+// decoded_token}} holding the prompt token (its own rank) and the top-N (ranks 1..N); per choice
+// for completions, once per response for chat.
+TEST_F(ResponseBuilderTest, PromptLogprobsInVllmsShape) {
+  v1::GenerateResponse last = Last("c", v1::FINISH_REASON_LENGTH, 2, 1);
+  last.add_prompt_token_ids('a');
+  last.add_prompt_token_ids('b');
+  v1::Logprob* b = last.add_prompt_logprobs();
+  b->set_token_id('b');
+  b->set_logprob(-1.5f);
+  b->set_rank(2);
+  for (const auto& [id, logprob] : {std::pair{'x', -0.25f}, std::pair{'b', -1.5f}}) {
+    v1::TokenLogprob* alt = b->add_top_logprobs();
+    alt->set_token_id(id);
+    alt->set_logprob(logprob);
+  }
+  const Json expected =
+      Json::array({nullptr,
+                   {{"98", {{"logprob", -1.5}, {"rank", 2}, {"decoded_token", "b"}}},
+                    {"120", {{"logprob", -0.25}, {"rank", 1}, {"decoded_token", "x"}}}}});
+  for (const Endpoint endpoint : {Endpoint::kCompletions, Endpoint::kChat}) {
+    ParsedRequest request = Request(endpoint, false, false, false, 0);
+    request.prompt_logprobs = 2;
+    ResponseBuilder builder(request, "id", 1, "m", tokenizer_.get());
+    builder.Accumulate(0, last);
+    const Json body = Json::parse(builder.Body());
+    const Json& got = endpoint == Endpoint::kChat ? body["prompt_logprobs"]
+                                                  : body["choices"][0]["prompt_logprobs"];
+    EXPECT_EQ(got, expected) << body.dump();
+    EXPECT_EQ(endpoint == Endpoint::kChat, !body["choices"][0].contains("prompt_logprobs"));
+  }
+}
+
 TEST(OpenAiResponseTest, MakeResponseId) {
   EXPECT_EQ(MakeResponseId(Endpoint::kChat, 255), "chatcmpl-00000000000000ff");
   EXPECT_EQ(MakeResponseId(Endpoint::kCompletions, 1), "cmpl-0000000000000001");
