@@ -144,8 +144,9 @@ void ResponseBuilder::AppendLogprobs(const v1::GenerateResponse& message, int64_
     logprobs["tokens"].push_back(first);
     logprobs["top_logprobs"].push_back(nullptr);
     text_offset += CodePoints(first);
-    for (const v1::Logprob& lp : message.prompt_logprobs())
+    for (const v1::Logprob& lp : message.prompt_logprobs()) {
       AppendLogprob(lp, text_offset, logprobs);
+    }
   }
   for (const v1::Logprob& lp : message.logprobs()) AppendLogprob(lp, text_offset, logprobs);
 }
