@@ -285,6 +285,36 @@ TEST_F(HttpE2eTest, NSamplesEachEqualTheGrpcGenerationSeededSeedPlusIndex) {
   EXPECT_EQ(usage["usage"]["completion_tokens"], 36);
 }
 
+// Chat with n = 2, streamed: each choice opens with its own assistant role chunk and finishes
+// once; seeded samples differ.
+TEST_F(HttpE2eTest, ChatNSamplesStreamEachChoiceWithItsOwnRole) {
+  const Json chat = {{"messages", {{{"role", "user"}, {"content", "Say hi"}}}},
+                     {"max_tokens", 8},
+                     {"temperature", 1.0},
+                     {"seed", 5},
+                     {"n", 2},
+                     {"stream", true},
+                     {"ignore_eos", true}};
+  const HttpResponse response = cluster_->Post("/v1/chat/completions", chat.dump());
+  ASSERT_EQ(response.status, 200) << response.body;
+  std::vector<int> roles(2, 0), finishes(2, 0);
+  std::vector<std::string> text(2);
+  for (const std::string& event : response.Events()) {
+    if (event == "[DONE]") continue;
+    const Json chunk = Json::parse(event);
+    ASSERT_EQ(chunk["choices"].size(), 1u) << event;
+    const Json& choice = chunk["choices"][0];
+    const auto index = choice["index"].get<size_t>();
+    ASSERT_LT(index, 2u);
+    if (choice["delta"].contains("role")) ++roles[index];
+    if (choice["delta"].contains("content")) text[index] += choice["delta"]["content"];
+    if (!choice["finish_reason"].is_null()) ++finishes[index];
+  }
+  EXPECT_EQ(roles, (std::vector<int>{1, 1}));
+  EXPECT_EQ(finishes, (std::vector<int>{1, 1}));
+  EXPECT_NE(text[0], text[1]);
+}
+
 // A list of prompts with n = 2: choice i is sample i % 2 of prompt i / 2.
 TEST_F(HttpE2eTest, AListOfPromptsGivesEachPromptItsChoicesInOrder) {
   const std::vector<std::string> prompts = {"Hello world", "Bye", "abc def"};
