@@ -286,20 +286,21 @@ absl::Status Serve(const FlagSet& flags, const sigset_t& stop_signals, std::ostr
 
   metrics::Registry registry;
   // The CPU backend keeps its KV pool in float32 (--dtype allows nothing else).
-  worker::WorkerMetrics worker_metrics(
-      &registry, model, options.max_model_len,
-      {.block_size = options.block_size,
-       .cache_dtype = "float32",
-       .enable_prefix_caching = options.enable_prefix_caching,
-       .gpu_memory_utilization = setup.gpu_memory_utilization,
-       .num_gpu_blocks = options.num_kv_blocks});
+  worker::WorkerMetrics worker_metrics(&registry, model, options.max_model_len,
+                                       {.block_size = options.block_size,
+                                        .cache_dtype = "float32",
+                                        .enable_prefix_caching = options.enable_prefix_caching,
+                                        .gpu_memory_utilization = setup.gpu_memory_utilization,
+                                        .num_gpu_blocks = options.num_kv_blocks});
   std::atomic<bool> serving{false};
 
   // The server comes up first, NOT_SERVING, so health probes answer while the weights load.
-  worker::WorkerService service({.model = model,
-                                 .max_model_len = options.max_model_len,
-                                 .block_size = options.block_size,
-                                 .observer = &worker_metrics});
+  worker::WorkerService service(
+      {.model = model,
+       .max_model_len = options.max_model_len,
+       .block_size = options.block_size,
+       .priority_scheduling = options.scheduling_policy == worker::SchedulingPolicy::kPriority,
+       .observer = &worker_metrics});
   grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder builder;
   int selected_port = 0;

@@ -9,6 +9,7 @@ PlacementDecision LeastLoadedByBlocks::operator()(absl::Span<const GroupLoad> gr
                                                   const PlacementRequest& request) const {
   PlacementDecision decision;
   bool any_up = false;
+  bool any_priority_group = false;
   bool any_candidate = false;
   std::optional<size_t> best;
   double best_score = 0;
@@ -20,6 +21,8 @@ PlacementDecision LeastLoadedByBlocks::operator()(absl::Span<const GroupLoad> gr
         std::max(decision.largest_pool_tokens, int64_t{g.total_blocks} * g.block_size);
     decision.largest_max_model_len = std::max(decision.largest_max_model_len, g.max_model_len);
     const int64_t demand = (request.max_total_tokens + g.block_size - 1) / g.block_size;
+    if (request.needs_priority && !g.priority_scheduling) continue;
+    any_priority_group = true;
     if (request.max_total_tokens > g.max_model_len || demand > g.total_blocks) continue;
     any_candidate = true;
     const int64_t left = g.available_blocks() - demand;
@@ -49,6 +52,7 @@ PlacementDecision LeastLoadedByBlocks::operator()(absl::Span<const GroupLoad> gr
     decision.outcome = PlacementOutcome::kWait;
   } else {
     decision.outcome = any_up ? PlacementOutcome::kNeverFits : PlacementOutcome::kNoGroup;
+    decision.no_priority_group = any_up && !any_priority_group;
   }
   return decision;
 }

@@ -1,9 +1,9 @@
 // Placement: picks the worker group for one request, by KV blocks.
 //
-// A group is a candidate when it is up, not draining, its max_model_len covers the request and
-// its whole pool could hold the request. Among candidates whose available blocks (free minus its
-// waiting queue's demand minus this router's unreported reservations) cover the request's
-// demand, the highest score wins:
+// A group is a candidate when it is up, not draining, its max_model_len covers the request, its
+// whole pool could hold the request, and it schedules by priority if the request has one. Among
+// candidates whose available blocks (free minus its waiting queue's demand minus this router's
+// unreported reservations) cover the request's demand, the highest score wins:
 //
 //   score = blocks left afterwards + prefix_affinity_weight x prompt blocks the group has cached
 //
@@ -28,6 +28,8 @@ struct PlacementRequest {
   // Per group, indexed like the groups span (empty: none anywhere): how many leading blocks of
   // the prompt the group holds in its prefix cache.
   absl::Span<const int64_t> cached_blocks;
+  // The request has a priority other than 0: only groups that schedule by priority can take it.
+  bool needs_priority = false;
 };
 
 enum class PlacementOutcome {
@@ -46,6 +48,8 @@ struct PlacementDecision {
   // The largest pool / max_model_len among up groups, for kNeverFits messages.
   int64_t largest_pool_tokens = 0;
   int32_t largest_max_model_len = 0;
+  // kNeverFits because no up group schedules by priority (the request needs it).
+  bool no_priority_group = false;
 };
 
 class LeastLoadedByBlocks {

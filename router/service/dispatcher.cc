@@ -64,6 +64,7 @@ SubmitResult Dispatcher::Submit(int64_t id, int64_t max_total_tokens, absl::Time
                           .listener = std::move(listener),
                           .tried = {},
                           .prompt = std::move(prompt),
+                          .priority = priority,
                           .hashed_block_size = 0,
                           .hashes = {}};
     dirty_ = true;
@@ -74,7 +75,8 @@ SubmitResult Dispatcher::Submit(int64_t id, int64_t max_total_tokens, absl::Time
 
 void Dispatcher::Resubmit(int64_t id, int64_t max_total_tokens, absl::Time deadline,
                           absl::flat_hash_set<size_t> tried,
-                          std::weak_ptr<PlacementListener> listener, PromptPrefix prompt) {
+                          std::weak_ptr<PlacementListener> listener, PromptPrefix prompt,
+                          int32_t priority) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     failover_[id] = Pending{.max_total_tokens = max_total_tokens,
@@ -82,6 +84,7 @@ void Dispatcher::Resubmit(int64_t id, int64_t max_total_tokens, absl::Time deadl
                             .listener = std::move(listener),
                             .tried = std::move(tried),
                             .prompt = std::move(prompt),
+                            .priority = priority,
                             .hashed_block_size = 0,
                             .hashes = {}};
     retries_.push_back(id);
@@ -215,7 +218,9 @@ PlacementDecision Dispatcher::PlaceLocked(absl::Span<const GroupLoad> groups, Pe
       }
     }
   }
-  return policy_(groups, {.max_total_tokens = p.max_total_tokens, .cached_blocks = cached});
+  return policy_(groups, {.max_total_tokens = p.max_total_tokens,
+                          .cached_blocks = cached,
+                          .needs_priority = p.priority != 0});
 }
 
 void Dispatcher::RecordPlacementLocked(size_t group, Pending& p) {
@@ -288,14 +293,22 @@ std::vector<Dispatcher::Delivery> Dispatcher::PassLocked(absl::Time now) {
       ++in_flight_;
       out.push_back({it->second.listener, placed.id, true, placed.group, absl::OkStatus()});
     } else {
-      const PlacementDecision d = policy_(
-          table_.loads(), {.max_total_tokens = it->second.max_total_tokens, .cached_blocks = {}});
+      const Pending& p = it->second;
+      const PlacementDecision d = policy_(table_.loads(), {.max_total_tokens = p.max_total_tokens,
+                                                           .cached_blocks = {},
+                                                           .needs_priority = p.priority != 0});
       out.push_back(
-          {it->second.listener, placed.id, false, 0,
-           absl::InvalidArgumentError(absl::StrCat(
-               "prompt + max_tokens = ", it->second.max_total_tokens,
-               " tokens can never fit a worker group (largest pool ", d.largest_pool_tokens,
-               " tokens, largest max_model_len ", d.largest_max_model_len, ")"))});
+          {p.listener, placed.id, false, 0,
+           absl::InvalidArgumentError(
+               d.no_priority_group
+                   ? absl::StrCat("priority ", p.priority,
+                                  " needs priority scheduling and no worker group serving now "
+                                  "schedules by priority (start workers with "
+                                  "--scheduling-policy priority)")
+                   : absl::StrCat("prompt + max_tokens = ", p.max_total_tokens,
+                                  " tokens can never fit a worker group (largest pool ",
+                                  d.largest_pool_tokens, " tokens, largest max_model_len ",
+                                  d.largest_max_model_len, ")"))});
     }
     queued_.erase(it);
   }

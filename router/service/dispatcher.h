@@ -93,7 +93,7 @@ class Dispatcher {
   // admitted already). Rejected UNAVAILABLE when no other group can ever take it.
   void Resubmit(int64_t id, int64_t max_total_tokens, absl::Time deadline,
                 absl::flat_hash_set<size_t> tried, std::weak_ptr<PlacementListener> listener,
-                PromptPrefix prompt = {});
+                PromptPrefix prompt = {}, int32_t priority = 0);
   // The request ended before placement (client cancel): forget it.
   void Cancel(int64_t id);
   // Its worker streamed the first token (reservation goes at the next newer report).
@@ -124,6 +124,8 @@ class Dispatcher {
     std::weak_ptr<PlacementListener> listener;
     absl::flat_hash_set<size_t> tried;  // failover only
     PromptPrefix prompt;
+    // Not 0: only groups that schedule by priority can take it.
+    int32_t priority = 0;
     // kvcache::PromptBlockHashes of the prompt for blocks of `hashed_block_size` (computed on first
     // use).
     int32_t hashed_block_size = 0;

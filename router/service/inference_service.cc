@@ -271,7 +271,7 @@ class GenerateReactor final : public grpc::ServerWriteReactor<v1::GenerateRespon
     if (failover) {
       if (service_->options_.metrics != nullptr) service_->options_.metrics->OnFailover();
       service_->dispatcher_->Resubmit(id_, req_.max_total_tokens(), deadline_, tried_,
-                                      weak_from_this(), Prefix());
+                                      weak_from_this(), Prefix(), req_.priority);
     } else if (end.has_value()) {
       End(*end);
     }

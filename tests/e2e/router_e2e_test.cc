@@ -82,10 +82,15 @@ Result Generate(v1::Inference::Stub& stub, const v1::GenerateRequest& request, i
 
 class RouterE2eTest : public ::testing::Test {
  protected:
-  // Starts two workers with `blocks` KV blocks and a router over them.
-  void StartCluster(int blocks, std::vector<std::string> router_flags = {}) {
+  // Starts two workers with `blocks` KV blocks (worker b: `b_blocks` when given, and
+  // `b_flags` more) and a router over them.
+  void StartCluster(int blocks, std::vector<std::string> router_flags = {}, int b_blocks = 0,
+                    std::vector<std::string> b_flags = {}) {
     worker_a_ = std::make_unique<Child>("worker", e2e::FixtureWorkerFlags(blocks));
-    worker_b_ = std::make_unique<Child>("worker", e2e::FixtureWorkerFlags(blocks));
+    std::vector<std::string> worker_b_flags =
+        e2e::FixtureWorkerFlags(b_blocks > 0 ? b_blocks : blocks);
+    worker_b_flags.insert(worker_b_flags.end(), b_flags.begin(), b_flags.end());
+    worker_b_ = std::make_unique<Child>("worker", worker_b_flags);
     ASSERT_FALSE(worker_a_->address().empty());
     ASSERT_FALSE(worker_b_->address().empty());
     std::vector<std::string> flags = {
@@ -159,6 +164,21 @@ TEST_F(RouterE2eTest, GenerateMatchesTheWorkerGreedyTokensAndHealthServes) {
   ASSERT_TRUE(stub_->ListModels(lm.get(), {}, &models).ok());
   ASSERT_EQ(models.models_size(), 1);
   EXPECT_EQ(models.models(0).max_model_len(), 256);
+}
+
+// Worker a schedules first come first served and has the larger pool, worker b schedules by
+// priority: requests with a priority all go to b (a would refuse them), the others still prefer a.
+TEST_F(RouterE2eTest, PriorityRequestsGoOnlyToTheGroupThatSchedulesByPriority) {
+  StartCluster(128, {}, 64, {"--scheduling-policy", "priority"});
+  for (int i = 0; i < 6; ++i) {
+    v1::GenerateRequest request = Greedy({7 + i, 11, 13 + i, 17}, 4);
+    request.set_priority(i % 2 == 0 ? 3 : -3);
+    const Result r = Generate(*stub_, request);
+    EXPECT_TRUE(r.status.ok()) << i << ": " << r.status.error_message();
+    EXPECT_EQ(r.tokens.size(), 4u);
+  }
+  const Result plain = Generate(*stub_, Greedy({5, 6, 7, 8}, 4));
+  EXPECT_TRUE(plain.status.ok()) << plain.status.error_message();
 }
 
 TEST_F(RouterE2eTest, StopStringEndsTheStreamWithoutShowingIt) {

@@ -391,6 +391,7 @@ void WorkerService::SetReady(EngineLoop* loop) {
   base.set_model(options_.model);
   base.set_block_size(options_.block_size);
   base.set_max_model_len(options_.max_model_len);
+  base.set_priority_scheduling(options_.priority_scheduling);
   {
     std::lock_guard<std::mutex> lock(mu_);
     publisher_ = std::make_unique<LoadPublisher>(loop, std::move(base), options_, &draining_);

@@ -81,6 +81,8 @@ struct WorkerServiceOptions {
   // Reported in every LoadReport.
   int32_t max_model_len = 0;
   int32_t block_size = 16;
+  // --scheduling-policy priority (reported in LoadReport.priority_scheduling).
+  bool priority_scheduling = false;
   // Changes are reported at most this often...
   absl::Duration min_report_interval = absl::Milliseconds(50);
   // ...and a report is sent at least this often.

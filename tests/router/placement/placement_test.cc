@@ -113,6 +113,36 @@ TEST(PlacementTest, NeverFitsReportsTheLargestLimits) {
   EXPECT_EQ(d.largest_max_model_len, 4096);
 }
 
+// A request with a priority goes only to groups that schedule by priority, even when another has
+// more room; with none up it never fits, and the decision says why.
+TEST(PlacementTest, APriorityNeedsAGroupThatSchedulesByPriority) {
+  GroupLoad fcfs = Group("fcfs", 100, 90);
+  GroupLoad priority = Group("priority", 100, 20);
+  priority.priority_scheduling = true;
+  const std::vector<GroupLoad> both = {fcfs, priority};
+  PlacementDecision d = LeastLoadedByBlocks{}(
+      both, {.max_total_tokens = 160, .cached_blocks = {}, .needs_priority = true});
+  ASSERT_EQ(d.outcome, PlacementOutcome::kPlaced);
+  EXPECT_EQ(both[d.group].group, "priority");
+  d = LeastLoadedByBlocks{}(both, {.max_total_tokens = 160, .cached_blocks = {}});
+  ASSERT_EQ(d.outcome, PlacementOutcome::kPlaced);
+  EXPECT_EQ(both[d.group].group, "fcfs");  // no priority: the roomier group, as before
+  // The priority group is full: wait for it, not for the fcfs one.
+  priority.free_blocks = 5;
+  d = LeastLoadedByBlocks{}(std::vector<GroupLoad>{fcfs, priority},
+                            {.max_total_tokens = 160, .cached_blocks = {}, .needs_priority = true});
+  EXPECT_EQ(d.outcome, PlacementOutcome::kWait);
+  d = LeastLoadedByBlocks{}(std::vector<GroupLoad>{fcfs},
+                            {.max_total_tokens = 160, .cached_blocks = {}, .needs_priority = true});
+  EXPECT_EQ(d.outcome, PlacementOutcome::kNeverFits);
+  EXPECT_TRUE(d.no_priority_group);
+  d = LeastLoadedByBlocks{}(
+      std::vector<GroupLoad>{priority},
+      {.max_total_tokens = 5000, .cached_blocks = {}, .needs_priority = true});
+  EXPECT_EQ(d.outcome, PlacementOutcome::kNeverFits);
+  EXPECT_FALSE(d.no_priority_group);  // it does schedule by priority; the request is too long
+}
+
 // The name of the group `policy` places a 160-token request (10 blocks) on, or "" if none.
 std::string PlacedOn(const LeastLoadedByBlocks& policy, const std::vector<GroupLoad>& groups,
                      const std::vector<int64_t>& cached) {
