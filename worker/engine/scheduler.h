@@ -8,7 +8,8 @@
 //      budget (max_num_batched_tokens) lasts.
 // When a running sequence needs a block that is not free, the last running sequence not yet
 // scheduled in this step is preempted (recompute: its blocks are freed and it goes back to the
-// waiting queue); if there is none, the sequence preempts itself.
+// waiting queue); if there is none, the sequence preempts itself. Prefix-cached free blocks are
+// evicted before anything is preempted (the KV-cache manager does that).
 // Order, by policy (vLLM's --scheduling-policy):
 //   kFcfs: running in admission order (the newest is preempted first), waiting in arrival order
 //          with preempted requests at the front;
@@ -16,8 +17,7 @@
 //          values) are scheduled and admitted first, the lowest priority (newest among equals) is
 //          preempted first, and a preempted request waits in its (priority, arrival) place. A
 //          waiting request does not preempt running ones of lower priority (as in vLLM); it is
-//          admitted first once room frees. Prefix-cached free
-// blocks are evicted before anything is preempted (the KV-cache manager does that).
+//          admitted first once room frees.
 // Anti-thrash: a waiting request (fresh or preempted) is admitted only when its *whole* current
 // context fits above the watermark, after the blocks that running prefills still need; so a
 // resumed request cannot be admitted for one chunk and preempted again the next step.
@@ -129,12 +129,12 @@ class Scheduler {
   // Admits waiting requests while they fit (step 3).
   void AdmitWaiting(int32_t& budget, StepPlan& plan);
   void Preempt(Sequence& s, StepPlan& plan);
-  // Puts `s` into running_ / waiting_ at its place under the policy (`preempted`: it comes back
+  // Put `s` into running_ / waiting_ at its place under the policy (`preempted`: it comes back
   // from running, which kFcfs puts at the front of the waiting queue).
   void InsertRunning(Sequence& s);
+  void InsertWaiting(Sequence& s, bool preempted);
   // kPriority's order: lower priority values first, then earlier arrivals.
   static bool Before(const Sequence* a, const Sequence* b);
-  void InsertWaiting(Sequence& s, bool preempted);
   // Frees `s`'s blocks and forgets it; its id is reported in the next plan's `released`.
   void Release(Sequence& s);
   // Blocks running prefills still need to finish their prompts.

@@ -34,7 +34,10 @@ using std::chrono::seconds;
 //             first_sent_.
 //   "late"    waits for first_sent_, then fails RESOURCE_EXHAUSTED with retry-after 7.
 //   "bad"     fails INVALID_ARGUMENT at once.
-//   "hang"    streams nothing until the call is cancelled (counted in cancelled_).
+//   "hang"    streams nothing until the call is cancelled (counted in hangs_ when it starts and in
+//             cancelled_ when it sees the cancellation; it gives up after 60 s, far beyond the
+//             10 s a test waits for its Generation to end). A call cancelled before it reached
+//             the server never starts here.
 class ScriptedInference final : public v1::Inference::Service {
  public:
   grpc::Status Generate(grpc::ServerContext* context, const v1::GenerateRequest* request,
@@ -62,7 +65,8 @@ class ScriptedInference final : public v1::Inference::Service {
     }
     if (text == "bad") return {grpc::StatusCode::INVALID_ARGUMENT, "text must not be \"bad\""};
     if (text == "hang") {
-      const auto give_up = std::chrono::steady_clock::now() + seconds(10);
+      ++hangs_;
+      const auto give_up = std::chrono::steady_clock::now() + seconds(60);
       while (!context->IsCancelled() && std::chrono::steady_clock::now() < give_up) {
         std::this_thread::sleep_for(std::chrono::milliseconds(2));
       }
@@ -72,6 +76,7 @@ class ScriptedInference final : public v1::Inference::Service {
     return {grpc::StatusCode::UNIMPLEMENTED, text};
   }
 
+  std::atomic<int> hangs_{0};
   std::atomic<int> cancelled_{0};
 
  private:
@@ -79,12 +84,13 @@ class ScriptedInference final : public v1::Inference::Service {
   absl::Notification first_sent_;
 };
 
-// The server sees a cancellation after the client has already ended the call: wait for it.
-bool CountReaches(const std::atomic<int>& count, int expected) {
-  for (int i = 0; i < 1000 && count.load() < expected; ++i) {
+// Every "hang" call that reached the server saw its cancellation (the server sees it after the
+// client has already ended the call: wait for it).
+bool EveryHangWasCancelled(const ScriptedInference& service) {
+  for (int i = 0; i < 1000 && service.cancelled_.load() < service.hangs_.load(); ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
-  return count.load() == expected;
+  return service.cancelled_.load() == service.hangs_.load();
 }
 
 // Records everything written, in order.
@@ -211,8 +217,11 @@ TEST_F(GenerationTest, TheFirstFailureAnswersAndCancelsTheOtherCalls) {
     EXPECT_EQ(Json::parse(writer_->body_)["error"]["message"],
               "prompt[1]: text must not be \"bad\"");
     EXPECT_EQ(Json::parse(writer_->body_)["error"]["param"], "prompt");
-    EXPECT_TRUE(CountReaches(service_.cancelled_, 2)) << service_.cancelled_.load();
+    // Run returned: every call ended, which the hanging ones do only when cancelled.
+    EXPECT_TRUE(EveryHangWasCancelled(service_))
+        << service_.cancelled_ << " of " << service_.hangs_;
     EXPECT_EQ(ended_calls_.load(), 1);
+    service_.hangs_ = 0;
     service_.cancelled_ = 0;
     ended_calls_ = 0;
     ended_ = std::promise<void>();
@@ -226,7 +235,7 @@ TEST_F(GenerationTest, AClientThatGoesAwayCancelsEveryCall) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
     writer_->Disconnect();
   }));
-  EXPECT_TRUE(CountReaches(service_.cancelled_, 3)) << service_.cancelled_.load();
+  EXPECT_TRUE(EveryHangWasCancelled(service_)) << service_.cancelled_ << " of " << service_.hangs_;
   EXPECT_EQ(ended_calls_.load(), 1);
 }
 
