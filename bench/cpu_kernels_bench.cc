@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "kernels/cpu/gemm.h"
+#include "kernels/cpu/logprobs.h"
 #include "kernels/cpu/paged_attention.h"
 #include "kernels/cpu/threads.h"
 #include "kernels/paged_kv.h"
@@ -105,6 +106,33 @@ BENCHMARK(BM_Linear)
     ->Args({256, 2})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
+
+// Prompt logprobs' per-row work after the LM head: TokenLogprobs over 32 rows of a 32000-entry
+// vocabulary (dummy:small's), with the top 1. Arg 0: vocabulary size.
+void BM_TokenLogprobs(benchmark::State& state) {
+  const int64_t vocab = state.range(0);
+  constexpr int64_t kRows = 32;
+  const std::vector<float> logits = Random(kRows * vocab, 9);
+  std::vector<int32_t> targets(kRows);
+  for (int64_t r = 0; r < kRows; ++r) targets[static_cast<size_t>(r)] = static_cast<int32_t>(r * 7);
+  std::vector<float> token(kRows);
+  std::vector<int32_t> ids(kRows * kMaxLogprobs);
+  std::vector<float> top(kRows * kMaxLogprobs);
+  std::vector<int32_t> ranks(kRows);
+  for (auto _ : state) {
+    const absl::Status status = TokenLogprobs(logits.data(), kRows, vocab, targets.data(), 1,
+                                              {.token_logprobs = token.data(),
+                                               .top_ids = ids.data(),
+                                               .top_logprobs = top.data(),
+                                               .target_ranks = ranks.data()});
+    if (!status.ok()) state.SkipWithError(std::string(status.message()).c_str());
+    benchmark::DoNotOptimize(token.data());
+  }
+  state.counters["us/row"] = benchmark::Counter(
+      static_cast<double>(kRows) * static_cast<double>(state.iterations()),
+      benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+}
+BENCHMARK(BM_TokenLogprobs)->Arg(32000)->Arg(128256)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace headroom::kernels::cpu
