@@ -1,5 +1,6 @@
 // CPU kernel benchmarks: paged attention decode at a Llama-3-8B-like shape and the Linear layer
-// (OpenBLAS) at decode (m = 1) and prefill-chunk (m = 256) sizes. Results go to docs/performance.md.
+// (OpenBLAS) at decode (m = 1) and prefill-chunk (m = 256) sizes. Results go to
+// docs/performance.md.
 //   paged attention: bytes/s counts the K and V rows read (the kernel is bound by them);
 //   Linear: GFLOP/s counts 2*m*n*k; bytes/s counts the weight read once.
 #include <benchmark/benchmark.h>
@@ -52,10 +53,10 @@ void BM_PagedAttentionDecode(benchmark::State& state) {
   std::vector<int32_t> query_start(kBatch + 1);
   std::iota(query_start.begin(), query_start.end(), 0);
   const std::vector<int32_t> context_lens(kBatch, kContext);
-  const PagedKvView view{k_cache.data(), v_cache.data(), kNumBlocks, kBlockSize, kKvHeads,
-                         kHeadDim};
-  const AttentionMetadata meta{query_start.data(), context_lens.data(), block_tables.data(),
-                               kBatch, kBlocksPerSeq};
+  const PagedKvView view{k_cache.data(), v_cache.data(), kNumBlocks,
+                         kBlockSize,     kKvHeads,       kHeadDim};
+  const AttentionMetadata meta{query_start.data(), context_lens.data(), block_tables.data(), kBatch,
+                               kBlocksPerSeq};
   const int before = NumThreads();
   SetNumThreads(threads);
   const float scale = 1.0f / std::sqrt(static_cast<float>(kHeadDim));
@@ -69,9 +70,9 @@ void BM_PagedAttentionDecode(benchmark::State& state) {
   SetNumThreads(before);
   const int64_t kv_bytes = 2 * pool * static_cast<int64_t>(sizeof(float));
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * kv_bytes);
-  state.counters["tokens/s"] = benchmark::Counter(static_cast<double>(kBatch) *
-                                                      static_cast<double>(state.iterations()),
-                                                  benchmark::Counter::kIsRate);
+  state.counters["tokens/s"] =
+      benchmark::Counter(static_cast<double>(kBatch) * static_cast<double>(state.iterations()),
+                         benchmark::Counter::kIsRate);
 }
 BENCHMARK(BM_PagedAttentionDecode)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
 
@@ -120,7 +121,8 @@ void BM_TokenLogprobs(benchmark::State& state) {
   std::vector<float> top(kRows * kMaxLogprobs);
   std::vector<int32_t> ranks(kRows);
   for (auto _ : state) {
-    const absl::Status status = TokenLogprobs(logits.data(), kRows, vocab, targets.data(), 1,
+    const absl::Status status = TokenLogprobs(logits.data(), kRows, vocab, targets.data(),
+                                              static_cast<int32_t>(state.range(1)),
                                               {.token_logprobs = token.data(),
                                                .top_ids = ids.data(),
                                                .top_logprobs = top.data(),
@@ -128,11 +130,16 @@ void BM_TokenLogprobs(benchmark::State& state) {
     if (!status.ok()) state.SkipWithError(std::string(status.message()).c_str());
     benchmark::DoNotOptimize(token.data());
   }
-  state.counters["us/row"] = benchmark::Counter(
-      static_cast<double>(kRows) * static_cast<double>(state.iterations()),
-      benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+  state.counters["us/row"] =
+      benchmark::Counter(static_cast<double>(kRows) * static_cast<double>(state.iterations()),
+                         benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
-BENCHMARK(BM_TokenLogprobs)->Arg(32000)->Arg(128256)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_TokenLogprobs)
+    ->Args({32000, 1})
+    ->Args({128256, 0})
+    ->Args({128256, 1})
+    ->Args({128256, 20})
+    ->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace headroom::kernels::cpu
