@@ -169,26 +169,28 @@ void HttpFrontend::Generate(const http::HttpRequest& request, bool chat,
           static_cast<int32_t>(max_model_len - static_cast<int64_t>(ids->size())));
     }
   }
-  // The n samples of a text prompt are tokenized once, here, rather than n times by the Inference
-  // service (whose handler pool would also count each of them as a queued request).
-  openai::ParsedRequest for_calls = *parsed;
-  if (parsed->n > 1) {
-    for (size_t p = 0; p <= for_calls.more_prompts.size(); ++p) {
-      v1::GenerateRequest& g = p == 0 ? for_calls.generate : for_calls.more_prompts[p - 1];
-      if (g.has_token_ids()) continue;
-      absl::StatusOr<std::vector<int32_t>> ids = options_.tokenizer->Encode(g.text());
-      if (!ids.ok()) {
-        const std::string field =
-            for_calls.more_prompts.empty() ? "prompt" : absl::StrCat("prompt[", p, "]");
-        return RespondOpenAiError(*writer, 400, absl::StrCat(field, ": ", ids.status().message()),
-                                  "prompt");
-      }
-      g.mutable_token_ids()->mutable_ids()->Assign(ids->begin(), ids->end());
-    }
-  }
+  const int32_t n = parsed->n;
   std::vector<v1::GenerateRequest> choices;
-  for (int32_t i = 0; i < openai::ChoiceCount(for_calls); ++i) {
-    choices.push_back(openai::ChoiceRequest(for_calls, i));
+  choices.reserve(static_cast<size_t>(openai::ChoiceCount(*parsed)));
+  for (int32_t i = 0; i < openai::ChoiceCount(*parsed); ++i) {
+    choices.push_back(openai::ChoiceRequest(*parsed, i));
+  }
+  // The n samples of a text prompt are tokenized once, here, rather than n times by the Inference
+  // service (whose handler pool would also count each of them as a queued request). Choices
+  // [first, first + n) share a prompt.
+  for (size_t first = 0; n > 1 && first < choices.size(); first += static_cast<size_t>(n)) {
+    if (choices[first].has_token_ids()) continue;
+    absl::StatusOr<std::vector<int32_t>> ids = options_.tokenizer->Encode(choices[first].text());
+    if (!ids.ok()) {
+      const std::string field = parsed->more_prompts.empty()
+                                    ? "prompt"
+                                    : absl::StrCat("prompt[", first / static_cast<size_t>(n), "]");
+      return RespondOpenAiError(*writer, 400, absl::StrCat(field, ": ", ids.status().message()),
+                                "prompt");
+    }
+    for (size_t j = first; j < first + static_cast<size_t>(n); ++j) {
+      choices[j].mutable_token_ids()->mutable_ids()->Assign(ids->begin(), ids->end());
+    }
   }
   std::string model = parsed->generate.model();
   if (model.empty()) model = options_.model_name();

@@ -8,8 +8,10 @@
 #include <atomic>
 #include <chrono>
 #include <future>
+#include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <utility>
@@ -168,11 +170,17 @@ TEST_F(HttpFrontendTest, NSamplesOfATextPromptAreTokenizedOnceByTheFront) {
   EXPECT_EQ(body["choices"][4]["text"], "yox");
   std::lock_guard<std::mutex> lock(service.mu_);
   ASSERT_EQ(service.requests_.size(), 6u);
+  // Each prompt's three samples carry its ids and seeds 7, 8, 9 (calls arrive in any order).
+  std::map<std::vector<int32_t>, std::set<uint64_t>> seeds_by_prompt;
   for (const v1::GenerateRequest& r : service.requests_) {
     ASSERT_TRUE(r.has_token_ids()) << r.DebugString();
     const std::vector<int32_t> ids(r.token_ids().ids().begin(), r.token_ids().ids().end());
     EXPECT_TRUE(ids == (std::vector<int32_t>{'h', 'i'}) || ids == (std::vector<int32_t>{'y', 'o'}));
+    seeds_by_prompt[ids].insert(r.sampling().seed());
   }
+  const std::set<uint64_t> seeds = {7, 8, 9};
+  EXPECT_EQ(seeds_by_prompt[(std::vector<int32_t>{'h', 'i'})], seeds);
+  EXPECT_EQ(seeds_by_prompt[(std::vector<int32_t>{'y', 'o'})], seeds);
   frontend->BeginShutdown();
   EXPECT_TRUE(frontend->WaitForIdle(absl::Now() + absl::Seconds(10)));
   server->Shutdown();
