@@ -20,6 +20,7 @@
 #include "child_process.h"
 #include "fixture_worker.h"
 #include "fixtures.h"
+#include "groups_up.h"
 #include "grpcpp/grpcpp.h"
 #include "headroom/v1/inference.grpc.pb.h"
 #include "http_client.h"
@@ -62,18 +63,7 @@ struct Cluster {
     if (http_port == 0) return false;
     stub = v1::Inference::NewStub(
         grpc::CreateChannel(router->address(), grpc::InsecureChannelCredentials()));
-    // Both groups up (at most 10 s).
-    for (int i = 0; i < 200; ++i) {
-      v1::ClusterState state;
-      grpc::ClientContext context;
-      context.set_deadline(std::chrono::system_clock::now() + seconds(5));
-      if (stub->GetClusterState(&context, {}, &state).ok() && state.groups_size() == 2 &&
-          state.groups(0).healthy() && state.groups(1).healthy()) {
-        return true;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    return false;
+    return e2e::GroupsUp(*stub, 2, std::chrono::seconds(10));
   }
 
   HttpResponse Post(const std::string& path, const std::string& body) const {

@@ -20,6 +20,7 @@
 #include "child_process.h"
 #include "fixture_worker.h"
 #include "fixtures.h"
+#include "groups_up.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
 #include "headroom/v1/inference.grpc.pb.h"
@@ -101,17 +102,8 @@ class RouterE2eTest : public ::testing::Test {
     ASSERT_FALSE(router_->address().empty()) << "the router did not print its listening line";
     channel_ = grpc::CreateChannel(router_->address(), grpc::InsecureChannelCredentials());
     stub_ = v1::Inference::NewStub(channel_);
-    // Wait (at most 10 s) until both groups report.
-    for (int i = 0; i < 200; ++i) {
-      v1::ClusterState state;
-      auto context = Context(5);
-      if (stub_->GetClusterState(context.get(), {}, &state).ok() && state.groups_size() == 2 &&
-          state.groups(0).healthy() && state.groups(1).healthy()) {
-        return;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    FAIL() << "the groups never came up at the router";
+    ASSERT_TRUE(e2e::GroupsUp(*stub_, 2, std::chrono::seconds(10)))
+        << "the groups never came up at the router";
   }
 
   v1::ClusterState State() {
@@ -436,12 +428,9 @@ TEST(RouterPrefixAffinityE2eTest, RepeatedPromptsGoBackToTheGroupThatCachedThem)
     const auto hits = [&] {
       return a.Counter("vllm:prefix_cache_hits_total") + b.Counter("vllm:prefix_cache_hits_total");
     };
-    Result first;
-    first.status = grpc::Status(grpc::StatusCode::UNAVAILABLE, "not sent");
-    for (int i = 0; i < 200 && !first.status.ok(); ++i) {  // until the groups reported
-      first = Generate(*stub, Greedy(calibration, 4));
-      if (!first.status.ok()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
+    // Both groups, not just the first to report: requests sent while one is up all go there.
+    ASSERT_TRUE(e2e::GroupsUp(*stub, 2));
+    const Result first = Generate(*stub, Greedy(calibration, 4));
     ASSERT_TRUE(first.status.ok()) << first.status.error_message();
     if (affinity) {
       const double before_repeat = hits();
@@ -453,8 +442,11 @@ TEST(RouterPrefixAffinityE2eTest, RepeatedPromptsGoBackToTheGroupThatCachedThem)
     const double served_a = a.Counter("vllm:prompt_tokens_total");
     const double served_b = b.Counter("vllm:prompt_tokens_total");
     std::vector<std::thread> threads;
+    std::atomic<int> ready{0};
     for (const std::vector<int32_t>& prompt : prompts) {
-      threads.emplace_back([&stub, prompt] {  // 32 tokens: long enough to overlap
+      threads.emplace_back([&stub, &ready, prompt] {  // 32 tokens: long enough to overlap
+        ready.fetch_add(1);
+        while (ready.load() < kPrompts) std::this_thread::yield();  // sent together
         EXPECT_TRUE(Generate(*stub, Greedy(prompt, 32)).status.ok());
       });
     }
@@ -524,15 +516,7 @@ TEST(RouterPrefixAffinityE2eTest, WorkerReportedCachesGuideARouterThatPlacedNoth
   ASSERT_FALSE(router->address().empty());
   auto stub = v1::Inference::NewStub(
       grpc::CreateChannel(router->address(), grpc::InsecureChannelCredentials()));
-  bool up = false;
-  for (int i = 0; i < 200 && !up; ++i) {  // both groups reported (with their caches)
-    v1::ClusterState state;
-    auto context = Context(5);
-    up = stub->GetClusterState(context.get(), {}, &state).ok() && state.groups_size() == 2 &&
-         state.groups(0).healthy() && state.groups(1).healthy();
-    if (!up) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  ASSERT_TRUE(up);
+  ASSERT_TRUE(e2e::GroupsUp(*stub, 2)) << "both groups reported (with their caches)";
   const double before_a = hits(a);
   const double before_b = hits(b);
   for (const std::vector<int32_t>& prompt : prompts) {

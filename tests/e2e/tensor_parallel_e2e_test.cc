@@ -7,10 +7,9 @@
 //     marks the group down) within 2 s, and requests that had not streamed a token finish on the
 //     other group.
 #include <dirent.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <unistd.h>
-
-#include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -24,8 +23,8 @@
 #include <vector>
 
 #include "child_process.h"
-#include "fixture_worker.h"
 #include "fixture_model.h"
+#include "fixture_worker.h"
 #include "grpcpp/grpcpp.h"
 #include "headroom/v1/inference.grpc.pb.h"
 #include "http_client.h"
@@ -158,24 +157,23 @@ std::vector<std::string> WorkerFlags(int tp, int blocks) {
 }
 
 TEST(TensorParallelE2eTest, UpWithTwoRanksPerGroupServesTheSingleRankTokensOverGrpcAndHttp) {
-  ChildProcess up("up", {"--groups", "1", "--tensor-parallel-size", "2", "--grpc-port", "0",
-                         "--http-port", "0", "--model",
-                         worker::testdata::FixtureDir("llama-gqa").string(),
-                         "--num-gpu-blocks-override", "64", "--max-model-len", "256",
-                         "--max-num-seqs", "4"});
+  ChildProcess up(
+      "up", {"--groups", "1", "--tensor-parallel-size", "2", "--grpc-port", "0", "--http-port", "0",
+             "--model", worker::testdata::FixtureDir("llama-gqa").string(),
+             "--num-gpu-blocks-override", "64", "--max-model-len", "256", "--max-num-seqs", "4"});
   ASSERT_FALSE(up.address().empty()) << "headroom up printed no ready line";
   int http_port = 0;
   for (int i = 0; i < 20 && http_port == 0; ++i) {
     const std::string line = up.NextLine(seconds(10));
     if (line.empty()) break;
-    if (const size_t at = line.find("http://"); at != std::string::npos &&
-                                               line.find("OpenAI API") != std::string::npos) {
+    if (const size_t at = line.find("http://");
+        at != std::string::npos && line.find("OpenAI API") != std::string::npos) {
       http_port = PortOf(line.substr(at + 7, line.find(' ', at) - at - 7));
     }
   }
   ASSERT_NE(http_port, 0) << "no HTTP line";
-  auto stub = v1::Inference::NewStub(
-      grpc::CreateChannel(up.address(), grpc::InsecureChannelCredentials()));
+  auto stub =
+      v1::Inference::NewStub(grpc::CreateChannel(up.address(), grpc::InsecureChannelCredentials()));
   ASSERT_TRUE(WaitHealthy(*stub, 1)) << "the router never saw the group";
 
   const std::vector<int32_t> prompt = {72, 101, 108, 108, 111, 32, 119, 111, 114, 108, 100};
@@ -187,8 +185,10 @@ TEST(TensorParallelE2eTest, UpWithTwoRanksPerGroupServesTheSingleRankTokensOverG
   EXPECT_EQ(grpc_result.tokens, expected);
 
   // The same prompt as text ("Hello world": the byte tokenizer's ids above) over HTTP.
-  const nlohmann::json request = {{"prompt", "Hello world"}, {"max_tokens", kMaxTokens},
-                                  {"temperature", 0}, {"ignore_eos", true}};
+  const nlohmann::json request = {{"prompt", "Hello world"},
+                                  {"max_tokens", kMaxTokens},
+                                  {"temperature", 0},
+                                  {"ignore_eos", true}};
   const HttpResponse http = HttpRequestTo(http_port, "POST", "/v1/completions", request.dump());
   ASSERT_EQ(http.status, 200) << http.body;
   EXPECT_EQ(nlohmann::json::parse(http.body)["choices"][0]["text"], grpc_result.text);

@@ -2,11 +2,10 @@
 // llama-gqa fixture and a `headroom router`), spoken to over gRPC through the router, then
 // stopped with SIGTERM; every child it printed must be gone. Also runs examples/generate.py
 // against it when build/venv has grpcio-tools.
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <gtest/gtest.h>
 
 #include <cerrno>
 #include <chrono>
@@ -20,10 +19,11 @@
 
 #include "child_process.h"
 #include "fixtures.h"
-#include "http_client.h"
-#include "venv_python.h"
+#include "groups_up.h"
 #include "grpcpp/grpcpp.h"
 #include "headroom/v1/inference.grpc.pb.h"
+#include "http_client.h"
+#include "venv_python.h"
 
 namespace headroom::e2e {
 namespace {
@@ -42,10 +42,10 @@ struct Up {
 Up StartUp() {
   Up up;
   up.process = std::make_unique<ChildProcess>(
-      "up", std::vector<std::string>{
-                "--groups", "2", "--grpc-port", "0", "--http-port", "0", "--model",
-                worker::testdata::FixtureDir("llama-gqa").string(), "--num-gpu-blocks-override",
-                "64", "--max-model-len", "256", "--max-num-seqs", "4"});
+      "up", std::vector<std::string>{"--groups", "2", "--grpc-port", "0", "--http-port", "0",
+                                     "--model", worker::testdata::FixtureDir("llama-gqa").string(),
+                                     "--num-gpu-blocks-override", "64", "--max-model-len", "256",
+                                     "--max-num-seqs", "4"});
   if (up.process->address().empty()) return up;
   for (int i = 0; i < 20; ++i) {
     const std::string line = up.process->NextLine(std::chrono::seconds(10));
@@ -67,21 +67,6 @@ std::unique_ptr<grpc::ClientContext> Context(int timeout_s) {
   return context;
 }
 
-// Waits (at most 20 s) until the router sees `groups` healthy groups.
-bool GroupsUp(v1::Inference::Stub& stub, int groups) {
-  for (int i = 0; i < 400; ++i) {
-    v1::ClusterState state;
-    auto context = Context(5);
-    if (stub.GetClusterState(context.get(), {}, &state).ok() && state.groups_size() == groups) {
-      bool all = true;
-      for (const v1::GroupState& g : state.groups()) all = all && g.healthy();
-      if (all) return true;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  return false;
-}
-
 void StopAndExpectClean(Up& up) {
   up.process->Signal(SIGTERM);
   const std::optional<int> status = up.process->WaitExit(std::chrono::seconds(30));
@@ -98,7 +83,7 @@ TEST(UpE2eTest, ServesThroughTheRouterAndStopsEveryChildOnSigterm) {
       << up.query_command;
   auto channel = grpc::CreateChannel(up.process->address(), grpc::InsecureChannelCredentials());
   auto stub = v1::Inference::NewStub(channel);
-  ASSERT_TRUE(GroupsUp(*stub, 2)) << "the router never saw 2 healthy groups";
+  ASSERT_TRUE(e2e::GroupsUp(*stub, 2)) << "the router never saw 2 healthy groups";
 
   v1::GenerateRequest request;
   for (int32_t t : {72, 101, 108, 108, 111}) request.mutable_token_ids()->add_ids(t);
@@ -112,7 +97,8 @@ TEST(UpE2eTest, ServesThroughTheRouterAndStopsEveryChildOnSigterm) {
   v1::FinishReason finish = v1::FINISH_REASON_UNSPECIFIED;
   while (reader->Read(&response)) {
     tokens.insert(tokens.end(), response.token_ids().begin(), response.token_ids().end());
-    if (response.finish_reason() != v1::FINISH_REASON_UNSPECIFIED) finish = response.finish_reason();
+    if (response.finish_reason() != v1::FINISH_REASON_UNSPECIFIED)
+      finish = response.finish_reason();
   }
   const grpc::Status status = reader->Finish();
   ASSERT_TRUE(status.ok()) << status.error_message();
@@ -122,14 +108,15 @@ TEST(UpE2eTest, ServesThroughTheRouterAndStopsEveryChildOnSigterm) {
   // The printed curl works: its URL, method and body, sent as printed.
   const size_t url_at = up.curl_command.find("http://");
   ASSERT_NE(url_at, std::string::npos) << up.curl_command;
-  const std::string url = up.curl_command.substr(url_at, up.curl_command.find(' ', url_at) - url_at);
+  const std::string url =
+      up.curl_command.substr(url_at, up.curl_command.find(' ', url_at) - url_at);
   const size_t path_at = url.find('/', 7);
   const size_t body_at = up.curl_command.find("-d '");
   ASSERT_NE(body_at, std::string::npos) << up.curl_command;
   const std::string body =
       up.curl_command.substr(body_at + 4, up.curl_command.rfind('\'') - body_at - 4);
-  const HttpResponse http = HttpRequestTo(PortOf(url.substr(7, path_at - 7)), "POST",
-                                          url.substr(path_at), body);
+  const HttpResponse http =
+      HttpRequestTo(PortOf(url.substr(7, path_at - 7)), "POST", url.substr(path_at), body);
   EXPECT_EQ(http.status, 200) << http.body;
   EXPECT_NE(http.body.find("\"object\":\"text_completion\""), std::string::npos) << http.body;
 
@@ -146,7 +133,7 @@ TEST(UpE2eTest, ExampleClientStreamsAFinishLine) {
   ASSERT_FALSE(up.process->address().empty()) << "headroom up printed no ready line";
   auto channel = grpc::CreateChannel(up.process->address(), grpc::InsecureChannelCredentials());
   auto stub = v1::Inference::NewStub(channel);
-  ASSERT_TRUE(GroupsUp(*stub, 2));
+  ASSERT_TRUE(e2e::GroupsUp(*stub, 2));
 
   const std::string command = python + " " + source + "/examples/generate.py --target " +
                               up.process->address() +
