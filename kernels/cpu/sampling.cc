@@ -56,7 +56,8 @@ absl::Status ValidateParams(const SamplingParams& p, int64_t row) {
 // The row is chosen from a copy ProcessLogits changes (bias, bans, penalties).
 bool ProcessesLogits(const SamplingParams& p) {
   return p.repetition_penalty != 1.0f || p.frequency_penalty != 0.0f ||
-         p.presence_penalty != 0.0f || p.num_banned_tokens > 0 || p.num_bias > 0;
+         p.presence_penalty != 0.0f || p.num_banned_tokens > 0 || p.num_bias > 0 ||
+         p.num_allowed_tokens > 0;
 }
 
 absl::Status ValidateTokens(const int32_t* ids, int64_t count, int64_t vocab_size, int64_t row,
@@ -160,12 +161,34 @@ int32_t SampleRow(const float* row, int64_t vocab_size, const SamplingParams& p,
 }  // namespace
 
 void ProcessLogits(const float* row, int64_t vocab_size, const SamplingParams& p, float* out) {
-  if (out != row) std::copy(row, row + vocab_size, out);
+  constexpr float kMinusInf = -std::numeric_limits<float>::infinity();
+  if (p.num_allowed_tokens > 0) {
+    // Everything -inf, then the allowed tokens' logits back from the row.
+    std::fill(out, out + vocab_size, kMinusInf);
+    for (int64_t i = 0; i < p.num_allowed_tokens; ++i) {
+      const auto t = static_cast<size_t>(p.allowed_tokens[i]);
+      out[t] = row[t];
+    }
+  } else if (out != row) {
+    std::copy(row, row + vocab_size, out);
+  }
   for (int64_t i = 0; i < p.num_bias; ++i) {
     out[static_cast<size_t>(p.bias_tokens[i])] += p.bias_values[i];
   }
-  for (int64_t i = 0; i < p.num_banned_tokens; ++i) {
-    out[static_cast<size_t>(p.banned_tokens[i])] = -std::numeric_limits<float>::infinity();
+  if (p.num_banned_tokens > 0) {
+    std::vector<float> unbanned(static_cast<size_t>(p.num_banned_tokens));
+    for (int64_t i = 0; i < p.num_banned_tokens; ++i) {
+      const auto t = static_cast<size_t>(p.banned_tokens[i]);
+      unbanned[static_cast<size_t>(i)] = out[t];
+      out[t] = kMinusInf;
+    }
+    if (std::none_of(out, out + vocab_size, [](float x) { return x > kMinusInf; })) {
+      // Banning would leave nothing to choose from (e.g. only EOS is allowed): undo it, in
+      // reverse so a repeated id gets its first saved value back.
+      for (int64_t i = p.num_banned_tokens - 1; i >= 0; --i) {
+        out[static_cast<size_t>(p.banned_tokens[i])] = unbanned[static_cast<size_t>(i)];
+      }
+    }
   }
   if (p.repetition_penalty != 1.0f) {
     // Each distinct token once: mark it by flipping its logit through the penalty only the first
@@ -223,6 +246,8 @@ absl::Status Sample(const float* logits, int64_t num_rows, int64_t vocab_size,
       HR_RETURN_IF_ERROR(
           ValidateTokens(p.banned_tokens, p.num_banned_tokens, vocab_size, r, "banned_tokens"));
       HR_RETURN_IF_ERROR(ValidateTokens(p.bias_tokens, p.num_bias, vocab_size, r, "bias_tokens"));
+      HR_RETURN_IF_ERROR(
+          ValidateTokens(p.allowed_tokens, p.num_allowed_tokens, vocab_size, r, "allowed_tokens"));
       for (int64_t i = 0; i < p.num_bias; ++i) {
         if (p.bias_values == nullptr || !std::isfinite(p.bias_values[i])) {
           return absl::InvalidArgumentError(

@@ -5,8 +5,10 @@
 //      (vLLM's default "raw_logprobs"), for the chosen token and for the top num_logprobs tokens
 //      (sorted by logprob descending, ties by lower id). Unused top entries get id -1, -inf.
 //   2. Processing, vLLM's order, on a copy of the logits (every later step uses the result):
+//      allowed_tokens (vLLM's allowed_token_ids): every other token's logit -inf;
 //      logit_bias: bias_values[i] added to the logit of bias_tokens[i] (OpenAI's logit_bias);
-//      banned_tokens: logit -inf;
+//      banned_tokens: logit -inf, unless that would leave no token with a finite logit (then the
+//        ban is skipped: min_tokens yields rather than the row failing);
 //      repetition_penalty != 1: each distinct token of the prompt or the output so far has its
 //        logit divided by the penalty when positive, multiplied when not (Hugging Face's
 //        RepetitionPenaltyLogitsProcessor);
@@ -76,6 +78,10 @@ struct SamplingParams {
   const int32_t* bias_tokens = nullptr;
   const float* bias_values = nullptr;
   int64_t num_bias = 0;
+  // When num_allowed_tokens > 0, only these tokens may be chosen (vLLM's allowed_token_ids;
+  // repeats are harmless).
+  const int32_t* allowed_tokens = nullptr;
+  int64_t num_allowed_tokens = 0;
 };
 
 // Step 2 applied to `row`, written to `out` (both [vocab_size]; they may alias).

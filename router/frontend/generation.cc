@@ -41,7 +41,9 @@ std::pair<std::string, std::string> OpenAiMessage(const std::string& grpc_messag
                                                            "repetition_penalty",
                                                            "frequency_penalty",
                                                            "presence_penalty",
-                                                           "priority"};
+                                                           "priority",
+                                                           "allowed_token_ids",
+                                                           "truncate_prompt_tokens"};
   if (!kFields.contains(param)) param.clear();
   if (param == "text" || param == "token_ids") param = "prompt";
   return {std::move(message), std::move(param)};

@@ -1,5 +1,6 @@
 #include "router/frontend/http_frontend.h"
 
+#include <algorithm>
 #include <random>
 #include <utility>
 #include <vector>
@@ -163,10 +164,15 @@ void HttpFrontend::Generate(const http::HttpRequest& request, bool chat,
     // A chat reply without max_tokens / max_completion_tokens runs until the model ends its turn
     // or the context is full (vLLM's default: max_model_len - prompt), not the completions
     // default of 16 tokens. The blocks are still reserved per request (prompt + max_tokens).
+    // The prompt counted is what truncate_prompt_tokens leaves of it.
     const int64_t max_model_len = options_.max_model_len();
-    if (!sampling.has_max_tokens() && max_model_len > static_cast<int64_t>(ids->size())) {
-      sampling.set_max_tokens(
-          static_cast<int32_t>(max_model_len - static_cast<int64_t>(ids->size())));
+    int64_t prompt_tokens = static_cast<int64_t>(ids->size());
+    if (const int32_t keep = parsed->generate.truncate_prompt_tokens();
+        parsed->generate.has_truncate_prompt_tokens() && (keep == -1 || keep >= 1)) {
+      prompt_tokens = std::min(prompt_tokens, keep == -1 ? max_model_len : int64_t{keep});
+    }
+    if (!sampling.has_max_tokens() && max_model_len > prompt_tokens) {
+      sampling.set_max_tokens(static_cast<int32_t>(max_model_len - prompt_tokens));
     }
   }
   const int32_t n = parsed->n;

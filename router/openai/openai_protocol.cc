@@ -253,6 +253,38 @@ absl::Status ParseCommon(const Json& obj, ParsedRequest& out) {
   if (cache_salt.has_value()) g.set_cache_salt(*cache_salt);
   HEADROOM_OPENAI_ASSIGN(priority, OptInt32(obj, "priority"));
   g.set_priority(priority.value_or(0));
+  HEADROOM_OPENAI_ASSIGN(truncate, OptInt32(obj, "truncate_prompt_tokens"));
+  if (truncate.has_value()) g.set_truncate_prompt_tokens(*truncate);  // range checked later
+  HEADROOM_OPENAI_ASSIGN(skip_special, OptBool(obj, "skip_special_tokens"));
+  if (skip_special.has_value()) s.set_skip_special_tokens(*skip_special);
+  if (const Json* allowed = Member(obj, "allowed_token_ids"); allowed != nullptr) {
+    if (!allowed->is_array())
+      return WrongType("allowed_token_ids", "an array of integers", *allowed);
+    if (allowed->empty()) {
+      return Bad("allowed_token_ids", "allowed_token_ids must not be empty (omit it for all)");
+    }
+    for (size_t i = 0; i < allowed->size(); ++i) {
+      HEADROOM_OPENAI_ASSIGN(id, ToInt32((*allowed)[i], Path("allowed_token_ids", i)));
+      s.add_allowed_token_ids(id);
+    }
+  }
+  // vLLM's structured-output fields: generating without the constraint would silently differ
+  // from what was asked.
+  if (const Json* format = Member(obj, "response_format"); format != nullptr) {
+    if (!format->is_object()) return WrongType("response_format", "an object", *format);
+    const Json* type = Member(*format, "type");
+    if (type != nullptr && !(type->is_string() && type->get_ref<const std::string&>() == "text")) {
+      return Bad("response_format",
+                 "response_format other than {\"type\": \"text\"} is not "
+                 "supported");
+    }
+  }
+  for (const char* key :
+       {"guided_json", "guided_regex", "guided_choice", "guided_grammar", "structured_outputs"}) {
+    if (Member(obj, key) != nullptr) {
+      return Bad(key, absl::StrCat(key, " (structured output) is not supported"));
+    }
+  }
 
   HEADROOM_OPENAI_ASSIGN(stream, OptBool(obj, "stream"));
   out.stream = stream.value_or(false);
@@ -396,6 +428,10 @@ absl::StatusOr<ParsedRequest> ParseCompletionRequest(std::string_view body) {
     out.top_logprobs = n;
     out.generate.mutable_sampling()->set_logprobs(n);
   }
+  // The echoed prompt is the one sent, which a truncation would contradict.
+  if (out.echo && out.generate.has_truncate_prompt_tokens()) {
+    return Bad("echo", "echo is not supported with truncate_prompt_tokens");
+  }
   // echo with logprobs also returns the prompt's logprobs (how evaluation harnesses score text).
   if (out.echo && out.logprobs) {
     out.generate.mutable_sampling()->set_prompt_logprobs(
@@ -430,15 +466,6 @@ absl::StatusOr<ParsedRequest> ParseChatRequest(std::string_view body) {
   if (const Json* tools = Member(obj, "tools"); tools != nullptr) {
     if (!tools->is_array()) return WrongType("tools", "an array", *tools);
     if (!tools->empty()) return Bad("tools", "tools are not supported");
-  }
-  if (const Json* format = Member(obj, "response_format"); format != nullptr) {
-    if (!format->is_object()) return WrongType("response_format", "an object", *format);
-    const Json* type = Member(*format, "type");
-    if (type != nullptr && !(type->is_string() && type->get_ref<const std::string&>() == "text")) {
-      return Bad("response_format",
-                 "response_format other than {\"type\": \"text\"} is not "
-                 "supported");
-    }
   }
 
   HEADROOM_OPENAI_ASSIGN(logprobs, OptBool(obj, "logprobs"));

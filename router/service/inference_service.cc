@@ -109,7 +109,7 @@ class GenerateReactor final : public grpc::ServerWriteReactor<v1::GenerateRespon
     const Tokenizer& tokenizer = *service_->options_.tokenizer;
     const size_t context_tokens = std::min<size_t>(req_.prompt.size(), 4);
     detokenizer_.emplace(
-        tokenizer, DecodeOptions{},
+        tokenizer, DecodeOptions{.skip_special_tokens = req_.skip_special_tokens},
         std::span<const int32_t>(req_.prompt.data() + req_.prompt.size() - context_tokens,
                                  context_tokens));
     stop_.emplace(StopMatcherOptions{req_.stop, req_.include_stop_str_in_output});

@@ -35,6 +35,26 @@ absl::StatusOr<ValidatedRequest> ValidateGenerateRequest(const v1::GenerateReque
   if (out.prompt.empty()) {
     return absl::InvalidArgumentError("prompt is empty: set text or token_ids");
   }
+  if (request.has_truncate_prompt_tokens()) {
+    const int32_t keep = request.truncate_prompt_tokens();
+    if (keep < -1 || keep == 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("truncate_prompt_tokens must be -1 (max_model_len) or >= 1, got ", keep));
+    }
+    if (largest_max_model_len > 0 && keep > largest_max_model_len) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("truncate_prompt_tokens (", keep, ") exceeds max_model_len ",
+                       largest_max_model_len, " of the largest worker group"));
+    }
+    const size_t limit =
+        keep == -1 ? (largest_max_model_len > 0 ? static_cast<size_t>(largest_max_model_len)
+                                                : out.prompt.size())
+                   : static_cast<size_t>(keep);
+    if (out.prompt.size() > limit) {  // keep the last `limit` tokens, as vLLM truncates left
+      out.prompt.erase(out.prompt.begin(),
+                       out.prompt.begin() + static_cast<std::ptrdiff_t>(out.prompt.size() - limit));
+    }
+  }
 
   const v1::SamplingParams& s = request.sampling();
   if (s.has_temperature() && !(s.temperature() >= 0.0f)) {
@@ -88,6 +108,14 @@ absl::StatusOr<ValidatedRequest> ValidateGenerateRequest(const v1::GenerateReque
           absl::StrCat("sampling.logit_bias[", token, "] must be a finite number, got ", bias));
     }
   }
+  for (int i = 0; i < s.allowed_token_ids_size(); ++i) {
+    const int32_t id = s.allowed_token_ids(i);
+    if (id < 0 || id >= tokenizer.vocab_size()) {
+      return absl::InvalidArgumentError(absl::StrCat("sampling.allowed_token_ids[", i, "] = ", id,
+                                                     " is outside the vocabulary [0, ",
+                                                     tokenizer.vocab_size(), ")"));
+    }
+  }
   for (int i = 0; i < s.stop_token_ids_size(); ++i) {
     if (s.stop_token_ids(i) < 0) {
       return absl::InvalidArgumentError(
@@ -126,10 +154,12 @@ absl::StatusOr<ValidatedRequest> ValidateGenerateRequest(const v1::GenerateReque
   for (const auto& [token, bias] : s.logit_bias()) {
     (*w.mutable_logit_bias())[token] = std::clamp(bias, -100.0f, 100.0f);  // as vLLM
   }
+  *w.mutable_allowed_token_ids() = s.allowed_token_ids();
   out.stop.assign(s.stop().begin(), s.stop().end());
   out.include_stop_str_in_output = s.include_stop_str_in_output();
   out.cache_salt = request.cache_salt();
   out.priority = request.priority();
+  out.skip_special_tokens = !s.has_skip_special_tokens() || s.skip_special_tokens();
   return out;
 }
 

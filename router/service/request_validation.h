@@ -31,6 +31,8 @@ struct ValidatedRequest {
   bool include_stop_str_in_output = false;
   std::string cache_salt;
   int32_t priority = 0;
+  // Detokenize without special tokens (vLLM's skip_special_tokens, default true).
+  bool skip_special_tokens = true;
 
   // Prompt + max_tokens: what placement reserves for.
   [[nodiscard]] int64_t max_total_tokens() const {
@@ -40,8 +42,10 @@ struct ValidatedRequest {
 
 // Tokenizes and validates `request`. INVALID_ARGUMENT names the field and the numbers: empty
 // prompt, ids outside the vocabulary, temperature < 0, top_p outside (0, 1], top_k < -1,
-// max_tokens < 1, logprobs outside [0, 20], prompt + max_tokens above `largest_max_model_len`
-// (the largest max_model_len among up groups; 0 skips that check).
+// max_tokens < 1, logprobs outside [0, 20], token ids of logit_bias or allowed_token_ids outside
+// the vocabulary, truncate_prompt_tokens other than -1 or >= 1, prompt (after truncation) +
+// max_tokens above `largest_max_model_len` (the largest max_model_len among up groups; 0 skips
+// that check and makes truncate_prompt_tokens -1 keep the whole prompt).
 absl::StatusOr<ValidatedRequest> ValidateGenerateRequest(const v1::GenerateRequest& request,
                                                          const Tokenizer& tokenizer,
                                                          int32_t largest_max_model_len);

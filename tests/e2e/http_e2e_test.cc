@@ -5,12 +5,14 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <memory>
+#include <numeric>
 #include <optional>
 #include <string>
 #include <thread>
@@ -425,6 +427,97 @@ TEST_F(HttpE2eTest, PromptLogprobsMatchTransformersOverHttpAndGrpc) {
 
 // One bad prompt of a list fails the whole request with a real 400 naming it, streamed or not:
 // no partial answer, and the other prompts' calls are cancelled.
+// vLLM's allowed_token_ids: greedy picks the allowed token transformers ranks highest (the
+// model's top two are left out), every later token is allowed too, and the logprob reported is
+// the unrestricted distribution's; the HTTP field gives the same text as the gRPC one.
+TEST_F(HttpE2eTest, AllowedTokenIdsChooseAmongThemAsTransformersRanksThem) {
+  std::ifstream in(worker::testdata::FixtureDir("llama-gqa") / "expected.json");
+  const Json expected = Json::parse(in);
+  std::vector<int32_t> ids;
+  std::vector<double> next;  // transformers' logits of the token after the prompt
+  for (const Json& prompt : expected["prompts"]) {
+    if (!prompt.contains("logits")) continue;
+    ids = prompt["ids"].get<std::vector<int32_t>>();
+    next = prompt["logits"][ids.size() - 1].get<std::vector<double>>();
+    break;
+  }
+  ASSERT_FALSE(ids.empty()) << "the fixture has no prompt logits";
+  std::vector<int32_t> order(next.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
+    return next[static_cast<size_t>(a)] > next[static_cast<size_t>(b)];
+  });
+  const std::vector<int32_t> allowed = {order[7], order[2], order[4]};
+  ASSERT_GT(next[static_cast<size_t>(order[2])] - next[static_cast<size_t>(order[4])], 1e-3)
+      << "the fixture's ranks 3 and 5 are too close to tell apart";
+  double lse = 0.0;
+  for (double l : next) lse += std::exp(l);
+  const double raw_logprob = next[static_cast<size_t>(order[2])] - std::log(lse);
+
+  v1::GenerateRequest request;
+  request.mutable_token_ids()->mutable_ids()->Assign(ids.begin(), ids.end());
+  request.mutable_sampling()->set_temperature(0.0f);
+  request.mutable_sampling()->set_max_tokens(6);
+  request.mutable_sampling()->set_ignore_eos(true);
+  request.mutable_sampling()->mutable_allowed_token_ids()->Assign(allowed.begin(), allowed.end());
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + seconds(30));
+  auto reader = cluster_->stub->Generate(&context, request);
+  std::vector<int32_t> tokens;
+  std::vector<float> logprobs;
+  std::string grpc_text;
+  v1::GenerateResponse message;
+  while (reader->Read(&message)) {
+    tokens.insert(tokens.end(), message.token_ids().begin(), message.token_ids().end());
+    for (const v1::Logprob& l : message.logprobs()) logprobs.push_back(l.logprob());
+    grpc_text += message.text();
+  }
+  ASSERT_TRUE(reader->Finish().ok());
+  ASSERT_EQ(tokens.size(), 6u);
+  EXPECT_EQ(tokens[0], order[2]);
+  for (int32_t t : tokens) {
+    EXPECT_NE(std::find(allowed.begin(), allowed.end(), t), allowed.end()) << "token " << t;
+  }
+  ASSERT_FALSE(logprobs.empty());
+  EXPECT_NEAR(logprobs[0], raw_logprob, 2e-4 + 2e-4 * std::fabs(raw_logprob));
+
+  const Json http = {{"prompt", ids},
+                     {"max_tokens", 6},
+                     {"temperature", 0},
+                     {"ignore_eos", true},
+                     {"allowed_token_ids", allowed}};
+  const HttpResponse response = cluster_->Post("/v1/completions", http.dump());
+  ASSERT_EQ(response.status, 200) << response.body;
+  EXPECT_EQ(Json::parse(response.body)["choices"][0]["text"], grpc_text);
+}
+
+// vLLM's truncate_prompt_tokens keeps the prompt's last k tokens: the answer is the one for
+// those k tokens alone, usage counts k, and a prompt too long for max_model_len fits once cut.
+TEST_F(HttpE2eTest, TruncatePromptTokensAnswersForTheLastKTokens) {
+  std::vector<int32_t> prompt;
+  for (int i = 0; i < 300; ++i) prompt.push_back((i * 37 + 11) % 256);
+  const std::vector<int32_t> tail(prompt.end() - 40, prompt.end());
+  const auto complete = [&](const Json& body) {
+    const HttpResponse response = cluster_->Post("/v1/completions", body.dump());
+    EXPECT_EQ(response.status, 200) << response.body;
+    return Json::parse(response.body, nullptr, false);
+  };
+  const Json cut = complete({{"prompt", prompt},
+                             {"truncate_prompt_tokens", 40},
+                             {"max_tokens", 8},
+                             {"temperature", 0},
+                             {"ignore_eos", true}});
+  const Json alone =
+      complete({{"prompt", tail}, {"max_tokens", 8}, {"temperature", 0}, {"ignore_eos", true}});
+  ASSERT_TRUE(cut.is_object() && alone.is_object());
+  EXPECT_EQ(cut["usage"]["prompt_tokens"], 40);
+  EXPECT_EQ(cut["choices"][0]["text"], alone["choices"][0]["text"]);
+  EXPECT_EQ(cluster_->Post("/v1/completions", Json({{"prompt", prompt}, {"max_tokens", 8}}).dump())
+                .status,
+            400)
+      << "300 + 8 tokens do not fit max_model_len 256 uncut";
+}
+
 TEST_F(HttpE2eTest, OneBadPromptOfAListFailsTheWholeRequestWithA400NamingIt) {
   for (const bool stream : {false, true}) {
     const Json request = {{"prompt", Json::array({Json("Hello world"), Json::array({5, 9999})})},
@@ -599,6 +692,48 @@ TEST_F(HttpE2eTest, BadInputGetsTheRightStatusAndAMessageNamingTheFieldAndLimit)
        {"logit_bias", "999", "256"},
        {kAuth},
        "logit_bias"},
+      {"allowed_token_ids id outside the vocabulary",
+       "/v1/completions",
+       R"({"prompt": "hi", "allowed_token_ids": [3, 256]})",
+       400,
+       {"allowed_token_ids[1]", "256"},
+       {kAuth},
+       "allowed_token_ids"},
+      {"allowed_token_ids empty",
+       "/v1/completions",
+       R"({"prompt": "hi", "allowed_token_ids": []})",
+       400,
+       {"allowed_token_ids", "empty"},
+       {kAuth},
+       "allowed_token_ids"},
+      {"truncate_prompt_tokens of 0",
+       "/v1/completions",
+       R"({"prompt": "hi", "truncate_prompt_tokens": 0})",
+       400,
+       {"truncate_prompt_tokens", "0"},
+       {kAuth},
+       "truncate_prompt_tokens"},
+      {"truncate_prompt_tokens above max_model_len",
+       "/v1/completions",
+       R"({"prompt": "hi", "truncate_prompt_tokens": 300})",
+       400,
+       {"truncate_prompt_tokens", "300", "256"},
+       {kAuth},
+       "truncate_prompt_tokens"},
+      {"structured output (vLLM's guided_json)",
+       "/v1/completions",
+       R"({"prompt": "hi", "guided_json": {"type": "object"}})",
+       400,
+       {"guided_json", "not supported"},
+       {kAuth},
+       "guided_json"},
+      {"json response_format on completions",
+       "/v1/completions",
+       R"({"prompt": "hi", "response_format": {"type": "json_object"}})",
+       400,
+       {"response_format"},
+       {kAuth},
+       "response_format"},
       {"min_tokens above max_tokens",
        "/v1/completions",
        R"({"prompt": "hi", "max_tokens": 4, "min_tokens": 5})",

@@ -369,6 +369,35 @@ TEST_F(RouterE2eTest, DnsDiscoveryOfLocalhostFindsTheWorker) {
   EXPECT_EQ(router_->WaitExit(std::chrono::seconds(20)), 0);
 }
 
+// skip_special_tokens: dummy:small (vocabulary 32000) behind the byte tokenizer of that size,
+// where id 256 is the special <|bos|>. Sampling only 256 (allowed_token_ids), the text leaves it
+// out by default, as vLLM and `tokenizers` do, and shows it when skip_special_tokens is false.
+TEST(RouterSpecialTokensE2eTest, SkipSpecialTokensLeavesThemOutOfTheTextUnlessFalse) {
+  Child worker("worker", {"--model", "dummy:small", "--port", "0", "--metrics-port", "-1",
+                          "--num-gpu-blocks-override", "16", "--block-size", "16", "--max-num-seqs",
+                          "2", "--max-model-len", "64", "--threads", "1"});
+  ASSERT_FALSE(worker.address().empty());
+  Child router("router", {"--grpc-port", "0", "--http-port", "-1", "--workers", worker.address(),
+                          "--byte-tokenizer-vocab", "32000"});
+  ASSERT_FALSE(router.address().empty());
+  auto stub = v1::Inference::NewStub(
+      grpc::CreateChannel(router.address(), grpc::InsecureChannelCredentials()));
+  ASSERT_TRUE(e2e::GroupsUp(*stub, 1));
+  constexpr int32_t kBos = 256;  // router/tokenizer/byte_tokenizer.h
+  v1::GenerateRequest request = Greedy({72, 105}, 3);
+  request.mutable_sampling()->add_allowed_token_ids(kBos);
+  const Result skipped = Generate(*stub, request);
+  ASSERT_TRUE(skipped.status.ok()) << skipped.status.error_message();
+  EXPECT_EQ(skipped.tokens, std::vector<int32_t>(3, kBos));
+  EXPECT_EQ(skipped.text, "");
+  request.mutable_sampling()->set_skip_special_tokens(false);
+  const Result kept = Generate(*stub, request);
+  ASSERT_TRUE(kept.status.ok()) << kept.status.error_message();
+  EXPECT_EQ(kept.text, "<|bos|><|bos|><|bos|>");
+  router.Signal(SIGTERM);
+  EXPECT_EQ(router.WaitExit(std::chrono::seconds(20)), 0);
+}
+
 // A worker with its /metrics endpoint, for reading its prefix-cache counters.
 struct MeteredWorker {
   std::unique_ptr<Child> process;

@@ -468,6 +468,56 @@ TEST(SampleTest, BannedTokensAreNeverChosen) {
   EXPECT_FALSE(RunSampler(logits, 5, {p}).ok()) << "an id outside the vocabulary";
 }
 
+// allowed_tokens (vLLM's allowed_token_ids): only those are chosen, greedy or sampled, and a
+// seeded sample equals the naive sampler's on the row with every other logit at -inf; the
+// reported logprobs stay the raw row's. A ban that would empty the allowed set is skipped.
+TEST(SampleTest, OnlyAllowedTokensAreChosen) {
+  std::mt19937_64 rng(41);
+  const std::vector<float> logits = RandomFloats(rng, 97, -3.0f, 3.0f);
+  const std::vector<int32_t> allowed = {5, 17, 17, 60, 96};  // a repeat is harmless
+  std::vector<float> masked(logits.size(), -std::numeric_limits<float>::infinity());
+  for (int32_t t : allowed) masked[static_cast<size_t>(t)] = logits[static_cast<size_t>(t)];
+  SamplingParams p;
+  p.allowed_tokens = allowed.data();
+  p.num_allowed_tokens = static_cast<int64_t>(allowed.size());
+  p.num_logprobs = 3;
+  p.temperature = 0.0f;
+  const int32_t best_allowed =
+      *std::max_element(allowed.begin(), allowed.end(), [&](int32_t a, int32_t b) {
+        return logits[static_cast<size_t>(a)] < logits[static_cast<size_t>(b)];
+      });
+  absl::StatusOr<Result> greedy = RunSampler(logits, 97, {p});
+  ASSERT_TRUE(greedy.ok()) << greedy.status();
+  EXPECT_EQ(greedy->token_ids[0], best_allowed);
+  const auto global_best =
+      static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+  EXPECT_EQ(greedy->top_ids[0], global_best) << "top logprobs come from the raw row";
+
+  p.temperature = 0.8f;
+  std::set<int32_t> seen;
+  for (uint64_t seed = 0; seed < 300; ++seed) {
+    p.seed = seed;
+    const int32_t token = SampleOne(logits, p);
+    ASSERT_EQ(token, NaiveSample(masked, p)) << "seed " << seed;
+    seen.insert(token);
+  }
+  EXPECT_EQ(seen, std::set<int32_t>(allowed.begin(), allowed.end()));
+
+  // Only token 60 allowed and min_tokens bans it: the ban yields, 60 it is.
+  const std::vector<int32_t> only = {60};
+  p.allowed_tokens = only.data();
+  p.num_allowed_tokens = 1;
+  p.banned_tokens = only.data();
+  p.num_banned_tokens = 1;
+  for (float temperature : {0.0f, 1.0f}) {
+    p.temperature = temperature;
+    EXPECT_EQ(SampleOne(logits, p), 60) << "temperature " << temperature;
+  }
+  const std::vector<int32_t> outside = {97};
+  p.allowed_tokens = outside.data();
+  EXPECT_FALSE(RunSampler(logits, 97, {p}).ok()) << "an id outside the vocabulary";
+}
+
 // Any valid penalty gives a valid choice: a repetition penalty of 1e-38 divides a positive
 // logit past the float range, which saturates instead of becoming +inf.
 TEST(SampleTest, ExtremePenaltiesStillChoose) {

@@ -353,5 +353,25 @@ TEST(EngineTest, LogitBiasSteersTheChoice) {
               HasSubstr("logit_bias: token 256 (bias 1) must be in [0, 256)"));
 }
 
+// allowed_token_ids reaches the sampler: every token is one of the allowed, and allowing only one
+// token gives only that one; an id outside the vocabulary is refused with the numbers.
+TEST(EngineTest, AllowedTokenIdsLimitTheChoice) {
+  Request r = GreedyRequest(8);
+  const std::vector<int32_t> free_run = RunEngine({r}, DefaultOptions()).tokens.at(1);
+  r.sampling.allowed_token_ids = {77, 78};
+  const std::vector<int32_t> limited = RunEngine({r}, DefaultOptions()).tokens.at(1);
+  ASSERT_EQ(limited.size(), 8u);
+  for (int32_t t : limited) EXPECT_TRUE(t == 77 || t == 78) << t;
+  r.sampling.allowed_token_ids = {free_run[0]};
+  EXPECT_EQ(RunEngine({r}, DefaultOptions()).tokens.at(1), std::vector<int32_t>(8, free_run[0]));
+
+  r.sampling.allowed_token_ids = {3, 256};
+  CpuBackend backend(1);
+  auto engine = Engine::Create(Fixture().config, Fixture().weights, DefaultOptions(), &backend);
+  ASSERT_TRUE(engine.ok());
+  EXPECT_THAT(std::string((*engine)->AddRequest(r).message()),
+              HasSubstr("allowed_token_ids[1] = 256 is outside [0, 256)"));
+}
+
 }  // namespace
 }  // namespace headroom::worker

@@ -47,6 +47,8 @@ TEST(RequestFromProto, EveryFieldIsCarried) {
   s->set_min_tokens(3);
   (*s->mutable_logit_bias())[9] = -1.5f;
   (*s->mutable_logit_bias())[2] = 4.0f;
+  s->add_allowed_token_ids(7);
+  s->add_allowed_token_ids(3);
   absl::StatusOr<Request> request = RequestFromProto(proto, RequestId{99});
   ASSERT_TRUE(request.ok()) << request.status();
   EXPECT_EQ(request->prompt, (std::vector<int32_t>{5, 6, 7}));
@@ -66,6 +68,7 @@ TEST(RequestFromProto, EveryFieldIsCarried) {
   EXPECT_EQ(request->sampling.min_tokens, 3);
   EXPECT_EQ(request->sampling.logit_bias,
             (std::vector<std::pair<int32_t, float>>{{2, 4.0f}, {9, -1.5f}}));
+  EXPECT_EQ(request->sampling.allowed_token_ids, (std::vector<int32_t>{7, 3}));
 }
 
 TEST(RequestFromProto, NegativeCountsAreRefusedByName) {

@@ -62,6 +62,13 @@ absl::Status ValidateSamplingParams(const SamplingParams& p, int64_t vocab_size)
                                                      ") with a finite bias"));
     }
   }
+  for (size_t i = 0; i < p.allowed_token_ids.size(); ++i) {
+    if (p.allowed_token_ids[i] < 0 || p.allowed_token_ids[i] >= vocab_size) {
+      return absl::InvalidArgumentError(absl::StrCat("allowed_token_ids[", i,
+                                                     "] = ", p.allowed_token_ids[i],
+                                                     " is outside [0, ", vocab_size, ")"));
+    }
+  }
   if (p.min_tokens < 0 || p.min_tokens > p.max_tokens) {
     return absl::InvalidArgumentError(absl::StrCat("min_tokens must be in [0, max_tokens (",
                                                    p.max_tokens, ")], got ", p.min_tokens));
@@ -211,26 +218,29 @@ absl::StatusOr<std::vector<StepToken>> Engine::Step() {
     if (s.first_scheduled == absl::InfinitePast()) s.first_scheduled = step_start;
     if (!seq.sample) continue;
     const bool below_min_tokens = s.generated < s.params.min_tokens;
-    rows_.push_back({.temperature = s.params.temperature,
-                     .top_k = s.params.top_k,
-                     .top_p = s.params.top_p,
-                     .seed = s.seed,
-                     .counter = static_cast<uint64_t>(s.generated),
-                     .num_logprobs = s.params.logprobs,
-                     .repetition_penalty = s.params.repetition_penalty,
-                     .frequency_penalty = s.params.frequency_penalty,
-                     .presence_penalty = s.params.presence_penalty,
-                     .min_p = s.params.min_p,
-                     .prompt_tokens = s.prompt.data(),
-                     .num_prompt_tokens = static_cast<int64_t>(s.prompt.size()),
-                     .output_tokens = s.output.data(),
-                     .num_output_tokens = static_cast<int64_t>(s.output.size()),
-                     .banned_tokens = below_min_tokens ? s.min_tokens_banned.data() : nullptr,
-                     .num_banned_tokens =
-                         below_min_tokens ? static_cast<int64_t>(s.min_tokens_banned.size()) : 0,
-                     .bias_tokens = s.bias_tokens.data(),
-                     .bias_values = s.bias_values.data(),
-                     .num_bias = static_cast<int64_t>(s.bias_tokens.size())});
+    rows_.push_back(
+        {.temperature = s.params.temperature,
+         .top_k = s.params.top_k,
+         .top_p = s.params.top_p,
+         .seed = s.seed,
+         .counter = static_cast<uint64_t>(s.generated),
+         .num_logprobs = s.params.logprobs,
+         .repetition_penalty = s.params.repetition_penalty,
+         .frequency_penalty = s.params.frequency_penalty,
+         .presence_penalty = s.params.presence_penalty,
+         .min_p = s.params.min_p,
+         .prompt_tokens = s.prompt.data(),
+         .num_prompt_tokens = static_cast<int64_t>(s.prompt.size()),
+         .output_tokens = s.output.data(),
+         .num_output_tokens = static_cast<int64_t>(s.output.size()),
+         .banned_tokens = below_min_tokens ? s.min_tokens_banned.data() : nullptr,
+         .num_banned_tokens =
+             below_min_tokens ? static_cast<int64_t>(s.min_tokens_banned.size()) : 0,
+         .bias_tokens = s.bias_tokens.data(),
+         .bias_values = s.bias_values.data(),
+         .num_bias = static_cast<int64_t>(s.bias_tokens.size()),
+         .allowed_tokens = s.params.allowed_token_ids.data(),
+         .num_allowed_tokens = static_cast<int64_t>(s.params.allowed_token_ids.size())});
   }
   BuildForwardInput(
       plan, [this](RequestId id) { return kv_->BlockTable(id); }, options_.block_size,

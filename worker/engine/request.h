@@ -42,6 +42,9 @@ struct SamplingParams {
   int32_t min_tokens = 0;
   // Added to the logits of these tokens (ids in the vocabulary, distinct; finite values).
   std::vector<std::pair<int32_t, float>> logit_bias;
+  // vLLM's allowed_token_ids: when not empty, only these tokens can be sampled (ids in the
+  // vocabulary).
+  std::vector<int32_t> allowed_token_ids;
   // vLLM's prompt_logprobs: -1 off; otherwise every prompt token after the first gets its
   // logprob given the tokens before it, with the top-N alternatives (N in [0, 20]). Such a
   // request computes its whole prompt (no prefix-cache hit: cached blocks have no logits).

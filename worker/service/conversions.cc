@@ -38,6 +38,7 @@ absl::StatusOr<Request> RequestFromProto(const v1::SubmitRequest& proto, Request
   if (in.has_prompt_logprobs()) out.prompt_logprobs = in.prompt_logprobs();  // engine checks range
   for (const auto& [token, bias] : in.logit_bias()) out.logit_bias.emplace_back(token, bias);
   std::sort(out.logit_bias.begin(), out.logit_bias.end());  // a map's order is unspecified
+  out.allowed_token_ids.assign(in.allowed_token_ids().begin(), in.allowed_token_ids().end());
   return request;
 }
 

@@ -91,6 +91,22 @@ TEST(OpenAiProtocolTest, BadCompletionBodies) {
       {R"({"prompt": "x", "logprobs": 21})", "logprobs", "logprobs must be in [0, 20], got 21"},
       {R"({"prompt": "x", "logprobs": -1})", "logprobs", "must be in [0, 20], got -1"},
       {R"({"prompt": "x", "logprobs": true})", "logprobs", "logprobs must be an integer"},
+      {R"({"prompt": "x", "allowed_token_ids": []})", "allowed_token_ids",
+       "allowed_token_ids must not be empty"},
+      {R"({"prompt": "x", "allowed_token_ids": 5})", "allowed_token_ids", "an array of integers"},
+      {R"({"prompt": "x", "allowed_token_ids": [5, "6"]})", "allowed_token_ids[1]", "got string"},
+      {R"({"prompt": "x", "skip_special_tokens": "no"})", "skip_special_tokens",
+       "must be a boolean"},
+      {R"({"prompt": "x", "truncate_prompt_tokens": 2.5})", "truncate_prompt_tokens",
+       "must be an integer"},
+      {R"({"prompt": "x", "echo": true, "truncate_prompt_tokens": 4})", "echo",
+       "echo is not supported with truncate_prompt_tokens"},
+      {R"({"prompt": "x", "guided_choice": ["a", "b"]})", "guided_choice",
+       "guided_choice (structured output) is not supported"},
+      {R"({"prompt": "x", "structured_outputs": {"regex": "a+"}})", "structured_outputs",
+       "not supported"},
+      {R"({"prompt": "x", "response_format": {"type": "json_object"}})", "response_format",
+       "response_format other than {\"type\": \"text\"} is not supported"},
   };
   for (const BadBody& c : cases) ExpectBad(ParseCompletionRequest(c.body), c);
 }
@@ -148,7 +164,9 @@ TEST(OpenAiProtocolTest, CompletionFieldsMapToGenerateRequest) {
     "stream_options": {"include_usage": true}, "n": 1, "best_of": 1, "presence_penalty": 0.5,
     "frequency_penalty": -0.25, "repetition_penalty": 1.2, "min_p": 0.05, "min_tokens": 4, "logprobs": 3,
     "logit_bias": {"5": 1.5, "70": -100},
-    "echo": false, "user": "u-1", "unknown_field": [1], "priority": -3
+    "echo": false, "user": "u-1", "unknown_field": [1], "priority": -3,
+    "allowed_token_ids": [9, 4], "skip_special_tokens": false, "truncate_prompt_tokens": 12,
+    "response_format": {"type": "text"}
   })");
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->endpoint, Endpoint::kCompletions);
@@ -183,6 +201,12 @@ TEST(OpenAiProtocolTest, CompletionFieldsMapToGenerateRequest) {
   EXPECT_FLOAT_EQ(s.logit_bias().at(70), -100.0f);
   EXPECT_EQ(g.cache_salt(), "tenant-a");
   EXPECT_EQ(g.priority(), -3);
+  EXPECT_EQ(std::vector<int32_t>(s.allowed_token_ids().begin(), s.allowed_token_ids().end()),
+            (std::vector<int32_t>{9, 4}));
+  ASSERT_TRUE(s.has_skip_special_tokens());
+  EXPECT_FALSE(s.skip_special_tokens());
+  ASSERT_TRUE(g.has_truncate_prompt_tokens());
+  EXPECT_EQ(g.truncate_prompt_tokens(), 12);
   EXPECT_TRUE(r->stream);
   EXPECT_TRUE(r->include_usage);
   EXPECT_TRUE(r->logprobs);
@@ -200,6 +224,9 @@ TEST(OpenAiProtocolTest, CompletionDefaultsLeaveFieldsUnset) {
   EXPECT_FALSE(s.has_seed());
   EXPECT_FALSE(s.has_repetition_penalty());
   EXPECT_EQ(s.stop_size(), 0);
+  EXPECT_FALSE(s.has_skip_special_tokens());
+  EXPECT_FALSE(r->generate.has_truncate_prompt_tokens());
+  EXPECT_EQ(s.allowed_token_ids_size(), 0);
   EXPECT_EQ(r->generate.model(), "");
   EXPECT_FALSE(r->stream);
   EXPECT_FALSE(r->logprobs);

@@ -57,6 +57,40 @@ TEST_F(RequestValidationTest, TextIsTokenizedAndSamplingConverted) {
   EXPECT_FALSE(v->sampling.has_repetition_penalty());
 }
 
+// truncate_prompt_tokens keeps the last k tokens (vLLM truncates on the left); -1 keeps the last
+// max_model_len; the length check sees the cut prompt. skip_special_tokens defaults to true.
+TEST_F(RequestValidationTest, TruncationKeepsTheLastTokensAndSkipSpecialDefaultsOn) {
+  v1::GenerateRequest request;
+  request.set_text("abcdefgh");
+  request.set_truncate_prompt_tokens(3);
+  request.mutable_sampling()->set_max_tokens(98);  // 8 + 98 > 100, 3 + 98 > 100, 3 + 97 fits
+  EXPECT_FALSE(Check(request).ok());
+  request.mutable_sampling()->set_max_tokens(97);
+  absl::StatusOr<ValidatedRequest> v = ValidateGenerateRequest(request, *tokenizer_, 100);
+  ASSERT_TRUE(v.ok()) << v.status();
+  EXPECT_EQ(v->prompt, (std::vector<int32_t>{'f', 'g', 'h'}));
+  EXPECT_TRUE(v->skip_special_tokens);
+
+  request.set_truncate_prompt_tokens(20);  // longer than the prompt: all of it
+  request.mutable_sampling()->set_max_tokens(4);
+  request.mutable_sampling()->set_skip_special_tokens(false);
+  v = ValidateGenerateRequest(request, *tokenizer_, 100);
+  ASSERT_TRUE(v.ok()) << v.status();
+  EXPECT_EQ(v->prompt.size(), 8u);
+  EXPECT_FALSE(v->skip_special_tokens);
+
+  // -1: the last max_model_len tokens, which leave no room for an output (as in vLLM).
+  request.set_truncate_prompt_tokens(-1);
+  v = ValidateGenerateRequest(request, *tokenizer_, 6);
+  EXPECT_EQ(v.status().message(),
+            "prompt (6 tokens) + sampling.max_tokens (4) = 10 exceeds max_model_len 6 of the "
+            "largest worker group");
+  // With no group up (max_model_len 0) -1 keeps the whole prompt.
+  v = ValidateGenerateRequest(request, *tokenizer_, 0);
+  ASSERT_TRUE(v.ok()) << v.status();
+  EXPECT_EQ(v->prompt.size(), 8u);
+}
+
 struct BadCase {
   const char* name;
   void (*mutate)(v1::GenerateRequest&);
@@ -94,6 +128,19 @@ TEST_F(RequestValidationTest, BadRequestsNameTheFieldAndTheNumbers) {
        "sampling.logit_bias: token 256 is outside the vocabulary [0, 256)"},
       {"min_tokens", [](v1::GenerateRequest& r) { r.mutable_sampling()->set_min_tokens(17); },
        "sampling.min_tokens must be in [0, max_tokens (16)], got 17"},
+      {"allowed_token_ids id",
+       [](v1::GenerateRequest& r) {
+         r.mutable_sampling()->add_allowed_token_ids(3);
+         r.mutable_sampling()->add_allowed_token_ids(256);
+       },
+       "sampling.allowed_token_ids[1] = 256 is outside the vocabulary [0, 256)"},
+      {"truncate_prompt_tokens 0", [](v1::GenerateRequest& r) { r.set_truncate_prompt_tokens(0); },
+       "truncate_prompt_tokens must be -1 (max_model_len) or >= 1, got 0"},
+      {"truncate_prompt_tokens -2",
+       [](v1::GenerateRequest& r) { r.set_truncate_prompt_tokens(-2); }, "got -2"},
+      {"truncate_prompt_tokens above max_model_len",
+       [](v1::GenerateRequest& r) { r.set_truncate_prompt_tokens(101); },
+       "truncate_prompt_tokens (101) exceeds max_model_len 100"},
       {"too long", [](v1::GenerateRequest& r) { r.mutable_sampling()->set_max_tokens(99); },
        "prompt (2 tokens) + sampling.max_tokens (99) = 101 exceeds max_model_len 100"},
   };
