@@ -70,9 +70,14 @@ void HttpFrontend::Handle(http::HttpRequest request, std::shared_ptr<http::Respo
   const std::string& path = request.path;
   const bool get = request.method == "GET";
   const bool post = request.method == "POST";
-  if (path == "/health" && get) {
+  // /ping is vLLM's (SageMaker's) health route, GET or POST.
+  if ((path == "/health" && get) || (path == "/ping" && (get || post))) {
     const bool up = options_.healthy();
     writer->Respond(up ? 200 : 503, "text/plain", up ? "ok\n" : "no worker group is serving\n");
+    return;
+  }
+  if (path == "/version" && get) {
+    writer->Respond(200, kJson, Json{{"version", HEADROOM_VERSION}}.dump());
     return;
   }
   if (path == "/metrics" && get) {

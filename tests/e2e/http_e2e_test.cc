@@ -803,6 +803,21 @@ TEST_F(HttpE2eTest, ModelsHealthAndMetricsShowTheCluster) {
   EXPECT_EQ(HttpRequestTo(cluster_->http_port, "GET", "/v1/models").status, 401);
 
   EXPECT_EQ(HttpRequestTo(cluster_->http_port, "GET", "/health").status, 200);  // no key needed
+  // vLLM's /ping (SageMaker's health route) answers GET and POST; /version the release, which is
+  // the Helm chart's appVersion.
+  EXPECT_EQ(HttpRequestTo(cluster_->http_port, "GET", "/ping").status, 200);
+  EXPECT_EQ(HttpRequestTo(cluster_->http_port, "POST", "/ping").status, 200);
+  const HttpResponse version = HttpRequestTo(cluster_->http_port, "GET", "/version");
+  ASSERT_EQ(version.status, 200) << version.body;
+  std::ifstream chart(std::string(HEADROOM_SOURCE_DIR) + "/helm/headroom/Chart.yaml");
+  std::string line, app_version;
+  while (std::getline(chart, line)) {
+    if (line.rfind("appVersion:", 0) == 0) {
+      app_version = line.substr(line.find('"') + 1, line.rfind('"') - line.find('"') - 1);
+    }
+  }
+  ASSERT_FALSE(app_version.empty()) << "no appVersion in helm/headroom/Chart.yaml";
+  EXPECT_EQ(Json::parse(version.body)["version"], app_version);
   const HttpResponse metrics = HttpRequestTo(cluster_->http_port, "GET", "/metrics");
   ASSERT_EQ(metrics.status, 200);
   for (const std::unique_ptr<ChildProcess>* w : {&cluster_->worker_a, &cluster_->worker_b}) {
