@@ -43,7 +43,8 @@ std::pair<std::string, std::string> OpenAiMessage(const std::string& grpc_messag
                                                            "presence_penalty",
                                                            "priority",
                                                            "allowed_token_ids",
-                                                           "truncate_prompt_tokens"};
+                                                           "truncate_prompt_tokens",
+                                                           "guided_choice"};
   if (!kFields.contains(param)) param.clear();
   if (param == "text" || param == "token_ids") param = "prompt";
   return {std::move(message), std::move(param)};

@@ -279,10 +279,40 @@ absl::Status ParseCommon(const Json& obj, ParsedRequest& out) {
                  "supported");
     }
   }
-  for (const char* key :
-       {"guided_json", "guided_regex", "guided_choice", "guided_grammar", "structured_outputs"}) {
+  for (const char* key : {"guided_json", "guided_regex", "guided_grammar"}) {
     if (Member(obj, key) != nullptr) {
-      return Bad(key, absl::StrCat(key, " (structured output) is not supported"));
+      return Bad(key,
+                 absl::StrCat(key, " (structured output) is not supported (guided_choice is)"));
+    }
+  }
+  // Guided choice: vLLM's guided_choice, or its newer structured_outputs {"choice": [...]}.
+  const Json* choice = Member(obj, "guided_choice");
+  std::string choice_path = "guided_choice";
+  if (const Json* structured = Member(obj, "structured_outputs"); structured != nullptr) {
+    if (!structured->is_object()) return WrongType("structured_outputs", "an object", *structured);
+    for (const auto& [key, value] : structured->items()) {
+      if (value.is_null()) continue;
+      if (key != "choice") {
+        return Bad(absl::StrCat("structured_outputs.", key),
+                   absl::StrCat("structured_outputs.", key,
+                                " is not supported (structured_outputs.choice is)"));
+      }
+      if (choice != nullptr) {
+        return Bad("structured_outputs",
+                   "give guided_choice or structured_outputs.choice, not both");
+      }
+      choice = &value;
+      choice_path = "structured_outputs.choice";
+    }
+  }
+  if (choice != nullptr) {
+    if (!choice->is_array() || choice->empty()) {
+      return Bad(choice_path, absl::StrCat(choice_path, " must be a non-empty array of strings"));
+    }
+    for (size_t i = 0; i < choice->size(); ++i) {
+      const Json& c = (*choice)[i];
+      if (!c.is_string()) return WrongType(Path(choice_path, i), "a string", c);
+      s.add_guided_choice(c.get<std::string>());  // emptiness and size checked with the rest
     }
   }
 

@@ -17,6 +17,9 @@ namespace headroom::router {
 inline constexpr int32_t kDefaultMaxTokens = 16;
 // Most top-N logprobs a request may ask for.
 inline constexpr int32_t kMaxLogprobs = 20;
+// Most guided_choice strings a request may give, and their most tokens in all.
+inline constexpr int32_t kMaxGuidedChoices = 256;
+inline constexpr int32_t kMaxGuidedChoiceTokens = 16384;
 
 struct ValidatedRequest {
   // Prompt token ids (tokenized text, or the ids as given).

@@ -491,6 +491,70 @@ TEST_F(HttpE2eTest, AllowedTokenIdsChooseAmongThemAsTransformersRanksThem) {
   EXPECT_EQ(Json::parse(response.body)["choices"][0]["text"], grpc_text);
 }
 
+// vLLM's guided_choice: the answer is the choice whose first token transformers ranks higher
+// (later tokens are forced), ending with finish_reason "stop"; sampled answers are each a whole
+// choice; chat takes structured_outputs.choice.
+TEST_F(HttpE2eTest, GuidedChoiceAnswersTheChoiceTransformersPrefers) {
+  std::ifstream in(worker::testdata::FixtureDir("llama-gqa") / "expected.json");
+  const Json expected = Json::parse(in);
+  std::vector<int32_t> ids;
+  std::vector<double> next;  // transformers' logits of the token after the prompt
+  for (const Json& prompt : expected["prompts"]) {
+    if (!prompt.contains("logits")) continue;
+    ids = prompt["ids"].get<std::vector<int32_t>>();
+    next = prompt["logits"][ids.size() - 1].get<std::vector<double>>();
+    break;
+  }
+  ASSERT_FALSE(ids.empty()) << "the fixture has no prompt logits";
+  // The two printable ASCII bytes (one token each) transformers ranks highest.
+  std::vector<int32_t> printable;
+  for (int32_t t = 'a'; t <= 'z'; ++t) printable.push_back(t);
+  std::sort(printable.begin(), printable.end(), [&](int32_t a, int32_t b) {
+    return next[static_cast<size_t>(a)] > next[static_cast<size_t>(b)];
+  });
+  const int32_t better = printable[0], worse = printable[1];
+  ASSERT_GT(next[static_cast<size_t>(better)] - next[static_cast<size_t>(worse)], 1e-3);
+  const std::string preferred = std::string(1, static_cast<char>(better)) + "es";
+  const std::string other = std::string(1, static_cast<char>(worse)) + "o";
+
+  const Json greedy = {{"prompt", ids},
+                       {"max_tokens", 10},
+                       {"temperature", 0},
+                       {"guided_choice", {other, preferred}}};
+  HttpResponse response = cluster_->Post("/v1/completions", greedy.dump());
+  ASSERT_EQ(response.status, 200) << response.body;
+  Json choice = Json::parse(response.body)["choices"][0];
+  EXPECT_EQ(choice["text"], preferred);
+  EXPECT_EQ(choice["finish_reason"], "stop");
+
+  const Json sampled = {{"prompt", ids},
+                        {"max_tokens", 10},
+                        {"temperature", 1.5},
+                        {"n", 8},
+                        {"seed", 3},
+                        {"ignore_eos", true},
+                        {"guided_choice", {other, preferred, "zz"}}};
+  response = cluster_->Post("/v1/completions", sampled.dump());
+  ASSERT_EQ(response.status, 200) << response.body;
+  const Json samples = Json::parse(response.body);  // a range-for would not keep a temporary
+  ASSERT_EQ(samples["choices"].size(), 8u);
+  for (const Json& c : samples["choices"]) {
+    const std::string text = c["text"].get<std::string>();
+    EXPECT_TRUE(text == other || text == preferred || text == "zz") << text;
+    EXPECT_EQ(c["finish_reason"], "stop");
+  }
+
+  const Json chat = {{"messages", {{{"role", "user"}, {"content", "Pick one"}}}},
+                     {"temperature", 0},
+                     {"structured_outputs", {{"choice", {"left", "right"}}}}};
+  response = cluster_->Post("/v1/chat/completions", chat.dump());
+  ASSERT_EQ(response.status, 200) << response.body;
+  choice = Json::parse(response.body)["choices"][0];
+  const std::string content = choice["message"]["content"].get<std::string>();
+  EXPECT_TRUE(content == "left" || content == "right") << content;
+  EXPECT_EQ(choice["finish_reason"], "stop");
+}
+
 // vLLM's truncate_prompt_tokens keeps the prompt's last k tokens: the answer is the one for
 // those k tokens alone, usage counts k, and a prompt too long for max_model_len fits once cut.
 TEST_F(HttpE2eTest, TruncatePromptTokensAnswersForTheLastKTokens) {
@@ -720,6 +784,13 @@ TEST_F(HttpE2eTest, BadInputGetsTheRightStatusAndAMessageNamingTheFieldAndLimit)
        {"truncate_prompt_tokens", "300", "256"},
        {kAuth},
        "truncate_prompt_tokens"},
+      {"guided_choice with an empty string",
+       "/v1/completions",
+       R"({"prompt": "hi", "guided_choice": ["yes", ""]})",
+       400,
+       {"guided_choice[1]", "empty"},
+       {kAuth},
+       "guided_choice"},
       {"structured output (vLLM's guided_json)",
        "/v1/completions",
        R"({"prompt": "hi", "guided_json": {"type": "object"}})",

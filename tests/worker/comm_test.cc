@@ -30,9 +30,12 @@ void RunRanks(int world, const RankBody& body, absl::Duration timeout = absl::Se
   std::vector<std::thread> threads;
   for (int rank = 0; rank < world; ++rank) {
     threads.emplace_back([&, rank] {
-      absl::StatusOr<std::unique_ptr<GlooCommunicator>> comm = GlooCommunicator::Create(
-          {.rank = rank, .world_size = world, .store = &store, .prefix = prefix,
-           .timeout = timeout});
+      absl::StatusOr<std::unique_ptr<GlooCommunicator>> comm =
+          GlooCommunicator::Create({.rank = rank,
+                                    .world_size = world,
+                                    .store = &store,
+                                    .prefix = prefix,
+                                    .timeout = timeout});
       ASSERT_TRUE(comm.ok()) << comm.status();
       EXPECT_EQ((*comm)->rank(), rank);
       EXPECT_EQ((*comm)->world_size(), world);
@@ -117,7 +120,9 @@ TEST_P(GlooCollectivesTest, BroadcastAndBroadcastBytesCopyTheRootsData) {
 }
 
 INSTANTIATE_TEST_SUITE_P(WorldSizes, GlooCollectivesTest, ::testing::Values(2, 3, 4),
-                         [](const auto& param_info) { return absl::StrCat("world", param_info.param); });
+                         [](const auto& param_info) {
+                           return absl::StrCat("world", param_info.param);
+                         });
 
 TEST(GlooFailureTest, ARankThatNeverCallsTimesOutAndPoisonsTheCommunicator) {
   RunRanks(
@@ -170,14 +175,11 @@ TEST(GlooFailureTest, ARankThatNeverJoinsFailsTheRendezvousNamingTheGroup) {
 
 TEST(GlooFailureTest, BadOptionsAreInvalidArgument) {
   InMemoryRendezvousStore store;
-  EXPECT_EQ(GlooCommunicator::Create({.rank = 2, .world_size = 2, .store = &store})
-                .status()
-                .code(),
+  EXPECT_EQ(GlooCommunicator::Create({.rank = 2, .world_size = 2, .store = &store}).status().code(),
             absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(GlooCommunicator::Create({.rank = 0, .world_size = 2, .store = nullptr})
-                .status()
-                .code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(
+      GlooCommunicator::Create({.rank = 0, .world_size = 2, .store = nullptr}).status().code(),
+      absl::StatusCode::kInvalidArgument);
 }
 
 TEST(SingleRankCommunicatorTest, CollectivesOfOneRankKeepOrCopyTheData) {

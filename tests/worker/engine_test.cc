@@ -54,6 +54,8 @@ struct RunResult {
   std::map<int64_t, std::vector<int32_t>> tokens;
   // Each request's preemption count as its last token reported it.
   std::map<int64_t, int32_t> preemptions;
+  // Each finished request's reason.
+  std::map<int64_t, FinishReason> finish;
   EngineStats stats;
   int64_t allocations_at_start = 0;
 };
@@ -87,6 +89,7 @@ RunResult RunEngine(const std::vector<Request>& requests, const EngineOptions& o
     for (const StepToken& t : *step) {
       result.tokens[t.id.value()].push_back(t.token);
       result.preemptions[t.id.value()] = t.num_preemptions;
+      if (t.finish != FinishReason::kNone) result.finish[t.id.value()] = t.finish;
     }
   }
   result.stats = (*engine)->Stats();
@@ -371,6 +374,58 @@ TEST(EngineTest, AllowedTokenIdsLimitTheChoice) {
   ASSERT_TRUE(engine.ok());
   EXPECT_THAT(std::string((*engine)->AddRequest(r).message()),
               HasSubstr("allowed_token_ids[1] = 256 is outside [0, 256)"));
+}
+
+// guided_choice: the output is one whole choice and the request stops there (kStop, well before
+// max_tokens, with ignore_eos set). Greedy follows the model's preference where choices differ:
+// the free run's first token leads into its choice, whose later tokens are then forced; between
+// two first tokens the model does not rank first, it takes the one allowed_token_ids would.
+TEST(EngineTest, GuidedChoiceGivesExactlyOneWholeChoice) {
+  Request r = GreedyRequest(12);
+  const std::vector<int32_t> free_run = RunEngine({r}, DefaultOptions()).tokens.at(1);
+  const int32_t first = free_run[0];
+  const int32_t other = first == 100 ? 101 : 100;
+  r.sampling.guided_choice = {{other, 7, 7}, {first, 50}};
+  RunResult run = RunEngine({r}, DefaultOptions());
+  EXPECT_EQ(run.tokens.at(1), (std::vector<int32_t>{first, 50}));
+  EXPECT_EQ(run.finish.at(1), FinishReason::kStop);
+
+  Request pick = GreedyRequest(1);
+  pick.sampling.allowed_token_ids = {120, 130};
+  const int32_t preferred = RunEngine({pick}, DefaultOptions()).tokens.at(1).at(0);
+  r.sampling.guided_choice = {{120, 3}, {130, 4, 5}};
+  run = RunEngine({r}, DefaultOptions());
+  EXPECT_EQ(run.tokens.at(1),
+            preferred == 120 ? (std::vector<int32_t>{120, 3}) : (std::vector<int32_t>{130, 4, 5}));
+  EXPECT_EQ(run.finish.at(1), FinishReason::kStop);
+
+  // Sampled, with a choice that another extends: only whole choices, always stopped.
+  r.sampling.temperature = 1.0f;
+  r.sampling.guided_choice = {{60}, {60, 61}, {62, 63, 64}};
+  std::vector<Request> sampled;
+  for (int i = 0; i < 16; ++i) {
+    Request s = r;
+    s.id = RequestId{static_cast<int64_t>(i + 1)};
+    s.sampling.seed = static_cast<uint64_t>(i);
+    s.sampling.ignore_eos = i % 2 == 0;  // odd ones may end "60" with EOS
+    sampled.push_back(s);
+  }
+  run = RunEngine(sampled, DefaultOptions());
+  for (int i = 1; i <= 16; ++i) {
+    std::vector<int32_t> out = run.tokens.at(i);
+    if (!out.empty() && out.back() == 2) out.pop_back();  // the fixture's EOS ended it
+    const bool whole = out == std::vector<int32_t>{60} || out == std::vector<int32_t>{60, 61} ||
+                       out == std::vector<int32_t>{62, 63, 64};
+    EXPECT_TRUE(whole) << "request " << i << ": " << ::testing::PrintToString(run.tokens.at(i));
+    EXPECT_EQ(run.finish.at(i), FinishReason::kStop) << "request " << i;
+  }
+
+  r.sampling.guided_choice = {{3}, {}};
+  CpuBackend backend(1);
+  auto engine = Engine::Create(Fixture().config, Fixture().weights, DefaultOptions(), &backend);
+  ASSERT_TRUE(engine.ok());
+  EXPECT_THAT(std::string((*engine)->AddRequest(r).message()),
+              HasSubstr("guided_choice[1] has no tokens"));
 }
 
 }  // namespace

@@ -177,7 +177,7 @@ TEST_F(ModelDirTest, LoadsLlama3_8B) {
 TEST_F(ModelDirTest, LoadsLlama31RopeScaling) {
   std::string json = Llama3With(R"("rope_scaling": null)", kLlama31RopeScaling);
   json = ReplaceAll(json, R"("max_position_embeddings": 8192)",
-                                     R"("max_position_embeddings": 131072)");
+                    R"("max_position_embeddings": 131072)");
   const absl::StatusOr<ModelConfig> config = LoadModelConfig(WriteConfig(json));
   ASSERT_TRUE(config.ok()) << config.status();
   EXPECT_EQ(config->max_position_embeddings, 131072);
@@ -207,7 +207,8 @@ TEST_F(ModelDirTest, LoadsQwen2_7BWithImplicitQkvBias) {
 }
 
 TEST_F(ModelDirTest, Qwen2SlidingWindowIsRefused) {
-  const std::string json = ReplaceAll(kQwen2_7BConfig, R"("use_sliding_window": false)", R"("use_sliding_window": true)");
+  const std::string json = ReplaceAll(kQwen2_7BConfig, R"("use_sliding_window": false)",
+                                      R"("use_sliding_window": true)");
   const absl::StatusOr<ModelConfig> config = LoadModelConfig(WriteConfig(json));
   EXPECT_EQ(config.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(config.status().message()),
@@ -225,7 +226,8 @@ TEST_F(ModelDirTest, LoadsMistral7BWithSlidingWindow) {
 }
 
 TEST_F(ModelDirTest, MistralNullWindowMeansNoneAndAbsentMeansTheDefault) {
-  std::string json = ReplaceAll(kMistral7BConfig, R"("sliding_window": 4096)", R"("sliding_window": null)");
+  std::string json =
+      ReplaceAll(kMistral7BConfig, R"("sliding_window": 4096)", R"("sliding_window": null)");
   absl::StatusOr<ModelConfig> config = LoadModelConfig(WriteConfig(json));
   ASSERT_TRUE(config.ok()) << config.status();
   EXPECT_FALSE(config->sliding_window.has_value());
@@ -238,7 +240,8 @@ TEST_F(ModelDirTest, MistralNullWindowMeansNoneAndAbsentMeansTheDefault) {
 
 TEST_F(ModelDirTest, ExplicitHeadDimWins) {
   // Mistral-Nemo style: hidden 5120 over 32 heads would be 160, but head_dim is 128.
-  std::string json = Llama3With(R"("hidden_size": 4096)", R"("hidden_size": 5120, "head_dim": 128)");
+  std::string json =
+      Llama3With(R"("hidden_size": 4096)", R"("hidden_size": 5120, "head_dim": 128)");
   absl::StatusOr<ModelConfig> config = LoadModelConfig(WriteConfig(json));
   ASSERT_TRUE(config.ok()) << config.status();
   EXPECT_EQ(config->head_dim, 128);
@@ -276,8 +279,8 @@ TEST_F(ModelDirTest, NewerTransformersDtypeKeyAndRopeParameters) {
 }
 
 TEST_F(ModelDirTest, LlamaAttentionAndMlpBias) {
-  std::string json = Llama3With(R"("attention_bias": false)",
-                                R"("attention_bias": true, "mlp_bias": true)");
+  std::string json =
+      Llama3With(R"("attention_bias": false)", R"("attention_bias": true, "mlp_bias": true)");
   const absl::StatusOr<ModelConfig> config = LoadModelConfig(WriteConfig(json));
   ASSERT_TRUE(config.ok()) << config.status();
   EXPECT_TRUE(config->qkv_bias);
@@ -333,9 +336,8 @@ TEST_F(ModelDirTest, TopLevelMustBeAnObject) {
 }
 
 TEST_F(ModelDirTest, MissingRequiredFields) {
-  for (const char* field : {"vocab_size", "hidden_size", "intermediate_size",
-                                 "num_hidden_layers", "num_attention_heads",
-                                 "max_position_embeddings", "architectures"}) {
+  for (const char* field : {"vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers",
+                            "num_attention_heads", "max_position_embeddings", "architectures"}) {
     std::string json(kLlama3_8BConfig);
     const size_t at = json.find(absl::StrCat("\"", field, "\""));
     ASSERT_NE(at, std::string::npos);
@@ -347,36 +349,36 @@ TEST_F(ModelDirTest, MissingRequiredFields) {
 }
 
 TEST_F(ModelDirTest, IllTypedFields) {
-  ExpectError(LoadModelConfig(WriteConfig(Llama3With(R"("hidden_size": 4096)",
-                                                     R"("hidden_size": "4096")"))),
+  ExpectError(LoadModelConfig(
+                  WriteConfig(Llama3With(R"("hidden_size": 4096)", R"("hidden_size": "4096")"))),
               absl::StatusCode::kInvalidArgument,
               {ConfigPath(), "field \"hidden_size\" must be an integer, got string \"4096\""});
-  ExpectError(LoadModelConfig(WriteConfig(Llama3With(R"("hidden_size": 4096)",
-                                                     R"("hidden_size": 4096.5)"))),
+  ExpectError(LoadModelConfig(
+                  WriteConfig(Llama3With(R"("hidden_size": 4096)", R"("hidden_size": 4096.5)"))),
               absl::StatusCode::kInvalidArgument, {"field \"hidden_size\" must be an integer"});
-  ExpectError(LoadModelConfig(WriteConfig(Llama3With(R"("tie_word_embeddings": false)",
-                                                     R"("tie_word_embeddings": "no")"))),
+  ExpectError(LoadModelConfig(WriteConfig(
+                  Llama3With(R"("tie_word_embeddings": false)", R"("tie_word_embeddings": "no")"))),
               absl::StatusCode::kInvalidArgument,
               {"field \"tie_word_embeddings\" must be true or false"});
-  ExpectError(LoadModelConfig(WriteConfig(Llama3With(R"("rope_theta": 500000.0)",
-                                                     R"("rope_theta": "big")"))),
+  ExpectError(LoadModelConfig(
+                  WriteConfig(Llama3With(R"("rope_theta": 500000.0)", R"("rope_theta": "big")"))),
               absl::StatusCode::kInvalidArgument, {"field \"rope_theta\" must be a number"});
-  ExpectError(LoadModelConfig(WriteConfig(Llama3With(R"("torch_dtype": "bfloat16")",
-                                                     R"("torch_dtype": 16)"))),
+  ExpectError(LoadModelConfig(
+                  WriteConfig(Llama3With(R"("torch_dtype": "bfloat16")", R"("torch_dtype": 16)"))),
               absl::StatusCode::kInvalidArgument, {"field \"torch_dtype\" must be a string"});
-  ExpectError(LoadModelConfig(WriteConfig(Llama3With(R"("rope_scaling": null)",
-                                                     R"("rope_scaling": 8)"))),
-              absl::StatusCode::kInvalidArgument,
-              {"field \"rope_scaling\" must be an object or null"});
-  ExpectError(LoadModelConfig(WriteConfig(Llama3With(R"("vocab_size": 128256)",
-                                                     R"("vocab_size": 18446744073709551615)"))),
+  ExpectError(
+      LoadModelConfig(WriteConfig(Llama3With(R"("rope_scaling": null)", R"("rope_scaling": 8)"))),
+      absl::StatusCode::kInvalidArgument, {"field \"rope_scaling\" must be an object or null"});
+  ExpectError(LoadModelConfig(WriteConfig(
+                  Llama3With(R"("vocab_size": 128256)", R"("vocab_size": 18446744073709551615)"))),
               absl::StatusCode::kInvalidArgument, {"field \"vocab_size\" is out of range"});
 }
 
 TEST_F(ModelDirTest, ArchitecturesMustBeANonEmptyListOfStrings) {
   for (const char* bad : {R"("architectures": [])", R"("architectures": "LlamaForCausalLM")",
-                               R"("architectures": [7])"}) {
-    const std::string json = ReplaceAll(kLlama3_8BConfig, "\"architectures\": [\n    \"LlamaForCausalLM\"\n  ]", bad);
+                          R"("architectures": [7])"}) {
+    const std::string json =
+        ReplaceAll(kLlama3_8BConfig, "\"architectures\": [\n    \"LlamaForCausalLM\"\n  ]", bad);
     ExpectError(LoadModelConfig(WriteConfig(json)), absl::StatusCode::kInvalidArgument,
                 {ConfigPath(), "field \"architectures\" must be a non-empty list of strings"});
   }
@@ -391,54 +393,55 @@ TEST_F(ModelDirTest, NonPositiveDimensions) {
     ExpectError(LoadModelConfig(WriteConfig(json)), absl::StatusCode::kInvalidArgument,
                 {ConfigPath(), absl::StrCat("field \"", field, "\" must be positive, got 0")});
   }
-  ExpectError(LoadModelConfig(WriteConfig(Llama3With(R"("num_key_value_heads": 8)",
-                                                     R"("num_key_value_heads": -8)"))),
+  ExpectError(LoadModelConfig(WriteConfig(
+                  Llama3With(R"("num_key_value_heads": 8)", R"("num_key_value_heads": -8)"))),
               absl::StatusCode::kInvalidArgument,
               {"field \"num_key_value_heads\" must be positive, got -8"});
-  ExpectError(LoadModelConfig(WriteConfig(Llama3With(R"("rms_norm_eps": 1e-05)",
-                                                     R"("rms_norm_eps": 0)"))),
-              absl::StatusCode::kInvalidArgument, {"field \"rms_norm_eps\" must be positive"});
+  ExpectError(
+      LoadModelConfig(WriteConfig(Llama3With(R"("rms_norm_eps": 1e-05)", R"("rms_norm_eps": 0)"))),
+      absl::StatusCode::kInvalidArgument, {"field \"rms_norm_eps\" must be positive"});
 }
 
 TEST_F(ModelDirTest, InconsistentHeads) {
-  ExpectError(LoadModelConfig(WriteConfig(Llama3With(R"("num_key_value_heads": 8)",
-                                                     R"("num_key_value_heads": 6)"))),
+  ExpectError(LoadModelConfig(WriteConfig(
+                  Llama3With(R"("num_key_value_heads": 8)", R"("num_key_value_heads": 6)"))),
               absl::StatusCode::kInvalidArgument,
               {"field \"num_key_value_heads\" (6) must divide num_attention_heads (32)"});
-  ExpectError(LoadModelConfig(WriteConfig(Llama3With(R"("num_attention_heads": 32)",
-                                                     R"("num_attention_heads": 24)"))),
+  ExpectError(LoadModelConfig(WriteConfig(
+                  Llama3With(R"("num_attention_heads": 32)", R"("num_attention_heads": 24)"))),
               absl::StatusCode::kInvalidArgument,
               {"field \"head_dim\" is missing and hidden_size (4096) is not a multiple of "
                "num_attention_heads (24)"});
 }
 
 TEST_F(ModelDirTest, UnsupportedArchitectureListsTheSupportedOnes) {
-  ExpectError(LoadModelConfig(WriteConfig(Llama3With("\"LlamaForCausalLM\"",
-                                                     "\"GPT2LMHeadModel\""))),
-              absl::StatusCode::kInvalidArgument,
-              {ConfigPath(), "unsupported architecture \"GPT2LMHeadModel\"",
-               "supported: LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM"});
+  ExpectError(
+      LoadModelConfig(WriteConfig(Llama3With("\"LlamaForCausalLM\"", "\"GPT2LMHeadModel\""))),
+      absl::StatusCode::kInvalidArgument,
+      {ConfigPath(), "unsupported architecture \"GPT2LMHeadModel\"",
+       "supported: LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM"});
 }
 
 TEST_F(ModelDirTest, UnsupportedActivationDtypeAndRopeScaling) {
-  ExpectError(LoadModelConfig(WriteConfig(Llama3With(R"("hidden_act": "silu")",
-                                                     R"("hidden_act": "gelu")"))),
+  ExpectError(LoadModelConfig(
+                  WriteConfig(Llama3With(R"("hidden_act": "silu")", R"("hidden_act": "gelu")"))),
               absl::StatusCode::kInvalidArgument,
               {"field \"hidden_act\" names unsupported activation \"gelu\"; supported: silu"});
-  ExpectError(LoadModelConfig(WriteConfig(Llama3With(R"("torch_dtype": "bfloat16")",
-                                                     R"("torch_dtype": "float8_e4m3fn")"))),
+  ExpectError(LoadModelConfig(WriteConfig(
+                  Llama3With(R"("torch_dtype": "bfloat16")", R"("torch_dtype": "float8_e4m3fn")"))),
               absl::StatusCode::kInvalidArgument,
               {"field \"torch_dtype\"", "unsupported dtype \"float8_e4m3fn\""});
-  ExpectError(LoadModelConfig(WriteConfig(Llama3With(
-                  R"("rope_scaling": null)", R"("rope_scaling": {"type": "yarn", "factor": 4.0})"))),
-              absl::StatusCode::kInvalidArgument,
-              {"field \"rope_scaling.rope_type\" names unsupported rope scaling \"yarn\"",
-               "supported: default, llama3"});
-  ExpectError(LoadModelConfig(WriteConfig(Llama3With(
-                  R"("rope_scaling": null)",
-                  R"("rope_scaling": {"rope_type": "llama3", "factor": 8.0})"))),
-              absl::StatusCode::kInvalidArgument,
-              {"field \"rope_scaling.original_max_position_embeddings\" is required"});
+  ExpectError(
+      LoadModelConfig(WriteConfig(Llama3With(
+          R"("rope_scaling": null)", R"("rope_scaling": {"type": "yarn", "factor": 4.0})"))),
+      absl::StatusCode::kInvalidArgument,
+      {"field \"rope_scaling.rope_type\" names unsupported rope scaling \"yarn\"",
+       "supported: default, llama3"});
+  ExpectError(
+      LoadModelConfig(WriteConfig(Llama3With(
+          R"("rope_scaling": null)", R"("rope_scaling": {"rope_type": "llama3", "factor": 8.0})"))),
+      absl::StatusCode::kInvalidArgument,
+      {"field \"rope_scaling.original_max_position_embeddings\" is required"});
 }
 
 // ---- Presets. ----
@@ -456,16 +459,16 @@ TEST(ModelConfigTest, PresetsHaveThePublishedShapes) {
                     DType::kFloat32},
            Expected{"small", "LlamaForCausalLM", 12, 768, 12, 4, 2048, 32000, 4096, false, false,
                     DType::kFloat32},
-           Expected{"llama-2-7b", "LlamaForCausalLM", 32, 4096, 32, 32, 11008, 32000, 4096,
-                    false, false, DType::kFloat16},
-           Expected{"llama-3-8b", "LlamaForCausalLM", 32, 4096, 32, 8, 14336, 128256, 8192,
-                    false, false, DType::kBFloat16},
+           Expected{"llama-2-7b", "LlamaForCausalLM", 32, 4096, 32, 32, 11008, 32000, 4096, false,
+                    false, DType::kFloat16},
+           Expected{"llama-3-8b", "LlamaForCausalLM", 32, 4096, 32, 8, 14336, 128256, 8192, false,
+                    false, DType::kBFloat16},
            Expected{"llama-3.1-8b", "LlamaForCausalLM", 32, 4096, 32, 8, 14336, 128256, 131072,
                     false, false, DType::kBFloat16},
-           Expected{"llama-3-70b", "LlamaForCausalLM", 80, 8192, 64, 8, 28672, 128256, 8192,
-                    false, false, DType::kBFloat16},
-           Expected{"mistral-7b", "MistralForCausalLM", 32, 4096, 32, 8, 14336, 32000, 32768,
-                    false, false, DType::kBFloat16},
+           Expected{"llama-3-70b", "LlamaForCausalLM", 80, 8192, 64, 8, 28672, 128256, 8192, false,
+                    false, DType::kBFloat16},
+           Expected{"mistral-7b", "MistralForCausalLM", 32, 4096, 32, 8, 14336, 32000, 32768, false,
+                    false, DType::kBFloat16},
            Expected{"qwen2-7b", "Qwen2ForCausalLM", 28, 3584, 28, 4, 18944, 152064, 131072, true,
                     false, DType::kBFloat16},
        }) {

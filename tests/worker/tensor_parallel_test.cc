@@ -250,7 +250,7 @@ TEST(ShardedLoadTest, EveryRankReadsExactlyItsSliceOfEveryTensor) {
       for (int64_t rank = 0; rank < tp; ++rank) {
         SCOPED_TRACE(absl::StrCat(fixture, " rank ", rank, " of ", tp));
         testdata::ExpectSameWeights(testdata::LoadFixtureShard(fixture, tp, rank),
-                          ExpectedShard(m.config, m.weights, tp, rank));
+                                    ExpectedShard(m.config, m.weights, tp, rank));
       }
     }
   }

@@ -8,6 +8,7 @@
 #include "common/status_macros.h"
 #include "kernels/cpu/sampling.h"
 #include "worker/engine/forward_input_builder.h"
+#include "worker/engine/guided_choice.h"
 
 namespace headroom::worker {
 namespace {
@@ -69,6 +70,20 @@ absl::Status ValidateSamplingParams(const SamplingParams& p, int64_t vocab_size)
                                                      " is outside [0, ", vocab_size, ")"));
     }
   }
+  if (!p.guided_choice.empty() && !p.allowed_token_ids.empty()) {
+    return absl::InvalidArgumentError("guided_choice and allowed_token_ids cannot both be set");
+  }
+  for (size_t i = 0; i < p.guided_choice.size(); ++i) {
+    if (p.guided_choice[i].empty()) {
+      return absl::InvalidArgumentError(absl::StrCat("guided_choice[", i, "] has no tokens"));
+    }
+    for (int32_t id : p.guided_choice[i]) {
+      if (id < 0 || id >= vocab_size) {
+        return absl::InvalidArgumentError(absl::StrCat("guided_choice[", i, "]: token ", id,
+                                                       " is outside [0, ", vocab_size, ")"));
+      }
+    }
+  }
   if (p.min_tokens < 0 || p.min_tokens > p.max_tokens) {
     return absl::InvalidArgumentError(absl::StrCat("min_tokens must be in [0, max_tokens (",
                                                    p.max_tokens, ")], got ", p.min_tokens));
@@ -76,9 +91,18 @@ absl::Status ValidateSamplingParams(const SamplingParams& p, int64_t vocab_size)
   return absl::OkStatus();
 }
 
-// The penalties that read the output so far (repetition_penalty reads the prompt too).
-bool PenalizesOutput(const SamplingParams& p) {
-  return p.repetition_penalty != 1.0f || p.frequency_penalty != 0.0f || p.presence_penalty != 0.0f;
+// The engine keeps the output so far for the penalties (repetition_penalty reads the prompt too)
+// and for guided choice.
+bool KeepsOutput(const SamplingParams& p) {
+  return p.repetition_penalty != 1.0f || p.frequency_penalty != 0.0f ||
+         p.presence_penalty != 0.0f || !p.guided_choice.empty();
+}
+
+// The token that ends a guided choice where a longer choice could go on: EOS unless ignored,
+// else the first stop token; -1 when there is none.
+int32_t GuidedChoiceEnd(const SamplingParams& p, int32_t eos_token_id) {
+  if (!p.ignore_eos && eos_token_id >= 0) return eos_token_id;
+  return p.stop_token_ids.empty() ? -1 : p.stop_token_ids.front();
 }
 
 }  // namespace
@@ -169,6 +193,7 @@ absl::Status Engine::AddRequest(Request request) {
                     .min_tokens_banned = {},
                     .bias_tokens = {},
                     .bias_values = {},
+                    .choice_allowed = {},
                     .prompt_logprobs = {}};
   if (p.repetition_penalty != 1.0f || p.prompt_logprobs >= 0) sampling.prompt = request.prompt;
   if (p.prompt_logprobs >= 0) sampling.prompt_logprobs.reserve(request.prompt.size());
@@ -182,7 +207,7 @@ absl::Status Engine::AddRequest(Request request) {
       sampling.min_tokens_banned.push_back(options_.eos_token_id);
     }
   }
-  if (PenalizesOutput(p)) sampling.output.reserve(static_cast<size_t>(p.max_tokens));
+  if (KeepsOutput(p)) sampling.output.reserve(static_cast<size_t>(p.max_tokens));
   for (const auto& [token, bias] : p.logit_bias) {
     sampling.bias_tokens.push_back(token);
     sampling.bias_values.push_back(bias);
@@ -218,29 +243,34 @@ absl::StatusOr<std::vector<StepToken>> Engine::Step() {
     if (s.first_scheduled == absl::InfinitePast()) s.first_scheduled = step_start;
     if (!seq.sample) continue;
     const bool below_min_tokens = s.generated < s.params.min_tokens;
-    rows_.push_back(
-        {.temperature = s.params.temperature,
-         .top_k = s.params.top_k,
-         .top_p = s.params.top_p,
-         .seed = s.seed,
-         .counter = static_cast<uint64_t>(s.generated),
-         .num_logprobs = s.params.logprobs,
-         .repetition_penalty = s.params.repetition_penalty,
-         .frequency_penalty = s.params.frequency_penalty,
-         .presence_penalty = s.params.presence_penalty,
-         .min_p = s.params.min_p,
-         .prompt_tokens = s.prompt.data(),
-         .num_prompt_tokens = static_cast<int64_t>(s.prompt.size()),
-         .output_tokens = s.output.data(),
-         .num_output_tokens = static_cast<int64_t>(s.output.size()),
-         .banned_tokens = below_min_tokens ? s.min_tokens_banned.data() : nullptr,
-         .num_banned_tokens =
-             below_min_tokens ? static_cast<int64_t>(s.min_tokens_banned.size()) : 0,
-         .bias_tokens = s.bias_tokens.data(),
-         .bias_values = s.bias_values.data(),
-         .num_bias = static_cast<int64_t>(s.bias_tokens.size()),
-         .allowed_tokens = s.params.allowed_token_ids.data(),
-         .num_allowed_tokens = static_cast<int64_t>(s.params.allowed_token_ids.size())});
+    const std::vector<int32_t>* allowed = &s.params.allowed_token_ids;
+    if (!s.params.guided_choice.empty()) {
+      GuidedChoiceAllowed(s.params.guided_choice, s.output,
+                          GuidedChoiceEnd(s.params, options_.eos_token_id), &s.choice_allowed);
+      allowed = &s.choice_allowed;
+    }
+    rows_.push_back({.temperature = s.params.temperature,
+                     .top_k = s.params.top_k,
+                     .top_p = s.params.top_p,
+                     .seed = s.seed,
+                     .counter = static_cast<uint64_t>(s.generated),
+                     .num_logprobs = s.params.logprobs,
+                     .repetition_penalty = s.params.repetition_penalty,
+                     .frequency_penalty = s.params.frequency_penalty,
+                     .presence_penalty = s.params.presence_penalty,
+                     .min_p = s.params.min_p,
+                     .prompt_tokens = s.prompt.data(),
+                     .num_prompt_tokens = static_cast<int64_t>(s.prompt.size()),
+                     .output_tokens = s.output.data(),
+                     .num_output_tokens = static_cast<int64_t>(s.output.size()),
+                     .banned_tokens = below_min_tokens ? s.min_tokens_banned.data() : nullptr,
+                     .num_banned_tokens =
+                         below_min_tokens ? static_cast<int64_t>(s.min_tokens_banned.size()) : 0,
+                     .bias_tokens = s.bias_tokens.data(),
+                     .bias_values = s.bias_values.data(),
+                     .num_bias = static_cast<int64_t>(s.bias_tokens.size()),
+                     .allowed_tokens = allowed->data(),
+                     .num_allowed_tokens = static_cast<int64_t>(allowed->size())});
   }
   BuildForwardInput(
       plan, [this](RequestId id) { return kv_->BlockTable(id); }, options_.block_size,
@@ -283,7 +313,7 @@ absl::StatusOr<std::vector<StepToken>> Engine::Step() {
     }
     if (t.finish == FinishReason::kNone) {
       ++s.generated;
-      if (PenalizesOutput(s.params)) s.output.push_back(t.token);
+      if (KeepsOutput(s.params)) s.output.push_back(t.token);
     } else {
       sampling_.erase(t.id);
     }

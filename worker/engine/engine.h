@@ -150,8 +150,8 @@ class Engine {
     int64_t generated = 0;
     // When a step first scheduled the request (InfinitePast: not yet).
     absl::Time first_scheduled = absl::InfinitePast();
-    // For the penalties only (empty without them): the prompt (repetition_penalty) and the
-    // tokens generated so far.
+    // For the penalties and guided choice only (empty without them): the prompt
+    // (repetition_penalty) and the tokens generated so far.
     std::vector<int32_t> prompt;
     std::vector<int32_t> output;
     // What min_tokens keeps from being sampled early: the stop token ids and EOS.
@@ -159,6 +159,8 @@ class Engine {
     // logit_bias, as the sampler takes it.
     std::vector<int32_t> bias_tokens;
     std::vector<float> bias_values;
+    // Guided choice: the tokens the sampler may take this step (rebuilt each step).
+    std::vector<int32_t> choice_allowed;
     // Prompt logprobs computed so far (entry i is prompt token i + 1); a recomputation after a
     // preemption does not add them again.
     std::vector<PromptTokenLogprob> prompt_logprobs;

@@ -39,15 +39,14 @@ absl::StatusOr<bool> Follower::Apply(const GroupMessage& message) {
     std::vector<kvcache::BlockId>& table = tables_[seq.id];
     table.insert(table.end(), seq.new_block_ids.begin(), seq.new_block_ids.end());
     if (table.size() > static_cast<size_t>(model_->max_blocks_per_seq())) {
-      return absl::DataLossError(absl::StrCat("step ", plan.step, " gives sequence ", seq.id.value(),
-                                              " ", table.size(), " blocks, more than the ",
-                                              model_->max_blocks_per_seq(), " max_model_len allows"));
+      return absl::DataLossError(absl::StrCat(
+          "step ", plan.step, " gives sequence ", seq.id.value(), " ", table.size(),
+          " blocks, more than the ", model_->max_blocks_per_seq(), " max_model_len allows"));
     }
   }
   if (plan.empty()) return true;
   BuildForwardInput(
-      plan,
-      [this](RequestId id) -> absl::Span<const kvcache::BlockId> { return tables_.at(id); },
+      plan, [this](RequestId id) -> absl::Span<const kvcache::BlockId> { return tables_.at(id); },
       options_.block_size, model_->max_blocks_per_seq(), &input_);
   HR_RETURN_IF_ERROR(model_->Forward(input_, &logits_));
   ++steps_;

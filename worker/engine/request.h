@@ -45,6 +45,9 @@ struct SamplingParams {
   // vLLM's allowed_token_ids: when not empty, only these tokens can be sampled (ids in the
   // vocabulary).
   std::vector<int32_t> allowed_token_ids;
+  // vLLM's guided_choice, tokenized (worker/engine/guided_choice.h): the output is one of these
+  // sequences. Not with allowed_token_ids.
+  std::vector<std::vector<int32_t>> guided_choice;
   // vLLM's prompt_logprobs: -1 off; otherwise every prompt token after the first gets its
   // logprob given the tokens before it, with the top-N alternatives (N in [0, 20]). Such a
   // request computes its whole prompt (no prefix-cache hit: cached blocks have no logits).

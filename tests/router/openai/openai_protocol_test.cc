@@ -101,10 +101,17 @@ TEST(OpenAiProtocolTest, BadCompletionBodies) {
        "must be an integer"},
       {R"({"prompt": "x", "echo": true, "truncate_prompt_tokens": 4})", "echo",
        "echo is not supported with truncate_prompt_tokens"},
-      {R"({"prompt": "x", "guided_choice": ["a", "b"]})", "guided_choice",
-       "guided_choice (structured output) is not supported"},
-      {R"({"prompt": "x", "structured_outputs": {"regex": "a+"}})", "structured_outputs",
-       "not supported"},
+      {R"({"prompt": "x", "guided_json": {"type": "object"}})", "guided_json",
+       "guided_json (structured output) is not supported"},
+      {R"({"prompt": "x", "structured_outputs": {"regex": "a+"}})", "structured_outputs.regex",
+       "structured_outputs.regex is not supported"},
+      {R"({"prompt": "x", "guided_choice": []})", "guided_choice",
+       "guided_choice must be a non-empty array of strings"},
+      {R"({"prompt": "x", "guided_choice": ["a", 2]})", "guided_choice[1]", "must be a string"},
+      {R"({"prompt": "x", "structured_outputs": {"choice": "a"}})", "structured_outputs.choice",
+       "must be a non-empty array"},
+      {R"({"prompt": "x", "guided_choice": ["a"], "structured_outputs": {"choice": ["b"]}})",
+       "structured_outputs", "not both"},
       {R"({"prompt": "x", "response_format": {"type": "json_object"}})", "response_format",
        "response_format other than {\"type\": \"text\"} is not supported"},
   };
@@ -166,6 +173,7 @@ TEST(OpenAiProtocolTest, CompletionFieldsMapToGenerateRequest) {
     "logit_bias": {"5": 1.5, "70": -100},
     "echo": false, "user": "u-1", "unknown_field": [1], "priority": -3,
     "allowed_token_ids": [9, 4], "skip_special_tokens": false, "truncate_prompt_tokens": 12,
+    "guided_choice": ["yes", "no"],
     "response_format": {"type": "text"}
   })");
   ASSERT_TRUE(r.ok()) << r.status();
@@ -205,6 +213,8 @@ TEST(OpenAiProtocolTest, CompletionFieldsMapToGenerateRequest) {
             (std::vector<int32_t>{9, 4}));
   ASSERT_TRUE(s.has_skip_special_tokens());
   EXPECT_FALSE(s.skip_special_tokens());
+  EXPECT_EQ(std::vector<std::string>(s.guided_choice().begin(), s.guided_choice().end()),
+            (std::vector<std::string>{"yes", "no"}));
   ASSERT_TRUE(g.has_truncate_prompt_tokens());
   EXPECT_EQ(g.truncate_prompt_tokens(), 12);
   EXPECT_TRUE(r->stream);
@@ -325,7 +335,8 @@ TEST(OpenAiProtocolTest, StopArrayAndSeeds) {
 TEST(OpenAiProtocolTest, ChatFieldsMapToGenerateRequest) {
   absl::StatusOr<ParsedRequest> r = ParseChatRequest(R"({
     "model": "qwen", "max_tokens": 10, "max_completion_tokens": 20, "logprobs": true,
-    "top_logprobs": 5, "stream": false, "messages": [
+    "top_logprobs": 5, "stream": false,
+    "structured_outputs": {"choice": ["positive", "negative"], "json": null}, "messages": [
       {"role": "system", "content": "Be brief."},
       {"role": "user", "content": [{"type": "text", "text": "Hel"}, {"type": "text", "text": "lo"}]},
       {"role": "assistant", "content": null},
@@ -334,6 +345,8 @@ TEST(OpenAiProtocolTest, ChatFieldsMapToGenerateRequest) {
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->endpoint, Endpoint::kChat);
   EXPECT_EQ(r->generate.model(), "qwen");
+  ASSERT_EQ(r->generate.sampling().guided_choice_size(), 2);
+  EXPECT_EQ(r->generate.sampling().guided_choice(1), "negative");
   EXPECT_EQ(r->generate.prompt_case(), v1::GenerateRequest::PROMPT_NOT_SET);
   EXPECT_EQ(r->generate.sampling().max_tokens(), 20);  // max_completion_tokens wins
   EXPECT_TRUE(r->logprobs);

@@ -91,6 +91,26 @@ TEST_F(RequestValidationTest, TruncationKeepsTheLastTokensAndSkipSpecialDefaults
   EXPECT_EQ(v->prompt.size(), 8u);
 }
 
+// guided_choice strings reach the worker tokenized without special tokens (the byte tokenizer of
+// 258 entries would put <|bos|> first with them).
+TEST_F(RequestValidationTest, GuidedChoicesAreTokenizedWithoutSpecialTokens) {
+  std::unique_ptr<Tokenizer> with_bos = *MakeByteTokenizer(258);
+  v1::GenerateRequest request;
+  request.set_text("q");
+  request.mutable_sampling()->add_guided_choice("yes");
+  request.mutable_sampling()->add_guided_choice("no");
+  absl::StatusOr<ValidatedRequest> v = ValidateGenerateRequest(request, *with_bos, 100);
+  ASSERT_TRUE(v.ok()) << v.status();
+  ASSERT_EQ(v->sampling.guided_choice_size(), 2);
+  const auto ids = [&](int i) {
+    const auto& c = v->sampling.guided_choice(i).ids();
+    return std::vector<int32_t>(c.begin(), c.end());
+  };
+  EXPECT_EQ(ids(0), (std::vector<int32_t>{'y', 'e', 's'}));
+  EXPECT_EQ(ids(1), (std::vector<int32_t>{'n', 'o'}));
+  EXPECT_EQ(v->prompt, (std::vector<int32_t>{256, 'q'})) << "the prompt still gets its BOS";
+}
+
 struct BadCase {
   const char* name;
   void (*mutate)(v1::GenerateRequest&);
@@ -141,6 +161,30 @@ TEST_F(RequestValidationTest, BadRequestsNameTheFieldAndTheNumbers) {
       {"truncate_prompt_tokens above max_model_len",
        [](v1::GenerateRequest& r) { r.set_truncate_prompt_tokens(101); },
        "truncate_prompt_tokens (101) exceeds max_model_len 100"},
+      {"guided_choice empty string",
+       [](v1::GenerateRequest& r) {
+         r.mutable_sampling()->add_guided_choice("yes");
+         r.mutable_sampling()->add_guided_choice("");
+       },
+       "sampling.guided_choice[1] must not be empty"},
+      {"guided_choice with allowed_token_ids",
+       [](v1::GenerateRequest& r) {
+         r.mutable_sampling()->add_guided_choice("yes");
+         r.mutable_sampling()->add_allowed_token_ids(3);
+       },
+       "sampling.guided_choice and sampling.allowed_token_ids cannot both be set"},
+      {"guided_choice too many",
+       [](v1::GenerateRequest& r) {
+         for (int i = 0; i <= kMaxGuidedChoices; ++i) r.mutable_sampling()->add_guided_choice("a");
+       },
+       "sampling.guided_choice has 257 strings, at most 256"},
+      {"guided_choice too long",
+       [](v1::GenerateRequest& r) {
+         for (int i = 0; i < 5; ++i) {
+           r.mutable_sampling()->add_guided_choice(std::string(kMaxGuidedChoiceTokens / 4, 'a'));
+         }
+       },
+       "sampling.guided_choice has more than 16384 tokens in all"},
       {"too long", [](v1::GenerateRequest& r) { r.mutable_sampling()->set_max_tokens(99); },
        "prompt (2 tokens) + sampling.max_tokens (99) = 101 exceeds max_model_len 100"},
   };
