@@ -274,7 +274,11 @@ absl::Status Serve(const FlagSet& flags, const sigset_t& stop_signals, std::ostr
         // Parsing and tokenizing is the CPU work of the router: one thread per core.
         .handler_threads = HandlerThreads(),
         .max_queued_requests = 256,
-        .on_busy = [&router_metrics] { router_metrics.OnRefused(router::RefusalReason::kBusy); }});
+        .on_busy = [&router_metrics] { router_metrics.OnRefused(router::RefusalReason::kBusy); },
+        .on_request_finished =
+            [&router_metrics](const std::string& model, int32_t n, int64_t max_generation_tokens) {
+              router_metrics.OnRequestFinished(model, n, max_generation_tokens);
+            }});
     router::http::HttpServerOptions http_options;
     http_options.host = host;
     http_options.port = static_cast<int>(http_port);

@@ -117,8 +117,8 @@ Histogram::Histogram(std::vector<double> bounds)
 void Histogram::Observe(double value) {
   if (std::isnan(value)) return;
   // The first bound >= value: buckets are `le` (inclusive upper bounds).
-  const size_t index = static_cast<size_t>(
-      std::lower_bound(bounds_.begin(), bounds_.end(), value) - bounds_.begin());
+  const size_t index = static_cast<size_t>(std::lower_bound(bounds_.begin(), bounds_.end(), value) -
+                                           bounds_.begin());
   counts_[index].fetch_add(1, std::memory_order_relaxed);
   sum_.fetch_add(value, std::memory_order_relaxed);
 }
@@ -156,8 +156,8 @@ void RenderSamples(const Histogram& histogram, const std::string& name, const st
   const std::vector<double>& bounds = histogram.bounds();
   for (size_t i = 0; i <= bounds.size(); ++i) {
     const std::string le = i < bounds.size() ? FormatValue(bounds[i]) : std::string("+Inf");
-    AppendSample(bucket, prefix + "le=\"" + le + "\"",
-                 static_cast<double>(snapshot.cumulative[i]), out);
+    AppendSample(bucket, prefix + "le=\"" + le + "\"", static_cast<double>(snapshot.cumulative[i]),
+                 out);
   }
   AppendSample(name + "_sum", labels, snapshot.sum, out);
   AppendSample(name + "_count", labels, static_cast<double>(snapshot.count), out);
@@ -167,7 +167,9 @@ void RenderSamples(const Histogram& histogram, const std::string& name, const st
 
 FamilyBase::FamilyBase(std::string name, std::string help, std::vector<std::string> label_names,
                        MetricType type)
-    : name_(std::move(name)), help_(std::move(help)), label_names_(std::move(label_names)),
+    : name_(std::move(name)),
+      help_(std::move(help)),
+      label_names_(std::move(label_names)),
       type_(type) {
   HR_CHECK_MSG(IsMetricName(name_), "bad metric name");
   for (const std::string& label : label_names_) {
@@ -206,8 +208,8 @@ void Registry::Add(std::unique_ptr<FamilyBase> family) {
 Family<Counter>& Registry::AddCounter(const std::string& name, const std::string& help,
                                       const std::vector<std::string>& label_names) {
   HR_CHECK_MSG(!name.ends_with("_total"), "give counter names without _total");
-  auto family = std::make_unique<Family<Counter>>(
-      name, help, label_names, MetricType::kCounter, [] { return std::make_unique<Counter>(); });
+  auto family = std::make_unique<Family<Counter>>(name, help, label_names, MetricType::kCounter,
+                                                  [] { return std::make_unique<Counter>(); });
   Family<Counter>& result = *family;
   Add(std::move(family));
   if (label_names.empty()) result.WithLabels({});
@@ -228,9 +230,9 @@ Family<Histogram>& Registry::AddHistogram(const std::string& name, const std::st
                                           const std::vector<std::string>& label_names,
                                           const std::vector<double>& bounds) {
   Histogram check(bounds);  // validates the bounds now rather than at first use
-  auto family = std::make_unique<Family<Histogram>>(
-      name, help, label_names, MetricType::kHistogram,
-      [bounds] { return std::make_unique<Histogram>(bounds); });
+  auto family =
+      std::make_unique<Family<Histogram>>(name, help, label_names, MetricType::kHistogram,
+                                          [bounds] { return std::make_unique<Histogram>(bounds); });
   Family<Histogram>& result = *family;
   Add(std::move(family));
   if (label_names.empty()) result.WithLabels({});
@@ -248,6 +250,18 @@ std::string Registry::Render() const {
   std::string out;
   for (const auto& family : families_) family->Render(out);
   return out;
+}
+
+std::vector<double> OneTwoFiveBounds(int64_t max) {
+  std::vector<double> bounds;
+  for (int64_t decade = 1; bounds.empty() || decade <= max; decade *= 10) {
+    for (int64_t step : {1, 2, 5}) {
+      if (decade * step <= max || bounds.empty()) {
+        bounds.push_back(static_cast<double>(decade * step));
+      }
+    }
+  }
+  return bounds;
 }
 
 }  // namespace headroom::metrics

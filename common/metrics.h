@@ -118,8 +118,8 @@ class FamilyBase {
 template <typename T>
 class Family final : public FamilyBase {
  public:
-  Family(std::string name, std::string help, std::vector<std::string> label_names,
-         MetricType type, std::function<std::unique_ptr<T>()> make)
+  Family(std::string name, std::string help, std::vector<std::string> label_names, MetricType type,
+         std::function<std::unique_ptr<T>()> make)
       : FamilyBase(std::move(name), std::move(help), std::move(label_names), type),
         make_(std::move(make)) {}
 
@@ -137,8 +137,8 @@ class Family final : public FamilyBase {
                    std::string& out) const override {
     internal::RenderSamples(*static_cast<const T*>(child), exported_name, labels, out);
   }
-  void ForEachChild(const std::function<void(const std::vector<std::string>&, const void*)>& fn)
-      const override {
+  void ForEachChild(
+      const std::function<void(const std::vector<std::string>&, const void*)>& fn) const override {
     std::lock_guard<std::mutex> lock(mu_);
     for (const auto& [values, child] : children_) fn(values, child.get());
   }
@@ -146,6 +146,9 @@ class Family final : public FamilyBase {
   const std::function<std::unique_ptr<T>()> make_;
   std::map<std::vector<std::string>, std::unique_ptr<T>> children_;  // guarded by mu_
 };
+
+// vLLM's histogram bounds for token counts: 1, 2, 5, 10, 20, 50, ... up to `max` (at least {1}).
+std::vector<double> OneTwoFiveBounds(int64_t max);
 
 class Registry {
  public:

@@ -1,5 +1,6 @@
 #include "router/frontend/generation.h"
 
+#include <algorithm>
 #include <cctype>
 #include <functional>
 #include <utility>
@@ -8,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "common/check.h"
+#include "router/service/call_metadata.h"
 
 namespace headroom::router {
 namespace {
@@ -98,6 +100,7 @@ class Generation::ChoiceCall final : public grpc::ClientReadReactor<v1::Generate
 
   void Start(std::shared_ptr<Generation> generation) {
     generation_ = std::move(generation);
+    context_.AddMetadata(kOpenAiChoiceMetadataKey, "1");  // counted here, not by the service
     generation_->hooks_.stub->async()->Generate(&context_, &request_, this);
     StartRead(&response_);
     StartCall();
@@ -152,6 +155,7 @@ Generation::Generation(GenerationHooks hooks, std::shared_ptr<http::ResponseWrit
     calls_.push_back(std::make_unique<ChoiceCall>(static_cast<int32_t>(i), std::move(choices[i])));
   }
   sent_first_.assign(calls_.size(), false);
+  generated_.assign(calls_.size(), 0);
   unstarted_ = static_cast<int32_t>(calls_.size());
   open_ = unstarted_;
 }
@@ -171,6 +175,7 @@ void Generation::OnMessage(int32_t choice, const v1::GenerateResponse& message) 
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (answered_) return;
+    generated_[static_cast<size_t>(choice)] += message.token_ids_size();
     if (!stream_) {
       builder_.Accumulate(choice, message);
       return;
@@ -193,6 +198,7 @@ bool Generation::OnCallDone(int32_t choice, const grpc::Status& status,
                             const std::string& retry_after) {
   bool cancel_others = false;
   bool last = false;
+  bool succeeded = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
     last = --open_ == 0;
@@ -202,6 +208,7 @@ bool Generation::OnCallDone(int32_t choice, const grpc::Status& status,
         answered_ = true;
         cancel_others = !last;
       } else if (last) {
+        succeeded = true;
         if (!stream_) {
           writer_->Respond(200, kJson, builder_.Body());
         } else {
@@ -218,6 +225,15 @@ bool Generation::OnCallDone(int32_t choice, const grpc::Status& status,
     }
   }
   if (cancel_others) CancelAll();
+  if (succeeded && hooks_.finished_prompt) {
+    // generated_ is final: every call has ended.
+    for (size_t first = 0; first < generated_.size(); first += static_cast<size_t>(n_)) {
+      hooks_.finished_prompt(
+          n_, *std::max_element(
+                  generated_.begin() + static_cast<int64_t>(first),
+                  generated_.begin() + static_cast<int64_t>(first + static_cast<size_t>(n_))));
+    }
+  }
   return last;
 }
 

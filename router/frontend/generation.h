@@ -46,6 +46,9 @@ struct GenerationHooks {
   std::function<bool()> shutting_down;
   // Runs once, after the last call ended and the answer was written.
   std::function<void()> ended;
+  // Runs for each prompt once all its n samples finished (not when the request failed):
+  // `max_generation_tokens` is the most tokens one sample generated. May be empty.
+  std::function<void(int32_t n, int64_t max_generation_tokens)> finished_prompt;
 };
 
 class Generation : public std::enable_shared_from_this<Generation> {
@@ -90,6 +93,7 @@ class Generation : public std::enable_shared_from_this<Generation> {
   std::mutex mu_;
   openai::ResponseBuilder builder_;  // guarded by mu_
   std::vector<bool> sent_first_;     // guarded by mu_: the choice has sent a message
+  std::vector<int64_t> generated_;   // guarded by mu_: tokens each choice generated
   int32_t unstarted_ = 0;            // guarded by mu_: choices that have not
   int32_t open_ = 0;                 // guarded by mu_: calls whose OnDone has not run
   std::string held_;                 // guarded by mu_: stream events before the header

@@ -205,6 +205,12 @@ void HttpFrontend::Generate(const http::HttpRequest& request, bool chat,
   }
   std::string model = parsed->generate.model();
   if (model.empty()) model = options_.model_name();
+  std::function<void(int32_t, int64_t)> finished_prompt;
+  if (options_.on_request_finished) {
+    finished_prompt = [this, model](int32_t samples, int64_t max_generation_tokens) {
+      options_.on_request_finished(model, samples, max_generation_tokens);
+    };
+  }
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (shutting_down_) {
@@ -219,7 +225,8 @@ void HttpFrontend::Generate(const http::HttpRequest& request, bool chat,
       GenerationHooks{.stub = stub_.get(),
                       .tokenizer = options_.tokenizer,
                       .shutting_down = [this] { return ShuttingDown(); },
-                      .ended = [this] { CallEnded(); }},
+                      .ended = [this] { CallEnded(); },
+                      .finished_prompt = std::move(finished_prompt)},
       std::move(writer), *parsed, std::move(choices), id, UnixSeconds(), std::move(model));
   generation->Start();
 }

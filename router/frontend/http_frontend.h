@@ -70,6 +70,10 @@ struct HttpFrontendOptions {
   // Called for each request refused because that queue was full (the router counts it as a
   // refusal, reason "busy"); may be empty.
   std::function<void()> on_busy;
+  // Each prompt of an OpenAI request whose n samples all finished (RouterMetrics::
+  // OnRequestFinished). May be empty.
+  std::function<void(const std::string& model, int32_t n, int64_t max_generation_tokens)>
+      on_request_finished;
 };
 
 class HttpFrontend {

@@ -77,8 +77,8 @@ class GroupMonitor {
   mutable std::mutex mu_;
   std::condition_variable stop_cv_;
   std::vector<std::unique_ptr<Group>> groups_;  // guarded by mu_ (the Groups themselves stay put)
-  bool started_ = false;   // guarded by mu_
-  bool stopping_ = false;  // guarded by mu_
+  bool started_ = false;                        // guarded by mu_
+  bool stopping_ = false;                       // guarded by mu_
 };
 
 }  // namespace headroom::router

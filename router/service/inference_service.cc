@@ -12,6 +12,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "router/service/call_metadata.h"
 #include "router/service/request_validation.h"
 #include "router/tokenizer/incremental_detokenizer.h"
 #include "router/tokenizer/stop_matcher.h"
@@ -75,7 +76,11 @@ class GenerateReactor final : public grpc::ServerWriteReactor<v1::GenerateRespon
                               public std::enable_shared_from_this<GenerateReactor> {
  public:
   GenerateReactor(InferenceService* service, grpc::CallbackServerContext* context)
-      : service_(service), context_(context), id_(static_cast<int64_t>(service->NextRequestId())) {}
+      : service_(service),
+        context_(context),
+        id_(static_cast<int64_t>(service->NextRequestId())),
+        counts_as_request_(context->client_metadata().find(kOpenAiChoiceMetadataKey) ==
+                           context->client_metadata().end()) {}
 
   // Holds the reactor until OnDone; called once right after construction, before gRPC sees it.
   void Hold(std::shared_ptr<GenerateReactor> self) { self_ = std::move(self); }
@@ -185,6 +190,7 @@ class GenerateReactor final : public grpc::ServerWriteReactor<v1::GenerateRespon
   void OnWorkerMessage(const v1::SubmitResponse& message) {
     bool first_token = false;
     bool abort = false;
+    int32_t finished_tokens = -1;  // the output's length once it finished
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (finish_.has_value()) return;
@@ -229,6 +235,7 @@ class GenerateReactor final : public grpc::ServerWriteReactor<v1::GenerateRespon
         out.mutable_usage()->set_prompt_tokens(static_cast<int32_t>(req_.prompt.size()));
         out.mutable_usage()->set_completion_tokens(completion_tokens_);
         finish_ = grpc::Status::OK;
+        finished_tokens = completion_tokens_;
       }
       if (!ids.empty() || out.finish_reason() != v1::FINISH_REASON_UNSPECIFIED ||
           !out.text().empty()) {
@@ -236,6 +243,9 @@ class GenerateReactor final : public grpc::ServerWriteReactor<v1::GenerateRespon
       }
     }
     if (first_token) service_->dispatcher_->FirstToken(id_);
+    if (finished_tokens >= 0 && counts_as_request_ && service_->options_.metrics != nullptr) {
+      service_->options_.metrics->OnRequestFinished(service_->ModelName(), 1, finished_tokens);
+    }
     if (abort) SendAbort();
     Pump();
   }
@@ -375,6 +385,8 @@ class GenerateReactor final : public grpc::ServerWriteReactor<v1::GenerateRespon
   InferenceService* const service_;
   grpc::CallbackServerContext* const context_;
   const int64_t id_;
+  // A request of its own (not one choice of an OpenAI request, which the HTTP front counts).
+  const bool counts_as_request_;
   std::shared_ptr<GenerateReactor> self_;
   // Set in Begin (before any other thread sees the reactor), read-only afterwards.
   ValidatedRequest req_;

@@ -16,6 +16,12 @@ const std::vector<double> kPlacementBounds = {0.0005, 0.001, 0.0025, 0.005, 0.01
                                               0.1,    0.25,  0.5,    1,     2.5,  5,     10,
                                               30,     60,    120,    300,   600};
 
+// vLLM's bounds for n.
+const std::vector<double> kParamsNBounds = {1, 2, 5, 10, 20};
+// Generated tokens: vLLM's 1-2-5 bounds, up to a context of a million tokens (a router does not
+// know its workers' max_model_len when it starts).
+constexpr int64_t kMaxGenerationBound = 1'000'000;
+
 }  // namespace
 
 const char* RefusalReasonLabel(RefusalReason reason) {
@@ -75,6 +81,13 @@ RouterMetrics::RouterMetrics(metrics::Registry* registry, const Dispatcher* disp
                                             "Time from admission to the placement decision.", {},
                                             kPlacementBounds)
                              .WithLabels({})),
+      params_n_(registry->AddHistogram("vllm:request_params_n",
+                                       "The n (samples) of finished requests.", {"model_name"},
+                                       kParamsNBounds)),
+      max_generation_tokens_(
+          registry->AddHistogram("vllm:request_max_num_generation_tokens",
+                                 "The most tokens one sample of a finished request generated.",
+                                 {"model_name"}, metrics::OneTwoFiveBounds(kMaxGenerationBound))),
       group_up_(registry->AddGauge(
           "headroom:group_up", "1 while the group is serving and reporting, else 0.", {"group"})),
       group_blocks_total_(registry->AddGauge("headroom:group_kv_blocks_total",
@@ -131,6 +144,13 @@ void RouterMetrics::Collect() {
   for (const std::string& address : known_groups_) {
     if (!seen.contains(address)) group_up_.WithLabels({address}).Set(0);
   }
+}
+
+void RouterMetrics::OnRequestFinished(const std::string& model_name, int32_t n,
+                                      int64_t max_generation_tokens) {
+  params_n_.WithLabels({model_name}).Observe(n);
+  max_generation_tokens_.WithLabels({model_name})
+      .Observe(static_cast<double>(max_generation_tokens));
 }
 
 }  // namespace headroom::router

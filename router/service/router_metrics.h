@@ -5,7 +5,10 @@
 //   - the Dispatcher's Snapshot(), read at every scrape (a registry collect hook): queue depth,
 //     requests in flight, and every group's load as the router sees it, labelled by `group` (the
 //     leader's address), so one scrape of a router shows the whole cluster;
-//   - the InferenceService's Generate streams: refusals by reason, failovers, placement latency.
+//   - the InferenceService's Generate streams: refusals by reason, failovers, placement latency;
+//   - finished requests (the Inference service for gRPC ones, the HTTP front for OpenAI ones,
+//     which know their `n`): vLLM's vllm:request_params_n and
+//     vllm:request_max_num_generation_tokens, labelled by model_name.
 #pragma once
 
 #include <string>
@@ -42,6 +45,9 @@ class RouterMetrics {
   void OnFailover();
   // Time from admission (Submit) to the first placement decision.
   void OnPlaced(absl::Duration waited);
+  // A request whose `n` samples all finished (any finish reason); `max_generation_tokens` is the
+  // most tokens one of them generated.
+  void OnRequestFinished(const std::string& model_name, int32_t n, int64_t max_generation_tokens);
 
  private:
   // Copies the dispatcher's snapshot into the gauges. Runs under the registry lock, one scrape at
@@ -54,6 +60,8 @@ class RouterMetrics {
   metrics::Family<metrics::Counter>& refusals_;
   metrics::Counter& failovers_;
   metrics::Histogram& placement_latency_;
+  metrics::Family<metrics::Histogram>& params_n_;
+  metrics::Family<metrics::Histogram>& max_generation_tokens_;
   metrics::Family<metrics::Gauge>& group_up_;
   metrics::Family<metrics::Gauge>& group_blocks_total_;
   metrics::Family<metrics::Gauge>& group_blocks_free_;

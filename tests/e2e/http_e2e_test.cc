@@ -277,6 +277,48 @@ TEST_F(HttpE2eTest, NSamplesEachEqualTheGrpcGenerationSeededSeedPlusIndex) {
   EXPECT_EQ(usage["usage"]["completion_tokens"], 36);
 }
 
+// The router exports vLLM's request-level n metrics: one observation per request (per prompt of a
+// list), with its n and the most tokens one of its samples generated; a gRPC Generate is a request
+// with n = 1, and the n calls of an OpenAI request are not counted again as requests of their own.
+TEST_F(HttpE2eTest, RequestParamsNCountsEachPromptOnceWithItsN) {
+  const std::string model = "{model_name=\"" + ModelId() + "\"";
+  const auto sample = [&](const std::string& name, const std::string& le = "") {
+    const std::string body = HttpRequestTo(cluster_->http_port, "GET", "/metrics").body;
+    return MetricSample(body, name + model + (le.empty() ? "}" : ",le=\"" + le + "\"}"));
+  };
+  const auto read = [&] {
+    return std::array<double, 5>{
+        sample("vllm:request_params_n_count"), sample("vllm:request_params_n_sum"),
+        sample("vllm:request_params_n_bucket", "1"), sample("vllm:request_params_n_bucket", "2"),
+        sample("vllm:request_max_num_generation_tokens_sum")};
+  };
+  // Series appear with their first observation: start from one request.
+  GrpcText(*cluster_->stub, "Hello", 4);
+  const std::array<double, 5> before = read();
+  ASSERT_EQ(before[0], 1) << "one gRPC request so far";
+
+  GrpcText(*cluster_->stub, "Hello", 4);
+  ASSERT_EQ(
+      cluster_
+          ->Post("/v1/completions",
+                 Json({{"prompt", "Hi"}, {"n", 3}, {"max_tokens", 6}, {"ignore_eos", true}}).dump())
+          .status,
+      200);
+  ASSERT_EQ(
+      cluster_
+          ->Post("/v1/completions",
+                 Json({{"prompt", {"a", "b"}}, {"n", 2}, {"max_tokens", 5}, {"ignore_eos", true}})
+                     .dump())
+          .status,
+      200);
+  const std::array<double, 5> after = read();
+  EXPECT_EQ(after[0] - before[0], 4) << "gRPC 1, n = 3 once, two prompts of n = 2";
+  EXPECT_EQ(after[1] - before[1], 1 + 3 + 2 + 2);
+  EXPECT_EQ(after[2] - before[2], 1) << "n <= 1";
+  EXPECT_EQ(after[3] - before[3], 3) << "n <= 2";
+  EXPECT_EQ(after[4] - before[4], 4 + 6 + 5 + 5);
+}
+
 // Chat with n = 2, streamed: each choice opens with its own assistant role chunk and finishes
 // once; seeded samples differ.
 TEST_F(HttpE2eTest, ChatNSamplesStreamEachChoiceWithItsOwnRole) {

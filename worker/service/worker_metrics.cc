@@ -28,19 +28,6 @@ const std::vector<double> kIterationTokenBounds = {1,   8,    16,   32,   64,   
 // bucket of its own).
 const std::vector<double> kPreemptionBounds = {0, 1, 2, 5, 10, 20, 50, 100};
 
-// vLLM's bounds for token counts: 1, 2, 5, 10, 20, 50, ... up to `max` (at least {1}).
-std::vector<double> OneTwoFiveBounds(int32_t max) {
-  std::vector<double> bounds;
-  for (int64_t decade = 1; bounds.empty() || decade <= max; decade *= 10) {
-    for (int64_t step : {1, 2, 5}) {
-      if (decade * step <= max || bounds.empty()) {
-        bounds.push_back(static_cast<double>(decade * step));
-      }
-    }
-  }
-  return bounds;
-}
-
 // A histogram labelled by model_name only.
 metrics::Histogram& ModelHistogram(metrics::Registry* registry, const std::string& name,
                                    const std::string& help, const std::vector<double>& bounds,
@@ -155,14 +142,15 @@ WorkerMetrics::WorkerMetrics(metrics::Registry* registry, const std::string& mod
                                              kE2eBounds, model_name)),
       request_prompt_tokens_(ModelHistogram(registry, "vllm:request_prompt_tokens",
                                             "Number of prefill tokens processed.",
-                                            OneTwoFiveBounds(max_model_len), model_name)),
-      request_generation_tokens_(ModelHistogram(registry, "vllm:request_generation_tokens",
-                                                "Number of generation tokens processed.",
-                                                OneTwoFiveBounds(max_model_len), model_name)),
+                                            metrics::OneTwoFiveBounds(max_model_len), model_name)),
+      request_generation_tokens_(ModelHistogram(
+          registry, "vllm:request_generation_tokens", "Number of generation tokens processed.",
+          metrics::OneTwoFiveBounds(max_model_len), model_name)),
       request_params_max_tokens_(ModelHistogram(registry, "vllm:request_params_max_tokens",
                                                 "Histogram of the max_tokens request "
                                                 "parameter.",
-                                                OneTwoFiveBounds(max_model_len), model_name)),
+                                                metrics::OneTwoFiveBounds(max_model_len),
+                                                model_name)),
       iteration_tokens_(ModelHistogram(registry, "vllm:iteration_tokens_total",
                                        "Histogram of the number of tokens per engine step.",
                                        kIterationTokenBounds, model_name)),

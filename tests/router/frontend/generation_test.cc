@@ -48,6 +48,7 @@ class ScriptedInference final : public v1::Inference::Service {
       for (int i = 0; i < count; ++i) {
         v1::GenerateResponse message;
         message.set_text("x");
+        message.add_token_ids(120);
         if (i + 1 == count) {
           message.set_finish_reason(v1::FINISH_REASON_LENGTH);
           message.mutable_usage()->set_prompt_tokens(4);
@@ -158,9 +159,10 @@ class GenerationTest : public ::testing::Test {
 
   // Starts a Generation of `prompts` (one choice each); returns when `ended` ran (at most 10 s).
   ::testing::AssertionResult Run(const std::vector<std::string>& prompts, bool stream,
-                                 std::function<void()> after_start = nullptr) {
+                                 std::function<void()> after_start = nullptr, int32_t n = 1) {
     openai::ParsedRequest parsed;
     parsed.stream = stream;
+    parsed.n = n;
     parsed.generate.set_text(prompts[0]);
     for (size_t i = 1; i < prompts.size(); ++i) {
       parsed.more_prompts.emplace_back().set_text(prompts[i]);
@@ -177,6 +179,11 @@ class GenerationTest : public ::testing::Test {
                                                          [this] {
                                                            ++ended_calls_;
                                                            ended_.set_value();
+                                                         },
+                                                     .finished_prompt =
+                                                         [this](int32_t samples, int64_t most) {
+                                                           std::lock_guard<std::mutex> lock(mu_);
+                                                           finished_.emplace_back(samples, most);
                                                          }},
                                      writer_, parsed, choices, "cmpl-1", 1, "m");
     generation->Start();
@@ -194,6 +201,8 @@ class GenerationTest : public ::testing::Test {
   std::shared_ptr<RecordingWriter> writer_ = std::make_shared<RecordingWriter>();
   std::promise<void> ended_;
   std::atomic<int> ended_calls_{0};
+  std::mutex mu_;
+  std::vector<std::pair<int32_t, int64_t>> finished_;  // guarded by mu_: finished_prompt calls
 };
 
 // Choice 0 has streamed its first message before choice 1 is refused: the client still gets a
@@ -217,6 +226,10 @@ TEST_F(GenerationTest, TheFirstFailureAnswersAndCancelsTheOtherCalls) {
     EXPECT_EQ(Json::parse(writer_->body_)["error"]["message"],
               "prompt[1]: text must not be \"bad\"");
     EXPECT_EQ(Json::parse(writer_->body_)["error"]["param"], "prompt");
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      EXPECT_TRUE(finished_.empty()) << "a failed request reports no finished prompt";
+    }
     // Run returned: every call ended, which the hanging ones do only when cancelled.
     EXPECT_TRUE(EveryHangWasCancelled(service_))
         << service_.cancelled_ << " of " << service_.hangs_;
@@ -258,6 +271,18 @@ TEST_F(GenerationTest, ChoicesThatAllSucceedShareOneStreamEndedByDone) {
     pos = end;
   }
   EXPECT_EQ(texts, (std::vector<int>{3, 2, 1}));
+  std::lock_guard<std::mutex> lock(mu_);
+  EXPECT_EQ(finished_, (std::vector<std::pair<int32_t, int64_t>>{{1, 3}, {1, 2}, {1, 1}}))
+      << "each prompt reports n and its most generated tokens, once";
+}
+
+// With n = 2 the samples of one prompt are reported together: n, and the most tokens one of them
+// generated.
+TEST_F(GenerationTest, EachPromptReportsItsNSamplesOnceAllFinished) {
+  ASSERT_TRUE(Run({"ok:4", "ok:2"}, /*stream=*/false, nullptr, /*n=*/2));
+  EXPECT_EQ(writer_->status_, 200);
+  std::lock_guard<std::mutex> lock(mu_);
+  EXPECT_EQ(finished_, (std::vector<std::pair<int32_t, int64_t>>{{2, 4}, {2, 2}}));
 }
 
 }  // namespace

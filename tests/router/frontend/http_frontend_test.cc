@@ -105,7 +105,8 @@ class HttpFrontendTest : public ::testing::Test {
         .max_model_len = [] { return 256; },
         .handler_threads = 1,
         .max_queued_requests = max_queued,
-        .on_busy = [this] { ++busy_; }});
+        .on_busy = [this] { ++busy_; },
+        .on_request_finished = nullptr});
   }
 
   std::unique_ptr<Tokenizer> tokenizer_ = *MakeByteTokenizer(256);
