@@ -5,8 +5,8 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "router/tokenizer/string_util.h"
 #include "router/tokenizer/regex_splitter.h"
+#include "router/tokenizer/string_util.h"
 #include "router/tokenizer/utf8.h"
 #include "utf8proc.h"
 
@@ -107,7 +107,8 @@ void AddedVocabulary::Split(std::string_view text, bool normalized,
     size_t end = pos + found->text.size();
     pos = end;  // the scan resumes after the match whether or not it is accepted
     if (token.single_word) {
-      const bool space_before = begin == 0 || !IsWordChar(CodePointAt(text, PrevCharStart(text, begin)));
+      const bool space_before =
+          begin == 0 || !IsWordChar(CodePointAt(text, PrevCharStart(text, begin)));
       const bool space_after = end == text.size() || !IsWordChar(CodePointAt(text, end));
       if (!space_before || !space_after) continue;
     }
@@ -133,7 +134,8 @@ void AddedVocabulary::Split(std::string_view text, bool normalized,
     out.push_back(TextSegment{begin, end, token.id});
     start_offset = end;
   }
-  if (start_offset < text.size()) out.push_back(TextSegment{start_offset, text.size(), std::nullopt});
+  if (start_offset < text.size())
+    out.push_back(TextSegment{start_offset, text.size(), std::nullopt});
 }
 
 const AddedToken* AddedVocabulary::FindById(int32_t id) const {

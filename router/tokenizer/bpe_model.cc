@@ -3,8 +3,8 @@
 #include <queue>
 
 #include "absl/strings/str_cat.h"
-#include "router/tokenizer/string_util.h"
 #include "absl/strings/str_format.h"
+#include "router/tokenizer/string_util.h"
 #include "router/tokenizer/utf8.h"
 
 namespace headroom::router {
@@ -26,9 +26,7 @@ struct Candidate {
   int32_t pos;
   int32_t new_id;
   // Lowest rank first, then leftmost.
-  bool operator<(const Candidate& o) const {
-    return rank != o.rank ? rank > o.rank : pos > o.pos;
-  }
+  bool operator<(const Candidate& o) const { return rank != o.rank ? rank > o.rank : pos > o.pos; }
 };
 
 }  // namespace
@@ -148,8 +146,8 @@ void BpeModel::EncodeUncached(std::string_view word, std::vector<int32_t>& out) 
   std::string scratch;
   size_t pos = 0;
   while (pos < word.size()) {
-    const size_t char_len = std::min(utf8::CharLength(static_cast<unsigned char>(word[pos])),
-                                     word.size() - pos);
+    const size_t char_len =
+        std::min(utf8::CharLength(static_cast<unsigned char>(word[pos])), word.size() - pos);
     const std::string_view ch = word.substr(pos, char_len);
     const bool is_first = pos == 0;
     const bool is_last = pos + char_len == word.size();
@@ -200,8 +198,8 @@ void BpeModel::EncodeUncached(std::string_view word, std::vector<int32_t>& out) 
   auto push_pair = [&](int32_t left) {
     const int32_t right = symbols[static_cast<size_t>(left)].next;
     if (right < 0) return;
-    const auto it = merges_.find(PairKey(symbols[static_cast<size_t>(left)].id,
-                                         symbols[static_cast<size_t>(right)].id));
+    const auto it = merges_.find(
+        PairKey(symbols[static_cast<size_t>(left)].id, symbols[static_cast<size_t>(right)].id));
     if (it != merges_.end()) queue.push(Candidate{it->second.rank, left, it->second.new_id});
   };
   for (size_t i = 0; i + 1 < symbols.size(); ++i) push_pair(static_cast<int32_t>(i));
@@ -231,13 +229,13 @@ absl::StatusOr<std::unique_ptr<BpeModel>> ParseBpeModel(const Json& spec, std::s
   auto type = json_util::GetOptionalString(spec, "type", path);
   if (!type.ok()) return type.status();
   if (type->has_value() && **type != "BPE") {
-    return absl::InvalidArgumentError(absl::StrCat(
-        json_util::Child(path, "type"), ": unsupported model type '", **type,
-        "' (supported: BPE)"));
+    return absl::InvalidArgumentError(absl::StrCat(json_util::Child(path, "type"),
+                                                   ": unsupported model type '", **type,
+                                                   "' (supported: BPE)"));
   }
   if (!type->has_value() && json_util::Find(spec, "merges") == nullptr) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(Sv(path), ": model has no type and no merges (only BPE models are supported)"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        Sv(path), ": model has no type and no merges (only BPE models are supported)"));
   }
   if (const Json* dropout = json_util::Find(spec, "dropout");
       dropout != nullptr && !dropout->is_null() &&

@@ -3,9 +3,9 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "router/tokenizer/string_util.h"
 #include "router/tokenizer/byte_level.h"
 #include "router/tokenizer/json_util.h"
+#include "router/tokenizer/string_util.h"
 
 namespace headroom::router {
 
@@ -22,9 +22,8 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> MakeByteTokenizer(int32_t vocab_size)
   for (int b = 0; b < 256; ++b) vocab[chars[static_cast<size_t>(b)]] = b;
   Json added = Json::array();
   auto special = [](int32_t id, const char* content) {
-    return Json{{"id", id},          {"content", content}, {"single_word", false},
-                {"lstrip", false},   {"rstrip", false},    {"normalized", false},
-                {"special", true}};
+    return Json{{"id", id},        {"content", content},  {"single_word", false}, {"lstrip", false},
+                {"rstrip", false}, {"normalized", false}, {"special", true}};
   };
   if (vocab_size > kByteTokenizerBosId) added.push_back(special(kByteTokenizerBosId, "<|bos|>"));
   if (vocab_size > kByteTokenizerEosId) added.push_back(special(kByteTokenizerEosId, "<|eos|>"));

@@ -3,9 +3,9 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "router/tokenizer/string_util.h"
 #include "router/tokenizer/byte_level.h"
 #include "router/tokenizer/regex_splitter.h"
+#include "router/tokenizer/string_util.h"
 #include "router/tokenizer/utf8.h"
 
 namespace headroom::router {
@@ -30,6 +30,7 @@ class ByteLevelDecoder final : public Decoder {
     }
     tokens.assign(1, utf8::Lossy(bytes));
   }
+  [[nodiscard]] bool UsesByteLevel() const override { return true; }
 };
 
 class MetaspaceDecoder final : public Decoder {
@@ -166,6 +167,12 @@ class SequenceDecoder final : public Decoder {
     }
     return false;
   }
+  [[nodiscard]] bool UsesByteLevel() const override {
+    for (const auto& step : steps_) {
+      if (step->UsesByteLevel()) return true;
+    }
+    return false;
+  }
 
  private:
   std::vector<std::unique_ptr<Decoder>> steps_;
@@ -209,8 +216,8 @@ absl::StatusOr<std::unique_ptr<Decoder>> ParseDecoder(const Json& spec, std::str
     if (!scheme.ok()) return scheme.status();
     if (scheme->has_value()) {
       if (**scheme != "always" && **scheme != "first" && **scheme != "never") {
-        return absl::InvalidArgumentError(absl::StrCat(json_util::Child(path, "prepend_scheme"),
-                                                       ": unknown prepend scheme '", **scheme, "'"));
+        return absl::InvalidArgumentError(absl::StrCat(
+            json_util::Child(path, "prepend_scheme"), ": unknown prepend scheme '", **scheme, "'"));
       }
       strip_first = **scheme != "never";
     } else {

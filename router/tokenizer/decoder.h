@@ -21,6 +21,9 @@ class Decoder {
   // True when the chain contains ByteFallback: `<0xXX>` tokens become raw bytes, and a run of
   // them becomes text only as a whole (a stream must not emit part of an unfinished run).
   [[nodiscard]] virtual bool UsesByteFallback() const { return false; }
+  // True when the chain contains ByteLevel: tokens spell bytes (GPT-2's byte-to-character map),
+  // which it joins and then replaces invalid UTF-8 in.
+  [[nodiscard]] virtual bool UsesByteLevel() const { return false; }
 };
 
 // Builds the decoder at `path` ("decoder"); a JSON null gives nullptr (tokens joined by spaces).

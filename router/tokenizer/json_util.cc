@@ -6,7 +6,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "router/tokenizer/string_util.h"
-#include "router/tokenizer/string_util.h"
 
 namespace headroom::router::json_util {
 

@@ -5,8 +5,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "router/tokenizer/string_util.h"
 #include "router/tokenizer/regex_splitter.h"
+#include "router/tokenizer/string_util.h"
 #include "router/tokenizer/utf8.h"
 #include "utf8proc.h"
 
@@ -28,10 +28,9 @@ class UnicodeNormalizer final : public Normalizer {
   void Normalize(std::string& text) const override {
     if (IsAscii(text)) return;  // every form leaves ASCII unchanged
     utf8proc_uint8_t* out = nullptr;
-    const utf8proc_ssize_t n =
-        utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(text.data()),
-                     static_cast<utf8proc_ssize_t>(text.size()), &out,
-                     static_cast<utf8proc_option_t>(options_));
+    const utf8proc_ssize_t n = utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(text.data()),
+                                            static_cast<utf8proc_ssize_t>(text.size()), &out,
+                                            static_cast<utf8proc_option_t>(options_));
     if (n >= 0 && out != nullptr) {
       text.assign(reinterpret_cast<const char*>(out), static_cast<size_t>(n));
     }
@@ -133,7 +132,8 @@ absl::StatusOr<std::unique_ptr<Normalizer>> ParseNormalizer(const Json& spec,
   if (t == "NFC") return std::make_unique<UnicodeNormalizer>(UTF8PROC_STABLE | UTF8PROC_COMPOSE);
   if (t == "NFD") return std::make_unique<UnicodeNormalizer>(UTF8PROC_STABLE | UTF8PROC_DECOMPOSE);
   if (t == "NFKC") {
-    return std::make_unique<UnicodeNormalizer>(UTF8PROC_STABLE | UTF8PROC_COMPOSE | UTF8PROC_COMPAT);
+    return std::make_unique<UnicodeNormalizer>(UTF8PROC_STABLE | UTF8PROC_COMPOSE |
+                                               UTF8PROC_COMPAT);
   }
   if (t == "NFKD") {
     return std::make_unique<UnicodeNormalizer>(UTF8PROC_STABLE | UTF8PROC_DECOMPOSE |
@@ -146,7 +146,8 @@ absl::StatusOr<std::unique_ptr<Normalizer>> ParseNormalizer(const Json& spec,
   }
   if (t == "Replace") {
     const Json* pattern = json_util::Find(spec, "pattern");
-    if (pattern == nullptr) return json_util::Expected(json_util::Child(path, "pattern"), "a pattern");
+    if (pattern == nullptr)
+      return json_util::Expected(json_util::Child(path, "pattern"), "a pattern");
     auto matcher = ParsePattern(*pattern, json_util::Child(path, "pattern"));
     if (!matcher.ok()) return matcher.status();
     auto content = json_util::GetString(spec, "content", path);

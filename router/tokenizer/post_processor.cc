@@ -2,10 +2,10 @@
 
 #include <string>
 
-#include "absl/strings/str_cat.h"
-#include "router/tokenizer/string_util.h"
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "router/tokenizer/string_util.h"
 
 namespace headroom::router {
 namespace {
@@ -25,7 +25,8 @@ absl::StatusOr<std::vector<int32_t>> TemplateSpecialIds(const Json& spec, const 
   }
   std::vector<int32_t> out;
   for (size_t i = 0; i < ids->size(); ++i) {
-    auto id = json_util::ToTokenId((*ids)[i], json_util::Index(json_util::Child(entry_path, "ids"), i));
+    auto id =
+        json_util::ToTokenId((*ids)[i], json_util::Index(json_util::Child(entry_path, "ids"), i));
     if (!id.ok()) return id.status();
     out.push_back(*id);
   }
@@ -40,8 +41,8 @@ absl::Status ParseTemplate(const Json& spec, std::string_view path, SpecialToken
   // the string form, "<s>:0 $A:0" words.
   std::vector<std::pair<bool, std::string>> items;  // (is_sequence, special name)
   if (single->is_string()) {
-    for (absl::string_view word : absl::StrSplit(single->get_ref<const std::string&>(), ' ',
-                                                absl::SkipEmpty())) {
+    for (absl::string_view word :
+         absl::StrSplit(single->get_ref<const std::string&>(), ' ', absl::SkipEmpty())) {
       const size_t colon = word.rfind(':');
       if (colon != absl::string_view::npos && colon > 0) word = word.substr(0, colon);
       items.emplace_back(absl::StartsWith(word, "$"), std::string(word));

@@ -3,8 +3,8 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "router/tokenizer/string_util.h"
 #include "router/tokenizer/byte_level.h"
+#include "router/tokenizer/string_util.h"
 #include "router/tokenizer/utf8.h"
 
 namespace headroom::router {
@@ -145,8 +145,8 @@ class MetaspacePreTokenizer final : public PreTokenizer {
         }
       }
       const bool starts = q.text.compare(0, replacement_.size(), replacement_) == 0;
-      if (!starts && (scheme_ == PrependScheme::kAlways ||
-                      (scheme_ == PrependScheme::kFirst && p.at_start))) {
+      if (!starts &&
+          (scheme_ == PrependScheme::kAlways || (scheme_ == PrependScheme::kFirst && p.at_start))) {
         q.text.insert(0, replacement_);
       }
       if (!split_) {
@@ -205,8 +205,8 @@ absl::StatusOr<PrependScheme> ParsePrependScheme(const Json& spec, std::string_v
   if (s == "always") return PrependScheme::kAlways;
   if (s == "first") return PrependScheme::kFirst;
   if (s == "never") return PrependScheme::kNever;
-  return absl::InvalidArgumentError(absl::StrCat(json_util::Child(path, "prepend_scheme"),
-                                                 ": unknown prepend scheme '", s, "'"));
+  return absl::InvalidArgumentError(
+      absl::StrCat(json_util::Child(path, "prepend_scheme"), ": unknown prepend scheme '", s, "'"));
 }
 
 }  // namespace
@@ -289,6 +289,5 @@ absl::StatusOr<std::unique_ptr<PreTokenizer>> ParsePreTokenizer(const Json& spec
       absl::StrCat(Sv(path), ": unsupported pre-tokenizer '", t,
                    "' (supported: ByteLevel, Split, Metaspace, Sequence)"));
 }
-
 
 }  // namespace headroom::router

@@ -4,8 +4,8 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "router/tokenizer/string_util.h"
 #include "re2/re2.h"
+#include "router/tokenizer/string_util.h"
 #include "router/tokenizer/utf8.h"
 
 namespace headroom::router {
@@ -140,7 +140,8 @@ absl::StatusOr<std::string> TranslateOnigurumaPattern(std::string_view pattern,
     }
     if (c == '(' && i + 2 < body.size() && body[i + 1] == '?') {
       const char k = body[i + 2];
-      if (k == '=' || k == '!') return Unsupported(pattern, absl::StrCat("lookahead (?", std::string(1, k)));
+      if (k == '=' || k == '!')
+        return Unsupported(pattern, absl::StrCat("lookahead (?", std::string(1, k)));
       if (k == '>') return Unsupported(pattern, "atomic group (?>");
       if (k == '<' && i + 3 < body.size() && (body[i + 3] == '=' || body[i + 3] == '!')) {
         return Unsupported(pattern, "lookbehind (?<");
@@ -168,8 +169,8 @@ absl::StatusOr<std::unique_ptr<RegexMatcher>> RegexMatcher::Create(std::string_v
   options.set_encoding(RE2::Options::EncodingUTF8);
   options.set_log_errors(false);
   options.set_max_mem(int64_t{64} << 20);
-  m->re_ = std::make_unique<re2::RE2>(re2::StringPiece(m->translated_.data(), m->translated_.size()),
-                                      options);
+  m->re_ = std::make_unique<re2::RE2>(
+      re2::StringPiece(m->translated_.data(), m->translated_.size()), options);
   if (!m->re_->ok()) {
     return absl::InvalidArgumentError(absl::StrCat("cannot compile regex '", Sv(pattern),
                                                    "' (as RE2 '", m->translated_,
@@ -193,11 +194,11 @@ absl::StatusOr<std::unique_ptr<RegexMatcher>> RegexMatcher::CreateLiteral(
   RE2::Options options;
   options.set_encoding(RE2::Options::EncodingUTF8);
   options.set_log_errors(false);
-  m->re_ = std::make_unique<re2::RE2>(re2::StringPiece(m->translated_.data(), m->translated_.size()),
-                                      options);
+  m->re_ = std::make_unique<re2::RE2>(
+      re2::StringPiece(m->translated_.data(), m->translated_.size()), options);
   if (!m->re_->ok()) {
-    return absl::InvalidArgumentError(absl::StrCat("cannot compile literal '", Sv(literal), "': ",
-                                                   m->re_->error()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot compile literal '", Sv(literal), "': ", m->re_->error()));
   }
   return m;
 }
@@ -254,10 +255,11 @@ void RegexMatcher::FindAll(std::string_view text, std::vector<ByteRange>& out) c
 }
 
 absl::StatusOr<std::unique_ptr<RegexMatcher>> ParsePattern(const json_util::Json& spec,
-                                                          std::string_view path) {
+                                                           std::string_view path) {
   if (const json_util::Json* s = json_util::Find(spec, "String"); s != nullptr && s->is_string()) {
     const auto& literal = s->get_ref<const std::string&>();
-    if (literal.empty()) return json_util::Expected(json_util::Child(path, "String"), "a non-empty string");
+    if (literal.empty())
+      return json_util::Expected(json_util::Child(path, "String"), "a non-empty string");
     return RegexMatcher::CreateLiteral(literal);
   }
   if (const json_util::Json* r = json_util::Find(spec, "Regex"); r != nullptr && r->is_string()) {

@@ -52,7 +52,7 @@ class RegexMatcher {
 
   std::unique_ptr<re2::RE2> re_;
   std::string translated_;
-  std::string literal_;  // for CreateLiteral: matched with std::string_view::find, not RE2
+  std::string literal_;        // for CreateLiteral: matched with std::string_view::find, not RE2
   int whitespace_group_ = -1;  // capture index of the rewritten `\s+(?!\S)|\s+`, or -1
 };
 
@@ -65,7 +65,7 @@ inline constexpr std::string_view kWhitespaceGroup = "hr_ws";
 
 // Parses a tokenizer.json pattern object: `{"String": literal}` or `{"Regex": pattern}`.
 absl::StatusOr<std::unique_ptr<RegexMatcher>> ParsePattern(const json_util::Json& spec,
-                                                          std::string_view path);
+                                                           std::string_view path);
 
 // True for the code points Oniguruma's `\s` matches (Unicode White_Space).
 [[nodiscard]] bool IsUnicodeWhitespace(char32_t cp);

@@ -5,9 +5,11 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "router/tokenizer/string_util.h"
 #include "absl/strings/str_join.h"
+#include "router/tokenizer/byte_level.h"
+#include "router/tokenizer/decoder.h"
 #include "router/tokenizer/json_util.h"
+#include "router/tokenizer/string_util.h"
 #include "router/tokenizer/utf8.h"
 
 namespace headroom::router {
@@ -93,8 +95,8 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::FromJson(
   if (t->config_.eos_token.has_value()) t->eos_id_ = t->TokenToId(*t->config_.eos_token);
   for (const int32_t id : t->wrap_.prefix) {
     if (id >= t->vocab_size_) {
-      return WithSource(absl::InvalidArgumentError(absl::StrCat(
-                            "post_processor: special token id ", id, " is outside the vocab")),
+      return WithSource(absl::InvalidArgumentError(absl::StrCat("post_processor: special token id ",
+                                                                id, " is outside the vocab")),
                         source);
     }
   }
@@ -160,6 +162,41 @@ absl::StatusOr<std::vector<int32_t>> Tokenizer::Encode(std::string_view text,
 }
 
 std::string Tokenizer::Decode(std::span<const int32_t> ids, const DecodeOptions& options) const {
+  std::string text = DecodeBytes(ids, options);
+  // Decoders without ByteLevel / ByteFallback pass token text through; keep the output valid.
+  if (!utf8::IsValid(text)) text = utf8::Lossy(text);
+  return text;
+}
+
+std::string Tokenizer::TokenBytes(int32_t id) const {
+  // Byte tokens decode to text only together with their neighbours (and invalid UTF-8 becomes
+  // U+FFFD there): their bytes are read off the token itself.
+  if (decoder_ != nullptr && added_.FindById(id) == nullptr) {
+    if (const std::string* token = model_->IdToToken(id); token != nullptr) {
+      std::string bytes;
+      if (decoder_->UsesByteLevel() && byte_level::DecodeToken(*token, bytes)) return bytes;
+      if (decoder_->UsesByteFallback()) {
+        if (const int byte = ByteFallbackValue(*token); byte >= 0) {
+          return std::string(1, static_cast<char>(byte));
+        }
+      }
+    }
+  }
+  // Decoding may treat the first token of a text differently (Metaspace and Strip drop its
+  // leading space): decode the token after a copy of itself and keep what the second one added.
+  const DecodeOptions keep{.skip_special_tokens = false};
+  const int32_t one[] = {id};
+  const int32_t two[] = {id, id};
+  const std::string alone = DecodeBytes(one, keep);
+  const std::string pair = DecodeBytes(two, keep);
+  if (pair.size() >= alone.size() && pair.compare(0, alone.size(), alone) == 0) {
+    return pair.substr(alone.size());
+  }
+  return alone;
+}
+
+std::string Tokenizer::DecodeBytes(std::span<const int32_t> ids,
+                                   const DecodeOptions& options) const {
   std::vector<std::string> tokens;
   tokens.reserve(ids.size());
   for (const int32_t id : ids) {
@@ -171,10 +208,7 @@ std::string Tokenizer::Decode(std::span<const int32_t> ids, const DecodeOptions&
   }
   if (decoder_ == nullptr) return absl::StrJoin(tokens, " ");
   decoder_->DecodeChain(tokens);
-  std::string text = absl::StrJoin(tokens, "");
-  // Decoders without ByteLevel / ByteFallback pass token text through; keep the output valid.
-  if (!utf8::IsValid(text)) text = utf8::Lossy(text);
-  return text;
+  return absl::StrJoin(tokens, "");
 }
 
 std::optional<int32_t> Tokenizer::TokenToId(std::string_view token) const {

@@ -56,12 +56,19 @@ class Tokenizer {
   Tokenizer& operator=(const Tokenizer&) = delete;
 
   // Token ids of `text`. InvalidArgument when `text` is not valid UTF-8 (names the byte offset).
-  [[nodiscard]] absl::StatusOr<std::vector<int32_t>> Encode(std::string_view text,
-                                                            const EncodeOptions& options = {}) const;
+  [[nodiscard]] absl::StatusOr<std::vector<int32_t>> Encode(
+      std::string_view text, const EncodeOptions& options = {}) const;
   // Text of `ids`; ids outside the vocabulary are skipped (as `tokenizers` does). The result is
   // always valid UTF-8 (invalid byte sequences become U+FFFD).
   [[nodiscard]] std::string Decode(std::span<const int32_t> ids,
                                    const DecodeOptions& options = {}) const;
+
+  // The bytes token `id` adds to a text when it follows another token (so a leading space that
+  // decoding drops at the start of a text is kept), as raw bytes: a ByteFallback token gives its
+  // byte, a byte-level token its bytes, even when they are not valid UTF-8 alone. Special tokens
+  // give their content; ids outside the vocabulary give "". For constrained decoding (the worker's
+  // JSON mode matches these bytes).
+  [[nodiscard]] std::string TokenBytes(int32_t id) const;
 
   [[nodiscard]] std::optional<int32_t> TokenToId(std::string_view token) const;
   [[nodiscard]] std::optional<std::string> IdToToken(int32_t id) const;
@@ -85,6 +92,9 @@ class Tokenizer {
   friend absl::StatusOr<std::unique_ptr<Tokenizer>> MakeByteTokenizer(int32_t vocab_size);
 
   void EncodeText(std::string_view text, bool at_start, std::vector<int32_t>& out) const;
+  // Decode before invalid UTF-8 is replaced.
+  [[nodiscard]] std::string DecodeBytes(std::span<const int32_t> ids,
+                                        const DecodeOptions& options) const;
 
   std::unique_ptr<Normalizer> normalizer_;
   std::unique_ptr<PreTokenizer> pre_tokenizer_;

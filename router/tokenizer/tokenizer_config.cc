@@ -3,9 +3,8 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
-#include "router/tokenizer/string_util.h"
-#include "router/tokenizer/string_util.h"
 #include "router/tokenizer/json_util.h"
+#include "router/tokenizer/string_util.h"
 
 namespace headroom::router {
 namespace {
@@ -44,17 +43,19 @@ absl::StatusOr<TokenizerConfig> ParseTokenizerConfig(std::string_view text,
   };
   if (!config.is_object()) return fail(json_util::Expected("(root)", "an object"));
   TokenizerConfig out;
-  for (auto [key, field] : {std::pair<const char*, std::optional<std::string>*>{"bos_token", &out.bos_token},
-                            {"eos_token", &out.eos_token},
-                            {"unk_token", &out.unk_token},
-                            {"pad_token", &out.pad_token}}) {
+  for (auto [key, field] :
+       {std::pair<const char*, std::optional<std::string>*>{"bos_token", &out.bos_token},
+        {"eos_token", &out.eos_token},
+        {"unk_token", &out.unk_token},
+        {"pad_token", &out.pad_token}}) {
     auto value = TokenString(config, key);
     if (!value.ok()) return fail(value.status());
     *field = *value;
   }
-  for (auto [key, field] : {std::pair<const char*, std::optional<bool>*>{"add_bos_token", &out.add_bos_token},
-                            {"add_eos_token", &out.add_eos_token},
-                            {"clean_up_tokenization_spaces", &out.clean_up_tokenization_spaces}}) {
+  for (auto [key, field] :
+       {std::pair<const char*, std::optional<bool>*>{"add_bos_token", &out.add_bos_token},
+        {"add_eos_token", &out.add_eos_token},
+        {"clean_up_tokenization_spaces", &out.clean_up_tokenization_spaces}}) {
     auto value = OptionalBool(config, key);
     if (!value.ok()) return fail(value.status());
     *field = *value;

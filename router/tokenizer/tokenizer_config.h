@@ -33,6 +33,7 @@ struct TokenizerConfig {
 };
 
 // Parses the text of tokenizer_config.json; `source` names the file in errors.
-absl::StatusOr<TokenizerConfig> ParseTokenizerConfig(std::string_view text, std::string_view source);
+absl::StatusOr<TokenizerConfig> ParseTokenizerConfig(std::string_view text,
+                                                     std::string_view source);
 
 }  // namespace headroom::router

@@ -3,7 +3,9 @@
 namespace headroom::router::utf8 {
 namespace {
 
-inline unsigned char At(std::string_view text, size_t i) { return static_cast<unsigned char>(text[i]); }
+inline unsigned char At(std::string_view text, size_t i) {
+  return static_cast<unsigned char>(text[i]);
+}
 
 // Number of bytes in the longest prefix at `pos` that could still start a valid sequence: the
 // "maximal subpart" of an ill-formed sequence (Unicode 15, section 3.9, table 3-7). At least 1.

@@ -58,4 +58,14 @@ TEST(ByteTokenizerTest, StreamsCompleteCharactersOnly) {
 }
 
 }  // namespace
+// Each byte id is that byte, valid UTF-8 alone or not; the special tokens are their content.
+TEST(ByteTokenizerTest, TokenBytesAreTheBytes) {
+  auto tokenizer = MakeByteTokenizer(258);
+  ASSERT_TRUE(tokenizer.ok());
+  EXPECT_EQ((*tokenizer)->TokenBytes('{'), "{");
+  EXPECT_EQ((*tokenizer)->TokenBytes(0xC8), "\xC8");
+  EXPECT_EQ((*tokenizer)->TokenBytes(256), "<|bos|>");
+  EXPECT_EQ((*tokenizer)->TokenBytes(300), "");
+}
+
 }  // namespace headroom::router
