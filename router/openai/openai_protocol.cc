@@ -273,10 +273,14 @@ absl::Status ParseCommon(const Json& obj, ParsedRequest& out) {
   if (const Json* format = Member(obj, "response_format"); format != nullptr) {
     if (!format->is_object()) return WrongType("response_format", "an object", *format);
     const Json* type = Member(*format, "type");
-    if (type != nullptr && !(type->is_string() && type->get_ref<const std::string&>() == "text")) {
+    if (type != nullptr && type->is_string() &&
+        type->get_ref<const std::string&>() == "json_object") {
+      s.set_json_object(true);
+    } else if (type != nullptr &&
+               !(type->is_string() && type->get_ref<const std::string&>() == "text")) {
       return Bad("response_format",
-                 "response_format other than {\"type\": \"text\"} is not "
-                 "supported");
+                 "response_format.type must be \"text\" or \"json_object\" (json_schema is not "
+                 "supported)");
     }
   }
   for (const char* key : {"guided_json", "guided_regex", "guided_grammar"}) {

@@ -116,9 +116,12 @@ absl::StatusOr<ValidatedRequest> ValidateGenerateRequest(const v1::GenerateReque
                                                      tokenizer.vocab_size(), ")"));
     }
   }
-  if (s.guided_choice_size() > 0 && s.allowed_token_ids_size() > 0) {
+  if (int{s.guided_choice_size() > 0} + int{s.allowed_token_ids_size() > 0} +
+          int{s.json_object()} >
+      1) {
     return absl::InvalidArgumentError(
-        "sampling.guided_choice and sampling.allowed_token_ids cannot both be set");
+        "at most one of sampling.guided_choice, sampling.allowed_token_ids and "
+        "sampling.json_object may be set");
   }
   if (s.guided_choice_size() > kMaxGuidedChoices) {
     return absl::InvalidArgumentError(absl::StrCat("sampling.guided_choice has ",
@@ -185,6 +188,7 @@ absl::StatusOr<ValidatedRequest> ValidateGenerateRequest(const v1::GenerateReque
     (*w.mutable_logit_bias())[token] = std::clamp(bias, -100.0f, 100.0f);  // as vLLM
   }
   *w.mutable_allowed_token_ids() = s.allowed_token_ids();
+  w.set_json_object(s.json_object());
   out.stop.assign(s.stop().begin(), s.stop().end());
   out.include_stop_str_in_output = s.include_stop_str_in_output();
   out.cache_salt = request.cache_salt();

@@ -597,6 +597,32 @@ TEST_F(HttpE2eTest, GuidedChoiceAnswersTheChoiceTransformersPrefers) {
   EXPECT_EQ(choice["finish_reason"], "stop");
 }
 
+// OpenAI's response_format json_object: the reply is one JSON object (nlohmann reads it), ending
+// with finish_reason "stop" as it closes, streamed or not; the logit_bias nudges this small
+// random model to close what it opens within max_tokens.
+TEST_F(HttpE2eTest, JsonObjectResponseFormatAnswersAnObject) {
+  const Json bias = {{std::to_string('"'), 6}, {std::to_string(':'), 6}, {std::to_string('}'), 8}};
+  const Json chat = {{"messages", {{{"role", "user"}, {"content", "Answer in JSON"}}}},
+                     {"temperature", 0},
+                     {"max_tokens", 64},
+                     {"logit_bias", bias},
+                     {"response_format", {{"type", "json_object"}}}};
+  HttpResponse response = cluster_->Post("/v1/chat/completions", chat.dump());
+  ASSERT_EQ(response.status, 200) << response.body;
+  const Json reply = Json::parse(response.body)["choices"][0];
+  const std::string content = reply["message"]["content"].get<std::string>();
+  EXPECT_TRUE(Json::parse(content, nullptr, false).is_object()) << content;
+  EXPECT_EQ(reply["finish_reason"], "stop");
+
+  Json stream = chat;
+  stream["stream"] = true;
+  response = cluster_->Post("/v1/chat/completions", stream.dump());
+  ASSERT_EQ(response.status, 200) << response.body;
+  std::string finish;
+  EXPECT_EQ(StreamedText(response, /*chat=*/true, &finish), content);
+  EXPECT_EQ(finish, "stop");
+}
+
 // vLLM's truncate_prompt_tokens keeps the prompt's last k tokens: the answer is the one for
 // those k tokens alone, usage counts k, and a prompt too long for max_model_len fits once cut.
 TEST_F(HttpE2eTest, TruncatePromptTokensAnswersForTheLastKTokens) {
@@ -840,11 +866,11 @@ TEST_F(HttpE2eTest, BadInputGetsTheRightStatusAndAMessageNamingTheFieldAndLimit)
        {"guided_json", "not supported"},
        {kAuth},
        "guided_json"},
-      {"json response_format on completions",
+      {"json_schema response_format",
        "/v1/completions",
-       R"({"prompt": "hi", "response_format": {"type": "json_object"}})",
+       R"({"prompt": "hi", "response_format": {"type": "json_schema", "json_schema": {}}})",
        400,
-       {"response_format"},
+       {"response_format", "json_schema"},
        {kAuth},
        "response_format"},
       {"min_tokens above max_tokens",

@@ -10,10 +10,13 @@
 
 #include <algorithm>
 #include <map>
+#include <memory>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "fixture_model.h"
+#include "nlohmann/json.hpp"
 #include "worker/backend/cpu_backend.h"
 
 namespace headroom::worker {
@@ -426,6 +429,62 @@ TEST(EngineTest, GuidedChoiceGivesExactlyOneWholeChoice) {
   ASSERT_TRUE(engine.ok());
   EXPECT_THAT(std::string((*engine)->AddRequest(r).message()),
               HasSubstr("guided_choice[1] has no tokens"));
+}
+
+// JSON mode, on the fixture's byte vocabulary (each token one byte). Greedy decoding nudged by
+// logit_bias towards closing gives a whole object nlohmann parses, and stops right as it closes;
+// sampled outputs are objects nlohmann parses whenever they stop, and each is cut only by
+// max_tokens otherwise. Without a vocabulary table the worker refuses JSON mode.
+TEST(EngineTest, JsonObjectModeGivesObjectsNlohmannParses) {
+  EngineOptions options = DefaultOptions();
+  auto table = std::make_shared<std::vector<std::string>>(256);
+  for (int i = 0; i < 256; ++i)
+    (*table)[static_cast<size_t>(i)] = std::string(1, static_cast<char>(i));
+  options.token_bytes = table;
+  const auto text_of = [](const std::vector<int32_t>& tokens) {
+    std::string text;
+    for (int32_t t : tokens) text.push_back(static_cast<char>(t));
+    return text;
+  };
+
+  Request r = GreedyRequest(64);
+  r.sampling.json_object = true;
+  r.sampling.logit_bias = {{'"', 6.0f}, {':', 6.0f}, {'}', 8.0f}};
+  RunResult run = RunEngine({r}, options);
+  const std::string greedy = text_of(run.tokens.at(1));
+  const nlohmann::json parsed = nlohmann::json::parse(greedy, nullptr, false);
+  EXPECT_TRUE(parsed.is_object()) << greedy;
+  EXPECT_EQ(run.finish.at(1), FinishReason::kStop) << greedy;
+
+  std::vector<Request> sampled;
+  for (int i = 0; i < 12; ++i) {
+    Request s = r;
+    s.id = RequestId{static_cast<int64_t>(i + 1)};
+    s.sampling.temperature = 1.0f;
+    s.sampling.seed = static_cast<uint64_t>(i);
+    s.sampling.max_tokens = 48;
+    s.sampling.logit_bias = {{'"', 3.0f}, {':', 3.0f}, {'}', 4.0f}};
+    sampled.push_back(s);
+  }
+  run = RunEngine(sampled, options);
+  int stopped = 0;
+  for (int i = 1; i <= 12; ++i) {
+    const std::string text = text_of(run.tokens.at(i));
+    if (run.finish.at(i) == FinishReason::kStop) {
+      ++stopped;
+      EXPECT_TRUE(nlohmann::json::parse(text, nullptr, false).is_object()) << text;
+    } else {
+      EXPECT_EQ(run.finish.at(i), FinishReason::kLength);
+      EXPECT_EQ(run.tokens.at(i).size(), 48u);
+    }
+  }
+  EXPECT_GT(stopped, 0) << "no sampled object closed within 48 tokens";
+
+  CpuBackend backend(1);
+  auto engine = Engine::Create(Fixture().config, Fixture().weights, DefaultOptions(), &backend);
+  ASSERT_TRUE(engine.ok());
+  EXPECT_THAT(std::string((*engine)->AddRequest(r).message()),
+              HasSubstr("json_object needs the tokenizer's vocabulary"));
 }
 
 }  // namespace

@@ -70,8 +70,9 @@ absl::Status ValidateSamplingParams(const SamplingParams& p, int64_t vocab_size)
                                                      " is outside [0, ", vocab_size, ")"));
     }
   }
-  if (!p.guided_choice.empty() && !p.allowed_token_ids.empty()) {
-    return absl::InvalidArgumentError("guided_choice and allowed_token_ids cannot both be set");
+  if (int{!p.guided_choice.empty()} + int{!p.allowed_token_ids.empty()} + int{p.json_object} > 1) {
+    return absl::InvalidArgumentError(
+        "at most one of guided_choice, allowed_token_ids and json_object may be set");
   }
   for (size_t i = 0; i < p.guided_choice.size(); ++i) {
     if (p.guided_choice[i].empty()) {
@@ -193,7 +194,8 @@ absl::Status Engine::AddRequest(Request request) {
                     .min_tokens_banned = {},
                     .bias_tokens = {},
                     .bias_values = {},
-                    .choice_allowed = {},
+                    .json = std::nullopt,
+                    .constrained_allowed = {},
                     .prompt_logprobs = {}};
   if (p.repetition_penalty != 1.0f || p.prompt_logprobs >= 0) sampling.prompt = request.prompt;
   if (p.prompt_logprobs >= 0) sampling.prompt_logprobs.reserve(request.prompt.size());
@@ -211,6 +213,14 @@ absl::Status Engine::AddRequest(Request request) {
   for (const auto& [token, bias] : p.logit_bias) {
     sampling.bias_tokens.push_back(token);
     sampling.bias_values.push_back(bias);
+  }
+  if (p.json_object) {
+    if (options_.token_bytes == nullptr) {
+      return absl::InvalidArgumentError(
+          "response_format json_object needs the tokenizer's vocabulary, and this worker has none "
+          "(its model directory has no tokenizer.json)");
+    }
+    sampling.json.emplace();
   }
   const RequestId id = request.id;
   HR_RETURN_IF_ERROR(scheduler_->AddRequest(std::move(request)));
@@ -238,16 +248,25 @@ absl::StatusOr<std::vector<StepToken>> Engine::Step() {
   // each that samples.
   const absl::Time step_start = absl::Now();
   rows_.clear();
+  row_sampling_.clear();
   for (const ScheduledSequence& seq : plan.sequences) {
     Sampling& s = sampling_.at(seq.id);
     if (s.first_scheduled == absl::InfinitePast()) s.first_scheduled = step_start;
     if (!seq.sample) continue;
+    row_sampling_.push_back(&s);
     const bool below_min_tokens = s.generated < s.params.min_tokens;
     const std::vector<int32_t>* allowed = &s.params.allowed_token_ids;
     if (!s.params.guided_choice.empty()) {
       GuidedChoiceAllowed(s.params.guided_choice, s.output,
-                          GuidedChoiceEnd(s.params, options_.eos_token_id), &s.choice_allowed);
-      allowed = &s.choice_allowed;
+                          GuidedChoiceEnd(s.params, options_.eos_token_id), &s.constrained_allowed);
+      allowed = &s.constrained_allowed;
+    } else if (s.json.has_value()) {
+      JsonAllowedTokens(*s.json, *options_.token_bytes, &s.constrained_allowed);
+      // No token continues the JSON (a vocabulary without some byte it needs): end it with EOS.
+      if (s.constrained_allowed.empty() && options_.eos_token_id >= 0) {
+        s.constrained_allowed.push_back(options_.eos_token_id);
+      }
+      allowed = &s.constrained_allowed;
     }
     rows_.push_back({.temperature = s.params.temperature,
                      .top_k = s.params.top_k,
@@ -293,7 +312,16 @@ absl::StatusOr<std::vector<StepToken>> Engine::Step() {
                                            .top_logprobs = top_logprobs_.data()}));
 
   std::vector<StepToken> out;
-  const std::vector<TokenOutput> updates = scheduler_->Update(plan, tokens_);
+  // JSON mode: the sampled token moves the request's matcher on; a closed object ends the
+  // request, as does a token that adds no bytes (the EOS of a dead end) or one the matcher refuses.
+  constraint_done_.assign(num_rows, 0);
+  for (size_t i = 0; i < num_rows; ++i) {
+    std::optional<JsonMatcher>& json = row_sampling_[i]->json;
+    if (!json.has_value()) continue;
+    const std::string& bytes = (*options_.token_bytes)[static_cast<size_t>(tokens_[i])];
+    if (bytes.empty() || !json->Feed(bytes) || json->Complete()) constraint_done_[i] = 1;
+  }
+  const std::vector<TokenOutput> updates = scheduler_->Update(plan, tokens_, constraint_done_);
   HR_CHECK(updates.size() == num_rows);  // no request can vanish during a step
   for (size_t i = 0; i < num_rows; ++i) {
     StepToken& t = out.emplace_back();

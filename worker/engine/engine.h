@@ -13,6 +13,8 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -25,6 +27,7 @@
 #include "worker/backend/backend.h"
 #include "worker/comm/communicator.h"
 #include "worker/engine/group_message.h"
+#include "worker/engine/json_matcher.h"
 #include "worker/engine/request.h"
 #include "worker/engine/scheduler.h"
 #include "worker/model/checkpoint.h"
@@ -53,6 +56,9 @@ struct EngineOptions {
   uint64_t seed = 0;
   // --scheduling-policy.
   SchedulingPolicy scheduling_policy = SchedulingPolicy::kFcfs;
+  // The bytes each token id adds to a text (Tokenizer::TokenBytes; "" for special tokens and ids
+  // without any), for JSON mode; null: requests with json_object are refused.
+  std::shared_ptr<const std::vector<std::string>> token_bytes = nullptr;
 };
 
 // The buffer sizes the model of an engine with `options` is allocated for (leader and followers
@@ -159,8 +165,10 @@ class Engine {
     // logit_bias, as the sampler takes it.
     std::vector<int32_t> bias_tokens;
     std::vector<float> bias_values;
-    // Guided choice: the tokens the sampler may take this step (rebuilt each step).
-    std::vector<int32_t> choice_allowed;
+    // JSON mode: what the output so far reads as.
+    std::optional<JsonMatcher> json;
+    // Guided choice and JSON mode: the tokens the sampler may take this step (rebuilt each step).
+    std::vector<int32_t> constrained_allowed;
     // Prompt logprobs computed so far (entry i is prompt token i + 1); a recomputation after a
     // preemption does not add them again.
     std::vector<PromptTokenLogprob> prompt_logprobs;
@@ -184,6 +192,10 @@ class Engine {
   ForwardInput input_;
   std::vector<float> logits_;
   std::vector<kernels::cpu::SamplingParams> rows_;
+  // The request of each sampler row (valid during a step).
+  std::vector<Sampling*> row_sampling_;
+  // Per sampler row: its constraint is satisfied and the request must end (Scheduler::Update).
+  std::vector<uint8_t> constraint_done_;
   std::vector<int32_t> tokens_;
   std::vector<float> token_logprobs_;
   std::vector<int32_t> top_ids_;

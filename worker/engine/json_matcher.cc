@@ -271,4 +271,15 @@ bool JsonMatcher::Close(char container) {
   return true;
 }
 
+void JsonAllowedTokens(const JsonMatcher& matcher, const std::vector<std::string>& token_bytes,
+                       std::vector<int32_t>* allowed) {
+  allowed->clear();
+  for (size_t id = 0; id < token_bytes.size(); ++id) {
+    const std::string& bytes = token_bytes[id];
+    if (bytes.empty()) continue;
+    JsonMatcher next = matcher;
+    if (next.Feed(bytes)) allowed->push_back(static_cast<int32_t>(id));
+  }
+}
+
 }  // namespace headroom::worker

@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace headroom::worker {
 
@@ -102,5 +103,10 @@ class JsonMatcher {
   bool want_low_surrogate_ = false;
   int32_t whitespace_run_ = 0;
 };
+
+// Writes to `allowed` (cleared first, ascending) every token id whose bytes (`token_bytes[id]`,
+// Tokenizer::TokenBytes; empty ones never) `matcher` accepts whole.
+void JsonAllowedTokens(const JsonMatcher& matcher, const std::vector<std::string>& token_bytes,
+                       std::vector<int32_t>* allowed);
 
 }  // namespace headroom::worker

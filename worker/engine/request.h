@@ -48,6 +48,10 @@ struct SamplingParams {
   // vLLM's guided_choice, tokenized (worker/engine/guided_choice.h): the output is one of these
   // sequences. Not with allowed_token_ids.
   std::vector<std::vector<int32_t>> guided_choice;
+  // OpenAI's response_format json_object: the output is a JSON object (worker/engine/
+  // json_matcher.h); the request stops once it is closed. Not with guided_choice or
+  // allowed_token_ids.
+  bool json_object = false;
   // vLLM's prompt_logprobs: -1 off; otherwise every prompt token after the first gets its
   // logprob given the tokens before it, with the top-N alternatives (N in [0, 20]). Such a
   // request computes its whole prompt (no prefix-cache hit: cached blocks have no logits).

@@ -228,19 +228,21 @@ FinishReason Scheduler::CheckStop(const Sequence& s, int32_t token) const {
   return FinishReason::kNone;
 }
 
-std::vector<TokenOutput> Scheduler::Update(const StepPlan& plan,
-                                           absl::Span<const int32_t> sampled) {
+std::vector<TokenOutput> Scheduler::Update(const StepPlan& plan, absl::Span<const int32_t> sampled,
+                                           absl::Span<const uint8_t> constraint_done) {
   std::vector<TokenOutput> outputs;
   size_t next = 0;
   for (const ScheduledSequence& seq : plan.sequences) {
     if (!seq.sample) continue;
     HR_CHECK_MSG(next < sampled.size(), "fewer sampled tokens than sequences to sample");
+    const bool done = next < constraint_done.size() && constraint_done[next] != 0;
     const int32_t token = sampled[next++];
     auto it = sequences_.find(seq.id);
     if (it == sequences_.end() || !it->second->running) continue;  // aborted during the step
     Sequence& s = *it->second;
     s.tokens.push_back(token);
-    const FinishReason finish = CheckStop(s, token);
+    FinishReason finish = CheckStop(s, token);
+    if (finish == FinishReason::kNone && done) finish = FinishReason::kStop;
     outputs.push_back({seq.id, token, finish, s.num_preemptions});
     if (finish != FinishReason::kNone) Release(s);
   }

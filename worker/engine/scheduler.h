@@ -90,8 +90,11 @@ class Scheduler {
   [[nodiscard]] StepPlan Schedule();
 
   // Applies the tokens sampled for `plan` (one per sequence with sample == true, in plan order):
-  // appends them, checks stop conditions and releases finished sequences.
-  std::vector<TokenOutput> Update(const StepPlan& plan, absl::Span<const int32_t> sampled);
+  // appends them, checks stop conditions and releases finished sequences. A sequence whose
+  // `constraint_done` entry (same order; may be empty) is nonzero stops (kStop) unless it
+  // finished otherwise: its structured output is whole.
+  std::vector<TokenOutput> Update(const StepPlan& plan, absl::Span<const int32_t> sampled,
+                                  absl::Span<const uint8_t> constraint_done = {});
 
   // Removes a request wherever it is and frees its blocks. False if unknown (or finished).
   bool Abort(RequestId id);

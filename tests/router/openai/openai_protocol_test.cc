@@ -112,8 +112,8 @@ TEST(OpenAiProtocolTest, BadCompletionBodies) {
        "must be a non-empty array"},
       {R"({"prompt": "x", "guided_choice": ["a"], "structured_outputs": {"choice": ["b"]}})",
        "structured_outputs", "not both"},
-      {R"({"prompt": "x", "response_format": {"type": "json_object"}})", "response_format",
-       "response_format other than {\"type\": \"text\"} is not supported"},
+      {R"({"prompt": "x", "response_format": {"type": "json_schema", "json_schema": {}}})",
+       "response_format", "json_schema is not supported"},
   };
   for (const BadBody& c : cases) ExpectBad(ParseCompletionRequest(c.body), c);
 }
@@ -149,8 +149,8 @@ TEST(OpenAiProtocolTest, BadChatBodies) {
       {R"({"messages": [{"role": "user", "content": "x"}], "tools": [{"type": "function"}]})",
        "tools", "tools are not supported"},
       {R"({"messages": [{"role": "user", "content": "x"}],
-           "response_format": {"type": "json_object"}})",
-       "response_format", "not supported"},
+           "response_format": {"type": "yaml"}})",
+       "response_format", "response_format.type must be \"text\" or \"json_object\""},
       {R"({"messages": [{"role": "user", "content": "x"}], "add_generation_prompt": "no"})",
        "add_generation_prompt", "must be a boolean"},
       {R"({"messages": [{"role": "user", "content": "x"}], "echo": true})", "echo",
@@ -336,7 +336,8 @@ TEST(OpenAiProtocolTest, ChatFieldsMapToGenerateRequest) {
   absl::StatusOr<ParsedRequest> r = ParseChatRequest(R"({
     "model": "qwen", "max_tokens": 10, "max_completion_tokens": 20, "logprobs": true,
     "top_logprobs": 5, "stream": false,
-    "structured_outputs": {"choice": ["positive", "negative"], "json": null}, "messages": [
+    "structured_outputs": {"choice": ["positive", "negative"], "json": null},
+    "response_format": {"type": "text"}, "messages": [
       {"role": "system", "content": "Be brief."},
       {"role": "user", "content": [{"type": "text", "text": "Hel"}, {"type": "text", "text": "lo"}]},
       {"role": "assistant", "content": null},

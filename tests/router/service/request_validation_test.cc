@@ -172,7 +172,14 @@ TEST_F(RequestValidationTest, BadRequestsNameTheFieldAndTheNumbers) {
          r.mutable_sampling()->add_guided_choice("yes");
          r.mutable_sampling()->add_allowed_token_ids(3);
        },
-       "sampling.guided_choice and sampling.allowed_token_ids cannot both be set"},
+       "at most one of sampling.guided_choice, sampling.allowed_token_ids and "
+       "sampling.json_object may be set"},
+      {"json_object with guided_choice",
+       [](v1::GenerateRequest& r) {
+         r.mutable_sampling()->add_guided_choice("yes");
+         r.mutable_sampling()->set_json_object(true);
+       },
+       "at most one of"},
       {"guided_choice too many",
        [](v1::GenerateRequest& r) {
          for (int i = 0; i <= kMaxGuidedChoices; ++i) r.mutable_sampling()->add_guided_choice("a");
