@@ -1,0 +1,73 @@
+// JSON mode's per-step cost: JsonAllowedTokens (worker/engine/json_matcher.h) runs a copy of the
+// request's matcher over every token's bytes, once per step and request. Measured on the token
+// bytes of real vocabularies (the fixture tokenizers: GPT-2 50k, Llama-3 128k entries) in three
+// states: inside a string (most tokens continue it), where a value must start (most stop at their
+// first byte), and inside a number. Results: docs/performance.md.
+//   build/main/bench/json_mode_bench
+// Fixtures are read from $HEADROOM_SOURCE_DIR/tests/router/tokenizer/fixtures (default: the source
+// tree this binary was built from).
+#include <cstdint>
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "benchmark/benchmark.h"
+#include "router/tokenizer/tokenizer.h"
+#include "worker/engine/json_matcher.h"
+
+namespace headroom::worker {
+namespace {
+
+std::string FixtureDir(const std::string& name) {
+  const char* env = std::getenv("HEADROOM_SOURCE_DIR");
+  const std::string root = env != nullptr && env[0] != '\0' ? env : HEADROOM_SOURCE_DIR;
+  return root + "/tests/router/tokenizer/fixtures/" + name;
+}
+
+// TokenBytes of every id, special tokens empty (as the worker builds them).
+const std::vector<std::string>& Vocabulary(const std::string& name) {
+  static auto* tables = new std::vector<std::pair<std::string, std::vector<std::string>>>();
+  for (const auto& [n, table] : *tables) {
+    if (n == name) return table;
+  }
+  auto tokenizer = router::Tokenizer::FromDirectory(FixtureDir(name));
+  if (!tokenizer.ok()) std::abort();
+  std::vector<std::string> table(static_cast<size_t>((*tokenizer)->vocab_size()));
+  for (int32_t id = 0; id < (*tokenizer)->vocab_size(); ++id) {
+    if (!(*tokenizer)->IsSpecialToken(id))
+      table[static_cast<size_t>(id)] = (*tokenizer)->TokenBytes(id);
+  }
+  tables->emplace_back(name, std::move(table));
+  return tables->back().second;
+}
+
+void BM_JsonAllowedTokens(benchmark::State& state, const std::string& vocabulary,
+                          const std::string& prefix) {
+  const std::vector<std::string>& table = Vocabulary(vocabulary);
+  JsonMatcher matcher;
+  if (!matcher.Feed(prefix)) std::abort();
+  std::vector<int32_t> allowed;
+  for (auto _ : state) {
+    JsonAllowedTokens(matcher, table, &allowed);
+    benchmark::DoNotOptimize(allowed.data());
+  }
+  state.counters["vocab"] = static_cast<double>(table.size());
+  state.counters["allowed"] = static_cast<double>(allowed.size());
+}
+
+BENCHMARK_CAPTURE(BM_JsonAllowedTokens, gpt2_in_string, "gpt2", R"({"name": "Ad)")
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_JsonAllowedTokens, gpt2_value_start, "gpt2", R"({"name": )")
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_JsonAllowedTokens, gpt2_in_number, "gpt2", R"({"age": 4)")
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_JsonAllowedTokens, llama3_in_string, "llama3", R"({"name": "Ad)")
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_JsonAllowedTokens, llama3_value_start, "llama3", R"({"name": )")
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_JsonAllowedTokens, llama3_in_number, "llama3", R"({"age": 4)")
+    ->Unit(benchmark::kMicrosecond);
+
+}  // namespace
+}  // namespace headroom::worker
