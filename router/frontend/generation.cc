@@ -198,7 +198,6 @@ bool Generation::OnCallDone(int32_t choice, const grpc::Status& status,
                             const std::string& retry_after) {
   bool cancel_others = false;
   bool last = false;
-  bool succeeded = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
     last = --open_ == 0;
@@ -208,7 +207,9 @@ bool Generation::OnCallDone(int32_t choice, const grpc::Status& status,
         answered_ = true;
         cancel_others = !last;
       } else if (last) {
-        succeeded = true;
+        // Counted before the answer goes out, so a client that reads the metrics after it
+        // sees this request (generated_ is final: every call has ended).
+        ReportFinishedPromptsLocked();
         if (!stream_) {
           writer_->Respond(200, kJson, builder_.Body());
         } else {
@@ -225,16 +226,15 @@ bool Generation::OnCallDone(int32_t choice, const grpc::Status& status,
     }
   }
   if (cancel_others) CancelAll();
-  if (succeeded && hooks_.finished_prompt) {
-    // generated_ is final: every call has ended.
-    for (size_t first = 0; first < generated_.size(); first += static_cast<size_t>(n_)) {
-      hooks_.finished_prompt(
-          n_, *std::max_element(
-                  generated_.begin() + static_cast<int64_t>(first),
-                  generated_.begin() + static_cast<int64_t>(first + static_cast<size_t>(n_))));
-    }
-  }
   return last;
+}
+
+void Generation::ReportFinishedPromptsLocked() {
+  if (!hooks_.finished_prompt) return;
+  for (size_t first = 0; first < generated_.size(); first += static_cast<size_t>(n_)) {
+    const auto begin = generated_.begin() + static_cast<std::ptrdiff_t>(first);
+    hooks_.finished_prompt(n_, *std::max_element(begin, begin + n_));
+  }
 }
 
 void Generation::AnswerErrorLocked(int32_t choice, const grpc::Status& status,

@@ -46,8 +46,9 @@ struct GenerationHooks {
   std::function<bool()> shutting_down;
   // Runs once, after the last call ended and the answer was written.
   std::function<void()> ended;
-  // Runs for each prompt once all its n samples finished (not when the request failed):
-  // `max_generation_tokens` is the most tokens one sample generated. May be empty.
+  // Runs for each prompt once all its n samples finished (not when the request failed), before
+  // the answer is written: `max_generation_tokens` is the most tokens one sample generated. May
+  // be empty.
   std::function<void(int32_t n, int64_t max_generation_tokens)> finished_prompt;
 };
 
@@ -73,6 +74,8 @@ class Generation : public std::enable_shared_from_this<Generation> {
   void OnMessage(int32_t choice, const v1::GenerateResponse& message);
   // Returns true for the last call (the caller then runs hooks_.ended).
   bool OnCallDone(int32_t choice, const grpc::Status& status, const std::string& retry_after);
+  // Every call ended OK: reports each prompt to hooks_.finished_prompt (mu_ held).
+  void ReportFinishedPromptsLocked();
   // Writes the error answer for `status` (mu_ held, nothing answered yet).
   void AnswerErrorLocked(int32_t choice, const grpc::Status& status,
                          const std::string& retry_after);

@@ -149,6 +149,70 @@ absl::StatusOr<int32_t> TopLogprobsValue(const Json& v, std::string_view param) 
   return static_cast<int32_t>(n);
 }
 
+// Structured output: OpenAI's response_format (text or json_object) and vLLM's guided_choice /
+// structured_outputs ({"choice": [...]} or {"json_object": true}). The other kinds (a JSON schema,
+// a regex, a grammar) are refused: generating without the constraint would silently differ from
+// what was asked.
+absl::Status ParseStructuredOutput(const Json& obj, v1::SamplingParams& s) {
+  if (const Json* format = Member(obj, "response_format"); format != nullptr) {
+    if (!format->is_object()) return WrongType("response_format", "an object", *format);
+    const Json* type = Member(*format, "type");
+    if (type != nullptr && type->is_string() &&
+        type->get_ref<const std::string&>() == "json_object") {
+      s.set_json_object(true);
+    } else if (type != nullptr &&
+               !(type->is_string() && type->get_ref<const std::string&>() == "text")) {
+      return Bad("response_format",
+                 "response_format.type must be \"text\" or \"json_object\" (json_schema is not "
+                 "supported)");
+    }
+  }
+  for (const char* key : {"guided_json", "guided_regex", "guided_grammar"}) {
+    if (Member(obj, key) != nullptr) {
+      return Bad(key, absl::StrCat(key,
+                                   " (structured output) is not supported (guided_choice and "
+                                   "json_object are)"));
+    }
+  }
+  const Json* choice = Member(obj, "guided_choice");
+  std::string choice_path = "guided_choice";
+  if (const Json* structured = Member(obj, "structured_outputs"); structured != nullptr) {
+    if (!structured->is_object()) return WrongType("structured_outputs", "an object", *structured);
+    for (const auto& [key, value] : structured->items()) {
+      if (value.is_null()) continue;
+      if (key == "json_object") {
+        if (!value.is_boolean()) {
+          return WrongType("structured_outputs.json_object", "a boolean", value);
+        }
+        if (value.get<bool>()) s.set_json_object(true);
+        continue;
+      }
+      if (key != "choice") {
+        return Bad(absl::StrCat("structured_outputs.", key),
+                   absl::StrCat("structured_outputs.", key,
+                                " is not supported (choice and json_object are)"));
+      }
+      if (choice != nullptr) {
+        return Bad("structured_outputs",
+                   "give guided_choice or structured_outputs.choice, not both");
+      }
+      choice = &value;
+      choice_path = "structured_outputs.choice";
+    }
+  }
+  if (choice != nullptr) {
+    if (!choice->is_array() || choice->empty()) {
+      return Bad(choice_path, absl::StrCat(choice_path, " must be a non-empty array of strings"));
+    }
+    for (size_t i = 0; i < choice->size(); ++i) {
+      const Json& c = (*choice)[i];
+      if (!c.is_string()) return WrongType(Path(choice_path, i), "a string", c);
+      s.add_guided_choice(c.get<std::string>());  // emptiness and size checked with the rest
+    }
+  }
+  return absl::OkStatus();
+}
+
 // The fields both endpoints share: model, sampling, stream, n, penalties, cache_salt.
 absl::Status ParseCommon(const Json& obj, ParsedRequest& out) {
   v1::GenerateRequest& g = out.generate;
@@ -268,57 +332,7 @@ absl::Status ParseCommon(const Json& obj, ParsedRequest& out) {
       s.add_allowed_token_ids(id);
     }
   }
-  // vLLM's structured-output fields: generating without the constraint would silently differ
-  // from what was asked.
-  if (const Json* format = Member(obj, "response_format"); format != nullptr) {
-    if (!format->is_object()) return WrongType("response_format", "an object", *format);
-    const Json* type = Member(*format, "type");
-    if (type != nullptr && type->is_string() &&
-        type->get_ref<const std::string&>() == "json_object") {
-      s.set_json_object(true);
-    } else if (type != nullptr &&
-               !(type->is_string() && type->get_ref<const std::string&>() == "text")) {
-      return Bad("response_format",
-                 "response_format.type must be \"text\" or \"json_object\" (json_schema is not "
-                 "supported)");
-    }
-  }
-  for (const char* key : {"guided_json", "guided_regex", "guided_grammar"}) {
-    if (Member(obj, key) != nullptr) {
-      return Bad(key,
-                 absl::StrCat(key, " (structured output) is not supported (guided_choice is)"));
-    }
-  }
-  // Guided choice: vLLM's guided_choice, or its newer structured_outputs {"choice": [...]}.
-  const Json* choice = Member(obj, "guided_choice");
-  std::string choice_path = "guided_choice";
-  if (const Json* structured = Member(obj, "structured_outputs"); structured != nullptr) {
-    if (!structured->is_object()) return WrongType("structured_outputs", "an object", *structured);
-    for (const auto& [key, value] : structured->items()) {
-      if (value.is_null()) continue;
-      if (key != "choice") {
-        return Bad(absl::StrCat("structured_outputs.", key),
-                   absl::StrCat("structured_outputs.", key,
-                                " is not supported (structured_outputs.choice is)"));
-      }
-      if (choice != nullptr) {
-        return Bad("structured_outputs",
-                   "give guided_choice or structured_outputs.choice, not both");
-      }
-      choice = &value;
-      choice_path = "structured_outputs.choice";
-    }
-  }
-  if (choice != nullptr) {
-    if (!choice->is_array() || choice->empty()) {
-      return Bad(choice_path, absl::StrCat(choice_path, " must be a non-empty array of strings"));
-    }
-    for (size_t i = 0; i < choice->size(); ++i) {
-      const Json& c = (*choice)[i];
-      if (!c.is_string()) return WrongType(Path(choice_path, i), "a string", c);
-      s.add_guided_choice(c.get<std::string>());  // emptiness and size checked with the rest
-    }
-  }
+  if (absl::Status st = ParseStructuredOutput(obj, s); !st.ok()) return st;
 
   HEADROOM_OPENAI_ASSIGN(stream, OptBool(obj, "stream"));
   out.stream = stream.value_or(false);

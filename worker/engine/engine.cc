@@ -123,6 +123,12 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const ModelConfig& config
     return absl::InvalidArgumentError(
         absl::StrCat("watermark must be in [0, 1), got ", o.watermark));
   }
+  if (o.token_bytes != nullptr &&
+      static_cast<int64_t>(o.token_bytes->size()) != config.vocab_size) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the token byte table has ", o.token_bytes->size(),
+                     " entries for a vocabulary of ", config.vocab_size));
+  }
   std::unique_ptr<Engine> engine(new Engine(o, backend, comm));
   const int32_t usable = o.num_kv_blocks - 1;
   HR_ASSIGN_OR_RETURN(

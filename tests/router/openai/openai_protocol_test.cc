@@ -362,6 +362,22 @@ TEST(OpenAiProtocolTest, ChatFieldsMapToGenerateRequest) {
   EXPECT_EQ(r->messages[3].content, "again");
 }
 
+// JSON mode is OpenAI's response_format json_object or vLLM's structured_outputs.json_object.
+TEST(OpenAiProtocolTest, JsonObjectFromEitherField) {
+  for (const char* body : {R"({"prompt": "x", "response_format": {"type": "json_object"}})",
+                           R"({"prompt": "x", "structured_outputs": {"json_object": true}})"}) {
+    absl::StatusOr<ParsedRequest> r = ParseCompletionRequest(body);
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_TRUE(r->generate.sampling().json_object()) << body;
+  }
+  absl::StatusOr<ParsedRequest> plain =
+      ParseCompletionRequest(R"({"prompt": "x", "response_format": {"type": "text"}})");
+  ASSERT_TRUE(plain.ok());
+  EXPECT_FALSE(plain->generate.sampling().json_object());
+  EXPECT_FALSE(
+      ParseCompletionRequest(R"({"prompt": "x", "structured_outputs": {"json_object": 1}})").ok());
+}
+
 TEST(OpenAiProtocolTest, ChatMaxTokensAloneAndNoLogprobs) {
   absl::StatusOr<ParsedRequest> r = ParseChatRequest(
       R"({"messages": [{"role": "user", "content": "x"}], "max_tokens": 12, "logprobs": false,
