@@ -145,6 +145,20 @@ std::string StreamedText(const HttpResponse& response, bool chat, std::string* f
   return text;
 }
 
+// The first prompt of the llama-gqa fixture that has transformers' logits: its ids and the
+// logits of the token after it.
+bool FixturePromptWithNextLogits(std::vector<int32_t>* ids, std::vector<double>* next) {
+  std::ifstream in(worker::testdata::FixtureDir("llama-gqa") / "expected.json");
+  const Json expected = Json::parse(in);
+  for (const Json& prompt : expected["prompts"]) {
+    if (!prompt.contains("logits")) continue;
+    *ids = prompt["ids"].get<std::vector<int32_t>>();
+    *next = prompt["logits"][ids->size() - 1].get<std::vector<double>>();
+    return !ids->empty();
+  }
+  return false;
+}
+
 class HttpE2eTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
@@ -467,23 +481,13 @@ TEST_F(HttpE2eTest, PromptLogprobsMatchTransformersOverHttpAndGrpc) {
   EXPECT_TRUE(reader->Finish().ok());
 }
 
-// One bad prompt of a list fails the whole request with a real 400 naming it, streamed or not:
-// no partial answer, and the other prompts' calls are cancelled.
 // vLLM's allowed_token_ids: greedy picks the allowed token transformers ranks highest (the
 // model's top two are left out), every later token is allowed too, and the logprob reported is
 // the unrestricted distribution's; the HTTP field gives the same text as the gRPC one.
 TEST_F(HttpE2eTest, AllowedTokenIdsChooseAmongThemAsTransformersRanksThem) {
-  std::ifstream in(worker::testdata::FixtureDir("llama-gqa") / "expected.json");
-  const Json expected = Json::parse(in);
   std::vector<int32_t> ids;
   std::vector<double> next;  // transformers' logits of the token after the prompt
-  for (const Json& prompt : expected["prompts"]) {
-    if (!prompt.contains("logits")) continue;
-    ids = prompt["ids"].get<std::vector<int32_t>>();
-    next = prompt["logits"][ids.size() - 1].get<std::vector<double>>();
-    break;
-  }
-  ASSERT_FALSE(ids.empty()) << "the fixture has no prompt logits";
+  ASSERT_TRUE(FixturePromptWithNextLogits(&ids, &next)) << "the fixture has no prompt logits";
   std::vector<int32_t> order(next.size());
   std::iota(order.begin(), order.end(), 0);
   std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
@@ -537,17 +541,9 @@ TEST_F(HttpE2eTest, AllowedTokenIdsChooseAmongThemAsTransformersRanksThem) {
 // (later tokens are forced), ending with finish_reason "stop"; sampled answers are each a whole
 // choice; chat takes structured_outputs.choice.
 TEST_F(HttpE2eTest, GuidedChoiceAnswersTheChoiceTransformersPrefers) {
-  std::ifstream in(worker::testdata::FixtureDir("llama-gqa") / "expected.json");
-  const Json expected = Json::parse(in);
   std::vector<int32_t> ids;
   std::vector<double> next;  // transformers' logits of the token after the prompt
-  for (const Json& prompt : expected["prompts"]) {
-    if (!prompt.contains("logits")) continue;
-    ids = prompt["ids"].get<std::vector<int32_t>>();
-    next = prompt["logits"][ids.size() - 1].get<std::vector<double>>();
-    break;
-  }
-  ASSERT_FALSE(ids.empty()) << "the fixture has no prompt logits";
+  ASSERT_TRUE(FixturePromptWithNextLogits(&ids, &next)) << "the fixture has no prompt logits";
   // The two printable ASCII bytes (one token each) transformers ranks highest.
   std::vector<int32_t> printable;
   for (int32_t t = 'a'; t <= 'z'; ++t) printable.push_back(t);
@@ -650,6 +646,8 @@ TEST_F(HttpE2eTest, TruncatePromptTokensAnswersForTheLastKTokens) {
       << "300 + 8 tokens do not fit max_model_len 256 uncut";
 }
 
+// One bad prompt of a list fails the whole request with a real 400 naming it, streamed or not:
+// no partial answer, and the other prompts' calls are cancelled.
 TEST_F(HttpE2eTest, OneBadPromptOfAListFailsTheWholeRequestWithA400NamingIt) {
   for (const bool stream : {false, true}) {
     const Json request = {{"prompt", Json::array({Json("Hello world"), Json::array({5, 9999})})},
