@@ -2,9 +2,13 @@
 
 Usage: openai_client_check.py BASE_URL API_KEY
 Checks completions and chat, streaming and not, agree with each other at temperature 0, that
-usage is reported, that n > 1 gives n indexed choices, that echo + logprobs scores the prompt, and that a bad request surfaces as openai.BadRequestError naming the field.
+usage is reported, that n > 1 gives n indexed choices, that echo + logprobs scores the prompt,
+that response_format json_object answers what Python's json module reads as an object, that
+vLLM's guided_choice (extra_body) answers one of the choices, and that a bad request surfaces as
+openai.BadRequestError naming the field.
 Exits non-zero with the failed check on stderr.
 """
+import json
 import sys
 
 import openai
@@ -71,6 +75,20 @@ def main():
             pieces.append(chunk.choices[0].delta.content)
     check("".join(pieces) == reply, f"streamed chat {''.join(pieces)!r} != {reply!r}")
     check(usage is not None and usage.completion_tokens == 16, f"stream usage {usage}")
+
+    # JSON mode; the bias nudges this small random model to close what it opens.
+    bias = {str(ord(c)): b for c, b in (('"', 6), (":", 6), ("}", 8))}
+    structured = client.chat.completions.create(
+        model=model, messages=messages, max_tokens=64, temperature=0, logit_bias=bias,
+        response_format={"type": "json_object"})
+    content = structured.choices[0].message.content
+    check(isinstance(json.loads(content), dict), f"json_object content {content!r}")
+    check(structured.choices[0].finish_reason == "stop", f"finish {structured.choices[0]}")
+
+    picked = client.completions.create(model=model, prompt="Colour:", max_tokens=16,
+                                       temperature=0,
+                                       extra_body={"guided_choice": ["red", "green", "blue"]})
+    check(picked.choices[0].text in ("red", "green", "blue"), f"choice {picked.choices[0].text!r}")
 
     try:
         client.completions.create(model=model, prompt="hi", max_tokens=0)
