@@ -8,6 +8,7 @@
 // tree this binary was built from).
 #include <cstdint>
 #include <cstdlib>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -25,26 +26,32 @@ std::string FixtureDir(const std::string& name) {
   return root + "/tests/router/tokenizer/fixtures/" + name;
 }
 
-// TokenBytes of every id, special tokens empty (as the worker builds them).
-const std::vector<std::string>& Vocabulary(const std::string& name) {
-  static auto* tables = new std::vector<std::pair<std::string, std::vector<std::string>>>();
-  for (const auto& [n, table] : *tables) {
-    if (n == name) return table;
-  }
-  auto tokenizer = router::Tokenizer::FromDirectory(FixtureDir(name));
+// TokenBytes of every id, special tokens empty (as the worker builds them); "llama3x100" is the
+// Llama-3 fixture's table repeated 100 times (126k entries, the size of the real vocabulary with
+// the fixture's mix of tokens).
+const JsonVocabulary& Vocabulary(const std::string& name) {
+  static auto* tables = new std::map<std::string, JsonVocabulary>();  // node-based: stable refs
+  if (auto it = tables->find(name); it != tables->end()) return it->second;
+  const bool repeated = name == "llama3x100";
+  auto tokenizer = router::Tokenizer::FromDirectory(FixtureDir(repeated ? "llama3" : name));
   if (!tokenizer.ok()) std::abort();
   std::vector<std::string> table(static_cast<size_t>((*tokenizer)->vocab_size()));
   for (int32_t id = 0; id < (*tokenizer)->vocab_size(); ++id) {
-    if (!(*tokenizer)->IsSpecialToken(id))
+    if (!(*tokenizer)->IsSpecialToken(id)) {
       table[static_cast<size_t>(id)] = (*tokenizer)->TokenBytes(id);
+    }
   }
-  tables->emplace_back(name, std::move(table));
-  return tables->back().second;
+  if (repeated) {
+    std::vector<std::string> many;
+    for (int copy = 0; copy < 100; ++copy) many.insert(many.end(), table.begin(), table.end());
+    table = std::move(many);
+  }
+  return tables->emplace(name, JsonVocabulary(std::move(table))).first->second;
 }
 
 void BM_JsonAllowedTokens(benchmark::State& state, const std::string& vocabulary,
                           const std::string& prefix) {
-  const std::vector<std::string>& table = Vocabulary(vocabulary);
+  const JsonVocabulary& table = Vocabulary(vocabulary);
   JsonMatcher matcher;
   if (!matcher.Feed(prefix)) std::abort();
   std::vector<int32_t> allowed;
@@ -52,7 +59,7 @@ void BM_JsonAllowedTokens(benchmark::State& state, const std::string& vocabulary
     JsonAllowedTokens(matcher, table, &allowed);
     benchmark::DoNotOptimize(allowed.data());
   }
-  state.counters["vocab"] = static_cast<double>(table.size());
+  state.counters["vocab"] = static_cast<double>(table.token_bytes().size());
   state.counters["allowed"] = static_cast<double>(allowed.size());
 }
 
@@ -67,6 +74,12 @@ BENCHMARK_CAPTURE(BM_JsonAllowedTokens, llama3_in_string, "llama3", R"({"name": 
 BENCHMARK_CAPTURE(BM_JsonAllowedTokens, llama3_value_start, "llama3", R"({"name": )")
     ->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_JsonAllowedTokens, llama3_in_number, "llama3", R"({"age": 4)")
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_JsonAllowedTokens, llama3x100_in_string, "llama3x100", R"({"name": "Ad)")
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_JsonAllowedTokens, llama3x100_value_start, "llama3x100", R"({"name": )")
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_JsonAllowedTokens, llama3x100_in_number, "llama3x100", R"({"age": 4)")
     ->Unit(benchmark::kMicrosecond);
 
 }  // namespace

@@ -272,17 +272,17 @@ absl::Status RunFollower(const FlagSet& flags, std::ostream& err) {
 // is one (special tokens: none), else the byte tokenizer's (ids 0..255 are the bytes), which is
 // what a router without --tokenizer uses for dummy models and checkpoints without one. Null, with
 // a warning, when tokenizer.json does not load: the worker serves, refusing JSON mode.
-std::shared_ptr<const std::vector<std::string>> LoadTokenBytes(const std::string& model,
-                                                               int64_t vocab_size,
-                                                               std::ostream& err) {
-  auto bytes = std::make_shared<std::vector<std::string>>(static_cast<size_t>(vocab_size));
+std::shared_ptr<const worker::JsonVocabulary> LoadJsonVocabulary(const std::string& model,
+                                                                 int64_t vocab_size,
+                                                                 std::ostream& err) {
+  std::vector<std::string> bytes(static_cast<size_t>(vocab_size));
   const std::filesystem::path file = std::filesystem::path(model) / "tokenizer.json";
   std::error_code exists_error;
   if (model.rfind("dummy:", 0) == 0 || !std::filesystem::exists(file, exists_error)) {
     for (int64_t id = 0; id < std::min<int64_t>(vocab_size, 256); ++id) {
-      (*bytes)[static_cast<size_t>(id)] = std::string(1, static_cast<char>(id));
+      bytes[static_cast<size_t>(id)] = std::string(1, static_cast<char>(id));
     }
-    return bytes;
+    return std::make_shared<const worker::JsonVocabulary>(std::move(bytes));
   }
   absl::StatusOr<std::unique_ptr<router::Tokenizer>> tokenizer =
       router::Tokenizer::FromDirectory(model);
@@ -294,10 +294,10 @@ std::shared_ptr<const std::vector<std::string>> LoadTokenBytes(const std::string
   for (int64_t id = 0; id < vocab_size; ++id) {
     const auto token = static_cast<int32_t>(id);
     if (!(*tokenizer)->IsSpecialToken(token)) {
-      (*bytes)[static_cast<size_t>(id)] = (*tokenizer)->TokenBytes(token);
+      bytes[static_cast<size_t>(id)] = (*tokenizer)->TokenBytes(token);
     }
   }
-  return bytes;
+  return std::make_shared<const worker::JsonVocabulary>(std::move(bytes));
 }
 
 // A group of one, or rank 0 of a group: serves headroom.v1.Worker and leads the followers.
@@ -306,7 +306,7 @@ absl::Status Serve(const FlagSet& flags, const sigset_t& stop_signals, std::ostr
   HR_ASSIGN_OR_RETURN(const EngineSetup setup, ParseEngineSetup(flags));
   const std::string& model = setup.model;
   worker::EngineOptions options = setup.options;
-  options.token_bytes = LoadTokenBytes(model, setup.config.vocab_size, err);
+  options.json_vocabulary = LoadJsonVocabulary(model, setup.config.vocab_size, err);
   const int64_t drain_timeout_s = *flags.GetInt64("drain-timeout-s");
   const int64_t port = *flags.GetInt64("port");
   if (port < 0 || port > 65535) {

@@ -437,10 +437,10 @@ TEST(EngineTest, GuidedChoiceGivesExactlyOneWholeChoice) {
 // max_tokens otherwise. Without a vocabulary table the worker refuses JSON mode.
 TEST(EngineTest, JsonObjectModeGivesObjectsNlohmannParses) {
   EngineOptions options = DefaultOptions();
-  auto table = std::make_shared<std::vector<std::string>>(256);
+  std::vector<std::string> table(256);
   for (int i = 0; i < 256; ++i)
-    (*table)[static_cast<size_t>(i)] = std::string(1, static_cast<char>(i));
-  options.token_bytes = table;
+    table[static_cast<size_t>(i)] = std::string(1, static_cast<char>(i));
+  options.json_vocabulary = std::make_shared<const JsonVocabulary>(std::move(table));
   const auto text_of = [](const std::vector<int32_t>& tokens) {
     std::string text;
     for (int32_t t : tokens) text.push_back(static_cast<char>(t));

@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <optional>
 #include <random>
 #include <string>
@@ -219,6 +220,50 @@ TEST(JsonMatcherTest, DepthAndWhitespaceRunsAreBounded) {
   EXPECT_TRUE(Reads("[    1,    2", shallow));
   EXPECT_FALSE(Reads("[     1", shallow));
   EXPECT_TRUE(Reads("[\"     \"", shallow)) << "spaces inside a string are text";
+}
+
+// JsonAllowedTokens (which skips tokens by first byte and allows string text untried) gives
+// exactly the tokens a copy of the matcher accepts whole, in every state met along random
+// documents, over a vocabulary of every byte, tricky tokens (escapes, split UTF-8, quotes with
+// structure) and random strings of JSON's bytes.
+TEST(JsonMatcherTest, AllowedTokensAreExactlyThoseTheMatcherAccepts) {
+  std::mt19937_64 rng(99);
+  std::vector<std::string> tokens = {"",         "\",\"",    "\\u", "\\ud83d", "\\ude42", "\\n",
+                                     "\xE2\x82", "\x82\xAC", " \"", "\":",     "}}",      "true",
+                                     "e+1",      "\"}",      "ing", " the",    "\\",      "\\\"",
+                                     "0.5",      "-",        "[\"", "\u00e9",  "\x80",    "nul"};
+  for (int b = 0; b < 256; ++b) tokens.emplace_back(1, static_cast<char>(b));
+  const std::string alphabet = "{}[]:,\"\\ \nabcdefnrtu0123456789-+.eE\xC3\xA9\xE2\x82\xAC\xED";
+  for (int i = 0; i < 3000; ++i) {
+    std::string token;
+    for (size_t n = 1 + rng() % 6; n > 0; --n) token.push_back(alphabet[rng() % alphabet.size()]);
+    tokens.push_back(token);
+  }
+  const JsonVocabulary vocabulary(tokens);
+  std::vector<int32_t> allowed;
+  int states = 0;
+  for (int doc = 0; doc < 40; ++doc) {
+    const std::string text =
+        Json{{"k", RandomValue(rng, 0)}, {"l", RandomValue(rng, 1)}}.dump(doc % 2 == 0 ? -1 : 2);
+    JsonMatcher matcher;
+    for (size_t i = 0; i <= text.size() && !matcher.Complete(); ++i) {
+      JsonAllowedTokens(matcher, vocabulary, &allowed);
+      std::sort(allowed.begin(), allowed.end());
+      std::vector<int32_t> expected;
+      for (size_t id = 0; id < tokens.size(); ++id) {
+        JsonMatcher next = matcher;
+        if (!tokens[id].empty() && next.Feed(tokens[id])) {
+          expected.push_back(static_cast<int32_t>(id));
+        }
+      }
+      ASSERT_EQ(allowed, expected) << "after " << Json(text.substr(0, i)).dump(-1, ' ', true);
+      ++states;
+      if (i < text.size()) {
+        ASSERT_TRUE(matcher.Feed(static_cast<uint8_t>(text[i])));
+      }
+    }
+  }
+  EXPECT_GT(states, 1000);
 }
 
 }  // namespace

@@ -123,10 +123,10 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const ModelConfig& config
     return absl::InvalidArgumentError(
         absl::StrCat("watermark must be in [0, 1), got ", o.watermark));
   }
-  if (o.token_bytes != nullptr &&
-      static_cast<int64_t>(o.token_bytes->size()) != config.vocab_size) {
+  if (o.json_vocabulary != nullptr &&
+      static_cast<int64_t>(o.json_vocabulary->token_bytes().size()) != config.vocab_size) {
     return absl::InvalidArgumentError(
-        absl::StrCat("the token byte table has ", o.token_bytes->size(),
+        absl::StrCat("the token byte table has ", o.json_vocabulary->token_bytes().size(),
                      " entries for a vocabulary of ", config.vocab_size));
   }
   std::unique_ptr<Engine> engine(new Engine(o, backend, comm));
@@ -221,7 +221,7 @@ absl::Status Engine::AddRequest(Request request) {
     sampling.bias_values.push_back(bias);
   }
   if (p.json_object) {
-    if (options_.token_bytes == nullptr) {
+    if (options_.json_vocabulary == nullptr) {
       return absl::InvalidArgumentError(
           "response_format json_object needs the tokenizer's vocabulary, and this worker has none "
           "(its model directory has no tokenizer.json)");
@@ -267,7 +267,7 @@ absl::StatusOr<std::vector<StepToken>> Engine::Step() {
                           GuidedChoiceEnd(s.params, options_.eos_token_id), &s.constrained_allowed);
       allowed = &s.constrained_allowed;
     } else if (s.json.has_value()) {
-      JsonAllowedTokens(*s.json, *options_.token_bytes, &s.constrained_allowed);
+      JsonAllowedTokens(*s.json, *options_.json_vocabulary, &s.constrained_allowed);
       // No token continues the JSON (a vocabulary without some byte it needs): end it with EOS.
       if (s.constrained_allowed.empty() && options_.eos_token_id >= 0) {
         s.constrained_allowed.push_back(options_.eos_token_id);
@@ -324,7 +324,8 @@ absl::StatusOr<std::vector<StepToken>> Engine::Step() {
   for (size_t i = 0; i < num_rows; ++i) {
     std::optional<JsonMatcher>& json = row_sampling_[i]->json;
     if (!json.has_value()) continue;
-    const std::string& bytes = (*options_.token_bytes)[static_cast<size_t>(tokens_[i])];
+    const std::string& bytes =
+        options_.json_vocabulary->token_bytes()[static_cast<size_t>(tokens_[i])];
     if (bytes.empty() || !json->Feed(bytes) || json->Complete()) constraint_done_[i] = 1;
   }
   const std::vector<TokenOutput> updates = scheduler_->Update(plan, tokens_, constraint_done_);

@@ -56,9 +56,9 @@ struct EngineOptions {
   uint64_t seed = 0;
   // --scheduling-policy.
   SchedulingPolicy scheduling_policy = SchedulingPolicy::kFcfs;
-  // The bytes each token id adds to a text (Tokenizer::TokenBytes; "" for special tokens and ids
-  // without any), for JSON mode; null: requests with json_object are refused.
-  std::shared_ptr<const std::vector<std::string>> token_bytes = nullptr;
+  // The vocabulary's token bytes (Tokenizer::TokenBytes; "" for special tokens and ids without
+  // any), for JSON mode; null: requests with json_object are refused.
+  std::shared_ptr<const JsonVocabulary> json_vocabulary = nullptr;
 };
 
 // The buffer sizes the model of an engine with `options` is allocated for (leader and followers

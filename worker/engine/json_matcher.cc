@@ -1,5 +1,7 @@
 #include "worker/engine/json_matcher.h"
 
+#include <utility>
+
 namespace headroom::worker {
 namespace {
 
@@ -271,14 +273,52 @@ bool JsonMatcher::Close(char container) {
   return true;
 }
 
-void JsonAllowedTokens(const JsonMatcher& matcher, const std::vector<std::string>& token_bytes,
+JsonVocabulary::JsonVocabulary(std::vector<std::string> token_bytes)
+    : bytes_(std::move(token_bytes)), by_first_byte_(256), other_by_first_byte_(256) {
+  JsonMatcher in_string(JsonMatcher::Options{.object_only = false});
+  const bool opened = in_string.Feed('"');
+  (void)opened;  // a string may always start a document
+  for (size_t id = 0; id < bytes_.size(); ++id) {
+    const std::string& bytes = bytes_[id];
+    if (bytes.empty()) continue;
+    const auto token = static_cast<int32_t>(id);
+    by_first_byte_[static_cast<uint8_t>(bytes[0])].push_back(token);
+    JsonMatcher m = in_string;
+    bool text = true;
+    for (const char c : bytes) {
+      if (!m.Feed(static_cast<uint8_t>(c)) || !m.InString()) {
+        text = false;
+        break;
+      }
+    }
+    if (text && m.AtStringText()) {
+      string_text_.push_back(token);
+    } else {
+      other_by_first_byte_[static_cast<uint8_t>(bytes[0])].push_back(token);
+    }
+  }
+}
+
+void JsonAllowedTokens(const JsonMatcher& matcher, const JsonVocabulary& vocabulary,
                        std::vector<int32_t>* allowed) {
   allowed->clear();
-  for (size_t id = 0; id < token_bytes.size(); ++id) {
-    const std::string& bytes = token_bytes[id];
-    if (bytes.empty()) continue;
-    JsonMatcher next = matcher;
-    if (next.Feed(bytes)) allowed->push_back(static_cast<int32_t>(id));
+  // Between a string's characters, string text fits whatever else the matcher holds (the
+  // string's text is not part of its state); only the other tokens need trying.
+  const bool at_text = matcher.AtStringText();
+  if (at_text) allowed->assign(vocabulary.string_text_.begin(), vocabulary.string_text_.end());
+  const std::vector<std::vector<int32_t>>& groups =
+      at_text ? vocabulary.other_by_first_byte_ : vocabulary.by_first_byte_;
+  for (int byte = 0; byte < 256; ++byte) {
+    const std::vector<int32_t>& group = groups[static_cast<size_t>(byte)];
+    if (group.empty()) continue;
+    JsonMatcher after_first = matcher;
+    if (!after_first.Feed(static_cast<uint8_t>(byte))) continue;
+    for (const int32_t id : group) {
+      JsonMatcher next = after_first;
+      if (next.Feed(std::string_view(vocabulary.bytes_[static_cast<size_t>(id)]).substr(1))) {
+        allowed->push_back(id);
+      }
+    }
   }
 }
 

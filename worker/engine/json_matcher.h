@@ -46,6 +46,13 @@ class JsonMatcher {
 
   // The top-level value has been read whole; no byte is accepted after it.
   [[nodiscard]] bool Complete() const { return mode_ == Mode::kDone; }
+  // Inside a string (its text, an escape, a \u escape).
+  [[nodiscard]] bool InString() const {
+    return mode_ == Mode::kString || mode_ == Mode::kEscape || mode_ == Mode::kUnicode ||
+           mode_ == Mode::kLowSurrogateSlash || mode_ == Mode::kLowSurrogateU;
+  }
+  // Inside a string's text, between characters: where any string text may follow.
+  [[nodiscard]] bool AtStringText() const { return mode_ == Mode::kString && utf8_due_ == 0; }
 
  private:
   enum class Mode : uint8_t {
@@ -104,9 +111,31 @@ class JsonMatcher {
   int32_t whitespace_run_ = 0;
 };
 
-// Writes to `allowed` (cleared first, ascending) every token id whose bytes (`token_bytes[id]`,
-// Tokenizer::TokenBytes; empty ones never) `matcher` accepts whole.
-void JsonAllowedTokens(const JsonMatcher& matcher, const std::vector<std::string>& token_bytes,
+// A vocabulary as JSON mode reads it: each token's bytes (Tokenizer::TokenBytes; empty ones are
+// never allowed), indexed so that a step tries only the tokens that can fit:
+//   - by first byte: a byte the matcher refuses rules out every token that starts with it;
+//   - string text: a token that, from between the characters of a string, stays inside the
+//     string and ends between characters again ("ing", " the", "\n") is allowed in every such
+//     state without being tried (most of a vocabulary is such text).
+class JsonVocabulary {
+ public:
+  explicit JsonVocabulary(std::vector<std::string> token_bytes);
+
+  [[nodiscard]] const std::vector<std::string>& token_bytes() const { return bytes_; }
+
+ private:
+  friend void JsonAllowedTokens(const JsonMatcher&, const JsonVocabulary&, std::vector<int32_t>*);
+
+  std::vector<std::string> bytes_;
+  // Every token with bytes, by first byte; and the ones that are not string text, by first byte.
+  std::vector<std::vector<int32_t>> by_first_byte_;
+  std::vector<std::vector<int32_t>> other_by_first_byte_;
+  std::vector<int32_t> string_text_;
+};
+
+// Writes to `allowed` (cleared first, in no particular order) every token id whose bytes
+// `matcher` accepts whole.
+void JsonAllowedTokens(const JsonMatcher& matcher, const JsonVocabulary& vocabulary,
                        std::vector<int32_t>* allowed);
 
 }  // namespace headroom::worker
