@@ -462,8 +462,9 @@ grpc::ServerWriteReactor<v1::GenerateResponse>* InferenceService::Generate(
   auto reactor = std::make_shared<GenerateReactor>(this, context);
   GenerateReactor* raw = reactor.get();
   raw->Hold(reactor);
-  if (request->prompt_case() != v1::GenerateRequest::kText) {
-    raw->Begin(*request);  // token ids: validation is cheap
+  if (request->prompt_case() != v1::GenerateRequest::kText &&
+      request->sampling().guided_choice_size() == 0) {
+    raw->Begin(*request);  // token ids and nothing to tokenize: validation is cheap
     return raw;
   }
   // A copy: the call's request may be gone if the client cancels while the job waits.

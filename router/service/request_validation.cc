@@ -10,6 +10,42 @@
 
 namespace headroom::router {
 
+namespace {
+
+// guided_choice: each string tokenized without special tokens, into the worker's sampling.
+absl::Status TokenizeGuidedChoices(const v1::SamplingParams& s, const Tokenizer& tokenizer,
+                                   v1::TokenSamplingParams& w) {
+  if (s.guided_choice_size() > kMaxGuidedChoices) {
+    return absl::InvalidArgumentError(absl::StrCat("sampling.guided_choice has ",
+                                                   s.guided_choice_size(), " strings, at most ",
+                                                   kMaxGuidedChoices, " are allowed"));
+  }
+  int64_t choice_tokens = 0;
+  for (int i = 0; i < s.guided_choice_size(); ++i) {
+    const std::string& text = s.guided_choice(i);
+    absl::StatusOr<std::vector<int32_t>> ids =
+        text.empty() ? absl::StatusOr<std::vector<int32_t>>(std::vector<int32_t>{})
+                     : tokenizer.Encode(text, {.add_special_tokens = false});
+    if (!ids.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("sampling.guided_choice[", i, "]: ", std::string(ids.status().message())));
+    }
+    if (ids->empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("sampling.guided_choice[", i, "] must not be empty"));
+    }
+    choice_tokens += static_cast<int64_t>(ids->size());
+    if (choice_tokens > kMaxGuidedChoiceTokens) {
+      return absl::InvalidArgumentError(absl::StrCat("sampling.guided_choice has more than ",
+                                                     kMaxGuidedChoiceTokens, " tokens in all"));
+    }
+    w.add_guided_choice()->mutable_ids()->Assign(ids->begin(), ids->end());
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<ValidatedRequest> ValidateGenerateRequest(const v1::GenerateRequest& request,
                                                          const Tokenizer& tokenizer,
                                                          int32_t largest_max_model_len) {
@@ -116,39 +152,13 @@ absl::StatusOr<ValidatedRequest> ValidateGenerateRequest(const v1::GenerateReque
                                                      tokenizer.vocab_size(), ")"));
     }
   }
-  if (int{s.guided_choice_size() > 0} + int{s.allowed_token_ids_size() > 0} +
-          int{s.json_object()} >
+  if (int{s.guided_choice_size() > 0} + int{s.allowed_token_ids_size() > 0} + int{s.json_object()} >
       1) {
     return absl::InvalidArgumentError(
         "at most one of sampling.guided_choice, sampling.allowed_token_ids and "
         "sampling.json_object may be set");
   }
-  if (s.guided_choice_size() > kMaxGuidedChoices) {
-    return absl::InvalidArgumentError(absl::StrCat("sampling.guided_choice has ",
-                                                   s.guided_choice_size(), " strings, at most ",
-                                                   kMaxGuidedChoices, " are allowed"));
-  }
-  int64_t choice_tokens = 0;
-  for (int i = 0; i < s.guided_choice_size(); ++i) {
-    const std::string& text = s.guided_choice(i);
-    absl::StatusOr<std::vector<int32_t>> ids =
-        text.empty() ? absl::StatusOr<std::vector<int32_t>>(std::vector<int32_t>{})
-                     : tokenizer.Encode(text, {.add_special_tokens = false});
-    if (!ids.ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("sampling.guided_choice[", i, "]: ", std::string(ids.status().message())));
-    }
-    if (ids->empty()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("sampling.guided_choice[", i, "] must not be empty"));
-    }
-    choice_tokens += static_cast<int64_t>(ids->size());
-    if (choice_tokens > kMaxGuidedChoiceTokens) {
-      return absl::InvalidArgumentError(absl::StrCat("sampling.guided_choice has more than ",
-                                                     kMaxGuidedChoiceTokens, " tokens in all"));
-    }
-    out.sampling.add_guided_choice()->mutable_ids()->Assign(ids->begin(), ids->end());
-  }
+  if (absl::Status st = TokenizeGuidedChoices(s, tokenizer, out.sampling); !st.ok()) return st;
   for (int i = 0; i < s.stop_token_ids_size(); ++i) {
     if (s.stop_token_ids(i) < 0) {
       return absl::InvalidArgumentError(
