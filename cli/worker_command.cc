@@ -269,16 +269,24 @@ absl::Status RunFollower(const FlagSet& flags, std::ostream& err) {
 }
 
 // The bytes each token id adds to a text, for JSON mode: from <model>/tokenizer.json when there
-// is one (special tokens: none), else the byte tokenizer's (ids 0..255 are the bytes), which is
-// what a router without --tokenizer uses for dummy models and checkpoints without one. Null, with
-// a warning, when tokenizer.json does not load: the worker serves, refusing JSON mode.
+// is one (special tokens: none); for dummy models, and checkpoints without one whose vocabulary is
+// the byte tokenizer's size (at most 258), the byte tokenizer's (ids 0..255 are the bytes), which
+// is what a router without --tokenizer uses for them. Null otherwise, with a warning: the worker
+// serves and refuses JSON mode (a larger vocabulary read as bytes would constrain nonsense).
 std::shared_ptr<const worker::JsonVocabulary> LoadJsonVocabulary(const std::string& model,
                                                                  int64_t vocab_size,
                                                                  std::ostream& err) {
   std::vector<std::string> bytes(static_cast<size_t>(vocab_size));
   const std::filesystem::path file = std::filesystem::path(model) / "tokenizer.json";
   std::error_code exists_error;
-  if (model.rfind("dummy:", 0) == 0 || !std::filesystem::exists(file, exists_error)) {
+  const bool has_tokenizer =
+      model.rfind("dummy:", 0) != 0 && std::filesystem::exists(file, exists_error);
+  if (!has_tokenizer && model.rfind("dummy:", 0) != 0 && vocab_size > 258) {
+    err << "headroom worker: " << model << " has no tokenizer.json and a vocabulary of "
+        << vocab_size << " tokens; response_format json_object is refused\n";
+    return nullptr;
+  }
+  if (!has_tokenizer) {
     for (int64_t id = 0; id < std::min<int64_t>(vocab_size, 256); ++id) {
       bytes[static_cast<size_t>(id)] = std::string(1, static_cast<char>(id));
     }
