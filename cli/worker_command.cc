@@ -31,6 +31,7 @@
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "nlohmann/json.hpp"
+#include "router/tokenizer/byte_tokenizer.h"
 #include "router/tokenizer/tokenizer.h"
 #include "worker/backend/cpu_backend.h"
 #include "worker/comm/gloo_communicator.h"
@@ -276,29 +277,24 @@ absl::Status RunFollower(const FlagSet& flags, std::ostream& err) {
 std::shared_ptr<const worker::JsonVocabulary> LoadJsonVocabulary(const std::string& model,
                                                                  int64_t vocab_size,
                                                                  std::ostream& err) {
-  std::vector<std::string> bytes(static_cast<size_t>(vocab_size));
+  const bool dummy = model.rfind("dummy:", 0) == 0;
   const std::filesystem::path file = std::filesystem::path(model) / "tokenizer.json";
   std::error_code exists_error;
-  const bool has_tokenizer =
-      model.rfind("dummy:", 0) != 0 && std::filesystem::exists(file, exists_error);
-  if (!has_tokenizer && model.rfind("dummy:", 0) != 0 && vocab_size > 258) {
-    err << "headroom worker: " << model << " has no tokenizer.json and a vocabulary of "
-        << vocab_size << " tokens; response_format json_object is refused\n";
-    return nullptr;
+  absl::StatusOr<std::unique_ptr<router::Tokenizer>> tokenizer;
+  if (!dummy && std::filesystem::exists(file, exists_error)) {
+    tokenizer = router::Tokenizer::FromDirectory(model);
+  } else if (dummy || vocab_size <= 258) {
+    tokenizer = router::MakeByteTokenizer(static_cast<int32_t>(std::max<int64_t>(vocab_size, 256)));
+  } else {
+    tokenizer = absl::NotFoundError(absl::StrCat("no tokenizer.json, and a vocabulary of ",
+                                                 vocab_size, " tokens is not bytes"));
   }
-  if (!has_tokenizer) {
-    for (int64_t id = 0; id < std::min<int64_t>(vocab_size, 256); ++id) {
-      bytes[static_cast<size_t>(id)] = std::string(1, static_cast<char>(id));
-    }
-    return std::make_shared<const worker::JsonVocabulary>(std::move(bytes));
-  }
-  absl::StatusOr<std::unique_ptr<router::Tokenizer>> tokenizer =
-      router::Tokenizer::FromDirectory(model);
   if (!tokenizer.ok()) {
-    err << "headroom worker: " << file.string() << " did not load (" << tokenizer.status().message()
-        << "); response_format json_object is refused\n";
+    err << "headroom worker: " << model << ": " << tokenizer.status().message()
+        << "; response_format json_object is refused\n";
     return nullptr;
   }
+  std::vector<std::string> bytes(static_cast<size_t>(vocab_size));
   for (int64_t id = 0; id < vocab_size; ++id) {
     const auto token = static_cast<int32_t>(id);
     if (!(*tokenizer)->IsSpecialToken(token)) {

@@ -22,15 +22,13 @@ absl::Status TokenizeGuidedChoices(const v1::SamplingParams& s, const Tokenizer&
   }
   int64_t choice_tokens = 0;
   for (int i = 0; i < s.guided_choice_size(); ++i) {
-    const std::string& text = s.guided_choice(i);
     absl::StatusOr<std::vector<int32_t>> ids =
-        text.empty() ? absl::StatusOr<std::vector<int32_t>>(std::vector<int32_t>{})
-                     : tokenizer.Encode(text, {.add_special_tokens = false});
+        tokenizer.Encode(s.guided_choice(i), {.add_special_tokens = false});
     if (!ids.ok()) {
       return absl::InvalidArgumentError(
           absl::StrCat("sampling.guided_choice[", i, "]: ", std::string(ids.status().message())));
     }
-    if (ids->empty()) {
+    if (ids->empty()) {  // "" (or text that tokenizes to nothing)
       return absl::InvalidArgumentError(
           absl::StrCat("sampling.guided_choice[", i, "] must not be empty"));
     }

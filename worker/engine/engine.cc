@@ -318,15 +318,21 @@ absl::StatusOr<std::vector<StepToken>> Engine::Step() {
                                            .top_logprobs = top_logprobs_.data()}));
 
   std::vector<StepToken> out;
-  // JSON mode: the sampled token moves the request's matcher on; a closed object ends the
-  // request, as does a token that adds no bytes (the EOS of a dead end) or one the matcher refuses.
+  // The sampled token joins the output the penalties and guided choice read (a request that
+  // finishes now drops it with its Sampling). A satisfied constraint ends the request: a whole
+  // guided choice that no other extends; a closed JSON object, or a token that adds no bytes
+  // (the EOS of a dead end) or one the matcher refuses.
   constraint_done_.assign(num_rows, 0);
   for (size_t i = 0; i < num_rows; ++i) {
-    std::optional<JsonMatcher>& json = row_sampling_[i]->json;
-    if (!json.has_value()) continue;
-    const std::string& bytes =
-        options_.json_vocabulary->token_bytes()[static_cast<size_t>(tokens_[i])];
-    if (bytes.empty() || !json->Feed(bytes) || json->Complete()) constraint_done_[i] = 1;
+    Sampling& s = *row_sampling_[i];
+    if (KeepsOutput(s.params)) s.output.push_back(tokens_[i]);
+    if (!s.params.guided_choice.empty()) {
+      constraint_done_[i] = GuidedChoiceComplete(s.params.guided_choice, s.output) ? 1 : 0;
+    } else if (s.json.has_value()) {
+      const std::string& bytes =
+          options_.json_vocabulary->token_bytes()[static_cast<size_t>(tokens_[i])];
+      if (bytes.empty() || !s.json->Feed(bytes) || s.json->Complete()) constraint_done_[i] = 1;
+    }
   }
   const std::vector<TokenOutput> updates = scheduler_->Update(plan, tokens_, constraint_done_);
   HR_CHECK(updates.size() == num_rows);  // no request can vanish during a step
@@ -348,7 +354,6 @@ absl::StatusOr<std::vector<StepToken>> Engine::Step() {
     }
     if (t.finish == FinishReason::kNone) {
       ++s.generated;
-      if (KeepsOutput(s.params)) s.output.push_back(t.token);
     } else {
       sampling_.erase(t.id);
     }

@@ -6,8 +6,8 @@
 // At each step the sampler may take only the next token of every choice the output is a proper
 // prefix of, plus `end_token` (EOS, or a stop token) when the output already equals a choice that
 // a longer one extends ("yes" and "yes!"). When the output equals a choice nothing extends, the
-// request is done (the scheduler stops it: FinishReason::kStop, no stop token). A choice is
-// followed as tokenized: another tokenization of the same text is not offered.
+// request is done (the engine has the scheduler stop it: FinishReason::kStop, no stop token).
+// A choice is followed as tokenized: another tokenization of the same text is not offered.
 #pragma once
 
 #include <cstdint>

@@ -4,7 +4,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/check.h"
-#include "worker/engine/guided_choice.h"
 
 namespace headroom::worker {
 
@@ -216,11 +215,6 @@ FinishReason Scheduler::CheckStop(const Sequence& s, int32_t token) const {
   if (std::find(p.stop_token_ids.begin(), p.stop_token_ids.end(), token) !=
       p.stop_token_ids.end()) {
     return FinishReason::kStop;
-  }
-  if (!p.guided_choice.empty() &&
-      GuidedChoiceComplete(p.guided_choice, std::span<const int32_t>(s.tokens).subspan(
-                                                static_cast<size_t>(s.num_prompt())))) {
-    return FinishReason::kStop;  // the output is a whole choice that nothing extends
   }
   if (s.num_output() >= p.max_tokens || s.num_tokens() >= config_.max_model_len) {
     return FinishReason::kLength;
