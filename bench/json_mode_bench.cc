@@ -2,7 +2,9 @@
 // request's matcher over every token's bytes, once per step and request. Measured on the token
 // bytes of real vocabularies (the fixture tokenizers: GPT-2 50k, Llama-3 128k entries) in three
 // states: inside a string (most tokens continue it), where a value must start (most stop at their
-// first byte), and inside a number. Results: docs/performance.md.
+// first byte), and inside a number; and the same for json_schema (JsonSchemaMatcher, a pydantic-
+// shaped schema) where a key starts, inside a free string, where an anyOf value starts, inside an
+// enum value and inside a number. Results: docs/performance.md.
 //   build/main/bench/json_mode_bench
 // Fixtures are read from $HEADROOM_SOURCE_DIR/tests/router/tokenizer/fixtures (default: the source
 // tree this binary was built from).
@@ -16,6 +18,7 @@
 #include "benchmark/benchmark.h"
 #include "router/tokenizer/tokenizer.h"
 #include "worker/engine/json_matcher.h"
+#include "worker/engine/json_schema.h"
 
 namespace headroom::worker {
 namespace {
@@ -49,10 +52,11 @@ const JsonVocabulary& Vocabulary(const std::string& name) {
   return tables->emplace(name, JsonVocabulary(std::move(table))).first->second;
 }
 
-void BM_JsonAllowedTokens(benchmark::State& state, const std::string& vocabulary,
-                          const std::string& prefix) {
+// One step's JsonAllowedTokens for `matcher` after it read `prefix`.
+template <typename Matcher>
+void RunAllowedTokens(benchmark::State& state, const std::string& vocabulary, Matcher matcher,
+                      const std::string& prefix) {
   const JsonVocabulary& table = Vocabulary(vocabulary);
-  JsonMatcher matcher;
   if (!matcher.Feed(prefix)) std::abort();
   std::vector<int32_t> allowed;
   for (auto _ : state) {
@@ -61,6 +65,11 @@ void BM_JsonAllowedTokens(benchmark::State& state, const std::string& vocabulary
   }
   state.counters["vocab"] = static_cast<double>(table.token_bytes().size());
   state.counters["allowed"] = static_cast<double>(allowed.size());
+}
+
+void BM_JsonAllowedTokens(benchmark::State& state, const std::string& vocabulary,
+                          const std::string& prefix) {
+  RunAllowedTokens(state, vocabulary, JsonMatcher(), prefix);
 }
 
 BENCHMARK_CAPTURE(BM_JsonAllowedTokens, gpt2_in_string, "gpt2", R"({"name": "Ad)")
@@ -80,6 +89,34 @@ BENCHMARK_CAPTURE(BM_JsonAllowedTokens, llama3x100_in_string, "llama3x100", R"({
 BENCHMARK_CAPTURE(BM_JsonAllowedTokens, llama3x100_value_start, "llama3x100", R"({"name": )")
     ->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_JsonAllowedTokens, llama3x100_in_number, "llama3x100", R"({"age": 4)")
+    ->Unit(benchmark::kMicrosecond);
+
+// What the openai client's parse() sends for a pydantic model with a nested model, an Optional
+// field, a Literal and a list.
+constexpr char kPydanticSchema[] = R"({"$defs":{"Address":{"type":"object","properties":{
+    "city":{"type":"string"},"zip":{"type":"string"}},"required":["city","zip"],
+    "additionalProperties":false}},"type":"object","properties":{"name":{"type":"string"},
+    "age":{"type":"integer"},"answer":{"enum":["yes","no"],"type":"string"},
+    "nickname":{"anyOf":[{"type":"string"},{"type":"null"}]},"address":{"$ref":"#/$defs/Address"},
+    "tags":{"type":"array","items":{"type":"string"}}},
+    "required":["name","age","answer","nickname","address","tags"],"additionalProperties":false})";
+
+void BM_SchemaAllowedTokens(benchmark::State& state, const std::string& vocabulary,
+                            const std::string& prefix) {
+  const auto schema = JsonSchema::Compile(kPydanticSchema);
+  if (!schema.ok()) std::abort();
+  RunAllowedTokens(state, vocabulary, JsonSchemaMatcher(schema->get()), prefix);
+}
+
+BENCHMARK_CAPTURE(BM_SchemaAllowedTokens, llama3x100_key_start, "llama3x100", R"({"name": "A", )")
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_SchemaAllowedTokens, llama3x100_in_string, "llama3x100", R"({"name": "Ad)")
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_SchemaAllowedTokens, llama3x100_any_of_start, "llama3x100", R"({"nickname": )")
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_SchemaAllowedTokens, llama3x100_in_enum, "llama3x100", R"({"answer": "y)")
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_SchemaAllowedTokens, llama3x100_in_number, "llama3x100", R"({"age": 4)")
     ->Unit(benchmark::kMicrosecond);
 
 }  // namespace

@@ -291,7 +291,7 @@ std::shared_ptr<const worker::JsonVocabulary> LoadJsonVocabulary(const std::stri
   }
   if (!tokenizer.ok()) {
     err << "headroom worker: " << model << ": " << tokenizer.status().message()
-        << "; response_format json_object is refused\n";
+        << "; response_format json_object and json_schema are refused\n";
     return nullptr;
   }
   std::vector<std::string> bytes(static_cast<size_t>(vocab_size));

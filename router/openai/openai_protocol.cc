@@ -10,8 +10,10 @@
 #include "absl/strings/cord.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "nlohmann/json.hpp"
 #include "router/tokenizer/string_util.h"
+#include "worker/engine/json_schema.h"
 
 namespace headroom::router::openai {
 namespace {
@@ -149,29 +151,66 @@ absl::StatusOr<int32_t> TopLogprobsValue(const Json& v, std::string_view param) 
   return static_cast<int32_t>(n);
 }
 
-// Structured output: OpenAI's response_format (text or json_object) and vLLM's guided_choice /
-// structured_outputs ({"choice": [...]} or {"json_object": true}). The other kinds (a JSON schema,
-// a regex, a grammar) are refused: generating without the constraint would silently differ from
-// what was asked.
+// A JSON Schema given at `param` (an object or a boolean; vLLM's guided_json also takes it as a
+// JSON string) into sampling.json_schema, compiled here so that a schema headroom cannot enforce
+// is refused naming the field it came in.
+absl::Status SetJsonSchema(const Json& schema, std::string_view param, v1::SamplingParams& s) {
+  if (!s.json_schema().empty()) {
+    return Bad(param, absl::StrCat("give one JSON schema (response_format json_schema, "
+                                   "guided_json or structured_outputs.json), got a second at ",
+                                   Sv(param)));
+  }
+  std::string text;
+  if (schema.is_string()) {
+    text = schema.get<std::string>();
+  } else if (schema.is_object() || schema.is_boolean()) {
+    text = schema.dump();
+  } else {
+    return WrongType(param, "a JSON schema (an object)", schema);
+  }
+  if (const auto compiled = worker::JsonSchema::Compile(text); !compiled.ok()) {
+    return Bad(param, absl::StrCat(Sv(param), ": ", compiled.status().message()));
+  }
+  s.set_json_schema(std::move(text));
+  return absl::OkStatus();
+}
+
+// Structured output: OpenAI's response_format (text, json_object or json_schema) and vLLM's
+// guided_json / guided_choice / structured_outputs ({"json": schema}, {"choice": [...]} or
+// {"json_object": true}). The other kinds (a regex, a grammar) are refused: generating without
+// the constraint would silently differ from what was asked.
 absl::Status ParseStructuredOutput(const Json& obj, v1::SamplingParams& s) {
   if (const Json* format = Member(obj, "response_format"); format != nullptr) {
     if (!format->is_object()) return WrongType("response_format", "an object", *format);
     const Json* type = Member(*format, "type");
-    if (type != nullptr && type->is_string() &&
-        type->get_ref<const std::string&>() == "json_object") {
+    const std::string kind = type != nullptr && type->is_string() ? type->get<std::string>() : "";
+    if (kind == "json_object") {
       s.set_json_object(true);
-    } else if (type != nullptr &&
-               !(type->is_string() && type->get_ref<const std::string&>() == "text")) {
+    } else if (kind == "json_schema") {
+      const Json* spec = Member(*format, "json_schema");
+      if (spec == nullptr || !spec->is_object()) {
+        return Bad("response_format.json_schema",
+                   "response_format.json_schema must be an object with the schema in \"schema\"");
+      }
+      const Json* schema = Member(*spec, "schema");
+      if (schema == nullptr) {
+        return Bad("response_format.json_schema.schema",
+                   "response_format.json_schema.schema (the JSON schema) is required");
+      }
+      HR_RETURN_IF_ERROR(SetJsonSchema(*schema, "response_format.json_schema.schema", s));
+    } else if (type != nullptr && kind != "text") {
       return Bad("response_format",
-                 "response_format.type must be \"text\" or \"json_object\" (json_schema is not "
-                 "supported)");
+                 "response_format.type must be \"text\", \"json_object\" or \"json_schema\"");
     }
   }
-  for (const char* key : {"guided_json", "guided_regex", "guided_grammar"}) {
+  if (const Json* schema = Member(obj, "guided_json"); schema != nullptr) {
+    HR_RETURN_IF_ERROR(SetJsonSchema(*schema, "guided_json", s));
+  }
+  for (const char* key : {"guided_regex", "guided_grammar"}) {
     if (Member(obj, key) != nullptr) {
       return Bad(key, absl::StrCat(key,
-                                   " (structured output) is not supported (guided_choice and "
-                                   "json_object are)"));
+                                   " (structured output) is not supported (guided_choice, "
+                                   "guided_json and json_object are)"));
     }
   }
   const Json* choice = Member(obj, "guided_choice");
@@ -187,10 +226,14 @@ absl::Status ParseStructuredOutput(const Json& obj, v1::SamplingParams& s) {
         if (value.get<bool>()) s.set_json_object(true);
         continue;
       }
+      if (key == "json") {
+        HR_RETURN_IF_ERROR(SetJsonSchema(value, "structured_outputs.json", s));
+        continue;
+      }
       if (key != "choice") {
         return Bad(absl::StrCat("structured_outputs.", key),
                    absl::StrCat("structured_outputs.", key,
-                                " is not supported (choice and json_object are)"));
+                                " is not supported (choice, json and json_object are)"));
       }
       if (choice != nullptr) {
         return Bad("structured_outputs",

@@ -174,6 +174,16 @@ class HttpE2eTest : public ::testing::Test {
   }
   void SetUp() override { ASSERT_NE(cluster_, nullptr) << "the cluster did not start"; }
 
+  // `chat` streamed gives `content` and finish_reason "stop".
+  static void ExpectStreamedChatStopsWith(Json chat, const std::string& content) {
+    chat["stream"] = true;
+    const HttpResponse response = cluster_->Post("/v1/chat/completions", chat.dump());
+    ASSERT_EQ(response.status, 200) << response.body;
+    std::string finish;
+    EXPECT_EQ(StreamedText(response, /*chat=*/true, &finish), content);
+    EXPECT_EQ(finish, "stop");
+  }
+
   static Cluster* cluster_;
 };
 Cluster* HttpE2eTest::cluster_ = nullptr;
@@ -609,14 +619,57 @@ TEST_F(HttpE2eTest, JsonObjectResponseFormatAnswersAnObject) {
   const std::string content = reply["message"]["content"].get<std::string>();
   EXPECT_TRUE(Json::parse(content, nullptr, false).is_object()) << content;
   EXPECT_EQ(reply["finish_reason"], "stop");
+  ExpectStreamedChatStopsWith(chat, content);
+}
 
-  Json stream = chat;
-  stream["stream"] = true;
-  response = cluster_->Post("/v1/chat/completions", stream.dump());
+// OpenAI's response_format json_schema: the reply has exactly the schema's keys with values of
+// their kinds (read here with nlohmann), ends with finish_reason "stop" as the object closes,
+// streamed or not; a schema headroom cannot enforce is a 400 naming the field and the keyword.
+// (tests/e2e/openai_client_check.py validates sampled replies with jsonschema and pydantic.)
+TEST_F(HttpE2eTest, JsonSchemaResponseFormatAnswersWhatTheSchemaDescribes) {
+  // This random model likes tabs and newlines (the matcher allows runs of 16 between tokens).
+  const Json bias = {{std::to_string('"'), 4},
+                     {std::to_string(','), 4},
+                     {std::to_string('}'), 6},
+                     {std::to_string('\t'), -4},
+                     {std::to_string('\n'), -4}};
+  const Json schema = {{"type", "object"},
+                       {"properties",
+                        {{"answer", {{"enum", {"yes", "no"}}}},
+                         {"score", {{"type", "integer"}}},
+                         {"sure", {{"type", "boolean"}}}}},
+                       {"required", {"answer", "score", "sure"}},
+                       {"additionalProperties", false}};
+  Json chat = {
+      {"messages", {{{"role", "user"}, {"content", "Answer in JSON"}}}},
+      {"temperature", 0},
+      {"max_tokens", 128},
+      {"logit_bias", bias},
+      {"response_format",
+       {{"type", "json_schema"}, {"json_schema", {{"name", "verdict"}, {"schema", schema}}}}}};
+  HttpResponse response = cluster_->Post("/v1/chat/completions", chat.dump());
   ASSERT_EQ(response.status, 200) << response.body;
-  std::string finish;
-  EXPECT_EQ(StreamedText(response, /*chat=*/true, &finish), content);
-  EXPECT_EQ(finish, "stop");
+  const Json reply = Json::parse(response.body)["choices"][0];
+  const std::string content = reply["message"]["content"].get<std::string>();
+  const Json value = Json::parse(content, nullptr, false);
+  ASSERT_TRUE(value.is_object()) << content;
+  EXPECT_EQ(value.size(), 3u) << content;
+  EXPECT_TRUE(value["answer"] == "yes" || value["answer"] == "no") << content;
+  EXPECT_TRUE(value["score"].is_number_integer()) << content;
+  EXPECT_TRUE(value["sure"].is_boolean()) << content;
+  EXPECT_EQ(reply["finish_reason"], "stop");
+  ExpectStreamedChatStopsWith(chat, content);
+
+  chat["response_format"]["json_schema"]["schema"]["properties"]["answer"] = {
+      {"type", "string"}, {"pattern", "^(yes|no)$"}};
+  response = cluster_->Post("/v1/chat/completions", chat.dump());
+  ASSERT_EQ(response.status, 400) << response.body;
+  const Json error = Json::parse(response.body)["error"];
+  EXPECT_EQ(error["param"], "response_format.json_schema.schema");
+  EXPECT_NE(
+      error["message"].get<std::string>().find("at /properties/answer: pattern is not supported"),
+      std::string::npos)
+      << error;
 }
 
 // vLLM's truncate_prompt_tokens keeps the prompt's last k tokens: the answer is the one for
@@ -857,20 +910,27 @@ TEST_F(HttpE2eTest, BadInputGetsTheRightStatusAndAMessageNamingTheFieldAndLimit)
        {"guided_choice[1]", "empty"},
        {kAuth},
        "guided_choice"},
-      {"structured output (vLLM's guided_json)",
+      {"structured output (vLLM's guided_regex)",
        "/v1/completions",
-       R"({"prompt": "hi", "guided_json": {"type": "object"}})",
+       R"({"prompt": "hi", "guided_regex": "[a-z]+"})",
        400,
-       {"guided_json", "not supported"},
+       {"guided_regex", "not supported"},
+       {kAuth},
+       "guided_regex"},
+      {"guided_json with a keyword headroom cannot enforce",
+       "/v1/completions",
+       R"({"prompt": "hi", "guided_json": {"type": "integer", "minimum": 1}})",
+       400,
+       {"guided_json: at the root: minimum is not supported"},
        {kAuth},
        "guided_json"},
-      {"json_schema response_format",
+      {"json_schema response_format without the schema",
        "/v1/completions",
        R"({"prompt": "hi", "response_format": {"type": "json_schema", "json_schema": {}}})",
        400,
-       {"response_format", "json_schema"},
+       {"response_format.json_schema.schema", "is required"},
        {kAuth},
-       "response_format"},
+       "response_format.json_schema.schema"},
       {"min_tokens above max_tokens",
        "/v1/completions",
        R"({"prompt": "hi", "max_tokens": 4, "min_tokens": 5})",
@@ -979,7 +1039,7 @@ TEST_F(HttpE2eTest, ModelsHealthAndMetricsShowTheCluster) {
 TEST_F(HttpE2eTest, OfficialOpenAiPythonClientCompletesChatsAndStreams) {
   const std::string source = HEADROOM_SOURCE_DIR;
   const std::string python = VenvPython(source);
-  if (const std::optional<std::string> missing = VenvPythonMissing(python, "openai")) {
+  if (const std::optional<std::string> missing = VenvPythonMissing(python, "openai, jsonschema")) {
     GTEST_SKIP() << *missing;
   }
   const std::string command = python + " " + source + "/tests/e2e/openai_client_check.py " +

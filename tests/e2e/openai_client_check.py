@@ -4,14 +4,19 @@ Usage: openai_client_check.py BASE_URL API_KEY
 Checks completions and chat, streaming and not, agree with each other at temperature 0, that
 usage is reported, that n > 1 gives n indexed choices, that echo + logprobs scores the prompt,
 that response_format json_object answers what Python's json module reads as an object, that
+response_format json_schema answers what pydantic (the client's parse()) and jsonschema validate,
+that
 vLLM's guided_choice (extra_body) answers one of the choices, and that a bad request surfaces as
 openai.BadRequestError naming the field.
 Exits non-zero with the failed check on stderr.
 """
 import json
 import sys
+from typing import List, Literal, Optional
 
+import jsonschema
 import openai
+import pydantic
 
 
 def check(condition, message):
@@ -84,6 +89,54 @@ def main():
     content = structured.choices[0].message.content
     check(isinstance(json.loads(content), dict), f"json_object content {content!r}")
     check(structured.choices[0].finish_reason == "stop", f"finish {structured.choices[0]}")
+
+    # JSON schema through the client's parse(): the reply must validate as the pydantic model
+    # (the client builds OpenAI's strict schema from it: anyOf with null, additionalProperties).
+    class Verdict(pydantic.BaseModel):
+        answer: Literal["yes", "no"]
+        score: int
+        note: Optional[str]
+        tags: List[Literal["a", "b"]]
+
+    schema_bias = {str(ord(c)): b for c, b in (('"', 4), (",", 4), ("]", 4), ("}", 6))}
+    parsed = client.beta.chat.completions.parse(model=model, messages=messages, max_tokens=128,
+                                                temperature=0, logit_bias=schema_bias,
+                                                response_format=Verdict)
+    check(isinstance(parsed.choices[0].message.parsed, Verdict), f"parsed {parsed.choices[0]}")
+    check(parsed.choices[0].finish_reason == "stop", f"finish {parsed.choices[0]}")
+
+    # Sampled replies to a recursive schema (a tree through $defs), each validated by jsonschema
+    # when it finished.
+    tree = {"$defs": {"Node": {"type": "object",
+                               "properties": {"label": {"type": "string", "maxLength": 3},
+                                              "kids": {"type": "array", "maxItems": 2,
+                                                       "items": {"$ref": "#/$defs/Node"}}},
+                               "required": ["label"], "additionalProperties": False}},
+            "type": "object",
+            "properties": {"root": {"$ref": "#/$defs/Node"},
+                           "mood": {"enum": ["calm", "busy"]},
+                           "count": {"anyOf": [{"type": "integer"}, {"type": "null"}]}},
+            "required": ["root", "mood"], "additionalProperties": False}
+    sampled = client.chat.completions.create(
+        model=model, messages=messages, max_tokens=140, temperature=1.0, seed=3, n=8,
+        logit_bias=schema_bias,
+        response_format={"type": "json_schema", "json_schema": {"name": "tree", "schema": tree}})
+    finished = [c for c in sampled.choices if c.finish_reason == "stop"]
+    check(len(finished) >= 2, f"only {len(finished)} of 8 tree replies finished")
+    for c in finished:
+        try:
+            jsonschema.validate(json.loads(c.message.content), tree)
+        except (ValueError, jsonschema.ValidationError) as error:
+            check(False, f"tree reply {c.message.content!r} is not valid: {error}")
+
+    try:
+        client.chat.completions.create(
+            model=model, messages=messages, max_tokens=8,
+            response_format={"type": "json_schema", "json_schema": {
+                "name": "p", "schema": {"type": "string", "pattern": "^a+$"}}})
+        check(False, "a schema with pattern was accepted")
+    except openai.BadRequestError as error:
+        check("pattern is not supported" in str(error), f"error does not name pattern: {error}")
 
     picked = client.completions.create(model=model, prompt="Colour:", max_tokens=16,
                                        temperature=0,

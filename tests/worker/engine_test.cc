@@ -435,17 +435,40 @@ TEST(EngineTest, GuidedChoiceGivesExactlyOneWholeChoice) {
 // logit_bias towards closing gives a whole object nlohmann parses, and stops right as it closes;
 // sampled outputs are objects nlohmann parses whenever they stop, and each is cut only by
 // max_tokens otherwise. Without a vocabulary table the worker refuses JSON mode.
-TEST(EngineTest, JsonObjectModeGivesObjectsNlohmannParses) {
+// `n` copies of `r` (ids 1..n) sampled at temperature 1 with seeds 0..n-1.
+std::vector<Request> SampledCopies(const Request& r, int n) {
+  std::vector<Request> copies;
+  for (int i = 0; i < n; ++i) {
+    Request s = r;
+    s.id = RequestId{static_cast<int64_t>(i + 1)};
+    s.sampling.temperature = 1.0f;
+    s.sampling.seed = static_cast<uint64_t>(i);
+    copies.push_back(s);
+  }
+  return copies;
+}
+
+// The fixture's vocabulary read as bytes (token i is byte i), with `eos` (if any) adding none.
+EngineOptions ByteVocabularyOptions(int32_t eos = -1) {
   EngineOptions options = DefaultOptions();
   std::vector<std::string> table(256);
-  for (int i = 0; i < 256; ++i)
-    table[static_cast<size_t>(i)] = std::string(1, static_cast<char>(i));
+  for (int i = 0; i < 256; ++i) {
+    if (i != eos) table[static_cast<size_t>(i)] = std::string(1, static_cast<char>(i));
+  }
   options.json_vocabulary = std::make_shared<const JsonVocabulary>(std::move(table));
-  const auto text_of = [](const std::vector<int32_t>& tokens) {
-    std::string text;
-    for (int32_t t : tokens) text.push_back(static_cast<char>(t));
-    return text;
-  };
+  options.eos_token_id = eos;
+  return options;
+}
+
+std::string ByteText(const std::vector<int32_t>& tokens) {
+  std::string text;
+  for (int32_t t : tokens) text.push_back(static_cast<char>(t));
+  return text;
+}
+
+TEST(EngineTest, JsonObjectModeGivesObjectsNlohmannParses) {
+  const EngineOptions options = ByteVocabularyOptions();
+  const auto text_of = ByteText;
 
   Request r = GreedyRequest(64);
   r.sampling.json_object = true;
@@ -456,17 +479,9 @@ TEST(EngineTest, JsonObjectModeGivesObjectsNlohmannParses) {
   EXPECT_TRUE(parsed.is_object()) << greedy;
   EXPECT_EQ(run.finish.at(1), FinishReason::kStop) << greedy;
 
-  std::vector<Request> sampled;
-  for (int i = 0; i < 12; ++i) {
-    Request s = r;
-    s.id = RequestId{static_cast<int64_t>(i + 1)};
-    s.sampling.temperature = 1.0f;
-    s.sampling.seed = static_cast<uint64_t>(i);
-    s.sampling.max_tokens = 48;
-    s.sampling.logit_bias = {{'"', 3.0f}, {':', 3.0f}, {'}', 4.0f}};
-    sampled.push_back(s);
-  }
-  run = RunEngine(sampled, options);
+  r.sampling.max_tokens = 48;
+  r.sampling.logit_bias = {{'"', 3.0f}, {':', 3.0f}, {'}', 4.0f}};
+  run = RunEngine(SampledCopies(r, 12), options);
   int stopped = 0;
   for (int i = 1; i <= 12; ++i) {
     const std::string text = text_of(run.tokens.at(i));
@@ -485,6 +500,75 @@ TEST(EngineTest, JsonObjectModeGivesObjectsNlohmannParses) {
   ASSERT_TRUE(engine.ok());
   EXPECT_THAT(std::string((*engine)->AddRequest(r).message()),
               HasSubstr("json_object needs the tokenizer's vocabulary"));
+}
+
+// json_schema on the byte vocabulary: every sampled output that stops is an object with the
+// schema's required keys, only its keys, an integer, a boolean, an enum value and a string of at
+// most 3 characters (checked here by hand through nlohmann), and the others are cut by
+// max_tokens. A top-level integer may end with EOS (the engine offers it once the digits are a
+// number). A schema the engine cannot enforce is refused with the compiler's reason.
+TEST(EngineTest, JsonSchemaOutputsAreValidAgainstTheSchema) {
+  const EngineOptions options = ByteVocabularyOptions(/*eos=*/255);
+  Request r = GreedyRequest(96);
+  r.sampling.json_schema = R"({"type":"object","properties":{"n":{"type":"integer"},
+      "ok":{"type":"boolean"},"tag":{"enum":["red","green"]},"s":{"type":"string","maxLength":3}},
+      "required":["n","tag"],"additionalProperties":false})";
+  r.sampling.logit_bias = {{'"', 3.0f}, {',', 3.0f}, {'}', 4.0f}};
+  RunResult run = RunEngine(SampledCopies(r, 12), options);
+  int stopped = 0;
+  for (int i = 1; i <= 12; ++i) {
+    const std::string text = ByteText(run.tokens.at(i));
+    if (run.finish.at(i) != FinishReason::kStop) {
+      EXPECT_EQ(run.tokens.at(i).size(), 96u) << text;
+      continue;
+    }
+    ++stopped;
+    const nlohmann::json v = nlohmann::json::parse(text, nullptr, false);
+    ASSERT_TRUE(v.is_object()) << text;
+    EXPECT_TRUE(v.contains("n") && v["n"].is_number_integer()) << text;
+    EXPECT_TRUE(v.contains("tag") && (v["tag"] == "red" || v["tag"] == "green")) << text;
+    for (const auto& [key, value] : v.items()) {
+      if (key == "ok") {
+        EXPECT_TRUE(value.is_boolean()) << text;
+      } else if (key == "s") {
+        ASSERT_TRUE(value.is_string()) << text;
+        // Characters, not bytes: count the UTF-8 lead bytes.
+        const auto& str = value.get_ref<const std::string&>();
+        EXPECT_LE(std::count_if(str.begin(), str.end(), [](char c) { return (c & 0xC0) != 0x80; }),
+                  3)
+            << text;
+      } else {
+        EXPECT_TRUE(key == "n" || key == "tag") << "undeclared key " << key << " in " << text;
+      }
+    }
+  }
+  EXPECT_GT(stopped, 0) << "no sampled object closed within 96 tokens";
+
+  // A top-level integer: digits, then EOS (pushed up here) ends it with finish reason stop.
+  Request number = GreedyRequest(24);
+  number.sampling.json_schema = R"({"type":"integer"})";
+  number.sampling.logit_bias = {{255, 4.0f}};
+  run = RunEngine({number}, options);
+  const std::string digits = ByteText(run.tokens.at(1));
+  EXPECT_EQ(run.finish.at(1), FinishReason::kStop) << digits;
+  ASSERT_FALSE(digits.empty());
+  EXPECT_EQ(digits.back(), '\xFF') << "ended by EOS";
+  const nlohmann::json integer =
+      nlohmann::json::parse(digits.substr(0, digits.size() - 1), nullptr, false);
+  EXPECT_TRUE(integer.is_number_integer()) << digits;
+
+  CpuBackend backend(1);
+  auto engine = Engine::Create(Fixture().config, Fixture().weights, options, &backend);
+  ASSERT_TRUE(engine.ok());
+  Request bad = GreedyRequest(8);
+  bad.sampling.json_schema = R"({"type":"string","pattern":"a+"})";
+  EXPECT_THAT(std::string((*engine)->AddRequest(bad).message()),
+              HasSubstr("json_schema: at the root: pattern is not supported"));
+  bad.sampling.json_object = true;
+  bad.sampling.json_schema = R"({"type":"string"})";
+  EXPECT_THAT(std::string((*engine)->AddRequest(bad).message()),
+              HasSubstr("at most one of guided_choice, allowed_token_ids, json_object and "
+                        "json_schema"));
 }
 
 }  // namespace

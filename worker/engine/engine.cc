@@ -70,9 +70,11 @@ absl::Status ValidateSamplingParams(const SamplingParams& p, int64_t vocab_size)
                                                      " is outside [0, ", vocab_size, ")"));
     }
   }
-  if (int{!p.guided_choice.empty()} + int{!p.allowed_token_ids.empty()} + int{p.json_object} > 1) {
+  if (int{!p.guided_choice.empty()} + int{!p.allowed_token_ids.empty()} + int{p.json_object} +
+          int{!p.json_schema.empty()} >
+      1) {
     return absl::InvalidArgumentError(
-        "at most one of guided_choice, allowed_token_ids and json_object may be set");
+        "at most one of guided_choice, allowed_token_ids, json_object and json_schema may be set");
   }
   for (size_t i = 0; i < p.guided_choice.size(); ++i) {
     if (p.guided_choice[i].empty()) {
@@ -201,6 +203,8 @@ absl::Status Engine::AddRequest(Request request) {
                     .bias_tokens = {},
                     .bias_values = {},
                     .json = std::nullopt,
+                    .schema = nullptr,
+                    .schema_matcher = std::nullopt,
                     .constrained_allowed = {},
                     .prompt_logprobs = {}};
   if (p.repetition_penalty != 1.0f || p.prompt_logprobs >= 0) sampling.prompt = request.prompt;
@@ -220,13 +224,20 @@ absl::Status Engine::AddRequest(Request request) {
     sampling.bias_tokens.push_back(token);
     sampling.bias_values.push_back(bias);
   }
-  if (p.json_object) {
-    if (options_.json_vocabulary == nullptr) {
-      return absl::InvalidArgumentError(
-          "response_format json_object needs the tokenizer's vocabulary, and this worker has none "
-          "(its model directory has no tokenizer.json)");
+  if ((p.json_object || !p.json_schema.empty()) && options_.json_vocabulary == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "response_format ", p.json_object ? "json_object" : "json_schema",
+        " needs the tokenizer's vocabulary, and this worker has none (its model directory has no "
+        "tokenizer.json)"));
+  }
+  if (p.json_object) sampling.json.emplace();
+  if (!p.json_schema.empty()) {
+    absl::StatusOr<std::shared_ptr<const JsonSchema>> schema = JsonSchema::Compile(p.json_schema);
+    if (!schema.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("json_schema: ", schema.status().message()));
     }
-    sampling.json.emplace();
+    sampling.schema = *std::move(schema);
+    sampling.schema_matcher.emplace(sampling.schema.get());
   }
   const RequestId id = request.id;
   HR_RETURN_IF_ERROR(scheduler_->AddRequest(std::move(request)));
@@ -267,11 +278,10 @@ absl::StatusOr<std::vector<StepToken>> Engine::Step() {
                           GuidedChoiceEnd(s.params, options_.eos_token_id), &s.constrained_allowed);
       allowed = &s.constrained_allowed;
     } else if (s.json.has_value()) {
-      JsonAllowedTokens(*s.json, *options_.json_vocabulary, &s.constrained_allowed);
-      // No token continues the JSON (a vocabulary without some byte it needs): end it with EOS.
-      if (s.constrained_allowed.empty() && options_.eos_token_id >= 0) {
-        s.constrained_allowed.push_back(options_.eos_token_id);
-      }
+      JsonTokens(*s.json, /*can_end=*/false, &s.constrained_allowed);
+      allowed = &s.constrained_allowed;
+    } else if (s.schema_matcher.has_value()) {
+      JsonTokens(*s.schema_matcher, s.schema_matcher->CanEnd(), &s.constrained_allowed);
       allowed = &s.constrained_allowed;
     }
     rows_.push_back({.temperature = s.params.temperature,
@@ -329,9 +339,9 @@ absl::StatusOr<std::vector<StepToken>> Engine::Step() {
     if (!s.params.guided_choice.empty()) {
       constraint_done_[i] = GuidedChoiceComplete(s.params.guided_choice, s.output) ? 1 : 0;
     } else if (s.json.has_value()) {
-      const std::string& bytes =
-          options_.json_vocabulary->token_bytes()[static_cast<size_t>(tokens_[i])];
-      if (bytes.empty() || !s.json->Feed(bytes) || s.json->Complete()) constraint_done_[i] = 1;
+      constraint_done_[i] = JsonDone(*s.json, tokens_[i]) ? 1 : 0;
+    } else if (s.schema_matcher.has_value()) {
+      constraint_done_[i] = JsonDone(*s.schema_matcher, tokens_[i]) ? 1 : 0;
     }
   }
   const std::vector<TokenOutput> updates = scheduler_->Update(plan, tokens_, constraint_done_);

@@ -28,6 +28,7 @@
 #include "worker/comm/communicator.h"
 #include "worker/engine/group_message.h"
 #include "worker/engine/json_matcher.h"
+#include "worker/engine/json_schema.h"
 #include "worker/engine/request.h"
 #include "worker/engine/scheduler.h"
 #include "worker/model/checkpoint.h"
@@ -57,7 +58,7 @@ struct EngineOptions {
   // --scheduling-policy.
   SchedulingPolicy scheduling_policy = SchedulingPolicy::kFcfs;
   // The vocabulary's token bytes (Tokenizer::TokenBytes; "" for special tokens and ids without
-  // any), for JSON mode; null: requests with json_object are refused.
+  // any), for JSON mode and json_schema; null: requests with either are refused.
   std::shared_ptr<const JsonVocabulary> json_vocabulary = nullptr;
 };
 
@@ -167,12 +168,34 @@ class Engine {
     std::vector<float> bias_values;
     // JSON mode: what the output so far reads as.
     std::optional<JsonMatcher> json;
-    // Guided choice and JSON mode: the tokens the sampler may take this step (rebuilt each step).
+    // json_schema: the compiled schema, and what the output so far reads as against it.
+    std::shared_ptr<const JsonSchema> schema;
+    std::optional<JsonSchemaMatcher> schema_matcher;
+    // Guided choice, JSON mode and json_schema: the tokens the sampler may take this step
+    // (rebuilt each step).
     std::vector<int32_t> constrained_allowed;
     // Prompt logprobs computed so far (entry i is prompt token i + 1); a recomputation after a
     // preemption does not add them again.
     std::vector<PromptTokenLogprob> prompt_logprobs;
   };
+
+  // JSON mode and json_schema: the tokens whose bytes continue the output as `matcher` reads it,
+  // and EOS where the document may end (`can_end`: a top-level number) or no token continues it
+  // (a vocabulary without some byte the text needs).
+  template <typename Matcher>
+  void JsonTokens(const Matcher& matcher, bool can_end, std::vector<int32_t>* allowed) const {
+    JsonAllowedTokens(matcher, *options_.json_vocabulary, allowed);
+    if ((can_end || allowed->empty()) && options_.eos_token_id >= 0) {
+      allowed->push_back(options_.eos_token_id);
+    }
+  }
+  // Feeds the sampled `token` to `matcher`: true when that ends the request (the value is whole,
+  // or the token adds no bytes, the EOS of a dead end or of a document that may end).
+  template <typename Matcher>
+  bool JsonDone(Matcher& matcher, int32_t token) const {
+    const std::string& bytes = options_.json_vocabulary->token_bytes()[static_cast<size_t>(token)];
+    return bytes.empty() || !matcher.Feed(bytes) || matcher.Complete();
+  }
 
   // The model's prompt-logits sink: logprobs of the prompt tokens that `logits` predict.
   absl::Status OnPromptLogits(const StepPlan& plan, size_t first, int64_t count,

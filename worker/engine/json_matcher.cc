@@ -6,14 +6,6 @@ namespace headroom::worker {
 namespace {
 
 bool IsWhitespace(uint8_t b) { return b == ' ' || b == '\t' || b == '\n' || b == '\r'; }
-bool IsDigit(uint8_t b) { return b >= '0' && b <= '9'; }
-
-int HexValue(uint8_t b) {
-  if (b >= '0' && b <= '9') return b - '0';
-  if (b >= 'a' && b <= 'f') return b - 'a' + 10;
-  if (b >= 'A' && b <= 'F') return b - 'A' + 10;
-  return -1;
-}
 
 }  // namespace
 
@@ -28,32 +20,20 @@ bool JsonMatcher::Feed(uint8_t byte) {
   switch (mode_) {
     case Mode::kString:
       whitespace_run_ = 0;
-      return FeedString(byte);
-    case Mode::kEscape:
-      if (byte == 'u') {
-        mode_ = Mode::kUnicode;
-        hex_digits_ = 0;
-        hex_value_ = 0;
-        return true;
+      switch (string_.Feed(byte)) {
+        case JsonStringLexer::Step::kRefused:
+          return false;
+        case JsonStringLexer::Step::kClosed:
+          if (in_key_) {
+            in_key_ = false;
+            mode_ = Mode::kColon;
+          } else {
+            EndValue();
+          }
+          return true;
+        default:
+          return true;
       }
-      if (byte == '"' || byte == '\\' || byte == '/' || byte == 'b' || byte == 'f' || byte == 'n' ||
-          byte == 'r' || byte == 't') {
-        mode_ = Mode::kString;
-        return true;
-      }
-      return false;
-    case Mode::kUnicode:
-      return FeedUnicodeDigit(byte);
-    case Mode::kLowSurrogateSlash:
-      if (byte != '\\') return false;
-      mode_ = Mode::kLowSurrogateU;
-      return true;
-    case Mode::kLowSurrogateU:
-      if (byte != 'u') return false;
-      mode_ = Mode::kUnicode;
-      hex_digits_ = 0;
-      hex_value_ = 0;
-      return true;
     case Mode::kLiteral:
       if (byte != static_cast<uint8_t>(literal_rest_.front())) return false;
       literal_rest_.remove_prefix(1);
@@ -79,6 +59,7 @@ bool JsonMatcher::Feed(uint8_t byte) {
     case Mode::kKey:
       if (byte != '"') return false;
       mode_ = Mode::kString;
+      string_ = JsonStringLexer();
       in_key_ = true;
       return true;
     case Mode::kColon:
@@ -112,6 +93,7 @@ bool JsonMatcher::FeedValueStart(uint8_t byte) {
       return Open('[');
     case '"':
       mode_ = Mode::kString;
+      string_ = JsonStringLexer();
       in_key_ = false;
       return true;
     case 't':
@@ -126,128 +108,23 @@ bool JsonMatcher::FeedValueStart(uint8_t byte) {
       literal_rest_ = "ull";
       mode_ = Mode::kLiteral;
       return true;
-    case '-':
-      mode_ = Mode::kNumber;
-      number_ = Number::kMinus;
-      return true;
     default:
-      if (!IsDigit(byte)) return false;
+      // Most bytes tried here start no value: refuse them before setting up a number.
+      if (byte != '-' && (byte < '0' || byte > '9')) return false;
+      number_ = JsonNumberLexer();
+      if (number_.Feed(byte) != JsonNumberLexer::Step::kAccepted) return false;
       mode_ = Mode::kNumber;
-      number_ = byte == '0' ? Number::kZero : Number::kInt;
       return true;
   }
-}
-
-bool JsonMatcher::FeedString(uint8_t byte) {
-  if (utf8_due_ > 0) {
-    if (byte < utf8_lo_ || byte > utf8_hi_) return false;
-    --utf8_due_;
-    utf8_lo_ = 0x80;
-    utf8_hi_ = 0xBF;
-    return true;
-  }
-  if (byte == '"') {
-    if (in_key_) {
-      in_key_ = false;
-      mode_ = Mode::kColon;
-    } else {
-      EndValue();
-    }
-    return true;
-  }
-  if (byte == '\\') {
-    mode_ = Mode::kEscape;
-    return true;
-  }
-  if (byte < 0x20) return false;  // control characters must be escaped
-  if (byte < 0x80) return true;
-  // A UTF-8 lead byte: how many continuation bytes, and the range of the first (no overlong
-  // forms, no surrogates, nothing past U+10FFFF).
-  if (byte >= 0xC2 && byte <= 0xDF) {
-    utf8_due_ = 1;
-  } else if (byte >= 0xE0 && byte <= 0xEF) {
-    utf8_due_ = 2;
-    if (byte == 0xE0) utf8_lo_ = 0xA0;
-    if (byte == 0xED) utf8_hi_ = 0x9F;
-  } else if (byte >= 0xF0 && byte <= 0xF4) {
-    utf8_due_ = 3;
-    if (byte == 0xF0) utf8_lo_ = 0x90;
-    if (byte == 0xF4) utf8_hi_ = 0x8F;
-  } else {
-    return false;
-  }
-  return true;
-}
-
-bool JsonMatcher::FeedUnicodeDigit(uint8_t byte) {
-  const int digit = HexValue(byte);
-  if (digit < 0) return false;
-  // Decided digit by digit, so no escape is accepted that cannot be finished: a low surrogate
-  // (DC00-DFFF) only right after a high one (D800-DBFF), which needs one.
-  const bool low_range = hex_digits_ == 1 && hex_value_ == 0xD && digit >= 0xC;
-  if (want_low_surrogate_) {
-    if (hex_digits_ == 0 && digit != 0xD) return false;
-    if (hex_digits_ == 1 && !low_range) return false;
-  } else if (low_range) {
-    return false;
-  }
-  hex_value_ = static_cast<uint16_t>(hex_value_ * 16 + digit);
-  if (++hex_digits_ < 4) return true;
-  if (want_low_surrogate_) {
-    want_low_surrogate_ = false;
-    mode_ = Mode::kString;
-  } else if (hex_value_ >= 0xD800 && hex_value_ <= 0xDBFF) {
-    want_low_surrogate_ = true;
-    mode_ = Mode::kLowSurrogateSlash;
-  } else {
-    mode_ = Mode::kString;
-  }
-  return true;
 }
 
 bool JsonMatcher::FeedNumber(uint8_t byte) {
-  const bool digit = IsDigit(byte);
-  const bool exponent = byte == 'e' || byte == 'E';
-  switch (number_) {
-    case Number::kMinus:
-      if (!digit) return false;
-      number_ = byte == '0' ? Number::kZero : Number::kInt;
+  switch (number_.Feed(byte)) {
+    case JsonNumberLexer::Step::kAccepted:
       return true;
-    case Number::kZero:
-    case Number::kInt:
-      if (digit && number_ == Number::kInt) return true;
-      if (byte == '.') {
-        number_ = Number::kFracStart;
-        return true;
-      }
-      if (exponent) {
-        number_ = Number::kExpStart;
-        return true;
-      }
-      break;  // the number ends before this byte
-    case Number::kFracStart:
-      if (!digit) return false;
-      number_ = Number::kFrac;
-      return true;
-    case Number::kFrac:
-      if (digit) return true;
-      if (exponent) {
-        number_ = Number::kExpStart;
-        return true;
-      }
-      break;
-    case Number::kExpStart:
-      if (byte == '+' || byte == '-') {
-        number_ = Number::kExpSign;
-        return true;
-      }
-      [[fallthrough]];
-    case Number::kExpSign:
-      if (!digit) return false;
-      number_ = Number::kExp;
-      return true;
-    case Number::kExp:
-      if (digit) return true;
+    case JsonNumberLexer::Step::kRefused:
+      return false;
+    case JsonNumberLexer::Step::kEnded:
       break;
   }
   // The number ended: the byte belongs to what follows it (after a top-level number, only
@@ -299,27 +176,7 @@ JsonVocabulary::JsonVocabulary(std::vector<std::string> token_bytes)
   }
 }
 
-void JsonAllowedTokens(const JsonMatcher& matcher, const JsonVocabulary& vocabulary,
-                       std::vector<int32_t>* allowed) {
-  allowed->clear();
-  // Between a string's characters, string text fits whatever else the matcher holds (the
-  // string's text is not part of its state); only the other tokens need trying.
-  const bool at_text = matcher.AtStringText();
-  if (at_text) allowed->assign(vocabulary.string_text_.begin(), vocabulary.string_text_.end());
-  const std::vector<std::vector<int32_t>>& groups =
-      at_text ? vocabulary.other_by_first_byte_ : vocabulary.by_first_byte_;
-  for (int byte = 0; byte < 256; ++byte) {
-    const std::vector<int32_t>& group = groups[static_cast<size_t>(byte)];
-    if (group.empty()) continue;
-    JsonMatcher after_first = matcher;
-    if (!after_first.Feed(static_cast<uint8_t>(byte))) continue;
-    for (const int32_t id : group) {
-      JsonMatcher next = after_first;
-      if (next.Feed(std::string_view(vocabulary.bytes_[static_cast<size_t>(id)]).substr(1))) {
-        allowed->push_back(id);
-      }
-    }
-  }
-}
+template void JsonAllowedTokens<JsonMatcher>(const JsonMatcher&, const JsonVocabulary&,
+                                             std::vector<int32_t>*);
 
 }  // namespace headroom::worker

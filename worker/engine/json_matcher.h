@@ -25,6 +25,8 @@
 #include <string_view>
 #include <vector>
 
+#include "worker/engine/json_lexer.h"
+
 namespace headroom::worker {
 
 class JsonMatcher {
@@ -47,45 +49,28 @@ class JsonMatcher {
   // The top-level value has been read whole; no byte is accepted after it.
   [[nodiscard]] bool Complete() const { return mode_ == Mode::kDone; }
   // Inside a string (its text, an escape, a \u escape).
-  [[nodiscard]] bool InString() const {
-    return mode_ == Mode::kString || mode_ == Mode::kEscape || mode_ == Mode::kUnicode ||
-           mode_ == Mode::kLowSurrogateSlash || mode_ == Mode::kLowSurrogateU;
-  }
+  [[nodiscard]] bool InString() const { return mode_ == Mode::kString; }
   // Inside a string's text, between characters: where any string text may follow.
-  [[nodiscard]] bool AtStringText() const { return mode_ == Mode::kString && utf8_due_ == 0; }
+  [[nodiscard]] bool AtStringText() const {
+    return mode_ == Mode::kString && string_.BetweenCharacters();
+  }
 
  private:
   enum class Mode : uint8_t {
-    kValue,              // a value must start (top level, after ':' or ',' in an array)
-    kValueOrEnd,         // after '[': a value or ']'
-    kKeyOrEnd,           // after '{': a key or '}'
-    kKey,                // after ',' in an object: a key
-    kColon,              // after a key
-    kAfterValue,         // ',' or the container's closer
-    kString,             // inside a string (in_key_ says which)
-    kEscape,             // after '\' in a string
-    kUnicode,            // in the hex digits of \uXXXX
-    kLowSurrogateSlash,  // a high surrogate was read: '\' must follow
-    kLowSurrogateU,      // ...then 'u'
-    kLiteral,            // inside true / false / null
-    kNumber,             // inside a number (number_ says where)
-    kDone,               // the top-level value is complete
-  };
-  enum class Number : uint8_t {
-    kMinus,      // after '-': a digit must follow
-    kZero,       // a leading 0: '.', 'e', or the end
-    kInt,        // integer digits
-    kFracStart,  // after '.': a digit must follow
-    kFrac,       // fraction digits
-    kExpStart,   // after 'e': a sign or a digit
-    kExpSign,    // after the exponent's sign: a digit
-    kExp,        // exponent digits
+    kValue,       // a value must start (top level, after ':' or ',' in an array)
+    kValueOrEnd,  // after '[': a value or ']'
+    kKeyOrEnd,    // after '{': a key or '}'
+    kKey,         // after ',' in an object: a key
+    kColon,       // after a key
+    kAfterValue,  // ',' or the container's closer
+    kString,      // inside a string (in_key_ says which; string_ where)
+    kLiteral,     // inside true / false / null
+    kNumber,      // inside a number (number_ says where)
+    kDone,        // the top-level value is complete
   };
 
   bool FeedValueStart(uint8_t byte);
-  bool FeedString(uint8_t byte);
   bool FeedNumber(uint8_t byte);
-  bool FeedUnicodeDigit(uint8_t byte);
   // A value just ended (a string, literal, number or container).
   void EndValue();
   bool Open(char container);
@@ -95,19 +80,12 @@ class JsonMatcher {
   Options options_;
   Mode mode_ = Mode::kValue;
   bool in_key_ = false;
-  Number number_ = Number::kMinus;
+  JsonStringLexer string_;
+  JsonNumberLexer number_;
   // Open containers, '{' or '[' (at most max_depth).
   std::string stack_;
   // kLiteral: the rest of the literal to read ("rue" after 't').
   std::string_view literal_rest_;
-  // UTF-8 inside a string: continuation bytes still due, and the range of the next one.
-  uint8_t utf8_due_ = 0;
-  uint8_t utf8_lo_ = 0x80;
-  uint8_t utf8_hi_ = 0xBF;
-  // kUnicode: digits read, the value so far, and whether this escape must be a low surrogate.
-  uint8_t hex_digits_ = 0;
-  uint16_t hex_value_ = 0;
-  bool want_low_surrogate_ = false;
   int32_t whitespace_run_ = 0;
 };
 
@@ -115,27 +93,59 @@ class JsonMatcher {
 // never allowed), indexed so that a step tries only the tokens that can fit:
 //   - by first byte: a byte the matcher refuses rules out every token that starts with it;
 //   - string text: a token that, from between the characters of a string, stays inside the
-//     string and ends between characters again ("ing", " the", "\n") is allowed in every such
-//     state without being tried (most of a vocabulary is such text).
+//     string and ends between characters again ("ing", " the", "\n") is allowed in every state
+//     where the matcher says any string text fits (AtStringText) without being tried (most of a
+//     vocabulary is such text).
 class JsonVocabulary {
  public:
   explicit JsonVocabulary(std::vector<std::string> token_bytes);
 
   [[nodiscard]] const std::vector<std::string>& token_bytes() const { return bytes_; }
+  // Token ids with bytes that start with `byte`: all of them, or those that are not string text.
+  [[nodiscard]] const std::vector<int32_t>& StartingWith(uint8_t byte, bool all) const {
+    return all ? by_first_byte_[byte] : other_by_first_byte_[byte];
+  }
+  [[nodiscard]] const std::vector<int32_t>& string_text() const { return string_text_; }
 
  private:
-  friend void JsonAllowedTokens(const JsonMatcher&, const JsonVocabulary&, std::vector<int32_t>*);
-
   std::vector<std::string> bytes_;
-  // Every token with bytes, by first byte; and the ones that are not string text, by first byte.
   std::vector<std::vector<int32_t>> by_first_byte_;
   std::vector<std::vector<int32_t>> other_by_first_byte_;
   std::vector<int32_t> string_text_;
 };
 
 // Writes to `allowed` (cleared first, in no particular order) every token id whose bytes
-// `matcher` accepts whole.
-void JsonAllowedTokens(const JsonMatcher& matcher, const JsonVocabulary& vocabulary,
-                       std::vector<int32_t>* allowed);
+// `matcher` accepts whole. A Matcher (JsonMatcher, JsonSchemaMatcher) is a copyable value with
+// Feed(uint8_t), Feed(std::string_view) and AtStringText().
+template <typename Matcher>
+void JsonAllowedTokens(const Matcher& matcher, const JsonVocabulary& vocabulary,
+                       std::vector<int32_t>* allowed) {
+  allowed->clear();
+  // Between a string's characters, string text fits whatever else the matcher holds (the
+  // string's text is not part of its state); only the other tokens need trying.
+  const bool at_text = matcher.AtStringText();
+  if (at_text) allowed->assign(vocabulary.string_text().begin(), vocabulary.string_text().end());
+  for (int byte = 0; byte < 256; ++byte) {
+    const std::vector<int32_t>& group =
+        vocabulary.StartingWith(static_cast<uint8_t>(byte), /*all=*/!at_text);
+    if (group.empty()) continue;
+    Matcher after_first = matcher;
+    if (!after_first.Feed(static_cast<uint8_t>(byte))) continue;
+    for (const int32_t id : group) {
+      Matcher next = after_first;
+      const std::string_view bytes = vocabulary.token_bytes()[static_cast<size_t>(id)];
+      if (next.Feed(bytes.substr(1))) allowed->push_back(id);
+    }
+  }
+}
+
+// Instantiated next to each matcher (json_matcher.cc, json_schema.cc), where its Feed inlines
+// into the loop over tokens.
+class JsonSchemaMatcher;
+extern template void JsonAllowedTokens<JsonMatcher>(const JsonMatcher&, const JsonVocabulary&,
+                                                    std::vector<int32_t>*);
+extern template void JsonAllowedTokens<JsonSchemaMatcher>(const JsonSchemaMatcher&,
+                                                          const JsonVocabulary&,
+                                                          std::vector<int32_t>*);
 
 }  // namespace headroom::worker

@@ -52,6 +52,10 @@ struct SamplingParams {
   // json_matcher.h); the request stops once it is closed. Not with guided_choice or
   // allowed_token_ids.
   bool json_object = false;
+  // OpenAI's response_format json_schema: the output is valid against this JSON Schema (JSON
+  // text; worker/engine/json_schema.h); the request stops once the value is whole. Not with the
+  // three above.
+  std::string json_schema;
   // vLLM's prompt_logprobs: -1 off; otherwise every prompt token after the first gets its
   // logprob given the tokens before it, with the top-N alternatives (N in [0, 20]). Such a
   // request computes its whole prompt (no prefix-cache hit: cached blocks have no logits).

@@ -40,6 +40,7 @@ absl::StatusOr<Request> RequestFromProto(const v1::SubmitRequest& proto, Request
   std::sort(out.logit_bias.begin(), out.logit_bias.end());  // a map's order is unspecified
   out.allowed_token_ids.assign(in.allowed_token_ids().begin(), in.allowed_token_ids().end());
   out.json_object = in.json_object();
+  out.json_schema = in.json_schema();
   for (const v1::TokenSequence& choice : in.guided_choice()) {
     out.guided_choice.emplace_back(choice.ids().begin(), choice.ids().end());
   }

@@ -3,7 +3,9 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
 
 namespace headroom::router::openai {
 namespace {
@@ -101,8 +103,19 @@ TEST(OpenAiProtocolTest, BadCompletionBodies) {
        "must be an integer"},
       {R"({"prompt": "x", "echo": true, "truncate_prompt_tokens": 4})", "echo",
        "echo is not supported with truncate_prompt_tokens"},
-      {R"({"prompt": "x", "guided_json": {"type": "object"}})", "guided_json",
-       "guided_json (structured output) is not supported"},
+      {R"({"prompt": "x", "guided_regex": "a+"})", "guided_regex",
+       "guided_regex (structured output) is not supported"},
+      {R"({"prompt": "x", "guided_json": {"type": "string", "pattern": "a+"}})", "guided_json",
+       "guided_json: at the root: pattern is not supported"},
+      {R"({"prompt": "x", "guided_json": 5})", "guided_json",
+       "guided_json must be a JSON schema (an object), got number"},
+      {R"({"prompt": "x", "guided_json": "{\"type\":"})", "guided_json",
+       "guided_json: the schema is not valid JSON"},
+      {R"({"prompt": "x", "structured_outputs": {"json": {"$ref": "#/nowhere"}}})",
+       "structured_outputs.json",
+       "structured_outputs.json: at the root: $ref \"#/nowhere\" points"},
+      {R"({"prompt": "x", "guided_json": {}, "structured_outputs": {"json": {}}})",
+       "structured_outputs.json", "give one JSON schema"},
       {R"({"prompt": "x", "structured_outputs": {"regex": "a+"}})", "structured_outputs.regex",
        "structured_outputs.regex is not supported"},
       {R"({"prompt": "x", "guided_choice": []})", "guided_choice",
@@ -113,7 +126,16 @@ TEST(OpenAiProtocolTest, BadCompletionBodies) {
       {R"({"prompt": "x", "guided_choice": ["a"], "structured_outputs": {"choice": ["b"]}})",
        "structured_outputs", "not both"},
       {R"({"prompt": "x", "response_format": {"type": "json_schema", "json_schema": {}}})",
-       "response_format", "json_schema is not supported"},
+       "response_format.json_schema.schema",
+       "response_format.json_schema.schema (the JSON "
+       "schema) is required"},
+      {R"({"prompt": "x", "response_format": {"type": "json_schema"}})",
+       "response_format.json_schema", "must be an object with the schema in \"schema\""},
+      {R"({"prompt": "x", "response_format": {"type": "json_schema", "json_schema": {"name": "p",
+           "schema": {"type": "object", "properties": {"age": {"type": "integer",
+           "minimum": 0}}}}}})",
+       "response_format.json_schema.schema",
+       "response_format.json_schema.schema: at /properties/age: minimum is not supported"},
   };
   for (const BadBody& c : cases) ExpectBad(ParseCompletionRequest(c.body), c);
 }
@@ -150,7 +172,8 @@ TEST(OpenAiProtocolTest, BadChatBodies) {
        "tools", "tools are not supported"},
       {R"({"messages": [{"role": "user", "content": "x"}],
            "response_format": {"type": "yaml"}})",
-       "response_format", "response_format.type must be \"text\" or \"json_object\""},
+       "response_format",
+       "response_format.type must be \"text\", \"json_object\" or \"json_schema\""},
       {R"({"messages": [{"role": "user", "content": "x"}], "add_generation_prompt": "no"})",
        "add_generation_prompt", "must be a boolean"},
       {R"({"messages": [{"role": "user", "content": "x"}], "echo": true})", "echo",
@@ -376,6 +399,31 @@ TEST(OpenAiProtocolTest, JsonObjectFromEitherField) {
   EXPECT_FALSE(plain->generate.sampling().json_object());
   EXPECT_FALSE(
       ParseCompletionRequest(R"({"prompt": "x", "structured_outputs": {"json_object": 1}})").ok());
+}
+
+// A JSON schema comes as OpenAI's response_format json_schema, vLLM's guided_json (an object or
+// JSON text) or structured_outputs.json, and reaches the router as the schema's JSON text.
+TEST(OpenAiProtocolTest, JsonSchemaFromEveryField) {
+  const char* schema = R"({"type":"object","properties":{"a":{"type":"integer"}}})";
+  const std::vector<std::string> bodies = {
+      absl::StrCat(R"({"prompt": "x", "response_format": {"type": "json_schema", "json_schema":)",
+                   R"( {"name": "A", "strict": true, "schema": )", schema, "}}}"),
+      absl::StrCat(R"({"prompt": "x", "guided_json": )", schema, "}"),
+      absl::StrCat(R"({"prompt": "x", "guided_json": )", nlohmann::json(schema).dump(), "}"),
+      absl::StrCat(R"({"prompt": "x", "structured_outputs": {"json": )", schema, "}}")};
+  for (const std::string& body : bodies) {
+    absl::StatusOr<ParsedRequest> r = ParseCompletionRequest(body);
+    ASSERT_TRUE(r.ok()) << r.status() << " " << body;
+    EXPECT_EQ(nlohmann::json::parse(r->generate.sampling().json_schema()),
+              nlohmann::json::parse(schema))
+        << body;
+    EXPECT_FALSE(r->generate.sampling().json_object());
+  }
+  absl::StatusOr<ParsedRequest> chat = ParseChatRequest(absl::StrCat(
+      R"({"messages": [{"role": "user", "content": "x"}], "response_format": {"type":)",
+      R"( "json_schema", "json_schema": {"name": "A", "schema": )", schema, "}}}"));
+  ASSERT_TRUE(chat.ok()) << chat.status();
+  EXPECT_FALSE(chat->generate.sampling().json_schema().empty());
 }
 
 TEST(OpenAiProtocolTest, ChatMaxTokensAloneAndNoLogprobs) {

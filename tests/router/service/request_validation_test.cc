@@ -111,6 +111,18 @@ TEST_F(RequestValidationTest, GuidedChoicesAreTokenizedWithoutSpecialTokens) {
   EXPECT_EQ(v->prompt, (std::vector<int32_t>{256, 'q'})) << "the prompt still gets its BOS";
 }
 
+// A gRPC caller's JSON schema is checked here (the HTTP front checks its own) and passed on as is.
+TEST_F(RequestValidationTest, JsonSchemaIsPassedToTheWorker) {
+  v1::GenerateRequest request;
+  request.set_text("q");
+  const std::string schema = R"({"type":"object","properties":{"a":{"enum":[1,2]}}})";
+  request.mutable_sampling()->set_json_schema(schema);
+  const std::unique_ptr<Tokenizer> tokenizer = *MakeByteTokenizer(256);
+  absl::StatusOr<ValidatedRequest> v = ValidateGenerateRequest(request, *tokenizer, 100);
+  ASSERT_TRUE(v.ok()) << v.status();
+  EXPECT_EQ(v->sampling.json_schema(), schema);
+}
+
 struct BadCase {
   const char* name;
   void (*mutate)(v1::GenerateRequest&);
@@ -172,8 +184,20 @@ TEST_F(RequestValidationTest, BadRequestsNameTheFieldAndTheNumbers) {
          r.mutable_sampling()->add_guided_choice("yes");
          r.mutable_sampling()->add_allowed_token_ids(3);
        },
-       "at most one of sampling.guided_choice, sampling.allowed_token_ids and "
-       "sampling.json_object may be set"},
+       "at most one of sampling.guided_choice, sampling.allowed_token_ids, sampling.json_object "
+       "and sampling.json_schema may be set"},
+      {"json_schema with json_object",
+       [](v1::GenerateRequest& r) {
+         r.mutable_sampling()->set_json_schema(R"({"type":"object"})");
+         r.mutable_sampling()->set_json_object(true);
+       },
+       "at most one of"},
+      {"json_schema not enforceable",
+       [](v1::GenerateRequest& r) {
+         r.mutable_sampling()->set_json_schema(
+             R"({"type":"object","properties":{"id":{"type":"string","pattern":"^[a-z]+$"}}})");
+       },
+       "sampling.json_schema: at /properties/id: pattern is not supported"},
       {"json_object with guided_choice",
        [](v1::GenerateRequest& r) {
          r.mutable_sampling()->add_guided_choice("yes");

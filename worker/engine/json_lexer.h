@@ -1,0 +1,249 @@
+// The two JSON tokens that take more than a fixed spelling to read, one byte at a time, for the
+// constrained-decoding matchers (json_matcher.h, json_schema.h): a string's text after its opening
+// quote, and a number. Both are prefix-exact: they accept a byte exactly when what was read plus
+// it can still be finished. Defined here, inline: they run once per byte of every token tried.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+
+namespace headroom::worker {
+
+// A JSON string after its opening quote (RFC 8259): UTF-8 without overlong forms, surrogates or
+// bytes past U+10FFFF; escapes, where a \u high surrogate must be followed by a \u low one and a
+// low one must follow a high one; no raw control characters.
+class JsonStringLexer {
+ public:
+  enum class Step : uint8_t {
+    kRefused,    // no string continues this way
+    kPartial,    // inside a character (a UTF-8 sequence, an escape, a surrogate pair)
+    kCharacter,  // a character (one code point) was completed
+    kClosed,     // the closing quote
+  };
+
+  Step Feed(uint8_t byte);
+
+  // Between two characters: any character or the closing quote may follow.
+  [[nodiscard]] bool BetweenCharacters() const { return state_ == State::kText && utf8_due_ == 0; }
+
+ private:
+  enum class State : uint8_t {
+    kText,               // between characters, or inside a UTF-8 sequence (utf8_due_ > 0)
+    kEscape,             // after '\'
+    kUnicode,            // in the hex digits of \uXXXX
+    kLowSurrogateSlash,  // a high surrogate was read: '\' must follow
+    kLowSurrogateU,      // ...then 'u'
+  };
+
+  Step FeedText(uint8_t byte);
+  Step FeedUnicodeDigit(uint8_t byte);
+
+  State state_ = State::kText;
+  // UTF-8: continuation bytes still due, and the range of the next one.
+  uint8_t utf8_due_ = 0;
+  uint8_t utf8_lo_ = 0x80;
+  uint8_t utf8_hi_ = 0xBF;
+  // kUnicode: digits read, the value so far, and whether this escape must be a low surrogate.
+  uint8_t hex_digits_ = 0;
+  uint16_t hex_value_ = 0;
+  bool want_low_surrogate_ = false;
+};
+
+// A JSON number (RFC 8259: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?), or only its integer
+// form, in at most `max_bytes` bytes (1..255; 0: no limit; a byte is refused when the number could
+// not then be finished within them). Four bytes: the matchers copy it with every token they try.
+class JsonNumberLexer {
+ public:
+  enum class Step : uint8_t {
+    kAccepted,  // the byte continues the number
+    kEnded,     // the number ended before this byte, which belongs to what follows
+    kRefused,   // the number cannot end here, and does not continue this way
+  };
+
+  JsonNumberLexer() = default;
+  JsonNumberLexer(bool integer, uint8_t max_bytes) : integer_(integer), max_bytes_(max_bytes) {}
+
+  // The first byte ('-' or a digit) too.
+  Step Feed(uint8_t byte);
+
+  // What was read is a whole number.
+  [[nodiscard]] bool CanEnd() const {
+    return state_ == State::kZero || state_ == State::kInt || state_ == State::kFrac ||
+           state_ == State::kExp;
+  }
+
+ private:
+  enum class State : uint8_t {
+    kStart,      // nothing read
+    kMinus,      // after '-': a digit must follow
+    kZero,       // a leading 0: '.', 'e', or the end
+    kInt,        // integer digits
+    kFracStart,  // after '.': a digit must follow
+    kFrac,       // fraction digits
+    kExpStart,   // after 'e': a sign or a digit
+    kExpSign,    // after the exponent's sign: a digit
+    kExp,        // exponent digits
+  };
+
+  // The state after `byte`, or nullopt-like kStart when it does not continue the number.
+  [[nodiscard]] State Next(uint8_t byte) const;
+
+  State state_ = State::kStart;
+  bool integer_ = false;
+  uint8_t max_bytes_ = 0;
+  uint8_t length_ = 0;  // counted only with a limit
+};
+
+// --- Definitions (inline: the matchers call these once per byte of every token they try) ---
+
+namespace json_lexer_internal {
+
+inline bool IsDigit(uint8_t b) { return b >= '0' && b <= '9'; }
+
+inline int HexValue(uint8_t b) {
+  if (b >= '0' && b <= '9') return b - '0';
+  if (b >= 'a' && b <= 'f') return b - 'a' + 10;
+  if (b >= 'A' && b <= 'F') return b - 'A' + 10;
+  return -1;
+}
+
+}  // namespace json_lexer_internal
+
+inline JsonStringLexer::Step JsonStringLexer::Feed(uint8_t byte) {
+  switch (state_) {
+    case State::kText:
+      return FeedText(byte);
+    case State::kEscape:
+      if (byte == 'u') {
+        state_ = State::kUnicode;
+        hex_digits_ = 0;
+        hex_value_ = 0;
+        return Step::kPartial;
+      }
+      if (byte == '"' || byte == '\\' || byte == '/' || byte == 'b' || byte == 'f' || byte == 'n' ||
+          byte == 'r' || byte == 't') {
+        state_ = State::kText;
+        return Step::kCharacter;
+      }
+      return Step::kRefused;
+    case State::kUnicode:
+      return FeedUnicodeDigit(byte);
+    case State::kLowSurrogateSlash:
+      if (byte != '\\') return Step::kRefused;
+      state_ = State::kLowSurrogateU;
+      return Step::kPartial;
+    case State::kLowSurrogateU:
+      if (byte != 'u') return Step::kRefused;
+      state_ = State::kUnicode;
+      hex_digits_ = 0;
+      hex_value_ = 0;
+      return Step::kPartial;
+  }
+  return Step::kRefused;
+}
+
+inline JsonStringLexer::Step JsonStringLexer::FeedText(uint8_t byte) {
+  if (utf8_due_ > 0) {
+    if (byte < utf8_lo_ || byte > utf8_hi_) return Step::kRefused;
+    utf8_lo_ = 0x80;
+    utf8_hi_ = 0xBF;
+    return --utf8_due_ == 0 ? Step::kCharacter : Step::kPartial;
+  }
+  if (byte == '"') return Step::kClosed;
+  if (byte == '\\') {
+    state_ = State::kEscape;
+    return Step::kPartial;
+  }
+  if (byte < 0x20) return Step::kRefused;  // control characters must be escaped
+  if (byte < 0x80) return Step::kCharacter;
+  // A UTF-8 lead byte: how many continuation bytes, and the range of the first (no overlong
+  // forms, no surrogates, nothing past U+10FFFF).
+  if (byte >= 0xC2 && byte <= 0xDF) {
+    utf8_due_ = 1;
+  } else if (byte >= 0xE0 && byte <= 0xEF) {
+    utf8_due_ = 2;
+    if (byte == 0xE0) utf8_lo_ = 0xA0;
+    if (byte == 0xED) utf8_hi_ = 0x9F;
+  } else if (byte >= 0xF0 && byte <= 0xF4) {
+    utf8_due_ = 3;
+    if (byte == 0xF0) utf8_lo_ = 0x90;
+    if (byte == 0xF4) utf8_hi_ = 0x8F;
+  } else {
+    return Step::kRefused;
+  }
+  return Step::kPartial;
+}
+
+inline JsonStringLexer::Step JsonStringLexer::FeedUnicodeDigit(uint8_t byte) {
+  const int digit = json_lexer_internal::HexValue(byte);
+  if (digit < 0) return Step::kRefused;
+  // Decided digit by digit, so no escape is accepted that cannot be finished: a low surrogate
+  // (DC00-DFFF) only right after a high one (D800-DBFF), which needs one.
+  const bool low_range = hex_digits_ == 1 && hex_value_ == 0xD && digit >= 0xC;
+  if (want_low_surrogate_) {
+    if (hex_digits_ == 0 && digit != 0xD) return Step::kRefused;
+    if (hex_digits_ == 1 && !low_range) return Step::kRefused;
+  } else if (low_range) {
+    return Step::kRefused;
+  }
+  hex_value_ = static_cast<uint16_t>(hex_value_ * 16 + digit);
+  if (++hex_digits_ < 4) return Step::kPartial;
+  if (want_low_surrogate_) {
+    want_low_surrogate_ = false;
+  } else if (hex_value_ >= 0xD800 && hex_value_ <= 0xDBFF) {
+    want_low_surrogate_ = true;
+    state_ = State::kLowSurrogateSlash;
+    return Step::kPartial;
+  }
+  state_ = State::kText;
+  return Step::kCharacter;
+}
+
+inline JsonNumberLexer::State JsonNumberLexer::Next(uint8_t byte) const {
+  const bool digit = json_lexer_internal::IsDigit(byte);
+  const bool exponent = !integer_ && (byte == 'e' || byte == 'E');
+  switch (state_) {
+    case State::kStart:
+      if (byte == '-') return State::kMinus;
+      [[fallthrough]];
+    case State::kMinus:
+      if (!digit) return State::kStart;
+      return byte == '0' ? State::kZero : State::kInt;
+    case State::kZero:
+    case State::kInt:
+      if (digit && state_ == State::kInt) return State::kInt;
+      if (byte == '.' && !integer_) return State::kFracStart;
+      if (exponent) return State::kExpStart;
+      return State::kStart;
+    case State::kFracStart:
+    case State::kFrac:
+      if (digit) return State::kFrac;
+      if (exponent && state_ == State::kFrac) return State::kExpStart;
+      return State::kStart;
+    case State::kExpStart:
+      if (byte == '+' || byte == '-') return State::kExpSign;
+      [[fallthrough]];
+    case State::kExpSign:
+    case State::kExp:
+      return digit ? State::kExp : State::kStart;
+  }
+  return State::kStart;
+}
+
+inline JsonNumberLexer::Step JsonNumberLexer::Feed(uint8_t byte) {
+  const State next = Next(byte);
+  if (next == State::kStart) return CanEnd() ? Step::kEnded : Step::kRefused;
+  // After '-', '.', 'e' or the exponent's sign one more digit is due.
+  const int32_t due = next == State::kMinus || next == State::kFracStart ||
+                              next == State::kExpStart || next == State::kExpSign
+                          ? 1
+                          : 0;
+  if (max_bytes_ != 0) {
+    if (length_ + 1 + due > max_bytes_) return CanEnd() ? Step::kEnded : Step::kRefused;
+    ++length_;
+  }
+  state_ = next;
+  return Step::kAccepted;
+}
+
+}  // namespace headroom::worker
