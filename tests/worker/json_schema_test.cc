@@ -169,6 +169,8 @@ TEST(JsonSchemaTest, RefusesWhatItCannotEnforceAndSaysWhereAndWhy) {
   wide += "}}";
   const std::vector<Refusal> refusals = {
       {R"({"type":"string","pattern":"^a+$"})", "at the root: pattern is not supported"},
+      {R"({"type":"object","properties":{"at":{"type":"string","format":"date-time"}}})",
+       "at /properties/at: format \"date-time\" is not enforced"},
       {R"({"type":"object","properties":{"age":{"type":"integer","minimum":0}}})",
        "at /properties/age: minimum is not supported"},
       {R"({"$ref":"https://example.com/s.json"})", "only references into the same schema"},
@@ -233,6 +235,9 @@ TEST(JsonSchemaTest, ObjectsTakeDeclaredPropertiesInAnyOrderOnceAndRequiredOnesB
   EXPECT_TRUE(Accepts(*MustCompile(R"({"type":"object"})"), R"({"k":[1,{"n":null}],"s":"t"})"));
   EXPECT_TRUE(Accepts(*MustCompile(R"({"properties":{"a":{}}})"), R"({"a":[]})"));
   EXPECT_FALSE(Accepts(*MustCompile(R"({"properties":{"a":{}}})"), R"([])"));  // inferred object
+  // Formats nobody checks are annotations: OpenAPI's int32, a custom name.
+  EXPECT_TRUE(Accepts(*MustCompile(R"({"type":"integer","format":"int32"})"), "7"));
+  EXPECT_TRUE(Accepts(*MustCompile(R"({"type":"string","format":"my-id"})"), R"("x")"));
 }
 
 TEST(JsonSchemaTest, LiteralsAreSpelledCompactlyAndNumbersMayEndTheDocument) {

@@ -38,6 +38,16 @@ constexpr std::array<std::string_view, 15> kAnnotations = {
     "$id",       "$comment",      "format",           "deprecated",      "readOnly",
     "writeOnly", "discriminator", "contentMediaType", "contentEncoding", "uniqueItems"};
 
+// The string formats JSON Schema 2020-12 defines. Validators (and OpenAI's strict mode, and the
+// clients that parse the reply: pydantic's datetime, UUID, EmailStr) check them, so a string
+// schema with one is refused rather than generated unchecked. Other formats (OpenAPI's int32 on
+// numbers, custom names) constrain nothing anyone checks and are ignored.
+constexpr std::array<std::string_view, 19> kStringFormats = {
+    "date-time", "date",          "time", "duration",     "email",        "idn-email",
+    "hostname",  "idn-hostname",  "ipv4", "ipv6",         "uri",          "uri-reference",
+    "iri",       "iri-reference", "uuid", "uri-template", "json-pointer", "relative-json-pointer",
+    "regex"};
+
 template <size_t N>
 bool OneOf(const std::array<std::string_view, N>& list, std::string_view key) {
   return std::find(list.begin(), list.end(), key) != list.end();
@@ -237,6 +247,12 @@ class JsonSchemaCompiler {
     if (type == "object") return Object(s, path);
     if (type == "array") return Array(s, path);
     if (type == "string") {
+      if (const auto format = s.find("format");
+          format != s.end() && format->is_string() &&
+          OneOf(kStringFormats, format->get_ref<const std::string&>())) {
+        return Error(path, absl::StrCat("format \"", format->get<std::string>(),
+                                        "\" is not enforced (not supported)"));
+      }
       Node node{.kind = Kind::kString};
       HR_ASSIGN_OR_RETURN(node.min_length, Count(s, "minLength", 0, path));
       HR_ASSIGN_OR_RETURN(node.max_length, Count(s, "maxLength", node.max_length, path));
