@@ -4,7 +4,7 @@
 // states: inside a string (most tokens continue it), where a value must start (most stop at their
 // first byte), and inside a number; and the same for json_schema (JsonSchemaMatcher, a pydantic-
 // shaped schema) where a key starts, inside a free string, where an anyOf value starts, inside an
-// enum value and inside a number. Results: docs/performance.md.
+// enum value, inside a number and inside a date-time (a pattern). Results: docs/performance.md.
 //   build/main/bench/json_mode_bench
 // Fixtures are read from $HEADROOM_SOURCE_DIR/tests/router/tokenizer/fixtures (default: the source
 // tree this binary was built from).
@@ -92,13 +92,14 @@ BENCHMARK_CAPTURE(BM_JsonAllowedTokens, llama3x100_in_number, "llama3x100", R"({
     ->Unit(benchmark::kMicrosecond);
 
 // What the openai client's parse() sends for a pydantic model with a nested model, an Optional
-// field, a Literal and a list.
+// field, a Literal, a list and an optional datetime.
 constexpr char kPydanticSchema[] = R"({"$defs":{"Address":{"type":"object","properties":{
     "city":{"type":"string"},"zip":{"type":"string"}},"required":["city","zip"],
     "additionalProperties":false}},"type":"object","properties":{"name":{"type":"string"},
     "age":{"type":"integer"},"answer":{"enum":["yes","no"],"type":"string"},
     "nickname":{"anyOf":[{"type":"string"},{"type":"null"}]},"address":{"$ref":"#/$defs/Address"},
-    "tags":{"type":"array","items":{"type":"string"}}},
+    "tags":{"type":"array","items":{"type":"string"}},
+    "opened":{"type":"string","format":"date-time"}},
     "required":["name","age","answer","nickname","address","tags"],"additionalProperties":false})";
 
 void BM_SchemaAllowedTokens(benchmark::State& state, const std::string& vocabulary,
@@ -117,6 +118,9 @@ BENCHMARK_CAPTURE(BM_SchemaAllowedTokens, llama3x100_any_of_start, "llama3x100",
 BENCHMARK_CAPTURE(BM_SchemaAllowedTokens, llama3x100_in_enum, "llama3x100", R"({"answer": "y)")
     ->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_SchemaAllowedTokens, llama3x100_in_number, "llama3x100", R"({"age": 4)")
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_SchemaAllowedTokens, llama3x100_in_date_time, "llama3x100",
+                  R"({"opened": "2024-0)")
     ->Unit(benchmark::kMicrosecond);
 
 }  // namespace

@@ -14,14 +14,23 @@ enum values are plain ASCII, numbers are short, whitespace runs are short, an "i
 never holds 1.0 (which jsonschema counts as an integer and the matcher, reading integer syntax,
 does not).
 
+Patterns: for each pattern below (the ECMA-262 subset JSON Schema patterns use), strings labelled
+by Python's `re.search` (ASCII classes, as ECMA-262's \\d and \\w are; no string ends with a newline
+or holds the characters where Python's `.`, `$` and `\\s` differ from ECMA-262's), each with a
+JSON spelling of it (escapes and surrogate pairs at random). Formats (date, time, date-time, uuid,
+ipv4) are labelled by jsonschema's format checker (rfc3339-validator for the times).
+
 Writes tests/worker/fixtures/json_schema_cases.json: {generator, cases: [{schema, documents:
-[{text, valid}]}]}. Needs only jsonschema (scripts/requirements-fixtures.txt, into build/venv).
+[{text, valid}]}], patterns: [{pattern, strings: [{text, json, match}]}]}. Needs jsonschema and
+rfc3339-validator (scripts/requirements-fixtures.txt, into build/venv).
 """
 import copy
 import json
 import os
 import random
 from importlib.metadata import version
+
+import re
 
 import jsonschema
 
@@ -120,6 +129,22 @@ SCHEMAS = [
         "required": ["tree", "animal"],
         **STRICT_OBJECT,
     },
+    # Strings with patterns and formats (a pydantic model with constr(pattern=...), datetime,
+    # date, time, UUID, IPv4Address).
+    {
+        "type": "object",
+        "properties": {
+            "code": {"type": "string", "pattern": "^[A-Z]{2}-\\d{3}$"},
+            "tag": {"type": "string", "pattern": "^(red|gre+n|blue?)$"},
+            "when": {"type": "string", "format": "date-time"},
+            "day": {"type": "string", "format": "date"},
+            "at": {"type": "string", "format": "time"},
+            "id": {"type": "string", "format": "uuid"},
+            "ip": {"type": "string", "format": "ipv4"},
+        },
+        "required": ["code", "when"],
+        **STRICT_OBJECT,
+    },
     # A top-level array of short strings, and an empty object allowed.
     {"type": "array", "items": {"anyOf": [{"type": "string", "minLength": 1, "maxLength": 3},
                                           {"type": "object", "properties": {},
@@ -128,6 +153,60 @@ SCHEMAS = [
 ]
 
 ALPHABET = list("abcxyz019 ") + ["é", "→", "😀", '"', "\\", "\n", "/"]
+
+# Strings of the right shape for the patterns and formats above, the first two valid; mutate()
+# and mutate_text() make wrong ones of them.
+SHAPED = {
+    "^[A-Z]{2}-\\d{3}$": ["AB-123", "ZZ-000", "QX-909"],
+    "^(red|gre+n|blue?)$": ["green", "blu", "gren", "reds"],
+    "date-time": ["2024-02-29T12:30:00Z", "1999-12-31T23:59:59.5+05:30", "2023-02-28t00:00:00z",
+                  "2023-02-29T12:00:00Z", "2024-04-31T10:00:00Z", "0000-01-01T00:00:00Z",
+                  "2024-01-01T24:00:00Z", "2024-01-01T12:00:60Z", "2100-02-29T01:02:03Z",
+                  "2000-02-29T01:02:03-00:00"],
+    "date": ["2024-02-29", "2000-02-29", "2023-02-29", "1900-02-29", "2024-11-31", "0001-01-01"],
+    "time": ["12:30:00Z", "23:59:59.999+01:00", "24:00:00Z", "12:60:00Z", "08:15:00-08:00"],
+    "uuid": ["123e4567-e89b-12d3-a456-426614174000", "123E4567-E89B-12D3-A456-426614174000",
+             "123e4567e89b12d3a456426614174000", "123e4567-e89b-12d3-a456-42661417400g"],
+    "ipv4": ["192.168.0.1", "255.255.255.255", "256.1.1.1", "01.2.3.4", "1.2.3", "0.0.0.0"],
+}
+
+PATTERNS = {
+    "^[a-z]+$": ["abc", "a", "", "aBc", "abc1"],
+    "^\\d{3}-\\d{4}$": ["555-1234", "55-1234", "555-12345", "abc-defg"],
+    "colou?r": ["color", "colour", "discolored", "colouur", "COLOR"],
+    "^(foo|bar)baz$": ["foobaz", "barbaz", "bazbaz", "foobar"],
+    "^[A-Z][a-z]*( [A-Z][a-z]*)*$": ["Hello World", "Hello world", "A B C", "Ab  Cd"],
+    "^\\S+@\\S+\\.\\S+$": ["a@b.co", "a b@c.d", "a@b", "x@y.z.w"],
+    "^[^\\s]{2,5}$": ["ab", "abcde", "abcdef", "a", "a b"],
+    "^#[0-9a-fA-F]{6}$": ["#00ff00", "#00FF0", "00ff00", "#GGGGGG"],
+    "^\\+?[1-9]\\d{1,14}$": ["+14155552671", "04155552671", "+1", "123456789012345"],
+    "a.c": ["abc", "a\nc", "ac", "xa😀cx"],
+    "^(?:\\w+\\.)+\\w+$": ["www.example.com", "a.b", "ab", "a..b", "a_b.c-d"],
+    "^[\\u00e9-\\u00ff]+$": ["é", "éÿ", "e", "éa"],
+    "^\\$\\d+(\\.\\d{2})?$": ["$12", "$12.50", "$12.5", "12.50"],
+    "^(a|ab)(c|bcd)$": ["abcd", "ac", "abc", "abd"],
+    "é+": ["é", "café", "cafe", "éé"],
+    "^(?<year>\\d{4})-\\d{2}$": ["2024-11", "24-11", "2024-1"],
+    "^[\\w.-]+$": ["a.b-c_d", "a b", "a/b"],
+    "^x*?y{2,}$": ["yy", "xxyyy", "xy", "y"],
+    "^[😀-😂]$": ["😀", "😂", "😃", "a"],
+}
+
+# Python's `re` and ECMA-262 agree on these strings: no trailing newline, no \r, no U+2028/9,
+# no non-ASCII space.
+PATTERN_ALPHABET = list("abcABC019 -._@#$+é") + ["😀", "\n", "\"", "\\", "\u00ff"]
+
+
+def mutate_text(rng, text):
+    i = rng.randint(0, len(text))
+    change = rng.randrange(3)
+    if change == 0 and text:
+        i = min(i, len(text) - 1)
+        return text[:i] + text[i + 1:]
+    if change == 1 and text:
+        i = min(i, len(text) - 1)
+        return text[:i] + rng.choice(PATTERN_ALPHABET) + text[i + 1:]
+    return text[:i] + rng.choice(PATTERN_ALPHABET) + text[i:]
 
 
 def resolve(schema, root):
@@ -175,6 +254,10 @@ def instance(rng, schema, root, depth=0):
         return [instance(rng, schema.get("items", {}), root, depth + 1)
                 for _ in range(rng.randint(lo, hi))]
     if kind == "string":
+        shaped = SHAPED.get(schema.get("pattern", schema.get("format")))
+        if shaped:
+            text = rng.choice(shaped[:2] if rng.random() < 0.8 else shaped)
+            return mutate_text(rng, text) if rng.random() < 0.1 else text
         lo = schema.get("minLength", 0)
         return random_string(rng, lo, schema.get("maxLength", lo + 8))
     if kind == "integer":
@@ -251,7 +334,8 @@ def main():
     rng = random.Random(20261124)
     cases = []
     for schema in SCHEMAS:
-        validator = jsonschema.Draft202012Validator(schema)
+        validator = jsonschema.Draft202012Validator(
+            schema, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER)
         documents = {}
         for _ in range(40):
             value = instance(rng, schema, schema)
@@ -262,10 +346,24 @@ def main():
                       "documents": [{"text": t, "valid": v} for t, v in documents.items()]})
         valid = sum(documents.values())
         print(f"schema {len(cases)}: {len(documents)} documents, {valid} valid")
+    patterns = []
+    for pattern, examples in PATTERNS.items():
+        # Python spells named groups (?P<name>...).
+        compiled = re.compile(pattern.replace("(?<", "(?P<"), re.ASCII)
+        texts = set(examples)
+        for _ in range(30):
+            texts.add(mutate_text(rng, rng.choice(examples)))
+        texts = sorted(t for t in texts if not t.endswith("\n"))
+        strings = [{"text": t, "json": json.dumps(t, ensure_ascii=rng.random() < 0.5),
+                    "match": compiled.search(t) is not None} for t in texts]
+        patterns.append({"pattern": pattern, "strings": strings})
+        print(f"pattern {pattern!r}: {len(strings)} strings, "
+              f"{sum(s['match'] for s in strings)} match")
     with open(OUT, "w", encoding="utf-8") as f:
         json.dump({"generator": f"scripts/gen_json_schema_fixtures.py, jsonschema "
-                                f"{version('jsonschema')}",
-                   "cases": cases}, f, ensure_ascii=False, indent=1)
+                                f"{version('jsonschema')}, rfc3339-validator "
+                                f"{version('rfc3339-validator')}",
+                   "cases": cases, "patterns": patterns}, f, ensure_ascii=False)
         f.write("\n")
 
 

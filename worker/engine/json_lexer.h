@@ -26,6 +26,16 @@ class JsonStringLexer {
   // Between two characters: any character or the closing quote may follow.
   [[nodiscard]] bool BetweenCharacters() const { return state_ == State::kText && utf8_due_ == 0; }
 
+  // The character just completed (after kCharacter), as a code point.
+  [[nodiscard]] uint32_t code_point() const { return code_point_; }
+  // Inside a character (after kPartial): the code points it can still become, as at most three
+  // disjoint ranges [lo, hi] written to `out`; returns how many.
+  struct Range {
+    uint32_t lo = 0;
+    uint32_t hi = 0;
+  };
+  int PossibleCodePoints(Range out[3]) const;
+
  private:
   enum class State : uint8_t {
     kText,               // between characters, or inside a UTF-8 sequence (utf8_due_ > 0)
@@ -39,7 +49,8 @@ class JsonStringLexer {
   Step FeedUnicodeDigit(uint8_t byte);
 
   State state_ = State::kText;
-  // UTF-8: continuation bytes still due, and the range of the next one.
+  // UTF-8: the sequence's length, continuation bytes still due, and the range of the next one.
+  uint8_t utf8_length_ = 0;
   uint8_t utf8_due_ = 0;
   uint8_t utf8_lo_ = 0x80;
   uint8_t utf8_hi_ = 0xBF;
@@ -47,6 +58,10 @@ class JsonStringLexer {
   uint8_t hex_digits_ = 0;
   uint16_t hex_value_ = 0;
   bool want_low_surrogate_ = false;
+  // The pending high surrogate of a \u pair.
+  uint16_t high_surrogate_ = 0;
+  // The code point so far (UTF-8: the bits read) or just completed.
+  uint32_t code_point_ = 0;
 };
 
 // A JSON number (RFC 8259: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?), or only its integer
@@ -120,12 +135,32 @@ inline JsonStringLexer::Step JsonStringLexer::Feed(uint8_t byte) {
         hex_value_ = 0;
         return Step::kPartial;
       }
-      if (byte == '"' || byte == '\\' || byte == '/' || byte == 'b' || byte == 'f' || byte == 'n' ||
-          byte == 'r' || byte == 't') {
-        state_ = State::kText;
-        return Step::kCharacter;
+      switch (byte) {
+        case '"':
+        case '\\':
+        case '/':
+          code_point_ = byte;
+          break;
+        case 'b':
+          code_point_ = 0x08;
+          break;
+        case 'f':
+          code_point_ = 0x0C;
+          break;
+        case 'n':
+          code_point_ = 0x0A;
+          break;
+        case 'r':
+          code_point_ = 0x0D;
+          break;
+        case 't':
+          code_point_ = 0x09;
+          break;
+        default:
+          return Step::kRefused;
       }
-      return Step::kRefused;
+      state_ = State::kText;
+      return Step::kCharacter;
     case State::kUnicode:
       return FeedUnicodeDigit(byte);
     case State::kLowSurrogateSlash:
@@ -147,6 +182,7 @@ inline JsonStringLexer::Step JsonStringLexer::FeedText(uint8_t byte) {
     if (byte < utf8_lo_ || byte > utf8_hi_) return Step::kRefused;
     utf8_lo_ = 0x80;
     utf8_hi_ = 0xBF;
+    code_point_ = code_point_ << 6 | (byte & 0x3Fu);
     return --utf8_due_ == 0 ? Step::kCharacter : Step::kPartial;
   }
   if (byte == '"') return Step::kClosed;
@@ -155,7 +191,10 @@ inline JsonStringLexer::Step JsonStringLexer::FeedText(uint8_t byte) {
     return Step::kPartial;
   }
   if (byte < 0x20) return Step::kRefused;  // control characters must be escaped
-  if (byte < 0x80) return Step::kCharacter;
+  if (byte < 0x80) {
+    code_point_ = byte;
+    return Step::kCharacter;
+  }
   // A UTF-8 lead byte: how many continuation bytes, and the range of the first (no overlong
   // forms, no surrogates, nothing past U+10FFFF).
   if (byte >= 0xC2 && byte <= 0xDF) {
@@ -171,6 +210,8 @@ inline JsonStringLexer::Step JsonStringLexer::FeedText(uint8_t byte) {
   } else {
     return Step::kRefused;
   }
+  utf8_length_ = static_cast<uint8_t>(utf8_due_ + 1);
+  code_point_ = byte & (0x7Fu >> utf8_length_);
   return Step::kPartial;
 }
 
@@ -190,13 +231,67 @@ inline JsonStringLexer::Step JsonStringLexer::FeedUnicodeDigit(uint8_t byte) {
   if (++hex_digits_ < 4) return Step::kPartial;
   if (want_low_surrogate_) {
     want_low_surrogate_ = false;
+    code_point_ = 0x10000u + ((high_surrogate_ - 0xD800u) << 10) + (hex_value_ - 0xDC00u);
   } else if (hex_value_ >= 0xD800 && hex_value_ <= 0xDBFF) {
     want_low_surrogate_ = true;
+    high_surrogate_ = hex_value_;
     state_ = State::kLowSurrogateSlash;
     return Step::kPartial;
+  } else {
+    code_point_ = hex_value_;
   }
   state_ = State::kText;
   return Step::kCharacter;
+}
+
+inline int JsonStringLexer::PossibleCodePoints(Range out[3]) const {
+  int n = 0;
+  // [lo, hi] without the surrogates (which are not characters).
+  const auto add = [&](uint32_t lo, uint32_t hi) {
+    if (lo <= 0xD7FF) out[n++] = {lo, hi < 0xD7FF ? hi : 0xD7FF};
+    if (hi >= 0xE000) out[n++] = {lo > 0xE000 ? lo : 0xE000, hi};
+  };
+  // The characters a \u pair starting with a high surrogate in [lo, hi] can write.
+  const auto astral = [&](uint32_t lo, uint32_t hi) {
+    if (hi < 0xD800 || lo > 0xDBFF) return;
+    lo = lo < 0xD800 ? 0xD800 : lo;
+    hi = hi > 0xDBFF ? 0xDBFF : hi;
+    out[n++] = {0x10000u + ((lo - 0xD800u) << 10), 0x10000u + ((hi - 0xD800u) << 10) + 0x3FFu};
+  };
+  // The 16-bit values the escape's hex digits can still make.
+  const uint32_t span = 1u << (4 * (4 - hex_digits_));
+  const uint32_t unit_lo = static_cast<uint32_t>(hex_value_) * span;
+  switch (state_) {
+    case State::kText: {  // inside a UTF-8 sequence
+      const uint32_t bits = 6u * utf8_due_;
+      const uint32_t least = utf8_length_ == 2 ? 0x80 : utf8_length_ == 3 ? 0x800 : 0x10000;
+      const uint32_t lo = code_point_ << bits;
+      const uint32_t hi = lo | ((1u << bits) - 1);
+      add(lo < least ? least : lo, hi > 0x10FFFF ? 0x10FFFF : hi);
+      break;
+    }
+    case State::kEscape:
+      add(0, 0x10FFFF);
+      break;
+    case State::kUnicode:
+      if (want_low_surrogate_) {
+        const uint32_t base = 0x10000u + ((high_surrogate_ - 0xD800u) << 10);
+        const uint32_t lo = unit_lo < 0xDC00 ? 0xDC00 : unit_lo;
+        const uint32_t hi = unit_lo + span - 1 > 0xDFFF ? 0xDFFF : unit_lo + span - 1;
+        out[n++] = {base + lo - 0xDC00u, base + hi - 0xDC00u};
+      } else {
+        add(unit_lo, unit_lo + span - 1);
+        astral(unit_lo, unit_lo + span - 1);
+      }
+      break;
+    case State::kLowSurrogateSlash:
+    case State::kLowSurrogateU: {
+      const uint32_t base = 0x10000u + ((high_surrogate_ - 0xD800u) << 10);
+      out[n++] = {base, base + 0x3FF};
+      break;
+    }
+  }
+  return n;
 }
 
 inline JsonNumberLexer::State JsonNumberLexer::Next(uint8_t byte) const {

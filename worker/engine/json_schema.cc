@@ -29,24 +29,49 @@ using Node = JsonSchema::Node;
 constexpr size_t kMaxThreads = 32;
 
 // Keywords the compiler enforces, and annotations it ignores (they constrain nothing).
-constexpr std::array<std::string_view, 17> kSupported = {
-    "type",  "enum",     "const",    "properties", "required",   "additionalProperties",
-    "items", "minItems", "maxItems", "minLength",  "maxLength",  "anyOf",
-    "oneOf", "allOf",    "$ref",     "$defs",      "definitions"};
+constexpr std::array<std::string_view, 18> kSupported = {
+    "type",  "enum",     "const",    "properties", "required",  "additionalProperties",
+    "items", "minItems", "maxItems", "minLength",  "maxLength", "pattern",
+    "anyOf", "oneOf",    "allOf",    "$ref",       "$defs",     "definitions"};
 constexpr std::array<std::string_view, 15> kAnnotations = {
     "title",     "description",   "default",          "examples",        "$schema",
     "$id",       "$comment",      "format",           "deprecated",      "readOnly",
     "writeOnly", "discriminator", "contentMediaType", "contentEncoding", "uniqueItems"};
 
 // The string formats JSON Schema 2020-12 defines. Validators (and OpenAI's strict mode, and the
-// clients that parse the reply: pydantic's datetime, UUID, EmailStr) check them, so a string
-// schema with one is refused rather than generated unchecked. Other formats (OpenAPI's int32 on
+// clients that parse the reply: pydantic's datetime, UUID, EmailStr) check them, so those without
+// a pattern below are refused rather than generated unchecked. Other formats (OpenAPI's int32 on
 // numbers, custom names) constrain nothing anyone checks and are ignored.
 constexpr std::array<std::string_view, 19> kStringFormats = {
     "date-time", "date",          "time", "duration",     "email",        "idn-email",
     "hostname",  "idn-hostname",  "ipv4", "ipv6",         "uri",          "uri-reference",
     "iri",       "iri-reference", "uuid", "uri-template", "json-pointer", "relative-json-pointer",
     "regex"};
+
+// The formats enforced, as patterns (RFC 3339 as jsonschema's checkers read it: year 0000 and
+// leap seconds refused, days per month and leap years checked; 't' and 'z' allowed).
+constexpr char kYear[] = "([1-9][0-9]{3}|0[1-9][0-9]{2}|00[1-9][0-9]|000[1-9])";
+constexpr char kLeapYear[] =
+    "([0-9]{2}(0[48]|[2468][048]|[13579][26])|(0[48]|[2468][048]|[13579][26])00)";
+constexpr char kMonthDay[] =
+    "((0[13578]|1[02])-(0[1-9]|[12][0-9]|3[01])|(0[469]|11)-(0[1-9]|[12][0-9]|30)|"
+    "02-(0[1-9]|1[0-9]|2[0-8]))";
+constexpr char kTime[] =
+    "([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\\.[0-9]+)?([Zz]|[+-]([01][0-9]|2[0-3]):[0-5][0-9])";
+constexpr char kOctet[] = "(25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])";
+constexpr char kHex[] = "[0-9a-fA-F]";
+
+std::string FormatPattern(const std::string& format) {
+  const std::string date = absl::StrCat("(", kYear, "-", kMonthDay, "|", kLeapYear, "-02-29)");
+  if (format == "date") return absl::StrCat("^", date, "$");
+  if (format == "time") return absl::StrCat("^", kTime, "$");
+  if (format == "date-time") return absl::StrCat("^", date, "[Tt]", kTime, "$");
+  if (format == "uuid") {
+    return absl::StrCat("^", kHex, "{8}-", kHex, "{4}-", kHex, "{4}-", kHex, "{4}-", kHex, "{12}$");
+  }
+  if (format == "ipv4") return absl::StrCat("^(", kOctet, "\\.){3}", kOctet, "$");
+  return "";
+}
 
 template <size_t N>
 bool OneOf(const std::array<std::string_view, N>& list, std::string_view key) {
@@ -210,7 +235,7 @@ class JsonSchemaCompiler {
     if (types.empty()) {
       // No type: the kind the keywords describe (stricter than the specification, which lets
       // values of the other kinds pass unchecked), or any value.
-      HR_ASSIGN_OR_RETURN(const std::string inferred, InferType(assertions, path));
+      HR_ASSIGN_OR_RETURN(const std::string inferred, InferType(s, assertions, path));
       if (inferred.empty()) return any_;
       types.push_back(inferred);
     }
@@ -223,15 +248,25 @@ class JsonSchemaCompiler {
     return Add(std::move(node));
   }
 
-  static absl::StatusOr<std::string> InferType(const std::vector<std::string>& assertions,
+  // The kind the keywords of `s` describe ("" for none). A string format counts, though it is not
+  // an assertion elsewhere: left to "any value" it would go unchecked.
+  static absl::StatusOr<std::string> InferType(const Json& s,
+                                               const std::vector<std::string>& assertions,
                                                const std::string& path) {
+    std::vector<std::string> keys = assertions;
+    if (const auto format = s.find("format"); format != s.end() && format->is_string() &&
+                                              OneOf(kStringFormats, format->get<std::string>())) {
+      keys.emplace_back("format");
+    }
     std::string inferred;
-    for (const std::string& key : assertions) {
+    for (const std::string& key : keys) {
       std::string kind;
       if (key == "properties" || key == "required" || key == "additionalProperties")
         kind = "object";
       if (key == "items" || key == "minItems" || key == "maxItems") kind = "array";
-      if (key == "minLength" || key == "maxLength") kind = "string";
+      if (key == "minLength" || key == "maxLength" || key == "pattern" || key == "format") {
+        kind = "string";
+      }
       if (kind.empty()) continue;
       if (!inferred.empty() && inferred != kind) {
         return Error(path, absl::StrCat("keywords of ", inferred, " and ", kind,
@@ -246,27 +281,52 @@ class JsonSchemaCompiler {
                                        const std::string& path) {
     if (type == "object") return Object(s, path);
     if (type == "array") return Array(s, path);
-    if (type == "string") {
-      if (const auto format = s.find("format");
-          format != s.end() && format->is_string() &&
-          OneOf(kStringFormats, format->get_ref<const std::string&>())) {
-        return Error(path, absl::StrCat("format \"", format->get<std::string>(),
-                                        "\" is not enforced (not supported)"));
-      }
-      Node node{.kind = Kind::kString};
-      HR_ASSIGN_OR_RETURN(node.min_length, Count(s, "minLength", 0, path));
-      HR_ASSIGN_OR_RETURN(node.max_length, Count(s, "maxLength", node.max_length, path));
-      if (node.min_length > node.max_length) {
-        return Error(path,
-                     absl::StrCat("minLength ", node.min_length, " > maxLength ", node.max_length));
-      }
-      return Add(std::move(node));
-    }
+    if (type == "string") return String(s, path);
     if (type == "number") return Add(Node{.kind = Kind::kNumber});
     if (type == "integer") return Add(Node{.kind = Kind::kInteger});
     if (type == "boolean") return Add(Node{.kind = Kind::kLiterals, .literals = {"false", "true"}});
     if (type == "null") return Add(Node{.kind = Kind::kLiterals, .literals = {"null"}});
     return Error(path, absl::StrCat("unknown type \"", type, "\""));
+  }
+
+  absl::StatusOr<int32_t> String(const Json& s, const std::string& path) {
+    Node node{.kind = Kind::kString};
+    HR_ASSIGN_OR_RETURN(node.min_length, Count(s, "minLength", 0, path));
+    HR_ASSIGN_OR_RETURN(node.max_length, Count(s, "maxLength", node.max_length, path));
+    if (node.min_length > node.max_length) {
+      return Error(path,
+                   absl::StrCat("minLength ", node.min_length, " > maxLength ", node.max_length));
+    }
+    std::string pattern;
+    std::string what;
+    if (const auto format = s.find("format"); format != s.end() && format->is_string() &&
+                                              OneOf(kStringFormats, format->get<std::string>())) {
+      what = absl::StrCat("format \"", format->get<std::string>(), "\"");
+      pattern = FormatPattern(format->get<std::string>());
+      if (pattern.empty()) {
+        return Error(path, absl::StrCat(what,
+                                        " is not supported (date, time, date-time, uuid and "
+                                        "ipv4 are)"));
+      }
+    }
+    if (const auto given = s.find("pattern"); given != s.end()) {
+      if (!pattern.empty()) {
+        return Error(path, absl::StrCat("pattern beside ", what, " is not supported"));
+      }
+      if (!given->is_string()) return Error(path, "pattern must be a string");
+      what = "pattern";
+      pattern = given->get<std::string>();
+    }
+    if (!pattern.empty()) {
+      if (s.contains("minLength") || s.contains("maxLength")) {
+        return Error(path, absl::StrCat("minLength/maxLength beside ", what, " is not supported"));
+      }
+      absl::StatusOr<JsonRegex> regex = JsonRegex::Compile(pattern);
+      if (!regex.ok()) return Error(path, absl::StrCat(what, ": ", regex.status().message()));
+      node.pattern = static_cast<int32_t>(out_.patterns_.size());
+      out_.patterns_.push_back(*std::move(regex));
+    }
+    return Add(std::move(node));
   }
 
   absl::StatusOr<int32_t> Object(const Json& s, const std::string& path) {
@@ -440,10 +500,15 @@ class JsonSchemaCompiler {
         int32_t d = kNo;
         switch (node.kind) {
           case Kind::kAny:
-          case Kind::kString:
           case Kind::kNumber:
           case Kind::kInteger:
             d = 0;
+            break;
+          case Kind::kString:  // a pattern that no string matches is unsatisfiable
+            d = node.pattern >= 0 &&
+                        out_.patterns_[static_cast<size_t>(node.pattern)].start().none()
+                    ? kNo
+                    : 0;
             break;
           case Kind::kLiterals:
             d = node.literals.empty() ? kNo : 0;
@@ -604,8 +669,9 @@ bool JsonSchemaMatcher::AtStringText() const {
     if (t.stack.empty() || !t.string.BetweenCharacters()) return false;
     const Frame& f = t.stack.back();
     if (f.phase == Phase::kObjectInKey) return f.lo < 0;  // a map's key
-    return f.phase == Phase::kString &&
-           schema_->node(f.node).max_length == std::numeric_limits<int32_t>::max();
+    const JsonSchema::Node& node = schema_->node(f.node);
+    return f.phase == Phase::kString && node.pattern < 0 &&
+           node.max_length == std::numeric_limits<int32_t>::max();
   });
 }
 
@@ -645,6 +711,15 @@ bool JsonSchemaMatcher::NarrowLiterals(Frame& frame, const std::vector<std::stri
   return true;
 }
 
+bool JsonSchemaMatcher::ContinuesPattern(const Thread& thread, const JsonRegex& pattern) {
+  JsonStringLexer::Range ranges[3];
+  const int n = thread.string.PossibleCodePoints(ranges);
+  for (int i = 0; i < n; ++i) {
+    if (pattern.Continues(thread.pattern, ranges[i].lo, ranges[i].hi)) return true;
+  }
+  return false;
+}
+
 void JsonSchemaMatcher::EndValue(Thread& thread) {
   thread.stack.pop_back();
   if (thread.stack.empty()) return;
@@ -664,8 +739,11 @@ JsonSchemaMatcher::Fed JsonSchemaMatcher::FeedThread(Thread& thread, uint8_t byt
   const JsonSchema::Node& node = schema_->node(top.node);
   switch (top.phase) {
     case Phase::kString: {
+      const JsonRegex* pattern = node.pattern >= 0 ? &schema_->pattern(node.pattern) : nullptr;
       if (thread.string.BetweenCharacters()) {
-        if (byte == '"' ? top.count < node.min_length : top.count >= node.max_length) {
+        if (byte == '"' ? top.count < node.min_length ||
+                              (pattern != nullptr && !pattern->Accepts(thread.pattern))
+                        : top.count >= node.max_length) {
           return Fed::kRefused;
         }
       }
@@ -674,11 +752,17 @@ JsonSchemaMatcher::Fed JsonSchemaMatcher::FeedThread(Thread& thread, uint8_t byt
           return Fed::kRefused;
         case JsonStringLexer::Step::kCharacter:
           ++top.count;
+          if (pattern != nullptr) {
+            thread.pattern = pattern->Step(thread.pattern, thread.string.code_point());
+            if (thread.pattern.none()) return Fed::kRefused;
+          }
           break;
         case JsonStringLexer::Step::kClosed:
           EndValue(thread);
           break;
         case JsonStringLexer::Step::kPartial:
+          // Inside a character: some code point it can still become must continue the match.
+          if (pattern != nullptr && !ContinuesPattern(thread, *pattern)) return Fed::kRefused;
           break;
       }
       thread.whitespace_run = 0;
@@ -800,6 +884,7 @@ JsonSchemaMatcher::Fed JsonSchemaMatcher::FeedValueStart(Thread& thread, uint8_t
       if (byte != '"') return Fed::kRefused;
       value.phase = Phase::kString;
       thread.string = JsonStringLexer();
+      if (node.pattern >= 0) thread.pattern = schema_->pattern(node.pattern).start();
       return Fed::kAccepted;
     case Kind::kNumber:
     case Kind::kInteger:

@@ -40,6 +40,7 @@
 #include "absl/container/inlined_vector.h"
 #include "absl/status/statusor.h"
 #include "worker/engine/json_lexer.h"
+#include "worker/engine/json_regex.h"
 
 namespace headroom::worker {
 
@@ -97,9 +98,11 @@ class JsonSchema {
     int32_t items = -1;
     int32_t min_items = 0;
     int32_t max_items = std::numeric_limits<int32_t>::max();
-    // kString, in characters (code points).
+    // kString, in characters (code points); and the pattern its text must match (an index into
+    // patterns(); -1: none), from `pattern` or a supported `format`.
     int32_t min_length = 0;
     int32_t max_length = std::numeric_limits<int32_t>::max();
+    int32_t pattern = -1;
     // kLiterals: the accepted values as JSON text, sorted and distinct.
     std::vector<std::string> literals{};
     // kAnyOf.
@@ -109,6 +112,9 @@ class JsonSchema {
   [[nodiscard]] const Options& options() const { return options_; }
   [[nodiscard]] const Node& node(int32_t index) const { return nodes_[static_cast<size_t>(index)]; }
   [[nodiscard]] int32_t root() const { return root_; }
+  [[nodiscard]] const JsonRegex& pattern(int32_t index) const {
+    return patterns_[static_cast<size_t>(index)];
+  }
   // Nodes a kAny value dispatches to by its first byte.
   struct AnyNodes {
     int32_t object = -1;
@@ -125,6 +131,7 @@ class JsonSchema {
 
   Options options_;
   std::vector<Node> nodes_;
+  std::vector<JsonRegex> patterns_;
   int32_t root_ = -1;
   AnyNodes any_;
 };
@@ -182,6 +189,7 @@ class JsonSchemaMatcher {
   struct Thread {
     absl::InlinedVector<Frame, 6> stack{};
     JsonStringLexer string{};
+    JsonRegex::States pattern{};  // inside a string with a pattern: where its automaton is
     JsonNumberLexer number{};
     int32_t whitespace_run = 0;
   };
@@ -200,6 +208,9 @@ class JsonSchemaMatcher {
   bool FeedKey(Thread& thread, uint8_t byte) const;
   // Narrows a literal frame's candidates to those with `byte` next; false when none.
   bool NarrowLiterals(Frame& frame, const std::vector<std::string>& literals, uint8_t byte) const;
+  // Inside a character of a string with `pattern`: some code point it can still become continues
+  // the match.
+  static bool ContinuesPattern(const Thread& thread, const JsonRegex& pattern);
   // The value on top of `thread` ended: pop it and tell its container.
   static void EndValue(Thread& thread);
   // A value of `node` may start inside the containers open in `thread` (depth permitting).

@@ -1,0 +1,64 @@
+// JsonRegex: a JSON Schema `pattern` compiled to an NFA over Unicode code points, matched one
+// character at a time inside a string for constrained decoding (json_schema.h).
+//
+// Syntax: the ECMA-262 subset schemas use: literals, `.` (any character but line terminators),
+// classes `[a-z]` / `[^...]`, escapes \d \D \w \W \s \S \t \n \r \f \v \0 \xHH \uHHHH \u{H...} and
+// escaped punctuation, groups `(...)` `(?:...)` `(?<name>...)`, alternation `|`, quantifiers
+// `*` `+` `?` `{n}` `{n,}` `{n,m}` (lazy `?` accepted: it does not change what matches), and `^` /
+// `$` at the start / end of a top-level alternative. Refused with the reason: lookaround,
+// backreferences, word boundaries, anchors elsewhere, and patterns of more than kMaxStates states.
+//
+// As in JSON Schema, a pattern matches anywhere in the string unless anchored (`a` matches "xax").
+//
+// Prefix-exact: States are kept to the states from which the end of a match can still be reached,
+// so a set that is not empty always has a way to a match.
+#pragma once
+
+#include <bitset>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace headroom::worker {
+
+class JsonRegex {
+ public:
+  static constexpr int kMaxStates = 256;
+  using States = std::bitset<kMaxStates>;
+
+  // InvalidArgument with the reason ("lookahead is not supported", "unbalanced ')'").
+  static absl::StatusOr<JsonRegex> Compile(std::string_view pattern);
+
+  // Before the first character (empty: the pattern matches no string).
+  [[nodiscard]] const States& start() const { return start_; }
+  // The states after `code_point` (empty: no match continues this way).
+  [[nodiscard]] States Step(const States& states, uint32_t code_point) const;
+  // Some code point in [lo, hi] continues a match.
+  [[nodiscard]] bool Continues(const States& states, uint32_t lo, uint32_t hi) const;
+  // The string may end here.
+  [[nodiscard]] bool Accepts(const States& states) const {
+    return states.test(static_cast<size_t>(accept_));
+  }
+
+  // Whole-string match of `text` (UTF-8), for tests.
+  [[nodiscard]] bool Matches(std::string_view text) const;
+
+ private:
+  friend class JsonRegexBuilder;
+  struct Edge {
+    uint32_t lo = 0;
+    uint32_t hi = 0;
+    int32_t to = -1;
+  };
+
+  // Per state: its character edges to live states, and its epsilon closure (live states only).
+  std::vector<std::vector<Edge>> edges_;
+  std::vector<States> closure_;
+  States start_;
+  int32_t accept_ = 0;
+};
+
+}  // namespace headroom::worker
