@@ -7,11 +7,12 @@
 //
 // The supported subset (docs/engine.md "Structured output") is what OpenAI's strict mode and
 // pydantic emit: type (one or a list), properties / required / additionalProperties, items /
-// minItems / maxItems, minLength / maxLength, enum, const, anyOf, oneOf (read as anyOf), allOf of
-// one schema, $ref into the same document ($defs, definitions, recursion), true / false.
-// Annotations are ignored (title, description, default, examples, format, ...). Every other
-// keyword (pattern, minimum, ...) is refused at compile time with its path: a constraint that
-// cannot be enforced is never silently dropped.
+// minItems / maxItems, minLength / maxLength, pattern (json_regex.h), format date / time /
+// date-time / uuid / ipv4 (as patterns), enum, const, anyOf, oneOf (read as anyOf), allOf of one
+// schema, $ref into the same document ($defs, definitions, recursion), true / false. Annotations
+// are ignored (title, description, default, examples, formats JSON Schema does not define, ...).
+// Every other keyword or format (minimum, email, ...) is refused at compile time with its path: a
+// constraint that cannot be enforced is never silently dropped.
 //
 // Choices the specification leaves to us, as xgrammar and OpenAI's strict mode make them:
 //   - an object schema with properties takes only those properties (additionalProperties is
