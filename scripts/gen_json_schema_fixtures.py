@@ -145,6 +145,19 @@ SCHEMAS = [
         "required": ["code", "when"],
         **STRICT_OBJECT,
     },
+    # Bounded integers (pydantic's conint(ge=...), Field(gt=..., le=...)).
+    {
+        "type": "object",
+        "properties": {
+            "age": {"type": "integer", "minimum": 0, "maximum": 130},
+            "delta": {"type": "integer", "exclusiveMinimum": -5, "exclusiveMaximum": 5},
+            "below": {"type": "integer", "maximum": -10},
+            "big": {"type": "integer", "minimum": 1000},
+            "ratio": {"type": "number"},
+        },
+        "required": ["age", "delta"],
+        **STRICT_OBJECT,
+    },
     # A top-level array of short strings, and an empty object allowed.
     {"type": "array", "items": {"anyOf": [{"type": "string", "minLength": 1, "maxLength": 3},
                                           {"type": "object", "properties": {},
@@ -261,7 +274,9 @@ def instance(rng, schema, root, depth=0):
         lo = schema.get("minLength", 0)
         return random_string(rng, lo, schema.get("maxLength", lo + 8))
     if kind == "integer":
-        return rng.randint(-1000, 100000)
+        lo = schema.get("minimum", schema.get("exclusiveMinimum", -1000))
+        hi = schema.get("maximum", schema.get("exclusiveMaximum", lo + 2000))
+        return rng.randint(lo - 2, hi + 2)
     if kind == "number":
         return rng.choice([rng.randint(-50, 50), round(rng.uniform(-1e4, 1e4), 3), 1.5e-7])
     if kind == "boolean":

@@ -107,14 +107,16 @@ def main():
     check(isinstance(parsed.choices[0].message.parsed, Verdict), f"parsed {parsed.choices[0]}")
     check(parsed.choices[0].finish_reason == "stop", f"finish {parsed.choices[0]}")
 
-    # Formats and patterns: pydantic parses the datetime, the UUID and the patterned code.
+    # Formats, patterns and bounds: pydantic parses the datetime, the UUID, the patterned code and
+    # the bounded integer.
     class Ticket(pydantic.BaseModel):
         code: pydantic.constr(pattern=r"^[A-Z]{2}-\d{3}$")
         opened: datetime.datetime
         id: uuid.UUID
+        priority: pydantic.conint(ge=1, le=5)
 
-    # This random model likes \u escapes (six tokens a character) and tabs: push them down.
-    ticket_bias = dict(schema_bias, **{str(ord("\\")): -6, str(ord("\t")): -4})
+    # This random model likes \u escapes (six tokens a character) and whitespace: push them down.
+    ticket_bias = dict(schema_bias, **{str(ord(c)): -6 for c in "\\\t\r\n"})
     try:
         ticket = client.beta.chat.completions.parse(model=model, messages=messages,
                                                     max_tokens=140, temperature=0,

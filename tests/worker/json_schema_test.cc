@@ -197,8 +197,12 @@ TEST(JsonSchemaTest, RefusesWhatItCannotEnforceAndSaysWhereAndWhy) {
        "pattern beside format \"uuid\" is not supported"},
       {R"({"type":"object","properties":{"at":{"type":"string","format":"email"}}})",
        "at /properties/at: format \"email\" is not supported (date, time, date-time, uuid"},
-      {R"({"type":"object","properties":{"age":{"type":"integer","minimum":0}}})",
-       "at /properties/age: minimum is not supported"},
+      {R"({"type":"object","properties":{"p":{"type":"number","minimum":0}}})",
+       "at /properties/p: minimum on a number is not supported (on an integer it is)"},
+      {R"({"type":"integer","minimum":5,"exclusiveMaximum":5})",
+       "no integer lies between the bounds (at least 5, at most 4)"},
+      {R"({"type":"integer","exclusiveMinimum":true})", "exclusiveMinimum must be a number"},
+      {R"({"type":"integer","multipleOf":2})", "multipleOf is not supported"},
       {R"({"$ref":"https://example.com/s.json"})", "only references into the same schema"},
       {R"({"$ref":"#/$defs/Missing"})", "$ref \"#/$defs/Missing\" points nowhere"},
       {R"({"type":"string","minLength":5,"maxLength":2})", "minLength 5 > maxLength 2"},
@@ -395,6 +399,40 @@ TEST(JsonSchemaTest, LiteralsAreSpelledCompactlyAndNumbersMayEndTheDocument) {
   EXPECT_FALSE(Accepts(*number, std::string(33, '7')));  // numbers stop at 32 bytes
   // A '.' at byte 31 is refused: no digit could follow it.
   EXPECT_FALSE(Accepts(*number, std::string(31, '7') + "."));
+}
+
+// Bounded integers are decided digit by digit: a digit is taken only when some integer starting
+// with what was read lies in the bounds, and the number ends only inside them.
+TEST(JsonSchemaTest, IntegerBoundsAreKeptDigitByDigit) {
+  const auto range = MustCompile(R"({"type":"integer","minimum":100,"exclusiveMaximum":151})");
+  const auto feeds = [](const JsonSchema& schema, std::string_view text) {
+    JsonSchemaMatcher m(&schema);
+    return m.Feed(text);
+  };
+  EXPECT_TRUE(feeds(*range, "15"));
+  EXPECT_FALSE(feeds(*range, "2"));
+  EXPECT_FALSE(feeds(*range, "16"));
+  EXPECT_FALSE(feeds(*range, "-"));
+  EXPECT_FALSE(feeds(*range, "0"));
+  EXPECT_FALSE(feeds(*range, "1500"));
+  EXPECT_TRUE(Accepts(*range, "150"));
+  EXPECT_FALSE(Accepts(*range, "151"));
+  EXPECT_FALSE(Accepts(*range, "15"));  // a prefix of 150, not a value in range
+  const auto negative = MustCompile(R"({"type":"integer","maximum":-10})");
+  EXPECT_TRUE(feeds(*negative, "-9"));  // -90 fits
+  EXPECT_FALSE(Accepts(*negative, "-9"));
+  EXPECT_TRUE(Accepts(*negative, "-90"));
+  EXPECT_FALSE(feeds(*negative, "-0"));
+  EXPECT_FALSE(feeds(*negative, "1"));
+  const auto zero = MustCompile(R"({"type":"integer","minimum":-0.5,"maximum":0.5})");
+  EXPECT_TRUE(Accepts(*zero, "0"));
+  EXPECT_TRUE(Accepts(*zero, "-0"));
+  EXPECT_FALSE(feeds(*zero, "-1"));
+  // Inside an object the number ends at the ',' or '}' only when in range.
+  const auto object = MustCompile(
+      R"({"type":"object","properties":{"n":{"type":"integer","minimum":10}},"required":["n"]})");
+  EXPECT_FALSE(feeds(*object, R"({"n":9})"));
+  EXPECT_TRUE(Accepts(*object, R"({"n":99})"));
 }
 
 TEST(JsonSchemaTest, StringLengthsCountCharactersAndBoundWhereTheStringCanClose) {

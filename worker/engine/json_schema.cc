@@ -8,6 +8,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/numeric/int128.h"
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -29,7 +30,8 @@ using Node = JsonSchema::Node;
 constexpr size_t kMaxThreads = 32;
 
 // Keywords the compiler enforces, and annotations it ignores (they constrain nothing).
-constexpr std::array<std::string_view, 18> kSupported = {
+constexpr std::array<std::string_view, 22> kSupported = {
+    "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
     "type",  "enum",     "const",    "properties", "required",  "additionalProperties",
     "items", "minItems", "maxItems", "minLength",  "maxLength", "pattern",
     "anyOf", "oneOf",    "allOf",    "$ref",       "$defs",     "definitions"};
@@ -264,6 +266,10 @@ class JsonSchemaCompiler {
       if (key == "properties" || key == "required" || key == "additionalProperties")
         kind = "object";
       if (key == "items" || key == "minItems" || key == "maxItems") kind = "array";
+      if (key == "minimum" || key == "maximum" || key == "exclusiveMinimum" ||
+          key == "exclusiveMaximum") {
+        kind = "number";
+      }
       if (key == "minLength" || key == "maxLength" || key == "pattern" || key == "format") {
         kind = "string";
       }
@@ -282,11 +288,56 @@ class JsonSchemaCompiler {
     if (type == "object") return Object(s, path);
     if (type == "array") return Array(s, path);
     if (type == "string") return String(s, path);
-    if (type == "number") return Add(Node{.kind = Kind::kNumber});
-    if (type == "integer") return Add(Node{.kind = Kind::kInteger});
+    if (type == "number") {
+      for (const char* bound : {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"}) {
+        if (s.contains(bound)) {
+          return Error(path, absl::StrCat(bound, " on a number is not supported (on an integer "
+                                                 "it is)"));
+        }
+      }
+      return Add(Node{.kind = Kind::kNumber});
+    }
+    if (type == "integer") return Integer(s, path);
     if (type == "boolean") return Add(Node{.kind = Kind::kLiterals, .literals = {"false", "true"}});
     if (type == "null") return Add(Node{.kind = Kind::kLiterals, .literals = {"null"}});
     return Error(path, absl::StrCat("unknown type \"", type, "\""));
+  }
+
+  absl::StatusOr<int32_t> Integer(const Json& s, const std::string& path) {
+    Node node{.kind = Kind::kInteger};
+    // Each bound as an inclusive integer bound, clamped to int64.
+    constexpr double kLimit = 9.2e18;
+    const auto bound = [&](const char* key, bool lower, bool exclusive) -> absl::Status {
+      const auto it = s.find(key);
+      if (it == s.end()) return absl::OkStatus();
+      if (!it->is_number()) return Error(path, absl::StrCat(key, " must be a number"));
+      int64_t value = 0;
+      if (it->is_number_unsigned() && it->get<uint64_t>() > uint64_t{INT64_MAX}) {
+        value = INT64_MAX;
+      } else if (it->is_number_integer()) {
+        value = it->get<int64_t>();
+      } else {
+        const double d = it->get<double>();
+        const double rounded = lower ? std::ceil(d) : std::floor(d);
+        value = static_cast<int64_t>(std::clamp(rounded, -kLimit, kLimit));
+        exclusive = exclusive && rounded == d;  // 2.5 exclusive is >= 3 already
+      }
+      if (exclusive) value = lower ? (value == INT64_MAX ? value : value + 1)
+                                   : (value == INT64_MIN ? value : value - 1);
+      node.bounded = true;
+      if (lower) node.minimum = std::max(node.minimum, value);
+      if (!lower) node.maximum = std::min(node.maximum, value);
+      return absl::OkStatus();
+    };
+    HR_RETURN_IF_ERROR(bound("minimum", true, false));
+    HR_RETURN_IF_ERROR(bound("exclusiveMinimum", true, true));
+    HR_RETURN_IF_ERROR(bound("maximum", false, false));
+    HR_RETURN_IF_ERROR(bound("exclusiveMaximum", false, true));
+    if (node.minimum > node.maximum) {
+      return Error(path, absl::StrCat("no integer lies between the bounds (at least ", node.minimum,
+                                      ", at most ", node.maximum, ")"));
+    }
+    return Add(std::move(node));
   }
 
   absl::StatusOr<int32_t> String(const Json& s, const std::string& path) {
@@ -655,7 +706,10 @@ bool JsonSchemaMatcher::ThreadCanEnd(const Thread& t) const {
   if (t.stack.empty()) return true;
   if (t.stack.size() > 1) return false;
   const Frame& f = t.stack.back();
-  if (f.phase == Phase::kNumber) return t.number.CanEnd();
+  if (f.phase == Phase::kNumber) {
+    const JsonSchema::Node& node = schema_->node(f.node);
+    return t.number.CanEnd() && (!node.bounded || IntegerInBounds(t, node));
+  }
   if (f.phase == Phase::kLiteral) {
     return schema_->node(f.node).literals[static_cast<size_t>(f.lo)].size() ==
            static_cast<size_t>(f.pos);
@@ -709,6 +763,47 @@ bool JsonSchemaMatcher::NarrowLiterals(Frame& frame, const std::vector<std::stri
   frame.hi = static_cast<int32_t>(hi - literals.begin());
   ++frame.pos;
   return true;
+}
+
+bool JsonSchemaMatcher::FeedBoundedInteger(Thread& thread, const JsonSchema::Node& node,
+                                           uint8_t byte) const {
+  using Wide = absl::int128;
+  if (byte == '-') {
+    thread.negative = true;
+  } else {
+    ++thread.digits;
+    const Wide next = Wide{thread.magnitude} * 10 + (byte - '0');
+    thread.magnitude = next > Wide{UINT64_MAX} ? UINT64_MAX : absl::Int128Low64(next);
+  }
+  // Digits that may still follow (the lexer's byte limit).
+  const int more = schema_->options().max_number_bytes - (thread.negative ? 1 : 0) - thread.digits;
+  const Wide lo = node.minimum;
+  const Wide hi = node.maximum;
+  // Some integer in [a, b] (magnitudes, signed by `negative`) is in the bounds.
+  const auto meets = [&](Wide a, Wide b) {
+    return thread.negative ? (-b <= hi && -a >= lo) : (a <= hi && b >= lo);
+  };
+  if (thread.digits == 0) {  // only '-': "-0" or any negative integer that fits
+    Wide reach = 1;
+    for (int k = 0; k < more && reach < Wide{1} << 70; ++k) reach *= 10;
+    return meets(0, reach - 1);
+  }
+  if (thread.magnitude == 0) return meets(0, 0);  // a leading 0 is the whole number
+  // What was read, then k more digits: [m * 10^k, m * 10^k + 10^k - 1].
+  Wide base = thread.magnitude;
+  Wide span = 1;
+  for (int k = 0; k <= more && base < Wide{1} << 70; ++k) {
+    if (meets(base, base + span - 1)) return true;
+    base *= 10;
+    span *= 10;
+  }
+  return false;
+}
+
+bool JsonSchemaMatcher::IntegerInBounds(const Thread& thread, const JsonSchema::Node& node) {
+  using Wide = absl::int128;
+  const Wide value = thread.negative ? -Wide{thread.magnitude} : Wide{thread.magnitude};
+  return value >= node.minimum && value <= node.maximum;
 }
 
 bool JsonSchemaMatcher::ContinuesPattern(const Thread& thread, const JsonRegex& pattern) {
@@ -771,6 +866,7 @@ JsonSchemaMatcher::Fed JsonSchemaMatcher::FeedThread(Thread& thread, uint8_t byt
     case Phase::kNumber:
       switch (thread.number.Feed(byte)) {
         case JsonNumberLexer::Step::kAccepted:
+          if (node.bounded && !FeedBoundedInteger(thread, node, byte)) return Fed::kRefused;
           thread.whitespace_run = 0;
           return Fed::kAccepted;
         case JsonNumberLexer::Step::kRefused:
@@ -778,7 +874,8 @@ JsonSchemaMatcher::Fed JsonSchemaMatcher::FeedThread(Thread& thread, uint8_t byt
         case JsonNumberLexer::Step::kEnded:
           break;
       }
-      // The byte belongs to what follows the number.
+      // The byte belongs to what follows the number (which must then be in its bounds).
+      if (node.bounded && !IntegerInBounds(thread, node)) return Fed::kRefused;
       EndValue(thread);
       return FeedThread(thread, byte, forks);
     case Phase::kLiteral:
@@ -892,6 +989,12 @@ JsonSchemaMatcher::Fed JsonSchemaMatcher::FeedValueStart(Thread& thread, uint8_t
       thread.number =
           JsonNumberLexer(node.kind == Kind::kInteger, schema_->options().max_number_bytes);
       if (thread.number.Feed(byte) != JsonNumberLexer::Step::kAccepted) return Fed::kRefused;
+      if (node.bounded) {
+        thread.negative = false;
+        thread.digits = 0;
+        thread.magnitude = 0;
+        if (!FeedBoundedInteger(thread, node, byte)) return Fed::kRefused;
+      }
       value.phase = Phase::kNumber;
       return Fed::kAccepted;
     case Kind::kLiterals:

@@ -8,11 +8,12 @@
 // The supported subset (docs/engine.md "Structured output") is what OpenAI's strict mode and
 // pydantic emit: type (one or a list), properties / required / additionalProperties, items /
 // minItems / maxItems, minLength / maxLength, pattern (json_regex.h), format date / time /
-// date-time / uuid / ipv4 (as patterns), enum, const, anyOf, oneOf (read as anyOf), allOf of one
-// schema, $ref into the same document ($defs, definitions, recursion), true / false. Annotations
-// are ignored (title, description, default, examples, formats JSON Schema does not define, ...).
-// Every other keyword or format (minimum, email, ...) is refused at compile time with its path: a
-// constraint that cannot be enforced is never silently dropped.
+// date-time / uuid / ipv4 (as patterns), minimum / maximum / exclusive ones on integers, enum,
+// const, anyOf, oneOf (read as anyOf), allOf of one schema, $ref into the same document ($defs,
+// definitions, recursion), true / false. Annotations are ignored (title, description, default,
+// examples, formats JSON Schema does not define, ...). Every other keyword or format (bounds on
+// a number, multipleOf, email, ...) is refused at compile time with its path: a constraint that
+// cannot be enforced is never silently dropped.
 //
 // Choices the specification leaves to us, as xgrammar and OpenAI's strict mode make them:
 //   - an object schema with properties takes only those properties (additionalProperties is
@@ -57,7 +58,7 @@ class JsonSchema {
   };
 
   // `text` is the schema as JSON. Errors are InvalidArgument, naming the JSON pointer of the
-  // offending part ("/properties/age: minimum is not supported").
+  // offending part ("at /properties/age: multipleOf is not supported").
   static absl::StatusOr<std::shared_ptr<const JsonSchema>> Compile(std::string_view text,
                                                                    Options options);
   static absl::StatusOr<std::shared_ptr<const JsonSchema>> Compile(std::string_view text) {
@@ -104,6 +105,11 @@ class JsonSchema {
     int32_t min_length = 0;
     int32_t max_length = std::numeric_limits<int32_t>::max();
     int32_t pattern = -1;
+    // kInteger: inclusive bounds (exclusive ones made inclusive), when `bounded`; a bound
+    // confines the value to int64 on both sides.
+    bool bounded = false;
+    int64_t minimum = std::numeric_limits<int64_t>::min();
+    int64_t maximum = std::numeric_limits<int64_t>::max();
     // kLiterals: the accepted values as JSON text, sorted and distinct.
     std::vector<std::string> literals{};
     // kAnyOf.
@@ -192,6 +198,10 @@ class JsonSchemaMatcher {
     JsonStringLexer string{};
     JsonRegex::States pattern{};  // inside a string with a pattern: where its automaton is
     JsonNumberLexer number{};
+    // Inside a bounded integer: its sign, digits and magnitude so far (saturating).
+    bool negative = false;
+    uint8_t digits = 0;
+    uint64_t magnitude = 0;
     int32_t whitespace_run = 0;
   };
   using Threads = absl::InlinedVector<Thread, 2>;
@@ -209,6 +219,11 @@ class JsonSchemaMatcher {
   bool FeedKey(Thread& thread, uint8_t byte) const;
   // Narrows a literal frame's candidates to those with `byte` next; false when none.
   bool NarrowLiterals(Frame& frame, const std::vector<std::string>& literals, uint8_t byte) const;
+  // Inside a bounded integer: reads `byte` (the lexer accepted it); false when no integer with
+  // what was read as its start lies in the bounds.
+  bool FeedBoundedInteger(Thread& thread, const JsonSchema::Node& node, uint8_t byte) const;
+  // The bounded integer read is in the bounds.
+  static bool IntegerInBounds(const Thread& thread, const JsonSchema::Node& node);
   // Inside a character of a string with `pattern`: some code point it can still become continues
   // the match.
   static bool ContinuesPattern(const Thread& thread, const JsonRegex& pattern);

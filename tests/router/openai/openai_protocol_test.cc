@@ -105,8 +105,8 @@ TEST(OpenAiProtocolTest, BadCompletionBodies) {
        "echo is not supported with truncate_prompt_tokens"},
       {R"({"prompt": "x", "guided_regex": "a+"})", "guided_regex",
        "guided_regex (structured output) is not supported"},
-      {R"({"prompt": "x", "guided_json": {"type": "integer", "minimum": 1}})", "guided_json",
-       "guided_json: at the root: minimum is not supported"},
+      {R"({"prompt": "x", "guided_json": {"type": "integer", "multipleOf": 2}})", "guided_json",
+       "guided_json: at the root: multipleOf is not supported"},
       {R"({"prompt": "x", "guided_json": 5})", "guided_json",
        "guided_json must be a JSON schema (an object), got number"},
       {R"({"prompt": "x", "guided_json": "{\"type\":"})", "guided_json",
@@ -133,9 +133,9 @@ TEST(OpenAiProtocolTest, BadCompletionBodies) {
        "response_format.json_schema", "must be an object with the schema in \"schema\""},
       {R"({"prompt": "x", "response_format": {"type": "json_schema", "json_schema": {"name": "p",
            "schema": {"type": "object", "properties": {"age": {"type": "integer",
-           "minimum": 0}}}}}})",
+           "multipleOf": 5}}}}}})",
        "response_format.json_schema.schema",
-       "response_format.json_schema.schema: at /properties/age: minimum is not supported"},
+       "response_format.json_schema.schema: at /properties/age: multipleOf is not supported"},
   };
   for (const BadBody& c : cases) ExpectBad(ParseCompletionRequest(c.body), c);
 }

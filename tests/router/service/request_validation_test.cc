@@ -195,9 +195,9 @@ TEST_F(RequestValidationTest, BadRequestsNameTheFieldAndTheNumbers) {
       {"json_schema not enforceable",
        [](v1::GenerateRequest& r) {
          r.mutable_sampling()->set_json_schema(
-             R"({"type":"object","properties":{"id":{"type":"integer","minimum":1}}})");
+             R"({"type":"object","properties":{"id":{"type":"integer","multipleOf":2}}})");
        },
-       "sampling.json_schema: at /properties/id: minimum is not supported"},
+       "sampling.json_schema: at /properties/id: multipleOf is not supported"},
       {"json_object with guided_choice",
        [](v1::GenerateRequest& r) {
          r.mutable_sampling()->add_guided_choice("yes");
