@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
+#include "common/check.h"
 #include "common/status_macros.h"
 #include "nlohmann/json.hpp"
 #include "worker/engine/json_matcher.h"
@@ -30,11 +31,28 @@ using Node = JsonSchema::Node;
 constexpr size_t kMaxThreads = 32;
 
 // Keywords the compiler enforces, and annotations it ignores (they constrain nothing).
-constexpr std::array<std::string_view, 22> kSupported = {
-    "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
-    "type",  "enum",     "const",    "properties", "required",  "additionalProperties",
-    "items", "minItems", "maxItems", "minLength",  "maxLength", "pattern",
-    "anyOf", "oneOf",    "allOf",    "$ref",       "$defs",     "definitions"};
+constexpr std::array<std::string_view, 22> kSupported = {"minimum",
+                                                         "maximum",
+                                                         "exclusiveMinimum",
+                                                         "exclusiveMaximum",
+                                                         "type",
+                                                         "enum",
+                                                         "const",
+                                                         "properties",
+                                                         "required",
+                                                         "additionalProperties",
+                                                         "items",
+                                                         "minItems",
+                                                         "maxItems",
+                                                         "minLength",
+                                                         "maxLength",
+                                                         "pattern",
+                                                         "anyOf",
+                                                         "oneOf",
+                                                         "allOf",
+                                                         "$ref",
+                                                         "$defs",
+                                                         "definitions"};
 constexpr std::array<std::string_view, 15> kAnnotations = {
     "title",     "description",   "default",          "examples",        "$schema",
     "$id",       "$comment",      "format",           "deprecated",      "readOnly",
@@ -63,7 +81,8 @@ constexpr char kTime[] =
 constexpr char kOctet[] = "(25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])";
 constexpr char kHex[] = "[0-9a-fA-F]";
 
-std::string FormatPattern(const std::string& format) {
+// The formats' patterns (one of the five names FormatRegex builds).
+std::string FormatPattern(std::string_view format) {
   const std::string date = absl::StrCat("(", kYear, "-", kMonthDay, "|", kLeapYear, "-02-29)");
   if (format == "date") return absl::StrCat("^", date, "$");
   if (format == "time") return absl::StrCat("^", kTime, "$");
@@ -73,6 +92,24 @@ std::string FormatPattern(const std::string& format) {
   }
   if (format == "ipv4") return absl::StrCat("^(", kOctet, "\\.){3}", kOctet, "$");
   return "";
+}
+
+// The enforced formats' automata: constants, built once per process and shared by every schema
+// that uses them (building date-time's takes ~40 µs, three times per request otherwise: the
+// HTTP front, the router's validation and the worker each compile the schema). Null for a format
+// not enforced.
+std::shared_ptr<const JsonRegex> FormatRegex(const std::string& format) {
+  static const auto* const regexes = [] {
+    auto* built = new absl::flat_hash_map<std::string, std::shared_ptr<const JsonRegex>>();
+    for (const char* name : {"date", "time", "date-time", "uuid", "ipv4"}) {
+      absl::StatusOr<JsonRegex> regex = JsonRegex::Compile(FormatPattern(name));
+      HR_CHECK(regex.ok());  // constant patterns (tests/worker/json_schema_test.cc)
+      built->emplace(name, std::make_shared<const JsonRegex>(*std::move(regex)));
+    }
+    return built;
+  }();
+  const auto it = regexes->find(format);
+  return it == regexes->end() ? nullptr : it->second;
 }
 
 template <size_t N>
@@ -291,8 +328,9 @@ class JsonSchemaCompiler {
     if (type == "number") {
       for (const char* bound : {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"}) {
         if (s.contains(bound)) {
-          return Error(path, absl::StrCat(bound, " on a number is not supported (on an integer "
-                                                 "it is)"));
+          return Error(path, absl::StrCat(bound,
+                                          " on a number is not supported (on an integer "
+                                          "it is)"));
         }
       }
       return Add(Node{.kind = Kind::kNumber});
@@ -322,8 +360,9 @@ class JsonSchemaCompiler {
         value = static_cast<int64_t>(std::clamp(rounded, -kLimit, kLimit));
         exclusive = exclusive && rounded == d;  // 2.5 exclusive is >= 3 already
       }
-      if (exclusive) value = lower ? (value == INT64_MAX ? value : value + 1)
-                                   : (value == INT64_MIN ? value : value - 1);
+      if (exclusive)
+        value = lower ? (value == INT64_MAX ? value : value + 1)
+                      : (value == INT64_MIN ? value : value - 1);
       node.bounded = true;
       if (lower) node.minimum = std::max(node.minimum, value);
       if (!lower) node.maximum = std::min(node.maximum, value);
@@ -348,34 +387,39 @@ class JsonSchemaCompiler {
       return Error(path,
                    absl::StrCat("minLength ", node.min_length, " > maxLength ", node.max_length));
     }
-    std::string pattern;
+    std::shared_ptr<const JsonRegex> regex;
     std::string what;
     if (const auto format = s.find("format"); format != s.end() && format->is_string() &&
                                               OneOf(kStringFormats, format->get<std::string>())) {
       what = absl::StrCat("format \"", format->get<std::string>(), "\"");
-      pattern = FormatPattern(format->get<std::string>());
-      if (pattern.empty()) {
+      regex = FormatRegex(format->get<std::string>());
+      if (regex == nullptr) {
         return Error(path, absl::StrCat(what,
                                         " is not supported (date, time, date-time, uuid and "
                                         "ipv4 are)"));
       }
     }
     if (const auto given = s.find("pattern"); given != s.end()) {
-      if (!pattern.empty()) {
+      if (regex != nullptr) {
         return Error(path, absl::StrCat("pattern beside ", what, " is not supported"));
       }
       if (!given->is_string()) return Error(path, "pattern must be a string");
       what = "pattern";
-      pattern = given->get<std::string>();
+      if (!given->get_ref<const std::string&>().empty()) {  // "" matches every string
+        absl::StatusOr<JsonRegex> compiled =
+            JsonRegex::Compile(given->get_ref<const std::string&>());
+        if (!compiled.ok()) {
+          return Error(path, absl::StrCat(what, ": ", compiled.status().message()));
+        }
+        regex = std::make_shared<const JsonRegex>(*std::move(compiled));
+      }
     }
-    if (!pattern.empty()) {
+    if (regex != nullptr) {
       if (s.contains("minLength") || s.contains("maxLength")) {
         return Error(path, absl::StrCat("minLength/maxLength beside ", what, " is not supported"));
       }
-      absl::StatusOr<JsonRegex> regex = JsonRegex::Compile(pattern);
-      if (!regex.ok()) return Error(path, absl::StrCat(what, ": ", regex.status().message()));
       node.pattern = static_cast<int32_t>(out_.patterns_.size());
-      out_.patterns_.push_back(*std::move(regex));
+      out_.patterns_.push_back(std::move(regex));
     }
     return Add(std::move(node));
   }
@@ -397,7 +441,7 @@ class JsonSchemaCompiler {
                           Compile(s.at("properties").at(name),
                                   absl::StrCat(path, "/properties/", PointerToken(name))));
       node.keys.push_back(key);
-      node.properties.push_back({.node = child, .required = false});
+      node.properties.push_back(child);
     }
     if (const auto required = s.find("required"); required != s.end()) {
       if (!required->is_array()) return Error(path, "required must be an array of names");
@@ -409,7 +453,6 @@ class JsonSchemaCompiler {
           return Error(path, absl::StrCat("required names ", key, ", which is not in properties"));
         }
         const auto i = static_cast<size_t>(at - node.keys.begin());
-        node.properties[i].required = true;
         node.required |= uint64_t{1} << i;
       }
     }
@@ -557,7 +600,7 @@ class JsonSchemaCompiler {
             break;
           case Kind::kString:  // a pattern that no string matches is unsatisfiable
             d = node.pattern >= 0 &&
-                        out_.patterns_[static_cast<size_t>(node.pattern)].start().none()
+                        out_.patterns_[static_cast<size_t>(node.pattern)]->start().none()
                     ? kNo
                     : 0;
             break;
@@ -566,9 +609,10 @@ class JsonSchemaCompiler {
             break;
           case Kind::kObject:
             d = 1;
-            for (const JsonSchema::Property& p : node.properties) {
-              if (p.required) d = depth(p.node) == kNo ? kNo : std::max(d, 1 + depth(p.node));
-              if (d == kNo) break;
+            for (size_t i = 0; i < node.properties.size() && d != kNo; ++i) {
+              if ((node.required >> i & 1) == 0) continue;
+              const int32_t child = depth(node.properties[i]);
+              d = child == kNo ? kNo : std::max(d, 1 + child);
             }
             break;
           case Kind::kArray:
@@ -739,7 +783,7 @@ bool JsonSchemaMatcher::KeyAvailable(const Thread& thread, const Frame& object, 
                                      int32_t hi) const {
   const JsonSchema::Node& node = schema_->node(object.node);
   for (int32_t i = lo; i < hi; ++i) {
-    if ((object.seen >> i & 1) == 0 && Fits(thread, node.properties[static_cast<size_t>(i)].node)) {
+    if ((object.seen >> i & 1) == 0 && Fits(thread, node.properties[static_cast<size_t>(i)])) {
       return true;
     }
   }
@@ -1029,7 +1073,7 @@ bool JsonSchemaMatcher::FeedObject(Thread& thread, uint8_t byte) const {
     case Phase::kObjectColon: {
       if (byte != ':') return false;
       const int32_t value =
-          f.lo >= 0 ? node.properties[static_cast<size_t>(f.lo)].node : node.additional;
+          f.lo >= 0 ? node.properties[static_cast<size_t>(f.lo)] : node.additional;
       thread.stack.push_back(Frame{.node = value});
       return true;
     }

@@ -77,10 +77,6 @@ class JsonSchema {
   };
   static constexpr int32_t kUnsatisfiable = std::numeric_limits<int32_t>::max();
 
-  struct Property {
-    int32_t node = -1;
-    bool required = false;
-  };
   struct Node {
     Kind kind = Kind::kAny;
     // The fewest containers a value of this node opens, counting itself (kUnsatisfiable: no
@@ -90,10 +86,10 @@ class JsonSchema {
     // whose set has the byte, and forks only when several do).
     std::bitset<256> first_bytes{};
     // kObject: the property names as JSON strings (quotes included), sorted, at most 64; their
-    // properties (same order); the required ones (bit i: keys[i]); the node of any other key
+    // values' nodes (same order); the required ones (bit i: keys[i]); the node of any other key
     // (-1: none; only without properties).
     std::vector<std::string> keys{};
-    std::vector<Property> properties{};
+    std::vector<int32_t> properties{};
     uint64_t required = 0;
     int32_t additional = -1;
     // kArray.
@@ -120,7 +116,7 @@ class JsonSchema {
   [[nodiscard]] const Node& node(int32_t index) const { return nodes_[static_cast<size_t>(index)]; }
   [[nodiscard]] int32_t root() const { return root_; }
   [[nodiscard]] const JsonRegex& pattern(int32_t index) const {
-    return patterns_[static_cast<size_t>(index)];
+    return *patterns_[static_cast<size_t>(index)];
   }
   // Nodes a kAny value dispatches to by its first byte.
   struct AnyNodes {
@@ -138,7 +134,8 @@ class JsonSchema {
 
   Options options_;
   std::vector<Node> nodes_;
-  std::vector<JsonRegex> patterns_;
+  // Shared: the formats' automata are built once per process (json_schema.cc FormatRegex).
+  std::vector<std::shared_ptr<const JsonRegex>> patterns_;
   int32_t root_ = -1;
   AnyNodes any_;
 };
