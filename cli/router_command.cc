@@ -63,9 +63,10 @@ FlagSet MakeRouterFlags() {
   flags.AddString("api-key-file", std::nullopt,
                   "Like --api-key, read from this file (trailing newline ignored).");
   flags.AddString("chat-template", "auto",
-                  "Chat format of /v1/chat/completions: chatml, llama3, none, or auto (from "
+                  "Chat template of /v1/chat/completions: auto (chat_template.jinja or "
                   "tokenizer_config.json's chat_template beside --tokenizer; chatml for the byte "
-                  "tokenizer of dummy models).");
+                  "tokenizer of dummy models), a Jinja file or template text, the built-in chatml "
+                  "or llama3, or none.");
   flags.AddString("host", "127.0.0.1", "Address to listen on.");
   flags.AddString("workers", std::nullopt,
                   "Comma-separated worker group leader addresses (host:port,host:port).");
@@ -121,25 +122,42 @@ absl::StatusOr<std::string> ApiKey(const FlagSet& flags) {
 }
 
 // --chat-template: nullopt = chat completions are refused with a 400 naming the reason.
-absl::StatusOr<std::optional<router::openai::ChatFormat>> ChatFormat(const FlagSet& flags) {
-  const std::string name = *flags.GetString("chat-template");
-  if (name == "none") return std::nullopt;
-  if (name != "auto") {
-    HR_ASSIGN_OR_RETURN(router::openai::ChatFormat format,
-                        router::openai::ParseChatFormatName(name));
-    return format;
+absl::StatusOr<std::optional<router::openai::ChatTemplate>> ChatTemplate(
+    const FlagSet& flags, const router::Tokenizer& tokenizer) {
+  const std::string value = *flags.GetString("chat-template");
+  if (value == "none") return std::nullopt;
+  // Built-in templates print the tokenizer's BOS (llama3); a file's template gets
+  // tokenizer_config.json's special tokens below.
+  router::openai::ChatTemplateTokens tokens;
+  if (const std::optional<int32_t> bos = tokenizer.bos_token_id()) {
+    tokens.bos_token = tokenizer.IdToToken(*bos);
+  }
+  if (const std::optional<int32_t> eos = tokenizer.eos_token_id()) {
+    tokens.eos_token = tokenizer.IdToToken(*eos);
+  }
+  if (value != "auto") {
+    HR_ASSIGN_OR_RETURN(router::openai::ChatTemplate t,
+                        router::openai::ChatTemplateFromFlag(value, tokens));
+    return t;
   }
   const std::optional<std::string> dir = flags.GetString("tokenizer");
   // The byte tokenizer of dummy models has no template: ChatML renders with any vocabulary.
-  if (!dir.has_value()) return router::openai::ChatFormat::kChatML;
-  absl::StatusOr<std::optional<router::openai::ChatFormat>> format =
-      router::openai::LoadChatFormat(*dir);
-  if (!format.ok()) {
-    std::cerr << "headroom router: " << format.status().message()
+  if (!dir.has_value()) {
+    return router::openai::ChatTemplate::Builtin(router::openai::ChatFormat::kChatML, tokens);
+  }
+  absl::StatusOr<std::optional<router::openai::ChatTemplate>> loaded =
+      router::openai::LoadChatTemplate(*dir);
+  if (!loaded.ok()) {
+    std::cerr << "headroom router: " << loaded.status().message()
               << "; /v1/chat/completions will answer 400 (pass --chat-template)\n";
     return std::nullopt;
   }
-  return *format;
+  if (!loaded->has_value()) {
+    std::cerr << "headroom router: " << *dir
+              << " has no chat template (chat_template.jinja or tokenizer_config.json's "
+                 "chat_template); /v1/chat/completions will answer 400 (pass --chat-template)\n";
+  }
+  return *std::move(loaded);
 }
 
 absl::Status Serve(const FlagSet& flags, const sigset_t& stop_signals, std::ostream& out,
@@ -200,8 +218,8 @@ absl::Status Serve(const FlagSet& flags, const sigset_t& stop_signals, std::ostr
         absl::StrCat("--http-port must be -1 (none) or in [0, 65535], got ", http_port));
   }
   HR_ASSIGN_OR_RETURN(const std::string api_key, ApiKey(flags));
-  HR_ASSIGN_OR_RETURN(const std::optional<router::openai::ChatFormat> chat_format,
-                      ChatFormat(flags));
+  HR_ASSIGN_OR_RETURN(std::optional<router::openai::ChatTemplate> chat_template,
+                      ChatTemplate(flags, *tokenizer));
 
   const double prefix_affinity_weight = *flags.GetDouble("prefix-affinity-weight");
   if (!(prefix_affinity_weight >= 0 && prefix_affinity_weight <= 1e6)) {
@@ -263,7 +281,7 @@ absl::Status Serve(const FlagSet& flags, const sigset_t& stop_signals, std::ostr
     frontend.emplace(router::HttpFrontendOptions{
         .channel = server->InProcessChannel(grpc::ChannelArguments()),
         .tokenizer = tokenizer.get(),
-        .chat_format = chat_format,
+        .chat_template = std::move(chat_template),
         .api_key = api_key,
         .registry = &registry,
         // Liveness: the router answers while it runs; readiness (a group is up) is the gRPC

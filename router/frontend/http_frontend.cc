@@ -134,37 +134,37 @@ void HttpFrontend::Generate(const http::HttpRequest& request, bool chat,
                               openai::ErrorParam(parsed.status()));
   }
   if (chat) {
-    if (!options_.chat_format.has_value()) {
+    if (!options_.chat_template.has_value()) {
       return RespondOpenAiError(
           *writer, 400,
           absl::StrCat("model \"", options_.model_name(),
-                       "\" has no chat template headroom can render (supported: "
-                       "chatml, llama3); use /v1/completions, or start the "
-                       "router with --chat-template"),
+                       "\" has no chat template (neither chat_template.jinja nor a chat_template "
+                       "in tokenizer_config.json, or it did not parse: see the router's log); use "
+                       "/v1/completions, or start the router with --chat-template"),
           "messages");
     }
     const Tokenizer& tokenizer = *options_.tokenizer;
-    std::string bos;
-    if (const std::optional<int32_t> id = tokenizer.bos_token_id()) {
-      bos = tokenizer.IdToToken(*id).value_or("");
+    absl::StatusOr<std::string> prompt = options_.chat_template->Render(
+        parsed->messages, parsed->add_generation_prompt, parsed->chat_template_kwargs);
+    if (!prompt.ok()) {
+      return RespondOpenAiError(*writer, 400, std::string(prompt.status().message()), "messages");
     }
-    const std::string prompt = openai::RenderChat(*options_.chat_format, parsed->messages,
-                                                  parsed->add_generation_prompt, bos);
     // The template already holds the special tokens (BOS, headers): add none.
     absl::StatusOr<std::vector<int32_t>> ids =
-        tokenizer.Encode(prompt, {.add_special_tokens = false});
+        tokenizer.Encode(*prompt, {.add_special_tokens = false});
     if (!ids.ok()) {
       return RespondOpenAiError(*writer, 400, absl::StrCat("messages: ", ids.status().message()),
                                 "messages");
     }
     parsed->generate.mutable_token_ids()->mutable_ids()->Assign(ids->begin(), ids->end());
-    // The turn ends at the format's end-of-turn token, which a checkpoint's eos_token may not be
-    // (Llama-3-Instruct: <|eot_id|> vs <|end_of_text|>); like EOS, ignore_eos ignores it.
+    // The turn ends at the template's end-of-turn token, which a checkpoint's eos_token may not
+    // be (Llama-3-Instruct: <|eot_id|> vs <|end_of_text|>); like EOS, ignore_eos ignores it.
     v1::SamplingParams& sampling = *parsed->generate.mutable_sampling();
-    if (const std::optional<int32_t> end_of_turn =
-            tokenizer.TokenToId(openai::ChatEndOfTurn(*options_.chat_format));
-        end_of_turn.has_value() && !sampling.ignore_eos()) {
-      sampling.add_stop_token_ids(*end_of_turn);
+    if (const std::optional<std::string>& eot = options_.chat_template->end_of_turn();
+        eot.has_value() && !sampling.ignore_eos()) {
+      if (const std::optional<int32_t> id = tokenizer.TokenToId(*eot); id.has_value()) {
+        sampling.add_stop_token_ids(*id);
+      }
     }
     // A chat reply without max_tokens / max_completion_tokens runs until the model ends its turn
     // or the context is full (vLLM's default: max_model_len - prompt), not the completions

@@ -52,8 +52,8 @@ struct HttpFrontendOptions {
   std::shared_ptr<grpc::Channel> channel;
   // Renders chat messages and tokenizes them; must outlive the frontend.
   const Tokenizer* tokenizer = nullptr;
-  // The chat format; nullopt: /v1/chat/completions answers 400 naming the missing template.
-  std::optional<openai::ChatFormat> chat_format;
+  // The chat template; nullopt: /v1/chat/completions answers 400 naming the missing template.
+  std::optional<openai::ChatTemplate> chat_template;
   // Required as "Authorization: Bearer <key>" on /v1/*; empty = no key.
   std::string api_key;
   // /metrics; must outlive the frontend.

@@ -1,6 +1,5 @@
 #include "router/openai/chat_template.h"
 
-#include <cstdint>
 #include <utility>
 
 #include "absl/status/status.h"
@@ -12,94 +11,149 @@
 namespace headroom::router::openai {
 namespace {
 
-// Python's str.isspace() for one code point.
-bool IsPythonSpace(uint32_t cp) {
-  return (cp >= 0x09 && cp <= 0x0D) || (cp >= 0x1C && cp <= 0x20) || cp == 0x85 || cp == 0xA0 ||
-         cp == 0x1680 || (cp >= 0x2000 && cp <= 0x200A) || cp == 0x2028 || cp == 0x2029 ||
-         cp == 0x202F || cp == 0x205F || cp == 0x3000;
+// Qwen/Qwen2-7B-Instruct's tokenizer_config.json chat_template.
+constexpr std::string_view kChatMLTemplate =
+    "{% for message in messages %}{% if loop.first and messages[0]['role'] != 'system' %}"
+    "{{ '<|im_start|>system\\nYou are a helpful assistant.<|im_end|>\\n' }}{% endif %}"
+    "{{'<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n'}}"
+    "{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}";
+
+// meta-llama/Meta-Llama-3-8B-Instruct's tokenizer_config.json chat_template.
+constexpr std::string_view kLlama3Template =
+    "{% set loop_messages = messages %}{% for message in loop_messages %}"
+    "{% set content = '<|start_header_id|>' + message['role'] + '<|end_header_id|>\\n\\n'"
+    "+ message['content'] | trim + '<|eot_id|>' %}{% if loop.index0 == 0 %}"
+    "{% set content = bos_token + content %}{% endif %}{{ content }}{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|start_header_id|>assistant<|end_header_id|>\\n\\n' }}"
+    "{% endif %}";
+
+// Turn-ending tokens of the common template families, in the order they are looked for.
+constexpr std::string_view kEndOfTurnTokens[] = {"<|im_end|>", "<|eot_id|>", "<end_of_turn>",
+                                                 "<|end|>"};
+
+std::optional<std::string> FindEndOfTurn(std::string_view source) {
+  for (std::string_view token : kEndOfTurnTokens) {
+    if (source.find(token) != std::string_view::npos) return std::string(token);
+  }
+  return std::nullopt;
 }
 
-// Length of the whitespace code point starting at text[i], or 0 when there is none (invalid
-// UTF-8 never counts as whitespace).
-size_t SpaceAt(std::string_view text, size_t i) {
-  const auto b0 = static_cast<unsigned char>(text[i]);
-  if (b0 < 0x80) return IsPythonSpace(b0) ? 1 : 0;
-  size_t len = 0;
-  uint32_t cp = 0;
-  if ((b0 & 0xE0) == 0xC0) {
-    len = 2;
-    cp = b0 & 0x1Fu;
-  } else if ((b0 & 0xF0) == 0xE0) {
-    len = 3;
-    cp = b0 & 0x0Fu;
-  } else {
-    return 0;  // 4-byte sequences hold no whitespace; continuation bytes are not a start
-  }
-  if (i + len > text.size()) return 0;
-  for (size_t k = 1; k < len; ++k) {
-    const auto b = static_cast<unsigned char>(text[i + k]);
-    if ((b & 0xC0) != 0x80) return 0;
-    cp = (cp << 6) | (b & 0x3Fu);
-  }
-  return IsPythonSpace(cp) ? len : 0;
-}
-
-// Start of the code point that ends just before `end` (at most 3 bytes back for whitespace).
-size_t SpaceEndingAt(std::string_view text, size_t end) {
-  for (size_t len = 1; len <= 3 && len <= end; ++len) {
-    const size_t start = end - len;
-    if (SpaceAt(text, start) == len) return len;
-  }
-  return 0;
+void SetToken(jinja::Dict& vars, const char* name, const std::optional<std::string>& token) {
+  if (token.has_value()) vars.Set(name, jinja::Value::String(*token));
 }
 
 }  // namespace
 
-std::string_view PyStrip(std::string_view text) {
-  size_t begin = 0;
-  while (begin < text.size()) {
-    const size_t n = SpaceAt(text, begin);
-    if (n == 0) break;
-    begin += n;
+absl::StatusOr<ChatTemplate> ChatTemplate::Create(std::string_view source,
+                                                  ChatTemplateTokens tokens) {
+  absl::StatusOr<jinja::Template> parsed = jinja::Template::Parse(source);
+  if (!parsed.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("chat template ", parsed.status().message()));
   }
-  size_t end = text.size();
-  while (end > begin) {
-    const size_t n = SpaceEndingAt(text, end);
-    if (n == 0 || end - n < begin) break;
-    end -= n;
-  }
-  return text.substr(begin, end - begin);
+  return ChatTemplate(*std::move(parsed), std::move(tokens), FindEndOfTurn(source));
 }
 
-absl::StatusOr<ChatFormat> DetectChatFormat(std::string_view jinja_template) {
-  if (jinja_template.find("<|im_start|>") != std::string_view::npos) return ChatFormat::kChatML;
-  if (jinja_template.find("<|start_header_id|>") != std::string_view::npos) {
-    return ChatFormat::kLlama3;
-  }
-  return absl::FailedPreconditionError(
-      "chat template is not one headroom can render (supported: chatml, llama3)");
+ChatTemplate ChatTemplate::Builtin(ChatFormat format, ChatTemplateTokens tokens) {
+  absl::StatusOr<ChatTemplate> t =
+      Create(format == ChatFormat::kChatML ? kChatMLTemplate : kLlama3Template, std::move(tokens));
+  return *std::move(t);  // both parse: tests render them against transformers
 }
 
-absl::StatusOr<std::optional<ChatFormat>> LoadChatFormat(const std::string& tokenizer_dir) {
-  const std::string path = tokenizer_dir + "/tokenizer_config.json";
-  absl::StatusOr<std::string> text = json_util::ReadFile(path);
-  if (absl::IsNotFound(text.status())) return std::optional<ChatFormat>();
-  if (!text.ok()) return text.status();
-  absl::StatusOr<TokenizerConfig> config = ParseTokenizerConfig(*text, path);
-  if (!config.ok()) return config.status();
-  if (!config->chat_template.has_value()) return std::optional<ChatFormat>();
-  absl::StatusOr<ChatFormat> format = DetectChatFormat(*config->chat_template);
-  if (!format.ok()) {
-    return absl::FailedPreconditionError(absl::StrCat(path, ": ", format.status().message()));
+absl::StatusOr<std::string> ChatTemplate::Render(const std::vector<ChatMessage>& messages,
+                                                 bool add_generation_prompt,
+                                                 const nlohmann::json& kwargs,
+                                                 const jinja::RenderOptions& options) const {
+  jinja::Dict vars;
+  SetToken(vars, "bos_token", tokens_.bos_token);
+  SetToken(vars, "eos_token", tokens_.eos_token);
+  SetToken(vars, "unk_token", tokens_.unk_token);
+  SetToken(vars, "pad_token", tokens_.pad_token);
+  vars.Set("add_generation_prompt", jinja::Value::Bool(add_generation_prompt));
+  // apply_chat_template passes tools and documents as None when there are none.
+  vars.Set("tools", jinja::Value::None());
+  vars.Set("documents", jinja::Value::None());
+  if (kwargs.is_object()) {
+    for (const auto& [key, value] : kwargs.items()) {
+      vars.Set(key, jinja::Value::FromJson(nlohmann::ordered_json(value)));
+    }
   }
-  return std::optional<ChatFormat>(*format);
+  jinja::List list;
+  list.reserve(messages.size());
+  for (const ChatMessage& m : messages) {
+    jinja::Dict message;
+    message.Set("role", jinja::Value::String(m.role));
+    message.Set("content", jinja::Value::String(m.content));
+    list.push_back(jinja::Value::MakeDict(std::move(message)));
+  }
+  vars.Set("messages", jinja::Value::MakeList(std::move(list)));
+  absl::StatusOr<std::string> out = template_.Render(std::move(vars), options);
+  if (!out.ok()) {
+    return absl::Status(out.status().code(),
+                        absl::StrCat("chat template ", out.status().message()));
+  }
+  return out;
+}
+
+absl::StatusOr<std::optional<ChatTemplate>> LoadChatTemplate(const std::string& tokenizer_dir) {
+  const std::string config_path = tokenizer_dir + "/tokenizer_config.json";
+  ChatTemplateTokens tokens;
+  std::optional<std::string> source;
+  std::string source_path = config_path;
+  absl::StatusOr<std::string> text = json_util::ReadFile(config_path);
+  if (text.ok()) {
+    absl::StatusOr<TokenizerConfig> config = ParseTokenizerConfig(*text, config_path);
+    if (!config.ok()) return config.status();
+    tokens = {.bos_token = config->bos_token,
+              .eos_token = config->eos_token,
+              .unk_token = config->unk_token,
+              .pad_token = config->pad_token};
+    source = config->chat_template;
+  } else if (!absl::IsNotFound(text.status())) {
+    return text.status();
+  }
+  const std::string jinja_path = tokenizer_dir + "/chat_template.jinja";
+  absl::StatusOr<std::string> jinja_text = json_util::ReadFile(jinja_path);
+  if (jinja_text.ok()) {
+    source = *std::move(jinja_text);
+    source_path = jinja_path;
+  } else if (!absl::IsNotFound(jinja_text.status())) {
+    return jinja_text.status();
+  }
+  if (!source.has_value()) return std::optional<ChatTemplate>();
+  absl::StatusOr<ChatTemplate> t = ChatTemplate::Create(*source, std::move(tokens));
+  if (!t.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(source_path, ": ", t.status().message()));
+  }
+  return std::optional<ChatTemplate>(*std::move(t));
+}
+
+absl::StatusOr<ChatTemplate> ChatTemplateFromFlag(std::string_view value,
+                                                  ChatTemplateTokens tokens) {
+  if (absl::StatusOr<ChatFormat> format = ParseChatFormatName(value); format.ok()) {
+    return ChatTemplate::Builtin(*format, std::move(tokens));
+  }
+  const std::string path(value);
+  absl::StatusOr<std::string> file = json_util::ReadFile(path);
+  if (file.ok()) {
+    absl::StatusOr<ChatTemplate> t = ChatTemplate::Create(*file, std::move(tokens));
+    if (!t.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(path, ": ", t.status().message()));
+    }
+    return t;
+  }
+  if (value.find("{{") != std::string_view::npos || value.find("{%") != std::string_view::npos) {
+    return ChatTemplate::Create(value, std::move(tokens));
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "--chat-template \"", Sv(value), "\" is not chatml, llama3, none, auto, a readable file (",
+      file.status().message(), ") or a Jinja template"));
 }
 
 absl::StatusOr<ChatFormat> ParseChatFormatName(std::string_view name) {
   if (name == "chatml") return ChatFormat::kChatML;
   if (name == "llama3") return ChatFormat::kLlama3;
   return absl::InvalidArgumentError(
-      absl::StrCat("unknown chat format \"", Sv(name), "\" (supported: chatml, llama3)"));
+      absl::StrCat("unknown chat format \"", Sv(name), "\" (built in: chatml, llama3)"));
 }
 
 std::string_view ChatFormatName(ChatFormat format) {
@@ -110,36 +164,6 @@ std::string_view ChatFormatName(ChatFormat format) {
       return "llama3";
   }
   return "unknown";
-}
-
-std::string_view ChatEndOfTurn(ChatFormat format) {
-  return format == ChatFormat::kChatML ? "<|im_end|>" : "<|eot_id|>";
-}
-
-std::string RenderChat(ChatFormat format, const std::vector<ChatMessage>& messages,
-                       bool add_generation_prompt, const std::string& bos_token) {
-  std::string out;
-  switch (format) {
-    case ChatFormat::kChatML:
-      for (size_t i = 0; i < messages.size(); ++i) {
-        if (i == 0 && messages[0].role != "system") {
-          out += "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n";
-        }
-        absl::StrAppend(&out, "<|im_start|>", messages[i].role, "\n", messages[i].content,
-                        "<|im_end|>\n");
-      }
-      if (add_generation_prompt) out += "<|im_start|>assistant\n";
-      break;
-    case ChatFormat::kLlama3:
-      for (size_t i = 0; i < messages.size(); ++i) {
-        if (i == 0) out += bos_token;
-        absl::StrAppend(&out, "<|start_header_id|>", messages[i].role, "<|end_header_id|>\n\n",
-                        Sv(PyStrip(messages[i].content)), "<|eot_id|>");
-      }
-      if (add_generation_prompt) out += "<|start_header_id|>assistant<|end_header_id|>\n\n";
-      break;
-  }
-  return out;
 }
 
 }  // namespace headroom::router::openai

@@ -1,13 +1,15 @@
-// Chat formats: the two chat templates headroom renders natively instead of running Jinja.
-// RenderChat produces byte for byte what transformers' apply_chat_template(..., tokenize=False)
-// produces for the reference templates (tests/router/openai/fixtures/chat_templates.json, made by
-// scripts/gen_chat_template_fixtures.py):
-//   kChatML  Qwen2-Instruct: "<|im_start|>{role}\n{content}<|im_end|>\n" per message, preceded by
-//            a "You are a helpful assistant." system message when the first message is not one.
-//   kLlama3  Meta-Llama-3-8B-Instruct: bos_token + "<|start_header_id|>{role}<|end_header_id|>\n\n"
-//            + trim(content) + "<|eot_id|>" per message (bos only on the first).
-// A template that is neither is never rendered approximately: DetectChatFormat refuses it, and
-// the router then answers chat requests with a 400 naming the supported formats.
+// Chat templates: the model's own Jinja template (chat_template.jinja or tokenizer_config.json's
+// chat_template) rendered by headroom's Jinja interpreter (router/jinja) with what transformers'
+// apply_chat_template passes it: messages, add_generation_prompt, the special token strings
+// (bos_token, eos_token, unk_token, pad_token), and a request's chat_template_kwargs. Tests compare
+// renders byte for byte with transformers for real models' templates
+// (tests/router/openai/fixtures/jinja_chat_templates.json, scripts/gen_jinja_fixtures.py).
+//
+// Two templates are built in, for models without one and for --chat-template chatml|llama3:
+//   chatml  Qwen2-Instruct's template: "<|im_start|>{role}\n{content}<|im_end|>\n" per message,
+//           after a "You are a helpful assistant." system message when the first is not one.
+//   llama3  Meta-Llama-3-8B-Instruct's: bos_token + "<|start_header_id|>{role}<|end_header_id|>
+//           \n\n" + content|trim + "<|eot_id|>" per message.
 #pragma once
 
 #include <optional>
@@ -16,6 +18,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "nlohmann/json.hpp"
+#include "router/jinja/template.h"
 
 namespace headroom::router::openai {
 
@@ -23,33 +27,64 @@ enum class ChatFormat { kChatML, kLlama3 };
 
 struct ChatMessage {
   std::string role;     // "system", "user" or "assistant"
-  std::string content;  // text parts concatenated; null content is ""
+  std::string content;  // text parts joined with "\n" (as vLLM joins them); null content is ""
 };
 
-// The format of a Jinja chat template: ChatML when it contains "<|im_start|>", Llama-3 when it
-// contains "<|start_header_id|>"; otherwise FailedPrecondition.
-absl::StatusOr<ChatFormat> DetectChatFormat(std::string_view jinja_template);
+// The special token strings a template may print; unset ones are undefined in the template.
+struct ChatTemplateTokens {
+  std::optional<std::string> bos_token = {};
+  std::optional<std::string> eos_token = {};
+  std::optional<std::string> unk_token = {};
+  std::optional<std::string> pad_token = {};
+};
 
-// Reads <tokenizer_dir>/tokenizer_config.json's "chat_template" (a string, or a list of
-// {name, template} of which "default" is used) and detects its format. nullopt when the file or
-// the template is absent; InvalidArgument for a malformed file; FailedPrecondition for a template
-// headroom cannot render.
-absl::StatusOr<std::optional<ChatFormat>> LoadChatFormat(const std::string& tokenizer_dir);
+class ChatTemplate {
+ public:
+  // Parses a Jinja chat template: InvalidArgument "chat template line N: ..." when it does not
+  // parse or uses what headroom's interpreter lacks (include, an unknown filter...).
+  static absl::StatusOr<ChatTemplate> Create(std::string_view source, ChatTemplateTokens tokens);
+  // One of the built-in templates.
+  static ChatTemplate Builtin(ChatFormat format, ChatTemplateTokens tokens);
 
-// "chatml" or "llama3" (a --chat-format flag value).
+  // The prompt text. `kwargs` (an object or null: a request's chat_template_kwargs) are variables
+  // over add_generation_prompt and the special tokens, as in vLLM; `messages` is always the
+  // request's. Errors are InvalidArgument with the template's message and line (a template's
+  // raise_exception("Conversation roles must alternate...")), or ResourceExhausted when the render
+  // exceeds the interpreter's bounds.
+  // `options` bound the render and can fix strftime_now's clock (tests).
+  absl::StatusOr<std::string> Render(const std::vector<ChatMessage>& messages,
+                                     bool add_generation_prompt,
+                                     const nlohmann::json& kwargs = nullptr,
+                                     const jinja::RenderOptions& options = {}) const;
+
+  // The token that ends an assistant turn when the template writes a known one ("<|im_end|>",
+  // "<|eot_id|>", "<end_of_turn>", "<|end|>"). A checkpoint's eos_token may be another one
+  // (Llama-3-Instruct's is <|end_of_text|>), so a chat reply also stops on this token.
+  const std::optional<std::string>& end_of_turn() const { return end_of_turn_; }
+
+ private:
+  ChatTemplate(jinja::Template t, ChatTemplateTokens tokens, std::optional<std::string> eot)
+      : template_(std::move(t)), tokens_(std::move(tokens)), end_of_turn_(std::move(eot)) {}
+
+  jinja::Template template_;
+  ChatTemplateTokens tokens_;
+  std::optional<std::string> end_of_turn_;
+};
+
+// A tokenizer directory's template: chat_template.jinja when present (what transformers saves
+// since 4.43 alongside or instead of the config entry), else tokenizer_config.json's
+// "chat_template" (a string, or the "default" of a list of {name, template}), rendered with the
+// config's special tokens. nullopt when there is none; InvalidArgument for a malformed file or a
+// template that does not parse (the message names the file).
+absl::StatusOr<std::optional<ChatTemplate>> LoadChatTemplate(const std::string& tokenizer_dir);
+
+// --chat-template's value: "chatml" / "llama3" (built in), else a path to a Jinja file, else
+// (when it holds "{{" or "{%") the template itself, as vLLM's --chat-template takes it.
+absl::StatusOr<ChatTemplate> ChatTemplateFromFlag(std::string_view value,
+                                                  ChatTemplateTokens tokens);
+
+// "chatml" or "llama3".
 absl::StatusOr<ChatFormat> ParseChatFormatName(std::string_view name);
 std::string_view ChatFormatName(ChatFormat format);
-// The token that ends a turn in `format` ("<|im_end|>", "<|eot_id|>"). A checkpoint's eos_token may
-// be another one (base-model "<|endoftext|>" / "<|end_of_text|>"), so a chat request should also
-// stop on this token's id.
-std::string_view ChatEndOfTurn(ChatFormat format);
-
-// The prompt text for `messages`. `bos_token` is used by kLlama3 only.
-std::string RenderChat(ChatFormat format, const std::vector<ChatMessage>& messages,
-                       bool add_generation_prompt, const std::string& bos_token);
-
-// Python's str.strip() (what Jinja's |trim does): removes leading and trailing Unicode
-// whitespace (str.isspace) from UTF-8 text. Exposed for tests.
-std::string_view PyStrip(std::string_view text);
 
 }  // namespace headroom::router::openai

@@ -492,6 +492,7 @@ absl::StatusOr<ChatMessage> ParseMessage(const Json& m, size_t index) {
     const Json* text = Member(part, "text");
     if (text == nullptr) return Bad(text_path, absl::StrCat(text_path, " is required"));
     if (!text->is_string()) return WrongType(text_path, "a string", *text);
+    if (j > 0) out.content += "\n";  // vLLM joins a message's text parts with newlines
     out.content += text->get_ref<const std::string&>();
   }
   return out;
@@ -553,6 +554,16 @@ absl::StatusOr<ParsedRequest> ParseChatRequest(std::string_view body) {
 
   HEADROOM_OPENAI_ASSIGN(add_generation_prompt, OptBool(obj, "add_generation_prompt"));
   out.add_generation_prompt = add_generation_prompt.value_or(true);
+  // vLLM's chat_template_kwargs: more variables for the template (Qwen3's enable_thinking).
+  if (const Json* kwargs = Member(obj, "chat_template_kwargs");
+      kwargs != nullptr && !kwargs->is_null()) {
+    if (!kwargs->is_object()) return WrongType("chat_template_kwargs", "an object", *kwargs);
+    if (kwargs->contains("messages")) {
+      return Bad("chat_template_kwargs.messages",
+                 "chat_template_kwargs.messages cannot replace the request's messages");
+    }
+    out.chat_template_kwargs = *kwargs;
+  }
 
   if (const Json* tools = Member(obj, "tools"); tools != nullptr) {
     if (!tools->is_array()) return WrongType("tools", "an array", *tools);

@@ -14,6 +14,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "headroom/v1/inference.pb.h"
+#include "nlohmann/json.hpp"
 #include "router/openai/chat_template.h"
 
 namespace headroom::router::openai {
@@ -35,10 +36,12 @@ struct ParsedRequest {
   std::vector<v1::GenerateRequest> more_prompts;
   // Completions per prompt (OpenAI's n), in [1, kMaxChoices / prompts].
   int32_t n = 1;
-  // Chat only; the caller renders (RenderChat) and tokenizes them.
+  // Chat only; the caller renders (ChatTemplate::Render) and tokenizes them.
   std::vector<ChatMessage> messages;
   // Chat: end the prompt with the assistant header (vLLM's add_generation_prompt, default true).
   bool add_generation_prompt = true;
+  // Chat: vLLM's chat_template_kwargs (an object, or null when not given).
+  nlohmann::json chat_template_kwargs = nullptr;
   bool stream = false;
   // Completions: each choice's text starts with its prompt (a token id prompt detokenized).
   bool echo = false;

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <numeric>
@@ -770,8 +771,8 @@ TEST_F(HttpE2eTest, MaxTokensDefaultsToTheRestOfTheContextForChatAnd16ForComplet
   EXPECT_EQ(Json::parse(text.body)["usage"]["completion_tokens"], 16);
 }
 
-TEST_F(HttpE2eTest, ChatWithoutAUsableTemplateIs400NamingTheSupportedFormats) {
-  // A second router over the same workers, told the model has no chat template it can render.
+TEST_F(HttpE2eTest, ChatWithoutATemplateIs400NamingTheWayOut) {
+  // A second router over the same workers, told the model has no chat template.
   ChildProcess router(
       "router", {"--grpc-port", "0", "--http-port", "0", "--chat-template", "none", "--workers",
                  cluster_->worker_a->address() + "," + cluster_->worker_b->address()});
@@ -784,9 +785,54 @@ TEST_F(HttpE2eTest, ChatWithoutAUsableTemplateIs400NamingTheSupportedFormats) {
   const Json body = Json::parse(response.body, nullptr, false);
   ASSERT_TRUE(body.is_object() && body.contains("error")) << response.body;
   const std::string message = body["error"]["message"].get<std::string>();
-  for (const char* part : {"chat template", "chatml", "llama3", "/v1/completions"}) {
+  for (const char* part : {"chat template", "/v1/completions", "--chat-template"}) {
     EXPECT_NE(message.find(part), std::string::npos) << part << " not in: " << message;
   }
+  EXPECT_EQ(body["error"]["param"], "messages");
+}
+
+// --chat-template FILE: the router renders the file's Jinja (the prompt is what it wrote: the
+// byte tokenizer counts one token per byte), passes chat_template_kwargs to it, and a template's
+// raise_exception is a 400 carrying its message.
+TEST_F(HttpE2eTest, ChatRendersAJinjaTemplateFileAndItsRefusals) {
+  const std::filesystem::path file =
+      std::filesystem::temp_directory_path() /
+      ("headroom_e2e_template_" + std::to_string(::getpid()) + ".jinja");
+  std::ofstream(file) << "{%- if messages[0].role == 'system' -%}\n"
+                         "  {{- raise_exception('System role not supported') -}}\n"
+                         "{%- endif -%}\n"
+                         "{{- prefix | default('') -}}\n"
+                         "{%- for m in messages %}[{{ m.role }}]{{ m.content }}{% endfor -%}\n";
+  ChildProcess router("router", {"--grpc-port", "0", "--http-port", "0", "--chat-template",
+                                 file.string(), "--workers",
+                                 cluster_->worker_a->address() + "," +
+                                     cluster_->worker_b->address()});
+  ASSERT_FALSE(router.address().empty());
+  const int port = ReadHttpPort(router);
+  std::filesystem::remove(file);  // read at startup
+  ASSERT_NE(port, 0) << "the router did not print its HTTP port";
+  auto chat = [&](Json body) {
+    body["max_tokens"] = 2;
+    body["ignore_eos"] = true;
+    return HttpRequestTo(port, "POST", "/v1/chat/completions", body.dump());
+  };
+  const Json say_hi = {{{"role", "user"}, {"content", "Say hi"}}};
+  HttpResponse r = chat({{"messages", say_hi}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(Json::parse(r.body)["usage"]["prompt_tokens"], std::string("[user]Say hi").size());
+
+  r = chat({{"messages", say_hi}, {"chat_template_kwargs", {{"prefix", ">>"}}}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(Json::parse(r.body)["usage"]["prompt_tokens"], std::string(">>[user]Say hi").size());
+
+  r = chat({{"messages", {{{"role", "system"}, {"content", "Be brief."}},
+                          {{"role", "user"}, {"content", "Say hi"}}}}});
+  EXPECT_EQ(r.status, 400) << r.body;
+  const Json body = Json::parse(r.body, nullptr, false);
+  ASSERT_TRUE(body.is_object() && body.contains("error")) << r.body;
+  EXPECT_NE(body["error"]["message"].get<std::string>().find("System role not supported"),
+            std::string::npos)
+      << r.body;
   EXPECT_EQ(body["error"]["param"], "messages");
 }
 

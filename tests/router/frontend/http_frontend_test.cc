@@ -97,7 +97,7 @@ class HttpFrontendTest : public ::testing::Test {
                        ? channel
                        : grpc::CreateChannel("127.0.0.1:1", grpc::InsecureChannelCredentials()),
         .tokenizer = tokenizer_.get(),
-        .chat_format = std::nullopt,
+        .chat_template = std::nullopt,
         .api_key = "",
         .registry = &registry_,
         .healthy = [] { return true; },

@@ -1,5 +1,7 @@
-// RenderChat against what transformers' apply_chat_template renders for the reference templates
-// (fixtures/chat_templates.json, scripts/gen_chat_template_fixtures.py), byte for byte.
+// ChatTemplate: the built-in and loaded templates render what transformers' apply_chat_template
+// renders (fixtures/chat_templates.json, scripts/gen_chat_template_fixtures.py, and the real
+// models' templates in tests/router/jinja/fixtures), templates are found where transformers
+// saves them, and --chat-template takes what vLLM's does.
 #include "router/openai/chat_template.h"
 
 #include <unistd.h>
@@ -21,50 +23,131 @@ std::string SourceDir() {
   return root != nullptr ? root : ".";
 }
 
-nlohmann::json LoadFixture() {
-  const std::string path = SourceDir() + "/tests/router/openai/fixtures/chat_templates.json";
-  std::ifstream in(path);
+nlohmann::json LoadFixture(const std::string& path) {
+  std::ifstream in(SourceDir() + "/" + path);
   EXPECT_TRUE(in.good()) << "cannot open " << path << " (is HEADROOM_SOURCE_DIR set?)";
   if (!in.good()) return nlohmann::json::object();
   return nlohmann::json::parse(in);
 }
 
-TEST(ChatTemplateTest, RendersLikeTransformers) {
-  const nlohmann::json fixture = LoadFixture();
+std::vector<ChatMessage> Messages(const nlohmann::json& list) {
+  std::vector<ChatMessage> messages;
+  for (const auto& m : list) {
+    messages.push_back({m["role"].get<std::string>(), m["content"].get<std::string>()});
+  }
+  return messages;
+}
+
+TEST(ChatTemplateTest, BuiltinsRenderLikeTransformers) {
+  const nlohmann::json fixture = LoadFixture("tests/router/openai/fixtures/chat_templates.json");
   ASSERT_TRUE(fixture.contains("templates"));
   int checked = 0;
   for (const auto& t : fixture["templates"]) {
     const std::string name = t["template_name"].get<std::string>();
     absl::StatusOr<ChatFormat> format = ParseChatFormatName(name);
     ASSERT_TRUE(format.ok()) << format.status();
-    // The stored (real) template text is recognised as that format.
-    absl::StatusOr<ChatFormat> detected = DetectChatFormat(t["template"].get<std::string>());
-    ASSERT_TRUE(detected.ok()) << detected.status();
-    EXPECT_EQ(*detected, *format) << name;
-    const std::string bos = t["bos_token"].get<std::string>();
+    const ChatTemplateTokens tokens{.bos_token = t["bos_token"].get<std::string>()};
+    // The built-in template, and the stored real text loaded as a model's template.
+    const ChatTemplate builtin = ChatTemplate::Builtin(*format, tokens);
+    absl::StatusOr<ChatTemplate> loaded =
+        ChatTemplate::Create(t["template"].get<std::string>(), tokens);
+    ASSERT_TRUE(loaded.ok()) << loaded.status();
     for (size_t i = 0; i < t["cases"].size(); ++i) {
       const auto& c = t["cases"][i];
-      std::vector<ChatMessage> messages;
-      for (const auto& m : c["messages"]) {
-        messages.push_back({m["role"].get<std::string>(), m["content"].get<std::string>()});
+      const bool add_generation_prompt = c["add_generation_prompt"].get<bool>();
+      for (const ChatTemplate* tmpl : std::vector<const ChatTemplate*>{&builtin, &loaded.value()}) {
+        absl::StatusOr<std::string> got =
+            tmpl->Render(Messages(c["messages"]), add_generation_prompt);
+        ASSERT_TRUE(got.ok()) << name << " case " << i << ": " << got.status();
+        EXPECT_EQ(*got, c["expected"].get<std::string>()) << name << " case " << i;
       }
-      const std::string got =
-          RenderChat(*format, messages, c["add_generation_prompt"].get<bool>(), bos);
-      EXPECT_EQ(got, c["expected"].get<std::string>()) << name << " case " << i;
       ++checked;
     }
   }
   EXPECT_GE(checked, 16);
 }
 
-TEST(ChatTemplateTest, DetectRefusesOtherTemplates) {
-  const std::string mistral =
-      "{{ bos_token }}{% for message in messages %}{% if message['role'] == 'user' %}"
-      "{{ '[INST] ' + message['content'] + ' [/INST]' }}{% endif %}{% endfor %}";
-  absl::StatusOr<ChatFormat> f = DetectChatFormat(mistral);
-  ASSERT_FALSE(f.ok());
-  EXPECT_EQ(f.status().code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_NE(f.status().message().find("supported: chatml, llama3"), std::string::npos);
+TEST(ChatTemplateTest, RealTemplatesWithPlainMessagesRenderLikeTransformers) {
+  // The ChatTemplate path (special tokens + messages + add_generation_prompt, tools None) over
+  // the real models' templates, for the cases made of role/content messages only.
+  const nlohmann::json fixture =
+      LoadFixture("tests/router/jinja/fixtures/jinja_chat_templates.json");
+  ASSERT_TRUE(fixture.contains("templates"));
+  int checked = 0;
+  for (const auto& t : fixture["templates"]) {
+    const auto& special = t["special_tokens"];
+    auto token = [&](const char* key) -> std::optional<std::string> {
+      if (!special.contains(key) || !special[key].is_string()) return std::nullopt;
+      return special[key].get<std::string>();
+    };
+    absl::StatusOr<ChatTemplate> tmpl =
+        ChatTemplate::Create(t["template"].get<std::string>(), {.bos_token = token("bos_token"),
+                                                                .eos_token = token("eos_token"),
+                                                                .unk_token = token("unk_token"),
+                                                                .pad_token = token("pad_token")});
+    ASSERT_TRUE(tmpl.ok()) << t["name"] << ": " << tmpl.status();
+    for (const auto& c : t["cases"]) {
+      bool plain = c.value("tools", nlohmann::json()).is_null();
+      for (const auto& m : c["messages"]) {
+        plain = plain && m.size() == 2 && m.contains("role") && m.contains("content") &&
+                m["content"].is_string();
+      }
+      if (!plain) continue;
+      // The generator froze strftime_now's clock at 2024-12-25 09:30:00.
+      jinja::RenderOptions frozen;
+      frozen.now = std::tm{.tm_sec = 0,
+                           .tm_min = 30,
+                           .tm_hour = 9,
+                           .tm_mday = 25,
+                           .tm_mon = 11,
+                           .tm_year = 124,
+                           .tm_wday = 3,
+                           .tm_yday = 359,
+                           .tm_isdst = 0,
+                           .tm_gmtoff = 0,
+                           .tm_zone = nullptr};
+      absl::StatusOr<std::string> got =
+          tmpl->Render(Messages(c["messages"]), c["add_generation_prompt"].get<bool>(),
+                       c.value("extra", nlohmann::json::object()), frozen);
+      if (c.contains("expected")) {
+        ASSERT_TRUE(got.ok()) << t["name"] << ": " << got.status();
+        EXPECT_EQ(*got, c["expected"].get<std::string>()) << t["name"];
+      } else {
+        // A template's own refusal is an InvalidArgument the client sees (HTTP 400).
+        ASSERT_FALSE(got.ok()) << t["name"];
+        EXPECT_EQ(got.status().code(), absl::StatusCode::kInvalidArgument);
+        // The fixture records "ExceptionClass: message".
+        std::string want = c.value("error_message", "");
+        want = want.substr(want.find(": ") == std::string::npos ? 0 : want.find(": ") + 2);
+        EXPECT_NE(got.status().message().find(want), std::string::npos) << got.status();
+      }
+      ++checked;
+    }
+  }
+  EXPECT_GE(checked, 30);
+}
+
+TEST(ChatTemplateTest, EndOfTurnIsTheTemplatesTurnToken) {
+  auto eot = [](const std::string& source) {
+    return ChatTemplate::Create(source, {})->end_of_turn();
+  };
+  EXPECT_EQ(ChatTemplate::Builtin(ChatFormat::kChatML, {}).end_of_turn(), "<|im_end|>");
+  EXPECT_EQ(ChatTemplate::Builtin(ChatFormat::kLlama3, {}).end_of_turn(), "<|eot_id|>");
+  EXPECT_EQ(eot("{{ '<start_of_turn>user\n' + m + '<end_of_turn>\n' }}"), "<end_of_turn>");
+  EXPECT_EQ(eot("{{ '<|user|>\n' + m + '<|end|>\n' }}"), "<|end|>");
+  EXPECT_EQ(eot("{{ '[INST] ' + m + ' [/INST]' }}"), std::nullopt);  // EOS ends the turn
+}
+
+TEST(ChatTemplateTest, KwargsReachTheTemplate) {
+  absl::StatusOr<ChatTemplate> t = ChatTemplate::Create(
+      "{% for m in messages %}{{ m.content }}{% endfor %}"
+      "{% if enable_thinking is defined and not enable_thinking %}<think></think>{% endif %}"
+      "{{ bos_token }}|{{ eos_token }}|{{ tools }}",
+      {.bos_token = "<s>"});
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(*t->Render({{"user", "hi"}}, true), "hi<s>||None");
+  EXPECT_EQ(*t->Render({{"user", "hi"}}, true, nlohmann::json{{"enable_thinking", false}}),
+            "hi<think></think><s>||None");
 }
 
 TEST(ChatTemplateTest, ParseChatFormatName) {
@@ -72,71 +155,86 @@ TEST(ChatTemplateTest, ParseChatFormatName) {
   EXPECT_EQ(*ParseChatFormatName("llama3"), ChatFormat::kLlama3);
   EXPECT_EQ(ParseChatFormatName("jinja").status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(ChatFormatName(ChatFormat::kLlama3), "llama3");
-  EXPECT_EQ(ChatEndOfTurn(ChatFormat::kChatML), "<|im_end|>");
-  EXPECT_EQ(ChatEndOfTurn(ChatFormat::kLlama3), "<|eot_id|>");
 }
 
-TEST(ChatTemplateTest, PyStripMatchesPythonWhitespace) {
-  EXPECT_EQ(PyStrip("  a b \n"), "a b");
-  EXPECT_EQ(PyStrip("\xE3\x80\x80x\xC2\xA0"), "x");                              // U+3000, U+00A0
-  EXPECT_EQ(PyStrip("\x1c\x1fx\xC2\x85"), "x");                                  // separators, NEL
-  EXPECT_EQ(PyStrip("\xE2\x80\x8Bx\xE2\x80\x8B"), "\xE2\x80\x8Bx\xE2\x80\x8B");  // ZWSP is not
-  EXPECT_EQ(PyStrip(" \t "), "");
-  EXPECT_EQ(PyStrip("\xFF x \xC2"), "\xFF x \xC2");  // invalid UTF-8 is never whitespace
-}
-
-class LoadChatFormatTest : public ::testing::Test {
+class ChatTemplateFilesTest : public ::testing::Test {
  protected:
   void SetUp() override {
     dir_ = std::filesystem::temp_directory_path() /
-           ("headroom_chat_format_" + std::to_string(::getpid()) + "_" +
+           ("headroom_chat_template_" + std::to_string(::getpid()) + "_" +
             ::testing::UnitTest::GetInstance()->current_test_info()->name());
     std::filesystem::create_directories(dir_);
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
-  void WriteConfig(const std::string& text) {
-    std::ofstream(dir_ / "tokenizer_config.json") << text;
+  void Write(const std::string& file, const std::string& text) {
+    std::ofstream(dir_ / file) << text;
+  }
+  std::string RenderLoaded() {
+    absl::StatusOr<std::optional<ChatTemplate>> t = LoadChatTemplate(dir_.string());
+    if (!t.ok()) return t.status().ToString();
+    if (!t->has_value()) return "none";
+    return (*t)->Render({{"user", "hi"}}, false).value_or("render failed");
   }
   std::filesystem::path dir_;
 };
 
-TEST_F(LoadChatFormatTest, AbsentFileOrKeyIsNullopt) {
-  absl::StatusOr<std::optional<ChatFormat>> f = LoadChatFormat(dir_.string());
-  ASSERT_TRUE(f.ok()) << f.status();
-  EXPECT_FALSE(f->has_value());
-  WriteConfig(R"({"bos_token": "<s>"})");
-  f = LoadChatFormat(dir_.string());
-  ASSERT_TRUE(f.ok()) << f.status();
-  EXPECT_FALSE(f->has_value());
+TEST_F(ChatTemplateFilesTest, AbsentIsNullopt) {
+  EXPECT_EQ(RenderLoaded(), "none");
+  Write("tokenizer_config.json", R"({"bos_token": "<s>"})");
+  EXPECT_EQ(RenderLoaded(), "none");
 }
 
-TEST_F(LoadChatFormatTest, StringAndNamedList) {
-  WriteConfig(R"({"chat_template": "{{ '<|im_start|>' + message['role'] }}"})");
-  absl::StatusOr<std::optional<ChatFormat>> f = LoadChatFormat(dir_.string());
-  ASSERT_TRUE(f.ok()) << f.status();
-  EXPECT_EQ(*f, ChatFormat::kChatML);
-  WriteConfig(R"({"chat_template": [{"name": "tool_use", "template": "<|im_start|>"},
-                                    {"name": "default", "template": "<|start_header_id|>"}]})");
-  f = LoadChatFormat(dir_.string());
-  ASSERT_TRUE(f.ok()) << f.status();
-  EXPECT_EQ(*f, ChatFormat::kLlama3);
+TEST_F(ChatTemplateFilesTest, ConfigStringNamedListAndJinjaFile) {
+  Write("tokenizer_config.json",
+        R"({"bos_token": {"content": "<s>", "lstrip": false}, "eos_token": "</s>",
+            "chat_template": "{{ bos_token }}{% for m in messages %}[{{ m.content }}]{% endfor %}{{ eos_token }}"})");
+  EXPECT_EQ(RenderLoaded(), "<s>[hi]</s>");
+  Write("tokenizer_config.json",
+        R"({"chat_template": [{"name": "tool_use", "template": "tools"},
+                              {"name": "default", "template": "default {{ messages[0].role }}"}]})");
+  EXPECT_EQ(RenderLoaded(), "default user");
+  // chat_template.jinja wins over the config entry (transformers >= 4.43 saves it there).
+  Write("chat_template.jinja", "file {{ messages | length }}\n");
+  EXPECT_EQ(RenderLoaded(), "file 1");  // and Jinja drops the file's trailing newline
 }
 
-TEST_F(LoadChatFormatTest, UnsupportedTemplateAndBadFile) {
-  WriteConfig(R"({"chat_template": "[INST] {{ messages }}"})");
-  EXPECT_EQ(LoadChatFormat(dir_.string()).status().code(), absl::StatusCode::kFailedPrecondition);
-  WriteConfig("{not json");
-  EXPECT_EQ(LoadChatFormat(dir_.string()).status().code(), absl::StatusCode::kInvalidArgument);
+TEST_F(ChatTemplateFilesTest, BadTemplateOrFileNamesTheFile) {
+  Write("tokenizer_config.json", R"({"chat_template": "{% for m in messages %}"})");
+  absl::StatusOr<std::optional<ChatTemplate>> t = LoadChatTemplate(dir_.string());
+  ASSERT_FALSE(t.ok());
+  EXPECT_EQ(t.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(t.status().message().find("tokenizer_config.json"), std::string_view::npos);
+  EXPECT_NE(t.status().message().find("endfor"), std::string_view::npos) << t.status();
+  Write("tokenizer_config.json", "{not json");
+  EXPECT_EQ(LoadChatTemplate(dir_.string()).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
-TEST(ChatTemplateTest, CommittedTokenizerFixturesDetect) {
-  // The tokenizer fixtures carry simplified chatml / llama3 templates.
-  for (const auto& [dir, want] : {std::pair<std::string, ChatFormat>{"qwen2", ChatFormat::kChatML},
-                                  {"llama3", ChatFormat::kLlama3}}) {
-    absl::StatusOr<std::optional<ChatFormat>> f =
-        LoadChatFormat(SourceDir() + "/tests/router/tokenizer/fixtures/" + dir);
-    ASSERT_TRUE(f.ok()) << f.status();
-    EXPECT_EQ(*f, want) << dir;
+TEST_F(ChatTemplateFilesTest, FlagTakesNamesFilesAndTemplateText) {
+  const std::vector<ChatMessage> hi = {{"user", "hi"}};
+  EXPECT_EQ(*ChatTemplateFromFlag("chatml", {})->Render(hi, false),
+            "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n"
+            "<|im_start|>user\nhi<|im_end|>\n");
+  Write("custom.jinja", "{% for m in messages %}<{{ m.role }}>{{ m.content }}{% endfor %}");
+  EXPECT_EQ(*ChatTemplateFromFlag((dir_ / "custom.jinja").string(), {})->Render(hi, false),
+            "<user>hi");
+  EXPECT_EQ(*ChatTemplateFromFlag("{{ messages[0].content | upper }}", {})->Render(hi, false),
+            "HI");
+  absl::StatusOr<ChatTemplate> bad = ChatTemplateFromFlag("/no/such/template.jinja", {});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("/no/such/template.jinja"), std::string_view::npos);
+}
+
+TEST(ChatTemplateTest, CommittedTokenizerFixturesLoad) {
+  // Each tokenizer fixture that carries a template renders it (llama2 / mistral's [INST] ones
+  // included, which the two native formats of before could not).
+  for (const char* dir : {"qwen2", "llama3", "llama2", "mistral"}) {
+    absl::StatusOr<std::optional<ChatTemplate>> t =
+        LoadChatTemplate(SourceDir() + "/tests/router/tokenizer/fixtures/" + dir);
+    ASSERT_TRUE(t.ok()) << dir << ": " << t.status();
+    ASSERT_TRUE(t->has_value()) << dir;
+    absl::StatusOr<std::string> out = (*t)->Render({{"user", "hi"}}, true);
+    ASSERT_TRUE(out.ok()) << dir << ": " << out.status();
+    EXPECT_NE(out->find("hi"), std::string::npos) << dir << ": " << *out;
   }
 }
 

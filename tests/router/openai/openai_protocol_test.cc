@@ -176,6 +176,11 @@ TEST(OpenAiProtocolTest, BadChatBodies) {
        "response_format.type must be \"text\", \"json_object\" or \"json_schema\""},
       {R"({"messages": [{"role": "user", "content": "x"}], "add_generation_prompt": "no"})",
        "add_generation_prompt", "must be a boolean"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "chat_template_kwargs": [1]})",
+       "chat_template_kwargs", "chat_template_kwargs must be an object, got array"},
+      {R"({"messages": [{"role": "user", "content": "x"}],
+           "chat_template_kwargs": {"messages": []}})",
+       "chat_template_kwargs.messages", "cannot replace the request's messages"},
       {R"({"messages": [{"role": "user", "content": "x"}], "echo": true})", "echo",
        "echo is not supported for chat completions"},
       {R"({"messages": [{"role": "user", "content": "x"}], "n": -3})", "n",
@@ -360,7 +365,8 @@ TEST(OpenAiProtocolTest, ChatFieldsMapToGenerateRequest) {
     "model": "qwen", "max_tokens": 10, "max_completion_tokens": 20, "logprobs": true,
     "top_logprobs": 5, "stream": false,
     "structured_outputs": {"choice": ["positive", "negative"], "json": null},
-    "response_format": {"type": "text"}, "messages": [
+    "response_format": {"type": "text"}, "chat_template_kwargs": {"enable_thinking": false},
+    "messages": [
       {"role": "system", "content": "Be brief."},
       {"role": "user", "content": [{"type": "text", "text": "Hel"}, {"type": "text", "text": "lo"}]},
       {"role": "assistant", "content": null},
@@ -379,10 +385,11 @@ TEST(OpenAiProtocolTest, ChatFieldsMapToGenerateRequest) {
   EXPECT_TRUE(r->add_generation_prompt);
   ASSERT_EQ(r->messages.size(), 4u);
   EXPECT_EQ(r->messages[0].role, "system");
-  EXPECT_EQ(r->messages[1].content, "Hello");
+  EXPECT_EQ(r->messages[1].content, "Hel\nlo");  // text parts joined with "\n", as vLLM does
   EXPECT_EQ(r->messages[2].role, "assistant");
   EXPECT_EQ(r->messages[2].content, "");
   EXPECT_EQ(r->messages[3].content, "again");
+  EXPECT_EQ(r->chat_template_kwargs, nlohmann::json({{"enable_thinking", false}}));
 }
 
 // JSON mode is OpenAI's response_format json_object or vLLM's structured_outputs.json_object.

@@ -1,0 +1,653 @@
+#include "router/jinja/parser.h"
+
+#include <initializer_list>
+#include <unordered_set>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "router/jinja/builtins.h"
+#include "router/jinja/cat.h"
+#include "router/jinja/lexer.h"
+
+namespace headroom::router::jinja {
+namespace {
+
+using K = Token::Kind;
+
+class Parser {
+ public:
+  explicit Parser(std::vector<Token> tokens) : tokens_(std::move(tokens)) {}
+
+  absl::StatusOr<Body> Run() {
+    std::string end;
+    Body body = ParseBody({}, &end);
+    if (!error_.ok()) return error_;
+    return body;
+  }
+
+ private:
+  // ---- tokens ----
+  const Token& Peek(size_t ahead = 0) const {
+    return tokens_[std::min(pos_ + ahead, tokens_.size() - 1)];
+  }
+  const Token& Next() {
+    const Token& t = Peek();
+    if (pos_ < tokens_.size() - 1) ++pos_;
+    return t;
+  }
+  bool IsOp(std::string_view op, size_t ahead = 0) const {
+    return Peek(ahead).kind == K::kOp && Peek(ahead).text == op;
+  }
+  bool IsName(std::string_view name, size_t ahead = 0) const {
+    return Peek(ahead).kind == K::kName && Peek(ahead).text == name;
+  }
+  bool AcceptOp(std::string_view op) {
+    if (!IsOp(op)) return false;
+    Next();
+    return true;
+  }
+  bool AcceptName(std::string_view name) {
+    if (!IsName(name)) return false;
+    Next();
+    return true;
+  }
+  std::string Describe(const Token& t) const {
+    switch (t.kind) {
+      case K::kEnd:
+        return "end of template";
+      case K::kBlockEnd:
+        return "'%}'";
+      case K::kPrintEnd:
+        return "'}}'";
+      case K::kString:
+        return Cat("string '", t.text, "'");
+      default:
+        return Cat("'", t.text, "'");
+    }
+  }
+  void Fail(std::string_view what) {
+    if (error_.ok()) {
+      error_ = absl::InvalidArgumentError(Cat("line ", Peek().line, ": ", what));
+    }
+  }
+  void Expect(K kind, std::string_view what) {
+    if (Peek().kind != kind) {
+      Fail(Cat("expected ", what, ", got ", Describe(Peek())));
+      return;
+    }
+    Next();
+  }
+  void ExpectOp(std::string_view op) {
+    if (!AcceptOp(op)) Fail(Cat("expected '", op, "', got ", Describe(Peek())));
+  }
+  std::string ExpectName() {
+    if (Peek().kind != K::kName) {
+      Fail(Cat("expected a name, got ", Describe(Peek())));
+      return "";
+    }
+    return Next().text;
+  }
+  bool ok() const { return error_.ok(); }
+
+  ExprPtr Node(Expr::Kind kind) {
+    auto e = std::make_unique<Expr>();
+    e->kind = kind;
+    e->line = Peek().line;
+    return e;
+  }
+
+  // ---- statements ----
+  // Statements until a {% tag whose keyword is in `ends` (consumed with its keyword; *end says
+  // which) or the end of the tokens (only allowed when `ends` is empty).
+  Body ParseBody(std::initializer_list<std::string_view> ends, std::string* end) {
+    Body body;
+    while (ok()) {
+      const Token& t = Peek();
+      if (t.kind == K::kEnd) {
+        if (ends.size() > 0) {
+          std::string expected;
+          for (std::string_view e : ends) {
+            CatTo(&expected, expected.empty() ? "'" : " or '", e, "'");
+          }
+          Fail(Cat("unexpected end of template, expected ", expected));
+        }
+        return body;
+      }
+      if (t.kind == K::kText) {
+        Stmt s{.kind = Stmt::Kind::kText, .line = t.line, .text = t.text};
+        Next();
+        body.push_back(std::move(s));
+        continue;
+      }
+      if (t.kind == K::kPrintBegin) {
+        Next();
+        Stmt s{.kind = Stmt::Kind::kPrint, .line = t.line};
+        s.expr = ParseTuple();
+        Expect(K::kPrintEnd, "'}}'");
+        body.push_back(std::move(s));
+        continue;
+      }
+      Expect(K::kBlockBegin, "'{%'");
+      if (!ok()) return body;
+      const std::string keyword = Peek().kind == K::kName ? Peek().text : "";
+      for (std::string_view e : ends) {
+        if (keyword == e) {
+          Next();
+          *end = keyword;
+          return body;
+        }
+      }
+      ParseStatement(&body);
+    }
+    return body;
+  }
+
+  void EndTag() { Expect(K::kBlockEnd, "'%}'"); }
+
+  void ParseStatement(Body* body) {
+    const int line = Peek().line;
+    const std::string keyword = ExpectName();
+    if (!ok()) return;
+    Stmt s{.line = line};
+    std::string end;
+    if (keyword == "if") {
+      s.kind = Stmt::Kind::kIf;
+      s.conditions.push_back(ParseTuple());
+      EndTag();
+      ++if_depth_;
+      while (ok()) {
+        s.bodies.push_back(ParseBody({"elif", "else", "endif"}, &end));
+        if (!ok() || end == "endif") break;
+        if (end == "elif") {
+          s.conditions.push_back(ParseTuple());
+          EndTag();
+        } else {
+          EndTag();
+          s.bodies.push_back(ParseBody({"endif"}, &end));
+          break;
+        }
+      }
+      --if_depth_;
+      EndTag();
+    } else if (keyword == "for") {
+      s.kind = Stmt::Kind::kFor;
+      s.targets = ParseTargets();
+      if (!AcceptName("in")) Fail(Cat("expected 'in', got ", Describe(Peek())));
+      s.expr = ParseTuple(/*with_condition=*/false);
+      if (AcceptName("if")) s.filter = ParseExpression();
+      if (IsName("recursive")) Fail("recursive for loops are not supported");
+      EndTag();
+      ++loop_depth_;
+      s.bodies.push_back(ParseBody({"else", "endfor"}, &end));
+      --loop_depth_;
+      if (ok() && end == "else") {
+        EndTag();
+        s.bodies.push_back(ParseBody({"endfor"}, &end));
+      }
+      EndTag();
+    } else if (keyword == "set") {
+      ParseSet(&s);
+    } else if (keyword == "macro") {
+      s.kind = Stmt::Kind::kMacro;
+      s.name = ExpectName();
+      ParseParams(&s.params);
+      EndTag();
+      std::unordered_set<std::string> outer;
+      outer.swap(names_);
+      const int loops = std::exchange(loop_depth_, 0);
+      s.bodies.push_back(ParseBody({"endmacro"}, &end));
+      loop_depth_ = loops;
+      s.catch_varargs = names_.contains("varargs");
+      s.catch_kwargs = names_.contains("kwargs");
+      names_.merge(outer);
+      if (Peek().kind == K::kName) Next();  // {% endmacro name %}
+      EndTag();
+    } else if (keyword == "call") {
+      s.kind = Stmt::Kind::kCallBlock;
+      if (IsOp("(")) ParseParams(&s.params);
+      s.expr = ParseExpression();
+      if (ok() && s.expr->kind != Expr::Kind::kCall) Fail("{% call %} needs a macro call");
+      EndTag();
+      s.bodies.push_back(ParseBody({"endcall"}, &end));
+      EndTag();
+    } else if (keyword == "filter") {
+      s.kind = Stmt::Kind::kFilterBlock;
+      auto hole = Node(Expr::Kind::kName);
+      s.expr = ParseFilterChain(std::move(hole), /*first_pipe_given=*/true);
+      EndTag();
+      s.bodies.push_back(ParseBody({"endfilter"}, &end));
+      EndTag();
+    } else if (keyword == "generation") {
+      // transformers' AssistantTracker: marks assistant text for masks, renders its body.
+      EndTag();
+      Body inner = ParseBody({"endgeneration"}, &end);
+      EndTag();
+      for (Stmt& stmt : inner) body->push_back(std::move(stmt));
+      return;
+    } else if (keyword == "break" || keyword == "continue") {
+      if (loop_depth_ == 0) Fail(Cat("'", keyword, "' outside of a for loop"));
+      s.kind = keyword == "break" ? Stmt::Kind::kBreak : Stmt::Kind::kContinue;
+      EndTag();
+    } else if (keyword == "with") {
+      s.kind = Stmt::Kind::kWith;
+      while (ok() && Peek().kind != K::kBlockEnd) {
+        std::string name = ExpectName();
+        ExpectOp("=");
+        s.params.emplace_back(std::move(name), ParseExpression());
+        if (!AcceptOp(",")) break;
+      }
+      EndTag();
+      s.bodies.push_back(ParseBody({"endwith"}, &end));
+      EndTag();
+    } else if (keyword == "include" || keyword == "extends" || keyword == "import" ||
+               keyword == "from" || keyword == "block") {
+      Fail(Cat("{% ", keyword, " %} is not supported: a chat template is one file"));
+    } else {
+      Fail(Cat("unknown tag '", keyword, "'"));
+    }
+    body->push_back(std::move(s));
+  }
+
+  std::vector<std::string> ParseTargets() {
+    std::vector<std::string> targets;
+    const bool paren = AcceptOp("(");
+    do {
+      targets.push_back(ExpectName());
+    } while (ok() && AcceptOp(","));
+    if (paren) ExpectOp(")");
+    return targets;
+  }
+
+  void ParseSet(Stmt* s) {
+    std::string end;
+    if (Peek().kind == K::kName && IsOp(".", 1)) {
+      s->kind = Stmt::Kind::kSet;
+      s->targets.push_back(Next().text);
+      Next();
+      s->attr = ExpectName();
+      ExpectOp("=");
+      s->expr = ParseTuple();
+      EndTag();
+      return;
+    }
+    s->targets = ParseTargets();
+    if (AcceptOp("=")) {
+      s->kind = Stmt::Kind::kSet;
+      s->expr = ParseTuple();
+      EndTag();
+      return;
+    }
+    s->kind = Stmt::Kind::kSetBlock;
+    if (s->targets.size() != 1) Fail("a {% set %} block assigns one name");
+    if (IsOp("|")) s->expr = ParseFilterChain(Node(Expr::Kind::kName), false);
+    EndTag();
+    s->bodies.push_back(ParseBody({"endset"}, &end));
+    EndTag();
+  }
+
+  void ParseParams(std::vector<std::pair<std::string, ExprPtr>>* params) {
+    ExpectOp("(");
+    while (ok() && !IsOp(")")) {
+      std::string name = ExpectName();
+      ExprPtr def;
+      if (AcceptOp("=")) def = ParseExpression();
+      params->emplace_back(std::move(name), std::move(def));
+      if (!AcceptOp(",")) break;
+    }
+    ExpectOp(")");
+  }
+
+  // ---- expressions ----
+  // expr (, expr)* as a tuple when there is a comma (`set a, b = 1, 2`, `{{ a, b }}`).
+  ExprPtr ParseTuple(bool with_condition = true) {
+    auto first = with_condition ? ParseExpression() : ParseOr();
+    if (!IsOp(",")) return first;
+    auto tuple = Node(Expr::Kind::kTuple);
+    tuple->args.push_back(std::move(first));
+    while (ok() && AcceptOp(",")) {
+      if (Peek().kind == K::kBlockEnd || Peek().kind == K::kPrintEnd || IsOp(")")) break;
+      tuple->args.push_back(with_condition ? ParseExpression() : ParseOr());
+    }
+    return tuple;
+  }
+
+  ExprPtr ParseExpression() {
+    auto value = ParseOr();
+    while (ok() && IsName("if")) {
+      Next();
+      auto cond = Node(Expr::Kind::kCond);
+      cond->args.push_back(std::move(value));
+      cond->args.push_back(ParseOr());
+      if (AcceptName("else")) {
+        cond->args.push_back(ParseExpression());
+      } else {
+        cond->args.push_back(nullptr);
+      }
+      value = std::move(cond);
+    }
+    return value;
+  }
+
+  ExprPtr Binary(std::string op, ExprPtr left, ExprPtr right) {
+    auto e = Node(Expr::Kind::kBinary);
+    e->name = std::move(op);
+    e->args.push_back(std::move(left));
+    e->args.push_back(std::move(right));
+    return e;
+  }
+
+  ExprPtr ParseOr() {
+    auto left = ParseAnd();
+    while (ok() && AcceptName("or")) left = Binary("or", std::move(left), ParseAnd());
+    return left;
+  }
+  ExprPtr ParseAnd() {
+    auto left = ParseNot();
+    while (ok() && AcceptName("and")) left = Binary("and", std::move(left), ParseNot());
+    return left;
+  }
+  ExprPtr ParseNot() {
+    if (IsName("not")) {
+      auto e = Node(Expr::Kind::kNot);
+      Next();
+      e->args.push_back(ParseNot());
+      return e;
+    }
+    return ParseCompare();
+  }
+  ExprPtr ParseCompare() {
+    auto first = ParseMath1();
+    ExprPtr cmp;
+    while (ok()) {
+      std::string op;
+      const Token& t = Peek();
+      if (t.kind == K::kOp && (t.text == "==" || t.text == "!=" || t.text == "<" ||
+                               t.text == "<=" || t.text == ">" || t.text == ">=")) {
+        op = t.text;
+        Next();
+      } else if (IsName("in")) {
+        op = "in";
+        Next();
+      } else if (IsName("not") && IsName("in", 1)) {
+        op = "notin";
+        Next();
+        Next();
+      } else {
+        break;
+      }
+      if (!cmp) {
+        cmp = Node(Expr::Kind::kCompare);
+        cmp->args.push_back(std::move(first));
+      }
+      cmp->ops.push_back(op);
+      cmp->args.push_back(ParseMath1());
+    }
+    return cmp ? std::move(cmp) : std::move(first);
+  }
+  ExprPtr ParseMath1() {
+    auto left = ParseConcat();
+    while (ok() && (IsOp("+") || IsOp("-"))) {
+      std::string op = Next().text;
+      left = Binary(op, std::move(left), ParseConcat());
+    }
+    return left;
+  }
+  ExprPtr ParseConcat() {
+    auto left = ParseMath2();
+    while (ok() && AcceptOp("~")) left = Binary("~", std::move(left), ParseMath2());
+    return left;
+  }
+  ExprPtr ParseMath2() {
+    auto left = ParsePow();
+    while (ok() && (IsOp("*") || IsOp("/") || IsOp("//") || IsOp("%"))) {
+      std::string op = Next().text;
+      left = Binary(op, std::move(left), ParsePow());
+    }
+    return left;
+  }
+  ExprPtr ParsePow() {
+    auto left = ParseUnary(true);
+    while (ok() && AcceptOp("**")) left = Binary("**", std::move(left), ParseUnary(true));
+    return left;
+  }
+  ExprPtr ParseUnary(bool with_filter) {
+    ExprPtr node;
+    if (IsOp("-") || IsOp("+")) {
+      node = Node(IsOp("-") ? Expr::Kind::kNeg : Expr::Kind::kPos);
+      Next();
+      node->args.push_back(ParseUnary(false));
+    } else {
+      node = ParsePrimary();
+    }
+    node = ParsePostfix(std::move(node));
+    if (with_filter) node = ParseFilterExpr(std::move(node));
+    return node;
+  }
+
+  ExprPtr ParsePrimary() {
+    if (!ok()) return Node(Expr::Kind::kLiteral);
+    const Token& t = Peek();
+    auto lit = Node(Expr::Kind::kLiteral);
+    switch (t.kind) {
+      case K::kName: {
+        const std::string& n = t.text;
+        if (n == "true" || n == "True") {
+          lit->literal = Value::Bool(true);
+        } else if (n == "false" || n == "False") {
+          lit->literal = Value::Bool(false);
+        } else if (n == "none" || n == "None") {
+          lit->literal = Value::None();
+        } else {
+          auto name = Node(Expr::Kind::kName);
+          name->name = n;
+          names_.insert(n);
+          Next();
+          return name;
+        }
+        Next();
+        return lit;
+      }
+      case K::kString: {
+        std::string s;
+        while (Peek().kind == K::kString) s += Next().text;  // adjacent literals join
+        lit->literal = Value::String(std::move(s));
+        return lit;
+      }
+      case K::kInt:
+        lit->literal = Value::Int(Next().int_value);
+        return lit;
+      case K::kFloat:
+        lit->literal = Value::Float(Next().float_value);
+        return lit;
+      case K::kOp:
+        if (t.text == "(") {
+          Next();
+          if (AcceptOp(")")) {
+            auto empty = Node(Expr::Kind::kTuple);
+            return empty;
+          }
+          auto inner = ParseTuple();
+          ExpectOp(")");
+          return inner;
+        }
+        if (t.text == "[") {
+          Next();
+          auto list = Node(Expr::Kind::kList);
+          while (ok() && !IsOp("]")) {
+            list->args.push_back(ParseExpression());
+            if (!AcceptOp(",")) break;
+          }
+          ExpectOp("]");
+          return list;
+        }
+        if (t.text == "{") {
+          Next();
+          auto dict = Node(Expr::Kind::kDict);
+          while (ok() && !IsOp("}")) {
+            dict->args.push_back(ParseExpression());
+            ExpectOp(":");
+            dict->args.push_back(ParseExpression());
+            if (!AcceptOp(",")) break;
+          }
+          ExpectOp("}");
+          return dict;
+        }
+        break;
+      default:
+        break;
+    }
+    Fail(Cat("unexpected ", Describe(t)));
+    return lit;
+  }
+
+  ExprPtr ParsePostfix(ExprPtr node) {
+    while (ok()) {
+      if (AcceptOp(".")) {
+        auto attr = Node(Expr::Kind::kAttr);
+        if (Peek().kind == K::kInt) {  // foo.0 is foo[0]
+          attr->kind = Expr::Kind::kItem;
+          attr->args.push_back(std::move(node));
+          auto index = Node(Expr::Kind::kLiteral);
+          index->literal = Value::Int(Next().int_value);
+          attr->args.push_back(std::move(index));
+        } else {
+          attr->name = ExpectName();
+          attr->args.push_back(std::move(node));
+        }
+        node = std::move(attr);
+      } else if (IsOp("[")) {
+        Next();
+        node = ParseSubscript(std::move(node));
+      } else if (IsOp("(")) {
+        node = ParseCall(std::move(node));
+      } else {
+        break;
+      }
+    }
+    return node;
+  }
+
+  ExprPtr ParseSubscript(ExprPtr object) {
+    ExprPtr parts[3];
+    bool slice = false;
+    for (int i = 0; i < 3 && ok(); ++i) {
+      if (!IsOp(":") && !IsOp("]")) parts[i] = ParseExpression();
+      if (i < 2 && AcceptOp(":")) {
+        slice = true;
+        continue;
+      }
+      break;
+    }
+    ExpectOp("]");
+    auto e = Node(slice ? Expr::Kind::kSlice : Expr::Kind::kItem);
+    e->args.push_back(std::move(object));
+    if (!slice) {
+      if (!parts[0]) Fail("empty subscript");
+      e->args.push_back(std::move(parts[0]));
+      return e;
+    }
+    for (auto& part : parts) e->args.push_back(std::move(part));
+    return e;
+  }
+
+  // (args, name=kwargs) onto `target` (a kCall's callee, or a filter/test's operand).
+  void ParseArgs(Expr* target) {
+    ExpectOp("(");
+    while (ok() && !IsOp(")")) {
+      if (Peek().kind == K::kName && IsOp("=", 1)) {
+        std::string key = Next().text;
+        Next();
+        target->kwargs.emplace_back(std::move(key), ParseExpression());
+      } else {
+        if (!target->kwargs.empty()) Fail("positional argument after a keyword argument");
+        target->args.push_back(ParseExpression());
+      }
+      if (!AcceptOp(",")) break;
+    }
+    ExpectOp(")");
+  }
+
+  ExprPtr ParseCall(ExprPtr callee) {
+    auto call = Node(Expr::Kind::kCall);
+    call->args.push_back(std::move(callee));
+    ParseArgs(call.get());
+    return call;
+  }
+
+  ExprPtr ParseFilterExpr(ExprPtr node) {
+    while (ok()) {
+      if (IsOp("|")) {
+        node = ParseFilterChain(std::move(node), false);
+      } else if (IsName("is")) {
+        Next();
+        auto test = Node(Expr::Kind::kTest);
+        test->negated = AcceptName("not");
+        test->name = ExpectName();
+        if (ok() && !IsKnownTest(test->name)) {
+          if (if_depth_ == 0) Fail(Cat("no test named '", test->name, "'"));
+          test->unknown = true;
+        }
+        test->args.push_back(std::move(node));
+        if (IsOp("(")) {
+          ParseArgs(test.get());
+        } else if (StartsTestArgument()) {
+          test->args.push_back(ParsePostfix(ParsePrimary()));
+        }
+        node = std::move(test);
+      } else if (IsOp("(")) {
+        node = ParseCall(std::move(node));
+      } else {
+        break;
+      }
+    }
+    return node;
+  }
+
+  // `x is divisibleby 3`, `x is sameas none`: one argument without parentheses.
+  bool StartsTestArgument() const {
+    const Token& t = Peek();
+    if (t.kind == K::kName) {
+      return t.text != "else" && t.text != "or" && t.text != "and" && t.text != "if" &&
+             t.text != "in" && t.text != "not" && t.text != "is";
+    }
+    return t.kind == K::kString || t.kind == K::kInt || t.kind == K::kFloat || IsOp("[") ||
+           IsOp("{");
+  }
+
+  // One or more `| name(args)` onto `operand`; the first pipe already consumed when
+  // first_pipe_given ({% filter name %}).
+  ExprPtr ParseFilterChain(ExprPtr operand, bool first_pipe_given) {
+    bool first = true;
+    while (ok() && ((first && first_pipe_given) || AcceptOp("|"))) {
+      first = false;
+      auto filter = Node(Expr::Kind::kFilter);
+      filter->name = ExpectName();
+      while (ok() && AcceptOp(".")) filter->name += "." + ExpectName();
+      if (ok() && !IsKnownFilter(filter->name)) {
+        if (if_depth_ == 0) Fail(Cat("no filter named '", filter->name, "'"));
+        filter->unknown = true;
+      }
+      filter->args.push_back(std::move(operand));
+      if (IsOp("(")) ParseArgs(filter.get());
+      operand = std::move(filter);
+    }
+    return operand;
+  }
+
+  std::vector<Token> tokens_;
+  size_t pos_ = 0;
+  absl::Status error_;
+  int loop_depth_ = 0;  // break / continue only inside a for
+  int if_depth_ = 0;    // unknown filters / tests inside an if fail when evaluated
+  std::unordered_set<std::string> names_;  // names read, for a macro's varargs / kwargs
+};
+
+}  // namespace
+
+absl::StatusOr<Body> Parse(std::string_view source) {
+  absl::StatusOr<std::vector<Token>> tokens = Lex(source);
+  if (!tokens.ok()) return tokens.status();
+  return Parser(*std::move(tokens)).Run();
+}
+
+}  // namespace headroom::router::jinja

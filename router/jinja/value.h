@@ -1,0 +1,141 @@
+// The values a chat template computes with, and the Python semantics Jinja gives them: str() and
+// repr() spelling, truthiness, equality and ordering, json.dumps. Lists and dicts are shared and
+// immutable once built (transformers renders in an ImmutableSandboxedEnvironment); a namespace()
+// is the one mutable object. Dicts keep insertion order, as Python's do, so tojson spells a
+// client's tools in the order the client wrote them.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "nlohmann/json.hpp"
+
+namespace headroom::router::jinja {
+
+class Value;
+class Interpreter;
+
+using List = std::vector<Value>;
+
+// String keys only: chat templates index dicts by name.
+struct Dict {
+  std::vector<std::pair<std::string, Value>> items;
+
+  const Value* Find(std::string_view key) const;
+  void Set(std::string key, Value value);
+};
+
+struct CallArgs {
+  std::vector<Value> positional;
+  std::vector<std::pair<std::string, Value>> keyword;
+};
+
+// A macro, a global function (range, namespace, raise_exception...) or loop.cycle.
+class Callable {
+ public:
+  virtual ~Callable() = default;
+  virtual absl::StatusOr<Value> Call(CallArgs args, Interpreter& interpreter) const = 0;
+  virtual std::string_view name() const = 0;
+};
+
+class Value {
+ public:
+  enum class Kind : uint8_t {
+    kUndefined,
+    kNone,
+    kBool,
+    kInt,
+    kFloat,
+    kString,
+    kList,  // also a tuple (tuple() true): spelled (a, b)
+    kDict,
+    kNamespace,  // namespace() and loop: attribute access, `set ns.x = ...`
+    kCallable,
+  };
+
+  // Undefined, remembering what was looked up for the error message when it is used.
+  Value() = default;
+  static Value Undefined(std::string what);
+  static Value None();
+  static Value Bool(bool b);
+  static Value Int(int64_t i);
+  static Value Float(double d);
+  static Value String(std::string s);
+  static Value MakeList(List items, bool tuple = false);
+  static Value MakeDict(Dict dict);
+  static Value MakeNamespace(Dict attributes);
+  static Value MakeCallable(std::shared_ptr<const Callable> callable);
+  // JSON (a request's messages and tools) as Python's json.loads would give it.
+  static Value FromJson(const nlohmann::ordered_json& json);
+
+  Kind kind() const { return kind_; }
+  bool is_undefined() const { return kind_ == Kind::kUndefined; }
+  bool is_none() const { return kind_ == Kind::kNone; }
+  bool is_string() const { return kind_ == Kind::kString; }
+  bool is_number() const { return kind_ == Kind::kInt || kind_ == Kind::kFloat; }
+  bool is_list() const { return kind_ == Kind::kList; }
+  bool is_dict() const { return kind_ == Kind::kDict; }
+  bool tuple() const { return tuple_; }
+
+  bool bool_value() const { return std::get<bool>(data_); }
+  int64_t int_value() const { return std::get<int64_t>(data_); }
+  double float_value() const { return std::get<double>(data_); }
+  // A number (bool counts, as in Python) as a double.
+  double AsDouble() const;
+  // The string of a kString, or the name an undefined value was looked up by.
+  const std::string& str() const { return std::get<std::string>(data_); }
+  const List& list() const { return *std::get<std::shared_ptr<List>>(data_); }
+  const Dict& dict() const { return *std::get<std::shared_ptr<Dict>>(data_); }
+  Dict& mutable_namespace() const { return *std::get<std::shared_ptr<Dict>>(data_); }
+  const Callable& callable() const { return *std::get<std::shared_ptr<const Callable>>(data_); }
+
+  // Python's bool(): empty strings, lists and dicts, 0, None and undefined are false.
+  bool Truthy() const;
+  // Python's type name, for error messages ("str", "int", "list", "dict", "NoneType").
+  std::string_view TypeName() const;
+
+ private:
+  Kind kind_ = Kind::kUndefined;
+  bool tuple_ = false;
+  std::variant<std::monostate, bool, int64_t, double, std::string, std::shared_ptr<List>,
+               std::shared_ptr<Dict>, std::shared_ptr<const Callable>>
+      data_;
+};
+
+// Python's repr() of a float: the shortest digits that read back, fixed notation for exponents in
+// [-4, 16) with at least one decimal ("1.0", "2500.0"), otherwise "1e+16", "1e-05".
+std::string PyFloatRepr(double d);
+// Python's repr() of a str: single quotes unless the text has ' and no ".
+std::string PyStringRepr(std::string_view s);
+// str(): what {{ value }} prints. Undefined prints nothing.
+std::string ToStr(const Value& v);
+// repr(): how a value is spelled inside a printed list or dict.
+std::string ToRepr(const Value& v);
+
+struct JsonOptions {
+  int indent = -1;  // json.dumps(indent=None) when negative
+  bool ensure_ascii = false;
+  bool sort_keys = false;
+  // separators; json.dumps's defaults are (", ", ": ") without indent and (",", ": ") with one.
+  std::string item_separator;
+  std::string key_separator;
+  bool separators_given = false;
+};
+// Python's json.dumps (what transformers' tojson filter calls). Undefined and callables cannot be
+// written: InvalidArgument.
+absl::StatusOr<std::string> ToJson(const Value& v, const JsonOptions& options);
+
+// Python ==: numbers (bools included) compare by value, lists and dicts element-wise, undefined
+// equals only undefined.
+bool Equals(const Value& a, const Value& b);
+// Python <: numbers with numbers, strings with strings (by code point), lists lexicographically;
+// anything else is a TypeError (InvalidArgument).
+absl::StatusOr<bool> Less(const Value& a, const Value& b);
+
+}  // namespace headroom::router::jinja
