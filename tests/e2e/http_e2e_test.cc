@@ -811,6 +811,9 @@ TEST_F(HttpE2eTest, ChatRendersAJinjaTemplateFileAndItsRefusals) {
   const int port = ReadHttpPort(router);
   std::filesystem::remove(file);  // read at startup
   ASSERT_NE(port, 0) << "the router did not print its HTTP port";
+  const auto stub = v1::Inference::NewStub(
+      grpc::CreateChannel(router.address(), grpc::InsecureChannelCredentials()));
+  ASSERT_TRUE(e2e::GroupsUp(*stub, 2, std::chrono::seconds(10)));
   auto chat = [&](Json body) {
     body["max_tokens"] = 2;
     body["ignore_eos"] = true;
