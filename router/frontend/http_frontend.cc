@@ -145,7 +145,8 @@ void HttpFrontend::Generate(const http::HttpRequest& request, bool chat,
     }
     const Tokenizer& tokenizer = *options_.tokenizer;
     absl::StatusOr<std::string> prompt = options_.chat_template->Render(
-        parsed->messages, parsed->add_generation_prompt, parsed->chat_template_kwargs);
+        parsed->messages, parsed->add_generation_prompt, parsed->tools.tools,
+        parsed->chat_template_kwargs);
     if (!prompt.ok()) {
       return RespondOpenAiError(*writer, 400, std::string(prompt.status().message()), "messages");
     }

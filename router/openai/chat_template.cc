@@ -61,7 +61,8 @@ ChatTemplate ChatTemplate::Builtin(ChatFormat format, ChatTemplateTokens tokens)
 
 absl::StatusOr<std::string> ChatTemplate::Render(const std::vector<ChatMessage>& messages,
                                                  bool add_generation_prompt,
-                                                 const nlohmann::json& kwargs,
+                                                 const nlohmann::ordered_json& tools,
+                                                 const nlohmann::ordered_json& kwargs,
                                                  const jinja::RenderOptions& options) const {
   jinja::Dict vars;
   SetToken(vars, "bos_token", tokens_.bos_token);
@@ -70,11 +71,12 @@ absl::StatusOr<std::string> ChatTemplate::Render(const std::vector<ChatMessage>&
   SetToken(vars, "pad_token", tokens_.pad_token);
   vars.Set("add_generation_prompt", jinja::Value::Bool(add_generation_prompt));
   // apply_chat_template passes tools and documents as None when there are none.
-  vars.Set("tools", jinja::Value::None());
+  vars.Set("tools", tools.is_array() && !tools.empty() ? jinja::Value::FromJson(tools)
+                                                       : jinja::Value::None());
   vars.Set("documents", jinja::Value::None());
   if (kwargs.is_object()) {
     for (const auto& [key, value] : kwargs.items()) {
-      vars.Set(key, jinja::Value::FromJson(nlohmann::ordered_json(value)));
+      vars.Set(key, jinja::Value::FromJson(value));
     }
   }
   jinja::List list;
@@ -83,6 +85,9 @@ absl::StatusOr<std::string> ChatTemplate::Render(const std::vector<ChatMessage>&
     jinja::Dict message;
     message.Set("role", jinja::Value::String(m.role));
     message.Set("content", jinja::Value::String(m.content));
+    for (const auto& [key, value] : m.fields.items()) {
+      message.Set(key, jinja::Value::FromJson(value));
+    }
     list.push_back(jinja::Value::MakeDict(std::move(message)));
   }
   vars.Set("messages", jinja::Value::MakeList(std::move(list)));

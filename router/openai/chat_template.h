@@ -26,8 +26,10 @@ namespace headroom::router::openai {
 enum class ChatFormat { kChatML, kLlama3 };
 
 struct ChatMessage {
-  std::string role;     // "system", "user" or "assistant"
+  std::string role;     // "system", "user", "assistant" or "tool"
   std::string content;  // text parts joined with "\n" (as vLLM joins them); null content is ""
+  // More members the template sees, in order: tool_calls (arguments parsed), tool_call_id, name.
+  nlohmann::ordered_json fields = nlohmann::ordered_json::object();
 };
 
 // The special token strings a template may print; unset ones are undefined in the template.
@@ -46,15 +48,17 @@ class ChatTemplate {
   // One of the built-in templates.
   static ChatTemplate Builtin(ChatFormat format, ChatTemplateTokens tokens);
 
-  // The prompt text. `kwargs` (an object or null: a request's chat_template_kwargs) are variables
-  // over add_generation_prompt and the special tokens, as in vLLM; `messages` is always the
-  // request's. Errors are InvalidArgument with the template's message and line (a template's
-  // raise_exception("Conversation roles must alternate...")), or ResourceExhausted when the render
-  // exceeds the interpreter's bounds.
-  // `options` bound the render and can fix strftime_now's clock (tests).
+  // The prompt text. `tools` is the request's tools (ToolRequest::tools; null or empty: None, as
+  // apply_chat_template passes no tools). `kwargs` (an object or null: a request's
+  // chat_template_kwargs) are variables over add_generation_prompt, tools and the special tokens,
+  // as in vLLM; `messages` is always the request's. Errors are InvalidArgument with the template's
+  // message and line (a template's raise_exception("Conversation roles must alternate...")), or
+  // ResourceExhausted when the render exceeds the interpreter's bounds. `options` bound the render
+  // and can fix strftime_now's clock (tests).
   absl::StatusOr<std::string> Render(const std::vector<ChatMessage>& messages,
                                      bool add_generation_prompt,
-                                     const nlohmann::json& kwargs = nullptr,
+                                     const nlohmann::ordered_json& tools = nullptr,
+                                     const nlohmann::ordered_json& kwargs = nullptr,
                                      const jinja::RenderOptions& options = {}) const;
 
   // The token that ends an assistant turn when the template writes a known one ("<|im_end|>",

@@ -12,123 +12,12 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "nlohmann/json.hpp"
+#include "router/openai/json_fields.h"
 #include "router/tokenizer/string_util.h"
 #include "worker/engine/json_schema.h"
 
 namespace headroom::router::openai {
 namespace {
-
-using Json = nlohmann::json;
-
-// Status payload key carrying the offending field name.
-constexpr char kParamPayload[] = "type.headroom/openai.param";
-
-absl::Status Bad(std::string_view param, std::string_view message) {
-  absl::Status status = absl::InvalidArgumentError(Sv(message));
-  if (!param.empty()) status.SetPayload(kParamPayload, absl::Cord(Sv(param)));
-  return status;
-}
-
-absl::Status WrongType(std::string_view param, std::string_view expected, const Json& got) {
-  return Bad(param, absl::StrCat(Sv(param), " must be ", Sv(expected), ", got ", got.type_name()));
-}
-
-// The member `key`, or nullptr when it is absent or null (OpenAI treats null as "not given").
-const Json* Member(const Json& obj, std::string_view key) {
-  const auto it = obj.find(key);
-  if (it == obj.end() || it->is_null()) return nullptr;
-  return &*it;
-}
-
-std::string Path(std::string_view base, size_t index) {
-  return absl::StrCat(Sv(base), "[", index, "]");
-}
-
-// An integer (or a float with no fractional part, as Python's int() validation accepts).
-absl::StatusOr<int64_t> ToInt64(const Json& v, std::string_view param) {
-  if (v.is_number_unsigned()) {
-    const auto u = v.get<uint64_t>();
-    if (u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
-      return Bad(param, absl::StrCat(Sv(param), " must fit in int64, got ", u));
-    }
-    return static_cast<int64_t>(u);
-  }
-  if (v.is_number_integer()) return v.get<int64_t>();
-  if (v.is_number_float()) {
-    const double d = v.get<double>();
-    // 2^63 is exactly representable; anything below it converts without overflow.
-    if (std::isfinite(d) && std::trunc(d) == d && d >= -9.2233720368547758e18 &&
-        d < 9.2233720368547758e18) {
-      return static_cast<int64_t>(d);
-    }
-    return Bad(param, absl::StrCat(Sv(param), " must be an integer, got ", d));
-  }
-  return WrongType(param, "an integer", v);
-}
-
-absl::StatusOr<int32_t> ToInt32(const Json& v, std::string_view param) {
-  absl::StatusOr<int64_t> i = ToInt64(v, param);
-  if (!i.ok()) return i.status();
-  if (*i < std::numeric_limits<int32_t>::min() || *i > std::numeric_limits<int32_t>::max()) {
-    return Bad(param, absl::StrCat(Sv(param), " must fit in int32, got ", *i));
-  }
-  return static_cast<int32_t>(*i);
-}
-
-absl::StatusOr<std::optional<int64_t>> OptInt64(const Json& obj, std::string_view key) {
-  const Json* v = Member(obj, key);
-  if (v == nullptr) return std::optional<int64_t>();
-  absl::StatusOr<int64_t> i = ToInt64(*v, key);
-  if (!i.ok()) return i.status();
-  return std::optional<int64_t>(*i);
-}
-
-absl::StatusOr<std::optional<int32_t>> OptInt32(const Json& obj, std::string_view key) {
-  const Json* v = Member(obj, key);
-  if (v == nullptr) return std::optional<int32_t>();
-  absl::StatusOr<int32_t> i = ToInt32(*v, key);
-  if (!i.ok()) return i.status();
-  return std::optional<int32_t>(*i);
-}
-
-absl::StatusOr<std::optional<double>> OptNumber(const Json& obj, std::string_view key) {
-  const Json* v = Member(obj, key);
-  if (v == nullptr) return std::optional<double>();
-  if (!v->is_number()) return WrongType(key, "a number", *v);
-  return std::optional<double>(v->get<double>());
-}
-
-// A number that becomes a proto float: finite as a float.
-absl::StatusOr<std::optional<float>> OptFloat(const Json& obj, std::string_view key) {
-  absl::StatusOr<std::optional<double>> d = OptNumber(obj, key);
-  if (!d.ok()) return d.status();
-  if (!d->has_value()) return std::optional<float>();
-  const double value = **d;
-  if (!(std::fabs(value) <= static_cast<double>(std::numeric_limits<float>::max()))) {
-    return Bad(key, absl::StrCat(Sv(key), " must be a finite number, got ", value));
-  }
-  return std::optional<float>(static_cast<float>(value));
-}
-
-absl::StatusOr<std::optional<bool>> OptBool(const Json& obj, std::string_view key) {
-  const Json* v = Member(obj, key);
-  if (v == nullptr) return std::optional<bool>();
-  if (!v->is_boolean()) return WrongType(key, "a boolean", *v);
-  return std::optional<bool>(v->get<bool>());
-}
-
-absl::StatusOr<std::optional<std::string>> OptString(const Json& obj, std::string_view key) {
-  const Json* v = Member(obj, key);
-  if (v == nullptr) return std::optional<std::string>();
-  if (!v->is_string()) return WrongType(key, "a string", *v);
-  return std::optional<std::string>(v->get<std::string>());
-}
-
-// Early-return helpers: `ASSIGN_OR_RETURN` without a macro library.
-#define HEADROOM_OPENAI_ASSIGN(lhs, expr)       \
-  auto lhs##_or = (expr);                       \
-  if (!lhs##_or.ok()) return lhs##_or.status(); \
-  auto lhs = *std::move(lhs##_or)
 
 absl::StatusOr<Json> ParseObject(std::string_view body) {
   Json j;
@@ -460,9 +349,23 @@ absl::StatusOr<ChatMessage> ParseMessage(const Json& m, size_t index) {
   if (role == nullptr) return Bad(role_path, absl::StrCat(role_path, " is required"));
   if (!role->is_string()) return WrongType(role_path, "a string", *role);
   out.role = role->get<std::string>();
-  if (out.role != "system" && out.role != "user" && out.role != "assistant") {
+  if (out.role != "system" && out.role != "user" && out.role != "assistant" && out.role != "tool") {
     return Bad(role_path, absl::StrCat(role_path, " \"", out.role,
-                                       "\" is not supported (system, user or assistant)"));
+                                       "\" is not supported (system, user, assistant or tool)"));
+  }
+  // What else vLLM hands the template, in its order: an assistant's tool_calls (arguments
+  // parsed), a tool result's tool_call_id, a name.
+  if (const Json* calls = Member(m, "tool_calls"); calls != nullptr && out.role == "assistant") {
+    HEADROOM_OPENAI_ASSIGN(parsed, ParseToolCalls(*calls, absl::StrCat(path, ".tool_calls")));
+    out.fields["tool_calls"] = std::move(parsed);
+  }
+  if (const Json* id = Member(m, "tool_call_id"); id != nullptr && out.role == "tool") {
+    if (!id->is_string()) return WrongType(absl::StrCat(path, ".tool_call_id"), "a string", *id);
+    out.fields["tool_call_id"] = *id;
+  }
+  if (const Json* name = Member(m, "name"); name != nullptr) {
+    if (!name->is_string()) return WrongType(absl::StrCat(path, ".name"), "a string", *name);
+    out.fields["name"] = *name;
   }
   const std::string content_path = absl::StrCat(path, ".content");
   const Json* content = Member(m, "content");
@@ -565,10 +468,27 @@ absl::StatusOr<ParsedRequest> ParseChatRequest(std::string_view body) {
     out.chat_template_kwargs = *kwargs;
   }
 
-  if (const Json* tools = Member(obj, "tools"); tools != nullptr) {
-    if (!tools->is_array()) return WrongType("tools", "an array", *tools);
-    if (!tools->empty()) return Bad("tools", "tools are not supported");
+  HEADROOM_OPENAI_ASSIGN(tools, ParseToolRequest(obj));
+  const bool calls = tools.choice.kind == ToolChoice::Kind::kFunction ||
+                     tools.choice.kind == ToolChoice::Kind::kRequired;
+  if (calls) {
+    // The reply is the call: its schema is the constraint, so another one cannot also apply.
+    const v1::SamplingParams& s = out.generate.sampling();
+    if (!s.json_schema().empty() || s.json_object() || s.guided_choice_size() > 0) {
+      return Bad("tool_choice",
+                 "tool_choice \"required\" or a named function constrains the reply to the "
+                 "call; it cannot be combined with response_format, guided_json, guided_choice or "
+                 "structured_outputs");
+    }
+    absl::StatusOr<std::string> schema = ToolChoiceSchema(tools.tools, tools.choice);
+    if (!schema.ok()) return Bad("tools", std::string(schema.status().message()));
+    if (const auto compiled = worker::JsonSchema::Compile(*schema); !compiled.ok()) {
+      return Bad("tools", absl::StrCat("tools: the function parameters cannot be enforced: ",
+                                       compiled.status().message()));
+    }
+    out.generate.mutable_sampling()->set_json_schema(*std::move(schema));
   }
+  out.tools = std::move(tools);
 
   HEADROOM_OPENAI_ASSIGN(logprobs, OptBool(obj, "logprobs"));
   out.logprobs = logprobs.value_or(false);
@@ -604,7 +524,5 @@ v1::GenerateRequest ChoiceRequest(const ParsedRequest& request, int32_t choice) 
   if (sampling.has_seed()) sampling.set_seed(sampling.seed() + static_cast<uint64_t>(sample));
   return out;
 }
-
-#undef HEADROOM_OPENAI_ASSIGN
 
 }  // namespace headroom::router::openai

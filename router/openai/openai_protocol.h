@@ -1,6 +1,6 @@
 // OpenAI /v1/completions and /v1/chat/completions request bodies, parsed into the router's public
 // v1::GenerateRequest. This layer checks JSON shape and types and the OpenAI-only rules (choices
-// <= kMaxChoices, no echo with logprobs, no tools...); the ranges that depend on the model
+// <= kMaxChoices, no echo with logprobs, tool_choice...); the ranges that depend on the model
 // (temperature >= 0, top_p, max_tokens vs max_model_len, ids in the vocabulary) are
 // ValidateGenerateRequest's (router/service). Pure functions, no I/O. See docs/router.md "OpenAI
 // API".
@@ -16,6 +16,7 @@
 #include "headroom/v1/inference.pb.h"
 #include "nlohmann/json.hpp"
 #include "router/openai/chat_template.h"
+#include "router/openai/tools.h"
 
 namespace headroom::router::openai {
 
@@ -41,7 +42,10 @@ struct ParsedRequest {
   // Chat: end the prompt with the assistant header (vLLM's add_generation_prompt, default true).
   bool add_generation_prompt = true;
   // Chat: vLLM's chat_template_kwargs (an object, or null when not given).
-  nlohmann::json chat_template_kwargs = nullptr;
+  nlohmann::ordered_json chat_template_kwargs = nullptr;
+  // Chat: tools for the template, and how the reply calls them (sampling.json_schema holds the
+  // call's schema for tool_choice "required" or a named function).
+  ToolRequest tools;
   bool stream = false;
   // Completions: each choice's text starts with its prompt (a token id prompt detokenized).
   bool echo = false;

@@ -55,6 +55,7 @@ ResponseBuilder::ResponseBuilder(const ParsedRequest& request, std::string id, i
       top_logprobs_(request.top_logprobs),
       prompt_logprobs_(request.prompt_logprobs),
       n_(request.n),
+      tool_choice_(request.tools.choice),
       id_(std::move(id)),
       created_(created),
       model_(std::move(model)),
@@ -221,7 +222,35 @@ std::string ResponseBuilder::StreamEvents(int32_t index, const v1::GenerateRespo
 
   Json choice = Json::object();
   choice["index"] = index;
-  if (endpoint_ == Endpoint::kChat) {
+  if (endpoint_ == Endpoint::kChat && CallsTools()) {
+    // The reply is the call. A named function's arguments stream as they come (the first delta
+    // also carries the call's id and name); "required" calls go out whole in the last event.
+    Json delta = Json::object();
+    if (first_chat) {
+      delta["role"] = "assistant";
+      delta["content"] = "";
+    }
+    state.text += message.text();
+    if (tool_choice_.kind == ToolChoice::Kind::kFunction && has_text) {
+      Json call = {{"index", 0}};
+      if (!state.tool_call_started) {
+        call = ToolCallsJson(index, {{tool_choice_.function, message.text()}}, true)[0];
+        state.tool_call_started = true;
+      } else {
+        call["function"] = {{"arguments", message.text()}};
+      }
+      delta["tool_calls"] = Json::array({std::move(call)});
+    } else if (tool_choice_.kind == ToolChoice::Kind::kRequired && final) {
+      if (auto calls = ToolCallsFromText(tool_choice_, state.text); calls.has_value()) {
+        delta["tool_calls"] = ToolCallsJson(index, *calls, true);
+      } else {
+        delta["content"] = state.text;  // cut by max_tokens: no whole call
+      }
+    }
+    if (delta.empty() && !final && !has_logprobs) return "";  // "required" text held back
+    choice["delta"] = std::move(delta);
+    state.role_sent = true;
+  } else if (endpoint_ == Endpoint::kChat) {
     Json delta = Json::object();
     if (first_chat) delta["role"] = "assistant";
     if (first_chat || has_text || has_logprobs) delta["content"] = message.text();
@@ -297,7 +326,16 @@ std::string ResponseBuilder::Body() const {
     Json choice = Json::object();
     choice["index"] = i;
     if (endpoint_ == Endpoint::kChat) {
-      choice["message"] = Json{{"role", "assistant"}, {"content", state.text}};
+      Json message = Json{{"role", "assistant"}, {"content", state.text}};
+      // vLLM's shape for a called tool: empty content and the calls (a reply cut by max_tokens
+      // before a whole call keeps its text).
+      if (CallsTools()) {
+        if (auto calls = ToolCallsFromText(tool_choice_, state.text); calls.has_value()) {
+          message["content"] = "";
+          message["tool_calls"] = ToolCallsJson(static_cast<int32_t>(i), *calls, false);
+        }
+      }
+      choice["message"] = std::move(message);
     } else {
       const std::string* echo = EchoPrompt(static_cast<int32_t>(i));
       choice["text"] = echo != nullptr ? *echo + state.text : state.text;
@@ -321,6 +359,28 @@ std::string ResponseBuilder::Body() const {
   }
   body["usage"] = UsageJson();
   return Dump(body);
+}
+
+bool ResponseBuilder::CallsTools() const {
+  return tool_choice_.kind == ToolChoice::Kind::kFunction ||
+         tool_choice_.kind == ToolChoice::Kind::kRequired;
+}
+
+ResponseBuilder::Json ResponseBuilder::ToolCallsJson(int32_t choice,
+                                                     const std::vector<ToolCall>& calls,
+                                                     bool with_index) const {
+  Json out = Json::array();
+  for (size_t k = 0; k < calls.size(); ++k) {
+    Json call = Json::object();
+    if (with_index) call["index"] = k;
+    // Unique per response, choice and call; a client sends it back as the tool message's
+    // tool_call_id. id_ is "chatcmpl-<16 hex>".
+    call["id"] = absl::StrCat("chatcmpl-tool-", id_.substr(id_.find('-') + 1), "-", choice, "-", k);
+    call["type"] = "function";
+    call["function"] = {{"name", calls[k].name}, {"arguments", calls[k].arguments}};
+    out.push_back(std::move(call));
+  }
+  return out;
 }
 
 std::string ErrorBody(int http_status, std::string_view message, std::string_view param) {

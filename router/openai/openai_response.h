@@ -50,7 +50,8 @@ class ResponseBuilder {
   // What one choice has produced so far.
   struct Choice {
     bool role_sent = false;
-    bool echoed = false;  // its prompt went out (echo)
+    bool tool_call_started = false;  // a named call's id and name went out (streaming)
+    bool echoed = false;             // its prompt went out (echo)
     // Code points of completion text covered by logprobs so far (completions text_offset).
     int64_t text_offset = 0;
     std::string text;
@@ -83,6 +84,11 @@ class ResponseBuilder {
   static void NoteFinal(const v1::GenerateResponse& message, Choice& choice);
   // vLLM's prompt_logprobs list of the message that carries prompt_token_ids.
   [[nodiscard]] Json PromptLogprobsJson(const v1::GenerateResponse& message) const;
+  // Tool calls (tool_choice "required" or a named function): the reply's calls in the chat
+  // message / delta shape ({index,} id, type, function {name, arguments}).
+  [[nodiscard]] Json ToolCallsJson(int32_t choice, const std::vector<ToolCall>& calls,
+                                   bool with_index) const;
+  [[nodiscard]] bool CallsTools() const;
   static Json FinishReasonJson(const Choice& choice);
   static Json StopReasonJson(const Choice& choice);
 
@@ -92,6 +98,7 @@ class ResponseBuilder {
   int32_t top_logprobs_;
   int32_t prompt_logprobs_;
   int32_t n_;
+  ToolChoice tool_choice_;
   std::string id_;
   int64_t created_;
   std::string model_;

@@ -792,8 +792,8 @@ TEST_F(HttpE2eTest, ChatWithoutATemplateIs400NamingTheWayOut) {
 }
 
 // --chat-template FILE: the router renders the file's Jinja (the prompt is what it wrote: the
-// byte tokenizer counts one token per byte), passes chat_template_kwargs to it, and a template's
-// raise_exception is a 400 carrying its message.
+// byte tokenizer counts one token per byte), passes chat_template_kwargs, tools and tool messages
+// to it, and a template's raise_exception is a 400 carrying its message.
 TEST_F(HttpE2eTest, ChatRendersAJinjaTemplateFileAndItsRefusals) {
   const std::filesystem::path file =
       std::filesystem::temp_directory_path() /
@@ -802,11 +802,15 @@ TEST_F(HttpE2eTest, ChatRendersAJinjaTemplateFileAndItsRefusals) {
                          "  {{- raise_exception('System role not supported') -}}\n"
                          "{%- endif -%}\n"
                          "{{- prefix | default('') -}}\n"
-                         "{%- for m in messages %}[{{ m.role }}]{{ m.content }}{% endfor -%}\n";
-  ChildProcess router("router", {"--grpc-port", "0", "--http-port", "0", "--chat-template",
-                                 file.string(), "--workers",
-                                 cluster_->worker_a->address() + "," +
-                                     cluster_->worker_b->address()});
+                         "{%- for m in messages %}[{{ m.role }}]{{ m.content }}\n"
+                         "  {%- if m.tool_calls %}{{ m.tool_calls[0].function.arguments | tojson }}"
+                         "{% endif %}\n"
+                         "  {%- if m.tool_call_id %}#{{ m.tool_call_id }}{% endif %}\n"
+                         "{%- endfor -%}\n"
+                         "{%- if tools %}{{ tools | tojson }}{% endif -%}\n";
+  ChildProcess router(
+      "router", {"--grpc-port", "0", "--http-port", "0", "--chat-template", file.string(),
+                 "--workers", cluster_->worker_a->address() + "," + cluster_->worker_b->address()});
   ASSERT_FALSE(router.address().empty());
   const int port = ReadHttpPort(router);
   std::filesystem::remove(file);  // read at startup
@@ -828,8 +832,26 @@ TEST_F(HttpE2eTest, ChatRendersAJinjaTemplateFileAndItsRefusals) {
   ASSERT_EQ(r.status, 200) << r.body;
   EXPECT_EQ(Json::parse(r.body)["usage"]["prompt_tokens"], std::string(">>[user]Say hi").size());
 
-  r = chat({{"messages", {{{"role", "system"}, {"content", "Be brief."}},
-                          {{"role", "user"}, {"content", "Say hi"}}}}});
+  // Tools reach the template as vLLM gives them (type, function {name, description or null,
+  // parameters}); a call's arguments as an object; a tool result with its call's id.
+  r = chat(Json::parse(R"({
+      "messages": [{"role": "user", "content": "Say hi"},
+                   {"role": "assistant", "content": null, "tool_calls": [{"id": "c1",
+                     "type": "function", "function": {"name": "f", "arguments": "{\"x\":1}"}}]},
+                   {"role": "tool", "tool_call_id": "c1", "content": "r"}],
+      "tools": [{"type": "function", "function": {"name": "f", "parameters": {"type": "object",
+                 "properties": {"x": {"type": "integer"}}}}}],
+      "tool_choice": "none"})"));
+  ASSERT_EQ(r.status, 200) << r.body;
+  const std::string prompt =
+      R"([user]Say hi[assistant]{"x": 1}[tool]r#c1[{"type": "function", "function": {"name": )"
+      R"("f", "description": null, "parameters": {"type": "object", "properties": {"x": )"
+      R"({"type": "integer"}}}}}])";
+  EXPECT_EQ(Json::parse(r.body)["usage"]["prompt_tokens"], prompt.size());
+
+  r = chat({{"messages",
+             {{{"role", "system"}, {"content", "Be brief."}},
+              {{"role", "user"}, {"content", "Say hi"}}}}});
   EXPECT_EQ(r.status, 400) << r.body;
   const Json body = Json::parse(r.body, nullptr, false);
   ASSERT_TRUE(body.is_object() && body.contains("error")) << r.body;

@@ -6,8 +6,9 @@ usage is reported, that n > 1 gives n indexed choices, that echo + logprobs scor
 that response_format json_object answers what Python's json module reads as an object, that
 response_format json_schema answers what pydantic (the client's parse()) and jsonschema validate,
 that
-vLLM's guided_choice (extra_body) answers one of the choices, and that a bad request surfaces as
-openai.BadRequestError naming the field.
+function calling with a named function or "required" answers calls whose arguments jsonschema
+validates, that vLLM's guided_choice (extra_body) answers one of the choices, and that a bad
+request surfaces as openai.BadRequestError naming the field.
 Exits non-zero with the failed check on stderr.
 """
 import datetime
@@ -24,6 +25,74 @@ import pydantic
 def check(condition, message):
     if not condition:
         sys.exit(f"FAILED: {message}")
+
+
+WEATHER = {"type": "object",
+           "properties": {"city": {"enum": ["Paris", "Oslo"]},
+                          "days": {"type": "integer", "minimum": 1, "maximum": 7}},
+           "required": ["city", "days"], "additionalProperties": False}
+CLOCK = {"type": "object", "properties": {"zone": {"enum": ["UTC", "CET"]}},
+         "required": ["zone"], "additionalProperties": False}
+TOOLS = [{"type": "function", "function": {"name": "get_weather", "description": "Forecast",
+                                           "parameters": WEATHER}},
+         {"type": "function", "function": {"name": "get_time", "parameters": CLOCK}}]
+
+
+def check_tool_calls(client, model, messages, bias):
+    """Function calling: a named function and "required" make the reply the call(s), whose
+    arguments jsonschema validates against the function's parameters; the calls stream; a
+    conversation carrying the calls and their results goes on; "auto" is refused with a reason."""
+    def valid_calls(calls, what):
+        check(calls, f"{what}: no tool calls")
+        schemas = {t["function"]["name"]: t["function"]["parameters"] for t in TOOLS}
+        for call in calls:
+            check(call.type == "function" and call.function.name in schemas, f"{what}: {call}")
+            try:
+                jsonschema.validate(json.loads(call.function.arguments),
+                                    schemas[call.function.name])
+            except (ValueError, jsonschema.ValidationError) as error:
+                check(False, f"{what}: arguments {call.function.arguments!r}: {error}")
+
+    named = client.chat.completions.create(
+        model=model, messages=messages, max_tokens=64, temperature=0, logit_bias=bias,
+        tools=TOOLS, tool_choice={"type": "function", "function": {"name": "get_weather"}})
+    message = named.choices[0].message
+    valid_calls(message.tool_calls, "named")
+    check(message.tool_calls[0].function.name == "get_weather", f"named: {message.tool_calls}")
+
+    required = client.chat.completions.create(
+        model=model, messages=messages, max_tokens=96, temperature=1.0, seed=2, logit_bias=bias,
+        tools=TOOLS, tool_choice="required", parallel_tool_calls=False)
+    valid_calls(required.choices[0].message.tool_calls, "required")
+
+    # Streamed, the named call's deltas join into the same call.
+    arguments, names = "", []
+    for chunk in client.chat.completions.create(
+            model=model, messages=messages, max_tokens=64, temperature=0, logit_bias=bias,
+            tools=TOOLS, tool_choice={"type": "function", "function": {"name": "get_weather"}},
+            stream=True):
+        for delta in chunk.choices[0].delta.tool_calls or [] if chunk.choices else []:
+            names += [delta.function.name] if delta.function.name else []
+            arguments += delta.function.arguments or ""
+    check(names == ["get_weather"] and arguments == message.tool_calls[0].function.arguments,
+          f"streamed call {names} {arguments!r} != {message.tool_calls[0]}")
+
+    # The next turn carries the call and its result (the model answers in text: "none").
+    call = message.tool_calls[0]
+    followed = client.chat.completions.create(
+        model=model, max_tokens=4, tools=TOOLS, tool_choice="none",
+        messages=messages + [
+            {"role": "assistant", "content": None, "tool_calls": [
+                {"id": call.id, "type": "function",
+                 "function": {"name": call.function.name, "arguments": call.function.arguments}}]},
+            {"role": "tool", "tool_call_id": call.id, "content": "12 C, light rain"}])
+    check(followed.choices[0].message.tool_calls is None, f"none called: {followed.choices[0]}")
+
+    try:
+        client.chat.completions.create(model=model, messages=messages, max_tokens=4, tools=TOOLS)
+        check(False, "tool_choice auto (the default with tools) was accepted without a parser")
+    except openai.BadRequestError as error:
+        check('tool_choice "auto"' in str(error), f"error does not say why: {error}")
 
 
 def main():
@@ -148,6 +217,8 @@ def main():
             jsonschema.validate(json.loads(c.message.content), tree)
         except (ValueError, jsonschema.ValidationError) as error:
             check(False, f"tree reply {c.message.content!r} is not valid: {error}")
+
+    check_tool_calls(client, model, messages, schema_bias)
 
     try:
         client.chat.completions.create(
