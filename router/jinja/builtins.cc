@@ -1,13 +1,16 @@
 #include "router/jinja/builtins.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <functional>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <utility>
 
 #include "absl/status/status.h"
+#include "absl/strings/numbers.h"
 #include "router/jinja/cat.h"
 #include "router/jinja/operators.h"
 #include "router/jinja/text.h"
@@ -18,6 +21,14 @@ namespace {
 
 absl::Status Error(std::string_view fn, std::string_view what) {
   return absl::InvalidArgumentError(Cat(fn, ": ", what));
+}
+
+// Checked before a string or list is built whose size is a product (a separator per item, an
+// indent per line): such a result is refused, not allocated, past kMaxValueBytes.
+absl::Status CheckSize(std::string_view fn, size_t bytes) {
+  if (bytes <= kMaxValueBytes) return absl::OkStatus();
+  return absl::ResourceExhaustedError(
+      Cat(fn, ": the result would exceed ", kMaxValueBytes, " bytes"));
 }
 
 // Positional-or-keyword argument lookup with Python's binding rules (a later keyword of the same
@@ -78,7 +89,8 @@ Value GetPath(const Value& v, std::string_view path) {
       cur = next == nullptr ? Value::Undefined(std::string(part)) : *next;
     } else if (cur.is_list() && !part.empty() &&
                part.find_first_not_of("0123456789") == std::string_view::npos) {
-      const size_t i = std::stoul(std::string(part));
+      size_t i = SIZE_MAX;  // digits past size_t are out of range too
+      if (!absl::SimpleAtoi(absl::string_view(part.data(), part.size()), &i)) i = SIZE_MAX;
       cur = i < cur.list().size() ? cur.list()[i] : Value::Undefined(std::string(part));
     } else {
       return Value::Undefined(std::string(part));
@@ -193,9 +205,12 @@ absl::StatusOr<Value> Map(const Value& operand, const CallArgs& args) {
   CallArgs filter_args;
   filter_args.positional.assign(args.positional.begin() + 1, args.positional.end());
   filter_args.keyword = args.keyword;
+  size_t bytes = 0;
   for (const Value& item : *items) {
     absl::StatusOr<Value> v = ApplyFilter(filter, item, filter_args);
     if (!v.ok()) return v.status();
+    bytes += v->weight();
+    if (absl::Status st = CheckSize("map", bytes); !st.ok()) return st;
     out.push_back(*std::move(v));
   }
   return Value::MakeList(std::move(out));
@@ -227,6 +242,13 @@ std::string HtmlEscape(std::string_view s) {
   return out;
 }
 
+// The most a replace() can write: every occurrence (or, for an empty `from`, every gap between
+// code points) replaced.
+absl::Status CheckReplace(const std::string& s, const std::string& from, const std::string& to) {
+  const auto n = static_cast<size_t>(text::Count(s, from));
+  return CheckSize("replace", s.size() + n * to.size());
+}
+
 // Jinja's indent filter: every line after the first (and the first with first=True) gets the
 // indent; blank lines only with blank=True.
 std::string Indent(const std::string& s, const std::string& indent, bool first, bool blank) {
@@ -249,6 +271,13 @@ std::string Indent(const std::string& s, const std::string& indent, bool first, 
   return out;
 }
 
+// A finite double's integer part, when it fits in 64 bits.
+std::optional<int64_t> Truncate(double d) {
+  const double t = std::trunc(d);
+  if (!(t >= -9.2233720368547758e18 && t < 9.2233720368547758e18)) return std::nullopt;
+  return static_cast<int64_t>(t);
+}
+
 absl::StatusOr<Value> ToInt(const Value& v, const Value& fallback) {
   switch (v.kind()) {
     case Value::Kind::kInt:
@@ -256,18 +285,17 @@ absl::StatusOr<Value> ToInt(const Value& v, const Value& fallback) {
     case Value::Kind::kBool:
       return Value::Int(v.bool_value() ? 1 : 0);
     case Value::Kind::kFloat:
-      if (std::isfinite(v.float_value())) {
-        return Value::Int(static_cast<int64_t>(std::trunc(v.float_value())));
-      }
+      if (const std::optional<int64_t> i = Truncate(v.float_value())) return Value::Int(*i);
       return fallback;
     case Value::Kind::kString: {
       const std::string t(text::Strip(v.str(), nullptr));
       char* end = nullptr;
+      errno = 0;
       const long long i = std::strtoll(t.c_str(), &end, 10);
-      if (!t.empty() && *end == '\0') return Value::Int(i);
+      if (!t.empty() && *end == '\0' && errno != ERANGE) return Value::Int(i);
       const double d = std::strtod(t.c_str(), &end);
-      if (!t.empty() && *end == '\0' && std::isfinite(d)) {
-        return Value::Int(static_cast<int64_t>(std::trunc(d)));
+      if (!t.empty() && *end == '\0') {
+        if (const std::optional<int64_t> truncated = Truncate(d)) return Value::Int(*truncated);
       }
       return fallback;
     }
@@ -342,8 +370,10 @@ const std::unordered_map<std::string_view, FilterFn>& Filters() {
   static const auto* filters = new std::unordered_map<std::string_view, FilterFn>{
       {"abs",
        [](const Value& v, const CallArgs&) -> absl::StatusOr<Value> {
-         if (v.kind() == Value::Kind::kInt)
+         if (v.kind() == Value::Kind::kInt) {
+           if (v.int_value() == INT64_MIN) return Error("abs", "integer overflow");
            return Value::Int(v.int_value() < 0 ? -v.int_value() : v.int_value());
+         }
          if (v.kind() == Value::Kind::kFloat) return Value::Float(std::fabs(v.float_value()));
          if (v.kind() == Value::Kind::kBool) return Value::Int(v.bool_value() ? 1 : 0);
          return Error("abs", Cat("bad operand type '", v.TypeName(), "'"));
@@ -362,6 +392,11 @@ const std::unordered_map<std::string_view, FilterFn>& Filters() {
        [](const Value& v, const CallArgs& args) -> absl::StatusOr<Value> {
          absl::StatusOr<int64_t> width = Args(args, "center").Int(0, "width", 80);
          if (!width.ok()) return width.status();
+         if (*width > 0) {
+           if (absl::Status st = CheckSize("center", static_cast<size_t>(*width)); !st.ok()) {
+             return st;
+           }
+         }
          return Value::String(text::Center(ToStr(v), *width));
        }},
       {"count",
@@ -422,8 +457,13 @@ const std::unordered_map<std::string_view, FilterFn>& Filters() {
          } else {
            return Error("indent", "width must be an integer or a string");
          }
+         const std::string s = ToStr(v);
+         const size_t lines = static_cast<size_t>(text::Count(s, "\n")) + 2;
+         if (absl::Status st = CheckSize("indent", s.size() + lines * indent.size()); !st.ok()) {
+           return st;
+         }
          return Value::String(
-             Indent(ToStr(v), indent, a.Flag(1, "first", false), a.Flag(2, "blank", false)));
+             Indent(s, indent, a.Flag(1, "first", false), a.Flag(2, "blank", false)));
        }},
       {"int",
        [](const Value& v, const CallArgs& args) {
@@ -446,9 +486,13 @@ const std::unordered_map<std::string_view, FilterFn>& Filters() {
          if (!items.ok()) return items.status();
          const Value sep = a.Or(0, "d", Value::String(""));
          const Value* attribute = a.Get(1, "attribute");
+         const std::string separator = ToStr(sep);
+         size_t bytes = separator.size() * items->size();
+         for (const Value& item : *items) bytes += item.weight();
+         if (absl::Status st = CheckSize("join", bytes); !st.ok()) return st;
          std::string out;
          for (size_t i = 0; i < items->size(); ++i) {
-           if (i > 0) out += ToStr(sep);
+           if (i > 0) out += separator;
            const Value& item = (*items)[i];
            out += ToStr(attribute != nullptr && attribute->is_string()
                             ? GetPath(item, attribute->str())
@@ -489,7 +533,9 @@ const std::unordered_map<std::string_view, FilterFn>& Filters() {
          if (!new_text.ok()) return new_text.status();
          absl::StatusOr<int64_t> count = a.Int(2, "count", -1);
          if (!count.ok()) return count.status();
-         return Value::String(text::Replace(ToStr(v), *old_text, *new_text, *count));
+         const std::string s = ToStr(v);
+         if (absl::Status st = CheckReplace(s, *old_text, *new_text); !st.ok()) return st;
+         return Value::String(text::Replace(s, *old_text, *new_text, *count));
        }},
       {"reverse",
        [](const Value& v, const CallArgs&) -> absl::StatusOr<Value> {
@@ -541,9 +587,13 @@ const std::unordered_map<std::string_view, FilterFn>& Filters() {
                                      "' and '", x.TypeName(), "'"));
            }
            if (total.kind() == Value::Kind::kInt && x.kind() != Value::Kind::kFloat) {
-             total = Value::Int(total.int_value() + (x.kind() == Value::Kind::kBool
-                                                         ? int64_t{x.bool_value()}
-                                                         : x.int_value()));
+             const int64_t add =
+                 x.kind() == Value::Kind::kBool ? int64_t{x.bool_value()} : x.int_value();
+             int64_t sum = 0;
+             if (__builtin_add_overflow(total.int_value(), add, &sum)) {
+               return Error("sum", "integer overflow");
+             }
+             total = Value::Int(sum);
            } else {
              total = Value::Float(total.AsDouble() + x.AsDouble());
            }
@@ -789,6 +839,7 @@ absl::StatusOr<Value> StringMethod(const std::string& s, std::string_view name,
     if (!n.ok()) return n.status();
     absl::StatusOr<int64_t> count = a.Int(2, "count", -1);
     if (!count.ok()) return count.status();
+    if (absl::Status st = CheckReplace(s, *o, *n); !st.ok()) return st;
     return Value::String(text::Replace(s, *o, *n, *count));
   }
   if (name == "find" || name == "rfind" || name == "index" || name == "rindex" || name == "count") {
@@ -940,11 +991,12 @@ absl::StatusOr<Value> Range(const CallArgs& args) {
   const int64_t step = n.size() == 3 ? n[2] : 1;
   if (step == 0) return Error("range", "arg 3 must not be zero");
   List out;
-  for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step) {
+  for (int64_t i = start; step > 0 ? i < stop : i > stop;) {
     if (static_cast<int64_t>(out.size()) >= kMaxRange) {
       return Error("range", Cat("more than ", kMaxRange, " items"));
     }
     out.push_back(Value::Int(i));
+    if (__builtin_add_overflow(i, step, &i)) break;  // past INT64_MAX / MIN: past stop
   }
   return Value::MakeList(std::move(out));
 }
@@ -1054,6 +1106,11 @@ absl::StatusOr<List> Iterate(const Value& v, std::string_view what) {
       return keys;
     }
     case Value::Kind::kString: {
+      // One value per character (~50 bytes each): bounded like a list of that many items.
+      if (v.str().size() > kMaxValueBytes / 16) {
+        return absl::ResourceExhaustedError(
+            Cat(what, ": iterating a string of more than ", kMaxValueBytes / 16, " bytes"));
+      }
       List chars;
       const std::string& s = v.str();
       for (size_t i = 0; i < s.size();) {

@@ -221,6 +221,10 @@ absl::StatusOr<Interpreter::Flow> Interpreter::ExecOne(const Stmt& stmt, Scope& 
       std::string body;
       JINJA_ASSIGN(flow, Exec(stmt.bodies[0], scope, body));
       (void)flow;
+      if (body.size() > kMaxValueBytes) {
+        return absl::ResourceExhaustedError(
+            Cat("a set block of more than ", kMaxValueBytes, " bytes"));
+      }
       Value v = Value::String(std::move(body));
       if (stmt.expr) {
         Scope hole{.parent = &scope};
@@ -250,6 +254,10 @@ absl::StatusOr<Interpreter::Flow> Interpreter::ExecOne(const Stmt& stmt, Scope& 
       std::string body;
       JINJA_ASSIGN(flow, Exec(stmt.bodies[0], scope, body));
       (void)flow;
+      if (body.size() > kMaxValueBytes) {
+        return absl::ResourceExhaustedError(
+            Cat("a filter block of more than ", kMaxValueBytes, " bytes"));
+      }
       Scope hole{.parent = &scope};
       hole.vars.Set("", Value::String(std::move(body)));
       JINJA_ASSIGN(filtered, Eval(*stmt.expr, hole));
@@ -355,8 +363,13 @@ absl::StatusOr<Interpreter::Flow> Interpreter::ExecFor(const Stmt& stmt, Scope& 
 
 absl::StatusOr<CallArgs> Interpreter::EvalArgs(const Expr& e, size_t first, Scope& scope) {
   CallArgs args;
+  size_t bytes = 0;  // a list literal of one big value repeated must not be built
   for (size_t i = first; i < e.args.size(); ++i) {
     JINJA_ASSIGN(v, Eval(*e.args[i], scope));
+    bytes += v.weight();
+    if (bytes > kMaxValueBytes) {
+      return absl::ResourceExhaustedError(Cat("values of more than ", kMaxValueBytes, " bytes"));
+    }
     args.positional.push_back(std::move(v));
   }
   for (const auto& [key, expr] : e.kwargs) {
@@ -413,6 +426,15 @@ absl::StatusOr<Value> Interpreter::EvalCompare(const Expr& e, Scope& scope) {
 }
 
 absl::StatusOr<Value> Interpreter::Eval(const Expr& e, Scope& scope) {
+  absl::StatusOr<Value> v = EvalUnbounded(e, scope);
+  if (v.ok() && v->weight() > kMaxValueBytes) {
+    return absl::ResourceExhaustedError(
+        Cat("a value of more than ", kMaxValueBytes, " bytes (", v->weight(), ")"));
+  }
+  return v;
+}
+
+absl::StatusOr<Value> Interpreter::EvalUnbounded(const Expr& e, Scope& scope) {
   if (absl::Status s = Step(e.line); !s.ok()) return s;
   switch (e.kind) {
     case Expr::Kind::kLiteral:
@@ -499,9 +521,15 @@ absl::StatusOr<Value> Interpreter::Eval(const Expr& e, Scope& scope) {
     }
     case Expr::Kind::kDict: {
       Dict d;
+      size_t bytes = 0;
       for (size_t i = 0; i + 1 < e.args.size(); i += 2) {
         JINJA_ASSIGN(key, Eval(*e.args[i], scope));
         JINJA_ASSIGN(value, Eval(*e.args[i + 1], scope));
+        bytes += key.weight() + value.weight();
+        if (bytes > kMaxValueBytes) {
+          return absl::ResourceExhaustedError(
+              Cat("a dict of more than ", kMaxValueBytes, " bytes"));
+        }
         if (!key.is_string()) {
           return absl::InvalidArgumentError(
               Cat("dict keys must be strings here, got ", key.TypeName()));

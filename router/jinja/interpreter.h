@@ -2,7 +2,8 @@
 // scope each iteration (a `set` inside does not leak out; namespace() attributes do), `if`
 // blocks share their enclosing scope, a macro call runs in a scope over the template's top level.
 // Work is bounded (RenderOptions): statements, expressions and loop iterations, output bytes and
-// nested macro calls per render, so a template cannot hang or exhaust the router.
+// nested macro calls per render, and every value to kMaxValueBytes (value.h), so a template
+// cannot hang or exhaust the router.
 #pragma once
 
 #include <cstdint>
@@ -22,8 +23,8 @@ struct RenderOptions {
   // ~0.3 us each on one core: a render stops after about two seconds of work. A chat template
   // takes tens of steps per message.
   int64_t max_steps = 5'000'000;
-  size_t max_output_bytes = size_t{256} << 20;
-  int max_call_depth = 64;
+  size_t max_output_bytes = size_t{64} << 20;
+  int max_call_depth = 24;
   // strftime_now's clock: the local time now when unset (tests fix it).
   std::optional<std::tm> now = {};
 };
@@ -54,7 +55,9 @@ class Interpreter {
   absl::StatusOr<Flow> ExecOne(const Stmt& stmt, Scope& scope, std::string& out);
   absl::StatusOr<Flow> ExecFor(const Stmt& stmt, Scope& scope, std::string& out);
   absl::Status ExecSet(const Stmt& stmt, const Value& value, Scope& scope);
+  // Evaluates `e`; a value heavier than kMaxValueBytes is ResourceExhausted.
   absl::StatusOr<Value> Eval(const Expr& e, Scope& scope);
+  absl::StatusOr<Value> EvalUnbounded(const Expr& e, Scope& scope);
   absl::StatusOr<Value> EvalCall(const Expr& e, Scope& scope);
   absl::StatusOr<CallArgs> EvalArgs(const Expr& e, size_t first, Scope& scope);
   absl::StatusOr<Value> EvalBinary(const Expr& e, Scope& scope);

@@ -1,6 +1,7 @@
 #include "router/jinja/lexer.h"
 
 #include <cctype>
+#include <cerrno>
 #include <cstdlib>
 
 #include "absl/status/status.h"
@@ -190,7 +191,9 @@ class Lexer {
             Token{.kind = Token::Kind::kName, .text = src_.substr(p, e - p), .line = line_});
         p = e;
       } else if (std::isdigit(static_cast<unsigned char>(c))) {
-        p = Number(p);
+        absl::StatusOr<size_t> e = Number(p);
+        if (!e.ok()) return e.status();
+        p = *e;
       } else if (c == '\'' || c == '"') {
         absl::StatusOr<size_t> e = String(p);
         if (!e.ok()) return e.status();
@@ -215,7 +218,8 @@ class Lexer {
     }
   }
 
-  size_t Number(size_t p) {
+  // An integer that does not fit in 64 bits is an error (Python would make a big integer).
+  absl::StatusOr<size_t> Number(size_t p) {
     // 0x1F, 0o17, 0b101.
     if (src_[p] == '0' && p + 2 < src_.size()) {
       const char k = static_cast<char>(std::tolower(static_cast<unsigned char>(src_[p + 1])));
@@ -229,7 +233,9 @@ class Lexer {
           ++e;
         }
         Token t{.kind = Token::Kind::kInt, .text = src_.substr(p, e - p), .line = line_};
+        errno = 0;
         t.int_value = std::strtoll(digits.c_str(), nullptr, base);
+        if (errno == ERANGE) return Error(Cat("integer ", t.text, " does not fit in 64 bits"));
         tokens_.push_back(std::move(t));
         return e;
       }
@@ -268,7 +274,9 @@ class Lexer {
     if (is_float) {
       t.float_value = std::strtod(text.c_str(), nullptr);
     } else {
+      errno = 0;
       t.int_value = std::strtoll(text.c_str(), nullptr, 10);
+      if (errno == ERANGE) return Error(Cat("integer ", text, " does not fit in 64 bits"));
     }
     tokens_.push_back(std::move(t));
     return e;

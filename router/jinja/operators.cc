@@ -1,5 +1,6 @@
 #include "router/jinja/operators.h"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -11,8 +12,6 @@
 
 namespace headroom::router::jinja {
 namespace {
-
-constexpr size_t kMaxRepeatBytes = size_t{64} << 20;
 
 absl::Status Unsupported(std::string_view op, const Value& a, const Value& b) {
   if (a.is_undefined() || b.is_undefined()) {
@@ -31,18 +30,21 @@ int64_t AsInt(const Value& v) {
   return v.kind() == Value::Kind::kBool ? int64_t{v.bool_value()} : v.int_value();
 }
 
+absl::Status TooBig(std::string_view what) {
+  return absl::ResourceExhaustedError(Cat(what, " would exceed ", kMaxValueBytes, " bytes"));
+}
+
 absl::StatusOr<Value> Repeat(const Value& seq, int64_t times) {
   if (times <= 0) return seq.is_string() ? Value::String("") : Value::MakeList({}, seq.tuple());
+  // Checked by division: times may be near INT64_MAX.
+  const size_t unit = seq.is_string() ? seq.str().size() : seq.weight();
+  if (static_cast<uint64_t>(times) > kMaxValueBytes / std::max<size_t>(1, unit)) {
+    return TooBig(seq.is_string() ? "string repetition" : "list repetition");
+  }
   if (seq.is_string()) {
-    if (seq.str().size() * static_cast<size_t>(times) > kMaxRepeatBytes) {
-      return absl::InvalidArgumentError("string repetition longer than 64 MiB");
-    }
     std::string out;
     for (int64_t i = 0; i < times; ++i) out += seq.str();
     return Value::String(std::move(out));
-  }
-  if (seq.list().size() * static_cast<size_t>(times) > kMaxRepeatBytes / 16) {
-    return absl::InvalidArgumentError("list repetition too long");
   }
   List out;
   for (int64_t i = 0; i < times; ++i) out.insert(out.end(), seq.list().begin(), seq.list().end());
@@ -71,6 +73,9 @@ std::optional<size_t> Index(int64_t i, size_t size) {
 }  // namespace
 
 absl::StatusOr<Value> Arithmetic(std::string_view op, const Value& a, const Value& b) {
+  if (op == "~" || op == "+") {
+    if (a.weight() + b.weight() > kMaxValueBytes) return TooBig(Cat("'", op, "'"));
+  }
   if (op == "~") return Value::String(ToStr(a) + ToStr(b));
   if (Numeric(a) && Numeric(b)) {
     const bool ints = Integral(a) && Integral(b);
@@ -100,10 +105,12 @@ absl::StatusOr<Value> Arithmetic(std::string_view op, const Value& a, const Valu
     }
     if (op == "/") return Value::Float(fx / fy);
     if (op == "//") {
+      if (ints && x == INT64_MIN && y == -1) return absl::InvalidArgumentError("integer overflow");
       if (ints) return Value::Int(FloorDiv(x, y));
       return Value::Float(std::floor(fx / fy));
     }
     if (op == "%") {
+      if (ints && y == -1) return Value::Int(0);  // INT64_MIN % -1 would trap
       if (ints) return Value::Int(FloorMod(x, y));
       double m = std::fmod(fx, fy);
       if (m != 0 && ((m < 0) != (fy < 0))) m += fy;

@@ -14,6 +14,12 @@ namespace {
 
 using K = Token::Kind;
 
+// Deepest recursion of the parser: a block, a `not`, a unary sign or a parenthesized expression
+// costs one level each (a parenthesis three: expression, not, unary). The interpreter recurses
+// as deep as the parse did, and a render may nest macro calls (RenderOptions::max_call_depth) on
+// top, so this bounds the stack. Real chat templates stay under 30.
+constexpr int kMaxNesting = 100;
+
 class Parser {
  public:
   explicit Parser(std::vector<Token> tokens) : tokens_(std::move(tokens)) {}
@@ -89,6 +95,23 @@ class Parser {
   }
   bool ok() const { return error_.ok(); }
 
+  // One level of nesting while alive; past kMaxNesting the parse fails (and, failed, stops
+  // descending: every guarded function returns at once).
+  class Nest {
+   public:
+    explicit Nest(Parser* parser) : parser_(parser) {
+      if (++parser_->depth_ > kMaxNesting) {
+        parser_->Fail(Cat("nested more than ", kMaxNesting, " levels deep"));
+      }
+    }
+    ~Nest() { --parser_->depth_; }
+    Nest(const Nest&) = delete;
+    Nest& operator=(const Nest&) = delete;
+
+   private:
+    Parser* parser_;
+  };
+
   ExprPtr Node(Expr::Kind kind) {
     auto e = std::make_unique<Expr>();
     e->kind = kind;
@@ -100,6 +123,7 @@ class Parser {
   // Statements until a {% tag whose keyword is in `ends` (consumed with its keyword; *end says
   // which) or the end of the tokens (only allowed when `ends` is empty).
   Body ParseBody(std::initializer_list<std::string_view> ends, std::string* end) {
+    const Nest nest(this);
     Body body;
     while (ok()) {
       const Token& t = Peek();
@@ -312,6 +336,8 @@ class Parser {
   }
 
   ExprPtr ParseExpression() {
+    const Nest nest(this);
+    if (!ok()) return Node(Expr::Kind::kLiteral);
     auto value = ParseOr();
     while (ok() && IsName("if")) {
       Next();
@@ -347,6 +373,8 @@ class Parser {
     return left;
   }
   ExprPtr ParseNot() {
+    const Nest nest(this);
+    if (!ok()) return Node(Expr::Kind::kLiteral);
     if (IsName("not")) {
       auto e = Node(Expr::Kind::kNot);
       Next();
@@ -411,6 +439,8 @@ class Parser {
     return left;
   }
   ExprPtr ParseUnary(bool with_filter) {
+    const Nest nest(this);
+    if (!ok()) return Node(Expr::Kind::kLiteral);
     ExprPtr node;
     if (IsOp("-") || IsOp("+")) {
       node = Node(IsOp("-") ? Expr::Kind::kNeg : Expr::Kind::kPos);
@@ -637,6 +667,7 @@ class Parser {
   std::vector<Token> tokens_;
   size_t pos_ = 0;
   absl::Status error_;
+  int depth_ = 0;       // Nest
   int loop_depth_ = 0;  // break / continue only inside a for
   int if_depth_ = 0;    // unknown filters / tests inside an if fail when evaluated
   std::unordered_set<std::string> names_;  // names read, for a macro's varargs / kwargs

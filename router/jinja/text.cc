@@ -4,6 +4,7 @@
 #include <cctype>
 
 #include "absl/status/status.h"
+#include "absl/strings/numbers.h"
 #include "router/jinja/cat.h"
 #include "router/jinja/utf8.h"
 #include "utf8proc.h"
@@ -363,7 +364,12 @@ absl::StatusOr<std::string> PyFormat(std::string_view format, const CallArgs& ar
     if (field.empty() || std::all_of(field.begin(), field.end(), [](char d) {
           return std::isdigit(static_cast<unsigned char>(d));
         })) {
-      const size_t index = field.empty() ? next_auto++ : std::stoul(std::string(field));
+      size_t index = next_auto;
+      if (field.empty()) {
+        ++next_auto;
+      } else if (!absl::SimpleAtoi(absl::string_view(field.data(), field.size()), &index)) {
+        index = SIZE_MAX;  // more digits than size_t holds: no such argument
+      }
       if (index < args.positional.size()) value = &args.positional[index];
     } else {
       for (const auto& [key, v] : args.keyword) {
@@ -374,6 +380,10 @@ absl::StatusOr<std::string> PyFormat(std::string_view format, const CallArgs& ar
       return absl::InvalidArgumentError(Cat("format: no argument for {", field, "}"));
     }
     out += ToStr(*value);
+    if (out.size() > kMaxValueBytes) {
+      return absl::ResourceExhaustedError(
+          Cat("format: the result would exceed ", kMaxValueBytes, " bytes"));
+    }
     i = close;
   }
   return out;

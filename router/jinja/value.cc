@@ -65,6 +65,7 @@ Value Value::Float(double d) {
 Value Value::String(std::string s) {
   Value v;
   v.kind_ = Kind::kString;
+  v.weight_ = std::max<size_t>(8, s.size());
   v.data_ = std::move(s);
   return v;
 }
@@ -73,6 +74,7 @@ Value Value::MakeList(List items, bool tuple) {
   Value v;
   v.kind_ = Kind::kList;
   v.tuple_ = tuple;
+  for (const Value& item : items) v.weight_ += 8 + item.weight();
   v.data_ = std::make_shared<List>(std::move(items));
   return v;
 }
@@ -80,6 +82,7 @@ Value Value::MakeList(List items, bool tuple) {
 Value Value::MakeDict(Dict dict) {
   Value v;
   v.kind_ = Kind::kDict;
+  for (const auto& [key, item] : dict.items) v.weight_ += 8 + key.size() + item.weight();
   v.data_ = std::make_shared<Dict>(std::move(dict));
   return v;
 }
@@ -357,6 +360,9 @@ void AppendJsonString(std::string_view s, bool ensure_ascii, std::string* out) {
 
 absl::Status AppendJson(const Value& v, const JsonOptions& o, int depth, std::string* out) {
   if (depth > 256) return absl::InvalidArgumentError("tojson: value nested more than 256 deep");
+  if (out->size() > kMaxValueBytes) {  // indentation can multiply a value's size
+    return absl::ResourceExhaustedError(Cat("tojson: more than ", kMaxValueBytes, " bytes"));
+  }
   auto newline = [&](int level) {
     if (o.indent < 0) return;
     *out += '\n';

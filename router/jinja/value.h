@@ -21,6 +21,12 @@ namespace headroom::router::jinja {
 class Value;
 class Interpreter;
 
+// The most bytes one value may weigh (Value::weight): a string's bytes, a list's or dict's
+// items (shared ones counted each time). Printing or serializing a value writes a bounded
+// multiple of its weight, so bounding every value bounds what a render can build; chat prompts
+// are far smaller (the HTTP body limit is 1 MiB).
+inline constexpr size_t kMaxValueBytes = size_t{8} << 20;
+
 using List = std::vector<Value>;
 
 // String keys only: chat templates index dicts by name.
@@ -95,6 +101,11 @@ class Value {
   Dict& mutable_namespace() const { return *std::get<std::shared_ptr<Dict>>(data_); }
   const Callable& callable() const { return *std::get<std::shared_ptr<const Callable>>(data_); }
 
+  // Bytes this value stands for: a string's size, the sum of a list's or dict's items (keys
+  // included) plus 8 per item, 8 for the rest (a namespace's attributes are not counted: they
+  // change after it is made).
+  size_t weight() const { return weight_; }
+
   // Python's bool(): empty strings, lists and dicts, 0, None and undefined are false.
   bool Truthy() const;
   // Python's type name, for error messages ("str", "int", "list", "dict", "NoneType").
@@ -103,6 +114,7 @@ class Value {
  private:
   Kind kind_ = Kind::kUndefined;
   bool tuple_ = false;
+  size_t weight_ = 8;
   std::variant<std::monostate, bool, int64_t, double, std::string, std::shared_ptr<List>,
                std::shared_ptr<Dict>, std::shared_ptr<const Callable>>
       data_;

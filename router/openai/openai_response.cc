@@ -374,7 +374,7 @@ ResponseBuilder::Json ResponseBuilder::ToolCallsJson(int32_t choice,
     Json call = Json::object();
     if (with_index) call["index"] = k;
     // Unique per response, choice and call; a client sends it back as the tool message's
-    // tool_call_id. id_ is "chatcmpl-<16 hex>".
+    // tool_call_id. id_ is "chatcmpl-<hex>".
     call["id"] = absl::StrCat("chatcmpl-tool-", id_.substr(id_.find('-') + 1), "-", choice, "-", k);
     call["type"] = "function";
     call["function"] = {{"name", calls[k].name}, {"arguments", calls[k].arguments}};

@@ -45,6 +45,68 @@ TEST(JinjaTest, UnboundedWorkIsStoppedNotRun) {
   EXPECT_NE(r.status().message().find("range"), std::string_view::npos) << r.status();
 }
 
+TEST(JinjaTest, ValuesCannotGrowPastTheirBound) {
+  // Each of these would multiply a string's size in one call (the fuzzer's first finding was a
+  // chain of joins over a string's characters): refused before allocating, not built.
+  Dict vars;
+  vars.Set("s", Value::String(std::string(1 << 20, 'x')));  // 1 MiB, the HTTP body limit
+  std::string lines;
+  for (int i = 0; i < (1 << 19); ++i) lines += "x\n";
+  vars.Set("lines", Value::String(lines));
+  for (const char* source : {
+           "{{ s | join('--------') | join('--------') }}",
+           "{{ s | replace('x', 'yyyyyyyyyyyyyyyy') }}", "{{ lines | indent(4096) }}",
+           "{{ 'a' | center(1000000000000) }}", "{{ [s] * 100 }}",
+           "{{ [s, s, s, s, s, s, s, s, s, s] }}",
+           "{{ {'a': s, 'b': s, 'c': s, 'd': s, 'e': s, 'f': s, 'g': s, 'h': s, 'i': s} }}",
+           "{{ ('{0}' * 20).format(s) }}",
+           "{% set ns = namespace(t=s) %}{% for i in range(10) %}{% set ns.t = ns.t ~ ns.t %}"
+           "{% endfor %}{{ ns.t | length }}",
+           "{{ 'xy' * 9223372036854775807 }}",
+           "{% for c in s %}{% endfor %}",  // a value per character: 50x the string
+       }) {
+    absl::StatusOr<std::string> r = Render(source, vars);
+    ASSERT_FALSE(r.ok()) << source;
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kResourceExhausted) << source << r.status();
+  }
+  // Within the bound the same operations work.
+  EXPECT_EQ(Render("{{ s | replace('x', 'yy') | length }}", vars).value_or(""), "2097152");
+}
+
+TEST(JinjaTest, NestingIsBoundedSoTheStackIs) {
+  // Past the parser's recursion bound a template is refused when parsing; at it, with macro calls
+  // nested as deep as allowed on top, it renders (this also runs under AddressSanitizer, whose
+  // frames are larger).
+  auto sum = [](int levels) {  // 1 + (1 + (... + (n)...)): an expression tree `levels` deep
+    std::string s;
+    for (int i = 0; i < levels; ++i) s += "1 + (";
+    return s + "n" + std::string(static_cast<size_t>(levels), ')');
+  };
+  absl::StatusOr<Template> deep = Template::Parse("{{ " + sum(40) + " }}");
+  ASSERT_FALSE(deep.ok());
+  EXPECT_NE(deep.status().message().find("nested more than 100"), std::string_view::npos)
+      << deep.status();
+  EXPECT_FALSE(Template::Parse("{{ " + std::string(5000, '-') + "1 }}").ok());
+  EXPECT_FALSE(Template::Parse("{{ " + std::string(5000, '[') + " }}").ok());
+  EXPECT_FALSE(Template::Parse(std::string(500, ' ') +
+                               [] {
+                                 std::string s;
+                                 for (int i = 0; i < 200; ++i) s += "{% if x %}";
+                                 return s;
+                               }())
+                   .ok());
+
+  // 20 macro calls deep, each evaluating an expression 30 levels deep.
+  const std::string recursive = "{% macro f(n) %}{% if n > 0 %}{{ f(" + sum(30) + " - 31) }}" +
+                                "{% else %}{{ n }}{% endif %}{% endmacro %}{{ f(20) }}";
+  absl::StatusOr<std::string> r = Render(recursive);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(*r, "0");
+  r = Render("{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kResourceExhausted);
+}
+
 TEST(JinjaTest, ErrorsNameTheLine) {
   absl::StatusOr<std::string> r = Render("line one\n{% if x %}\nok\n{% endfor %}");
   ASSERT_FALSE(r.ok());
@@ -55,16 +117,43 @@ TEST(JinjaTest, ErrorsNameTheLine) {
   EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(r.status().message(), "line 3: Conversation roles must alternate");
 
+  r = Render("{{ [9223372036854775807, 1] | sum }}");  // 64-bit integers: overflow is an error
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("overflow"), std::string_view::npos) << r.status();
+
+  for (const char* overflow :
+       {"{{ (-9223372036854775807 - 1) // -1 }}", "{{ (-9223372036854775807 - 1) | abs }}",
+        "{{ 9223372036854775807 + 1 }}", "{{ 3 ** 40 }}", "{{ 1e300 | int(none) is none }}"}) {
+    r = Render(overflow);
+    // An error, or (int's default) the fallback: never a wrapped or trapped result.
+    if (r.ok()) {
+      EXPECT_EQ(*r, "True") << overflow;
+    } else {
+      EXPECT_NE(r.status().message().find("overflow"), std::string_view::npos) << r.status();
+    }
+  }
+  EXPECT_EQ(Render("{{ (-9223372036854775807 - 1) % -1 }}").value_or(""), "0");
+  EXPECT_EQ(Render("{{ range(9223372036854775800, 9223372036854775807, 4) | list }}").value_or(""),
+            "[9223372036854775800, 9223372036854775804]");
+
+  // Field numbers and attribute paths past size_t are not there (the fuzzer's third finding).
+  r = Render("{{ '{99999999999999999999999}'.format('r') }}");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("no argument"), std::string_view::npos) << r.status();
+  EXPECT_EQ(Render("[{{ [[1]] | map(attribute='99999999999999999999999') | first }}]").value_or(""),
+            "[]");
+
   r = Render("{{ x.y }}");  // attribute of an undefined value
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("'x' is undefined"), std::string_view::npos) << r.status();
 }
 
 TEST(JinjaTest, RefusedWhenParsing) {
-  for (const char* source : {"{{ x | no_such_filter }}", "{% if x is no_such_test %}{% endif %}",
-                             "{% include 'other.jinja' %}", "{% extends 'base' %}",
-                             "{% for x in y recursive %}{% endfor %}", "{{ 'unterminated }}",
-                             "{% if x %}", "{{ x", "{% frobnicate %}", "{{ a b }}"}) {
+  for (const char* source :
+       {"{{ x | no_such_filter }}", "{% if x is no_such_test %}{% endif %}",
+        "{% include 'other.jinja' %}", "{% extends 'base' %}",
+        "{% for x in y recursive %}{% endfor %}", "{{ 'unterminated }}", "{% if x %}", "{{ x",
+        "{% frobnicate %}", "{{ a b }}", "{{ 99999999999999999999 }}"}) {  // beyond 64 bits
     absl::StatusOr<Template> t = Template::Parse(source);
     EXPECT_FALSE(t.ok()) << source;
     if (!t.ok()) {
