@@ -306,6 +306,12 @@ FEATURE_CASES = [
     ("if.nested", "{% if a %}{% if b %}ab{% else %}a{% endif %}{% endif %}", {"a": True, "b": False}),
     # ---- set and scoping ----
     ("set.basic", "{% set x = 1 %}{{ x }}", {}),
+    ("set.block_break_applies_to_loop",
+     "{% for i in [1, 2, 3] %}{% set x %}a{{ i }}{% if i == 2 %}{% break %}{% endif %}b"
+     "{% endset %}[{{ x }}]{% endfor %}", {}),
+    ("filter.block_continue_applies_to_loop",
+     "{% for i in [1, 2, 3] %}{% filter upper %}a{{ i }}{% if i == 2 %}{% continue %}{% endif %}"
+     "b{% endfilter %}|{% endfor %}", {}),
     ("set.overrides_context", "{% set x = 'new' %}{{ x }}", {"x": "old"}),
     ("set.in_for_does_not_leak", "{% set x = 0 %}{% for i in [1, 2] %}{% set x = i %}{% endfor %}{{ x }}", {}),
     ("set.in_for_visible_in_iteration", "{% for i in [1, 2] %}{% set y = i * 10 %}{{ y }} {% endfor %}", {}),

@@ -218,22 +218,10 @@ absl::StatusOr<Interpreter::Flow> Interpreter::ExecOne(const Stmt& stmt, Scope& 
       return Flow::kNormal;
     }
     case Stmt::Kind::kSetBlock: {
-      std::string body;
-      JINJA_ASSIGN(flow, Exec(stmt.bodies[0], scope, body));
-      (void)flow;
-      if (body.size() > kMaxValueBytes) {
-        return absl::ResourceExhaustedError(
-            Cat("a set block of more than ", kMaxValueBytes, " bytes"));
-      }
-      Value v = Value::String(std::move(body));
-      if (stmt.expr) {
-        Scope hole{.parent = &scope};
-        hole.vars.Set("", std::move(v));
-        JINJA_ASSIGN(filtered, Eval(*stmt.expr, hole));
-        v = std::move(filtered);
-      }
-      scope.vars.Set(stmt.targets[0], std::move(v));
-      return Flow::kNormal;
+      Value v;
+      JINJA_ASSIGN(flow, RenderBlock(stmt, scope, &v));
+      if (flow == Flow::kNormal) scope.vars.Set(stmt.targets[0], std::move(v));
+      return flow;
     }
     case Stmt::Kind::kMacro:
       scope.vars.Set(stmt.name, Value::MakeCallable(std::make_shared<Macro>(&stmt)));
@@ -251,18 +239,10 @@ absl::StatusOr<Interpreter::Flow> Interpreter::ExecOne(const Stmt& stmt, Scope& 
       return Flow::kNormal;
     }
     case Stmt::Kind::kFilterBlock: {
-      std::string body;
-      JINJA_ASSIGN(flow, Exec(stmt.bodies[0], scope, body));
-      (void)flow;
-      if (body.size() > kMaxValueBytes) {
-        return absl::ResourceExhaustedError(
-            Cat("a filter block of more than ", kMaxValueBytes, " bytes"));
-      }
-      Scope hole{.parent = &scope};
-      hole.vars.Set("", Value::String(std::move(body)));
-      JINJA_ASSIGN(filtered, Eval(*stmt.expr, hole));
-      out += ToStr(filtered);
-      return Flow::kNormal;
+      Value v;
+      JINJA_ASSIGN(flow, RenderBlock(stmt, scope, &v));
+      if (flow == Flow::kNormal) out += ToStr(v);
+      return flow;
     }
     case Stmt::Kind::kWith: {
       Scope inner{.parent = &scope};
@@ -277,6 +257,25 @@ absl::StatusOr<Interpreter::Flow> Interpreter::ExecOne(const Stmt& stmt, Scope& 
     case Stmt::Kind::kContinue:
       return Flow::kContinue;
   }
+  return Flow::kNormal;
+}
+
+absl::StatusOr<Interpreter::Flow> Interpreter::RenderBlock(const Stmt& stmt, Scope& scope,
+                                                           Value* value) {
+  std::string body;
+  JINJA_ASSIGN(flow, Exec(stmt.bodies[0], scope, body));
+  // A break / continue inside the block belongs to the enclosing loop, as in Jinja, where the
+  // block's body is part of the loop's: the block then assigns or prints nothing.
+  if (flow != Flow::kNormal) return flow;
+  if (body.size() > kMaxValueBytes) {
+    return absl::ResourceExhaustedError(Cat("a block of more than ", kMaxValueBytes, " bytes"));
+  }
+  *value = Value::String(std::move(body));
+  if (!stmt.expr) return Flow::kNormal;
+  Scope hole{.parent = &scope};  // the filter chain reads the body as the name ""
+  hole.vars.Set("", std::move(*value));
+  JINJA_ASSIGN(filtered, Eval(*stmt.expr, hole));
+  *value = std::move(filtered);
   return Flow::kNormal;
 }
 

@@ -55,6 +55,9 @@ class Interpreter {
   absl::StatusOr<Flow> ExecOne(const Stmt& stmt, Scope& scope, std::string& out);
   absl::StatusOr<Flow> ExecFor(const Stmt& stmt, Scope& scope, std::string& out);
   absl::Status ExecSet(const Stmt& stmt, const Value& value, Scope& scope);
+  // A set block's or filter block's body rendered into *value, then through its filter chain
+  // when it has one; a break / continue in it is returned for the enclosing loop.
+  absl::StatusOr<Flow> RenderBlock(const Stmt& stmt, Scope& scope, Value* value);
   // Evaluates `e`; a value heavier than kMaxValueBytes is ResourceExhausted.
   absl::StatusOr<Value> Eval(const Expr& e, Scope& scope);
   absl::StatusOr<Value> EvalUnbounded(const Expr& e, Scope& scope);
