@@ -22,10 +22,9 @@ Json ParametersOf(const Json& tool) {
 // One entry of `tools`, normalized as vLLM's model_dump gives it to the template.
 absl::StatusOr<Json> ParseTool(const Json& tool, const std::string& path) {
   if (!tool.is_object()) return WrongType(path, "an object", tool);
-  HEADROOM_OPENAI_ASSIGN(type, OptString(tool, "type"));
-  if (type.value_or("function") != "function") {
+  if (const Json* type = Member(tool, "type"); type != nullptr && *type != "function") {
     return Bad(path + ".type",
-               absl::StrCat(path, ".type must be \"function\", got \"", *type, "\""));
+               absl::StrCat(path, ".type must be \"function\", got ", type->dump()));
   }
   const std::string fpath = path + ".function";
   const Json* function = Member(tool, "function");
