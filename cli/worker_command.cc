@@ -13,10 +13,12 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "cli/exit_codes.h"
@@ -82,7 +84,8 @@ FlagSet MakeWorkerFlags() {
                  "On SIGTERM/SIGINT, seconds to let running requests finish before cancelling.");
   flags.AddInt64("eos-token-id", std::nullopt,
                  "End-of-sequence token (default: config.json's eos_token_id, the first if a "
-                 "list; -1 = none).");
+                 "list; -1 = none). The model's other eos ids (config.json's and "
+                 "generation_config.json's lists) stop requests too, as in vLLM.");
   flags.AddInt64("metrics-port", kDefaultMetricsPort,
                  "Port of the Prometheus /metrics and /health HTTP endpoint on --host (0 = pick "
                  "a free one; -1 = off). A second line 'headroom worker metrics on HOST:PORT' "
@@ -113,17 +116,28 @@ FlagSet MakeWorkerFlags() {
   return flags;
 }
 
-// config.json's eos_token_id (the first one when it is a list), or -1.
-int32_t ConfigEosTokenId(const std::string& model) {
-  if (model.starts_with("dummy:")) return -1;
-  std::ifstream file(absl::StrCat(model, "/config.json"));
-  if (!file) return -1;
-  const nlohmann::json json = nlohmann::json::parse(file, nullptr, /*allow_exceptions=*/false);
-  if (json.is_discarded() || !json.contains("eos_token_id")) return -1;
-  const nlohmann::json& eos = json["eos_token_id"];
-  if (eos.is_number_integer()) return eos.get<int32_t>();
-  if (eos.is_array() && !eos.empty() && eos[0].is_number_integer()) return eos[0].get<int32_t>();
-  return -1;
+// The model's end-of-sequence ids: config.json's eos_token_id (an id or a list), then
+// generation_config.json's (what vLLM stops on), each once, in that order. Empty for dummy
+// models and when neither file names one.
+std::vector<int32_t> ModelEosTokenIds(const std::string& model) {
+  std::vector<int32_t> ids;
+  if (model.starts_with("dummy:")) return ids;
+  for (const char* name : {"config.json", "generation_config.json"}) {
+    std::ifstream file(absl::StrCat(model, "/", name));
+    if (!file) continue;
+    const nlohmann::json json = nlohmann::json::parse(file, nullptr, /*allow_exceptions=*/false);
+    if (json.is_discarded() || !json.is_object() || !json.contains("eos_token_id")) continue;
+    const nlohmann::json& eos = json["eos_token_id"];
+    for (const nlohmann::json& id : eos.is_array() ? eos : nlohmann::json::array({eos})) {
+      if (!id.is_number_integer()) continue;
+      const int64_t value = id.get<int64_t>();
+      if (value < 0 || value > INT32_MAX) continue;
+      if (std::find(ids.begin(), ids.end(), value) == ids.end()) {
+        ids.push_back(static_cast<int32_t>(value));
+      }
+    }
+  }
+  return ids;
 }
 
 absl::StatusOr<int32_t> Int32Flag(const FlagSet& flags, std::string_view name, int64_t min) {
@@ -187,10 +201,16 @@ absl::StatusOr<EngineSetup> ParseEngineSetup(const FlagSet& flags) {
         absl::StrCat("--scheduling-policy must be fcfs or priority, got \"", policy, "\""));
   }
   options.seed = static_cast<uint64_t>(*flags.GetInt64("seed"));
+  // The first id is the EOS (constrained decoding offers it where a reply may end); the others
+  // stop a request like its stop_token_ids.
+  const std::vector<int32_t> eos_ids = ModelEosTokenIds(model);
   if (flags.GetInt64("eos-token-id").has_value()) {
     HR_ASSIGN_OR_RETURN(options.eos_token_id, Int32Flag(flags, "eos-token-id", -1));
   } else {
-    options.eos_token_id = ConfigEosTokenId(model);
+    options.eos_token_id = eos_ids.empty() ? -1 : eos_ids.front();
+  }
+  for (int32_t id : eos_ids) {
+    if (id != options.eos_token_id) options.extra_eos_token_ids.push_back(id);
   }
   const double gpu_memory_utilization = *flags.GetDouble("gpu-memory-utilization");
   if (!(gpu_memory_utilization > 0.0 && gpu_memory_utilization <= 1.0)) {
@@ -399,6 +419,10 @@ absl::Status Serve(const FlagSet& flags, const sigset_t& stop_signals, std::ostr
       << " loaded in " << absl::FormatDuration(absl::Now() - load_start) << "; "
       << options.num_kv_blocks << " KV blocks of " << options.block_size
       << " tokens, max_model_len " << options.max_model_len << ", eos " << options.eos_token_id
+      << (options.extra_eos_token_ids.empty()
+              ? std::string()
+              : absl::StrCat(" (also stops on ", absl::StrJoin(options.extra_eos_token_ids, ","),
+                             ")"))
       << "\n";
   out << "headroom worker listening on " << host << ":" << selected_port << std::endl;
   if (metrics_server != nullptr) {

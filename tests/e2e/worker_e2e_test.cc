@@ -13,6 +13,8 @@
 
 #include <chrono>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -214,6 +216,44 @@ TEST_F(WorkerE2eTest, SubmitStreamsTheSameGreedyTokensAsAnInProcessEngine) {
   EXPECT_EQ(result.finish, expected_finish == FinishReason::kStop ? v1::FINISH_REASON_STOP
                                                                   : v1::FINISH_REASON_LENGTH);
   EXPECT_EQ(result.completion_tokens, static_cast<int32_t>(expected.size()));
+}
+
+// generation_config.json's eos_token_id list (Llama-3.1's <|eom_id|>, Qwen2.5's <|endoftext|>)
+// stops requests as vLLM's does: a copy of the fixture model whose generation_config.json names
+// the token greedy decoding produces third ends the same request there, finished by a stop.
+TEST_F(WorkerE2eTest, GenerationConfigEosIdsStopRequests) {
+  const std::vector<int32_t> prompt = {1, 17, 33, 5, 99, 250, 7, 64, 128, 3, 11};
+  std::vector<int32_t> free_run;
+  {
+    WorkerProcess worker(FixtureFlags());
+    Connect(worker);
+    auto context = Context();
+    auto reader = stub_->Submit(context.get(), MakeSubmit(1, prompt, 12));
+    const StreamResult result = ReadAll(*reader);
+    ASSERT_TRUE(result.status.ok()) << result.status.error_message();
+    free_run = result.tokens;
+  }
+  ASSERT_EQ(free_run.size(), 12u);
+  const int32_t stop = free_run[2];
+  ASSERT_TRUE(stop != free_run[0] && stop != free_run[1]) << "pick a token first seen third";
+
+  const std::filesystem::path model =
+      std::filesystem::temp_directory_path() / ("headroom_eos_model_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(model);
+  std::filesystem::copy(FixtureModelDir(), model, std::filesystem::copy_options::recursive);
+  std::ofstream(model / "generation_config.json")
+      << R"({"bos_token_id": 1, "eos_token_id": [2, )" << stop << "]}";
+  std::vector<std::string> flags = FixtureFlags();
+  SetFlag(flags, "--model", model.string());
+  WorkerProcess worker(flags);
+  Connect(worker);
+  auto context = Context();
+  auto reader = stub_->Submit(context.get(), MakeSubmit(2, prompt, 12));
+  const StreamResult result = ReadAll(*reader);
+  std::filesystem::remove_all(model);
+  ASSERT_TRUE(result.status.ok()) << result.status.error_message();
+  EXPECT_EQ(result.tokens, std::vector<int32_t>(free_run.begin(), free_run.begin() + 3));
+  EXPECT_EQ(result.finish, v1::FINISH_REASON_STOP);
 }
 
 TEST_F(WorkerE2eTest, HealthIsServingAndFirstLoadReportMatchesTheFlags) {

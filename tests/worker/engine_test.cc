@@ -340,6 +340,24 @@ TEST(EngineTest, MinTokensHoldsOffStopTokens) {
               HasSubstr("min_tokens must be in [0, max_tokens (24)], got 25"));
 }
 
+// The model's other end-of-sequence ids (generation_config.json's list) stop a request as its
+// stop_token_ids do, unless it ignores EOS: a token greedy decoding produces third, named as an
+// extra EOS id, ends the output there; with ignore_eos the run is the free one.
+TEST(EngineTest, ExtraEosIdsStopRequestsThatDoNotIgnoreEos) {
+  Request r = GreedyRequest(12);
+  const std::vector<int32_t> free_run = RunEngine({r}, DefaultOptions()).tokens.at(1);
+  ASSERT_EQ(free_run.size(), 12u);
+  const int32_t eom = free_run[2];
+  ASSERT_TRUE(eom != free_run[0] && eom != free_run[1]) << "pick a token first seen third";
+  EngineOptions options = DefaultOptions();
+  options.extra_eos_token_ids = {eom};
+  EXPECT_EQ(RunEngine({r}, options).tokens.at(1), free_run) << "ignore_eos ignores them too";
+  r.sampling.ignore_eos = false;
+  const RunResult run = RunEngine({r}, options);
+  EXPECT_EQ(run.tokens.at(1), std::vector<int32_t>(free_run.begin(), free_run.begin() + 3));
+  EXPECT_EQ(run.finish.at(1), FinishReason::kStop);
+}
+
 // logit_bias reaches the sampler: +100 on one token makes greedy decoding choose it every time,
 // -100 on the token it would choose first makes it choose another; ids outside the vocabulary
 // are refused with the numbers.

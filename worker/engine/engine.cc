@@ -192,6 +192,12 @@ absl::Status Engine::StopFollowers() {
 
 absl::Status Engine::AddRequest(Request request) {
   HR_RETURN_IF_ERROR(ValidateSamplingParams(request.sampling, model_->config().vocab_size));
+  if (!request.sampling.ignore_eos) {
+    std::vector<int32_t>& stops = request.sampling.stop_token_ids;
+    for (int32_t id : options_.extra_eos_token_ids) {
+      if (std::find(stops.begin(), stops.end(), id) == stops.end()) stops.push_back(id);
+    }
+  }
   const SamplingParams& p = request.sampling;
   Sampling sampling{.params = p,
                     .seed = p.seed.value_or(DefaultSeed(options_.seed, request.id)),

@@ -53,6 +53,10 @@ struct EngineOptions {
   double watermark = 0.01;
   // End-of-sequence token id (-1: none).
   int32_t eos_token_id = -1;
+  // The model's other end-of-sequence ids (config.json's / generation_config.json's eos_token_id
+  // lists: Llama-3.1's <|eom_id|> and <|eot_id|>, Qwen2.5's <|endoftext|>). As in vLLM they stop
+  // a request as its stop_token_ids do (stop_reason names the id), unless it ignores EOS.
+  std::vector<int32_t> extra_eos_token_ids = {};
   // Seed of requests that bring none (each still gets its own stream, keyed by request id).
   uint64_t seed = 0;
   // --scheduling-policy.
