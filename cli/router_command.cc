@@ -32,6 +32,7 @@
 #include "router/frontend/http_frontend.h"
 #include "router/http/http_server.h"
 #include "router/openai/chat_template.h"
+#include "router/openai/tool_parser.h"
 #include "router/service/dispatcher.h"
 #include "router/service/group_monitor.h"
 #include "router/service/inference_service.h"
@@ -67,6 +68,12 @@ FlagSet MakeRouterFlags() {
                   "tokenizer_config.json's chat_template beside --tokenizer; chatml for the byte "
                   "tokenizer of dummy models), a Jinja file or template text, the built-in chatml "
                   "or llama3, or none.");
+  flags.AddBool("enable-auto-tool-choice", false,
+                "Serve tool_choice \"auto\" (the default when a chat request gives tools): the "
+                "model decides, and its reply is read for calls by --tool-call-parser.");
+  flags.AddString("tool-call-parser", std::nullopt,
+                  "How the model writes tool calls, for --enable-auto-tool-choice: hermes "
+                  "(Hermes 2 Pro / 3, Qwen2.5, Qwen3).");
   flags.AddString("host", "127.0.0.1", "Address to listen on.");
   flags.AddString("workers", std::nullopt,
                   "Comma-separated worker group leader addresses (host:port,host:port).");
@@ -220,6 +227,16 @@ absl::Status Serve(const FlagSet& flags, const sigset_t& stop_signals, std::ostr
   HR_ASSIGN_OR_RETURN(const std::string api_key, ApiKey(flags));
   HR_ASSIGN_OR_RETURN(std::optional<router::openai::ChatTemplate> chat_template,
                       ChatTemplate(flags, *tokenizer));
+  // As vLLM: "auto" needs both flags; a parser alone reads nothing.
+  std::optional<router::openai::ToolCallParser> tool_call_parser;
+  if (flags.GetBool("enable-auto-tool-choice")) {
+    const std::optional<std::string> name = flags.GetString("tool-call-parser");
+    if (!name.has_value()) {
+      return absl::InvalidArgumentError(
+          "--enable-auto-tool-choice needs --tool-call-parser (supported: hermes)");
+    }
+    HR_ASSIGN_OR_RETURN(tool_call_parser, router::openai::ParseToolCallParserName(*name));
+  }
 
   const double prefix_affinity_weight = *flags.GetDouble("prefix-affinity-weight");
   if (!(prefix_affinity_weight >= 0 && prefix_affinity_weight <= 1e6)) {
@@ -282,6 +299,7 @@ absl::Status Serve(const FlagSet& flags, const sigset_t& stop_signals, std::ostr
         .channel = server->InProcessChannel(grpc::ChannelArguments()),
         .tokenizer = tokenizer.get(),
         .chat_template = std::move(chat_template),
+        .tool_call_parser = tool_call_parser,
         .api_key = api_key,
         .registry = &registry,
         // Liveness: the router answers while it runs; readiness (a group is up) is the gRPC

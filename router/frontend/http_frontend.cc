@@ -143,10 +143,25 @@ void HttpFrontend::Generate(const http::HttpRequest& request, bool chat,
                        "/v1/completions, or start the router with --chat-template"),
           "messages");
     }
+    openai::ToolChoice& tool_choice = parsed->tools.choice;
+    if (tool_choice.kind == openai::ToolChoice::Kind::kAuto) {
+      if (!options_.tool_call_parser.has_value()) {
+        return RespondOpenAiError(
+            *writer, 400,
+            "tool_choice \"auto\" (the default when tools are given) lets the model decide "
+            "whether to call a tool, which needs a parser for the model's tool-call format: "
+            "start the router with --enable-auto-tool-choice --tool-call-parser hermes (the "
+            "format of Hermes and Qwen2.5 / Qwen3), as vLLM needs, or use tool_choice "
+            "\"required\", a named function ({\"type\": \"function\", \"function\": "
+            "{\"name\": ...}}) or \"none\"",
+            "tool_choice");
+      }
+      tool_choice.parser = options_.tool_call_parser;
+    }
     const Tokenizer& tokenizer = *options_.tokenizer;
-    absl::StatusOr<std::string> prompt = options_.chat_template->Render(
-        parsed->messages, parsed->add_generation_prompt, parsed->tools.tools,
-        parsed->chat_template_kwargs);
+    absl::StatusOr<std::string> prompt =
+        options_.chat_template->Render(parsed->messages, parsed->add_generation_prompt,
+                                       parsed->tools.tools, parsed->chat_template_kwargs);
     if (!prompt.ok()) {
       return RespondOpenAiError(*writer, 400, std::string(prompt.status().message()), "messages");
     }

@@ -43,6 +43,7 @@
 #include "headroom/v1/inference.grpc.pb.h"
 #include "router/http/http_server.h"
 #include "router/openai/chat_template.h"
+#include "router/openai/tools.h"
 #include "router/tokenizer/tokenizer.h"
 
 namespace headroom::router {
@@ -54,6 +55,9 @@ struct HttpFrontendOptions {
   const Tokenizer* tokenizer = nullptr;
   // The chat template; nullopt: /v1/chat/completions answers 400 naming the missing template.
   std::optional<openai::ChatTemplate> chat_template;
+  // How replies under tool_choice "auto" are read for calls (--tool-call-parser with
+  // --enable-auto-tool-choice); nullopt: "auto" answers 400 saying what to use instead.
+  std::optional<openai::ToolCallParser> tool_call_parser = std::nullopt;
   // Required as "Authorization: Bearer <key>" on /v1/*; empty = no key.
   std::string api_key;
   // /metrics; must outlive the frontend.

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "router/openai/tool_parser.h"
 #include "router/tokenizer/string_util.h"
 
 namespace headroom::router::openai {
@@ -166,6 +167,9 @@ void ResponseBuilder::NoteFinal(const v1::GenerateResponse& message, Choice& cho
 }
 
 ResponseBuilder::Json ResponseBuilder::FinishReasonJson(const Choice& choice) {
+  if (choice.called_tools && choice.finish_reason != v1::FINISH_REASON_UNSPECIFIED) {
+    return "tool_calls";
+  }
   switch (choice.finish_reason) {
     case v1::FINISH_REASON_STOP:
       return "stop";
@@ -250,6 +254,11 @@ std::string ResponseBuilder::StreamEvents(int32_t index, const v1::GenerateRespo
     if (delta.empty() && !final && !has_logprobs) return "";  // "required" text held back
     choice["delta"] = std::move(delta);
     state.role_sent = true;
+  } else if (endpoint_ == Endpoint::kChat && ReadsToolCalls()) {
+    Json delta = AutoToolDelta(index, message, first_chat, final, state);
+    if (delta.empty() && !final && !has_logprobs) return "";  // held back: may be a call
+    choice["delta"] = std::move(delta);
+    state.role_sent = true;
   } else if (endpoint_ == Endpoint::kChat) {
     Json delta = Json::object();
     if (first_chat) delta["role"] = "assistant";
@@ -325,6 +334,7 @@ std::string ResponseBuilder::Body() const {
     const Choice& state = choices_[i];
     Json choice = Json::object();
     choice["index"] = i;
+    bool called = false;  // an "auto" reply that called tools
     if (endpoint_ == Endpoint::kChat) {
       Json message = Json{{"role", "assistant"}, {"content", state.text}};
       // vLLM's shape for a called tool: empty content and the calls (a reply cut by max_tokens
@@ -334,6 +344,15 @@ std::string ResponseBuilder::Body() const {
           message["content"] = "";
           message["tool_calls"] = ToolCallsJson(static_cast<int32_t>(i), *calls, false);
         }
+      } else if (ReadsToolCalls()) {
+        // vLLM's shape: the text before the first call as content (null when none), the calls,
+        // finish_reason "tool_calls".
+        ParsedToolOutput parsed = ParseToolCalls(*tool_choice_.parser, state.text);
+        if (!parsed.calls.empty()) {
+          message["content"] = parsed.content.has_value() ? Json(*parsed.content) : Json(nullptr);
+          message["tool_calls"] = ToolCallsJson(static_cast<int32_t>(i), parsed.calls, false);
+          called = true;
+        }
       }
       choice["message"] = std::move(message);
     } else {
@@ -341,7 +360,7 @@ std::string ResponseBuilder::Body() const {
       choice["text"] = echo != nullptr ? *echo + state.text : state.text;
     }
     choice["logprobs"] = logprobs_ ? state.logprobs : Json(nullptr);
-    choice["finish_reason"] = FinishReasonJson(state);
+    choice["finish_reason"] = called ? Json("tool_calls") : FinishReasonJson(state);
     choice["stop_reason"] = StopReasonJson(state);
     // vLLM: per choice for completions, once per response (the prompt's) for chat.
     if (prompt_logprobs_ >= 0 && endpoint_ == Endpoint::kCompletions) {
@@ -359,6 +378,39 @@ std::string ResponseBuilder::Body() const {
   }
   body["usage"] = UsageJson();
   return Dump(body);
+}
+
+bool ResponseBuilder::ReadsToolCalls() const {
+  return tool_choice_.kind == ToolChoice::Kind::kAuto && tool_choice_.parser.has_value();
+}
+
+ResponseBuilder::Json ResponseBuilder::AutoToolDelta(int32_t index,
+                                                     const v1::GenerateResponse& message,
+                                                     bool first, bool final, Choice& state) const {
+  Json delta = Json::object();
+  if (first) delta["role"] = "assistant";
+  state.text += message.text();
+  const ToolCallParser parser = *tool_choice_.parser;
+  std::string content;
+  if (!final) {
+    const size_t ready = StreamableContent(parser, state.text);
+    if (ready > state.content_sent)
+      content = state.text.substr(state.content_sent, ready - state.content_sent);
+    state.content_sent = std::max(state.content_sent, ready);
+  } else {
+    ParsedToolOutput parsed = ParseToolCalls(parser, state.text);
+    if (parsed.calls.empty()) {
+      content = state.text.substr(state.content_sent);  // no call: all of it was content
+    } else {
+      const std::string before = parsed.content.value_or("");
+      if (before.size() > state.content_sent) content = before.substr(state.content_sent);
+      delta["tool_calls"] = ToolCallsJson(index, parsed.calls, true);
+      state.called_tools = true;
+    }
+    state.content_sent = state.text.size();
+  }
+  if (!content.empty() || first) delta["content"] = content;
+  return delta;
 }
 
 bool ResponseBuilder::CallsTools() const {

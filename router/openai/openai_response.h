@@ -51,7 +51,11 @@ class ResponseBuilder {
   struct Choice {
     bool role_sent = false;
     bool tool_call_started = false;  // a named call's id and name went out (streaming)
-    bool echoed = false;             // its prompt went out (echo)
+    // tool_choice "auto" (streaming): bytes of `text` sent as content, and whether the reply
+    // turned out to call tools (finish_reason "tool_calls").
+    size_t content_sent = 0;
+    bool called_tools = false;
+    bool echoed = false;  // its prompt went out (echo)
     // Code points of completion text covered by logprobs so far (completions text_offset).
     int64_t text_offset = 0;
     std::string text;
@@ -89,6 +93,12 @@ class ResponseBuilder {
   [[nodiscard]] Json ToolCallsJson(int32_t choice, const std::vector<ToolCall>& calls,
                                    bool with_index) const;
   [[nodiscard]] bool CallsTools() const;
+  // tool_choice "auto" with a parser: the free reply is read for calls.
+  [[nodiscard]] bool ReadsToolCalls() const;
+  // The streamed delta of an "auto" reply: content as far as it is surely not a call; at the end
+  // the rest of the content and the calls.
+  [[nodiscard]] Json AutoToolDelta(int32_t index, const v1::GenerateResponse& message, bool first,
+                                   bool final, Choice& state) const;
   static Json FinishReasonJson(const Choice& choice);
   static Json StopReasonJson(const Choice& choice);
 

@@ -86,14 +86,6 @@ absl::StatusOr<ToolChoice> ParseChoice(const Json& request, const Json& tools) {
   } else {
     return WrongType("tool_choice", "a string or an object", *given);
   }
-  if (choice.kind == ToolChoice::Kind::kAuto) {
-    return Bad("tool_choice",
-               "tool_choice \"auto\" (the default when tools are given) lets the model decide "
-               "whether to call a tool, which needs a parser for the model's own tool-call "
-               "format; headroom has none yet (vLLM needs --enable-auto-tool-choice and "
-               "--tool-call-parser for it). Use tool_choice \"required\", a named function "
-               "({\"type\": \"function\", \"function\": {\"name\": ...}}) or \"none\"");
-  }
   if (choice.kind != ToolChoice::Kind::kNone && tools.empty()) {
     return Bad("tool_choice", "tool_choice needs tools");
   }

@@ -1,9 +1,9 @@
-// OpenAI function calling as vLLM serves it without a tool-call parser: `tools` reach the chat
-// template, and tool_choice "required" or a named function constrains the reply with a JSON
-// schema (structured output), so the reply is the call: for a named function its arguments, for
-// "required" a JSON array of {"name", "parameters"} objects. "auto" (the model decides, and its
-// free text must be parsed for calls) needs a model-specific tool-call parser, which headroom does
-// not have: it is refused, as vLLM refuses it without --tool-call-parser. Pure functions.
+// OpenAI function calling as vLLM serves it: `tools` reach the chat template, and tool_choice
+// "required" or a named function constrains the reply with a JSON schema (structured output), so
+// the reply is the call: for a named function its arguments, for "required" a JSON array of
+// {"name", "parameters"} objects. "auto" (the model decides, and its free text is read for calls)
+// needs the model family's tool-call parser (tool_parser.h, the router's --tool-call-parser);
+// without one it is refused, as vLLM refuses it. Pure functions.
 #pragma once
 
 #include <optional>
@@ -16,12 +16,18 @@
 
 namespace headroom::router::openai {
 
+// How a model writes tool calls in free text (tool_parser.h): the router's --tool-call-parser.
+enum class ToolCallParser { kHermes };
+
 struct ToolChoice {
   enum class Kind { kNone, kAuto, kRequired, kFunction };
   Kind kind = Kind::kNone;
   std::string function;  // kFunction: the function's name
   // parallel_tool_calls: false limits a "required" reply to one call.
   bool parallel = true;
+  // kAuto: how the reply's calls are read (the HTTP front sets it from --tool-call-parser, and
+  // refuses "auto" without one).
+  std::optional<ToolCallParser> parser;
 };
 
 // One call of a reply: the function's name and its arguments as a JSON text.
@@ -39,9 +45,8 @@ struct ToolRequest {
 
 // Reads `tools`, `tool_choice` and `parallel_tool_calls` with vLLM's rules: tool_choice defaults
 // to "auto" when tools are given and "none" otherwise; "required" with no tools is "none"; a named
-// function must be one of the tools; a choice other than "none" needs tools. "auto" is refused
-// (InvalidArgument naming tool_choice and what to use instead), as vLLM refuses it without a
-// tool-call parser. Errors name the field ("tools[1].function.name").
+// function must be one of the tools; a choice other than "none" needs tools. Errors name the
+// field ("tools[1].function.name"). Whether "auto" can be served is the HTTP front's to decide.
 absl::StatusOr<ToolRequest> ParseToolRequest(const nlohmann::ordered_json& request);
 
 // An assistant message's tool_calls ([{"id", "type": "function", "function": {"name",

@@ -41,8 +41,8 @@ std::string ReadFile(const std::filesystem::path& path) {
 
 // Runs `headroom args...` with stdout and stderr captured into files.
 RunResult RunHeadroom(const std::vector<std::string>& args) {
-  const std::filesystem::path dir = std::filesystem::path(::testing::TempDir()) /
-                                    absl::StrCat("headroom_cli_", getpid());
+  const std::filesystem::path dir =
+      std::filesystem::path(::testing::TempDir()) / absl::StrCat("headroom_cli_", getpid());
   std::filesystem::create_directories(dir);
   const std::string out_path = (dir / "stdout").string();
   const std::string err_path = (dir / "stderr").string();
@@ -85,15 +85,15 @@ void ExpectRefused(const RunResult& result) {
 TEST(HeadroomCliTest, HelpListsSubcommands) {
   const RunResult result = RunHeadroom({"--help"});
   EXPECT_EQ(result.exit_code, 0);
-  EXPECT_THAT(result.out, AllOf(HasSubstr("usage: headroom <command> [flags]"),
-                                HasSubstr("plan"), HasSubstr("memory plan")));
+  EXPECT_THAT(result.out, AllOf(HasSubstr("usage: headroom <command> [flags]"), HasSubstr("plan"),
+                                HasSubstr("memory plan")));
 }
 
 TEST(HeadroomCliTest, NoCommandIsAUsageError) {
   const RunResult result = RunHeadroom({});
   EXPECT_EQ(result.exit_code, 2);
-  EXPECT_THAT(result.err, AllOf(StartsWith("error: no command given"),
-                                HasSubstr("usage: headroom <command>")));
+  EXPECT_THAT(result.err,
+              AllOf(StartsWith("error: no command given"), HasSubstr("usage: headroom <command>")));
 }
 
 TEST(HeadroomCliTest, UnknownCommandPrintsUsage) {
@@ -108,9 +108,8 @@ TEST(HeadroomCliTest, PlanHelpListsFlagsWithVllmNames) {
   EXPECT_EQ(result.exit_code, 0);
   for (const char* flag : {"--model STRING", "--tensor-parallel-size INT",
                            "--gpu-memory-utilization FLOAT", "--max-model-len INT",
-                           "--max-num-seqs INT", "--max-num-batched-tokens INT",
-                           "--block-size INT", "--dtype STRING", "--kv-cache-dtype STRING",
-                           "--gpu-memory-gib FLOAT"}) {
+                           "--max-num-seqs INT", "--max-num-batched-tokens INT", "--block-size INT",
+                           "--dtype STRING", "--kv-cache-dtype STRING", "--gpu-memory-gib FLOAT"}) {
     EXPECT_THAT(result.out, HasSubstr(flag));
   }
   EXPECT_THAT(result.out, AllOf(HasSubstr("(default: 0.9)"), HasSubstr("(default: 16)"),
@@ -122,13 +121,13 @@ TEST(HeadroomCliTest, Llama3_8BOn80GiBFits) {
       {"plan", "--model", "dummy:llama-3-8b", "--gpu-memory-gib", "80", "--max-model-len", "8192"});
   EXPECT_EQ(result.exit_code, 0) << result.err;
   EXPECT_THAT(result.err, IsEmpty());
-  EXPECT_THAT(result.out,
-              AllOf(HasSubstr("Model dummy:llama-3-8b (LlamaForCausalLM)"),
-                    HasSubstr("8,030,261,248"), HasSubstr("80.00 GiB"), HasSubstr("72.00 GiB"),
-                    HasSubstr("14.96 GiB"), HasSubstr("KV per token"), HasSubstr("128.00 KiB"),
-                    HasSubstr("27,652"), HasSubstr("442,416"),
-                    HasSubstr("max concurrency @ 8192 tokens"), HasSubstr("54.01x"),
-                    HasSubstr("max concurrency @ 1024 tokens"), HasSubstr("432.05x")));
+  EXPECT_THAT(
+      result.out,
+      AllOf(HasSubstr("Model dummy:llama-3-8b (LlamaForCausalLM)"), HasSubstr("8,030,261,248"),
+            HasSubstr("80.00 GiB"), HasSubstr("72.00 GiB"), HasSubstr("14.96 GiB"),
+            HasSubstr("KV per token"), HasSubstr("128.00 KiB"), HasSubstr("27,652"),
+            HasSubstr("442,416"), HasSubstr("max concurrency @ 8192 tokens"), HasSubstr("54.01x"),
+            HasSubstr("max concurrency @ 1024 tokens"), HasSubstr("432.05x")));
 }
 
 TEST(HeadroomCliTest, Llama3_8BAt128kOn24GiBIsRefusedWithFixes) {
@@ -145,8 +144,8 @@ TEST(HeadroomCliTest, Llama3_8BAt128kOn24GiBIsRefusedWithFixes) {
 }
 
 TEST(HeadroomCliTest, Llama3_70BWeightsDoNotFitOneGpu) {
-  const RunResult result = RunHeadroom({"plan", "--model", "dummy:llama-3-70b",
-                                        "--gpu-memory-gib", "80", "--tensor-parallel-size", "1"});
+  const RunResult result = RunHeadroom({"plan", "--model", "dummy:llama-3-70b", "--gpu-memory-gib",
+                                        "80", "--tensor-parallel-size", "1"});
   ExpectRefused(result);
   EXPECT_THAT(result.err,
               AllOf(HasSubstr("the model's weights do not fit: 131.42 GiB per GPU"),
@@ -163,12 +162,12 @@ TEST(HeadroomCliTest, TensorParallelThreeCannotShardLlama3_8B) {
 
 TEST(HeadroomCliTest, UtilizationOutOfRange) {
   for (const char* util : {"0", "1.5"}) {
-    const RunResult result = RunHeadroom({"plan", "--model", "dummy:llama-3-8b",
-                                          "--gpu-memory-gib", "80",
-                                          "--gpu-memory-utilization", util});
+    const RunResult result = RunHeadroom({"plan", "--model", "dummy:llama-3-8b", "--gpu-memory-gib",
+                                          "80", "--gpu-memory-utilization", util});
     ExpectRefused(result);
     EXPECT_THAT(result.err, HasSubstr(absl::StrCat("--gpu-memory-utilization must be in (0, 1], "
-                                                   "got ", util)));
+                                                   "got ",
+                                                   util)));
   }
 }
 
@@ -181,8 +180,8 @@ TEST(HeadroomCliTest, MalformedUtilization) {
 }
 
 TEST(HeadroomCliTest, BlockSizeZero) {
-  const RunResult result = RunHeadroom({"plan", "--model", "dummy:llama-3-8b", "--gpu-memory-gib",
-                                        "80", "--block-size", "0"});
+  const RunResult result = RunHeadroom(
+      {"plan", "--model", "dummy:llama-3-8b", "--gpu-memory-gib", "80", "--block-size", "0"});
   ExpectRefused(result);
   EXPECT_THAT(result.err, HasSubstr("--block-size must be a power of two from 1 to 256"));
 }
@@ -199,8 +198,7 @@ TEST(HeadroomCliTest, MalformedConfigJson) {
       std::filesystem::path(::testing::TempDir()) / absl::StrCat("headroom_bad_model_", getpid());
   std::filesystem::create_directories(dir);
   std::ofstream(dir / "config.json") << "{\"architectures\": [\"LlamaForCausalLM\"],\n";
-  const RunResult result =
-      RunHeadroom({"plan", "--model", dir.string(), "--gpu-memory-gib", "80"});
+  const RunResult result = RunHeadroom({"plan", "--model", dir.string(), "--gpu-memory-gib", "80"});
   std::filesystem::remove_all(dir);
   ExpectRefused(result);
   EXPECT_THAT(result.err, AllOf(HasSubstr((dir / "config.json").string()),
@@ -228,17 +226,16 @@ TEST(HeadroomCliTest, MissingGpuMemory) {
 }
 
 TEST(HeadroomCliTest, BadDtypeNamesTheFlag) {
-  const RunResult result = RunHeadroom({"plan", "--model", "dummy:llama-3-8b", "--gpu-memory-gib",
-                                        "80", "--kv-cache-dtype", "fp8"});
+  const RunResult result = RunHeadroom(
+      {"plan", "--model", "dummy:llama-3-8b", "--gpu-memory-gib", "80", "--kv-cache-dtype", "fp8"});
   ExpectRefused(result);
   EXPECT_THAT(result.err, HasSubstr("--kv-cache-dtype: unsupported dtype \"fp8\""));
 }
 
 TEST(HeadroomCliTest, DtypeAndTensorParallelChangeThePlan) {
-  const RunResult result =
-      RunHeadroom({"plan", "--model", "dummy:llama-3-8b", "--gpu-memory-gib", "80",
-                   "--tensor-parallel-size", "2", "--dtype", "float32", "--kv-cache-dtype",
-                   "bf16"});
+  const RunResult result = RunHeadroom({"plan", "--model", "dummy:llama-3-8b", "--gpu-memory-gib",
+                                        "80", "--tensor-parallel-size", "2", "--dtype", "float32",
+                                        "--kv-cache-dtype", "bf16"});
   EXPECT_EQ(result.exit_code, 0) << result.err;
   // fp32 weights but bf16 KV: 2 x 32 layers x 4 KV heads x 128 x 2 bytes = 64 KiB per token.
   EXPECT_THAT(result.out, AllOf(HasSubstr("weights float32, KV cache bfloat16"),
@@ -259,6 +256,16 @@ TEST(HeadroomCliTest, RouterTakesExactlyOneOfWorkersAndDiscovery) {
     ExpectRefused(r);
     EXPECT_THAT(r.err, HasSubstr("exactly one of --workers"));
   }
+}
+
+TEST(HeadroomCliTest, RouterAutoToolChoiceNeedsAKnownParser) {
+  RunResult r = RunHeadroom({"router", "--workers", "127.0.0.1:1", "--enable-auto-tool-choice"});
+  ExpectRefused(r);
+  EXPECT_THAT(r.err, HasSubstr("--enable-auto-tool-choice needs --tool-call-parser"));
+  r = RunHeadroom({"router", "--workers", "127.0.0.1:1", "--enable-auto-tool-choice",
+                   "--tool-call-parser", "mistral"});
+  ExpectRefused(r);
+  EXPECT_THAT(r.err, HasSubstr("unknown tool-call parser \"mistral\" (supported: hermes)"));
 }
 
 TEST(HeadroomCliTest, RouterBadDiscoveryTargetNamesTheBadPart) {

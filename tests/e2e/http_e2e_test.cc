@@ -791,6 +791,34 @@ TEST_F(HttpE2eTest, ChatWithoutATemplateIs400NamingTheWayOut) {
   EXPECT_EQ(body["error"]["param"], "messages");
 }
 
+// tool_choice "auto" (the default with tools) is served only by a router started with
+// --enable-auto-tool-choice --tool-call-parser hermes (vLLM's flags): the shared router refuses it
+// saying so, this one answers (the fixture model writes no call, so the reply is content).
+TEST_F(HttpE2eTest, AutoToolChoiceNeedsTheParserFlags) {
+  const Json chat = {{"messages", {{{"role", "user"}, {"content", "Weather?"}}}},
+                     {"max_tokens", 4},
+                     {"tools", {{{"type", "function"}, {"function", {{"name", "get_weather"}}}}}}};
+  HttpResponse refused = cluster_->Post("/v1/chat/completions", chat.dump());
+  EXPECT_EQ(refused.status, 400) << refused.body;
+  EXPECT_NE(refused.body.find("--enable-auto-tool-choice --tool-call-parser"), std::string::npos)
+      << refused.body;
+
+  ChildProcess router(
+      "router",
+      {"--grpc-port", "0", "--http-port", "0", "--enable-auto-tool-choice", "--tool-call-parser",
+       "hermes", "--workers", cluster_->worker_a->address() + "," + cluster_->worker_b->address()});
+  ASSERT_FALSE(router.address().empty());
+  const int port = ReadHttpPort(router);
+  ASSERT_NE(port, 0) << "the router did not print its HTTP port";
+  const auto stub = v1::Inference::NewStub(
+      grpc::CreateChannel(router.address(), grpc::InsecureChannelCredentials()));
+  ASSERT_TRUE(e2e::GroupsUp(*stub, 2, std::chrono::seconds(10)));
+  const HttpResponse answered = HttpRequestTo(port, "POST", "/v1/chat/completions", chat.dump());
+  ASSERT_EQ(answered.status, 200) << answered.body;
+  const Json message = Json::parse(answered.body)["choices"][0]["message"];
+  EXPECT_TRUE(message["content"].is_string()) << answered.body;
+}
+
 // --chat-template FILE: the router renders the file's Jinja (the prompt is what it wrote: the
 // byte tokenizer counts one token per byte), passes chat_template_kwargs, tools and tool messages
 // to it, and a template's raise_exception is a 400 carrying its message.

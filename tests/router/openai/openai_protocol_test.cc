@@ -187,9 +187,8 @@ TEST(OpenAiProtocolTest, BadChatBodies) {
            "tools": [{"function": {"name": "f"}}, {"function": {"name": "f"}}],
            "tool_choice": "required"})",
        "tools[1]", "repeats function name \"f\""},
-      // No tool_choice with tools is "auto": the model would decide, which needs a parser.
-      {R"({"messages": [{"role": "user", "content": "x"}], "tools": [{"function": {"name": "f"}}]})",
-       "tool_choice", "tool_choice \"auto\""},
+      {R"({"messages": [{"role": "user", "content": "x"}], "tool_choice": "auto"})",
+       "tool_choice", "tool_choice needs tools"},
       {R"({"messages": [{"role": "user", "content": "x"}], "tools": [{"function": {"name": "f"}}],
            "tool_choice": "sometimes"})",
        "tool_choice", "got \"sometimes\""},

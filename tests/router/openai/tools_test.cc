@@ -3,11 +3,13 @@
 // generation obeys), and the calls read back from a finished reply.
 #include "router/openai/tools.h"
 
+#include <fstream>
 #include <string>
 
 #include "gtest/gtest.h"
 #include "router/openai/openai_protocol.h"
 #include "router/openai/openai_response.h"
+#include "router/openai/tool_parser.h"
 #include "worker/engine/json_schema.h"
 
 namespace headroom::router::openai {
@@ -241,6 +243,123 @@ TEST(ToolsTest, RequiredCallsComeWholeAtTheEnd) {
   EXPECT_EQ(choice["finish_reason"], "length");
   EXPECT_EQ(choice["message"]["content"], R"([{"name": "get_ti)");
   EXPECT_FALSE(choice["message"].contains("tool_calls"));
+}
+
+// The Hermes format, as the real Qwen2.5-7B-Instruct template instructs the model (the fixture's
+// text, from the model's tokenizer_config.json): each call a JSON object with name and arguments
+// between <tool_call> tags on lines of their own.
+TEST(ToolParserTest, HermesIsTheFormatQwen25sTemplateAsksFor) {
+  std::ifstream in(std::string(std::getenv("HEADROOM_SOURCE_DIR")) +
+                   "/tests/router/jinja/fixtures/jinja_chat_templates.json");
+  const Json fixture = Json::parse(in);
+  std::string qwen;
+  for (const Json& t : fixture["templates"]) {
+    if (t["name"] == "qwen2.5") qwen = t["template"].get<std::string>();
+  }
+  EXPECT_NE(qwen.find(R"(<tool_call>\n{\"name\": <function-name>, \"arguments\": )"
+                      R"(<args-json-object>}\n</tool_call>)"),
+            std::string::npos)
+      << "the template no longer describes the format the parser reads";
+
+  const ParsedToolOutput one = ParseToolCalls(
+      ToolCallParser::kHermes,
+      "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", "
+      "\"unit\": \"c\"}}\n</tool_call>");
+  EXPECT_FALSE(one.content.has_value());
+  ASSERT_EQ(one.calls.size(), 1u);
+  EXPECT_EQ(one.calls[0].name, "get_weather");
+  EXPECT_EQ(one.calls[0].arguments, R"({"city": "Paris", "unit": "c"})");
+
+  const ParsedToolOutput two = ParseToolCalls(
+      ToolCallParser::kHermes,
+      "Let me check.\n<tool_call>\n{\"name\": \"a\", \"arguments\": {}}\n</tool_call>\n"
+      "<tool_call>\n{\"name\": \"b\", \"arguments\": {\"x\": [1, 2]}}\n</tool_call>");
+  EXPECT_EQ(two.content, "Let me check.\n");
+  ASSERT_EQ(two.calls.size(), 2u);
+  EXPECT_EQ(two.calls[1].name, "b");
+  EXPECT_EQ(two.calls[1].arguments, R"({"x": [1, 2]})");
+
+  // The last call may stop before its end tag (EOS right after the JSON).
+  const ParsedToolOutput open = ParseToolCalls(
+      ToolCallParser::kHermes, "<tool_call>\n{\"name\": \"a\", \"arguments\": {\"k\": 1}}\n");
+  ASSERT_EQ(open.calls.size(), 1u);
+  EXPECT_EQ(open.calls[0].arguments, R"({"k": 1})");
+
+  // No call, or something that only looks like one: the whole reply is content.
+  for (const char* text : {"Paris is sunny.", "<tool_call>\n{\"name\": \"a\"", "",
+                           "<tool_call>{\"arguments\": {}}</tool_call>"}) {
+    const ParsedToolOutput none = ParseToolCalls(ToolCallParser::kHermes, text);
+    EXPECT_TRUE(none.calls.empty()) << text;
+    EXPECT_EQ(none.content, std::string(text));
+  }
+  EXPECT_FALSE(ParseToolCallParserName("llama3_json").ok());
+}
+
+TEST(ToolParserTest, StreamingHoldsBackWhatMayStartACall) {
+  auto ready = [](std::string_view text) {
+    return StreamableContent(ToolCallParser::kHermes, text);
+  };
+  EXPECT_EQ(ready("Hello"), 5u);
+  EXPECT_EQ(ready("Hello <tool"), 6u);
+  EXPECT_EQ(ready("Hello <"), 6u);
+  EXPECT_EQ(ready("Hello <b>"), 9u);
+  EXPECT_EQ(ready("Hi <tool_call>\n{"), 3u);
+  EXPECT_EQ(ready("<tool_call"), 0u);
+}
+
+// An "auto" reply through the response builder: calls found become message.tool_calls with
+// finish_reason "tool_calls"; a reply without one is ordinary content.
+TEST(ToolParserTest, AutoRepliesAreReadForCalls) {
+  ParsedRequest r = Chat(std::string(R"("tools": [)") + kWeather + ", " + kTime + "]");
+  ASSERT_EQ(r.tools.choice.kind, ToolChoice::Kind::kAuto);
+  r.tools.choice.parser = ToolCallParser::kHermes;  // what the HTTP front sets
+  const std::string reply =
+      "Sure. <tool_call>\n{\"name\": \"get_time\", \"arguments\": {}}\n</tool_call>";
+
+  ResponseBuilder whole(r, "chatcmpl-00000000000000ef", 1, "m", nullptr);
+  whole.Accumulate(0, LastPiece(reply, v1::FINISH_REASON_STOP));
+  const Json choice = Json::parse(whole.Body())["choices"][0];
+  EXPECT_EQ(choice["finish_reason"], "tool_calls");
+  EXPECT_EQ(choice["message"]["content"], "Sure. ");
+  ASSERT_EQ(choice["message"]["tool_calls"].size(), 1u);
+  EXPECT_EQ(choice["message"]["tool_calls"][0]["function"]["name"], "get_time");
+  EXPECT_EQ(choice["message"]["tool_calls"][0]["function"]["arguments"], "{}");
+
+  ResponseBuilder plain(r, "chatcmpl-00000000000000ef", 1, "m", nullptr);
+  plain.Accumulate(0, LastPiece("It is 18 C <b>now</b>.", v1::FINISH_REASON_STOP));
+  const Json text = Json::parse(plain.Body())["choices"][0];
+  EXPECT_EQ(text["finish_reason"], "stop");
+  EXPECT_EQ(text["message"]["content"], "It is 18 C <b>now</b>.");
+  EXPECT_FALSE(text["message"].contains("tool_calls"));
+
+  // Streamed: content goes out until a call may start; the call arrives whole at the end. The
+  // content deltas join to the text before the call, never a piece of the tag.
+  ParsedRequest streamed = r;
+  streamed.stream = true;
+  ResponseBuilder stream(streamed, "chatcmpl-00000000000000ef", 1, "m", nullptr);
+  std::string sse = stream.StreamEvents(0, Piece("Sure. <to"));
+  sse += stream.StreamEvents(0, Piece("ol_call>\n{\"name\": \"get_time\", "));
+  sse +=
+      stream.StreamEvents(0, LastPiece("\"arguments\": {}}\n</tool_call>", v1::FINISH_REASON_STOP));
+  std::string content;
+  Json calls;
+  for (const Json& delta : Deltas(sse)) {
+    content += delta.value("content", "");
+    if (delta.contains("tool_calls")) calls = delta["tool_calls"];
+  }
+  EXPECT_EQ(content, "Sure. ");
+  ASSERT_EQ(calls.size(), 1u);
+  EXPECT_EQ(calls[0]["function"]["name"], "get_time");
+  EXPECT_NE(sse.find(R"("finish_reason":"tool_calls")"), std::string::npos) << sse;
+
+  // Held-back text that turns out not to be a call is sent after all.
+  ResponseBuilder held(streamed, "chatcmpl-00000000000000ef", 1, "m", nullptr);
+  std::string text_sse = held.StreamEvents(0, Piece("a <"));
+  text_sse += held.StreamEvents(0, LastPiece("b>", v1::FINISH_REASON_STOP));
+  std::string joined;
+  for (const Json& delta : Deltas(text_sse)) joined += delta.value("content", "");
+  EXPECT_EQ(joined, "a <b>");
+  EXPECT_NE(text_sse.find(R"("finish_reason":"stop")"), std::string::npos) << text_sse;
 }
 
 }  // namespace
