@@ -5,7 +5,6 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
-#include "router/jinja/value.h"
 #include "router/tokenizer/string_util.h"
 
 namespace headroom::router::openai {
@@ -16,15 +15,8 @@ constexpr std::string_view kCallEnd = "</tool_call>";
 
 // One call's JSON ({"name": ..., "arguments": {...}}), or nullopt when it is not one.
 std::optional<ToolCall> HermesCall(std::string_view body) {
-  const auto call = nlohmann::ordered_json::parse(body, nullptr, /*allow_exceptions=*/false);
-  if (!call.is_object() || !call.contains("name") || !call["name"].is_string() ||
-      !call.contains("arguments")) {
-    return std::nullopt;
-  }
-  absl::StatusOr<std::string> arguments =
-      jinja::ToJson(jinja::Value::FromJson(call["arguments"]), jinja::JsonOptions{});
-  if (!arguments.ok()) return std::nullopt;
-  return ToolCall{call["name"].get<std::string>(), *std::move(arguments)};
+  return ToolCallFromJson(nlohmann::ordered_json::parse(body, nullptr, /*allow_exceptions=*/false),
+                          "arguments");
 }
 
 ParsedToolOutput ParseHermes(std::string_view text) {

@@ -201,16 +201,23 @@ std::optional<std::vector<ToolCall>> ToolCallsFromText(const ToolChoice& choice,
   if (!calls.is_array() || calls.empty()) return std::nullopt;
   std::vector<ToolCall> out;
   for (const Json& call : calls) {
-    if (!call.is_object() || !call.contains("name") || !call["name"].is_string() ||
-        !call.contains("parameters")) {
-      return std::nullopt;
-    }
-    absl::StatusOr<std::string> arguments =
-        jinja::ToJson(jinja::Value::FromJson(call["parameters"]), jinja::JsonOptions{});
-    if (!arguments.ok()) return std::nullopt;
-    out.push_back({call["name"].get<std::string>(), *std::move(arguments)});
+    std::optional<ToolCall> one = ToolCallFromJson(call, "parameters");
+    if (!one.has_value()) return std::nullopt;
+    out.push_back(*std::move(one));
   }
   return out;
+}
+
+std::optional<ToolCall> ToolCallFromJson(const Json& call, std::string_view arguments_key) {
+  const std::string key(arguments_key);
+  if (!call.is_object() || !call.contains("name") || !call["name"].is_string() ||
+      !call.contains(key)) {
+    return std::nullopt;
+  }
+  absl::StatusOr<std::string> arguments =
+      jinja::ToJson(jinja::Value::FromJson(call[key]), jinja::JsonOptions{});
+  if (!arguments.ok()) return std::nullopt;
+  return ToolCall{call["name"].get<std::string>(), *std::move(arguments)};
 }
 
 }  // namespace headroom::router::openai

@@ -74,4 +74,10 @@ absl::StatusOr<std::string> ToolChoiceSchema(const nlohmann::ordered_json& tools
 std::optional<std::vector<ToolCall>> ToolCallsFromText(const ToolChoice& choice,
                                                        std::string_view text);
 
+// A call written as a JSON object {"name": ..., <arguments_key>: ...} ("parameters" in a
+// "required" reply, "arguments" in Hermes' format), its arguments re-serialized as Python's
+// json.dumps writes them; nullopt when it is not one.
+std::optional<ToolCall> ToolCallFromJson(const nlohmann::ordered_json& call,
+                                         std::string_view arguments_key);
+
 }  // namespace headroom::router::openai
