@@ -134,15 +134,6 @@ void HttpFrontend::Generate(const http::HttpRequest& request, bool chat,
                               openai::ErrorParam(parsed.status()));
   }
   if (chat) {
-    if (!options_.chat_template.has_value()) {
-      return RespondOpenAiError(
-          *writer, 400,
-          absl::StrCat("model \"", options_.model_name(),
-                       "\" has no chat template (neither chat_template.jinja nor a chat_template "
-                       "in tokenizer_config.json, or it did not parse: see the router's log); use "
-                       "/v1/completions, or start the router with --chat-template"),
-          "messages");
-    }
     openai::ToolChoice& tool_choice = parsed->tools.choice;
     if (tool_choice.kind == openai::ToolChoice::Kind::kAuto) {
       if (!options_.tool_call_parser.has_value()) {
@@ -159,18 +150,9 @@ void HttpFrontend::Generate(const http::HttpRequest& request, bool chat,
       tool_choice.parser = options_.tool_call_parser;
     }
     const Tokenizer& tokenizer = *options_.tokenizer;
-    absl::StatusOr<std::string> prompt =
-        options_.chat_template->Render(parsed->messages, parsed->add_generation_prompt,
-                                       parsed->tools.tools, parsed->chat_template_kwargs);
-    if (!prompt.ok()) {
-      return RespondOpenAiError(*writer, 400, std::string(prompt.status().message()), "messages");
-    }
-    // The template already holds the special tokens (BOS, headers): add none.
-    absl::StatusOr<std::vector<int32_t>> ids =
-        tokenizer.Encode(*prompt, {.add_special_tokens = false});
+    absl::StatusOr<std::vector<int32_t>> ids = ChatPromptIds(*parsed);
     if (!ids.ok()) {
-      return RespondOpenAiError(*writer, 400, absl::StrCat("messages: ", ids.status().message()),
-                                "messages");
+      return RespondOpenAiError(*writer, 400, std::string(ids.status().message()), "messages");
     }
     parsed->generate.mutable_token_ids()->mutable_ids()->Assign(ids->begin(), ids->end());
     // The turn ends at the template's end-of-turn token, which a checkpoint's eos_token may not
@@ -247,9 +229,47 @@ void HttpFrontend::Generate(const http::HttpRequest& request, bool chat,
   generation->Start();
 }
 
+absl::StatusOr<std::vector<int32_t>> HttpFrontend::ChatPromptIds(
+    const openai::ParsedRequest& parsed) const {
+  if (!options_.chat_template.has_value()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("model \"", options_.model_name(),
+                     "\" has no chat template (neither chat_template.jinja nor a chat_template "
+                     "in tokenizer_config.json, or it did not parse: see the router's log); use "
+                     "/v1/completions, or start the router with --chat-template"));
+  }
+  absl::StatusOr<std::string> prompt =
+      options_.chat_template->Render(parsed.messages, parsed.add_generation_prompt,
+                                     parsed.tools.tools, parsed.chat_template_kwargs);
+  if (!prompt.ok()) return absl::InvalidArgumentError(prompt.status().message());
+  // The template already holds the special tokens (BOS, headers): add none.
+  absl::StatusOr<std::vector<int32_t>> ids =
+      options_.tokenizer->Encode(*prompt, {.add_special_tokens = false});
+  if (!ids.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("messages: ", ids.status().message()));
+  }
+  return ids;
+}
+
 void HttpFrontend::Tokenize(const http::HttpRequest& request, http::ResponseWriter& writer) {
   std::optional<Json> body = ParseObject(request, writer);
   if (!body.has_value()) return;
+  // vLLM's chat form: {"messages": [...], "add_generation_prompt", "tools", ...} tokenized as the
+  // chat request would be.
+  if (body->contains("messages")) {
+    absl::StatusOr<openai::ParsedRequest> parsed = openai::ParseChatRequest(request.body);
+    if (!parsed.ok()) {
+      return RespondOpenAiError(writer, 400, std::string(parsed.status().message()),
+                                openai::ErrorParam(parsed.status()));
+    }
+    absl::StatusOr<std::vector<int32_t>> ids = ChatPromptIds(*parsed);
+    if (!ids.ok()) {
+      return RespondOpenAiError(writer, 400, std::string(ids.status().message()), "messages");
+    }
+    Json out = {
+        {"count", ids->size()}, {"max_model_len", options_.max_model_len()}, {"tokens", *ids}};
+    return writer.Respond(200, kJson, out.dump());
+  }
   const auto prompt = body->find("prompt");
   if (prompt == body->end() || !prompt->is_string()) {
     return RespondOpenAiError(writer, 400, "prompt must be a string", "prompt");

@@ -43,6 +43,7 @@
 #include "headroom/v1/inference.grpc.pb.h"
 #include "router/http/http_server.h"
 #include "router/openai/chat_template.h"
+#include "router/openai/openai_protocol.h"
 #include "router/openai/tools.h"
 #include "router/tokenizer/tokenizer.h"
 
@@ -99,6 +100,9 @@ class HttpFrontend {
   void Generate(const http::HttpRequest& request, bool chat,
                 std::shared_ptr<http::ResponseWriter> writer);
   void Tokenize(const http::HttpRequest& request, http::ResponseWriter& writer);
+  // A chat request's prompt: its messages rendered by the chat template and tokenized;
+  // InvalidArgument with the reason (no template, the template's refusal) otherwise.
+  absl::StatusOr<std::vector<int32_t>> ChatPromptIds(const openai::ParsedRequest& parsed) const;
   void Detokenize(const http::HttpRequest& request, http::ResponseWriter& writer);
   bool Authorized(const http::HttpRequest& request) const;
   void CallEnded();

@@ -820,8 +820,9 @@ TEST_F(HttpE2eTest, AutoToolChoiceNeedsTheParserFlags) {
 }
 
 // --chat-template FILE: the router renders the file's Jinja (the prompt is what it wrote: the
-// byte tokenizer counts one token per byte), passes chat_template_kwargs, tools and tool messages
-// to it, and a template's raise_exception is a 400 carrying its message.
+// byte tokenizer counts one token per byte, and /tokenize with messages shows it), passes
+// chat_template_kwargs, tools and tool messages to it, and a template's raise_exception is a 400
+// carrying its message.
 TEST_F(HttpE2eTest, ChatRendersAJinjaTemplateFileAndItsRefusals) {
   const std::filesystem::path file =
       std::filesystem::temp_directory_path() /
@@ -862,6 +863,17 @@ TEST_F(HttpE2eTest, ChatRendersAJinjaTemplateFileAndItsRefusals) {
 
   // Tools reach the template as vLLM gives them (type, function {name, description or null,
   // parameters}); a call's arguments as an object; a tool result with its call's id.
+  // /tokenize with messages (vLLM's chat form) gives the prompt the chat request would get.
+  r = HttpRequestTo(port, "POST", "/tokenize", Json{{"messages", say_hi}}.dump());
+  ASSERT_EQ(r.status, 200) << r.body;
+  std::vector<int32_t> bytes;
+  for (char c : std::string("[user]Say hi")) bytes.push_back(static_cast<unsigned char>(c));
+  EXPECT_EQ(Json::parse(r.body)["tokens"], Json(bytes));
+  r = HttpRequestTo(port, "POST", "/tokenize",
+                    Json{{"messages", {{{"role", "system"}, {"content", "x"}}}}}.dump());
+  EXPECT_EQ(r.status, 400) << r.body;
+  EXPECT_NE(r.body.find("System role not supported"), std::string::npos) << r.body;
+
   r = chat(Json::parse(R"({
       "messages": [{"role": "user", "content": "Say hi"},
                    {"role": "assistant", "content": null, "tool_calls": [{"id": "c1",
