@@ -1,5 +1,6 @@
 // absl::StrCat / StrAppend that also take std::string_view: Debian's Abseil has its own
-// string_view type, which StrCat's arguments convert from but std::string_view does not.
+// string_view type, which StrCat's arguments convert from but std::string_view does not (Sv()
+// converts, as elsewhere in the router).
 #pragma once
 
 #include <string>
@@ -7,13 +8,14 @@
 #include <type_traits>
 
 #include "absl/strings/str_cat.h"
+#include "router/tokenizer/string_util.h"
 
 namespace headroom::router::jinja {
 
 template <typename T>
 decltype(auto) CatArg(const T& v) {
   if constexpr (std::is_same_v<T, std::string_view>) {
-    return absl::string_view(v.data(), v.size());
+    return Sv(v);
   } else {
     return (v);
   }

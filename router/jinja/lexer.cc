@@ -336,7 +336,9 @@ class Lexer {
           if (hex.find_first_not_of("0123456789abcdefABCDEF") != std::string::npos) {
             return Error(Cat("invalid \\", std::string(1, e), " escape in a string"));
           }
-          utf8::Append(static_cast<uint32_t>(std::strtoul(hex.c_str(), nullptr, 16)), &value);
+          const auto cp = static_cast<uint32_t>(std::strtoul(hex.c_str(), nullptr, 16));
+          if (cp > 0x10FFFF) return Error(Cat("illegal Unicode character \\", hex));
+          utf8::Append(cp, &value);
           i += n;
           break;
         }

@@ -1,6 +1,7 @@
-// UTF-8 decoding and encoding for the template interpreter: Python strings index, slice and
-// measure by code point. A byte that does not start a valid sequence decodes as itself, one byte
-// long, so invalid input is carried through unchanged rather than refused.
+// UTF-8 for the template interpreter: Python strings index, slice and measure by code point. A
+// byte that does not start a valid sequence decodes as itself, one byte long, so invalid input is
+// carried through unchanged rather than refused. Validation, decoding and encoding are the
+// tokenizer's (router/tokenizer/utf8.h).
 #pragma once
 
 #include <cstddef>
@@ -8,6 +9,8 @@
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "router/tokenizer/utf8.h"
 
 namespace headroom::router::jinja::utf8 {
 
@@ -17,47 +20,16 @@ struct Decoded {
 };
 
 inline Decoded Decode(std::string_view s, size_t i) {
-  const auto b0 = static_cast<unsigned char>(s[i]);
-  if (b0 < 0x80) return {b0, 1};
-  size_t len = 0;
-  uint32_t cp = 0;
-  if ((b0 & 0xE0) == 0xC0) {
-    len = 2;
-    cp = b0 & 0x1Fu;
-  } else if ((b0 & 0xF0) == 0xE0) {
-    len = 3;
-    cp = b0 & 0x0Fu;
-  } else if ((b0 & 0xF8) == 0xF0) {
-    len = 4;
-    cp = b0 & 0x07u;
-  } else {
-    return {b0, 1};
+  if (::headroom::router::utf8::ValidSequenceLength(s, i) == 0) {
+    return {static_cast<unsigned char>(s[i]), 1};
   }
-  if (i + len > s.size()) return {b0, 1};
-  for (size_t k = 1; k < len; ++k) {
-    const auto b = static_cast<unsigned char>(s[i + k]);
-    if ((b & 0xC0) != 0x80) return {b0, 1};
-    cp = (cp << 6) | (b & 0x3Fu);
-  }
-  return {cp, len};
+  char32_t cp = 0;
+  const size_t length = ::headroom::router::utf8::Decode(s, i, &cp);
+  return {static_cast<uint32_t>(cp), length};
 }
 
 inline void Append(uint32_t cp, std::string* out) {
-  if (cp < 0x80) {
-    *out += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    *out += static_cast<char>(0xC0 | (cp >> 6));
-    *out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    *out += static_cast<char>(0xE0 | (cp >> 12));
-    *out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    *out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else {
-    *out += static_cast<char>(0xF0 | (cp >> 18));
-    *out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-    *out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    *out += static_cast<char>(0x80 | (cp & 0x3F));
-  }
+  ::headroom::router::utf8::Append(static_cast<char32_t>(cp), *out);
 }
 
 // Byte offsets of each code point's start, plus s.size() at the end.

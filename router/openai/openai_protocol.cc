@@ -482,11 +482,8 @@ absl::StatusOr<ParsedRequest> ParseChatRequest(std::string_view body) {
     }
     absl::StatusOr<std::string> schema = ToolChoiceSchema(tools.tools, tools.choice);
     if (!schema.ok()) return Bad("tools", std::string(schema.status().message()));
-    if (const auto compiled = worker::JsonSchema::Compile(*schema); !compiled.ok()) {
-      return Bad("tools", absl::StrCat("tools: the function parameters cannot be enforced: ",
-                                       compiled.status().message()));
-    }
-    out.generate.mutable_sampling()->set_json_schema(*std::move(schema));
+    HR_RETURN_IF_ERROR(
+        SetJsonSchema(Json::parse(*schema), "tools", *out.generate.mutable_sampling()));
   }
   out.tools = std::move(tools);
 

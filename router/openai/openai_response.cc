@@ -393,10 +393,12 @@ ResponseBuilder::Json ResponseBuilder::AutoToolDelta(int32_t index,
   const ToolCallParser parser = *tool_choice_.parser;
   std::string content;
   if (!final) {
-    const size_t ready = StreamableContent(parser, state.text);
-    if (ready > state.content_sent)
-      content = state.text.substr(state.content_sent, ready - state.content_sent);
-    state.content_sent = std::max(state.content_sent, ready);
+    // Only the text not yet sent can hold a tag's start: scanning from there keeps each token's
+    // work proportional to what is held back, not to the whole reply.
+    const std::string_view unsent = std::string_view(state.text).substr(state.content_sent);
+    const size_t ready = StreamableContent(parser, unsent);
+    content = std::string(unsent.substr(0, ready));
+    state.content_sent += ready;
   } else {
     ParsedToolOutput parsed = ParseToolCalls(parser, state.text);
     if (parsed.calls.empty()) {

@@ -874,20 +874,28 @@ TEST_F(HttpE2eTest, ChatRendersAJinjaTemplateFileAndItsRefusals) {
   EXPECT_EQ(r.status, 400) << r.body;
   EXPECT_NE(r.body.find("System role not supported"), std::string::npos) << r.body;
 
-  r = chat(Json::parse(R"({
+  const std::string tool_body = R"({
       "messages": [{"role": "user", "content": "Say hi"},
                    {"role": "assistant", "content": null, "tool_calls": [{"id": "c1",
                      "type": "function", "function": {"name": "f", "arguments": "{\"x\":1}"}}]},
                    {"role": "tool", "tool_call_id": "c1", "content": "r"}],
       "tools": [{"type": "function", "function": {"name": "f", "parameters": {"type": "object",
                  "properties": {"x": {"type": "integer"}}}}}],
-      "tool_choice": "none"})"));
+      "tool_choice": "none"})";
+  r = chat(Json::parse(tool_body));
   ASSERT_EQ(r.status, 200) << r.body;
   const std::string prompt =
       R"([user]Say hi[assistant]{"x": 1}[tool]r#c1[{"type": "function", "function": {"name": )"
       R"("f", "description": null, "parameters": {"type": "object", "properties": {"x": )"
       R"({"type": "integer"}}}}}])";
   EXPECT_EQ(Json::parse(r.body)["usage"]["prompt_tokens"], prompt.size());
+  // Byte for byte, from the body as written (the parameters keep the client's key order: "type"
+  // before "properties", which a key-sorting parse would swap).
+  r = HttpRequestTo(port, "POST", "/tokenize", tool_body);
+  ASSERT_EQ(r.status, 200) << r.body;
+  std::vector<int32_t> prompt_bytes;
+  for (char c : prompt) prompt_bytes.push_back(static_cast<unsigned char>(c));
+  EXPECT_EQ(Json::parse(r.body)["tokens"], Json(prompt_bytes));
 
   r = chat({{"messages",
              {{{"role", "system"}, {"content", "Be brief."}},
