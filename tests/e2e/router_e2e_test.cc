@@ -8,8 +8,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <memory>
 #include <optional>
 #include <string>
@@ -480,9 +482,16 @@ TEST(RouterPrefixAffinityE2eTest, RepeatedPromptsGoBackToTheGroupThatCachedThem)
       });
     }
     for (std::thread& t : threads) t.join();
-    // Each group took at least 3 of the 8 (placement by free blocks spreads concurrent ones).
-    ASSERT_GE(a.Counter("vllm:prompt_tokens_total") - served_a, 3 * 64);
-    ASSERT_GE(b.Counter("vllm:prompt_tokens_total") - served_b, 3 * 64);
+    // Placement by free blocks spreads concurrent prompts, but how evenly depends on when the
+    // load reports arrive (under ctest -j2 one group has taken only 2 of the 8): each group must
+    // hold at least one, so a router without affinity sends some repeat to the wrong one.
+    const int on_a =
+        static_cast<int>(std::lround((a.Counter("vllm:prompt_tokens_total") - served_a) / 64));
+    const int on_b =
+        static_cast<int>(std::lround((b.Counter("vllm:prompt_tokens_total") - served_b) / 64));
+    ASSERT_EQ(on_a + on_b, kPrompts);
+    ASSERT_GE(on_a, 1);
+    ASSERT_GE(on_b, 1);
 
     const double before = hits();
     for (const std::vector<int32_t>& prompt : prompts) {
@@ -495,7 +504,8 @@ TEST(RouterPrefixAffinityE2eTest, RepeatedPromptsGoBackToTheGroupThatCachedThem)
     if (affinity) {
       EXPECT_EQ(repeats, kPrompts);
     } else {
-      EXPECT_LT(repeats, kPrompts - 2);  // at most the 5 prompts of one group were homed there
+      // Every repeat goes one way (the tie-break by name): only that group's prompts are reused.
+      EXPECT_LE(repeats, std::max(on_a, on_b));
     }
     router->Signal(SIGTERM);
     EXPECT_EQ(router->WaitExit(std::chrono::seconds(20)), 0);
