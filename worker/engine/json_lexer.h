@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <limits>
 
+#include "worker/engine/utf8_reader.h"
+
 namespace headroom::worker {
 
 // A JSON string after its opening quote (RFC 8259): UTF-8 without overlong forms, surrogates or
@@ -24,21 +26,20 @@ class JsonStringLexer {
   Step Feed(uint8_t byte);
 
   // Between two characters: any character or the closing quote may follow.
-  [[nodiscard]] bool BetweenCharacters() const { return state_ == State::kText && utf8_due_ == 0; }
+  [[nodiscard]] bool BetweenCharacters() const {
+    return state_ == State::kText && utf8_.BetweenCharacters();
+  }
 
   // The character just completed (after kCharacter), as a code point.
   [[nodiscard]] uint32_t code_point() const { return code_point_; }
   // Inside a character (after kPartial): the code points it can still become, as at most three
   // disjoint ranges [lo, hi] written to `out`; returns how many.
-  struct Range {
-    uint32_t lo = 0;
-    uint32_t hi = 0;
-  };
+  using Range = Utf8Reader::Range;
   int PossibleCodePoints(Range out[3]) const;
 
  private:
   enum class State : uint8_t {
-    kText,               // between characters, or inside a UTF-8 sequence (utf8_due_ > 0)
+    kText,               // between characters, or inside a UTF-8 sequence (utf8_)
     kEscape,             // after '\'
     kUnicode,            // in the hex digits of \uXXXX
     kLowSurrogateSlash,  // a high surrogate was read: '\' must follow
@@ -49,18 +50,14 @@ class JsonStringLexer {
   Step FeedUnicodeDigit(uint8_t byte);
 
   State state_ = State::kText;
-  // UTF-8: the sequence's length, continuation bytes still due, and the range of the next one.
-  uint8_t utf8_length_ = 0;
-  uint8_t utf8_due_ = 0;
-  uint8_t utf8_lo_ = 0x80;
-  uint8_t utf8_hi_ = 0xBF;
+  Utf8Reader utf8_;
   // kUnicode: digits read, the value so far, and whether this escape must be a low surrogate.
   uint8_t hex_digits_ = 0;
   uint16_t hex_value_ = 0;
   bool want_low_surrogate_ = false;
   // The pending high surrogate of a \u pair.
   uint16_t high_surrogate_ = 0;
-  // The code point so far (UTF-8: the bits read) or just completed.
+  // The character just completed.
   uint32_t code_point_ = 0;
 };
 
@@ -178,41 +175,24 @@ inline JsonStringLexer::Step JsonStringLexer::Feed(uint8_t byte) {
 }
 
 inline JsonStringLexer::Step JsonStringLexer::FeedText(uint8_t byte) {
-  if (utf8_due_ > 0) {
-    if (byte < utf8_lo_ || byte > utf8_hi_) return Step::kRefused;
-    utf8_lo_ = 0x80;
-    utf8_hi_ = 0xBF;
-    code_point_ = code_point_ << 6 | (byte & 0x3Fu);
-    return --utf8_due_ == 0 ? Step::kCharacter : Step::kPartial;
+  if (utf8_.BetweenCharacters()) {
+    if (byte == '"') return Step::kClosed;
+    if (byte == '\\') {
+      state_ = State::kEscape;
+      return Step::kPartial;
+    }
+    if (byte < 0x20) return Step::kRefused;  // control characters must be escaped
   }
-  if (byte == '"') return Step::kClosed;
-  if (byte == '\\') {
-    state_ = State::kEscape;
-    return Step::kPartial;
+  switch (utf8_.Feed(byte)) {
+    case Utf8Reader::Step::kRefused:
+      return Step::kRefused;
+    case Utf8Reader::Step::kPartial:
+      return Step::kPartial;
+    case Utf8Reader::Step::kCharacter:
+      break;
   }
-  if (byte < 0x20) return Step::kRefused;  // control characters must be escaped
-  if (byte < 0x80) {
-    code_point_ = byte;
-    return Step::kCharacter;
-  }
-  // A UTF-8 lead byte: how many continuation bytes, and the range of the first (no overlong
-  // forms, no surrogates, nothing past U+10FFFF).
-  if (byte >= 0xC2 && byte <= 0xDF) {
-    utf8_due_ = 1;
-  } else if (byte >= 0xE0 && byte <= 0xEF) {
-    utf8_due_ = 2;
-    if (byte == 0xE0) utf8_lo_ = 0xA0;
-    if (byte == 0xED) utf8_hi_ = 0x9F;
-  } else if (byte >= 0xF0 && byte <= 0xF4) {
-    utf8_due_ = 3;
-    if (byte == 0xF0) utf8_lo_ = 0x90;
-    if (byte == 0xF4) utf8_hi_ = 0x8F;
-  } else {
-    return Step::kRefused;
-  }
-  utf8_length_ = static_cast<uint8_t>(utf8_due_ + 1);
-  code_point_ = byte & (0x7Fu >> utf8_length_);
-  return Step::kPartial;
+  code_point_ = utf8_.code_point();
+  return Step::kCharacter;
 }
 
 inline JsonStringLexer::Step JsonStringLexer::FeedUnicodeDigit(uint8_t byte) {
@@ -246,11 +226,7 @@ inline JsonStringLexer::Step JsonStringLexer::FeedUnicodeDigit(uint8_t byte) {
 
 inline int JsonStringLexer::PossibleCodePoints(Range out[3]) const {
   int n = 0;
-  // [lo, hi] without the surrogates (which are not characters).
-  const auto add = [&](uint32_t lo, uint32_t hi) {
-    if (lo <= 0xD7FF) out[n++] = {lo, hi < 0xD7FF ? hi : 0xD7FF};
-    if (hi >= 0xE000) out[n++] = {lo > 0xE000 ? lo : 0xE000, hi};
-  };
+  const auto add = [&](uint32_t lo, uint32_t hi) { AddWithoutSurrogates(lo, hi, out, n); };
   // The characters a \u pair starting with a high surrogate in [lo, hi] can write.
   const auto astral = [&](uint32_t lo, uint32_t hi) {
     if (hi < 0xD800 || lo > 0xDBFF) return;
@@ -262,14 +238,8 @@ inline int JsonStringLexer::PossibleCodePoints(Range out[3]) const {
   const uint32_t span = 1u << (4 * (4 - hex_digits_));
   const uint32_t unit_lo = static_cast<uint32_t>(hex_value_) * span;
   switch (state_) {
-    case State::kText: {  // inside a UTF-8 sequence
-      const uint32_t bits = 6u * utf8_due_;
-      const uint32_t least = utf8_length_ == 2 ? 0x80 : utf8_length_ == 3 ? 0x800 : 0x10000;
-      const uint32_t lo = code_point_ << bits;
-      const uint32_t hi = lo | ((1u << bits) - 1);
-      add(lo < least ? least : lo, hi > 0x10FFFF ? 0x10FFFF : hi);
-      break;
-    }
+    case State::kText:  // inside a UTF-8 sequence
+      return utf8_.PossibleCodePoints(out);
     case State::kEscape:
       add(0, 0x10FFFF);
       break;

@@ -1,0 +1,93 @@
+// Utf8Reader: UTF-8 read one byte at a time for the constrained-decoding matchers (a JSON
+// string's text in json_lexer.h, a guided regex in regex_matcher.h). Prefix-exact: a byte is
+// accepted exactly when what was read plus it can still be finished as well-formed UTF-8 (no
+// overlong forms, no surrogates, nothing past U+10FFFF). Inline: the matchers call it once per
+// byte of every token they try, and copy it with every token.
+#pragma once
+
+#include <cstdint>
+
+namespace headroom::worker {
+
+class Utf8Reader {
+ public:
+  enum class Step : uint8_t {
+    kRefused,    // no well-formed UTF-8 continues this way
+    kPartial,    // inside a multi-byte character
+    kCharacter,  // a character was completed: code_point()
+  };
+  // A range of code points [lo, hi].
+  struct Range {
+    uint32_t lo = 0;
+    uint32_t hi = 0;
+  };
+
+  Step Feed(uint8_t byte);
+
+  // Not inside a multi-byte character.
+  [[nodiscard]] bool BetweenCharacters() const { return due_ == 0; }
+  // The character just completed (after kCharacter).
+  [[nodiscard]] uint32_t code_point() const { return code_point_; }
+  // Inside a character (after kPartial): the code points it can still become, without the
+  // surrogates, as at most two disjoint ranges written to `out`; returns how many.
+  int PossibleCodePoints(Range out[2]) const;
+
+ private:
+  // The sequence's length, continuation bytes still due, and the range of the next one.
+  uint8_t length_ = 0;
+  uint8_t due_ = 0;
+  uint8_t next_lo_ = 0x80;
+  uint8_t next_hi_ = 0xBF;
+  // The bits read so far, or the code point just completed.
+  uint32_t code_point_ = 0;
+};
+
+// [lo, hi] without the surrogates (which are not characters), appended to `out` at `n`.
+inline void AddWithoutSurrogates(uint32_t lo, uint32_t hi, Utf8Reader::Range* out, int& n) {
+  if (lo <= 0xD7FF) out[n++] = {lo, hi < 0xD7FF ? hi : 0xD7FF};
+  if (hi >= 0xE000) out[n++] = {lo > 0xE000 ? lo : 0xE000, hi};
+}
+
+inline Utf8Reader::Step Utf8Reader::Feed(uint8_t byte) {
+  if (due_ > 0) {
+    if (byte < next_lo_ || byte > next_hi_) return Step::kRefused;
+    next_lo_ = 0x80;
+    next_hi_ = 0xBF;
+    code_point_ = code_point_ << 6 | (byte & 0x3Fu);
+    return --due_ == 0 ? Step::kCharacter : Step::kPartial;
+  }
+  if (byte < 0x80) {
+    code_point_ = byte;
+    return Step::kCharacter;
+  }
+  // A lead byte: how many continuation bytes, and the range of the first (no overlong forms, no
+  // surrogates, nothing past U+10FFFF).
+  if (byte >= 0xC2 && byte <= 0xDF) {
+    due_ = 1;
+  } else if (byte >= 0xE0 && byte <= 0xEF) {
+    due_ = 2;
+    if (byte == 0xE0) next_lo_ = 0xA0;
+    if (byte == 0xED) next_hi_ = 0x9F;
+  } else if (byte >= 0xF0 && byte <= 0xF4) {
+    due_ = 3;
+    if (byte == 0xF0) next_lo_ = 0x90;
+    if (byte == 0xF4) next_hi_ = 0x8F;
+  } else {
+    return Step::kRefused;
+  }
+  length_ = static_cast<uint8_t>(due_ + 1);
+  code_point_ = byte & (0x7Fu >> length_);
+  return Step::kPartial;
+}
+
+inline int Utf8Reader::PossibleCodePoints(Range out[2]) const {
+  const uint32_t bits = 6u * due_;
+  const uint32_t least = length_ == 2 ? 0x80 : length_ == 3 ? 0x800 : 0x10000;
+  const uint32_t lo = code_point_ << bits;
+  const uint32_t hi = lo | ((1u << bits) - 1);
+  int n = 0;
+  AddWithoutSurrogates(lo < least ? least : lo, hi > 0x10FFFF ? 0x10FFFF : hi, out, n);
+  return n;
+}
+
+}  // namespace headroom::worker
