@@ -4,7 +4,9 @@
 // states: inside a string (most tokens continue it), where a value must start (most stop at their
 // first byte), and inside a number; and the same for json_schema (JsonSchemaMatcher, a pydantic-
 // shaped schema) where a key starts, inside a free string, where an anyOf value starts, inside an
-// enum value, inside a number and inside a date-time (a pattern). Results: docs/performance.md.
+// enum value, inside a number and inside a date-time (a pattern); and for guided_regex
+// (RegexMatcher) inside free text, an e-mail address and a phone number. Results:
+// docs/performance.md.
 //   build/main/bench/json_mode_bench
 // Fixtures are read from $HEADROOM_SOURCE_DIR/tests/router/tokenizer/fixtures (default: the source
 // tree this binary was built from).
@@ -19,6 +21,7 @@
 #include "router/tokenizer/tokenizer.h"
 #include "worker/engine/json_matcher.h"
 #include "worker/engine/json_schema.h"
+#include "worker/engine/regex_matcher.h"
 
 namespace headroom::worker {
 namespace {
@@ -121,6 +124,25 @@ BENCHMARK_CAPTURE(BM_SchemaAllowedTokens, llama3x100_in_number, "llama3x100", R"
     ->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_SchemaAllowedTokens, llama3x100_in_date_time, "llama3x100",
                   R"({"opened": "2024-0)")
+    ->Unit(benchmark::kMicrosecond);
+
+// guided_regex (RegexMatcher): a pattern of free text (most tokens fit), an e-mail address
+// inside its local part, and a phone number inside its digits (few tokens fit).
+void BM_RegexAllowedTokens(benchmark::State& state, const std::string& vocabulary,
+                           const std::string& pattern, const std::string& prefix) {
+  const absl::StatusOr<JsonRegex> regex = CompileGuidedRegex(pattern);
+  if (!regex.ok()) std::abort();
+  RunAllowedTokens(state, vocabulary, RegexMatcher(&*regex), prefix);
+}
+
+BENCHMARK_CAPTURE(BM_RegexAllowedTokens, llama3x100_free_text, "llama3x100", R"([A-Za-z ,']+\.)",
+                  "Hello wor")
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_RegexAllowedTokens, llama3x100_email, "llama3x100",
+                  R"([a-z0-9._%+-]+@[a-z0-9.-]+\.[a-z]{2,4})", "ada")
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_RegexAllowedTokens, llama3x100_phone, "llama3x100", R"(\(\d{3}\) \d{3}-\d{4})",
+                  "(55")
     ->Unit(benchmark::kMicrosecond);
 
 }  // namespace

@@ -1,11 +1,12 @@
-// libFuzzer target for JSON Schema constrained decoding (worker/engine/json_schema.h). Input: a
-// schema's text, a 0 byte, then bytes to feed. Besides crashes, hangs and sanitizer reports it
-// checks:
+// libFuzzer target for JSON Schema and guided-regex constrained decoding (worker/engine/
+// json_schema.h, regex_matcher.h). Input: a schema's text (or 0x01 and a regex), a 0 byte, then
+// bytes to feed. Besides crashes, hangs and sanitizer reports it checks:
 //   - Compile never fails with anything but InvalidArgument;
 //   - the matcher never dead-ends: after every prefix it accepted, some byte is accepted or the
-//     document may end there (Complete / CanEnd);
-//   - a complete document is JSON (nlohmann, exponents cut to fit double), and nothing is
-//     accepted after it;
+//     answer may end there (Complete / CanEnd);
+//   - an answer that is complete or may end is whole: JSON (nlohmann, exponents cut to fit
+//     double), or text the regex matches as decoded code points; nothing is accepted after a
+//     complete one;
 //   - JsonAllowedTokens over a byte vocabulary agrees with trying each byte on a copy.
 #include <cstdint>
 #include <cstdio>
@@ -17,6 +18,7 @@
 #include "tests/worker/json_text.h"
 #include "worker/engine/json_matcher.h"
 #include "worker/engine/json_schema.h"
+#include "worker/engine/regex_matcher.h"
 
 namespace {
 
@@ -24,6 +26,7 @@ using headroom::worker::JsonAllowedTokens;
 using headroom::worker::JsonSchema;
 using headroom::worker::JsonSchemaMatcher;
 using headroom::worker::JsonVocabulary;
+using headroom::worker::RegexMatcher;
 
 void Fail(const char* what, std::string_view text) {
   std::fprintf(stderr, "json_schema_fuzz: property violated: %s after %.*s\n", what,
@@ -40,22 +43,10 @@ const JsonVocabulary& Bytes() {
   return *vocabulary;
 }
 
-}  // namespace
-
-extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  const std::string_view input(reinterpret_cast<const char*>(data), size);
-  const size_t split = input.find('\0');
-  const std::string_view schema_text = input.substr(0, split);
-  const std::string_view feed =
-      split == std::string_view::npos ? std::string_view() : input.substr(split + 1, 512);
-  const auto schema = JsonSchema::Compile(schema_text);
-  if (!schema.ok()) {
-    if (schema.status().code() != absl::StatusCode::kInvalidArgument) {
-      Fail("a compile error that is not InvalidArgument", schema_text);
-    }
-    return 0;
-  }
-  JsonSchemaMatcher matcher(schema->get());
+// Feeds `feed` to `matcher` byte by byte, checking the properties above at every step;
+// `whole(text)` says whether a text the matcher may end on is a whole answer.
+template <typename Matcher, typename Whole>
+void Walk(Matcher matcher, std::string_view feed, Whole whole) {
   std::string text;
   std::vector<int32_t> allowed;
   for (const char c : feed) {
@@ -64,19 +55,54 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     for (const int32_t id : allowed) by_index[static_cast<size_t>(id)] = true;
     bool any = false;
     for (int b = 0; b < 256; ++b) {
-      JsonSchemaMatcher next = matcher;
+      Matcher next = matcher;
       const bool accepted = next.Feed(static_cast<uint8_t>(b));
       if (accepted != by_index[static_cast<size_t>(b)]) Fail("JsonAllowedTokens disagrees", text);
       any = any || accepted;
     }
     if (matcher.Complete()) {
-      if (any) Fail("a byte accepted after a complete document", text);
-      if (!headroom::worker::testdata::Parses(text)) Fail("a complete document is not JSON", text);
-      return 0;
+      if (any) Fail("a byte accepted after a complete answer", text);
+      if (!whole(text)) Fail("a complete answer is not whole", text);
+      return;
     }
+    if (matcher.CanEnd() && !whole(text)) Fail("an answer that may end is not whole", text);
     if (!any && !matcher.CanEnd()) Fail("dead end", text);
-    if (!matcher.Feed(static_cast<uint8_t>(c))) return 0;
+    if (!matcher.Feed(static_cast<uint8_t>(c))) return;
     text.push_back(c);
   }
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  std::string_view input(reinterpret_cast<const char*>(data), size);
+  // A leading 0x01 byte: the part before the 0 byte is a guided regex, not a schema.
+  const bool regex_mode = !input.empty() && input[0] == '\x01';
+  if (regex_mode) input.remove_prefix(1);
+  const size_t split = input.find('\0');
+  const std::string_view spec = input.substr(0, split);
+  const std::string_view feed =
+      split == std::string_view::npos ? std::string_view() : input.substr(split + 1, 512);
+  if (regex_mode) {
+    const auto regex = headroom::worker::CompileGuidedRegex(spec);
+    if (!regex.ok()) {
+      if (regex.status().code() != absl::StatusCode::kInvalidArgument) {
+        Fail("a regex compile error that is not InvalidArgument", spec);
+      }
+      return 0;
+    }
+    // The byte-at-a-time reading agrees with matching the decoded text.
+    Walk(RegexMatcher(&*regex), feed,
+         [&](const std::string& text) { return regex->Matches(text); });
+    return 0;
+  }
+  const auto schema = JsonSchema::Compile(spec);
+  if (!schema.ok()) {
+    if (schema.status().code() != absl::StatusCode::kInvalidArgument) {
+      Fail("a compile error that is not InvalidArgument", spec);
+    }
+    return 0;
+  }
+  Walk(JsonSchemaMatcher(schema->get()), feed, headroom::worker::testdata::Parses);
   return 0;
 }

@@ -15,6 +15,7 @@
 #include "router/openai/json_fields.h"
 #include "router/tokenizer/string_util.h"
 #include "worker/engine/json_schema.h"
+#include "worker/engine/regex_matcher.h"
 
 namespace headroom::router::openai {
 namespace {
@@ -64,10 +65,27 @@ absl::Status SetJsonSchema(const Json& schema, std::string_view param, v1::Sampl
   return absl::OkStatus();
 }
 
+// vLLM's guided_regex / structured_outputs.regex at `param`: a pattern the whole output must
+// match, compiled here so that one headroom cannot enforce is refused naming the field.
+absl::Status SetGuidedRegex(const Json& regex, std::string_view param, v1::SamplingParams& s) {
+  if (!regex.is_string()) return WrongType(param, "a string (a regular expression)", regex);
+  if (!s.guided_regex().empty()) {
+    return Bad(param, "give one regex (guided_regex or structured_outputs.regex)");
+  }
+  const auto& pattern = regex.get_ref<const std::string&>();
+  if (pattern.empty()) return Bad(param, absl::StrCat(Sv(param), " must not be empty"));
+  if (const auto compiled = worker::CompileGuidedRegex(pattern); !compiled.ok()) {
+    return Bad(param, absl::StrCat(Sv(param), ": ", compiled.status().message()));
+  }
+  s.set_guided_regex(pattern);
+  return absl::OkStatus();
+}
+
 // Structured output: OpenAI's response_format (text, json_object or json_schema) and vLLM's
-// guided_json / guided_choice / structured_outputs ({"json": schema}, {"choice": [...]} or
-// {"json_object": true}). The other kinds (a regex, a grammar) are refused: generating without
-// the constraint would silently differ from what was asked.
+// guided_json / guided_choice / guided_regex / structured_outputs ({"json": schema},
+// {"choice": [...]}, {"regex": pattern} or {"json_object": true}). The other kinds (a grammar, a
+// structural tag) are refused: generating without the constraint would silently differ from what
+// was asked.
 absl::Status ParseStructuredOutput(const Json& obj, v1::SamplingParams& s) {
   if (const Json* format = Member(obj, "response_format"); format != nullptr) {
     if (!format->is_object()) return WrongType("response_format", "an object", *format);
@@ -95,12 +113,13 @@ absl::Status ParseStructuredOutput(const Json& obj, v1::SamplingParams& s) {
   if (const Json* schema = Member(obj, "guided_json"); schema != nullptr) {
     HR_RETURN_IF_ERROR(SetJsonSchema(*schema, "guided_json", s));
   }
-  for (const char* key : {"guided_regex", "guided_grammar"}) {
-    if (Member(obj, key) != nullptr) {
-      return Bad(key, absl::StrCat(key,
-                                   " (structured output) is not supported (guided_choice, "
-                                   "guided_json and json_object are)"));
-    }
+  if (const Json* regex = Member(obj, "guided_regex"); regex != nullptr) {
+    HR_RETURN_IF_ERROR(SetGuidedRegex(*regex, "guided_regex", s));
+  }
+  if (Member(obj, "guided_grammar") != nullptr) {
+    return Bad("guided_grammar",
+               "guided_grammar (structured output) is not supported (guided_choice, guided_json, "
+               "guided_regex and json_object are)");
   }
   const Json* choice = Member(obj, "guided_choice");
   std::string choice_path = "guided_choice";
@@ -119,10 +138,14 @@ absl::Status ParseStructuredOutput(const Json& obj, v1::SamplingParams& s) {
         HR_RETURN_IF_ERROR(SetJsonSchema(value, "structured_outputs.json", s));
         continue;
       }
+      if (key == "regex") {
+        HR_RETURN_IF_ERROR(SetGuidedRegex(value, "structured_outputs.regex", s));
+        continue;
+      }
       if (key != "choice") {
         return Bad(absl::StrCat("structured_outputs.", key),
                    absl::StrCat("structured_outputs.", key,
-                                " is not supported (choice, json and json_object are)"));
+                                " is not supported (choice, json, regex and json_object are)"));
       }
       if (choice != nullptr) {
         return Bad("structured_outputs",
@@ -474,11 +497,12 @@ absl::StatusOr<ParsedRequest> ParseChatRequest(std::string_view body) {
   if (calls) {
     // The reply is the call: its schema is the constraint, so another one cannot also apply.
     const v1::SamplingParams& s = out.generate.sampling();
-    if (!s.json_schema().empty() || s.json_object() || s.guided_choice_size() > 0) {
+    if (!s.json_schema().empty() || s.json_object() || s.guided_choice_size() > 0 ||
+        !s.guided_regex().empty()) {
       return Bad("tool_choice",
                  "tool_choice \"required\" or a named function constrains the reply to the "
-                 "call; it cannot be combined with response_format, guided_json, guided_choice or "
-                 "structured_outputs");
+                 "call; it cannot be combined with response_format, guided_json, guided_choice, "
+                 "guided_regex or structured_outputs");
     }
     absl::StatusOr<std::string> schema = ToolChoiceSchema(tools.tools, tools.choice);
     if (!schema.ok()) return Bad("tools", std::string(schema.status().message()));

@@ -8,6 +8,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "worker/engine/json_schema.h"
+#include "worker/engine/regex_matcher.h"
 
 namespace headroom::router {
 
@@ -152,11 +153,27 @@ absl::StatusOr<ValidatedRequest> ValidateGenerateRequest(const v1::GenerateReque
     }
   }
   if (int{s.guided_choice_size() > 0} + int{s.allowed_token_ids_size() > 0} + int{s.json_object()} +
-          int{!s.json_schema().empty()} >
+          int{!s.json_schema().empty()} + int{!s.guided_regex().empty()} >
       1) {
     return absl::InvalidArgumentError(
-        "at most one of sampling.guided_choice, sampling.allowed_token_ids, sampling.json_object "
-        "and sampling.json_schema may be set");
+        "at most one of sampling.guided_choice, sampling.allowed_token_ids, sampling.json_object, "
+        "sampling.json_schema and sampling.guided_regex may be set");
+  }
+  if (s.json_schema().size() > kMaxJsonSchemaBytes) {
+    return absl::InvalidArgumentError(absl::StrCat("sampling.json_schema is ",
+                                                   s.json_schema().size(), " bytes, at most ",
+                                                   kMaxJsonSchemaBytes, " are accepted"));
+  }
+  if (s.guided_regex().size() > kMaxGuidedRegexBytes) {
+    return absl::InvalidArgumentError(absl::StrCat("sampling.guided_regex is ",
+                                                   s.guided_regex().size(), " bytes, at most ",
+                                                   kMaxGuidedRegexBytes, " are accepted"));
+  }
+  if (!s.guided_regex().empty()) {
+    if (const auto regex = worker::CompileGuidedRegex(s.guided_regex()); !regex.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("sampling.guided_regex: ", regex.status().message()));
+    }
   }
   if (!s.json_schema().empty()) {
     // Compiled again for HTTP requests (the front did, to name its own field): a few microseconds.
@@ -207,6 +224,7 @@ absl::StatusOr<ValidatedRequest> ValidateGenerateRequest(const v1::GenerateReque
   *w.mutable_allowed_token_ids() = s.allowed_token_ids();
   w.set_json_object(s.json_object());
   w.set_json_schema(s.json_schema());
+  w.set_regex(s.guided_regex());
   out.stop.assign(s.stop().begin(), s.stop().end());
   out.include_stop_str_in_output = s.include_stop_str_in_output();
   out.cache_salt = request.cache_salt();

@@ -2,6 +2,7 @@
 // Pure functions (no I/O), unit-tested in tests/router/service.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -20,6 +21,9 @@ inline constexpr int32_t kMaxLogprobs = 20;
 // Most guided_choice strings a request may give, and their most tokens in all.
 inline constexpr int32_t kMaxGuidedChoices = 256;
 inline constexpr int32_t kMaxGuidedChoiceTokens = 16384;
+// Largest sampling.json_schema and sampling.guided_regex accepted, in bytes.
+inline constexpr size_t kMaxJsonSchemaBytes = 64 * 1024;
+inline constexpr size_t kMaxGuidedRegexBytes = 4 * 1024;
 
 struct ValidatedRequest {
   // Prompt token ids (tokenized text, or the ids as given).

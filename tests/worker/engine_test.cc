@@ -17,6 +17,7 @@
 
 #include "fixture_model.h"
 #include "nlohmann/json.hpp"
+#include "tests/worker/posix_regex.h"
 #include "worker/backend/cpu_backend.h"
 
 namespace headroom::worker {
@@ -585,8 +586,61 @@ TEST(EngineTest, JsonSchemaOutputsAreValidAgainstTheSchema) {
   bad.sampling.json_object = true;
   bad.sampling.json_schema = R"({"type":"string"})";
   EXPECT_THAT(std::string((*engine)->AddRequest(bad).message()),
-              HasSubstr("at most one of guided_choice, allowed_token_ids, json_object and "
-                        "json_schema"));
+              HasSubstr("at most one of guided_choice, allowed_token_ids, json_object, "
+                        "json_schema and regex"));
+}
+
+// guided_regex on the byte vocabulary: a pattern with one length ends every sampled output by
+// itself (finish reason stop, no EOS); one that may go on offers EOS once the text matches. Every
+// output that stops fully matches the pattern as the C library's POSIX regexec reads it.
+TEST(EngineTest, GuidedRegexOutputsMatchThePattern) {
+  const EngineOptions options = ByteVocabularyOptions(/*eos=*/255);
+  Request r = GreedyRequest(32);
+  r.sampling.regex = R"(\d{3}-(\d{4}|[A-Z]{2}))";
+  RunResult run = RunEngine(SampledCopies(r, 12), options);
+
+  for (int i = 1; i <= 12; ++i) {
+    const std::string text = ByteText(run.tokens.at(i));
+    EXPECT_EQ(run.finish.at(i), FinishReason::kStop) << text;
+    EXPECT_TRUE(testdata::PosixFullMatch("[0-9]{3}-([0-9]{4}|[A-Z]{2})", text)) << text;
+  }
+
+  r.sampling.regex = "[a-c]+(x|yz)?";
+  r.sampling.logit_bias = {{255, 2.0f}};
+  run = RunEngine(SampledCopies(r, 12), options);
+  int by_eos = 0;
+  for (int i = 1; i <= 12; ++i) {
+    std::string text = ByteText(run.tokens.at(i));
+    if (run.finish.at(i) == FinishReason::kLength) {
+      EXPECT_EQ(text.size(), 32u) << text;
+      continue;
+    }
+    EXPECT_EQ(run.finish.at(i), FinishReason::kStop) << text;
+    if (!text.empty() && text.back() == '\xFF') {
+      text.pop_back();
+      ++by_eos;
+    }
+    EXPECT_TRUE(testdata::PosixFullMatch(r.sampling.regex, text)) << text;
+  }
+  EXPECT_GT(by_eos, 0) << "EOS is offered once the text matches";
+
+  CpuBackend backend(1);
+  auto engine = Engine::Create(Fixture().config, Fixture().weights, options, &backend);
+  ASSERT_TRUE(engine.ok());
+  Request bad = GreedyRequest(8);
+  bad.sampling.regex = "(?=a)b";
+  EXPECT_EQ((*engine)->AddRequest(bad).message(), "regex: lookahead is not supported");
+  bad.sampling.regex = "a";
+  bad.sampling.json_object = true;
+  EXPECT_THAT(std::string((*engine)->AddRequest(bad).message()),
+              HasSubstr("at most one of guided_choice, allowed_token_ids, json_object, json_schema "
+                        "and regex"));
+  auto no_vocabulary =
+      Engine::Create(Fixture().config, Fixture().weights, DefaultOptions(), &backend);
+  ASSERT_TRUE(no_vocabulary.ok());
+  bad.sampling.json_object = false;
+  EXPECT_THAT(std::string((*no_vocabulary)->AddRequest(bad).message()),
+              HasSubstr("guided_regex needs the tokenizer's vocabulary"));
 }
 
 }  // namespace

@@ -71,10 +71,11 @@ absl::Status ValidateSamplingParams(const SamplingParams& p, int64_t vocab_size)
     }
   }
   if (int{!p.guided_choice.empty()} + int{!p.allowed_token_ids.empty()} + int{p.json_object} +
-          int{!p.json_schema.empty()} >
+          int{!p.json_schema.empty()} + int{!p.regex.empty()} >
       1) {
     return absl::InvalidArgumentError(
-        "at most one of guided_choice, allowed_token_ids, json_object and json_schema may be set");
+        "at most one of guided_choice, allowed_token_ids, json_object, json_schema and regex may "
+        "be set");
   }
   for (size_t i = 0; i < p.guided_choice.size(); ++i) {
     if (p.guided_choice[i].empty()) {
@@ -211,6 +212,8 @@ absl::Status Engine::AddRequest(Request request) {
                     .json = std::nullopt,
                     .schema = nullptr,
                     .schema_matcher = std::nullopt,
+                    .regex = nullptr,
+                    .regex_matcher = std::nullopt,
                     .constrained_allowed = {},
                     .prompt_logprobs = {}};
   if (p.repetition_penalty != 1.0f || p.prompt_logprobs >= 0) sampling.prompt = request.prompt;
@@ -230,9 +233,12 @@ absl::Status Engine::AddRequest(Request request) {
     sampling.bias_tokens.push_back(token);
     sampling.bias_values.push_back(bias);
   }
-  if ((p.json_object || !p.json_schema.empty()) && options_.json_vocabulary == nullptr) {
+  if ((p.json_object || !p.json_schema.empty() || !p.regex.empty()) &&
+      options_.json_vocabulary == nullptr) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "response_format ", p.json_object ? "json_object" : "json_schema",
+        p.json_object      ? "response_format json_object"
+        : !p.regex.empty() ? "guided_regex"
+                           : "response_format json_schema",
         " needs the tokenizer's vocabulary, and this worker has none (its model directory has no "
         "tokenizer.json)"));
   }
@@ -244,6 +250,14 @@ absl::Status Engine::AddRequest(Request request) {
     }
     sampling.schema = *std::move(schema);
     sampling.schema_matcher.emplace(sampling.schema.get());
+  }
+  if (!p.regex.empty()) {
+    absl::StatusOr<JsonRegex> regex = CompileGuidedRegex(p.regex);
+    if (!regex.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("regex: ", regex.status().message()));
+    }
+    sampling.regex = std::make_shared<const JsonRegex>(*std::move(regex));
+    sampling.regex_matcher.emplace(sampling.regex.get());
   }
   const RequestId id = request.id;
   HR_RETURN_IF_ERROR(scheduler_->AddRequest(std::move(request)));
@@ -288,6 +302,9 @@ absl::StatusOr<std::vector<StepToken>> Engine::Step() {
       allowed = &s.constrained_allowed;
     } else if (s.schema_matcher.has_value()) {
       JsonTokens(*s.schema_matcher, s.schema_matcher->CanEnd(), &s.constrained_allowed);
+      allowed = &s.constrained_allowed;
+    } else if (s.regex_matcher.has_value()) {
+      JsonTokens(*s.regex_matcher, s.regex_matcher->CanEnd(), &s.constrained_allowed);
       allowed = &s.constrained_allowed;
     }
     rows_.push_back({.temperature = s.params.temperature,
@@ -348,6 +365,8 @@ absl::StatusOr<std::vector<StepToken>> Engine::Step() {
       constraint_done_[i] = JsonDone(*s.json, tokens_[i]) ? 1 : 0;
     } else if (s.schema_matcher.has_value()) {
       constraint_done_[i] = JsonDone(*s.schema_matcher, tokens_[i]) ? 1 : 0;
+    } else if (s.regex_matcher.has_value()) {
+      constraint_done_[i] = JsonDone(*s.regex_matcher, tokens_[i]) ? 1 : 0;
     }
   }
   const std::vector<TokenOutput> updates = scheduler_->Update(plan, tokens_, constraint_done_);

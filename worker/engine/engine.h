@@ -29,6 +29,7 @@
 #include "worker/engine/group_message.h"
 #include "worker/engine/json_matcher.h"
 #include "worker/engine/json_schema.h"
+#include "worker/engine/regex_matcher.h"
 #include "worker/engine/request.h"
 #include "worker/engine/scheduler.h"
 #include "worker/model/checkpoint.h"
@@ -175,7 +176,10 @@ class Engine {
     // json_schema: the compiled schema, and what the output so far reads as against it.
     std::shared_ptr<const JsonSchema> schema;
     std::optional<JsonSchemaMatcher> schema_matcher;
-    // Guided choice, JSON mode and json_schema: the tokens the sampler may take this step
+    // regex: the compiled pattern, and where the output so far leaves its automaton.
+    std::shared_ptr<const JsonRegex> regex;
+    std::optional<RegexMatcher> regex_matcher;
+    // Guided choice, JSON mode, json_schema and regex: the tokens the sampler may take this step
     // (rebuilt each step).
     std::vector<int32_t> constrained_allowed;
     // Prompt logprobs computed so far (entry i is prompt token i + 1); a recomputation after a
@@ -183,9 +187,9 @@ class Engine {
     std::vector<PromptTokenLogprob> prompt_logprobs;
   };
 
-  // JSON mode and json_schema: the tokens whose bytes continue the output as `matcher` reads it,
-  // and EOS where the document may end (`can_end`: a top-level number) or no token continues it
-  // (a vocabulary without some byte the text needs).
+  // JSON mode, json_schema and regex: the tokens whose bytes continue the output as `matcher`
+  // reads it, and EOS where the output may end (`can_end`: a top-level number, a regex match that
+  // may go on) or no token continues it (a vocabulary without some byte the text needs).
   template <typename Matcher>
   void JsonTokens(const Matcher& matcher, bool can_end, std::vector<int32_t>* allowed) const {
     JsonAllowedTokens(matcher, *options_.json_vocabulary, allowed);

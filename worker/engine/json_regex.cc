@@ -12,6 +12,8 @@ namespace {
 
 constexpr uint32_t kMaxCodePoint = 0x10FFFF;
 constexpr int32_t kMaxRepeat = 1000;
+// Groups nested deeper are refused: the parser and the automaton builder recurse per level.
+constexpr int kMaxGroupDepth = 100;
 
 struct Range {
   uint32_t lo = 0;
@@ -104,7 +106,8 @@ absl::Status Bad(std::string_view message) {
 
 class Parser {
  public:
-  explicit Parser(std::vector<uint32_t> pattern) : p_(std::move(pattern)) {}
+  Parser(std::vector<uint32_t> pattern, JsonRegex::Anchoring anchoring)
+      : p_(std::move(pattern)), anchoring_(anchoring) {}
 
   absl::StatusOr<Ast> Parse() {
     HR_ASSIGN_OR_RETURN(Ast ast, Alternation(0));
@@ -134,7 +137,8 @@ class Parser {
   }
 
   // One alternative; at the top level `^` may open it and `$` close it, and an unanchored side
-  // matches anything (a pattern matches anywhere in the string).
+  // matches anything (a pattern matches anywhere in the string) unless the whole string must
+  // match (kFullMatch).
   absl::StatusOr<Ast> Concatenation(int depth) {
     Ast seq{.kind = Ast::Kind::kConcat};
     bool anchored_start = false;
@@ -157,7 +161,7 @@ class Parser {
       HR_ASSIGN_OR_RETURN(Ast atom, Repetition(depth));
       seq.kids.push_back(std::move(atom));
     }
-    if (depth == 0) {
+    if (depth == 0 && anchoring_ == JsonRegex::Anchoring::kSearch) {
       if (!anchored_start) seq.kids.insert(seq.kids.begin(), AnyString());
       if (!anchored_end) seq.kids.push_back(AnyString());
     }
@@ -231,6 +235,9 @@ class Parser {
           ++i_;
         } else if (At('?')) {
           return Bad("(? modifiers are not supported");
+        }
+        if (depth >= kMaxGroupDepth) {
+          return Bad(absl::StrCat("groups nest more than ", kMaxGroupDepth, " levels deep"));
         }
         HR_ASSIGN_OR_RETURN(Ast inner, Alternation(depth + 1));
         if (!At(')')) return Bad("unbalanced '('");
@@ -364,6 +371,7 @@ class Parser {
   }
 
   std::vector<uint32_t> p_;
+  JsonRegex::Anchoring anchoring_;
   size_t i_ = 0;
 };
 
@@ -509,10 +517,10 @@ class JsonRegexBuilder {
   std::vector<std::vector<int32_t>> epsilon_;
 };
 
-absl::StatusOr<JsonRegex> JsonRegex::Compile(std::string_view pattern) {
+absl::StatusOr<JsonRegex> JsonRegex::Compile(std::string_view pattern, Anchoring anchoring) {
   std::vector<uint32_t> code_points;
   if (!Decode(pattern, &code_points)) return Bad("the pattern is not valid UTF-8");
-  HR_ASSIGN_OR_RETURN(const Ast ast, Parser(std::move(code_points)).Parse());
+  HR_ASSIGN_OR_RETURN(const Ast ast, Parser(std::move(code_points), anchoring).Parse());
   JsonRegex regex;
   HR_RETURN_IF_ERROR(JsonRegexBuilder(regex).Run(ast));
   return regex;

@@ -8,7 +8,8 @@
 // `$` at the start / end of a top-level alternative. Refused with the reason: lookaround,
 // backreferences, word boundaries, anchors elsewhere, and patterns of more than kMaxStates states.
 //
-// As in JSON Schema, a pattern matches anywhere in the string unless anchored (`a` matches "xax").
+// As in JSON Schema, a pattern matches anywhere in the string unless anchored (`a` matches "xax");
+// compiled for a full match (vLLM's guided_regex, Python's re.fullmatch) it must match all of it.
 //
 // Prefix-exact: States are kept to the states from which the end of a match can still be reached,
 // so a set that is not empty always has a way to a match.
@@ -29,8 +30,13 @@ class JsonRegex {
   static constexpr int kMaxStates = 256;
   using States = std::bitset<kMaxStates>;
 
+  enum class Anchoring : uint8_t {
+    kSearch,     // the pattern may match anywhere in the string (JSON Schema's `pattern`)
+    kFullMatch,  // the pattern must match the whole string
+  };
   // InvalidArgument with the reason ("lookahead is not supported", "unbalanced ')'").
-  static absl::StatusOr<JsonRegex> Compile(std::string_view pattern);
+  static absl::StatusOr<JsonRegex> Compile(std::string_view pattern,
+                                           Anchoring anchoring = Anchoring::kSearch);
 
   // Before the first character (empty: the pattern matches no string).
   [[nodiscard]] const States& start() const { return start_; }

@@ -56,6 +56,9 @@ struct SamplingParams {
   // text; worker/engine/json_schema.h); the request stops once the value is whole. Not with the
   // three above.
   std::string json_schema;
+  // vLLM's guided_regex: the output's text matches this pattern as a whole (worker/engine/
+  // regex_matcher.h); the request stops once nothing can follow. Not with the four above.
+  std::string regex;
   // vLLM's prompt_logprobs: -1 off; otherwise every prompt token after the first gets its
   // logprob given the tokens before it, with the top-N alternatives (N in [0, 20]). Such a
   // request computes its whole prompt (no prefix-cache hit: cached blocks have no logits).

@@ -41,6 +41,7 @@ absl::StatusOr<Request> RequestFromProto(const v1::SubmitRequest& proto, Request
   out.allowed_token_ids.assign(in.allowed_token_ids().begin(), in.allowed_token_ids().end());
   out.json_object = in.json_object();
   out.json_schema = in.json_schema();
+  out.regex = in.regex();
   for (const v1::TokenSequence& choice : in.guided_choice()) {
     out.guided_choice.emplace_back(choice.ids().begin(), choice.ids().end());
   }

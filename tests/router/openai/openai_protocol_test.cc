@@ -103,8 +103,15 @@ TEST(OpenAiProtocolTest, BadCompletionBodies) {
        "must be an integer"},
       {R"({"prompt": "x", "echo": true, "truncate_prompt_tokens": 4})", "echo",
        "echo is not supported with truncate_prompt_tokens"},
-      {R"({"prompt": "x", "guided_regex": "a+"})", "guided_regex",
-       "guided_regex (structured output) is not supported"},
+      {R"({"prompt": "x", "guided_grammar": "root ::= \"a\""})", "guided_grammar",
+       "guided_grammar (structured output) is not supported"},
+      {R"({"prompt": "x", "guided_regex": "(?=a)a"})", "guided_regex",
+       "guided_regex: lookahead is not supported"},
+      {R"({"prompt": "x", "guided_regex": 5})", "guided_regex",
+       "guided_regex must be a string (a regular expression), got number"},
+      {R"({"prompt": "x", "guided_regex": ""})", "guided_regex", "must not be empty"},
+      {R"({"prompt": "x", "guided_regex": "a", "structured_outputs": {"regex": "b"}})",
+       "structured_outputs.regex", "give one regex"},
       {R"({"prompt": "x", "guided_json": {"type": "integer", "multipleOf": 2}})", "guided_json",
        "guided_json: at the root: multipleOf is not supported"},
       {R"({"prompt": "x", "guided_json": 5})", "guided_json",
@@ -116,8 +123,12 @@ TEST(OpenAiProtocolTest, BadCompletionBodies) {
        "structured_outputs.json: at the root: $ref \"#/nowhere\" points"},
       {R"({"prompt": "x", "guided_json": {}, "structured_outputs": {"json": {}}})",
        "structured_outputs.json", "give one JSON schema"},
-      {R"({"prompt": "x", "structured_outputs": {"regex": "a+"}})", "structured_outputs.regex",
-       "structured_outputs.regex is not supported"},
+      {R"({"prompt": "x", "structured_outputs": {"regex": "[a-z]{300}"}})",
+       "structured_outputs.regex",
+       "structured_outputs.regex: the pattern needs more than 256 automaton states"},
+      {R"({"prompt": "x", "structured_outputs": {"grammar": "root ::= x"}})",
+       "structured_outputs.grammar",
+       "structured_outputs.grammar is not supported (choice, json, regex and json_object are)"},
       {R"({"prompt": "x", "guided_choice": []})", "guided_choice",
        "guided_choice must be a non-empty array of strings"},
       {R"({"prompt": "x", "guided_choice": ["a", 2]})", "guided_choice[1]", "must be a string"},
@@ -187,8 +198,8 @@ TEST(OpenAiProtocolTest, BadChatBodies) {
            "tools": [{"function": {"name": "f"}}, {"function": {"name": "f"}}],
            "tool_choice": "required"})",
        "tools[1]", "repeats function name \"f\""},
-      {R"({"messages": [{"role": "user", "content": "x"}], "tool_choice": "auto"})",
-       "tool_choice", "tool_choice needs tools"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "tool_choice": "auto"})", "tool_choice",
+       "tool_choice needs tools"},
       {R"({"messages": [{"role": "user", "content": "x"}], "tools": [{"function": {"name": "f"}}],
            "tool_choice": "sometimes"})",
        "tool_choice", "got \"sometimes\""},
@@ -399,6 +410,19 @@ TEST(OpenAiProtocolTest, StopArrayAndSeeds) {
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->generate.sampling().seed(), 18446744073709551615u);
   EXPECT_EQ(r->generate.sampling().max_tokens(), 8);
+}
+
+// vLLM's two spellings of a regex constraint reach sampling.guided_regex as written.
+TEST(OpenAiProtocolTest, GuidedRegexInEitherSpellingReachesTheSampling) {
+  absl::StatusOr<ParsedRequest> r =
+      ParseCompletionRequest(R"({"prompt": "x", "guided_regex": "\\d{3}-[a-z]+"})");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->generate.sampling().guided_regex(), R"(\d{3}-[a-z]+)");
+  r = ParseChatRequest(
+      R"j({"messages": [{"role": "user", "content": "hi"}],
+          "structured_outputs": {"regex": "(yes|no)", "json": null}})j");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->generate.sampling().guided_regex(), "(yes|no)");
 }
 
 TEST(OpenAiProtocolTest, ChatFieldsMapToGenerateRequest) {

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "absl/strings/str_cat.h"
 #include "router/tokenizer/byte_tokenizer.h"
 
 namespace headroom::router {
@@ -111,6 +112,17 @@ TEST_F(RequestValidationTest, GuidedChoicesAreTokenizedWithoutSpecialTokens) {
   EXPECT_EQ(v->prompt, (std::vector<int32_t>{256, 'q'})) << "the prompt still gets its BOS";
 }
 
+// A gRPC caller's guided_regex is checked here and reaches the worker as its regex.
+TEST_F(RequestValidationTest, GuidedRegexIsPassedToTheWorker) {
+  v1::GenerateRequest request;
+  request.set_text("q");
+  request.mutable_sampling()->set_guided_regex("[0-9]{3}");
+  const std::unique_ptr<Tokenizer> tokenizer = *MakeByteTokenizer(256);
+  absl::StatusOr<ValidatedRequest> v = ValidateGenerateRequest(request, *tokenizer, 100);
+  ASSERT_TRUE(v.ok()) << v.status();
+  EXPECT_EQ(v->sampling.regex(), "[0-9]{3}");
+}
+
 // A gRPC caller's JSON schema is checked here (the HTTP front checks its own) and passed on as is.
 TEST_F(RequestValidationTest, JsonSchemaIsPassedToTheWorker) {
   v1::GenerateRequest request;
@@ -184,8 +196,28 @@ TEST_F(RequestValidationTest, BadRequestsNameTheFieldAndTheNumbers) {
          r.mutable_sampling()->add_guided_choice("yes");
          r.mutable_sampling()->add_allowed_token_ids(3);
        },
-       "at most one of sampling.guided_choice, sampling.allowed_token_ids, sampling.json_object "
-       "and sampling.json_schema may be set"},
+       "at most one of sampling.guided_choice, sampling.allowed_token_ids, sampling.json_object, "
+       "sampling.json_schema and sampling.guided_regex may be set"},
+      {"guided_regex with json_schema",
+       [](v1::GenerateRequest& r) {
+         r.mutable_sampling()->set_json_schema(R"({"type":"string"})");
+         r.mutable_sampling()->set_guided_regex("a+");
+       },
+       "at most one of"},
+      {"guided_regex not enforceable",
+       [](v1::GenerateRequest& r) { r.mutable_sampling()->set_guided_regex("\\bword"); },
+       "sampling.guided_regex: word boundaries (\\b) are not supported"},
+      {"guided_regex too long",
+       [](v1::GenerateRequest& r) {
+         r.mutable_sampling()->set_guided_regex(std::string(kMaxGuidedRegexBytes + 1, 'a'));
+       },
+       "sampling.guided_regex is 4097 bytes, at most 4096 are accepted"},
+      {"json_schema too long",
+       [](v1::GenerateRequest& r) {
+         r.mutable_sampling()->set_json_schema(
+             absl::StrCat(R"({"description":")", std::string(kMaxJsonSchemaBytes, 'x'), R"("})"));
+       },
+       "sampling.json_schema is 65554 bytes, at most 65536 are accepted"},
       {"json_schema with json_object",
        [](v1::GenerateRequest& r) {
          r.mutable_sampling()->set_json_schema(R"({"type":"object"})");
