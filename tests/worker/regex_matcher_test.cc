@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <random>
 #include <string>
@@ -171,6 +172,48 @@ TEST(RegexMatcherTest, RandomWalksThroughTheTokenIndexEndInMatches) {
       EXPECT_TRUE(testdata::PosixFullMatch(ere, text)) << pattern << " produced " << text;
     }
   }
+}
+
+// The cache gives each state's list as computed, computes it once per state, and starts over
+// when its lists would pass the bound.
+TEST(RegexMatcherTest, MaskCacheComputesEachStateOnce) {
+  const JsonVocabulary vocabulary = TestVocabulary();
+  const JsonRegex regex = MustCompile(R"([a-z ]+(\.|!))");
+  const auto compute = [&](const RegexMatcher& m, std::vector<int32_t>* list) {
+    JsonAllowedTokens(m, vocabulary, list);
+  };
+  RegexMaskCache cache;
+  std::vector<RegexMatcher> seen;
+  std::mt19937 rng(11);
+  RegexMatcher matcher(&regex);
+  std::vector<int32_t> direct;
+  for (int step = 0; step < 40 && !matcher.Complete(); ++step) {
+    std::vector<int32_t> cached = cache.Get(matcher, compute);
+    JsonAllowedTokens(matcher, vocabulary, &direct);
+    std::sort(cached.begin(), cached.end());
+    std::sort(direct.begin(), direct.end());
+    ASSERT_EQ(cached, direct) << "step " << step;
+    if (std::find(seen.begin(), seen.end(), matcher) == seen.end()) seen.push_back(matcher);
+    // Mostly text, so the walk stays in the same state.
+    const int32_t id = step < 30 ? direct[rng() % direct.size()] : '.';
+    ASSERT_TRUE(matcher.Feed(vocabulary.token_bytes()[static_cast<size_t>(id)]));
+  }
+  EXPECT_TRUE(matcher.Complete());
+  EXPECT_EQ(cache.misses(), static_cast<int64_t>(seen.size()));
+  EXPECT_LE(seen.size(), 3u) << "before any text, in text, after a space";
+
+  // A bound below two lists: each new state starts over, a repeated one is still a hit.
+  RegexMaskCache small(direct.size() + 1);
+  RegexMatcher start(&regex);
+  RegexMatcher after = start;
+  ASSERT_TRUE(after.Feed('a'));
+  const std::vector<int32_t> first = small.Get(start, compute);
+  EXPECT_EQ(small.Get(start, compute), first);
+  EXPECT_EQ(small.misses(), 1);
+  small.Get(after, compute);
+  EXPECT_EQ(small.misses(), 2);
+  EXPECT_EQ(small.Get(start, compute), first) << "recomputed after the start-over";
+  EXPECT_EQ(small.misses(), 3);
 }
 
 TEST(RegexMatcherTest, RefusedPatternsSayWhy) {

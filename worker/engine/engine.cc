@@ -214,6 +214,7 @@ absl::Status Engine::AddRequest(Request request) {
                     .schema_matcher = std::nullopt,
                     .regex = nullptr,
                     .regex_matcher = std::nullopt,
+                    .regex_masks = {},
                     .constrained_allowed = {},
                     .prompt_logprobs = {}};
   if (p.repetition_penalty != 1.0f || p.prompt_logprobs >= 0) sampling.prompt = request.prompt;
@@ -304,8 +305,10 @@ absl::StatusOr<std::vector<StepToken>> Engine::Step() {
       JsonTokens(*s.schema_matcher, s.schema_matcher->CanEnd(), &s.constrained_allowed);
       allowed = &s.constrained_allowed;
     } else if (s.regex_matcher.has_value()) {
-      JsonTokens(*s.regex_matcher, s.regex_matcher->CanEnd(), &s.constrained_allowed);
-      allowed = &s.constrained_allowed;
+      allowed = &s.regex_masks.Get(*s.regex_matcher,
+                                   [this](const RegexMatcher& m, std::vector<int32_t>* list) {
+                                     JsonTokens(m, m.CanEnd(), list);
+                                   });
     }
     rows_.push_back({.temperature = s.params.temperature,
                      .top_k = s.params.top_k,

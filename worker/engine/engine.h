@@ -179,6 +179,7 @@ class Engine {
     // regex: the compiled pattern, and where the output so far leaves its automaton.
     std::shared_ptr<const JsonRegex> regex;
     std::optional<RegexMatcher> regex_matcher;
+    RegexMaskCache regex_masks;
     // Guided choice, JSON mode, json_schema and regex: the tokens the sampler may take this step
     // (rebuilt each step).
     std::vector<int32_t> constrained_allowed;

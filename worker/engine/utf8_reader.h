@@ -32,6 +32,18 @@ class Utf8Reader {
   // surrogates, as at most two disjoint ranges written to `out`; returns how many.
   int PossibleCodePoints(Range out[2]) const;
 
+  // Readers that accept the same bytes from here on: both between characters (whatever the last
+  // character was), or inside the same partial character.
+  friend bool operator==(const Utf8Reader& a, const Utf8Reader& b) {
+    return a.Packed() == b.Packed();
+  }
+  // That state in one word (0 between characters), for comparing and hashing.
+  [[nodiscard]] uint64_t Packed() const {
+    if (due_ == 0) return 0;
+    return uint64_t{length_} | uint64_t{due_} << 8 | uint64_t{next_lo_} << 16 |
+           uint64_t{next_hi_} << 24 | uint64_t{code_point_} << 32;
+  }
+
  private:
   // The sequence's length, continuation bytes still due, and the range of the next one.
   uint8_t length_ = 0;
