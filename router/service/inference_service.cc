@@ -212,7 +212,13 @@ class GenerateReactor final : public grpc::ServerWriteReactor<v1::GenerateRespon
       }
       completion_tokens_ += static_cast<int32_t>(ids.size());
       const bool last = message.finish_reason() != v1::FINISH_REASON_UNSPECIFIED;
-      std::string text = detokenizer_->Push(std::span<const int32_t>(ids));
+      // The token that stopped the request (EOS, a stop token) is in token_ids but not in the
+      // text unless include_stop_str_in_output, as in vLLM (its text would be "</s>", or a
+      // stop token's word).
+      const size_t shown = message.stop_token() && !req_.include_stop_str_in_output && !ids.empty()
+                               ? ids.size() - 1
+                               : ids.size();
+      std::string text = detokenizer_->Push(std::span<const int32_t>(ids.data(), shown));
       if (last) text += detokenizer_->Finish();
       // vLLM checks stop strings only once the output is longer than min_tokens.
       StopResult stopped = stop_->Push(text, completion_tokens_ > req_.min_tokens);

@@ -400,6 +400,57 @@ TEST(RouterSpecialTokensE2eTest, SkipSpecialTokensLeavesThemOutOfTheTextUnlessFa
   EXPECT_EQ(router.WaitExit(std::chrono::seconds(20)), 0);
 }
 
+// The token that stops a request (a stop_token_ids entry, EOS) is in token_ids but not in the
+// text unless include_stop_str_in_output, as vLLM V1 gives it; a request a constraint stops keeps
+// its last token's text. dummy:small behind the byte tokenizer: token 98 is "b", 256 <|bos|>.
+TEST(RouterSpecialTokensE2eTest, TheStoppingTokensTextIsLeftOutUnlessAsked) {
+  Child worker("worker", {"--model", "dummy:small", "--port", "0", "--metrics-port", "-1",
+                          "--num-gpu-blocks-override", "16", "--block-size", "16", "--max-num-seqs",
+                          "2", "--max-model-len", "64", "--threads", "1"});
+  ASSERT_FALSE(worker.address().empty());
+  Child router("router", {"--grpc-port", "0", "--http-port", "-1", "--workers", worker.address(),
+                          "--byte-tokenizer-vocab", "32000"});
+  ASSERT_FALSE(router.address().empty());
+  auto stub = v1::Inference::NewStub(
+      grpc::CreateChannel(router.address(), grpc::InsecureChannelCredentials()));
+  ASSERT_TRUE(e2e::GroupsUp(*stub, 1));
+  struct Case {
+    int32_t token;
+    bool skip_special;
+    bool include;
+    std::string text;
+  };
+  for (const Case& c : {Case{98, true, false, "a"}, Case{98, true, true, "ab"},
+                        Case{256, false, false, "a"}, Case{256, false, true, "a<|bos|>"}}) {
+    SCOPED_TRACE(absl::StrCat("stop token ", c.token, c.include ? ", included" : ""));
+    // "a" (min_tokens bans the stop token for one token), then the stop token (pushed up).
+    v1::GenerateRequest request = Greedy({72, 105}, 8);
+    request.mutable_sampling()->set_ignore_eos(false);
+    request.mutable_sampling()->add_stop_token_ids(c.token);
+    request.mutable_sampling()->set_skip_special_tokens(c.skip_special);
+    request.mutable_sampling()->set_include_stop_str_in_output(c.include);
+    request.mutable_sampling()->add_allowed_token_ids(97);
+    request.mutable_sampling()->add_allowed_token_ids(c.token);
+    request.mutable_sampling()->set_min_tokens(1);
+    (*request.mutable_sampling()->mutable_logit_bias())[c.token] = 100.0f;
+    const Result r = Generate(*stub, request);
+    ASSERT_TRUE(r.status.ok()) << r.status.error_message();
+    EXPECT_EQ(r.finish, v1::FINISH_REASON_STOP);
+    EXPECT_EQ(r.tokens, (std::vector<int32_t>{97, c.token})) << "the stop token is in token_ids";
+    EXPECT_EQ(r.text, c.text);
+  }
+  // A guided choice ends on its own last token, which is not a stop token: its text stays.
+  v1::GenerateRequest choice = Greedy({72, 105}, 8);
+  choice.mutable_sampling()->set_ignore_eos(false);
+  choice.mutable_sampling()->add_guided_choice("b");
+  const Result picked = Generate(*stub, choice);
+  ASSERT_TRUE(picked.status.ok()) << picked.status.error_message();
+  EXPECT_EQ(picked.finish, v1::FINISH_REASON_STOP);
+  EXPECT_EQ(picked.text, "b");
+  router.Signal(SIGTERM);
+  EXPECT_EQ(router.WaitExit(std::chrono::seconds(20)), 0);
+}
+
 // A worker with its /metrics endpoint, for reading its prefix-cache counters.
 struct MeteredWorker {
   std::unique_ptr<Child> process;

@@ -289,18 +289,35 @@ TEST(SchedulerTest, StopConditions) {
       h.scheduler().Update(plan, std::vector<int32_t>{kEos, kEos, 77, 5});
   ASSERT_EQ(out.size(), 4u);
   EXPECT_EQ(out[0].finish, FinishReason::kStop);
+  EXPECT_TRUE(out[0].stop_token) << "EOS stopped it";
   EXPECT_EQ(out[1].finish, FinishReason::kNone);  // ignore_eos
+  EXPECT_FALSE(out[1].stop_token);
   EXPECT_EQ(out[2].finish, FinishReason::kStop);
+  EXPECT_TRUE(out[2].stop_token) << "a stop token stopped it";
   EXPECT_EQ(out[3].finish, FinishReason::kNone);
   plan = h.scheduler().Schedule();
   out = h.scheduler().Update(plan, std::vector<int32_t>{6, 7});
   EXPECT_EQ(out[0].finish, FinishReason::kNone);
   EXPECT_EQ(out[1].finish, FinishReason::kLength);  // max_tokens 2 == max_model_len
+  EXPECT_FALSE(out[1].stop_token);
   plan = h.scheduler().Schedule();
   out = h.scheduler().Update(plan, std::vector<int32_t>{8});
   EXPECT_EQ(out[0].finish, FinishReason::kLength);  // max_tokens 3
   EXPECT_FALSE(h.scheduler().HasWork());
   EXPECT_EQ(h.kv().Stats().num_used_blocks, 0);
+}
+
+// A satisfied constraint (guided choice, a whole JSON value) stops a request with an ordinary
+// token, which is not a stop token: its text is part of the answer.
+TEST(SchedulerTest, AConstraintStopIsNotAStopToken) {
+  SchedulerHarness h(40, 4, Config(8, 64, /*max_len=*/64));
+  ASSERT_TRUE(h.scheduler().AddRequest(MakeRequest(1, 2, 10)).ok());
+  const StepPlan plan = h.scheduler().Schedule();
+  const std::vector<TokenOutput> out =
+      h.scheduler().Update(plan, std::vector<int32_t>{'}'}, std::vector<uint8_t>{1});
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].finish, FinishReason::kStop);
+  EXPECT_FALSE(out[0].stop_token);
 }
 
 TEST(SchedulerTest, RefusesRequestsThatCanNeverRun) {

@@ -384,6 +384,7 @@ absl::StatusOr<std::vector<StepToken>> Engine::Step() {
       t.top_logprobs.push_back({top_ids_[at], top_logprobs_[at]});
     }
     t.finish = updates[i].finish;
+    t.stop_token = updates[i].stop_token;
     t.num_preemptions = updates[i].num_preemptions;
     Sampling& s = sampling_.at(t.id);
     if (s.generated == 0) {

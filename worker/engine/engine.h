@@ -95,6 +95,8 @@ struct StepToken {
   std::vector<TokenLogprob> top_logprobs;
   // kNone while the request goes on.
   FinishReason finish = FinishReason::kNone;
+  // The request stopped because `token` is EOS or one of its stop tokens (TokenOutput).
+  bool stop_token = false;
   // On the request's first token only: when a step first scheduled it (its queue time ends
   // there; a request preempted later keeps its first). InfinitePast on every later token.
   absl::Time first_scheduled = absl::InfinitePast();

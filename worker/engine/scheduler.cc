@@ -236,8 +236,13 @@ std::vector<TokenOutput> Scheduler::Update(const StepPlan& plan, absl::Span<cons
     Sequence& s = *it->second;
     s.tokens.push_back(token);
     FinishReason finish = CheckStop(s, token);
+    const bool stop_token = finish == FinishReason::kStop;  // CheckStop stops only on tokens
     if (finish == FinishReason::kNone && done) finish = FinishReason::kStop;
-    outputs.push_back({seq.id, token, finish, s.num_preemptions});
+    outputs.push_back({.id = seq.id,
+                       .token = token,
+                       .finish = finish,
+                       .num_preemptions = s.num_preemptions,
+                       .stop_token = stop_token});
     if (finish != FinishReason::kNone) Release(s);
   }
   HR_CHECK_MSG(next == sampled.size(), "more sampled tokens than sequences to sample");

@@ -59,6 +59,9 @@ struct TokenOutput {
   FinishReason finish = FinishReason::kNone;
   // Times the request has been preempted so far.
   int32_t num_preemptions = 0;
+  // kStop because this token is EOS or one of the request's stop tokens (vLLM's stop_terminated:
+  // the router leaves its text out), not because a constraint was satisfied.
+  bool stop_token = false;
 };
 
 struct SchedulerStats {

@@ -86,6 +86,7 @@ void AppendToken(const StepToken& token, v1::SubmitResponse& response) {
   SetGenerated(token.token, token.logprob, token.top_logprobs, *response.add_tokens());
   if (token.finish != FinishReason::kNone) {
     response.set_finish_reason(FinishReasonToProto(token.finish));
+    response.set_stop_token(token.stop_token);
   }
 }
 
