@@ -73,7 +73,8 @@ FlagSet MakeRouterFlags() {
                 "model decides, and its reply is read for calls by --tool-call-parser.");
   flags.AddString("tool-call-parser", std::nullopt,
                   "How the model writes tool calls, for --enable-auto-tool-choice: hermes "
-                  "(Hermes 2 Pro / 3, Qwen2.5, Qwen3).");
+                  "(Hermes 2 Pro / 3, Qwen2.5, Qwen3), llama3_json (Llama 3.1-3.3; also "
+                  "llama4_json) or mistral (Mistral 7B v0.3, Nemo).");
   flags.AddString("host", "127.0.0.1", "Address to listen on.");
   flags.AddString("workers", std::nullopt,
                   "Comma-separated worker group leader addresses (host:port,host:port).");
@@ -233,7 +234,8 @@ absl::Status Serve(const FlagSet& flags, const sigset_t& stop_signals, std::ostr
     const std::optional<std::string> name = flags.GetString("tool-call-parser");
     if (!name.has_value()) {
       return absl::InvalidArgumentError(
-          "--enable-auto-tool-choice needs --tool-call-parser (supported: hermes)");
+          absl::StrCat("--enable-auto-tool-choice needs --tool-call-parser (supported: ",
+                       router::openai::kToolCallParserNames, ")"));
     }
     HR_ASSIGN_OR_RETURN(tool_call_parser, router::openai::ParseToolCallParserName(*name));
   }

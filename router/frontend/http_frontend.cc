@@ -11,6 +11,7 @@
 #include "router/frontend/generation.h"
 #include "router/openai/openai_protocol.h"
 #include "router/openai/openai_response.h"
+#include "router/openai/tool_parser.h"
 
 namespace headroom::router {
 namespace {
@@ -141,13 +142,19 @@ void HttpFrontend::Generate(const http::HttpRequest& request, bool chat,
             *writer, 400,
             "tool_choice \"auto\" (the default when tools are given) lets the model decide "
             "whether to call a tool, which needs a parser for the model's tool-call format: "
-            "start the router with --enable-auto-tool-choice --tool-call-parser hermes (the "
-            "format of Hermes and Qwen2.5 / Qwen3), as vLLM needs, or use tool_choice "
+            "start the router with --enable-auto-tool-choice --tool-call-parser NAME (hermes "
+            "for Hermes and Qwen2.5 / Qwen3, llama3_json for Llama 3.x, mistral for Mistral), "
+            "as vLLM needs, or use tool_choice "
             "\"required\", a named function ({\"type\": \"function\", \"function\": "
             "{\"name\": ...}}) or \"none\"",
             "tool_choice");
       }
       tool_choice.parser = options_.tool_call_parser;
+      // The parser reads a special token (mistral's [TOOL_CALLS]): keep them in the text, as
+      // vLLM's adjust_request does.
+      if (openai::KeepsSpecialTokens(*tool_choice.parser)) {
+        parsed->generate.mutable_sampling()->set_skip_special_tokens(false);
+      }
     }
     const Tokenizer& tokenizer = *options_.tokenizer;
     absl::StatusOr<std::vector<int32_t>> ids = ChatPromptIds(*parsed);

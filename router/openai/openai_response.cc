@@ -428,8 +428,11 @@ ResponseBuilder::Json ResponseBuilder::ToolCallsJson(int32_t choice,
     Json call = Json::object();
     if (with_index) call["index"] = k;
     // Unique per response, choice and call; a client sends it back as the tool message's
-    // tool_call_id. id_ is "chatcmpl-<hex>".
-    call["id"] = absl::StrCat("chatcmpl-tool-", id_.substr(id_.find('-') + 1), "-", choice, "-", k);
+    // tool_call_id. id_ is "chatcmpl-<hex>". Mistral's template takes only 9 letters and digits.
+    const std::string suffix = absl::StrCat(id_.substr(id_.find('-') + 1), "-", choice, "-", k);
+    call["id"] = tool_choice_.parser == ToolCallParser::kMistral
+                     ? MistralToolCallId(suffix)
+                     : absl::StrCat("chatcmpl-tool-", suffix);
     call["type"] = "function";
     call["function"] = {{"name", calls[k].name}, {"arguments", calls[k].arguments}};
     out.push_back(std::move(call));

@@ -1,8 +1,10 @@
 #include "router/openai/tool_parser.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/status/status.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
 #include "router/tokenizer/string_util.h"
@@ -10,57 +12,224 @@
 namespace headroom::router::openai {
 namespace {
 
-constexpr std::string_view kCallStart = "<tool_call>";
-constexpr std::string_view kCallEnd = "</tool_call>";
+using Json = nlohmann::ordered_json;
 
-// One call's JSON ({"name": ..., "arguments": {...}}), or nullopt when it is not one.
-std::optional<ToolCall> HermesCall(std::string_view body) {
-  return ToolCallFromJson(nlohmann::ordered_json::parse(body, nullptr, /*allow_exceptions=*/false),
-                          "arguments");
+constexpr std::string_view kHermesStart = "<tool_call>";
+constexpr std::string_view kHermesEnd = "</tool_call>";
+constexpr std::string_view kPythonTag = "<|python_tag|>";
+constexpr std::string_view kMistralStart = "[TOOL_CALLS]";
+
+Json ParseJson(std::string_view text) {
+  return Json::parse(text, nullptr, /*allow_exceptions=*/false);
 }
 
+// The content before a reply's calls: nullopt when it is empty.
+std::optional<std::string> ContentBefore(std::string_view text, size_t end) {
+  if (end == 0) return std::nullopt;
+  return std::string(text.substr(0, end));
+}
+
+// Llama's: nullopt when it is only whitespace (the line break before the JSON).
+std::optional<std::string> TextBefore(std::string_view text, size_t end) {
+  if (absl::StripAsciiWhitespace(Sv(text.substr(0, end))).empty()) return std::nullopt;
+  return std::string(text.substr(0, end));
+}
+
+// Not a call after all: the whole reply is content.
+ParsedToolOutput PlainContent(std::string_view text) { return {std::string(text), {}}; }
+
 ParsedToolOutput ParseHermes(std::string_view text) {
-  const size_t first = text.find(kCallStart);
-  if (first == std::string_view::npos) return {std::string(text), {}};
+  const size_t first = text.find(kHermesStart);
+  if (first == std::string_view::npos) return PlainContent(text);
   ParsedToolOutput out;
   // Each <tool_call>...</tool_call>; the last may be cut off before its end tag.
-  for (size_t at = first; at != std::string_view::npos; at = text.find(kCallStart, at)) {
-    const size_t body = at + kCallStart.size();
-    const size_t end = text.find(kCallEnd, body);
-    std::optional<ToolCall> call = HermesCall(
-        text.substr(body, end == std::string_view::npos ? std::string_view::npos : end - body));
-    if (!call.has_value()) return {std::string(text), {}};  // not a call after all: content
+  for (size_t at = first; at != std::string_view::npos; at = text.find(kHermesStart, at)) {
+    const size_t body = at + kHermesStart.size();
+    const size_t end = text.find(kHermesEnd, body);
+    std::optional<ToolCall> call = ToolCallFromJson(
+        ParseJson(
+            text.substr(body, end == std::string_view::npos ? std::string_view::npos : end - body)),
+        "arguments");
+    if (!call.has_value()) return PlainContent(text);
     out.calls.push_back(*std::move(call));
     if (end == std::string_view::npos) break;
-    at = end + kCallEnd.size();
+    at = end + kHermesEnd.size();
   }
-  if (first > 0) out.content = std::string(text.substr(0, first));
+  out.content = ContentBefore(text, first);
   return out;
+}
+
+// The end (one past the closing brace) of the JSON object opening at text[at] == '{', found by
+// balancing braces outside strings; npos when it does not close.
+size_t ObjectEnd(std::string_view text, size_t at) {
+  int depth = 0;
+  bool in_string = false;
+  for (size_t i = at; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\') {
+        ++i;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '{') {
+      ++depth;
+    } else if (c == '}' && --depth == 0) {
+      return i + 1;
+    }
+  }
+  return std::string_view::npos;
+}
+
+size_t SkipSpaces(std::string_view text, size_t at) {
+  while (at < text.size() && absl::ascii_isspace(static_cast<unsigned char>(text[at]))) ++at;
+  return at;
+}
+
+// A Llama call object: {"name": ..., "arguments": {...}} or "parameters" in place of
+// "arguments" (Llama 3.1's template asks for "parameters").
+std::optional<ToolCall> LlamaCall(std::string_view object) {
+  const Json call = ParseJson(object);
+  if (!call.is_object()) return std::nullopt;
+  return ToolCallFromJson(call, call.contains("arguments") ? "arguments" : "parameters");
+}
+
+// Calls written one after another from text[at] ('{'), separated by ';' (Llama 3.1/3.2's
+// parallel calls); stops at the first object that is not a call.
+std::vector<ToolCall> LlamaCallsFrom(std::string_view text, size_t at) {
+  std::vector<ToolCall> calls;
+  while (at < text.size() && text[at] == '{') {
+    const size_t end = ObjectEnd(text, at);
+    if (end == std::string_view::npos) break;
+    std::optional<ToolCall> call = LlamaCall(text.substr(at, end - at));
+    if (!call.has_value()) break;
+    calls.push_back(*std::move(call));
+    at = SkipSpaces(text, end);
+    if (at >= text.size() || text[at] != ';') break;
+    at = SkipSpaces(text, at + 1);
+  }
+  return calls;
+}
+
+ParsedToolOutput ParseLlama3Json(std::string_view text) {
+  // After <|python_tag|> (when special tokens are kept), or at the first top-level '{' that
+  // starts a call: each '{' that is not one moves the search past its whole object.
+  if (const size_t tag = text.find(kPythonTag); tag != std::string_view::npos) {
+    std::vector<ToolCall> calls = LlamaCallsFrom(text, SkipSpaces(text, tag + kPythonTag.size()));
+    if (calls.empty()) return PlainContent(text);
+    return {TextBefore(text, tag), std::move(calls)};
+  }
+  for (size_t at = text.find('{'); at != std::string_view::npos; at = text.find('{', at)) {
+    std::vector<ToolCall> calls = LlamaCallsFrom(text, at);
+    if (!calls.empty()) return {TextBefore(text, at), std::move(calls)};
+    const size_t end = ObjectEnd(text, at);
+    if (end == std::string_view::npos) break;
+    at = end;
+  }
+  return PlainContent(text);
+}
+
+// A Mistral reply that is not calls after all: its content without the [TOOL_CALLS] tags (the
+// special token the front kept in the text to find them), as vLLM returns it.
+ParsedToolOutput WithoutTags(std::string_view text) {
+  std::string content;
+  for (size_t at = 0; at < text.size();) {
+    const size_t tag = std::min(text.find(kMistralStart, at), text.size());
+    content.append(text.substr(at, tag - at));
+    at = tag + kMistralStart.size();
+  }
+  return {std::move(content), {}};
+}
+
+// [TOOL_CALLS] then a JSON array of {"name", "arguments"} (Mistral 7B v0.3, Nemo); several
+// [TOOL_CALLS] arrays are read one after another.
+ParsedToolOutput ParseMistral(std::string_view text) {
+  const size_t first = text.find(kMistralStart);
+  if (first == std::string_view::npos) return PlainContent(text);
+  ParsedToolOutput out;
+  for (size_t at = first; at != std::string_view::npos;) {
+    const size_t body = at + kMistralStart.size();
+    const size_t next = text.find(kMistralStart, body);
+    const std::string_view array =
+        text.substr(body, next == std::string_view::npos ? std::string_view::npos : next - body);
+    const Json calls = ParseJson(array);
+    if (!calls.is_array() || calls.empty()) return WithoutTags(text);
+    for (const Json& call : calls) {
+      std::optional<ToolCall> one = ToolCallFromJson(call, "arguments");
+      if (!one.has_value()) return WithoutTags(text);
+      out.calls.push_back(*std::move(one));
+    }
+    at = next;
+  }
+  out.content = ContentBefore(text, first);
+  return out;
+}
+
+// How many bytes of `text` are content for sure when a call starts with `tag`: everything
+// before the tag, or before a tail that may still become it.
+size_t BeforeTag(std::string_view text, std::string_view tag) {
+  if (const size_t at = text.find(tag); at != std::string_view::npos) return at;
+  for (size_t keep = std::min(text.size(), tag.size() - 1); keep > 0; --keep) {
+    if (text.substr(text.size() - keep) == tag.substr(0, keep)) return text.size() - keep;
+  }
+  return text.size();
 }
 
 }  // namespace
 
 absl::StatusOr<ToolCallParser> ParseToolCallParserName(std::string_view name) {
   if (name == "hermes") return ToolCallParser::kHermes;
-  return absl::InvalidArgumentError(
-      absl::StrCat("unknown tool-call parser \"", Sv(name), "\" (supported: hermes)"));
+  if (name == "llama3_json" || name == "llama4_json") return ToolCallParser::kLlama3Json;
+  if (name == "mistral") return ToolCallParser::kMistral;
+  return absl::InvalidArgumentError(absl::StrCat("unknown tool-call parser \"", Sv(name),
+                                                 "\" (supported: ", kToolCallParserNames, ")"));
 }
 
 ParsedToolOutput ParseToolCalls(ToolCallParser parser, std::string_view text) {
   switch (parser) {
     case ToolCallParser::kHermes:
       return ParseHermes(text);
+    case ToolCallParser::kLlama3Json:
+      return ParseLlama3Json(text);
+    case ToolCallParser::kMistral:
+      return ParseMistral(text);
   }
-  return {std::string(text), {}};
+  return PlainContent(text);
 }
 
 size_t StreamableContent(ToolCallParser parser, std::string_view text) {
-  (void)parser;  // one format so far: everything before a (possible) "<tool_call>"
-  if (const size_t at = text.find(kCallStart); at != std::string_view::npos) return at;
-  for (size_t keep = std::min(text.size(), kCallStart.size() - 1); keep > 0; --keep) {
-    if (text.substr(text.size() - keep) == kCallStart.substr(0, keep)) return text.size() - keep;
+  switch (parser) {
+    case ToolCallParser::kHermes:
+      return BeforeTag(text, kHermesStart);
+    case ToolCallParser::kMistral:
+      return BeforeTag(text, kMistralStart);
+    case ToolCallParser::kLlama3Json: {
+      // A call may start at any '{' (or the tag): the text before the first one is content, but
+      // for the whitespace just before it (TextBefore drops a reply's lone line break).
+      size_t ready = std::min(BeforeTag(text, kPythonTag), std::min(text.find('{'), text.size()));
+      while (ready > 0 && absl::ascii_isspace(static_cast<unsigned char>(text[ready - 1]))) --ready;
+      return ready;
+    }
   }
   return text.size();
+}
+
+bool KeepsSpecialTokens(ToolCallParser parser) { return parser == ToolCallParser::kMistral; }
+
+std::string MistralToolCallId(std::string_view seed) {
+  // Nine base-62 digits of the seed's 64-bit FNV-1a hash.
+  uint64_t hash = 14695981039346656037u;
+  for (const char c : seed) hash = (hash ^ static_cast<uint8_t>(c)) * 1099511628211u;
+  constexpr std::string_view kAlphabet =
+      "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+  std::string id;
+  for (int i = 0; i < 9; ++i) {
+    id.push_back(kAlphabet[hash % kAlphabet.size()]);
+    hash /= kAlphabet.size();
+  }
+  return id;
 }
 
 }  // namespace headroom::router::openai

@@ -1,8 +1,18 @@
 // Reading tool calls out of a model's free text, for tool_choice "auto" (the model decides):
 // each model family writes calls its own way, so a router started with --tool-call-parser NAME
-// parses that way, as vLLM's --tool-call-parser does. Supported: "hermes" (Hermes 2 Pro / 3,
-// Qwen2.5, Qwen3: `<tool_call>\n{"name": ..., "arguments": {...}}\n</tool_call>`, what their chat
-// templates tell the model to write). Pure functions.
+// parses that way, as vLLM's --tool-call-parser does. Supported, each the format the family's
+// chat template writes a call in (tests read the real templates' renders):
+//   hermes       Hermes 2 Pro / 3, Qwen2.5, Qwen3:
+//                `<tool_call>\n{"name": ..., "arguments": {...}}\n</tool_call>` per call.
+//   llama3_json  Llama 3.1 / 3.2 / 3.3 (also llama4_json): a JSON object `{"name": ...,
+//                "parameters": {...}}` ("arguments" also read), after `<|python_tag|>` when the
+//                special token is kept; several separated by ";". Text before the first call is
+//                content; what follows the calls is dropped (as vLLM drops it).
+//   mistral      Mistral 7B v0.3, Nemo: `[TOOL_CALLS]` then a JSON array of {"name",
+//                "arguments"}. [TOOL_CALLS] is a special token, so the HTTP front keeps special
+//                tokens in such a reply's text (KeepsSpecialTokens), and the calls get 9-character
+//                ids, which Mistral's template requires of a tool_call_id.
+// Pure functions.
 #pragma once
 
 #include <optional>
@@ -15,7 +25,10 @@
 
 namespace headroom::router::openai {
 
-// "hermes" -> kHermes; InvalidArgument naming the supported parsers otherwise.
+// The names --tool-call-parser takes.
+inline constexpr char kToolCallParserNames[] = "hermes, llama3_json, llama4_json, mistral";
+
+// "hermes" -> kHermes, ...; InvalidArgument naming the supported parsers otherwise.
 absl::StatusOr<ToolCallParser> ParseToolCallParserName(std::string_view name);
 
 // A finished reply read for tool calls.
@@ -32,5 +45,13 @@ ParsedToolOutput ParseToolCalls(ToolCallParser parser, std::string_view text);
 // anything that is, or may still become, the start of a call. The rest is held back until the
 // reply shows whether it is a call.
 size_t StreamableContent(ToolCallParser parser, std::string_view text);
+
+// The reply's text must keep special tokens for `parser` to see its calls (mistral's
+// [TOOL_CALLS]; vLLM sets skip_special_tokens false for such requests too).
+bool KeepsSpecialTokens(ToolCallParser parser);
+
+// Nine letters and digits derived from `seed` (a response id, choice and call index): the
+// tool-call id Mistral's chat template accepts back in a tool message.
+std::string MistralToolCallId(std::string_view seed);
 
 }  // namespace headroom::router::openai

@@ -791,9 +791,51 @@ TEST_F(HttpE2eTest, ChatWithoutATemplateIs400NamingTheWayOut) {
   EXPECT_EQ(body["error"]["param"], "messages");
 }
 
+// The random fixture model, made to write a call in the parser's format by a guided_regex: the
+// router reads it as a model's decision to call (tool_calls, finish_reason "tool_calls"), whole
+// and streamed.
+void ExpectForcedCallIsRead(int port, Json chat, const std::string& call_regex) {
+  chat["max_tokens"] = 96;
+  chat["guided_regex"] = call_regex;
+  for (const bool stream : {false, true}) {
+    SCOPED_TRACE(stream ? "streamed" : "whole");
+    chat["stream"] = stream;
+    const HttpResponse response = HttpRequestTo(port, "POST", "/v1/chat/completions", chat.dump());
+    ASSERT_EQ(response.status, 200) << response.body;
+    Json calls;
+    std::string finish;
+    std::string content;
+    if (stream) {
+      for (const std::string& event : response.Events()) {
+        if (event == "[DONE]") continue;
+        const Json choice = Json::parse(event)["choices"][0];
+        const Json& delta = choice["delta"];
+        if (delta.contains("tool_calls")) calls = delta["tool_calls"];
+        if (delta.contains("content") && delta["content"].is_string()) {
+          content += delta["content"].get<std::string>();
+        }
+        if (choice["finish_reason"].is_string()) finish = choice["finish_reason"];
+      }
+    } else {
+      const Json choice = Json::parse(response.body)["choices"][0];
+      calls = choice["message"]["tool_calls"];
+      finish = choice["finish_reason"];
+      content = choice["message"]["content"].is_string() ? choice["message"]["content"] : "";
+    }
+    EXPECT_EQ(finish, "tool_calls") << response.body;
+    EXPECT_EQ(content, "") << "the reply was only the call";
+    ASSERT_TRUE(calls.is_array() && calls.size() == 1) << response.body;
+    EXPECT_EQ(calls[0]["function"]["name"], "get_weather");
+    const Json arguments = Json::parse(calls[0]["function"]["arguments"].get<std::string>());
+    EXPECT_TRUE(arguments == Json({{"city", "Paris"}}) || arguments == Json({{"city", "Oslo"}}))
+        << arguments;
+  }
+}
+
 // tool_choice "auto" (the default with tools) is served only by a router started with
 // --enable-auto-tool-choice --tool-call-parser hermes (vLLM's flags): the shared router refuses it
-// saying so, this one answers (the fixture model writes no call, so the reply is content).
+// saying so, this one answers (the fixture model writes no call, so the reply is content), and a
+// call it is made to write is read, as is one in Llama's format by a llama3_json router.
 TEST_F(HttpE2eTest, AutoToolChoiceNeedsTheParserFlags) {
   const Json chat = {{"messages", {{{"role", "user"}, {"content", "Weather?"}}}},
                      {"max_tokens", 4},
@@ -817,6 +859,26 @@ TEST_F(HttpE2eTest, AutoToolChoiceNeedsTheParserFlags) {
   ASSERT_EQ(answered.status, 200) << answered.body;
   const Json message = Json::parse(answered.body)["choices"][0]["message"];
   EXPECT_TRUE(message["content"].is_string()) << answered.body;
+  ExpectForcedCallIsRead(
+      port, chat,
+      R"re(<tool_call>\n\{"name": "get_weather", "arguments": \{"city": "(Paris|Oslo)"\}\}\n</tool_call>)re");
+  router.Signal(SIGTERM);
+  EXPECT_EQ(router.WaitExit(std::chrono::seconds(20)), 0);
+
+  // Llama 3's format, by a router with --tool-call-parser llama3_json.
+  ChildProcess llama("router",
+                     {"--grpc-port", "0", "--http-port", "0", "--enable-auto-tool-choice",
+                      "--tool-call-parser", "llama3_json", "--workers",
+                      cluster_->worker_a->address() + "," + cluster_->worker_b->address()});
+  ASSERT_FALSE(llama.address().empty());
+  const int llama_port = ReadHttpPort(llama);
+  ASSERT_NE(llama_port, 0) << "the router did not print its HTTP port";
+  const auto llama_stub = v1::Inference::NewStub(
+      grpc::CreateChannel(llama.address(), grpc::InsecureChannelCredentials()));
+  ASSERT_TRUE(e2e::GroupsUp(*llama_stub, 2, std::chrono::seconds(10)));
+  ExpectForcedCallIsRead(
+      llama_port, chat,
+      R"re(\{"name": "get_weather", "parameters": \{"city": "(Paris|Oslo)"\}\})re");
 }
 
 // --chat-template FILE: the router renders the file's Jinja (the prompt is what it wrote: the

@@ -3,6 +3,8 @@
 // generation obeys), and the calls read back from a finished reply.
 #include "router/openai/tools.h"
 
+#include <algorithm>
+#include <cctype>
 #include <fstream>
 #include <string>
 
@@ -292,7 +294,7 @@ TEST(ToolParserTest, HermesIsTheFormatQwen25sTemplateAsksFor) {
     EXPECT_TRUE(none.calls.empty()) << text;
     EXPECT_EQ(none.content, std::string(text));
   }
-  EXPECT_FALSE(ParseToolCallParserName("llama3_json").ok());
+  EXPECT_FALSE(ParseToolCallParserName("pythonic").ok());
 }
 
 TEST(ToolParserTest, StreamingHoldsBackWhatMayStartACall) {
@@ -360,6 +362,135 @@ TEST(ToolParserTest, AutoRepliesAreReadForCalls) {
   for (const Json& delta : Deltas(text_sse)) joined += delta.value("content", "");
   EXPECT_EQ(joined, "a <b>");
   EXPECT_NE(text_sse.find(R"("finish_reason":"stop")"), std::string::npos) << text_sse;
+}
+
+// The assistant turn of the fixture's tool_call_round_trip case for `template_name`, as
+// transformers rendered it with the model's real template: what the model is trained to write
+// when it calls get_weather(city="Paris", unit="celsius").
+std::string RenderedCallTurn(const std::string& template_name, std::string_view open,
+                             std::string_view close) {
+  std::ifstream in(std::string(std::getenv("HEADROOM_SOURCE_DIR")) +
+                   "/tests/router/jinja/fixtures/jinja_chat_templates.json");
+  const Json fixture = Json::parse(in);
+  for (const Json& t : fixture["templates"]) {
+    if (t["name"] != template_name) continue;
+    for (const Json& c : t["cases"]) {
+      if (c["name"] != "tool_call_round_trip") continue;
+      const auto& text = c["expected"].get_ref<const std::string&>();
+      const size_t call = text.find("get_weather", text.find(open));  // past the tool list
+      const size_t start = text.rfind(open, call) + open.size();
+      return text.substr(start, text.find(close, start) - start);
+    }
+  }
+  ADD_FAILURE() << "no tool_call_round_trip case for " << template_name;
+  return "";
+}
+
+TEST(ToolParserTest, ParsersReadTheCallsTheRealTemplatesWrite) {
+  struct Case {
+    const char* template_name;
+    ToolCallParser parser;
+    std::string_view open;   // what precedes the assistant's call in the render
+    std::string_view close;  // what ends it
+  };
+  for (const Case& c :
+       {Case{"qwen2.5", ToolCallParser::kHermes, "<|im_start|>assistant\n", "<|im_end|>"},
+        Case{"llama3.1", ToolCallParser::kLlama3Json, "assistant<|end_header_id|>\n\n",
+             "<|eot_id|>"},
+        Case{"llama3.2", ToolCallParser::kLlama3Json, "assistant<|end_header_id|>\n\n",
+             "<|eot_id|>"},
+        Case{"mistral-v0.3", ToolCallParser::kMistral, "[/INST]", "</s>"},
+        Case{"mistral-nemo", ToolCallParser::kMistral, "[/INST]", "</s>"}}) {
+    const std::string turn = RenderedCallTurn(c.template_name, c.open, c.close);
+    const ParsedToolOutput parsed = ParseToolCalls(c.parser, turn);
+    ASSERT_EQ(parsed.calls.size(), 1u) << c.template_name << ": " << turn;
+    EXPECT_EQ(parsed.calls[0].name, "get_weather") << c.template_name;
+    EXPECT_EQ(parsed.calls[0].arguments, R"({"city": "Paris", "unit": "celsius"})")
+        << c.template_name;
+    EXPECT_EQ(parsed.content.value_or("").find_first_not_of(" \n"), std::string::npos)
+        << c.template_name << " left content " << *parsed.content;
+  }
+}
+
+// Llama 3.x: JSON objects with name and parameters (or arguments), after <|python_tag|> when
+// special tokens are kept, several separated by ';'. Text before the first call is content.
+TEST(ToolParserTest, Llama3JsonReadsJsonCalls) {
+  const auto parse = [](std::string_view text) {
+    return ParseToolCalls(ToolCallParser::kLlama3Json, text);
+  };
+  const ParsedToolOutput two = parse(
+      "<|python_tag|>{\"name\": \"a\", \"parameters\": {\"x\": {\"y\": [1, {\"z\": \"}\"}]}}}; "
+      "{\"name\": \"b\", \"arguments\": {}}");
+  EXPECT_FALSE(two.content.has_value());
+  ASSERT_EQ(two.calls.size(), 2u);
+  EXPECT_EQ(two.calls[0].arguments, R"({"x": {"y": [1, {"z": "}"}]}})")
+      << "nested objects and a brace inside a string";
+  EXPECT_EQ(two.calls[1].name, "b");
+
+  const ParsedToolOutput after_text =
+      parse("Let me look {that} up.\n{\"name\": \"a\", \"parameters\": {\"q\": \"x;y\"}}");
+  EXPECT_EQ(after_text.content, "Let me look {that} up.\n");
+  ASSERT_EQ(after_text.calls.size(), 1u);
+  EXPECT_EQ(after_text.calls[0].arguments, R"({"q": "x;y"})");
+
+  // No call: JSON that is not a call, a cut-off call, plain text.
+  for (const char* text : {"{\"answer\": 42}", "{\"name\": \"a\", \"parameters\": {",
+                           "It is sunny.", "<|python_tag|>print(1)"}) {
+    const ParsedToolOutput none = parse(text);
+    EXPECT_TRUE(none.calls.empty()) << text;
+    EXPECT_EQ(none.content, std::string(text));
+  }
+  EXPECT_EQ(ParseToolCallParserName("llama4_json").value(), ToolCallParser::kLlama3Json);
+
+  // Streaming: the text before a possible call goes out, trailing space held with it.
+  const auto ready = [](std::string_view text) {
+    return StreamableContent(ToolCallParser::kLlama3Json, text);
+  };
+  EXPECT_EQ(ready("Hello"), 5u);
+  EXPECT_EQ(ready("Hello \n"), 5u);
+  EXPECT_EQ(ready("Hi {\"name\""), 2u);
+  EXPECT_EQ(ready("Hi <|python"), 2u);
+}
+
+// Mistral: [TOOL_CALLS] then a JSON array of {name, arguments}. The tag is a special token, so
+// the HTTP front keeps special tokens in the text of such requests (as vLLM does); a reply that
+// does not parse is content without the tag.
+TEST(ToolParserTest, MistralReadsToolCallsArrays) {
+  const ParsedToolOutput two = ParseToolCalls(
+      ToolCallParser::kMistral,
+      "Checking.[TOOL_CALLS] [{\"name\": \"a\", \"arguments\": {\"k\": \"é\"}}, {\"name\": \"b\", "
+      "\"arguments\": {}}]");
+  EXPECT_EQ(two.content, "Checking.");
+  ASSERT_EQ(two.calls.size(), 2u);
+  EXPECT_EQ(two.calls[0].arguments, R"({"k": "é"})");
+  EXPECT_EQ(two.calls[1].name, "b");
+
+  const ParsedToolOutput broken =
+      ParseToolCalls(ToolCallParser::kMistral, "[TOOL_CALLS] [{\"name\": \"a\"");
+  EXPECT_TRUE(broken.calls.empty());
+  EXPECT_EQ(broken.content, " [{\"name\": \"a\"");
+  EXPECT_TRUE(KeepsSpecialTokens(ToolCallParser::kMistral));
+  EXPECT_FALSE(KeepsSpecialTokens(ToolCallParser::kHermes));
+  EXPECT_EQ(StreamableContent(ToolCallParser::kMistral, "Ok [TOOL_"), 3u);
+}
+
+// Mistral's template refuses a tool_call_id that is not 9 letters and digits, so an auto reply
+// read by the mistral parser gets such ids (distinct per call), as vLLM gives them.
+TEST(ToolParserTest, MistralCallsGetNineCharacterIds) {
+  ParsedRequest r = Chat(std::string(R"("tools": [)") + kWeather + ", " + kTime + "]");
+  r.tools.choice.parser = ToolCallParser::kMistral;
+  ResponseBuilder whole(r, "chatcmpl-00000000000000ef", 1, "m", nullptr);
+  whole.Accumulate(0, LastPiece("[TOOL_CALLS] [{\"name\": \"get_time\", \"arguments\": {}}, "
+                                "{\"name\": \"get_time\", \"arguments\": {}}]",
+                                v1::FINISH_REASON_STOP));
+  const Json calls = Json::parse(whole.Body())["choices"][0]["message"]["tool_calls"];
+  ASSERT_EQ(calls.size(), 2u);
+  for (const Json& call : calls) {
+    const auto id = call["id"].get<std::string>();
+    EXPECT_EQ(id.size(), 9u) << id;
+    EXPECT_TRUE(std::all_of(id.begin(), id.end(), [](char ch) { return std::isalnum(ch); })) << id;
+  }
+  EXPECT_NE(calls[0]["id"], calls[1]["id"]);
 }
 
 }  // namespace
