@@ -371,49 +371,56 @@ TEST_F(RouterE2eTest, DnsDiscoveryOfLocalhostFindsTheWorker) {
   EXPECT_EQ(router_->WaitExit(std::chrono::seconds(20)), 0);
 }
 
-// skip_special_tokens: dummy:small (vocabulary 32000) behind the byte tokenizer of that size,
-// where id 256 is the special <|bos|>. Sampling only 256 (allowed_token_ids), the text leaves it
-// out by default, as vLLM and `tokenizers` do, and shows it when skip_special_tokens is false.
-TEST(RouterSpecialTokensE2eTest, SkipSpecialTokensLeavesThemOutOfTheTextUnlessFalse) {
-  Child worker("worker", {"--model", "dummy:small", "--port", "0", "--metrics-port", "-1",
-                          "--num-gpu-blocks-override", "16", "--block-size", "16", "--max-num-seqs",
-                          "2", "--max-model-len", "64", "--threads", "1"});
-  ASSERT_FALSE(worker.address().empty());
-  Child router("router", {"--grpc-port", "0", "--http-port", "-1", "--workers", worker.address(),
-                          "--byte-tokenizer-vocab", "32000"});
-  ASSERT_FALSE(router.address().empty());
-  auto stub = v1::Inference::NewStub(
-      grpc::CreateChannel(router.address(), grpc::InsecureChannelCredentials()));
-  ASSERT_TRUE(e2e::GroupsUp(*stub, 1));
+// dummy:small (vocabulary 32000) behind the byte tokenizer of that size, where id 256 is the
+// special <|bos|>.
+class RouterSpecialTokensE2eTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    worker_ = std::make_unique<Child>(
+        "worker",
+        std::vector<std::string>{"--model", "dummy:small", "--port", "0", "--metrics-port", "-1",
+                                 "--num-gpu-blocks-override", "16", "--block-size", "16",
+                                 "--max-num-seqs", "2", "--max-model-len", "64", "--threads", "1"});
+    ASSERT_FALSE(worker_->address().empty());
+    router_ = std::make_unique<Child>(
+        "router", std::vector<std::string>{"--grpc-port", "0", "--http-port", "-1", "--workers",
+                                           worker_->address(), "--byte-tokenizer-vocab", "32000"});
+    ASSERT_FALSE(router_->address().empty());
+    stub_ = v1::Inference::NewStub(
+        grpc::CreateChannel(router_->address(), grpc::InsecureChannelCredentials()));
+    ASSERT_TRUE(e2e::GroupsUp(*stub_, 1));
+  }
+  void TearDown() override {
+    if (router_ == nullptr || router_->address().empty()) return;
+    router_->Signal(SIGTERM);
+    EXPECT_EQ(router_->WaitExit(std::chrono::seconds(20)), 0);
+  }
+
+  std::unique_ptr<Child> worker_;
+  std::unique_ptr<Child> router_;
+  std::unique_ptr<v1::Inference::Stub> stub_;
+};
+
+// skip_special_tokens: sampling only <|bos|> (allowed_token_ids), the text leaves it out by
+// default, as vLLM and `tokenizers` do, and shows it when skip_special_tokens is false.
+TEST_F(RouterSpecialTokensE2eTest, SkipSpecialTokensLeavesThemOutOfTheTextUnlessFalse) {
   constexpr int32_t kBos = 256;  // router/tokenizer/byte_tokenizer.h
   v1::GenerateRequest request = Greedy({72, 105}, 3);
   request.mutable_sampling()->add_allowed_token_ids(kBos);
-  const Result skipped = Generate(*stub, request);
+  const Result skipped = Generate(*stub_, request);
   ASSERT_TRUE(skipped.status.ok()) << skipped.status.error_message();
   EXPECT_EQ(skipped.tokens, std::vector<int32_t>(3, kBos));
   EXPECT_EQ(skipped.text, "");
   request.mutable_sampling()->set_skip_special_tokens(false);
-  const Result kept = Generate(*stub, request);
+  const Result kept = Generate(*stub_, request);
   ASSERT_TRUE(kept.status.ok()) << kept.status.error_message();
   EXPECT_EQ(kept.text, "<|bos|><|bos|><|bos|>");
-  router.Signal(SIGTERM);
-  EXPECT_EQ(router.WaitExit(std::chrono::seconds(20)), 0);
 }
 
 // The token that stops a request (a stop_token_ids entry, EOS) is in token_ids but not in the
 // text unless include_stop_str_in_output, as vLLM V1 gives it; a request a constraint stops keeps
-// its last token's text. dummy:small behind the byte tokenizer: token 98 is "b", 256 <|bos|>.
-TEST(RouterSpecialTokensE2eTest, TheStoppingTokensTextIsLeftOutUnlessAsked) {
-  Child worker("worker", {"--model", "dummy:small", "--port", "0", "--metrics-port", "-1",
-                          "--num-gpu-blocks-override", "16", "--block-size", "16", "--max-num-seqs",
-                          "2", "--max-model-len", "64", "--threads", "1"});
-  ASSERT_FALSE(worker.address().empty());
-  Child router("router", {"--grpc-port", "0", "--http-port", "-1", "--workers", worker.address(),
-                          "--byte-tokenizer-vocab", "32000"});
-  ASSERT_FALSE(router.address().empty());
-  auto stub = v1::Inference::NewStub(
-      grpc::CreateChannel(router.address(), grpc::InsecureChannelCredentials()));
-  ASSERT_TRUE(e2e::GroupsUp(*stub, 1));
+// its last token's text. Token 98 is "b".
+TEST_F(RouterSpecialTokensE2eTest, TheStoppingTokensTextIsLeftOutUnlessAsked) {
   struct Case {
     int32_t token;
     bool skip_special;
@@ -433,7 +440,7 @@ TEST(RouterSpecialTokensE2eTest, TheStoppingTokensTextIsLeftOutUnlessAsked) {
     request.mutable_sampling()->add_allowed_token_ids(c.token);
     request.mutable_sampling()->set_min_tokens(1);
     (*request.mutable_sampling()->mutable_logit_bias())[c.token] = 100.0f;
-    const Result r = Generate(*stub, request);
+    const Result r = Generate(*stub_, request);
     ASSERT_TRUE(r.status.ok()) << r.status.error_message();
     EXPECT_EQ(r.finish, v1::FINISH_REASON_STOP);
     EXPECT_EQ(r.tokens, (std::vector<int32_t>{97, c.token})) << "the stop token is in token_ids";
@@ -443,12 +450,10 @@ TEST(RouterSpecialTokensE2eTest, TheStoppingTokensTextIsLeftOutUnlessAsked) {
   v1::GenerateRequest choice = Greedy({72, 105}, 8);
   choice.mutable_sampling()->set_ignore_eos(false);
   choice.mutable_sampling()->add_guided_choice("b");
-  const Result picked = Generate(*stub, choice);
+  const Result picked = Generate(*stub_, choice);
   ASSERT_TRUE(picked.status.ok()) << picked.status.error_message();
   EXPECT_EQ(picked.finish, v1::FINISH_REASON_STOP);
   EXPECT_EQ(picked.text, "b");
-  router.Signal(SIGTERM);
-  EXPECT_EQ(router.WaitExit(std::chrono::seconds(20)), 0);
 }
 
 // A worker with its /metrics endpoint, for reading its prefix-cache counters.
