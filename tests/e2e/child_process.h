@@ -1,11 +1,14 @@
-// ChildProcess: a real `headroom <command>` process for e2e tests, started with posix_spawn, its
-// stdout read line by line. The constructor waits (at most 60 s) for the ready line
-// "headroom <command> listening on HOST:PORT"; the destructor SIGKILLs a child still running.
+// ChildProcess: a real `headroom <command>` process for e2e tests, its stdout read line by line.
+// The constructor waits (at most 60 s) for the ready line "headroom <command> listening on
+// HOST:PORT"; the destructor SIGKILLs a child still running. The child also gets SIGKILL when the
+// thread that started it ends (PR_SET_PDEATHSIG), so a test binary that aborts or is killed
+// (a crash, ctest's timeout) leaves no worker or router behind holding ports and memory: start
+// children from the test's own thread, not from a short-lived one.
 #pragma once
 
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -29,16 +32,20 @@ class ChildProcess {
     argv.push_back(nullptr);
     int fds[2];
     if (pipe(fds) != 0) return;
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_adddup2(&actions, fds[1], STDOUT_FILENO);
-    posix_spawn_file_actions_addclose(&actions, fds[0]);
-    posix_spawn_file_actions_addclose(&actions, fds[1]);
-    const int rc = posix_spawn(&pid_, args[0].c_str(), &actions, nullptr, argv.data(), environ);
-    posix_spawn_file_actions_destroy(&actions);
+    const pid_t parent = getpid();
+    pid_ = fork();
+    if (pid_ == 0) {
+      // Only async-signal-safe calls between fork and exec (the test binary has threads).
+      if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent) _exit(127);
+      dup2(fds[1], STDOUT_FILENO);
+      close(fds[0]);
+      close(fds[1]);
+      execve(args[0].c_str(), argv.data(), environ);
+      _exit(127);
+    }
     close(fds[1]);
     stdout_fd_ = fds[0];
-    if (rc != 0) {
+    if (pid_ < 0) {
       pid_ = -1;
       return;
     }
