@@ -1,0 +1,77 @@
+// libFuzzer target for the tool-call parsers (router/openai/tool_parser.h), which read model
+// output: any text. Input: a model reply. For each parser, besides crashes, hangs and sanitizer
+// reports, it checks:
+//   - no call found: the reply is all content (mistral's without its [TOOL_CALLS] tags);
+//   - calls found: their arguments are JSON, and the content is a prefix of the reply;
+//   - streaming never sends what turns out to be part of a call: for every prefix of the reply,
+//     StreamableContent stops within the content the whole reply's parse gives;
+//   - a mistral id is 9 letters and digits.
+#include <cctype>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <string_view>
+
+#include "nlohmann/json.hpp"
+#include "router/openai/tool_parser.h"
+
+namespace {
+
+using headroom::router::openai::ParsedToolOutput;
+using headroom::router::openai::ToolCallParser;
+
+void Fail(const char* what, ToolCallParser parser, std::string_view text) {
+  std::fprintf(stderr, "tool_parser_fuzz: property violated (parser %d): %s for %.*s\n",
+               static_cast<int>(parser), what, static_cast<int>(text.size()), text.data());
+  std::abort();
+}
+
+std::string WithoutMistralTags(std::string_view text) {
+  std::string out(text);
+  for (size_t at = out.find("[TOOL_CALLS]"); at != std::string::npos;
+       at = out.find("[TOOL_CALLS]", at)) {
+    out.erase(at, 12);
+  }
+  return out;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const std::string_view text(reinterpret_cast<const char*>(data), std::min<size_t>(size, 2048));
+  for (const ToolCallParser parser :
+       {ToolCallParser::kHermes, ToolCallParser::kLlama3Json, ToolCallParser::kMistral}) {
+    const ParsedToolOutput parsed = headroom::router::openai::ParseToolCalls(parser, text);
+    size_t content_end = text.size();
+    if (parsed.calls.empty()) {
+      const std::string all =
+          parser == ToolCallParser::kMistral ? WithoutMistralTags(text) : std::string(text);
+      if (parsed.content != all) Fail("a reply without calls is not all content", parser, text);
+    } else {
+      const std::string content = parsed.content.value_or("");
+      if (text.substr(0, content.size()) != content) {
+        Fail("the content is not a prefix of the reply", parser, text);
+      }
+      content_end = content.size();
+      for (const auto& call : parsed.calls) {
+        if (nlohmann::json::parse(call.arguments, nullptr, false).is_discarded()) {
+          Fail("arguments that are not JSON", parser, text);
+        }
+      }
+    }
+    for (size_t n = 0; n <= text.size(); ++n) {
+      const size_t ready = headroom::router::openai::StreamableContent(parser, text.substr(0, n));
+      if (ready > n) Fail("more streamable content than text", parser, text);
+      if (ready > content_end) Fail("streamed text that is part of a call", parser, text);
+    }
+  }
+  const std::string id = headroom::router::openai::MistralToolCallId(text);
+  if (id.size() != 9) Fail("a mistral id not 9 long", ToolCallParser::kMistral, text);
+  for (const char c : id) {
+    if (!std::isalnum(static_cast<unsigned char>(c))) {
+      Fail("a mistral id with a character not a letter or digit", ToolCallParser::kMistral, text);
+    }
+  }
+  return 0;
+}
