@@ -166,6 +166,13 @@ void ResponseBuilder::NoteFinal(const v1::GenerateResponse& message, Choice& cho
   }
 }
 
+bool ResponseBuilder::RequiredCallsStopped(const Choice& choice) const {
+  // vLLM (as OpenAI): finish_reason "tool_calls" for "auto" or "required" calls, "stop" for a
+  // named function's.
+  return tool_choice_.kind == ToolChoice::Kind::kRequired &&
+         choice.finish_reason == v1::FINISH_REASON_STOP;
+}
+
 ResponseBuilder::Json ResponseBuilder::FinishReasonJson(const Choice& choice) {
   if (choice.called_tools && choice.finish_reason != v1::FINISH_REASON_UNSPECIFIED) {
     return "tool_calls";
@@ -247,6 +254,7 @@ std::string ResponseBuilder::StreamEvents(int32_t index, const v1::GenerateRespo
     } else if (tool_choice_.kind == ToolChoice::Kind::kRequired && final) {
       if (auto calls = ToolCallsFromText(tool_choice_, state.text); calls.has_value()) {
         delta["tool_calls"] = ToolCallsJson(index, *calls, true);
+        state.called_tools = RequiredCallsStopped(state);
       } else {
         delta["content"] = state.text;  // cut by max_tokens: no whole call
       }
@@ -334,7 +342,8 @@ std::string ResponseBuilder::Body() const {
     const Choice& state = choices_[i];
     Json choice = Json::object();
     choice["index"] = i;
-    bool called = false;  // an "auto" reply that called tools
+    // An "auto" reply that called tools, or a "required" one that stopped.
+    bool called = false;
     if (endpoint_ == Endpoint::kChat) {
       Json message = Json{{"role", "assistant"}, {"content", state.text}};
       // vLLM's shape for a called tool: empty content and the calls (a reply cut by max_tokens
@@ -343,6 +352,7 @@ std::string ResponseBuilder::Body() const {
         if (auto calls = ToolCallsFromText(tool_choice_, state.text); calls.has_value()) {
           message["content"] = "";
           message["tool_calls"] = ToolCallsJson(static_cast<int32_t>(i), *calls, false);
+          called = RequiredCallsStopped(state);
         }
       } else if (ReadsToolCalls()) {
         // vLLM's shape: the text before the first call as content (null when none), the calls,

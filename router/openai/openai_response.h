@@ -99,6 +99,8 @@ class ResponseBuilder {
   // the rest of the content and the calls.
   [[nodiscard]] Json AutoToolDelta(int32_t index, const v1::GenerateResponse& message, bool first,
                                    bool final, Choice& state) const;
+  // A "required" reply whose calls ended by STOP: finish_reason "tool_calls", as vLLM says.
+  [[nodiscard]] bool RequiredCallsStopped(const Choice& choice) const;
   static Json FinishReasonJson(const Choice& choice);
   static Json StopReasonJson(const Choice& choice);
 

@@ -192,6 +192,8 @@ TEST(ToolsTest, ANamedCallIsTheReplysToolCall) {
   whole.Accumulate(0, Piece(R"({"city": )"));
   whole.Accumulate(0, LastPiece(R"("Paris"})", v1::FINISH_REASON_STOP));
   const Json message = Json::parse(whole.Body())["choices"][0]["message"];
+  EXPECT_EQ(Json::parse(whole.Body())["choices"][0]["finish_reason"], "stop")
+      << "a named function's call ends with stop (OpenAI, vLLM)";
   EXPECT_EQ(message["content"], "");
   ASSERT_EQ(message["tool_calls"].size(), 1u);
   EXPECT_EQ(message["tool_calls"][0]["type"], "function");
@@ -235,6 +237,14 @@ TEST(ToolsTest, RequiredCallsComeWholeAtTheEnd) {
   EXPECT_EQ(deltas[1]["tool_calls"][1]["function"]["name"], "get_weather");
   EXPECT_EQ(deltas[1]["tool_calls"][1]["function"]["arguments"], R"({"city": "Oslo"})");
   EXPECT_NE(deltas[1]["tool_calls"][0]["id"], deltas[1]["tool_calls"][1]["id"]);
+  // "required" calls that stopped end with "tool_calls" (vLLM, as OpenAI), whole or streamed.
+  EXPECT_NE(sse.find(R"("finish_reason":"tool_calls")"), std::string::npos) << sse;
+  ParsedRequest unstreamed = r;
+  unstreamed.stream = false;
+  ResponseBuilder called(unstreamed, "chatcmpl-00000000000000cd", 1, "m", nullptr);
+  called.Accumulate(
+      0, LastPiece(R"([{"name": "get_time", "parameters": {}}])", v1::FINISH_REASON_STOP));
+  EXPECT_EQ(Json::parse(called.Body())["choices"][0]["finish_reason"], "tool_calls");
 
   // Cut by max_tokens before a whole call: the text is the content, and no call is claimed.
   ParsedRequest whole_request = r;
