@@ -21,7 +21,7 @@
 #include "router/tokenizer/tokenizer.h"
 #include "worker/engine/json_matcher.h"
 #include "worker/engine/json_schema.h"
-#include "worker/engine/regex_matcher.h"
+#include "worker/engine/regex_tokens.h"
 
 namespace headroom::worker {
 namespace {
@@ -127,23 +127,72 @@ BENCHMARK_CAPTURE(BM_SchemaAllowedTokens, llama3x100_in_date_time, "llama3x100",
     ->Unit(benchmark::kMicrosecond);
 
 // guided_regex (RegexMatcher): a pattern of free text (most tokens fit), an e-mail address
-// inside its local part, and a phone number inside its digits (few tokens fit).
-void BM_RegexAllowedTokens(benchmark::State& state, const std::string& vocabulary,
-                           const std::string& pattern, const std::string& prefix) {
+// inside its local part, and a phone number inside its digits (few tokens fit); each token tried
+// (JsonAllowedTokens) or one per class sequence (RegexAllowedTokens, what the engine runs).
+enum class RegexMethod { kEachToken, kClassGroups };
+
+void BM_RegexAllowedTokens(benchmark::State& state, RegexMethod method,
+                           const std::string& vocabulary, const std::string& pattern,
+                           const std::string& prefix) {
   const absl::StatusOr<JsonRegex> regex = CompileGuidedRegex(pattern);
   if (!regex.ok()) std::abort();
-  RunAllowedTokens(state, vocabulary, RegexMatcher(&*regex), prefix);
+  const JsonVocabulary& table = Vocabulary(vocabulary);
+  const RegexTokenClasses classes(*regex, table);
+  RegexMatcher matcher(&*regex);
+  if (!matcher.Feed(prefix)) std::abort();
+  std::vector<int32_t> allowed;
+  for (auto _ : state) {
+    if (method == RegexMethod::kClassGroups) {
+      RegexAllowedTokens(matcher, classes, table, &allowed);
+    } else {
+      JsonAllowedTokens(matcher, table, &allowed);
+    }
+    benchmark::DoNotOptimize(allowed.data());
+  }
+  state.counters["vocab"] = static_cast<double>(table.token_bytes().size());
+  state.counters["allowed"] = static_cast<double>(allowed.size());
+  state.counters["groups"] = static_cast<double>(classes.groups().size());
 }
 
-BENCHMARK_CAPTURE(BM_RegexAllowedTokens, llama3x100_free_text, "llama3x100", R"([A-Za-z ,']+\.)",
-                  "Hello wor")
-    ->Unit(benchmark::kMicrosecond);
-BENCHMARK_CAPTURE(BM_RegexAllowedTokens, llama3x100_email, "llama3x100",
-                  R"([a-z0-9._%+-]+@[a-z0-9.-]+\.[a-z]{2,4})", "ada")
-    ->Unit(benchmark::kMicrosecond);
-BENCHMARK_CAPTURE(BM_RegexAllowedTokens, llama3x100_phone, "llama3x100", R"(\(\d{3}\) \d{3}-\d{4})",
-                  "(55")
-    ->Unit(benchmark::kMicrosecond);
+constexpr char kFreeText[] = R"([A-Za-z ,']+\.)";
+constexpr char kEmail[] = R"([a-z0-9._%+-]+@[a-z0-9.-]+\.[a-z]{2,4})";
+constexpr char kPhone[] = R"(\(\d{3}\) \d{3}-\d{4})";
+
+#define HEADROOM_REGEX_BENCH(vocab)                                                              \
+  BENCHMARK_CAPTURE(BM_RegexAllowedTokens, vocab##_free_text_each, RegexMethod::kEachToken,      \
+                    #vocab, kFreeText, "Hello wor")                                              \
+      ->Unit(benchmark::kMicrosecond);                                                           \
+  BENCHMARK_CAPTURE(BM_RegexAllowedTokens, vocab##_free_text_grouped, RegexMethod::kClassGroups, \
+                    #vocab, kFreeText, "Hello wor")                                              \
+      ->Unit(benchmark::kMicrosecond);                                                           \
+  BENCHMARK_CAPTURE(BM_RegexAllowedTokens, vocab##_email_each, RegexMethod::kEachToken, #vocab,  \
+                    kEmail, "ada")                                                               \
+      ->Unit(benchmark::kMicrosecond);                                                           \
+  BENCHMARK_CAPTURE(BM_RegexAllowedTokens, vocab##_email_grouped, RegexMethod::kClassGroups,     \
+                    #vocab, kEmail, "ada")                                                       \
+      ->Unit(benchmark::kMicrosecond);                                                           \
+  BENCHMARK_CAPTURE(BM_RegexAllowedTokens, vocab##_phone_each, RegexMethod::kEachToken, #vocab,  \
+                    kPhone, "(55")                                                               \
+      ->Unit(benchmark::kMicrosecond);                                                           \
+  BENCHMARK_CAPTURE(BM_RegexAllowedTokens, vocab##_phone_grouped, RegexMethod::kClassGroups,     \
+                    #vocab, kPhone, "(55")                                                       \
+      ->Unit(benchmark::kMicrosecond)
+
+HEADROOM_REGEX_BENCH(llama3);
+HEADROOM_REGEX_BENCH(llama3x100);
+
+// Grouping a vocabulary by a regex's classes: once per guided_regex request, when it is added.
+void BM_RegexTokenClassesBuild(benchmark::State& state, const std::string& vocabulary) {
+  const absl::StatusOr<JsonRegex> regex = CompileGuidedRegex(kFreeText);
+  if (!regex.ok()) std::abort();
+  const JsonVocabulary& table = Vocabulary(vocabulary);
+  for (auto _ : state) {
+    const RegexTokenClasses classes(*regex, table);
+    benchmark::DoNotOptimize(classes.groups().data());
+  }
+}
+BENCHMARK_CAPTURE(BM_RegexTokenClassesBuild, llama3x100, "llama3x100")
+    ->Unit(benchmark::kMillisecond);
 
 // The engine's step for a guided regex in a state it has been in before: a RegexMaskCache hit.
 void BM_RegexCachedAllowedTokens(benchmark::State& state) {

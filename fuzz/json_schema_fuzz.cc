@@ -7,7 +7,9 @@
 //   - an answer that is complete or may end is whole: JSON (nlohmann, exponents cut to fit
 //     double), or text the regex matches as decoded code points; nothing is accepted after a
 //     complete one;
-//   - JsonAllowedTokens over a byte vocabulary agrees with trying each byte on a copy.
+//   - JsonAllowedTokens over a byte vocabulary agrees with trying each byte on a copy, and for a
+//     regex RegexAllowedTokens (tokens grouped by character classes) agrees with it.
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -19,6 +21,7 @@
 #include "worker/engine/json_matcher.h"
 #include "worker/engine/json_schema.h"
 #include "worker/engine/regex_matcher.h"
+#include "worker/engine/regex_tokens.h"
 
 namespace {
 
@@ -27,6 +30,7 @@ using headroom::worker::JsonSchema;
 using headroom::worker::JsonSchemaMatcher;
 using headroom::worker::JsonVocabulary;
 using headroom::worker::RegexMatcher;
+using headroom::worker::RegexTokenClasses;
 
 void Fail(const char* what, std::string_view text) {
   std::fprintf(stderr, "json_schema_fuzz: property violated: %s after %.*s\n", what,
@@ -43,13 +47,33 @@ const JsonVocabulary& Bytes() {
   return *vocabulary;
 }
 
+// Regex mode's second vocabulary: the bytes, pairs of ASCII characters and whole multi-byte
+// characters, so that tokens share class sequences.
+const JsonVocabulary& Words() {
+  static const JsonVocabulary* vocabulary = [] {
+    std::vector<std::string> table;
+    for (int b = 0; b < 256; ++b) table.emplace_back(1, static_cast<char>(b));
+    const std::string_view chars = "az AZ09.-_\"{}";
+    for (const char a : chars) {
+      for (const char b : chars) table.push_back(std::string{a, b});
+    }
+    for (const char* word : {"é", "😀", "😁", " é", "ab😀", "\xC3", "\xF0\x9F", "\x98\x80"}) {
+      table.emplace_back(word);
+    }
+    return new JsonVocabulary(std::move(table));
+  }();
+  return *vocabulary;
+}
+
 // Feeds `feed` to `matcher` byte by byte, checking the properties above at every step;
-// `whole(text)` says whether a text the matcher may end on is a whole answer.
-template <typename Matcher, typename Whole>
-void Walk(Matcher matcher, std::string_view feed, Whole whole) {
+// `whole(text)` says whether a text the matcher may end on is a whole answer, and `step(matcher,
+// text)` checks more in each state.
+template <typename Matcher, typename Whole, typename Step>
+void Walk(Matcher matcher, std::string_view feed, Whole whole, Step step) {
   std::string text;
   std::vector<int32_t> allowed;
   for (const char c : feed) {
+    step(matcher, text);
     JsonAllowedTokens(matcher, Bytes(), &allowed);
     std::vector<bool> by_index(256, false);
     for (const int32_t id : allowed) by_index[static_cast<size_t>(id)] = true;
@@ -91,9 +115,20 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       }
       return 0;
     }
-    // The byte-at-a-time reading agrees with matching the decoded text.
-    Walk(RegexMatcher(&*regex), feed,
-         [&](const std::string& text) { return regex->Matches(text); });
+    // The byte-at-a-time reading agrees with matching the decoded text, and grouping tokens by
+    // character classes gives the lists trying each token gives.
+    const RegexTokenClasses classes(*regex, Words());
+    std::vector<int32_t> grouped;
+    std::vector<int32_t> each;
+    Walk(
+        RegexMatcher(&*regex), feed, [&](const std::string& text) { return regex->Matches(text); },
+        [&](const RegexMatcher& matcher, const std::string& text) {
+          headroom::worker::RegexAllowedTokens(matcher, classes, Words(), &grouped);
+          JsonAllowedTokens(matcher, Words(), &each);
+          std::sort(grouped.begin(), grouped.end());
+          std::sort(each.begin(), each.end());
+          if (grouped != each) Fail("RegexAllowedTokens disagrees", text);
+        });
     return 0;
   }
   const auto schema = JsonSchema::Compile(spec);
@@ -103,6 +138,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     return 0;
   }
-  Walk(JsonSchemaMatcher(schema->get()), feed, headroom::worker::testdata::Parses);
+  Walk(JsonSchemaMatcher(schema->get()), feed, headroom::worker::testdata::Parses,
+       [](const JsonSchemaMatcher&, const std::string&) {});
   return 0;
 }

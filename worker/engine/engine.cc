@@ -214,6 +214,7 @@ absl::Status Engine::AddRequest(Request request) {
                     .schema_matcher = std::nullopt,
                     .regex = nullptr,
                     .regex_matcher = std::nullopt,
+                    .regex_classes = nullptr,
                     .regex_masks = {},
                     .constrained_allowed = {},
                     .prompt_logprobs = {}};
@@ -259,6 +260,8 @@ absl::Status Engine::AddRequest(Request request) {
     }
     sampling.regex = std::make_shared<const JsonRegex>(*std::move(regex));
     sampling.regex_matcher.emplace(sampling.regex.get());
+    sampling.regex_classes =
+        std::make_shared<const RegexTokenClasses>(*sampling.regex, *options_.json_vocabulary);
   }
   const RequestId id = request.id;
   HR_RETURN_IF_ERROR(scheduler_->AddRequest(std::move(request)));
@@ -305,10 +308,11 @@ absl::StatusOr<std::vector<StepToken>> Engine::Step() {
       JsonTokens(*s.schema_matcher, s.schema_matcher->CanEnd(), &s.constrained_allowed);
       allowed = &s.constrained_allowed;
     } else if (s.regex_matcher.has_value()) {
-      allowed = &s.regex_masks.Get(*s.regex_matcher,
-                                   [this](const RegexMatcher& m, std::vector<int32_t>* list) {
-                                     JsonTokens(m, m.CanEnd(), list);
-                                   });
+      allowed = &s.regex_masks.Get(
+          *s.regex_matcher, [this, &s](const RegexMatcher& m, std::vector<int32_t>* list) {
+            RegexAllowedTokens(m, *s.regex_classes, *options_.json_vocabulary, list);
+            AddEos(m.CanEnd(), list);
+          });
     }
     rows_.push_back({.temperature = s.params.temperature,
                      .top_k = s.params.top_k,

@@ -30,6 +30,7 @@
 #include "worker/engine/json_matcher.h"
 #include "worker/engine/json_schema.h"
 #include "worker/engine/regex_matcher.h"
+#include "worker/engine/regex_tokens.h"
 #include "worker/engine/request.h"
 #include "worker/engine/scheduler.h"
 #include "worker/model/checkpoint.h"
@@ -181,6 +182,8 @@ class Engine {
     // regex: the compiled pattern, and where the output so far leaves its automaton.
     std::shared_ptr<const JsonRegex> regex;
     std::optional<RegexMatcher> regex_matcher;
+    // ...its vocabulary grouped by character classes, and each state's token list so far.
+    std::shared_ptr<const RegexTokenClasses> regex_classes;
     RegexMaskCache regex_masks;
     // Guided choice, JSON mode, json_schema and regex: the tokens the sampler may take this step
     // (rebuilt each step).
@@ -190,12 +193,16 @@ class Engine {
     std::vector<PromptTokenLogprob> prompt_logprobs;
   };
 
-  // JSON mode, json_schema and regex: the tokens whose bytes continue the output as `matcher`
-  // reads it, and EOS where the output may end (`can_end`: a top-level number, a regex match that
-  // may go on) or no token continues it (a vocabulary without some byte the text needs).
+  // JSON mode and json_schema: the tokens whose bytes continue the output as `matcher` reads
+  // it, and EOS (AddEos) where the document may end (`can_end`: a top-level number).
   template <typename Matcher>
   void JsonTokens(const Matcher& matcher, bool can_end, std::vector<int32_t>* allowed) const {
     JsonAllowedTokens(matcher, *options_.json_vocabulary, allowed);
+    AddEos(can_end, allowed);
+  }
+  // A constraint's list gets EOS where the output may end (`can_end`: a regex match that may go
+  // on, ...) or no token continues it (a vocabulary without some byte the text needs).
+  void AddEos(bool can_end, std::vector<int32_t>* allowed) const {
     if ((can_end || allowed->empty()) && options_.eos_token_id >= 0) {
       allowed->push_back(options_.eos_token_id);
     }

@@ -545,6 +545,19 @@ bool JsonRegex::Continues(const States& states, uint32_t lo, uint32_t hi) const 
   return false;
 }
 
+std::vector<uint32_t> JsonRegex::ClassStarts() const {
+  std::vector<uint32_t> starts = {0};
+  for (const std::vector<Edge>& edges : edges_) {
+    for (const Edge& e : edges) {
+      starts.push_back(e.lo);
+      if (e.hi < kMaxCodePoint) starts.push_back(e.hi + 1);
+    }
+  }
+  std::sort(starts.begin(), starts.end());
+  starts.erase(std::unique(starts.begin(), starts.end()), starts.end());
+  return starts;
+}
+
 bool JsonRegex::Matches(std::string_view text) const {
   std::vector<uint32_t> code_points;
   if (!Decode(text, &code_points)) return false;

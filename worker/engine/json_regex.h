@@ -52,6 +52,11 @@ class JsonRegex {
   // Whole-string match of `text` (UTF-8), for tests.
   [[nodiscard]] bool Matches(std::string_view text) const;
 
+  // The code points split into the classes no edge of the automaton tells apart (two code points
+  // of one class lead from every state set to the same one): each class's first code point,
+  // ascending, the first 0. A class is [start[i], start[i + 1]) (the last ends past U+10FFFF).
+  [[nodiscard]] std::vector<uint32_t> ClassStarts() const;
+
  private:
   friend class JsonRegexBuilder;
   struct Edge {

@@ -17,7 +17,6 @@
 #include <utility>
 #include <vector>
 
-#include "absl/container/node_hash_map.h"
 #include "absl/status/statusor.h"
 #include "worker/engine/json_matcher.h"
 #include "worker/engine/json_regex.h"
@@ -46,6 +45,8 @@ class RegexMatcher {
   [[nodiscard]] bool Complete() const;
   // For JsonAllowedTokens: a regex has no free string text to skip trying.
   [[nodiscard]] bool AtStringText() const { return false; }
+  // Not inside a character split across tokens.
+  [[nodiscard]] bool BetweenCharacters() const { return utf8_.BetweenCharacters(); }
 
   // Matchers of the same regex in the same state accept the same bytes from here on.
   friend bool operator==(const RegexMatcher& a, const RegexMatcher& b) {
@@ -61,42 +62,6 @@ class RegexMatcher {
   const JsonRegex* regex_;
   JsonRegex::States states_;
   Utf8Reader utf8_;
-};
-
-// The tokens a request's regex allows in each state it has been in. A regex has few states (its
-// automaton's state set and a partial character), and free text stays in the same one step after
-// step, where trying the whole vocabulary costs milliseconds (docs/performance.md): each state's
-// list is computed once. Bounded: past `max_ids` ids in all, the cache starts over.
-class RegexMaskCache {
- public:
-  static constexpr size_t kDefaultMaxIds = size_t{1} << 19;  // 2 MiB of ids per request
-
-  RegexMaskCache() = default;
-  explicit RegexMaskCache(size_t max_ids) : max_ids_(max_ids) {}
-
-  // The list for `matcher`'s state; `compute(matcher, &list)` fills it on a miss. The reference
-  // stays valid until the next call.
-  template <typename Compute>
-  const std::vector<int32_t>& Get(const RegexMatcher& matcher, Compute compute) {
-    if (auto it = lists_.find(matcher); it != lists_.end()) return it->second;
-    std::vector<int32_t> list;
-    compute(matcher, &list);
-    if (ids_ + list.size() > max_ids_) {
-      lists_.clear();
-      ids_ = 0;
-    }
-    ids_ += list.size();
-    ++misses_;
-    return lists_.insert_or_assign(matcher, std::move(list)).first->second;
-  }
-  // Lists computed so far (for tests).
-  [[nodiscard]] int64_t misses() const { return misses_; }
-
- private:
-  absl::node_hash_map<RegexMatcher, std::vector<int32_t>> lists_;
-  size_t max_ids_ = kDefaultMaxIds;
-  size_t ids_ = 0;
-  int64_t misses_ = 0;
 };
 
 extern template void JsonAllowedTokens<RegexMatcher>(const RegexMatcher&, const JsonVocabulary&,

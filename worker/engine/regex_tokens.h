@@ -1,0 +1,91 @@
+// The token lists of a guided regex (regex_matcher.h), made cheaper than trying every token:
+//
+// RegexTokenClasses: the automaton tells code points apart only by class (JsonRegex::ClassStarts:
+// for `[A-Za-z ,']+\.`, letters, the space, the comma, the apostrophe, the dot and the rest), so
+// two tokens whose characters fall in the same classes one for one (" the" and " cat") are
+// accepted from the same states. Tokens are grouped by that class sequence once per request, and
+// a step tries one token per group: a vocabulary of 128k tokens has far fewer sequences.
+// Tokens that are not whole UTF-8 characters (byte-level pieces of one) are tried one by one, as
+// is every token while the output ends inside a character.
+//
+// RegexMaskCache: each state's list, computed once per request.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/container/node_hash_map.h"
+#include "worker/engine/json_matcher.h"
+#include "worker/engine/json_regex.h"
+#include "worker/engine/regex_matcher.h"
+
+namespace headroom::worker {
+
+class RegexTokenClasses {
+ public:
+  // One class sequence: its tokens, and one of them to try for all.
+  struct Group {
+    int32_t representative = -1;
+    std::vector<int32_t> ids;
+  };
+
+  RegexTokenClasses(const JsonRegex& regex, const JsonVocabulary& vocabulary);
+
+  [[nodiscard]] const std::vector<Group>& groups() const { return groups_; }
+  // Tokens that are not whole characters, by first byte: tried one by one after their first byte.
+  // (Empty tokens are in no list.)
+  [[nodiscard]] const std::vector<int32_t>& others(uint8_t first_byte) const {
+    return others_[first_byte];
+  }
+
+ private:
+  std::vector<Group> groups_;
+  std::vector<std::vector<int32_t>> others_ = std::vector<std::vector<int32_t>>(256);
+};
+
+// Writes to `allowed` (cleared first, in no particular order) every token id whose bytes `matcher`
+// accepts whole: JsonAllowedTokens's answer, one try per group (`classes` built for the matcher's
+// regex and `vocabulary`).
+void RegexAllowedTokens(const RegexMatcher& matcher, const RegexTokenClasses& classes,
+                        const JsonVocabulary& vocabulary, std::vector<int32_t>* allowed);
+
+// The tokens a request's regex allows in each state it has been in. A regex has few states (its
+// automaton's state set and a partial character), and free text stays in the same one step after
+// step, where trying the whole vocabulary costs milliseconds (docs/performance.md): each state's
+// list is computed once. Bounded: past `max_ids` ids in all, the cache starts over.
+class RegexMaskCache {
+ public:
+  static constexpr size_t kDefaultMaxIds = size_t{1} << 19;  // 2 MiB of ids per request
+
+  RegexMaskCache() = default;
+  explicit RegexMaskCache(size_t max_ids) : max_ids_(max_ids) {}
+
+  // The list for `matcher`'s state; `compute(matcher, &list)` fills it on a miss. The reference
+  // stays valid until the next call.
+  template <typename Compute>
+  const std::vector<int32_t>& Get(const RegexMatcher& matcher, Compute compute) {
+    if (auto it = lists_.find(matcher); it != lists_.end()) return it->second;
+    std::vector<int32_t> list;
+    compute(matcher, &list);
+    if (ids_ + list.size() > max_ids_) {
+      lists_.clear();
+      ids_ = 0;
+    }
+    ids_ += list.size();
+    ++misses_;
+    return lists_.insert_or_assign(matcher, std::move(list)).first->second;
+  }
+  // Lists computed so far (for tests).
+  [[nodiscard]] int64_t misses() const { return misses_; }
+
+ private:
+  absl::node_hash_map<RegexMatcher, std::vector<int32_t>> lists_;
+  size_t max_ids_ = kDefaultMaxIds;
+  size_t ids_ = 0;
+  int64_t misses_ = 0;
+};
+
+}  // namespace headroom::worker
