@@ -7,11 +7,17 @@ json_mode_bench's free-text and e-mail patterns split characters into. A step of
 tries one token per group (plus the tokens that are byte pieces of a character).
 
 Run with the fixtures venv (scripts/setup-deps --fixtures):
-    build/venv-fixtures/bin/python bench/regex_class_groups.py
-Results: docs/performance.md.
+    build/venv-fixtures/bin/python bench/regex_class_groups.py [--save DIR]
+--save DIR also writes DIR/tests/router/tokenizer/fixtures/llama3/tokenizer.json, so that
+    HEADROOM_SOURCE_DIR=DIR build/main/bench/json_mode_bench
+measures the masks on this 128k vocabulary in its "llama3" rows. Results: docs/performance.md.
 """
-import glob, os, re, time
+import argparse
+import glob, os, time
 from tokenizers import Tokenizer, models, trainers, pre_tokenizers, decoders
+parser = argparse.ArgumentParser()
+parser.add_argument('--save', help='write the trained tokenizer.json under this directory')
+args = parser.parse_args()
 files = [f for f in glob.glob('/usr/share/doc/**/*', recursive=True)
          if os.path.isfile(f) and not f.endswith(('.gz', '.png', '.jpg', '.svg', '.ico', '.pdf'))]
 files += glob.glob('/usr/lib/python3/dist-packages/**/*.py', recursive=True)
@@ -30,6 +36,10 @@ def texts():
 tok.train_from_iterator(texts(), trainers.BpeTrainer(vocab_size=128000, show_progress=False,
                                      initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
 print('trained', tok.get_vocab_size(), 'in', round(time.time() - t), 's')
+if args.save:
+    out = os.path.join(args.save, 'tests', 'router', 'tokenizer', 'fixtures', 'llama3')
+    os.makedirs(out, exist_ok=True)
+    tok.save(os.path.join(out, 'tokenizer.json'))
 # token bytes: byte-level alphabet back to bytes
 bs = list(range(ord("!"), ord("~")+1))+list(range(ord("¡"), ord("¬")+1))+list(range(ord("®"), ord("ÿ")+1))
 cs = bs[:]; n = 0

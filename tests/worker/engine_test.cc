@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "fixture_model.h"
 #include "nlohmann/json.hpp"
 #include "tests/worker/posix_regex.h"
@@ -623,6 +624,21 @@ TEST(EngineTest, GuidedRegexOutputsMatchThePattern) {
     EXPECT_TRUE(testdata::PosixFullMatch(r.sampling.regex, text)) << text;
   }
   EXPECT_GT(by_eos, 0) << "EOS is offered once the text matches";
+
+  // More distinct patterns than the engine keeps compiled (32): each request still follows its
+  // own ("x" exactly k times, then it stops).
+  std::vector<Request> counted;
+  for (int k = 1; k <= 40; ++k) {
+    Request c = GreedyRequest(48);
+    c.id = RequestId{k};
+    c.sampling.regex = absl::StrCat("x{", k, "}");
+    counted.push_back(c);
+  }
+  run = RunEngine(counted, options);
+  for (int k = 1; k <= 40; ++k) {
+    EXPECT_EQ(ByteText(run.tokens.at(k)), std::string(static_cast<size_t>(k), 'x'));
+    EXPECT_EQ(run.finish.at(k), FinishReason::kStop);
+  }
 
   CpuBackend backend(1);
   auto engine = Engine::Create(Fixture().config, Fixture().weights, options, &backend);

@@ -214,7 +214,6 @@ absl::Status Engine::AddRequest(Request request) {
                     .schema_matcher = std::nullopt,
                     .regex = nullptr,
                     .regex_matcher = std::nullopt,
-                    .regex_classes = nullptr,
                     .regex_masks = {},
                     .constrained_allowed = {},
                     .prompt_logprobs = {}};
@@ -254,14 +253,20 @@ absl::Status Engine::AddRequest(Request request) {
     sampling.schema_matcher.emplace(sampling.schema.get());
   }
   if (!p.regex.empty()) {
-    absl::StatusOr<JsonRegex> regex = CompileGuidedRegex(p.regex);
-    if (!regex.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat("regex: ", regex.status().message()));
+    auto it = regex_cache_.find(p.regex);
+    if (it == regex_cache_.end()) {
+      absl::StatusOr<JsonRegex> regex = CompileGuidedRegex(p.regex);
+      if (!regex.ok()) {
+        return absl::InvalidArgumentError(absl::StrCat("regex: ", regex.status().message()));
+      }
+      if (regex_cache_.size() >= kMaxCachedRegexes) regex_cache_.clear();  // requests keep theirs
+      it = regex_cache_
+               .emplace(p.regex, std::make_shared<const CompiledGuidedRegex>(
+                                     *std::move(regex), *options_.json_vocabulary))
+               .first;
     }
-    sampling.regex = std::make_shared<const JsonRegex>(*std::move(regex));
-    sampling.regex_matcher.emplace(sampling.regex.get());
-    sampling.regex_classes =
-        std::make_shared<const RegexTokenClasses>(*sampling.regex, *options_.json_vocabulary);
+    sampling.regex = it->second;
+    sampling.regex_matcher.emplace(&sampling.regex->regex);
   }
   const RequestId id = request.id;
   HR_RETURN_IF_ERROR(scheduler_->AddRequest(std::move(request)));
@@ -310,7 +315,7 @@ absl::StatusOr<std::vector<StepToken>> Engine::Step() {
     } else if (s.regex_matcher.has_value()) {
       allowed = &s.regex_masks.Get(
           *s.regex_matcher, [this, &s](const RegexMatcher& m, std::vector<int32_t>* list) {
-            RegexAllowedTokens(m, *s.regex_classes, *options_.json_vocabulary, list);
+            RegexAllowedTokens(m, s.regex->classes, *options_.json_vocabulary, list);
             AddEos(m.CanEnd(), list);
           });
     }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
@@ -545,17 +546,55 @@ bool JsonRegex::Continues(const States& states, uint32_t lo, uint32_t hi) const 
   return false;
 }
 
-std::vector<uint32_t> JsonRegex::ClassStarts() const {
-  std::vector<uint32_t> starts = {0};
-  for (const std::vector<Edge>& edges : edges_) {
-    for (const Edge& e : edges) {
-      starts.push_back(e.lo);
-      if (e.hi < kMaxCodePoint) starts.push_back(e.hi + 1);
+JsonRegex::Classes JsonRegex::CharacterClasses() const {
+  // Sweep over the code points: a transition (a state and where it goes) enters the active set
+  // at an edge's lo and leaves after its hi; between two such points the active set, so the
+  // class, is constant. Code points with the same transitions from every state are one class.
+  struct Event {
+    uint32_t at = 0;
+    int32_t edge = 0;  // the transition's id
+    bool enters = false;
+  };
+  std::vector<Event> events;
+  absl::flat_hash_map<std::pair<size_t, int32_t>, int32_t> transition_ids;
+  for (size_t from = 0; from < edges_.size(); ++from) {
+    for (const Edge& e : edges_[from]) {
+      const int32_t id =
+          transition_ids.try_emplace({from, e.to}, static_cast<int32_t>(transition_ids.size()))
+              .first->second;
+      events.push_back({.at = e.lo, .edge = id, .enters = true});
+      if (e.hi < kMaxCodePoint) events.push_back({.at = e.hi + 1, .edge = id});
     }
   }
-  std::sort(starts.begin(), starts.end());
-  starts.erase(std::unique(starts.begin(), starts.end()), starts.end());
-  return starts;
+  std::sort(events.begin(), events.end(),
+            [](const Event& a, const Event& b) { return a.at < b.at; });
+  Classes out;
+  absl::flat_hash_map<std::vector<int32_t>, int32_t> class_of_edges;
+  std::vector<int32_t> active;  // sorted; a transition may be in twice (overlapping edges)
+  std::vector<int32_t> key;
+  const auto add_run = [&](uint32_t start) {
+    key = active;
+    key.erase(std::unique(key.begin(), key.end()), key.end());
+    const auto [it, added] = class_of_edges.try_emplace(key, out.count);
+    if (added) ++out.count;
+    out.starts.push_back(start);
+    out.class_of.push_back(it->second);
+  };
+  size_t i = 0;
+  if (events.empty() || events[0].at > 0) add_run(0);
+  while (i < events.size()) {
+    const uint32_t at = events[i].at;
+    for (; i < events.size() && events[i].at == at; ++i) {
+      const auto pos = std::lower_bound(active.begin(), active.end(), events[i].edge);
+      if (events[i].enters) {
+        active.insert(pos, events[i].edge);
+      } else {
+        active.erase(pos);
+      }
+    }
+    add_run(at);
+  }
+  return out;
 }
 
 bool JsonRegex::Matches(std::string_view text) const {

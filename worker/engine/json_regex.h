@@ -53,9 +53,16 @@ class JsonRegex {
   [[nodiscard]] bool Matches(std::string_view text) const;
 
   // The code points split into the classes no edge of the automaton tells apart (two code points
-  // of one class lead from every state set to the same one): each class's first code point,
-  // ascending, the first 0. A class is [start[i], start[i + 1]) (the last ends past U+10FFFF).
-  [[nodiscard]] std::vector<uint32_t> ClassStarts() const;
+  // of one class lead from every state set to the same one): the code points in runs
+  // [starts[i], starts[i + 1]) (the last to U+10FFFF), starts[0] = 0, each run in class
+  // class_of[i]. Runs inside the same edges share a class ([A-Z] and [a-z] when every edge that
+  // takes one takes the other), so classes are as few as the automaton allows.
+  struct Classes {
+    std::vector<uint32_t> starts;
+    std::vector<int32_t> class_of;
+    int32_t count = 0;
+  };
+  [[nodiscard]] Classes CharacterClasses() const;
 
  private:
   friend class JsonRegexBuilder;

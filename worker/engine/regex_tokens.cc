@@ -14,7 +14,7 @@ constexpr size_t kMaxClasses = 65535;
 
 // The class ids of `bytes`' characters as a signature, or false when `bytes` is not whole UTF-8
 // characters.
-bool Signature(std::string_view bytes, const std::vector<uint32_t>& starts, std::string* out) {
+bool Signature(std::string_view bytes, const JsonRegex::Classes& classes, std::string* out) {
   out->clear();
   Utf8Reader reader;
   for (const char c : bytes) {
@@ -26,8 +26,10 @@ bool Signature(std::string_view bytes, const std::vector<uint32_t>& starts, std:
       case Utf8Reader::Step::kCharacter:
         break;
     }
-    const auto id = static_cast<size_t>(
-        std::upper_bound(starts.begin(), starts.end(), reader.code_point()) - starts.begin() - 1);
+    const auto run = static_cast<size_t>(
+        std::upper_bound(classes.starts.begin(), classes.starts.end(), reader.code_point()) -
+        classes.starts.begin() - 1);
+    const auto id = static_cast<uint32_t>(classes.class_of[run]);
     out->push_back(static_cast<char>(id & 0xFF));
     out->push_back(static_cast<char>(id >> 8));
   }
@@ -37,13 +39,14 @@ bool Signature(std::string_view bytes, const std::vector<uint32_t>& starts, std:
 }  // namespace
 
 RegexTokenClasses::RegexTokenClasses(const JsonRegex& regex, const JsonVocabulary& vocabulary) {
-  const std::vector<uint32_t> starts = regex.ClassStarts();
+  const JsonRegex::Classes classes = regex.CharacterClasses();
   const std::vector<std::string>& tokens = vocabulary.token_bytes();
   absl::flat_hash_map<std::string, size_t> group_of;
   std::string signature;
   for (size_t id = 0; id < tokens.size(); ++id) {
     if (tokens[id].empty()) continue;  // never allowed (special tokens)
-    if (starts.size() > kMaxClasses || !Signature(tokens[id], starts, &signature)) {
+    if (static_cast<size_t>(classes.count) > kMaxClasses ||
+        !Signature(tokens[id], classes, &signature)) {
       others_[static_cast<uint8_t>(tokens[id][0])].push_back(static_cast<int32_t>(id));
       continue;
     }

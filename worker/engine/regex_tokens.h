@@ -1,6 +1,7 @@
 // The token lists of a guided regex (regex_matcher.h), made cheaper than trying every token:
 //
-// RegexTokenClasses: the automaton tells code points apart only by class (JsonRegex::ClassStarts:
+// RegexTokenClasses: the automaton tells code points apart only by class (JsonRegex::
+// CharacterClasses:
 // for `[A-Za-z ,']+\.`, letters, the space, the comma, the apostrophe, the dot and the rest), so
 // two tokens whose characters fall in the same classes one for one (" the" and " cat") are
 // accepted from the same states. Tokens are grouped by that class sequence once per request, and
@@ -44,6 +45,15 @@ class RegexTokenClasses {
  private:
   std::vector<Group> groups_;
   std::vector<std::vector<int32_t>> others_ = std::vector<std::vector<int32_t>>(256);
+};
+
+// A guided regex compiled once for a vocabulary: what requests with the same pattern share.
+struct CompiledGuidedRegex {
+  CompiledGuidedRegex(JsonRegex compiled, const JsonVocabulary& vocabulary)
+      : regex(std::move(compiled)), classes(regex, vocabulary) {}
+
+  JsonRegex regex;
+  RegexTokenClasses classes;
 };
 
 // Writes to `allowed` (cleared first, in no particular order) every token id whose bytes `matcher`
