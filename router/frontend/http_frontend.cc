@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/json_depth.h"
 #include "nlohmann/json.hpp"
 #include "router/frontend/generation.h"
 #include "router/openai/openai_protocol.h"
@@ -37,6 +38,12 @@ int64_t UnixSeconds() { return absl::ToUnixSeconds(absl::Now()); }
 
 // Parses a JSON object body; on failure answers 400 and returns nullopt.
 std::optional<Json> ParseObject(const http::HttpRequest& request, http::ResponseWriter& writer) {
+  if (JsonNestingDepth(request.body) > kMaxJsonNesting) {
+    RespondOpenAiError(writer, 400,
+                       absl::StrCat("the request body nests arrays and objects more than ",
+                                    kMaxJsonNesting, " levels deep"));
+    return std::nullopt;
+  }
   Json body = Json::parse(request.body, nullptr, /*allow_exceptions=*/false);
   if (body.is_discarded()) {
     RespondOpenAiError(writer, 400, "invalid JSON in the request body");

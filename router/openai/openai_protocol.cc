@@ -10,6 +10,7 @@
 #include "absl/strings/cord.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "common/json_depth.h"
 #include "common/status_macros.h"
 #include "nlohmann/json.hpp"
 #include "router/openai/json_fields.h"
@@ -21,6 +22,10 @@ namespace headroom::router::openai {
 namespace {
 
 absl::StatusOr<Json> ParseObject(std::string_view body) {
+  if (const int depth = JsonNestingDepth(body); depth > kMaxJsonNesting) {
+    return Bad("", absl::StrCat("the request body nests arrays and objects more than ",
+                                kMaxJsonNesting, " levels deep"));
+  }
   Json j;
   try {
     j = Json::parse(body.begin(), body.end());

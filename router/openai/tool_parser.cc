@@ -6,6 +6,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "common/json_depth.h"
 #include "nlohmann/json.hpp"
 #include "router/tokenizer/string_util.h"
 
@@ -19,7 +20,9 @@ constexpr std::string_view kHermesEnd = "</tool_call>";
 constexpr std::string_view kPythonTag = "<|python_tag|>";
 constexpr std::string_view kMistralStart = "[TOOL_CALLS]";
 
+// A model's JSON, or a discarded value when it is not JSON or nests too deep to walk.
 Json ParseJson(std::string_view text) {
+  if (JsonNestingDepth(text) > kMaxJsonNesting) return Json(Json::value_t::discarded);
   return Json::parse(text, nullptr, /*allow_exceptions=*/false);
 }
 

@@ -4,6 +4,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "common/json_depth.h"
 #include "router/jinja/value.h"
 #include "router/openai/json_fields.h"
 #include "router/tokenizer/string_util.h"
@@ -137,7 +138,13 @@ absl::StatusOr<Json> ParseToolCalls(const Json& calls, std::string_view path) {
       if (!arguments->is_string()) {
         return WrongType(p + ".function.arguments", "a string (JSON text)", *arguments);
       }
-      parsed = Json::parse(arguments->get_ref<const std::string&>(), nullptr, false);
+      const auto& text = arguments->get_ref<const std::string&>();
+      if (JsonNestingDepth(text) > kMaxJsonNesting) {
+        return Bad(p + ".function.arguments",
+                   absl::StrCat(p, ".function.arguments nests more than ", kMaxJsonNesting,
+                                " levels deep"));
+      }
+      parsed = Json::parse(text, nullptr, false);
       if (parsed.is_discarded()) {
         return Bad(p + ".function.arguments", p + ".function.arguments is not valid JSON");
       }
@@ -197,6 +204,7 @@ std::optional<std::vector<ToolCall>> ToolCallsFromText(const ToolChoice& choice,
     return std::vector<ToolCall>{{choice.function, std::string(text)}};
   }
   if (choice.kind != ToolChoice::Kind::kRequired) return std::nullopt;
+  if (JsonNestingDepth(text) > kMaxJsonNesting) return std::nullopt;
   const Json calls = Json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (!calls.is_array() || calls.empty()) return std::nullopt;
   std::vector<ToolCall> out;

@@ -983,7 +983,21 @@ struct BadCase {
 
 TEST_F(HttpE2eTest, BadInputGetsTheRightStatusAndAMessageNamingTheFieldAndLimit) {
   const std::string long_prompt(300, 'a');
+  // 400 KB of nesting: walking it recursively overflowed a router thread's stack (the router
+  // died); the cases after these find it still serving.
+  const std::string deep = std::string(200000, '[') + std::string(200000, ']');
   const std::vector<BadCase> cases = {
+      {"a body nested 200000 deep",
+       "/v1/chat/completions",
+       R"({"messages": [{"role": "user", "content": "hi"}], "chat_template_kwargs": {"x": )" +
+           deep + "}}",
+       400,
+       {"the request body nests arrays and objects more than 128 levels deep"}},
+      {"a /tokenize body nested 200000 deep",
+       "/tokenize",
+       R"({"prompt": "hi", "x": )" + deep + "}",
+       400,
+       {"the request body nests arrays and objects more than 128 levels deep"}},
       {"malformed JSON", "/v1/completions", R"({"prompt": "hi",)", 400, {"JSON"}},
       {"body not an object", "/v1/completions", R"(["hi"])", 400, {"object"}},
       {"temperature of the wrong type",

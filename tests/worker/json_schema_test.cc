@@ -180,7 +180,11 @@ TEST(JsonSchemaTest, RefusesWhatItCannotEnforceAndSaysWhereAndWhy) {
   for (int i = 0; i < 65; ++i)
     wide += (i > 0 ? "," : "") + Json("p" + std::to_string(i)).dump() + ":{}";
   wide += "}}";
+  // An enum value nested 20k deep (within the 64 KiB): walking it recursively risks the stack.
+  const std::string nested_enum =
+      R"({"enum":[)" + std::string(20000, '[') + std::string(20000, ']') + "]}";
   const std::vector<Refusal> refusals = {
+      {nested_enum, "the schema nests arrays and objects more than 128 levels deep"},
       {R"j({"type":"string","pattern":"^(?=a)"})j",
        "at the root: pattern: lookahead is not supported"},
       {R"j({"type":"string","pattern":"(a)\\1"})j", "pattern: backreferences are not supported"},
@@ -235,7 +239,9 @@ TEST(JsonSchemaTest, RefusesWhatItCannotEnforceAndSaysWhereAndWhy) {
   }
   std::string nested = "{}";
   for (int i = 0; i < 200; ++i) nested = R"({"type":"array","items":)" + nested + "}";
-  EXPECT_NE(JsonSchema::Compile(nested).status().message().find("nests more than 128 levels"),
+  // Refused by its JSON nesting (128) before the compiler's own bound of 128 schema levels.
+  EXPECT_NE(JsonSchema::Compile(nested).status().message().find(
+                "nests arrays and objects more than 128 levels deep"),
             std::string_view::npos);
   // 6 nodes for "any value", 7 types, their anyOf and the array: 15.
   const JsonSchema::Options few{.max_nodes = 14};

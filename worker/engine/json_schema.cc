@@ -15,6 +15,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "common/check.h"
+#include "common/json_depth.h"
 #include "common/status_macros.h"
 #include "nlohmann/json.hpp"
 #include "worker/engine/json_matcher.h"
@@ -695,6 +696,10 @@ absl::StatusOr<std::shared_ptr<const JsonSchema>> JsonSchema::Compile(std::strin
   if (text.size() > options.max_bytes) {
     return absl::InvalidArgumentError(absl::StrCat(
         "the schema is ", text.size(), " bytes; at most ", options.max_bytes, " are supported"));
+  }
+  if (const int depth = JsonNestingDepth(text); depth > kMaxJsonNesting) {
+    return absl::InvalidArgumentError(absl::StrCat("the schema nests arrays and objects more than ",
+                                                   kMaxJsonNesting, " levels deep"));
   }
   const Json root = Json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (root.is_discarded()) return absl::InvalidArgumentError("the schema is not valid JSON");

@@ -452,6 +452,16 @@ TEST(ToolParserTest, Llama3JsonReadsJsonCalls) {
   }
   EXPECT_EQ(ParseToolCallParserName("llama4_json").value(), ToolCallParser::kLlama3Json);
 
+  // A model may write anything: arguments nested 100k deep are content, not a crash.
+  const std::string deep = "{\"name\": \"a\", \"parameters\": {\"x\": " + std::string(100000, '[') +
+                           std::string(100000, ']') + "}}";
+  for (const ToolCallParser parser : {ToolCallParser::kLlama3Json, ToolCallParser::kHermes}) {
+    const std::string reply = parser == ToolCallParser::kHermes ? "<tool_call>" + deep : deep;
+    const ParsedToolOutput too_deep = ParseToolCalls(parser, reply);
+    EXPECT_TRUE(too_deep.calls.empty());
+    EXPECT_EQ(too_deep.content, reply);
+  }
+
   // Streaming: the text before a possible call goes out, trailing space held with it.
   const auto ready = [](std::string_view text) {
     return StreamableContent(ToolCallParser::kLlama3Json, text);
