@@ -358,8 +358,8 @@ std::string ResponseBuilder::Body() const {
         // vLLM's shape: the text before the first call as content (null when none), the calls,
         // finish_reason "tool_calls".
         ParsedToolOutput parsed = ParseToolCalls(*tool_choice_.parser, state.text);
+        message["content"] = parsed.content.has_value() ? Json(*parsed.content) : Json(nullptr);
         if (!parsed.calls.empty()) {
-          message["content"] = parsed.content.has_value() ? Json(*parsed.content) : Json(nullptr);
           message["tool_calls"] = ToolCallsJson(static_cast<int32_t>(i), parsed.calls, false);
           called = true;
         }
@@ -404,15 +404,22 @@ ResponseBuilder::Json ResponseBuilder::AutoToolDelta(int32_t index,
   std::string content;
   if (!final) {
     // Only the text not yet sent can hold a tag's start: scanning from there keeps each token's
-    // work proportional to what is held back, not to the whole reply.
-    const std::string_view unsent = std::string_view(state.text).substr(state.content_sent);
-    const size_t ready = StreamableContent(parser, unsent);
-    content = std::string(unsent.substr(0, ready));
-    state.content_sent += ready;
+    // work proportional to what is held back, and once a call has begun nothing is scanned
+    // until the end.
+    if (!state.holding_call) {
+      const std::string_view unsent = std::string_view(state.text).substr(state.content_sent);
+      const size_t ready = StreamableContent(parser, unsent);
+      content = std::string(unsent.substr(0, ready));
+      state.content_sent += ready;
+      state.holding_call = HoldsCallStart(parser, unsent.substr(ready));
+    }
   } else {
     ParsedToolOutput parsed = ParseToolCalls(parser, state.text);
     if (parsed.calls.empty()) {
-      content = state.text.substr(state.content_sent);  // no call: all of it was content
+      // No call: the rest is content (mistral's without a [TOOL_CALLS] tag that led nowhere;
+      // what was sent came before any tag, so it is a prefix of the parse's content).
+      content = parsed.content.value_or("").substr(
+          std::min(state.content_sent, parsed.content.value_or("").size()));
     } else {
       const std::string before = parsed.content.value_or("");
       if (before.size() > state.content_sent) content = before.substr(state.content_sent);

@@ -55,6 +55,9 @@ class ResponseBuilder {
     // turned out to call tools (finish_reason "tool_calls").
     size_t content_sent = 0;
     bool called_tools = false;
+    // "auto": the held-back text holds the start of a call, so nothing more is content until the
+    // end (not scanned again per token).
+    bool holding_call = false;
     bool echoed = false;  // its prompt went out (echo)
     // Code points of completion text covered by logprobs so far (completions text_offset).
     int64_t text_offset = 0;

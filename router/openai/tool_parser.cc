@@ -219,6 +219,19 @@ size_t StreamableContent(ToolCallParser parser, std::string_view text) {
   return text.size();
 }
 
+bool HoldsCallStart(ToolCallParser parser, std::string_view held) {
+  switch (parser) {
+    case ToolCallParser::kHermes:
+      return held.find(kHermesStart) != std::string_view::npos;
+    case ToolCallParser::kMistral:
+      return held.find(kMistralStart) != std::string_view::npos;
+    case ToolCallParser::kLlama3Json:
+      return held.find('{') != std::string_view::npos ||
+             held.find(kPythonTag) != std::string_view::npos;
+  }
+  return false;
+}
+
 bool KeepsSpecialTokens(ToolCallParser parser) { return parser == ToolCallParser::kMistral; }
 
 std::string MistralToolCallId(std::string_view seed) {

@@ -46,6 +46,10 @@ ParsedToolOutput ParseToolCalls(ToolCallParser parser, std::string_view text);
 // reply shows whether it is a call.
 size_t StreamableContent(ToolCallParser parser, std::string_view text);
 
+// `held` (what StreamableContent held back) holds the start of a call, not just text that may
+// still become one: nothing after it can be content before the reply ends.
+bool HoldsCallStart(ToolCallParser parser, std::string_view held);
+
 // The reply's text must keep special tokens for `parser` to see its calls (mistral's
 // [TOOL_CALLS]; vLLM sets skip_special_tokens false for such requests too).
 bool KeepsSpecialTokens(ToolCallParser parser);

@@ -204,7 +204,7 @@ TEST(RegexMatcherTest, MaskCacheComputesEachStateOnce) {
   EXPECT_LE(seen.size(), 3u) << "before any text, in text, after a space";
 
   // A bound below two lists: each new state starts over, a repeated one is still a hit.
-  RegexMaskCache small(direct.size() + 1);
+  RegexMaskCache small(direct.size() + RegexMaskCache::kEntryIds + 1);
   RegexMatcher start(&regex);
   RegexMatcher after = start;
   ASSERT_TRUE(after.Feed('a'));
@@ -249,6 +249,23 @@ TEST(RegexMatcherTest, ClassGroupsGiveTheSameTokensAsTryingEachOne) {
         ASSERT_TRUE(matcher.Feed(vocabulary.token_bytes()[static_cast<size_t>(id)]));
       }
     }
+  }
+}
+
+// UTF-16 escapes: a surrogate pair is the character it writes (as JSON reads it); a lone
+// surrogate, which no UTF-8 text holds, matches nothing, so it neither leaves a dead end after
+// "ab" nor lets a pattern of it through.
+TEST(RegexMatcherTest, SurrogateEscapesAreCharactersOrNothing) {
+  EXPECT_TRUE(MustCompile(R"(\uD83D\uDE00+)").Matches("😀😀"));
+  EXPECT_TRUE(MustCompile(R"([\uD83D\uDE00-\uD83D\uDE02]x)").Matches("😁x"));
+  EXPECT_FALSE(MustCompile(R"([\uD83D\uDE00-\uD83D\uDE02]x)").Matches("😃x"));
+  const JsonRegex either = MustCompile(R"(ab|ab\uDC00c)");
+  RegexMatcher matcher(&either);
+  ASSERT_TRUE(matcher.Feed(std::string_view("ab")));
+  EXPECT_TRUE(matcher.Complete()) << "the branch through a lone surrogate is dead";
+  for (const char* pattern : {R"(\uDC00)", R"(a\uD800b)", R"([\uD800-\uDFFF]+)"}) {
+    EXPECT_EQ(CompileGuidedRegex(pattern).status().message(), "the pattern matches no string")
+        << pattern;
   }
 }
 

@@ -318,6 +318,18 @@ TEST(SchedulerTest, AConstraintStopIsNotAStopToken) {
   ASSERT_EQ(out.size(), 1u);
   EXPECT_EQ(out[0].finish, FinishReason::kStop);
   EXPECT_FALSE(out[0].stop_token);
+
+  // A constraint that offered EOS where its text may end, taken under ignore_eos: the request
+  // ends on that EOS, which is the stop token.
+  Request ignoring = MakeRequest(2, 2, 10);
+  ignoring.sampling.ignore_eos = true;
+  ASSERT_TRUE(h.scheduler().AddRequest(ignoring).ok());
+  const StepPlan next = h.scheduler().Schedule();
+  const std::vector<TokenOutput> ended =
+      h.scheduler().Update(next, std::vector<int32_t>{kEos}, std::vector<uint8_t>{1});
+  ASSERT_EQ(ended.size(), 1u);
+  EXPECT_EQ(ended[0].finish, FinishReason::kStop);
+  EXPECT_TRUE(ended[0].stop_token);
 }
 
 TEST(SchedulerTest, RefusesRequestsThatCanNeverRun) {

@@ -95,7 +95,20 @@ struct Ast {
   int32_t max = 0;  // kRepeat; -1: unbounded
 };
 
-Ast SetAst(Set set) { return Ast{.kind = Ast::Kind::kSet, .set = Normalize(std::move(set))}; }
+// A set's surrogates (U+D800-DFFF) removed: no UTF-8 text has them, so an edge on them would
+// look live to the automaton while no character could take it.
+Set WithoutSurrogates(Set set) {
+  Set out;
+  for (const Range& r : set) {
+    if (r.lo < 0xD800) out.push_back({r.lo, std::min<uint32_t>(r.hi, 0xD7FF)});
+    if (r.hi > 0xDFFF) out.push_back({std::max<uint32_t>(r.lo, 0xE000), r.hi});
+  }
+  return out;
+}
+
+Ast SetAst(Set set) {
+  return Ast{.kind = Ast::Kind::kSet, .set = WithoutSurrogates(Normalize(std::move(set)))};
+}
 Ast AnyString() {
   return Ast{
       .kind = Ast::Kind::kRepeat, .kids = {SetAst({{0, kMaxCodePoint}})}, .min = 0, .max = -1};
@@ -341,7 +354,7 @@ class Parser {
           ++i_;
           return cp;
         }
-        return Hex(4, 4);
+        return Utf16Escape();
       default:
         break;
     }
@@ -351,6 +364,23 @@ class Parser {
           absl::StrCat("the escape \\", std::string(1, static_cast<char>(c)), " is not supported"));
     }
     return one(c);  // escaped punctuation (or any other character) stands for itself
+  }
+
+  // \uXXXX after the "\u": a high surrogate followed by \u and a low one is the character the
+  // pair writes (as JSON and ECMA-262's unicode mode read it); a lone surrogate matches nothing.
+  absl::StatusOr<Set> Utf16Escape() {
+    HR_ASSIGN_OR_RETURN(Set unit, Hex(4, 4));
+    const uint32_t high = unit[0].lo;
+    if (high < 0xD800 || high > 0xDBFF || !AtSequence(U"\\u")) return unit;
+    const size_t save = i_;
+    i_ += 2;
+    const absl::StatusOr<Set> low = Hex(4, 4);
+    if (!low.ok() || (*low)[0].lo < 0xDC00 || (*low)[0].lo > 0xDFFF) {
+      i_ = save;  // not a pair: the next escape stands alone
+      return unit;
+    }
+    const uint32_t cp = 0x10000 + ((high - 0xD800) << 10) + ((*low)[0].lo - 0xDC00);
+    return Set{{cp, cp}};
   }
 
   absl::StatusOr<Set> Hex(int min_digits, int max_digits) {

@@ -65,10 +65,13 @@ void RegexAllowedTokens(const RegexMatcher& matcher, const RegexTokenClasses& cl
 // The tokens a request's regex allows in each state it has been in. A regex has few states (its
 // automaton's state set and a partial character), and free text stays in the same one step after
 // step, where trying the whole vocabulary costs milliseconds (docs/performance.md): each state's
-// list is computed once. Bounded: past `max_ids` ids in all, the cache starts over.
+// list is computed once. Bounded: past `max_ids` ids in all (each list counting 32 more for its
+// entry), the cache starts over.
 class RegexMaskCache {
  public:
   static constexpr size_t kDefaultMaxIds = size_t{1} << 19;  // 2 MiB of ids per request
+  // What an entry costs beyond its ids (the key, the node, the vector), in ids.
+  static constexpr size_t kEntryIds = 32;
 
   RegexMaskCache() = default;
   explicit RegexMaskCache(size_t max_ids) : max_ids_(max_ids) {}
@@ -80,11 +83,12 @@ class RegexMaskCache {
     if (auto it = lists_.find(matcher); it != lists_.end()) return it->second;
     std::vector<int32_t> list;
     compute(matcher, &list);
-    if (ids_ + list.size() > max_ids_) {
+    const size_t cost = list.size() + kEntryIds;
+    if (ids_ + cost > max_ids_) {
       lists_.clear();
       ids_ = 0;
     }
-    ids_ += list.size();
+    ids_ += cost;
     ++misses_;
     return lists_.insert_or_assign(matcher, std::move(list)).first->second;
   }

@@ -236,7 +236,10 @@ std::vector<TokenOutput> Scheduler::Update(const StepPlan& plan, absl::Span<cons
     Sequence& s = *it->second;
     s.tokens.push_back(token);
     FinishReason finish = CheckStop(s, token);
-    const bool stop_token = finish == FinishReason::kStop;  // CheckStop stops only on tokens
+    // CheckStop stops only on tokens; a constraint may also end on the EOS it offered (under
+    // ignore_eos too), whose text is no more part of the answer.
+    const bool stop_token =
+        finish == FinishReason::kStop || (done && token == config_.eos_token_id);
     if (finish == FinishReason::kNone && done) finish = FinishReason::kStop;
     outputs.push_back({.id = seq.id,
                        .token = token,

@@ -317,6 +317,12 @@ TEST(ToolParserTest, StreamingHoldsBackWhatMayStartACall) {
   EXPECT_EQ(ready("Hello <b>"), 9u);
   EXPECT_EQ(ready("Hi <tool_call>\n{"), 3u);
   EXPECT_EQ(ready("<tool_call"), 0u);
+  // What is held back begins a call (nothing more is scanned until the end) or only may.
+  EXPECT_TRUE(HoldsCallStart(ToolCallParser::kHermes, "<tool_call>\n{"));
+  EXPECT_FALSE(HoldsCallStart(ToolCallParser::kHermes, "<tool_ca"));
+  EXPECT_TRUE(HoldsCallStart(ToolCallParser::kLlama3Json, "\n{\"na"));
+  EXPECT_FALSE(HoldsCallStart(ToolCallParser::kLlama3Json, " \n"));
+  EXPECT_FALSE(HoldsCallStart(ToolCallParser::kMistral, "[TOOL_"));
 }
 
 // An "auto" reply through the response builder: calls found become message.tool_calls with
@@ -489,6 +495,19 @@ TEST(ToolParserTest, MistralReadsToolCallsArrays) {
       ParseToolCalls(ToolCallParser::kMistral, "[TOOL_CALLS] [{\"name\": \"a\"");
   EXPECT_TRUE(broken.calls.empty());
   EXPECT_EQ(broken.content, " [{\"name\": \"a\"");
+  // Through the response builder, whole and streamed, the content has no tag either.
+  ParsedRequest r = Chat(std::string(R"("tools": [)") + kWeather + "]");
+  r.tools.choice.parser = ToolCallParser::kMistral;
+  ResponseBuilder whole(r, "chatcmpl-00000000000000ef", 1, "m", nullptr);
+  whole.Accumulate(0, LastPiece("Hi [TOOL_CALLS] [{\"name\": \"a\"", v1::FINISH_REASON_LENGTH));
+  EXPECT_EQ(Json::parse(whole.Body())["choices"][0]["message"]["content"], "Hi  [{\"name\": \"a\"");
+  r.stream = true;
+  ResponseBuilder stream(r, "chatcmpl-00000000000000ef", 1, "m", nullptr);
+  std::string sse = stream.StreamEvents(0, Piece("Hi [TOOL_CALLS] [{"));
+  sse += stream.StreamEvents(0, LastPiece("\"name\": \"a\"", v1::FINISH_REASON_LENGTH));
+  std::string joined;
+  for (const Json& delta : Deltas(sse)) joined += delta.value("content", "");
+  EXPECT_EQ(joined, "Hi  [{\"name\": \"a\"");
   EXPECT_TRUE(KeepsSpecialTokens(ToolCallParser::kMistral));
   EXPECT_FALSE(KeepsSpecialTokens(ToolCallParser::kHermes));
   EXPECT_EQ(StreamableContent(ToolCallParser::kMistral, "Ok [TOOL_"), 3u);
