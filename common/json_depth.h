@@ -4,6 +4,8 @@
 // schema compiler): a 400 KB body of '[' overflowed a router thread's stack.
 #pragma once
 
+#include <algorithm>
+#include <cstddef>
 #include <string_view>
 
 namespace headroom {
@@ -11,13 +13,12 @@ namespace headroom {
 // Deepest nesting accepted in a request body, a schema, or a model's tool call.
 inline constexpr int kMaxJsonNesting = 128;
 
-// The greatest number of arrays and objects open at once in `text` (which need not be valid
-// JSON); counting stops once it passes `stop_above`.
-inline int JsonNestingDepth(std::string_view text, int stop_above = kMaxJsonNesting) {
-  int depth = 0;
-  int deepest = 0;
+// Calls `visit(i)` at each '[', ']', '{' and '}' of `text` from `from` on that is not inside a
+// string, until it returns false; returns where it stopped (text.size() when it never did).
+template <typename Visit>
+size_t ForEachJsonBracket(std::string_view text, size_t from, Visit visit) {
   bool in_string = false;
-  for (size_t i = 0; i < text.size(); ++i) {
+  for (size_t i = from; i < text.size(); ++i) {
     const char c = text[i];
     if (in_string) {
       if (c == '\\') {
@@ -27,16 +28,26 @@ inline int JsonNestingDepth(std::string_view text, int stop_above = kMaxJsonNest
       }
     } else if (c == '"') {
       in_string = true;
-    } else if (c == '[' || c == '{') {
-      ++depth;
-      if (depth > deepest) {
-        deepest = depth;
-        if (deepest > stop_above) return deepest;
-      }
-    } else if (c == ']' || c == '}') {
-      --depth;
+    } else if ((c == '[' || c == '{' || c == ']' || c == '}') && !visit(i)) {
+      return i;
     }
   }
+  return text.size();
+}
+
+// The greatest number of arrays and objects open at once in `text` (which need not be valid
+// JSON); counting stops once it passes `stop_above`.
+inline int JsonNestingDepth(std::string_view text, int stop_above = kMaxJsonNesting) {
+  int depth = 0;
+  int deepest = 0;
+  ForEachJsonBracket(text, 0, [&](size_t i) {
+    if (text[i] == ']' || text[i] == '}') {
+      --depth;
+      return true;
+    }
+    deepest = std::max(deepest, ++depth);
+    return deepest <= stop_above;
+  });
   return deepest;
 }
 

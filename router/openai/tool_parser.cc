@@ -63,27 +63,14 @@ ParsedToolOutput ParseHermes(std::string_view text) {
 }
 
 // The end (one past the closing brace) of the JSON object opening at text[at] == '{', found by
-// balancing braces outside strings; npos when it does not close.
+// balancing brackets outside strings; npos when it does not close.
 size_t ObjectEnd(std::string_view text, size_t at) {
   int depth = 0;
-  bool in_string = false;
-  for (size_t i = at; i < text.size(); ++i) {
-    const char c = text[i];
-    if (in_string) {
-      if (c == '\\') {
-        ++i;
-      } else if (c == '"') {
-        in_string = false;
-      }
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '{') {
-      ++depth;
-    } else if (c == '}' && --depth == 0) {
-      return i + 1;
-    }
-  }
-  return std::string_view::npos;
+  const size_t close = ForEachJsonBracket(text, at, [&](size_t i) {
+    depth += text[i] == '{' || text[i] == '[' ? 1 : -1;
+    return depth > 0;
+  });
+  return close < text.size() ? close + 1 : std::string_view::npos;
 }
 
 size_t SkipSpaces(std::string_view text, size_t at) {
