@@ -1,11 +1,10 @@
 // The token lists of a guided regex (regex_matcher.h), made cheaper than trying every token:
 //
 // RegexTokenClasses: the automaton tells code points apart only by class (JsonRegex::
-// CharacterClasses:
-// for `[A-Za-z ,']+\.`, letters, the space, the comma, the apostrophe, the dot and the rest), so
-// two tokens whose characters fall in the same classes one for one (" the" and " cat") are
-// accepted from the same states. Tokens are grouped by that class sequence once per request, and
-// a step tries one token per group: a vocabulary of 128k tokens has far fewer sequences.
+// CharacterClasses; for `[A-Za-z ,']+\.`: letters, the space, the comma, the apostrophe, the dot
+// and the rest), so two tokens whose characters fall in the same classes one for one (" the" and
+// " cat") are accepted from the same states. Tokens are grouped by that class sequence once per
+// pattern, and a step tries one token per group: a real 128k vocabulary has ~1k-5k sequences.
 // Tokens that are not whole UTF-8 characters (byte-level pieces of one) are tried one by one, as
 // is every token while the output ends inside a character.
 //
