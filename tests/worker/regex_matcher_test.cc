@@ -189,7 +189,7 @@ TEST(RegexMatcherTest, MaskCacheComputesEachStateOnce) {
   RegexMatcher matcher(&regex);
   std::vector<int32_t> direct;
   for (int step = 0; step < 40 && !matcher.Complete(); ++step) {
-    std::vector<int32_t> cached = cache.Get(matcher, compute);
+    std::vector<int32_t> cached = *cache.Get(matcher, compute);
     JsonAllowedTokens(matcher, vocabulary, &direct);
     std::sort(cached.begin(), cached.end());
     std::sort(direct.begin(), direct.end());
@@ -208,12 +208,14 @@ TEST(RegexMatcherTest, MaskCacheComputesEachStateOnce) {
   RegexMatcher start(&regex);
   RegexMatcher after = start;
   ASSERT_TRUE(after.Feed('a'));
-  const std::vector<int32_t> first = small.Get(start, compute);
-  EXPECT_EQ(small.Get(start, compute), first);
+  const RegexMaskCache::List first = small.Get(start, compute);
+  EXPECT_EQ(small.Get(start, compute), first) << "the same list, not a copy";
   EXPECT_EQ(small.misses(), 1);
+  const std::vector<int32_t> held = *first;
   small.Get(after, compute);
   EXPECT_EQ(small.misses(), 2);
-  EXPECT_EQ(small.Get(start, compute), first) << "recomputed after the start-over";
+  EXPECT_EQ(*first, held) << "a list held through a start-over stays whole";
+  EXPECT_EQ(*small.Get(start, compute), held) << "recomputed after the start-over";
   EXPECT_EQ(small.misses(), 3);
 }
 

@@ -214,7 +214,7 @@ absl::Status Engine::AddRequest(Request request) {
                     .schema_matcher = std::nullopt,
                     .regex = nullptr,
                     .regex_matcher = std::nullopt,
-                    .regex_masks = {},
+                    .regex_allowed = nullptr,
                     .constrained_allowed = {},
                     .prompt_logprobs = {}};
   if (p.repetition_penalty != 1.0f || p.prompt_logprobs >= 0) sampling.prompt = request.prompt;
@@ -259,10 +259,10 @@ absl::Status Engine::AddRequest(Request request) {
       if (!regex.ok()) {
         return absl::InvalidArgumentError(absl::StrCat("regex: ", regex.status().message()));
       }
-      if (regex_cache_.size() >= kMaxCachedRegexes) regex_cache_.clear();  // requests keep theirs
+      if (regex_cache_.size() >= kMaxCachedRegexes) regex_cache_.clear();
       it = regex_cache_
-               .emplace(p.regex, std::make_shared<const CompiledGuidedRegex>(
-                                     *std::move(regex), *options_.json_vocabulary))
+               .emplace(p.regex, std::make_shared<SharedGuidedRegex>(*std::move(regex),
+                                                                     *options_.json_vocabulary))
                .first;
     }
     sampling.regex = it->second;
@@ -313,11 +313,12 @@ absl::StatusOr<std::vector<StepToken>> Engine::Step() {
       JsonTokens(*s.schema_matcher, s.schema_matcher->CanEnd(), &s.constrained_allowed);
       allowed = &s.constrained_allowed;
     } else if (s.regex_matcher.has_value()) {
-      allowed = &s.regex_masks.Get(
+      s.regex_allowed = s.regex->masks.Get(
           *s.regex_matcher, [this, &s](const RegexMatcher& m, std::vector<int32_t>* list) {
             RegexAllowedTokens(m, s.regex->classes, *options_.json_vocabulary, list);
             AddEos(m.CanEnd(), list);
           });
+      allowed = s.regex_allowed.get();
     }
     rows_.push_back({.temperature = s.params.temperature,
                      .top_k = s.params.top_k,

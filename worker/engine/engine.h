@@ -179,11 +179,11 @@ class Engine {
     // json_schema: the compiled schema, and what the output so far reads as against it.
     std::shared_ptr<const JsonSchema> schema;
     std::optional<JsonSchemaMatcher> schema_matcher;
-    // regex: the compiled pattern (with the vocabulary grouped by its character classes), where
-    // the output so far leaves its automaton, and each state's token list so far.
-    std::shared_ptr<const CompiledGuidedRegex> regex;
+    // regex: the pattern as requests share it, where the output so far leaves its automaton, and
+    // this step's token list (held: the shared cache may drop it while the step runs).
+    std::shared_ptr<SharedGuidedRegex> regex;
     std::optional<RegexMatcher> regex_matcher;
-    RegexMaskCache regex_masks;
+    RegexMaskCache::List regex_allowed;
     // Guided choice, JSON mode, json_schema and regex: the tokens the sampler may take this step
     // (rebuilt each step).
     std::vector<int32_t> constrained_allowed;
@@ -237,9 +237,10 @@ class Engine {
   // Per sampler row: its constraint is satisfied and the request must end (Scheduler::Update).
   std::vector<uint8_t> constraint_done_;
   // Guided regexes by pattern, shared by the requests that give the same one (grouping a 128k
-  // vocabulary costs ~8 ms); at most kMaxCachedRegexes, then it starts over.
+  // vocabulary costs ~8 ms, and their masks are the same); at most kMaxCachedRegexes, then it
+  // starts over (running requests keep theirs).
   static constexpr size_t kMaxCachedRegexes = 32;
-  absl::flat_hash_map<std::string, std::shared_ptr<const CompiledGuidedRegex>> regex_cache_;
+  absl::flat_hash_map<std::string, std::shared_ptr<SharedGuidedRegex>> regex_cache_;
   std::vector<int32_t> tokens_;
   std::vector<float> token_logprobs_;
   std::vector<int32_t> top_ids_;

@@ -8,16 +8,17 @@
 // Tokens that are not whole UTF-8 characters (byte-level pieces of one) are tried one by one, as
 // is every token while the output ends inside a character.
 //
-// RegexMaskCache: each state's list, computed once per request.
+// RegexMaskCache: each state's list, computed once per pattern (SharedGuidedRegex).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "absl/container/node_hash_map.h"
+#include "absl/container/flat_hash_map.h"
 #include "worker/engine/json_matcher.h"
 #include "worker/engine/json_regex.h"
 #include "worker/engine/regex_matcher.h"
@@ -46,43 +47,37 @@ class RegexTokenClasses {
   std::vector<std::vector<int32_t>> others_ = std::vector<std::vector<int32_t>>(256);
 };
 
-// A guided regex compiled once for a vocabulary: what requests with the same pattern share.
-struct CompiledGuidedRegex {
-  CompiledGuidedRegex(JsonRegex compiled, const JsonVocabulary& vocabulary)
-      : regex(std::move(compiled)), classes(regex, vocabulary) {}
-
-  JsonRegex regex;
-  RegexTokenClasses classes;
-};
-
 // Writes to `allowed` (cleared first, in no particular order) every token id whose bytes `matcher`
 // accepts whole: JsonAllowedTokens's answer, one try per group (`classes` built for the matcher's
 // regex and `vocabulary`).
 void RegexAllowedTokens(const RegexMatcher& matcher, const RegexTokenClasses& classes,
                         const JsonVocabulary& vocabulary, std::vector<int32_t>* allowed);
 
-// The tokens a request's regex allows in each state it has been in. A regex has few states (its
-// automaton's state set and a partial character), and free text stays in the same one step after
-// step, where trying the whole vocabulary costs milliseconds (docs/performance.md): each state's
-// list is computed once. Bounded: past `max_ids` ids in all (each list counting 32 more for its
-// entry), the cache starts over.
+// The tokens a regex allows in each state it has been in. A regex has few states (its automaton's
+// state set and a partial character), and free text stays in the same one step after step, where
+// trying the whole vocabulary costs milliseconds (docs/performance.md): each state's list is
+// computed once for all the requests that give the pattern. Bounded: past `max_ids` ids in all
+// (each list counting 32 more for its entry), the cache starts over.
 class RegexMaskCache {
  public:
-  static constexpr size_t kDefaultMaxIds = size_t{1} << 19;  // 2 MiB of ids per request
+  static constexpr size_t kDefaultMaxIds = size_t{1} << 19;  // 2 MiB of ids per pattern
   // What an entry costs beyond its ids (the key, the node, the vector), in ids.
   static constexpr size_t kEntryIds = 32;
 
   RegexMaskCache() = default;
   explicit RegexMaskCache(size_t max_ids) : max_ids_(max_ids) {}
 
-  // The list for `matcher`'s state; `compute(matcher, &list)` fills it on a miss. The reference
-  // stays valid until the next call.
+  using List = std::shared_ptr<const std::vector<int32_t>>;
+
+  // The list for `matcher`'s state; `compute(matcher, &list)` fills it on a miss. It stays valid
+  // while the caller holds it, whatever the cache does meanwhile (several requests of a step
+  // share one cache).
   template <typename Compute>
-  const std::vector<int32_t>& Get(const RegexMatcher& matcher, Compute compute) {
+  List Get(const RegexMatcher& matcher, Compute compute) {
     if (auto it = lists_.find(matcher); it != lists_.end()) return it->second;
-    std::vector<int32_t> list;
-    compute(matcher, &list);
-    const size_t cost = list.size() + kEntryIds;
+    auto list = std::make_shared<std::vector<int32_t>>();
+    compute(matcher, list.get());
+    const size_t cost = list->size() + kEntryIds;
     if (ids_ + cost > max_ids_) {
       lists_.clear();
       ids_ = 0;
@@ -95,10 +90,22 @@ class RegexMaskCache {
   [[nodiscard]] int64_t misses() const { return misses_; }
 
  private:
-  absl::node_hash_map<RegexMatcher, std::vector<int32_t>> lists_;
+  absl::flat_hash_map<RegexMatcher, List> lists_;
   size_t max_ids_ = kDefaultMaxIds;
   size_t ids_ = 0;
   int64_t misses_ = 0;
+};
+
+// A guided regex as the engine keeps it for all the requests that give the pattern: compiled,
+// the vocabulary grouped by its classes, and each state's token list once computed (the engine
+// thread's: not thread-safe).
+struct SharedGuidedRegex {
+  SharedGuidedRegex(JsonRegex compiled, const JsonVocabulary& vocabulary)
+      : regex(std::move(compiled)), classes(regex, vocabulary) {}
+
+  JsonRegex regex;
+  RegexTokenClasses classes;
+  RegexMaskCache masks;
 };
 
 }  // namespace headroom::worker
