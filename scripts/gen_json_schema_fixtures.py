@@ -34,6 +34,8 @@ import re
 
 import jsonschema
 
+import text_mutation
+
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "worker",
                    "fixtures", "json_schema_cases.json")
 
@@ -211,15 +213,7 @@ PATTERN_ALPHABET = list("abcABC019 -._@#$+é") + ["😀", "\n", "\"", "\\", "\u0
 
 
 def mutate_text(rng, text):
-    i = rng.randint(0, len(text))
-    change = rng.randrange(3)
-    if change == 0 and text:
-        i = min(i, len(text) - 1)
-        return text[:i] + text[i + 1:]
-    if change == 1 and text:
-        i = min(i, len(text) - 1)
-        return text[:i] + rng.choice(PATTERN_ALPHABET) + text[i + 1:]
-    return text[:i] + rng.choice(PATTERN_ALPHABET) + text[i:]
+    return text_mutation.mutate(rng, text, PATTERN_ALPHABET)
 
 
 def resolve(schema, root):

@@ -21,6 +21,8 @@ import platform
 import random
 import re
 
+import text_mutation
+
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "worker",
                    "fixtures", "regex_cases.json")
 
@@ -53,18 +55,6 @@ PATTERNS = {
 ALPHABET = list("abcxyzABC0129 -._@$+{}\":é") + ["😀", "😃", "\n", "\t"]
 
 
-def mutate(rng, text):
-    i = rng.randint(0, len(text))
-    change = rng.randrange(3)
-    if change == 0 and text:
-        i = min(i, len(text) - 1)
-        return text[:i] + text[i + 1:]
-    if change == 1 and text:
-        i = min(i, len(text) - 1)
-        return text[:i] + rng.choice(ALPHABET) + text[i + 1:]
-    return text[:i] + rng.choice(ALPHABET) + text[i:]
-
-
 def main():
     rng = random.Random(20261124)
     patterns = []
@@ -75,7 +65,7 @@ def main():
         for _ in range(40):
             text = rng.choice(examples)
             for _ in range(rng.randint(1, 2)):
-                text = mutate(rng, text)
+                text = text_mutation.mutate(rng, text, ALPHABET)
             texts.add(text)
         strings = [{"text": t, "match": compiled.fullmatch(t) is not None} for t in sorted(texts)]
         patterns.append({"pattern": pattern, "strings": strings})

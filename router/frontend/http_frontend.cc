@@ -18,6 +18,8 @@ namespace headroom::router {
 namespace {
 
 using Json = nlohmann::json;
+// Request bodies keep their key order (a chat body's tools reach the template as written).
+using RequestJson = nlohmann::ordered_json;
 
 constexpr char kJson[] = "application/json";
 
@@ -37,14 +39,15 @@ std::string RandomHex() {
 int64_t UnixSeconds() { return absl::ToUnixSeconds(absl::Now()); }
 
 // Parses a JSON object body; on failure answers 400 and returns nullopt.
-std::optional<Json> ParseObject(const http::HttpRequest& request, http::ResponseWriter& writer) {
+std::optional<RequestJson> ParseObject(const http::HttpRequest& request,
+                                       http::ResponseWriter& writer) {
   if (JsonNestingDepth(request.body) > kMaxJsonNesting) {
     RespondOpenAiError(writer, 400,
                        absl::StrCat("the request body nests arrays and objects more than ",
                                     kMaxJsonNesting, " levels deep"));
     return std::nullopt;
   }
-  Json body = Json::parse(request.body, nullptr, /*allow_exceptions=*/false);
+  RequestJson body = RequestJson::parse(request.body, nullptr, /*allow_exceptions=*/false);
   if (body.is_discarded()) {
     RespondOpenAiError(writer, 400, "invalid JSON in the request body");
     return std::nullopt;
@@ -266,12 +269,12 @@ absl::StatusOr<std::vector<int32_t>> HttpFrontend::ChatPromptIds(
 }
 
 void HttpFrontend::Tokenize(const http::HttpRequest& request, http::ResponseWriter& writer) {
-  std::optional<Json> body = ParseObject(request, writer);
+  std::optional<RequestJson> body = ParseObject(request, writer);
   if (!body.has_value()) return;
   // vLLM's chat form: {"messages": [...], "add_generation_prompt", "tools", ...} tokenized as the
   // chat request would be.
   if (body->contains("messages")) {
-    absl::StatusOr<openai::ParsedRequest> parsed = openai::ParseChatRequest(request.body);
+    absl::StatusOr<openai::ParsedRequest> parsed = openai::ParseChatObject(*body);
     if (!parsed.ok()) {
       return RespondOpenAiError(writer, 400, std::string(parsed.status().message()),
                                 openai::ErrorParam(parsed.status()));
@@ -308,7 +311,7 @@ void HttpFrontend::Tokenize(const http::HttpRequest& request, http::ResponseWrit
 }
 
 void HttpFrontend::Detokenize(const http::HttpRequest& request, http::ResponseWriter& writer) {
-  std::optional<Json> body = ParseObject(request, writer);
+  std::optional<RequestJson> body = ParseObject(request, writer);
   if (!body.has_value()) return;
   const auto tokens = body->find("tokens");
   if (tokens == body->end() || !tokens->is_array()) {

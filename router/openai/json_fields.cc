@@ -61,20 +61,28 @@ absl::StatusOr<int32_t> ToInt32(const Json& v, std::string_view param) {
   return static_cast<int32_t>(*i);
 }
 
-absl::StatusOr<std::optional<int64_t>> OptInt64(const Json& obj, std::string_view key) {
+namespace {
+
+// obj[key] read by `convert`, or nullopt when the key is absent.
+template <typename T>
+absl::StatusOr<std::optional<T>> Optional(const Json& obj, std::string_view key,
+                                          absl::StatusOr<T> (*convert)(const Json&,
+                                                                       std::string_view)) {
   const Json* v = Member(obj, key);
-  if (v == nullptr) return std::optional<int64_t>();
-  absl::StatusOr<int64_t> i = ToInt64(*v, key);
-  if (!i.ok()) return i.status();
-  return std::optional<int64_t>(*i);
+  if (v == nullptr) return std::optional<T>();
+  absl::StatusOr<T> value = convert(*v, key);
+  if (!value.ok()) return value.status();
+  return std::optional<T>(*value);
+}
+
+}  // namespace
+
+absl::StatusOr<std::optional<int64_t>> OptInt64(const Json& obj, std::string_view key) {
+  return Optional<int64_t>(obj, key, ToInt64);
 }
 
 absl::StatusOr<std::optional<int32_t>> OptInt32(const Json& obj, std::string_view key) {
-  const Json* v = Member(obj, key);
-  if (v == nullptr) return std::optional<int32_t>();
-  absl::StatusOr<int32_t> i = ToInt32(*v, key);
-  if (!i.ok()) return i.status();
-  return std::optional<int32_t>(*i);
+  return Optional<int32_t>(obj, key, ToInt32);
 }
 
 absl::StatusOr<std::optional<double>> OptNumber(const Json& obj, std::string_view key) {

@@ -465,6 +465,10 @@ absl::StatusOr<ParsedRequest> ParseCompletionRequest(std::string_view body) {
 
 absl::StatusOr<ParsedRequest> ParseChatRequest(std::string_view body) {
   HEADROOM_OPENAI_ASSIGN(obj, ParseObject(body));
+  return ParseChatObject(obj);
+}
+
+absl::StatusOr<ParsedRequest> ParseChatObject(const Json& obj) {
   ParsedRequest out;
   out.endpoint = Endpoint::kChat;
   if (absl::Status st = ParseCommon(obj, out); !st.ok()) return st;

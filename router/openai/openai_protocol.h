@@ -65,6 +65,8 @@ struct ParsedRequest {
 // the status payload read by ErrorParam().
 absl::StatusOr<ParsedRequest> ParseCompletionRequest(std::string_view body);
 absl::StatusOr<ParsedRequest> ParseChatRequest(std::string_view body);
+// The same for a body already parsed (a JSON object; its key order is kept for the tools).
+absl::StatusOr<ParsedRequest> ParseChatObject(const nlohmann::ordered_json& body);
 
 // The offending request field of an error from the parsers; "" when it has none.
 std::string ErrorParam(const absl::Status& status);

@@ -77,6 +77,26 @@ struct Cluster {
   }
 };
 
+// Another router over `cluster`'s workers (no API key), started with `flags`; `http_port` is set
+// once it printed its HTTP port and sees both groups up (0 when it did not).
+struct ExtraRouter {
+  std::unique_ptr<ChildProcess> process;
+  int http_port = 0;
+};
+ExtraRouter StartRouterOver(const Cluster& cluster, const std::vector<std::string>& flags) {
+  std::vector<std::string> all = {
+      "--grpc-port", "0",         "--http-port",
+      "0",           "--workers", cluster.worker_a->address() + "," + cluster.worker_b->address()};
+  all.insert(all.end(), flags.begin(), flags.end());
+  ExtraRouter router{.process = std::make_unique<ChildProcess>("router", all)};
+  if (router.process->address().empty()) return router;
+  const int port = ReadHttpPort(*router.process);
+  const auto stub = v1::Inference::NewStub(
+      grpc::CreateChannel(router.process->address(), grpc::InsecureChannelCredentials()));
+  if (port != 0 && e2e::GroupsUp(*stub, 2, std::chrono::seconds(10))) router.http_port = port;
+  return router;
+}
+
 // The served model id (the fixture directory the workers report).
 std::string ModelId() { return worker::testdata::FixtureDir("llama-gqa").string(); }
 
@@ -773,12 +793,9 @@ TEST_F(HttpE2eTest, MaxTokensDefaultsToTheRestOfTheContextForChatAnd16ForComplet
 
 TEST_F(HttpE2eTest, ChatWithoutATemplateIs400NamingTheWayOut) {
   // A second router over the same workers, told the model has no chat template.
-  ChildProcess router(
-      "router", {"--grpc-port", "0", "--http-port", "0", "--chat-template", "none", "--workers",
-                 cluster_->worker_a->address() + "," + cluster_->worker_b->address()});
-  ASSERT_FALSE(router.address().empty());
-  const int port = ReadHttpPort(router);
-  ASSERT_NE(port, 0) << "the router did not print its HTTP port";
+  const ExtraRouter router = StartRouterOver(*cluster_, {"--chat-template", "none"});
+  const int port = router.http_port;
+  ASSERT_NE(port, 0) << "the router did not start";
   const Json chat = {{"messages", {{{"role", "user"}, {"content", "Say hi"}}}}, {"max_tokens", 4}};
   const HttpResponse response = HttpRequestTo(port, "POST", "/v1/chat/completions", chat.dump());
   EXPECT_EQ(response.status, 400) << response.body;
@@ -845,16 +862,10 @@ TEST_F(HttpE2eTest, AutoToolChoiceNeedsTheParserFlags) {
   EXPECT_NE(refused.body.find("--enable-auto-tool-choice --tool-call-parser"), std::string::npos)
       << refused.body;
 
-  ChildProcess router(
-      "router",
-      {"--grpc-port", "0", "--http-port", "0", "--enable-auto-tool-choice", "--tool-call-parser",
-       "hermes", "--workers", cluster_->worker_a->address() + "," + cluster_->worker_b->address()});
-  ASSERT_FALSE(router.address().empty());
-  const int port = ReadHttpPort(router);
-  ASSERT_NE(port, 0) << "the router did not print its HTTP port";
-  const auto stub = v1::Inference::NewStub(
-      grpc::CreateChannel(router.address(), grpc::InsecureChannelCredentials()));
-  ASSERT_TRUE(e2e::GroupsUp(*stub, 2, std::chrono::seconds(10)));
+  const ExtraRouter router =
+      StartRouterOver(*cluster_, {"--enable-auto-tool-choice", "--tool-call-parser", "hermes"});
+  const int port = router.http_port;
+  ASSERT_NE(port, 0) << "the router did not start";
   const HttpResponse answered = HttpRequestTo(port, "POST", "/v1/chat/completions", chat.dump());
   ASSERT_EQ(answered.status, 200) << answered.body;
   const Json message = Json::parse(answered.body)["choices"][0]["message"];
@@ -862,22 +873,15 @@ TEST_F(HttpE2eTest, AutoToolChoiceNeedsTheParserFlags) {
   ExpectForcedCallIsRead(
       port, chat,
       R"re(<tool_call>\n\{"name": "get_weather", "arguments": \{"city": "(Paris|Oslo)"\}\}\n</tool_call>)re");
-  router.Signal(SIGTERM);
-  EXPECT_EQ(router.WaitExit(std::chrono::seconds(20)), 0);
+  router.process->Signal(SIGTERM);
+  EXPECT_EQ(router.process->WaitExit(std::chrono::seconds(20)), 0);
 
   // Llama 3's format, by a router with --tool-call-parser llama3_json.
-  ChildProcess llama("router",
-                     {"--grpc-port", "0", "--http-port", "0", "--enable-auto-tool-choice",
-                      "--tool-call-parser", "llama3_json", "--workers",
-                      cluster_->worker_a->address() + "," + cluster_->worker_b->address()});
-  ASSERT_FALSE(llama.address().empty());
-  const int llama_port = ReadHttpPort(llama);
-  ASSERT_NE(llama_port, 0) << "the router did not print its HTTP port";
-  const auto llama_stub = v1::Inference::NewStub(
-      grpc::CreateChannel(llama.address(), grpc::InsecureChannelCredentials()));
-  ASSERT_TRUE(e2e::GroupsUp(*llama_stub, 2, std::chrono::seconds(10)));
+  const ExtraRouter llama = StartRouterOver(
+      *cluster_, {"--enable-auto-tool-choice", "--tool-call-parser", "llama3_json"});
+  ASSERT_NE(llama.http_port, 0) << "the router did not start";
   ExpectForcedCallIsRead(
-      llama_port, chat,
+      llama.http_port, chat,
       R"re(\{"name": "get_weather", "parameters": \{"city": "(Paris|Oslo)"\}\})re");
 }
 
@@ -899,16 +903,10 @@ TEST_F(HttpE2eTest, ChatRendersAJinjaTemplateFileAndItsRefusals) {
                          "  {%- if m.tool_call_id %}#{{ m.tool_call_id }}{% endif %}\n"
                          "{%- endfor -%}\n"
                          "{%- if tools %}{{ tools | tojson }}{% endif -%}\n";
-  ChildProcess router(
-      "router", {"--grpc-port", "0", "--http-port", "0", "--chat-template", file.string(),
-                 "--workers", cluster_->worker_a->address() + "," + cluster_->worker_b->address()});
-  ASSERT_FALSE(router.address().empty());
-  const int port = ReadHttpPort(router);
+  const ExtraRouter router = StartRouterOver(*cluster_, {"--chat-template", file.string()});
   std::filesystem::remove(file);  // read at startup
-  ASSERT_NE(port, 0) << "the router did not print its HTTP port";
-  const auto stub = v1::Inference::NewStub(
-      grpc::CreateChannel(router.address(), grpc::InsecureChannelCredentials()));
-  ASSERT_TRUE(e2e::GroupsUp(*stub, 2, std::chrono::seconds(10)));
+  const int port = router.http_port;
+  ASSERT_NE(port, 0) << "the router did not start";
   auto chat = [&](Json body) {
     body["max_tokens"] = 2;
     body["ignore_eos"] = true;
