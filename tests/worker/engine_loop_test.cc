@@ -9,6 +9,7 @@
 #include <future>
 #include <map>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -20,14 +21,20 @@ namespace {
 
 const testdata::FixtureModel& Fixture() { return testdata::LoadFixtureModel("llama-gqa"); }
 
-std::unique_ptr<Engine> MakeEngine(Backend* backend) {
-  auto engine = Engine::Create(Fixture().config, Fixture().weights,
-                               {.max_num_seqs = 16,
-                                .max_num_batched_tokens = 512,
-                                .max_model_len = 256,
-                                .block_size = 16,
-                                .num_kv_blocks = 200},
-                               backend);
+// `vocabulary`: token id i is byte i (for constrained decoding).
+std::unique_ptr<Engine> MakeEngine(Backend* backend, bool vocabulary = false) {
+  EngineOptions options{.max_num_seqs = 16,
+                        .max_num_batched_tokens = 512,
+                        .max_model_len = 256,
+                        .block_size = 16,
+                        .num_kv_blocks = 200};
+  if (vocabulary) {
+    std::vector<std::string> table(256);
+    for (int i = 0; i < 256; ++i)
+      table[static_cast<size_t>(i)] = std::string(1, static_cast<char>(i));
+    options.json_vocabulary = std::make_shared<const JsonVocabulary>(std::move(table));
+  }
+  auto engine = Engine::Create(Fixture().config, Fixture().weights, options, backend);
   EXPECT_TRUE(engine.ok()) << engine.status();
   return *std::move(engine);
 }
@@ -150,6 +157,49 @@ TEST(EngineLoopTest, RefusalAndAbortEndARequestOnce) {
   EXPECT_EQ(records[1].status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(records[2].status.code(), absl::StatusCode::kCancelled);
   EXPECT_LT(records[2].tokens.size(), 200u);
+}
+
+// A request's guided regex is compiled on the thread that submits it, not on the engine thread
+// (grouping a real vocabulary for a new pattern takes milliseconds, which every running request
+// would wait for): while the engine thread is held inside a callback, a bad pattern is refused
+// before Submit returns, and a good one still runs once the thread is let go.
+TEST(EngineLoopTest, ConstraintsAreCompiledOnTheSubmittingThread) {
+  CpuBackend backend(1);
+  EngineLoop loop(MakeEngine(&backend, /*vocabulary=*/true));
+  Recorder recorder;
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  std::promise<void> holding;
+  EngineLoop::Callback record = recorder.For(1);
+  loop.Submit(MakeRequest(1, 3), [record, released, &holding,
+                                  first = true](const absl::StatusOr<StepToken>& event) mutable {
+    if (first) {
+      holding.set_value();
+      released.wait();
+    }
+    first = false;
+    record(event);
+  });
+  holding.get_future().wait();  // the engine thread is inside request 1's first callback
+
+  Request bad = MakeRequest(2, 5);
+  bad.sampling.regex = "(?=a)b";
+  loop.Submit(bad, recorder.For(2));
+  EXPECT_EQ(recorder.records()[2].status,
+            absl::InvalidArgumentError("regex: lookahead is not supported"));
+
+  Request good = MakeRequest(3, 20);
+  good.sampling.regex = "[a-c]{5}";
+  loop.Submit(good, recorder.For(3));
+  EXPECT_FALSE(recorder.records()[3].done);
+  release.set_value();
+  recorder.WaitDone(3);
+  const std::vector<int32_t> tokens = recorder.records()[3].tokens;
+  ASSERT_EQ(tokens.size(), 5u) << "the pattern ends the request after five characters";
+  for (int32_t t : tokens) {
+    EXPECT_TRUE(t >= 'a' && t <= 'c') << t;
+  }
+  EXPECT_TRUE(recorder.records()[3].status.ok());
 }
 
 TEST(EngineLoopTest, StopCancelsEverythingLeft) {

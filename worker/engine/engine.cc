@@ -169,7 +169,7 @@ ModelLimits ModelLimitsOf(const EngineOptions& options) {
 }
 
 Engine::Engine(const EngineOptions& options, Backend* backend, Communicator* comm)
-    : options_(options), backend_(backend), comm_(comm) {}
+    : options_(options), backend_(backend), comm_(comm), constraints_(options_.json_vocabulary) {}
 
 absl::Status Engine::Broadcast(const GroupMessage& message) {
   message_ = EncodeGroupMessage(message);
@@ -234,38 +234,14 @@ absl::Status Engine::AddRequest(Request request) {
     sampling.bias_tokens.push_back(token);
     sampling.bias_values.push_back(bias);
   }
-  if ((p.json_object || !p.json_schema.empty() || !p.regex.empty()) &&
-      options_.json_vocabulary == nullptr) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        p.json_object      ? "response_format json_object"
-        : !p.regex.empty() ? "guided_regex"
-                           : "response_format json_schema",
-        " needs the tokenizer's vocabulary, and this worker has none (its model directory has no "
-        "tokenizer.json)"));
-  }
+  HR_RETURN_IF_ERROR(constraints_.Compile(p, &request.constraints));
   if (p.json_object) sampling.json.emplace();
-  if (!p.json_schema.empty()) {
-    absl::StatusOr<std::shared_ptr<const JsonSchema>> schema = JsonSchema::Compile(p.json_schema);
-    if (!schema.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat("json_schema: ", schema.status().message()));
-    }
-    sampling.schema = *std::move(schema);
+  if (request.constraints.schema != nullptr) {
+    sampling.schema = request.constraints.schema;
     sampling.schema_matcher.emplace(sampling.schema.get());
   }
-  if (!p.regex.empty()) {
-    auto it = regex_cache_.find(p.regex);
-    if (it == regex_cache_.end()) {
-      absl::StatusOr<JsonRegex> regex = CompileGuidedRegex(p.regex);
-      if (!regex.ok()) {
-        return absl::InvalidArgumentError(absl::StrCat("regex: ", regex.status().message()));
-      }
-      if (regex_cache_.size() >= kMaxCachedRegexes) regex_cache_.clear();
-      it = regex_cache_
-               .emplace(p.regex, std::make_shared<SharedGuidedRegex>(*std::move(regex),
-                                                                     *options_.json_vocabulary))
-               .first;
-    }
-    sampling.regex = it->second;
+  if (request.constraints.regex != nullptr) {
+    sampling.regex = request.constraints.regex;
     sampling.regex_matcher.emplace(&sampling.regex->regex);
   }
   const RequestId id = request.id;

@@ -26,6 +26,7 @@
 #include "kvcache/prefix_cache_delta.h"
 #include "worker/backend/backend.h"
 #include "worker/comm/communicator.h"
+#include "worker/engine/constraint_compiler.h"
 #include "worker/engine/group_message.h"
 #include "worker/engine/json_matcher.h"
 #include "worker/engine/json_schema.h"
@@ -132,6 +133,14 @@ class Engine {
   // Queues a request (validated by the scheduler: InvalidArgument with the numbers for one that
   // can never fit). Sampling parameters are validated here.
   [[nodiscard]] absl::Status AddRequest(Request request);
+  // Compiles `request`'s json_schema and guided regex into request->constraints, refusing them as
+  // AddRequest would (INVALID_ARGUMENT with the reason). Thread-safe, unlike the rest of the
+  // engine: EngineLoop::Submit calls it on the submitting thread, so a new pattern's grouping
+  // (~8 ms on a 128k vocabulary) does not hold up the steps.
+  [[nodiscard]] absl::Status CompileConstraints(Request* request) {
+    return constraints_.Compile(request->sampling, &request->constraints);
+  }
+  [[nodiscard]] const ConstraintCompiler& constraint_compiler() const { return constraints_; }
   // Drops a request wherever it is. False if unknown or finished.
   bool Abort(RequestId id);
   // Runs one step; the tokens it produced (possibly none, e.g. a step of prefill chunks).
@@ -236,11 +245,8 @@ class Engine {
   std::vector<Sampling*> row_sampling_;
   // Per sampler row: its constraint is satisfied and the request must end (Scheduler::Update).
   std::vector<uint8_t> constraint_done_;
-  // Guided regexes by pattern, shared by the requests that give the same one (grouping a 128k
-  // vocabulary costs ~8 ms, and their masks are the same); at most kMaxCachedRegexes, then it
-  // starts over (running requests keep theirs).
-  static constexpr size_t kMaxCachedRegexes = 32;
-  absl::flat_hash_map<std::string, std::shared_ptr<SharedGuidedRegex>> regex_cache_;
+  // json_schema and guided regex, compiled (thread-safe: EngineLoop::Submit's callers use it).
+  ConstraintCompiler constraints_;
   std::vector<int32_t> tokens_;
   std::vector<float> token_logprobs_;
   std::vector<int32_t> top_ids_;

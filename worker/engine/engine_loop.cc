@@ -15,12 +15,19 @@ EngineLoop::EngineLoop(std::unique_ptr<Engine> engine, FailureCallback on_group_
       // Pending changes of more distinct hashes than 4 pools' worth become a whole-cache reset.
       prefix_cache_(4 * static_cast<size_t>(engine_->options().num_kv_blocks)) {
   engine_->RecordPrefixCacheEvents();
-  thread_ = std::thread([this] { Run(); });  // after: the engine is the thread's from here
+  // Last: from here the engine is the thread's (but for CompileConstraints, which is
+  // thread-safe).
+  thread_ = std::thread([this] { Run(); });
 }
 
 EngineLoop::~EngineLoop() { Stop(); }
 
 void EngineLoop::Submit(Request request, Callback callback) {
+  // Here, not on the engine thread: a new guided regex costs milliseconds to build.
+  if (absl::Status compiled = engine_->CompileConstraints(&request); !compiled.ok()) {
+    callback(compiled);
+    return;
+  }
   absl::Status refusal = absl::UnavailableError("the engine is stopping");
   {
     std::lock_guard<std::mutex> lock(mu_);

@@ -4,7 +4,9 @@
 //
 // Lifetime: callbacks run on the engine thread and must not block. A request's callback is called
 // once per token and a last time with the final token (finish != kNone), or once with an error
-// status (refused at admission, or the step failed); after that it is never called again. Abort()
+// status (refused at admission, or the step failed); after that it is never called again. A
+// request refused before it is queued (its schema or pattern does not compile, or the loop is
+// stopping) gets its error on the thread that called Submit, before Submit returns. Abort()
 // and Stop() call the callbacks of the requests they end with a CANCELLED status.
 //
 // Tensor-parallel leader: while idle the loop sends its followers a keep-alive every
@@ -47,7 +49,8 @@ class EngineLoop {
   EngineLoop(const EngineLoop&) = delete;
   EngineLoop& operator=(const EngineLoop&) = delete;
 
-  // Queues `request`; its tokens (or its refusal) arrive through `callback`.
+  // Compiles `request`'s constraints on the calling thread (Engine::CompileConstraints), then
+  // queues it; its tokens (or its refusal) arrive through `callback`.
   void Submit(Request request, Callback callback);
   // Ends a request wherever it is; its callback gets CANCELLED. Unknown ids are ignored.
   void Abort(RequestId id);

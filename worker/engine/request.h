@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -11,6 +12,17 @@
 #include "kvcache/block_id.h"
 
 namespace headroom::worker {
+
+class JsonSchema;
+struct SharedGuidedRegex;
+
+// A request's constraints, compiled (ConstraintCompiler, worker/engine/constraint_compiler.h):
+// null where the request has none, or before they were compiled.
+struct CompiledConstraints {
+  std::shared_ptr<const JsonSchema> schema;
+  // Its masks are the engine thread's alone (SharedGuidedRegex is not thread-safe).
+  std::shared_ptr<SharedGuidedRegex> regex;
+};
 
 // One request is one sequence (n > 1 sampling would fork several).
 using RequestId = kvcache::SequenceId;
@@ -74,6 +86,9 @@ struct Request {
   // vLLM's priority: lower values are served first (SchedulingPolicy::kPriority only; 0 under
   // kFcfs).
   int32_t priority = 0;
+  // Compiled by EngineLoop::Submit on the submitting thread; Engine::AddRequest compiles what is
+  // missing.
+  CompiledConstraints constraints;
 };
 
 // vLLM's --scheduling-policy.
