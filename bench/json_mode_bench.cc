@@ -5,7 +5,8 @@
 // first byte), and inside a number; and the same for json_schema (JsonSchemaMatcher, a pydantic-
 // shaped schema) where a key starts, inside a free string, where an anyOf value starts, inside an
 // enum value, inside a number and inside a date-time (a pattern); and for guided_regex
-// (RegexMatcher) inside free text, an e-mail address and a phone number. Results:
+// (RegexMatcher) inside free text, an e-mail address and a phone number; and whole documents
+// stepped as the engine steps them, with and without its per-state TokenMaskCache. Results:
 // docs/performance.md.
 //   build/main/bench/json_mode_bench
 // Fixtures are read from $HEADROOM_SOURCE_DIR/tests/router/tokenizer/fixtures (default: the source
@@ -23,6 +24,7 @@
 #include "worker/engine/json_matcher.h"
 #include "worker/engine/json_schema.h"
 #include "worker/engine/regex_tokens.h"
+#include "worker/engine/token_mask_cache.h"
 
 namespace headroom::worker {
 namespace {
@@ -36,17 +38,25 @@ std::string FixtureDir(const std::string& name) {
 // TokenBytes of every id, special tokens empty (as the worker builds them); "llama3x100" is the
 // Llama-3 fixture's table repeated 100 times (126k entries, the size of the real vocabulary with
 // the fixture's mix of tokens).
+const router::Tokenizer& TokenizerFor(const std::string& name) {
+  static auto* tokenizers = new std::map<std::string, std::unique_ptr<router::Tokenizer>>();
+  std::unique_ptr<router::Tokenizer>& tokenizer = (*tokenizers)[name];
+  if (tokenizer == nullptr) {
+    auto loaded = router::Tokenizer::FromDirectory(FixtureDir(name));
+    if (!loaded.ok()) std::abort();
+    tokenizer = *std::move(loaded);
+  }
+  return *tokenizer;
+}
+
 const JsonVocabulary& Vocabulary(const std::string& name) {
   static auto* tables = new std::map<std::string, JsonVocabulary>();  // node-based: stable refs
   if (auto it = tables->find(name); it != tables->end()) return it->second;
   const bool repeated = name == "llama3x100";
-  auto tokenizer = router::Tokenizer::FromDirectory(FixtureDir(repeated ? "llama3" : name));
-  if (!tokenizer.ok()) std::abort();
-  std::vector<std::string> table(static_cast<size_t>((*tokenizer)->vocab_size()));
-  for (int32_t id = 0; id < (*tokenizer)->vocab_size(); ++id) {
-    if (!(*tokenizer)->IsSpecialToken(id)) {
-      table[static_cast<size_t>(id)] = (*tokenizer)->TokenBytes(id);
-    }
+  const router::Tokenizer& tokenizer = TokenizerFor(repeated ? "llama3" : name);
+  std::vector<std::string> table(static_cast<size_t>(tokenizer.vocab_size()));
+  for (int32_t id = 0; id < tokenizer.vocab_size(); ++id) {
+    if (!tokenizer.IsSpecialToken(id)) table[static_cast<size_t>(id)] = tokenizer.TokenBytes(id);
   }
   if (repeated) {
     std::vector<std::string> many;
@@ -127,6 +137,68 @@ BENCHMARK_CAPTURE(BM_SchemaAllowedTokens, llama3x100_in_date_time, "llama3x100",
                   R"({"opened": "2024-0)")
     ->Unit(benchmark::kMicrosecond);
 
+// A whole document, token by token as the tokenizer splits it, as the engine steps it: each step's
+// list, then the token fed. `cached`: as Engine::JsonStepTokens does, lists of states that are not
+// string text come from a TokenMaskCache kept across documents (the engine keeps one per grammar:
+// JSON mode, or a schema's text), so after the first document every such state is a hit; without,
+// every step tries the vocabulary. Counters: tokens per document, time per token, the cache's
+// misses per document (the first one's over all iterations).
+constexpr char kDocument[] =
+    R"({"name": "Ada Lovelace", "age": 36, "answer": "yes", "nickname": null, )"
+    R"("address": {"city": "London", "zip": "W1J 6BD"}, "tags": ["mathematics", "poetry", )"
+    R"("engines"], "opened": "1843-07-10T12:00:00Z"})";
+
+template <typename Matcher>
+void RunDocument(benchmark::State& state, const std::string& vocabulary, const Matcher& start,
+                 bool cached) {
+  const JsonVocabulary& table = Vocabulary(vocabulary);
+  const absl::StatusOr<std::vector<int32_t>> tokens = TokenizerFor(vocabulary).Encode(kDocument);
+  if (!tokens.ok()) std::abort();
+  TokenMaskCache<std::string> masks(size_t{1} << 22);  // big enough to keep every state
+  std::string key;
+  std::vector<int32_t> scratch;
+  for (auto _ : state) {
+    Matcher matcher = start;
+    for (const int32_t token : *tokens) {
+      const std::vector<int32_t>* allowed = &scratch;
+      TokenMaskCache<std::string>::List held;
+      if (cached && !matcher.AtStringText()) {
+        key.clear();
+        matcher.AppendStateKey(&key);
+        held = masks.Get(
+            key, [&](std::vector<int32_t>* list) { JsonAllowedTokens(matcher, table, list); });
+        allowed = held.get();
+      } else {
+        JsonAllowedTokens(matcher, table, &scratch);
+      }
+      benchmark::DoNotOptimize(allowed->data());
+      if (!matcher.Feed(table.token_bytes()[static_cast<size_t>(token)])) std::abort();
+    }
+    if (!matcher.Complete()) std::abort();
+  }
+  const auto n = static_cast<double>(tokens->size());
+  state.counters["tokens"] = n;
+  state.counters["per_token"] = benchmark::Counter(
+      n, benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+  state.counters["misses"] =
+      benchmark::Counter(static_cast<double>(masks.misses()), benchmark::Counter::kAvgIterations);
+}
+
+void BM_JsonDocument(benchmark::State& state, const std::string& vocabulary, bool cached) {
+  RunDocument(state, vocabulary, JsonMatcher(), cached);
+}
+void BM_SchemaDocument(benchmark::State& state, const std::string& vocabulary, bool cached) {
+  const auto schema = JsonSchema::Compile(kPydanticSchema);
+  if (!schema.ok()) std::abort();
+  RunDocument(state, vocabulary, JsonSchemaMatcher(schema->get()), cached);
+}
+BENCHMARK_CAPTURE(BM_JsonDocument, llama3_each_step, "llama3", false)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_JsonDocument, llama3_cached, "llama3", true)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_SchemaDocument, llama3_each_step, "llama3", false)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_SchemaDocument, llama3_cached, "llama3", true)->Unit(benchmark::kMillisecond);
+
 // guided_regex (RegexMatcher): a pattern of free text (most tokens fit), an e-mail address
 // inside its local part, and a phone number inside its digits (few tokens fit); each token tried
 // (JsonAllowedTokens) or one per class sequence (RegexAllowedTokens, what the engine runs).
@@ -205,9 +277,7 @@ void BM_RegexCachedAllowedTokens(benchmark::State& state) {
   RegexMatcher matcher(&*regex);
   if (!matcher.Feed("Hello wor")) std::abort();
   RegexMaskCache cache;
-  const auto compute = [&](const RegexMatcher& m, std::vector<int32_t>* list) {
-    JsonAllowedTokens(m, table, list);
-  };
+  const auto compute = [&](std::vector<int32_t>* list) { JsonAllowedTokens(matcher, table, list); };
   size_t allowed = 0;
   for (auto _ : state) {
     allowed = cache.Get(matcher, compute)->size();

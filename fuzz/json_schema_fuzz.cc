@@ -8,13 +8,17 @@
 //     double), or text the regex matches as decoded code points; nothing is accepted after a
 //     complete one;
 //   - JsonAllowedTokens over a byte vocabulary agrees with trying each byte on a copy, and for a
-//     regex RegexAllowedTokens (tokens grouped by character classes) agrees with it.
+//     regex RegexAllowedTokens (tokens grouped by character classes) agrees with it;
+//   - for a schema, two prefixes with the same state key (what the engine caches token lists by)
+//     accept the same bytes and may end alike.
 #include <algorithm>
+#include <bitset>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "tests/worker/json_text.h"
@@ -138,7 +142,21 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     return 0;
   }
+  // What each state key's first prefix accepted: the 256 bytes, then Complete and CanEnd.
+  std::unordered_map<std::string, std::bitset<258>> by_key;
   Walk(JsonSchemaMatcher(schema->get()), feed, headroom::worker::testdata::Parses,
-       [](const JsonSchemaMatcher&, const std::string&) {});
+       [&](const JsonSchemaMatcher& matcher, const std::string& text) {
+         std::bitset<258> accepts;
+         for (int b = 0; b < 256; ++b) {
+           JsonSchemaMatcher next = matcher;
+           accepts[static_cast<size_t>(b)] = next.Feed(static_cast<uint8_t>(b));
+         }
+         accepts[256] = matcher.Complete();
+         accepts[257] = matcher.CanEnd();
+         std::string key;
+         matcher.AppendStateKey(&key);
+         const auto [it, added] = by_key.emplace(std::move(key), accepts);
+         if (!added && it->second != accepts) Fail("two states with one key differ", text);
+       });
   return 0;
 }

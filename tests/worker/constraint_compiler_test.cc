@@ -71,14 +71,14 @@ TEST(ConstraintCompilerTest, PastItsBoundTheCacheStartsOverAndHeldPatternsStayUs
   ConstraintCompiler compiler(vocabulary);
   CompiledConstraints first;
   ASSERT_TRUE(compiler.Compile(WithRegex("x{1}"), &first).ok());
-  for (size_t k = 2; k <= ConstraintCompiler::kMaxPatterns; ++k) {
+  for (size_t k = 2; k <= ConstraintCompiler::kMaxKept; ++k) {
     CompiledConstraints c;
     ASSERT_TRUE(compiler.Compile(WithRegex(absl::StrCat("x{", k, "}")), &c).ok());
   }
   CompiledConstraints again;
   ASSERT_TRUE(compiler.Compile(WithRegex("x{1}"), &again).ok());
   EXPECT_EQ(again.regex, first.regex) << "within the bound, a pattern is built once";
-  EXPECT_EQ(compiler.regex_builds(), static_cast<int64_t>(ConstraintCompiler::kMaxPatterns));
+  EXPECT_EQ(compiler.regex_builds(), static_cast<int64_t>(ConstraintCompiler::kMaxKept));
 
   // One more pattern: the cache starts over, so "x{1}" is built anew...
   CompiledConstraints over;
@@ -86,7 +86,7 @@ TEST(ConstraintCompilerTest, PastItsBoundTheCacheStartsOverAndHeldPatternsStayUs
   CompiledConstraints rebuilt;
   ASSERT_TRUE(compiler.Compile(WithRegex("x{1}"), &rebuilt).ok());
   EXPECT_NE(rebuilt.regex, first.regex);
-  EXPECT_EQ(compiler.regex_builds(), static_cast<int64_t>(ConstraintCompiler::kMaxPatterns) + 2);
+  EXPECT_EQ(compiler.regex_builds(), static_cast<int64_t>(ConstraintCompiler::kMaxKept) + 2);
   // ...while the request that held the old one still steps with it: only 'x' may start.
   EXPECT_EQ(StartTokens(*first.regex, *vocabulary), std::vector<int32_t>{'x'});
 }
@@ -111,7 +111,12 @@ TEST(ConstraintCompilerTest, RefusesWithTheReason) {
 
   schema.json_schema = R"({"type":"string"})";
   ASSERT_TRUE(compiler.Compile(schema, &out).ok());
-  EXPECT_NE(out.schema, nullptr);
+  ASSERT_NE(out.schema, nullptr);
+  // The same schema text again: the same compiled schema, with the same token-list cache.
+  CompiledConstraints again;
+  ASSERT_TRUE(compiler.Compile(schema, &again).ok());
+  EXPECT_EQ(again.schema, out.schema);
+  EXPECT_EQ(compiler.schema_builds(), 2) << "the refused schema, then this one";
 
   ConstraintCompiler without(nullptr);
   SamplingParams json;

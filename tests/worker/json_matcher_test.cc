@@ -16,6 +16,7 @@
 
 #include "nlohmann/json.hpp"
 #include "tests/worker/json_text.h"
+#include "tests/worker/state_key_check.h"
 
 namespace headroom::worker {
 namespace {
@@ -238,6 +239,38 @@ TEST(JsonMatcherTest, AllowedTokensAreExactlyThoseTheMatcherAccepts) {
     }
   }
   EXPECT_GT(states, 1000);
+}
+
+// The state key (what the engine caches token lists by): prefixes with the same key accept the
+// same bytes from there on, over random documents compact and indented, with escapes and split
+// UTF-8; and what was read inside a string or a number does not split keys.
+TEST(JsonMatcherTest, PrefixesWithTheSameStateKeyAcceptTheSameBytes) {
+  std::mt19937_64 rng(17);
+  std::vector<std::string> texts;
+  for (int i = 0; i < 150; ++i) {
+    const Json doc = {{"k", RandomValue(rng, 1)}, {"list", {RandomValue(rng, 2), 1}}};
+    texts.push_back(doc.dump(i % 3 == 0 ? 2 : -1));
+  }
+  texts.push_back(R"({"e": "\u00e9\ud83d\ude00\n", "n": -0.5e+10, "t": [true, false, null]})");
+  size_t prefixes = 0;
+  for (const std::string& t : texts) prefixes += t.size() + 1;
+  const int shared = testdata::CheckStateKeys<JsonMatcher>(texts, [] { return JsonMatcher(); });
+  // Most steps come back to a state seen before: that is what the cache is for.
+  EXPECT_GT(shared, static_cast<int>(prefixes / 2)) << "of " << prefixes;
+
+  const auto key = [](const std::string& text) {
+    JsonMatcher m;
+    EXPECT_TRUE(m.Feed(text)) << text;
+    return testdata::StateKey(m);
+  };
+  EXPECT_EQ(key(R"({"a": 12)"), key(R"({"bc": 3456)"));
+  EXPECT_EQ(key(R"({"a": "xy)"), key(R"({"b": ")"));
+  EXPECT_EQ(key(R"({"a": "x", )"), key(R"({"b": [1, 2], )"));
+  EXPECT_NE(key(R"({"a": [)"), key(R"({"a": {)"));
+  EXPECT_NE(key(R"({"a": 1)"), key(R"({"a": 1.)"));
+  EXPECT_NE(key(R"({"a": 0)"), key(R"({"a": 1)")) << "after a leading 0 no digit may follow";
+  EXPECT_NE(key(R"({"a": "x)"), key(R"({"x)")) << "a key's string, then a value's";
+  EXPECT_NE(key("{\"a\": \"\xC3"), key(R"({"a": ")")) << "inside a character";
 }
 
 }  // namespace

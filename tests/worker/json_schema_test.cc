@@ -18,6 +18,7 @@
 #include "nlohmann/json.hpp"
 #include "tests/worker/fixtures.h"
 #include "tests/worker/json_text.h"
+#include "tests/worker/state_key_check.h"
 #include "worker/engine/json_lexer.h"
 #include "worker/engine/json_matcher.h"
 #include "worker/engine/json_regex.h"
@@ -164,6 +165,44 @@ TEST(JsonSchemaTest, AllowedTokensAreExactlyThoseTheMatcherAccepts) {
     }
   }
   EXPECT_GT(states, 500);
+}
+
+// The state key (what the engine caches token lists by): over random walks of every fixture
+// schema (bounds, patterns, anyOf, enums, nesting), prefixes with the same key accept the same
+// bytes from there on, and most prefixes share their key with an earlier one.
+TEST(JsonSchemaTest, PrefixesWithTheSameStateKeyAcceptTheSameBytes) {
+  std::mt19937_64 rng(5);
+  size_t prefixes = 0;
+  int shared = 0;
+  for (const Json& c : LoadCases()) {
+    const std::shared_ptr<const JsonSchema> schema = MustCompile(c["schema"].dump());
+    ASSERT_NE(schema, nullptr);
+    std::vector<std::string> texts;
+    for (int i = 0; i < 12; ++i) {
+      texts.push_back(Walk(*schema, rng, 30 + 10 * static_cast<size_t>(i)).text);
+      prefixes += texts.back().size() + 1;
+    }
+    shared += testdata::CheckStateKeys<JsonSchemaMatcher>(
+        texts, [&] { return JsonSchemaMatcher(schema.get()); });
+    ASSERT_FALSE(HasFatalFailure()) << c["schema"].dump();
+  }
+  EXPECT_GT(shared, static_cast<int>(prefixes / 4)) << "of " << prefixes;
+
+  const std::shared_ptr<const JsonSchema> schema = MustCompile(
+      R"({"type":"object","properties":{"s":{"type":"string"},"b":{"type":"string","maxLength":3},
+          "n":{"type":"integer","maximum":500},"l":{"type":"array","items":{"type":"integer"}}}})");
+  ASSERT_NE(schema, nullptr);
+  const auto key = [&](const std::string& text) {
+    JsonSchemaMatcher m(schema.get());
+    EXPECT_TRUE(m.Feed(text)) << text;
+    return testdata::StateKey(m);
+  };
+  EXPECT_EQ(key(R"({"s": "ab)"), key(R"({"s": ")")) << "an unbounded string's length is no state";
+  EXPECT_NE(key(R"({"b": "ab)"), key(R"({"b": ")")) << "a bounded one's is";
+  EXPECT_EQ(key(R"({"l": [1, 22, )"), key(R"({"l": [3, )")) << "nor an unbounded array's items";
+  EXPECT_NE(key(R"({"l": [1, 22)"), key(R"({"l": [1, 2)")) << "a number's length is bounded";
+  EXPECT_NE(key(R"({"n": 4)"), key(R"({"n": 6)")) << "46 fits under 500, 66 does not";
+  EXPECT_NE(key(R"({"s": "a", )"), key(R"({"b": "a", )")) << "which properties were read";
 }
 
 struct Refusal {

@@ -180,8 +180,8 @@ TEST(RegexMatcherTest, RandomWalksThroughTheTokenIndexEndInMatches) {
 TEST(RegexMatcherTest, MaskCacheComputesEachStateOnce) {
   const JsonVocabulary vocabulary = TestVocabulary();
   const JsonRegex regex = MustCompile(R"([a-z ]+(\.|!))");
-  const auto compute = [&](const RegexMatcher& m, std::vector<int32_t>* list) {
-    JsonAllowedTokens(m, vocabulary, list);
+  const auto compute_for = [&](const RegexMatcher& m) {
+    return [&vocabulary, m](std::vector<int32_t>* list) { JsonAllowedTokens(m, vocabulary, list); };
   };
   RegexMaskCache cache;
   std::vector<RegexMatcher> seen;
@@ -189,7 +189,7 @@ TEST(RegexMatcherTest, MaskCacheComputesEachStateOnce) {
   RegexMatcher matcher(&regex);
   std::vector<int32_t> direct;
   for (int step = 0; step < 40 && !matcher.Complete(); ++step) {
-    std::vector<int32_t> cached = *cache.Get(matcher, compute);
+    std::vector<int32_t> cached = *cache.Get(matcher, compute_for(matcher));
     JsonAllowedTokens(matcher, vocabulary, &direct);
     std::sort(cached.begin(), cached.end());
     std::sort(direct.begin(), direct.end());
@@ -208,14 +208,14 @@ TEST(RegexMatcherTest, MaskCacheComputesEachStateOnce) {
   RegexMatcher start(&regex);
   RegexMatcher after = start;
   ASSERT_TRUE(after.Feed('a'));
-  const RegexMaskCache::List first = small.Get(start, compute);
-  EXPECT_EQ(small.Get(start, compute), first) << "the same list, not a copy";
+  const RegexMaskCache::List first = small.Get(start, compute_for(start));
+  EXPECT_EQ(small.Get(start, compute_for(start)), first) << "the same list, not a copy";
   EXPECT_EQ(small.misses(), 1);
   const std::vector<int32_t> held = *first;
-  small.Get(after, compute);
+  small.Get(after, compute_for(after));
   EXPECT_EQ(small.misses(), 2);
   EXPECT_EQ(*first, held) << "a list held through a start-over stays whole";
-  EXPECT_EQ(*small.Get(start, compute), held) << "recomputed after the start-over";
+  EXPECT_EQ(*small.Get(start, compute_for(start)), held) << "recomputed after the start-over";
   EXPECT_EQ(small.misses(), 3);
 }
 

@@ -4,9 +4,30 @@
 
 #include "absl/strings/str_cat.h"
 #include "worker/engine/regex_matcher.h"
-#include "worker/engine/request.h"
 
 namespace headroom::worker {
+
+template <typename T>
+typename ConstraintCompiler::Kept<T>::Result ConstraintCompiler::Kept<T>::Get(
+    const std::string& text, const std::function<Result()>& build) {
+  std::shared_ptr<Entry> entry;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = entries_.find(text);
+    if (it == entries_.end()) {
+      if (entries_.size() >= kMaxKept) entries_.clear();
+      it = entries_.emplace(text, std::make_shared<Entry>()).first;
+    }
+    entry = it->second;
+  }
+  // Outside the lock: other texts are looked up meanwhile; this one's other askers wait here.
+  std::call_once(entry->built, [&] {
+    entry->result = build();
+    std::lock_guard<std::mutex> lock(mu_);
+    ++builds_;
+  });
+  return entry->result;
+}
 
 absl::Status ConstraintCompiler::Compile(const SamplingParams& params, CompiledConstraints* out) {
   if ((params.json_object || !params.json_schema.empty() || !params.regex.empty()) &&
@@ -19,50 +40,32 @@ absl::Status ConstraintCompiler::Compile(const SamplingParams& params, CompiledC
         "tokenizer.json)"));
   }
   if (!params.json_schema.empty() && out->schema == nullptr) {
-    absl::StatusOr<std::shared_ptr<const JsonSchema>> schema =
-        JsonSchema::Compile(params.json_schema);
-    if (!schema.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat("json_schema: ", schema.status().message()));
-    }
+    Kept<SharedJsonSchema>::Result schema =
+        schemas_.Get(params.json_schema, [&]() -> Kept<SharedJsonSchema>::Result {
+          absl::StatusOr<std::shared_ptr<const JsonSchema>> compiled =
+              JsonSchema::Compile(params.json_schema);
+          if (!compiled.ok()) {
+            return absl::InvalidArgumentError(
+                absl::StrCat("json_schema: ", compiled.status().message()));
+          }
+          return std::make_shared<SharedJsonSchema>(*std::move(compiled));
+        });
+    if (!schema.ok()) return schema.status();
     out->schema = *std::move(schema);
   }
   if (!params.regex.empty() && out->regex == nullptr) {
-    absl::StatusOr<std::shared_ptr<SharedGuidedRegex>> regex = Regex(params.regex);
+    Kept<SharedGuidedRegex>::Result regex =
+        regexes_.Get(params.regex, [&]() -> Kept<SharedGuidedRegex>::Result {
+          absl::StatusOr<JsonRegex> compiled = CompileGuidedRegex(params.regex);
+          if (!compiled.ok()) {
+            return absl::InvalidArgumentError(absl::StrCat("regex: ", compiled.status().message()));
+          }
+          return std::make_shared<SharedGuidedRegex>(*std::move(compiled), *vocabulary_);
+        });
     if (!regex.ok()) return regex.status();
     out->regex = *std::move(regex);
   }
   return absl::OkStatus();
-}
-
-absl::StatusOr<std::shared_ptr<SharedGuidedRegex>> ConstraintCompiler::Regex(
-    const std::string& pattern) {
-  std::shared_ptr<RegexEntry> entry;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = regexes_.find(pattern);
-    if (it == regexes_.end()) {
-      if (regexes_.size() >= kMaxPatterns) regexes_.clear();
-      it = regexes_.emplace(pattern, std::make_shared<RegexEntry>()).first;
-    }
-    entry = it->second;
-  }
-  // Outside the lock: other patterns are looked up meanwhile; this one's other askers wait here.
-  std::call_once(entry->built, [&] {
-    absl::StatusOr<JsonRegex> regex = CompileGuidedRegex(pattern);
-    if (!regex.ok()) {
-      entry->regex = absl::InvalidArgumentError(absl::StrCat("regex: ", regex.status().message()));
-      return;
-    }
-    entry->regex = std::make_shared<SharedGuidedRegex>(*std::move(regex), *vocabulary_);
-    std::lock_guard<std::mutex> lock(mu_);
-    ++regex_builds_;
-  });
-  return entry->regex;
-}
-
-int64_t ConstraintCompiler::regex_builds() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return regex_builds_;
 }
 
 }  // namespace headroom::worker

@@ -1,17 +1,18 @@
 // ConstraintCompiler: turns a request's json_schema and guided regex into what the engine steps
-// with (a compiled schema; a regex with its vocabulary groups and state masks), on the thread
-// that submits the request rather than the engine thread. Grouping a 128k vocabulary for a new
-// pattern costs ~8 ms (docs/performance.md); done in the step loop, every running request would
-// wait for it.
+// with (a compiled schema, a regex with its vocabulary grouped, and the token-list caches of
+// both), on the thread that submits the request rather than the engine thread. Grouping a 128k
+// vocabulary for a new pattern costs ~8 ms (docs/performance.md); done in the step loop, every
+// running request would wait for it.
 //
-// Thread-safe. Guided regexes are kept by pattern, shared by the requests that give the same one
-// (their masks are the same); a pattern submitted by many threads at once is built once, the
-// others wait for it. At most kMaxPatterns are kept, then the cache starts over (requests keep the
-// ones they hold).
+// Thread-safe. Schemas and patterns are kept by their text, shared by the requests that give the
+// same one (so are the token lists of their states: TokenMaskCache); one submitted by many
+// threads at once is built once, the others wait for it. At most kMaxKept of each are kept, then
+// that cache starts over (requests keep the ones they hold).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -23,36 +24,63 @@
 #include "worker/engine/json_schema.h"
 #include "worker/engine/regex_tokens.h"
 #include "worker/engine/request.h"
+#include "worker/engine/token_mask_cache.h"
 
 namespace headroom::worker {
 
+// A json_schema as the engine keeps it for all the requests that give the same text: compiled,
+// and the token list of each state seen (keyed by JsonSchemaMatcher::AppendStateKey; the engine
+// thread's: not thread-safe).
+struct SharedJsonSchema {
+  explicit SharedJsonSchema(std::shared_ptr<const JsonSchema> compiled)
+      : schema(std::move(compiled)) {}
+
+  std::shared_ptr<const JsonSchema> schema;
+  TokenMaskCache<std::string> masks;
+};
+
 class ConstraintCompiler {
  public:
-  static constexpr size_t kMaxPatterns = 32;
+  static constexpr size_t kMaxKept = 32;
 
   // `vocabulary` may be null (a model without tokenizer.json): constraints are then refused.
   explicit ConstraintCompiler(std::shared_ptr<const JsonVocabulary> vocabulary)
       : vocabulary_(std::move(vocabulary)) {}
 
-  // Fills `out` with what `params` asks for; INVALID_ARGUMENT with the reason when a schema or a
-  // pattern does not compile, or when a constraint needs the vocabulary and there is none.
+  // Fills what `out` lacks of what `params` asks for; INVALID_ARGUMENT with the reason when a
+  // schema or a pattern does not compile, or when a constraint needs the vocabulary and there is
+  // none.
   absl::Status Compile(const SamplingParams& params, CompiledConstraints* out);
 
-  // Patterns grouped so far (each costs one pass over the vocabulary).
-  [[nodiscard]] int64_t regex_builds() const;
+  // Schemas and patterns compiled so far (a pattern's costs a pass over the vocabulary).
+  [[nodiscard]] int64_t schema_builds() const { return schemas_.builds(); }
+  [[nodiscard]] int64_t regex_builds() const { return regexes_.builds(); }
 
  private:
-  struct RegexEntry {
-    std::once_flag built;
-    absl::StatusOr<std::shared_ptr<SharedGuidedRegex>> regex = nullptr;
+  // Values built from a text, each once, the last kMaxKept kept.
+  template <typename T>
+  class Kept {
+   public:
+    using Result = absl::StatusOr<std::shared_ptr<T>>;
+    Result Get(const std::string& text, const std::function<Result()>& build);
+    [[nodiscard]] int64_t builds() const {
+      std::lock_guard<std::mutex> lock(mu_);
+      return builds_;
+    }
+
+   private:
+    struct Entry {
+      std::once_flag built;
+      Result result = nullptr;
+    };
+    mutable std::mutex mu_;
+    absl::flat_hash_map<std::string, std::shared_ptr<Entry>> entries_;  // guarded by mu_
+    int64_t builds_ = 0;                                                // guarded by mu_
   };
 
-  absl::StatusOr<std::shared_ptr<SharedGuidedRegex>> Regex(const std::string& pattern);
-
   const std::shared_ptr<const JsonVocabulary> vocabulary_;
-  mutable std::mutex mu_;
-  absl::flat_hash_map<std::string, std::shared_ptr<RegexEntry>> regexes_;  // guarded by mu_
-  int64_t regex_builds_ = 0;                                               // guarded by mu_
+  Kept<SharedJsonSchema> schemas_;
+  Kept<SharedGuidedRegex> regexes_;
 };
 
 }  // namespace headroom::worker

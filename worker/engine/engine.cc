@@ -214,7 +214,7 @@ absl::Status Engine::AddRequest(Request request) {
                     .schema_matcher = std::nullopt,
                     .regex = nullptr,
                     .regex_matcher = std::nullopt,
-                    .regex_allowed = nullptr,
+                    .cached_allowed = nullptr,
                     .constrained_allowed = {},
                     .prompt_logprobs = {}};
   if (p.repetition_penalty != 1.0f || p.prompt_logprobs >= 0) sampling.prompt = request.prompt;
@@ -238,7 +238,7 @@ absl::Status Engine::AddRequest(Request request) {
   if (p.json_object) sampling.json.emplace();
   if (request.constraints.schema != nullptr) {
     sampling.schema = request.constraints.schema;
-    sampling.schema_matcher.emplace(sampling.schema.get());
+    sampling.schema_matcher.emplace(sampling.schema->schema.get());
   }
   if (request.constraints.regex != nullptr) {
     sampling.regex = request.constraints.regex;
@@ -283,18 +283,16 @@ absl::StatusOr<std::vector<StepToken>> Engine::Step() {
                           GuidedChoiceEnd(s.params, options_.eos_token_id), &s.constrained_allowed);
       allowed = &s.constrained_allowed;
     } else if (s.json.has_value()) {
-      JsonTokens(*s.json, /*can_end=*/false, &s.constrained_allowed);
-      allowed = &s.constrained_allowed;
+      allowed = JsonStepTokens(*s.json, /*can_end=*/false, json_masks_, s);
     } else if (s.schema_matcher.has_value()) {
-      JsonTokens(*s.schema_matcher, s.schema_matcher->CanEnd(), &s.constrained_allowed);
-      allowed = &s.constrained_allowed;
+      allowed = JsonStepTokens(*s.schema_matcher, s.schema_matcher->CanEnd(), s.schema->masks, s);
     } else if (s.regex_matcher.has_value()) {
-      s.regex_allowed = s.regex->masks.Get(
-          *s.regex_matcher, [this, &s](const RegexMatcher& m, std::vector<int32_t>* list) {
-            RegexAllowedTokens(m, s.regex->classes, *options_.json_vocabulary, list);
-            AddEos(m.CanEnd(), list);
+      s.cached_allowed =
+          s.regex->masks.Get(*s.regex_matcher, [this, &s](std::vector<int32_t>* list) {
+            RegexAllowedTokens(*s.regex_matcher, s.regex->classes, *options_.json_vocabulary, list);
+            AddEos(s.regex_matcher->CanEnd(), list);
           });
-      allowed = s.regex_allowed.get();
+      allowed = s.cached_allowed.get();
     }
     rows_.push_back({.temperature = s.params.temperature,
                      .top_k = s.params.top_k,

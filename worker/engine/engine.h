@@ -185,16 +185,18 @@ class Engine {
     std::vector<float> bias_values;
     // JSON mode: what the output so far reads as.
     std::optional<JsonMatcher> json;
-    // json_schema: the compiled schema, and what the output so far reads as against it.
-    std::shared_ptr<const JsonSchema> schema;
+    // json_schema: the schema as requests share it, and what the output so far reads as against
+    // it.
+    std::shared_ptr<SharedJsonSchema> schema;
     std::optional<JsonSchemaMatcher> schema_matcher;
-    // regex: the pattern as requests share it, where the output so far leaves its automaton, and
-    // this step's token list (held: the shared cache may drop it while the step runs).
+    // regex: the pattern as requests share it, and where the output so far leaves its automaton.
     std::shared_ptr<SharedGuidedRegex> regex;
     std::optional<RegexMatcher> regex_matcher;
-    RegexMaskCache::List regex_allowed;
-    // Guided choice, JSON mode, json_schema and regex: the tokens the sampler may take this step
-    // (rebuilt each step).
+    // JSON mode, json_schema and regex: this step's token list where it came from a cache (held:
+    // the shared cache may drop it while the step runs).
+    TokenMaskCache<std::string>::List cached_allowed;
+    // Guided choice, and JSON mode and json_schema at string text: the tokens the sampler may take
+    // this step (rebuilt each step).
     std::vector<int32_t> constrained_allowed;
     // Prompt logprobs computed so far (entry i is prompt token i + 1); a recomputation after a
     // preemption does not add them again.
@@ -207,6 +209,25 @@ class Engine {
   void JsonTokens(const Matcher& matcher, bool can_end, std::vector<int32_t>* allowed) const {
     JsonAllowedTokens(matcher, *options_.json_vocabulary, allowed);
     AddEos(can_end, allowed);
+  }
+  // JSON mode and json_schema: this step's list for `matcher` (JsonTokens). At string text it
+  // is computed into s.constrained_allowed: most of the vocabulary is string text, which costs
+  // only its copy (~50 µs at 128k) and would fill the cache with lists of ~0.5 MB. Elsewhere (a
+  // value's start, a number, a key, a literal) trying tokens costs 0.4-3 ms on a real
+  // vocabulary and the states repeat, so the list comes from `masks` by the matcher's state key
+  // (s.cached_allowed holds it).
+  template <typename Matcher>
+  const std::vector<int32_t>* JsonStepTokens(const Matcher& matcher, bool can_end,
+                                             TokenMaskCache<std::string>& masks, Sampling& s) {
+    if (matcher.AtStringText()) {
+      JsonTokens(matcher, can_end, &s.constrained_allowed);
+      return &s.constrained_allowed;
+    }
+    state_key_.clear();
+    matcher.AppendStateKey(&state_key_);
+    s.cached_allowed = masks.Get(
+        state_key_, [&](std::vector<int32_t>* list) { JsonTokens(matcher, can_end, list); });
+    return s.cached_allowed.get();
   }
   // A constraint's list gets EOS where the output may end (`can_end`: a regex match that may go
   // on, ...) or no token continues it (a vocabulary without some byte the text needs).
@@ -247,6 +268,9 @@ class Engine {
   std::vector<uint8_t> constraint_done_;
   // json_schema and guided regex, compiled (thread-safe: EngineLoop::Submit's callers use it).
   ConstraintCompiler constraints_;
+  // JSON mode's token lists by state (JsonStepTokens), for all its requests (one grammar).
+  TokenMaskCache<std::string> json_masks_;
+  std::string state_key_;  // JsonStepTokens's buffer, reused
   std::vector<int32_t> tokens_;
   std::vector<float> token_logprobs_;
   std::vector<int32_t> top_ids_;

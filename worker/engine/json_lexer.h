@@ -6,7 +6,9 @@
 
 #include <cstdint>
 #include <limits>
+#include <string>
 
+#include "worker/engine/token_mask_cache.h"
 #include "worker/engine/utf8_reader.h"
 
 namespace headroom::worker {
@@ -36,6 +38,29 @@ class JsonStringLexer {
   // disjoint ranges [lo, hi] written to `out`; returns how many.
   using Range = Utf8Reader::Range;
   int PossibleCodePoints(Range out[3]) const;
+
+  // Appends what decides the bytes accepted from here on (not the character just completed), so
+  // that lexers with the same key accept the same bytes (TokenMaskCache).
+  void AppendStateKey(std::string* key) const {
+    AppendKeyBytes(key, state_);
+    switch (state_) {
+      case State::kText:
+        AppendKeyBytes(key, utf8_.Packed());
+        break;
+      case State::kEscape:
+        break;
+      case State::kUnicode:
+        AppendKeyBytes(key, hex_digits_);
+        AppendKeyBytes(key, hex_value_);
+        AppendKeyBytes(key, want_low_surrogate_);
+        if (want_low_surrogate_) AppendKeyBytes(key, high_surrogate_);
+        break;
+      case State::kLowSurrogateSlash:
+      case State::kLowSurrogateU:
+        AppendKeyBytes(key, high_surrogate_);
+        break;
+    }
+  }
 
  private:
   enum class State : uint8_t {
@@ -77,6 +102,14 @@ class JsonNumberLexer {
 
   // The first byte ('-' or a digit) too.
   Step Feed(uint8_t byte);
+
+  // Appends what decides the bytes accepted from here on (TokenMaskCache).
+  void AppendStateKey(std::string* key) const {
+    AppendKeyBytes(key, state_);
+    AppendKeyBytes(key, integer_);
+    AppendKeyBytes(key, max_bytes_);
+    AppendKeyBytes(key, length_);
+  }
 
   // What was read is a whole number.
   [[nodiscard]] bool CanEnd() const {

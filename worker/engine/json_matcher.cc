@@ -9,6 +9,31 @@ bool IsWhitespace(uint8_t b) { return b == ' ' || b == '\t' || b == '\n' || b ==
 
 }  // namespace
 
+void JsonMatcher::AppendStateKey(std::string* key) const {
+  AppendKeyBytes(key, options_.object_only);
+  AppendKeyBytes(key, options_.max_depth);
+  AppendKeyBytes(key, options_.max_whitespace);
+  AppendKeyBytes(key, mode_);
+  AppendKeyBytes(key, whitespace_run_);
+  switch (mode_) {
+    case Mode::kString:
+      AppendKeyBytes(key, in_key_);
+      string_.AppendStateKey(key);
+      break;
+    case Mode::kNumber:
+      number_.AppendStateKey(key);
+      break;
+    case Mode::kLiteral:
+      key->append(literal_rest_);
+      break;
+    default:
+      break;
+  }
+  // Last, after a separator no field above ends with: the containers, '{' or '['.
+  key->push_back('|');
+  key->append(stack_);
+}
+
 bool JsonMatcher::Feed(std::string_view bytes) {
   for (const char c : bytes) {
     if (!Feed(static_cast<uint8_t>(c))) return false;

@@ -55,6 +55,11 @@ class JsonMatcher {
     return mode_ == Mode::kString && string_.BetweenCharacters();
   }
 
+  // Appends what decides the bytes accepted from here on: matchers with the same key accept the
+  // same bytes (and so the same tokens: TokenMaskCache). The open containers, the mode and the
+  // lexer it reads with; not what was read inside strings and numbers before.
+  void AppendStateKey(std::string* key) const;
+
  private:
   enum class Mode : uint8_t {
     kValue,       // a value must start (top level, after ':' or ',' in an array)

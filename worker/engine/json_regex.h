@@ -79,4 +79,13 @@ class JsonRegex {
   int32_t accept_ = 0;
 };
 
+// Appends `states` to a state key (TokenMaskCache), 64 bits at a time.
+inline void AppendStatesKey(std::string* key, const JsonRegex::States& states) {
+  constexpr JsonRegex::States kWord(~uint64_t{0});
+  for (int shift = 0; shift < JsonRegex::kMaxStates; shift += 64) {
+    const uint64_t word = ((states >> static_cast<size_t>(shift)) & kWord).to_ullong();
+    key->append(reinterpret_cast<const char*>(&word), sizeof word);
+  }
+}
+
 }  // namespace headroom::worker

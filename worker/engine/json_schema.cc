@@ -717,6 +717,52 @@ JsonSchemaMatcher::JsonSchemaMatcher(const JsonSchema* schema) : schema_(schema)
       .stack = {Frame{.node = schema->root()}}, .string = {}, .number = {}, .whitespace_run = 0});
 }
 
+void JsonSchemaMatcher::AppendStateKey(std::string* key) const {
+  AppendKeyBytes(key, threads_.size());
+  for (const Thread& t : threads_) {
+    AppendKeyBytes(key, t.stack.size());
+    AppendKeyBytes(key, t.whitespace_run);
+    for (const Frame& f : t.stack) {
+      const JsonSchema::Node& node = schema_->node(f.node);
+      AppendKeyBytes(key, f.node);
+      AppendKeyBytes(key, f.phase);
+      AppendKeyBytes(key, f.lo);
+      AppendKeyBytes(key, f.hi);
+      AppendKeyBytes(key, f.pos);
+      AppendKeyBytes(key, f.seen);
+      // Items and characters are counted for the bounds alone.
+      const bool counted =
+          node.min_items > 0 || node.max_items < std::numeric_limits<int32_t>::max() ||
+          node.min_length > 0 || node.max_length < std::numeric_limits<int32_t>::max();
+      AppendKeyBytes(key, counted ? f.count : 0);
+    }
+    if (t.stack.empty()) continue;
+    const Frame& top = t.stack.back();
+    switch (top.phase) {
+      case Phase::kString:
+      case Phase::kObjectInKey:
+        // Both start with a fresh lexer (and pattern) at their opening quote.
+        t.string.AppendStateKey(key);
+        if (top.phase == Phase::kString && schema_->node(top.node).pattern >= 0) {
+          AppendStatesKey(key, t.pattern);
+        }
+        break;
+      case Phase::kNumber:
+        // Started afresh at the number's first byte, as are a bounded integer's fields (which
+        // are left as they were, unused, in other numbers).
+        t.number.AppendStateKey(key);
+        if (schema_->node(top.node).bounded) {
+          AppendKeyBytes(key, t.negative);
+          AppendKeyBytes(key, t.digits);
+          AppendKeyBytes(key, t.magnitude);
+        }
+        break;
+      default:
+        break;
+    }
+  }
+}
+
 bool JsonSchemaMatcher::Feed(std::string_view bytes) {
   for (const char c : bytes) {
     if (!Feed(static_cast<uint8_t>(c))) return false;

@@ -159,6 +159,12 @@ class JsonSchemaMatcher {
   // may follow (JsonVocabulary's fast path).
   [[nodiscard]] bool AtStringText() const;
 
+  // Appends what decides the bytes accepted from here on: matchers of the same schema with the
+  // same key accept the same bytes (and so the same tokens: TokenMaskCache). Each way's open
+  // values and the lexer the innermost reads with; not what was read inside strings and numbers
+  // before, nor how many items or characters were read where no bound counts them.
+  void AppendStateKey(std::string* key) const;
+
  private:
   enum class Phase : uint8_t {
     kValue,           // a value of `node` must start (whitespace first is fine)

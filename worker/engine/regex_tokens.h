@@ -22,6 +22,7 @@
 #include "worker/engine/json_matcher.h"
 #include "worker/engine/json_regex.h"
 #include "worker/engine/regex_matcher.h"
+#include "worker/engine/token_mask_cache.h"
 
 namespace headroom::worker {
 
@@ -54,47 +55,8 @@ void RegexAllowedTokens(const RegexMatcher& matcher, const RegexTokenClasses& cl
                         const JsonVocabulary& vocabulary, std::vector<int32_t>* allowed);
 
 // The tokens a regex allows in each state it has been in. A regex has few states (its automaton's
-// state set and a partial character), and free text stays in the same one step after step, where
-// trying the whole vocabulary costs milliseconds (docs/performance.md): each state's list is
-// computed once for all the requests that give the pattern. Bounded: past `max_ids` ids in all
-// (each list counting 32 more for its entry), the cache starts over.
-class RegexMaskCache {
- public:
-  static constexpr size_t kDefaultMaxIds = size_t{1} << 19;  // 2 MiB of ids per pattern
-  // What an entry costs beyond its ids (the key, the node, the vector), in ids.
-  static constexpr size_t kEntryIds = 32;
-
-  RegexMaskCache() = default;
-  explicit RegexMaskCache(size_t max_ids) : max_ids_(max_ids) {}
-
-  using List = std::shared_ptr<const std::vector<int32_t>>;
-
-  // The list for `matcher`'s state; `compute(matcher, &list)` fills it on a miss. It stays valid
-  // while the caller holds it, whatever the cache does meanwhile (several requests of a step
-  // share one cache).
-  template <typename Compute>
-  List Get(const RegexMatcher& matcher, Compute compute) {
-    if (auto it = lists_.find(matcher); it != lists_.end()) return it->second;
-    auto list = std::make_shared<std::vector<int32_t>>();
-    compute(matcher, list.get());
-    const size_t cost = list->size() + kEntryIds;
-    if (ids_ + cost > max_ids_) {
-      lists_.clear();
-      ids_ = 0;
-    }
-    ids_ += cost;
-    ++misses_;
-    return lists_.insert_or_assign(matcher, std::move(list)).first->second;
-  }
-  // Lists computed so far (for tests).
-  [[nodiscard]] int64_t misses() const { return misses_; }
-
- private:
-  absl::flat_hash_map<RegexMatcher, List> lists_;
-  size_t max_ids_ = kDefaultMaxIds;
-  size_t ids_ = 0;
-  int64_t misses_ = 0;
-};
+// state set and a partial character), and free text stays in the same one step after step.
+using RegexMaskCache = TokenMaskCache<RegexMatcher>;
 
 // A guided regex as the engine keeps it for all the requests that give the pattern: compiled,
 // the vocabulary grouped by its classes, and each state's token list once computed (the engine

@@ -13,14 +13,14 @@
 
 namespace headroom::worker {
 
-class JsonSchema;
+struct SharedJsonSchema;
 struct SharedGuidedRegex;
 
 // A request's constraints, compiled (ConstraintCompiler, worker/engine/constraint_compiler.h):
 // null where the request has none, or before they were compiled.
 struct CompiledConstraints {
-  std::shared_ptr<const JsonSchema> schema;
-  // Its masks are the engine thread's alone (SharedGuidedRegex is not thread-safe).
+  // Their token-list caches are the engine thread's alone (not thread-safe).
+  std::shared_ptr<SharedJsonSchema> schema;
   std::shared_ptr<SharedGuidedRegex> regex;
 };
 
