@@ -5,7 +5,10 @@
 //   - calls found: their arguments are JSON, and the content is a prefix of the reply;
 //   - streaming never sends what turns out to be part of a call: for every prefix of the reply,
 //     StreamableContent stops within the content the whole reply's parse gives;
-//   - a mistral id is 9 letters and digits.
+//   - a mistral id is 9 letters and digits;
+//   - streaming calls (ToolCallStreamer, fed a byte at a time) never crashes or runs past the
+//     text, and JsonDumpsStream, wherever a value may start, gives out only JSON that reads as
+//     the same value as the text it read (json.loads of either is equal).
 #include <cctype>
 #include <cstdint>
 #include <cstdio>
@@ -14,12 +17,15 @@
 #include <string_view>
 
 #include "nlohmann/json.hpp"
+#include "router/openai/tool_call_stream.h"
 #include "router/openai/tool_parser.h"
 
 namespace {
 
+using headroom::router::openai::JsonDumpsStream;
 using headroom::router::openai::ParsedToolOutput;
 using headroom::router::openai::ToolCallParser;
+using headroom::router::openai::ToolCallStreamer;
 
 void Fail(const char* what, ToolCallParser parser, std::string_view text) {
   std::fprintf(stderr, "tool_parser_fuzz: property violated (parser %d): %s for %.*s\n",
@@ -64,6 +70,37 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       const size_t ready = headroom::router::openai::StreamableContent(parser, text.substr(0, n));
       if (ready > n) Fail("more streamable content than text", parser, text);
       if (ready > content_end) Fail("streamed text that is part of a call", parser, text);
+    }
+  }
+  for (const ToolCallStreamer::Framing framing :
+       {ToolCallStreamer::Framing::kHermes, ToolCallStreamer::Framing::kLlama3,
+        ToolCallStreamer::Framing::kMistral, ToolCallStreamer::Framing::kJsonArray}) {
+    ToolCallStreamer streamer(framing);
+    for (size_t n = 0; n <= text.size(); ++n) streamer.Read(text.substr(0, n));
+  }
+  // JsonDumpsStream from the first few places a value may start, fed 3 bytes at a time.
+  size_t starts = 0;
+  for (size_t at = text.find_first_of("{[\"-0123456789tfn");
+       at != std::string_view::npos && starts < 4;
+       at = text.find_first_of("{[\"-0123456789tfn", at + 1), ++starts) {
+    JsonDumpsStream stream;
+    std::string out;
+    size_t read = at;
+    while (read < text.size() && !stream.done() && !stream.invalid()) {
+      const std::string_view piece = text.substr(read, 3);
+      const size_t n = stream.Feed(piece, &out);
+      if (n > piece.size())
+        Fail("JsonDumpsStream read past its piece", ToolCallParser::kHermes, text);
+      read += n;
+      if (n < piece.size() && !stream.done() && !stream.invalid()) {
+        Fail("JsonDumpsStream stopped before the end of a piece", ToolCallParser::kHermes, text);
+      }
+    }
+    if (!stream.done() || stream.invalid()) continue;
+    const auto value = nlohmann::json::parse(text.substr(at, read - at), nullptr, false);
+    const auto written = nlohmann::json::parse(out, nullptr, false);
+    if (value.is_discarded() || written.is_discarded() || value != written) {
+      Fail("JsonDumpsStream wrote another value", ToolCallParser::kHermes, text);
     }
   }
   const std::string id = headroom::router::openai::MistralToolCallId(text);

@@ -235,7 +235,7 @@ std::string ResponseBuilder::StreamEvents(int32_t index, const v1::GenerateRespo
   choice["index"] = index;
   if (endpoint_ == Endpoint::kChat && CallsTools()) {
     // The reply is the call. A named function's arguments stream as they come (the first delta
-    // also carries the call's id and name); "required" calls go out whole in the last event.
+    // also carries the call's id and name); so do "required" calls, read out of their array.
     Json delta = Json::object();
     if (first_chat) {
       delta["role"] = "assistant";
@@ -251,9 +251,13 @@ std::string ResponseBuilder::StreamEvents(int32_t index, const v1::GenerateRespo
         call["function"] = {{"arguments", message.text()}};
       }
       delta["tool_calls"] = Json::array({std::move(call)});
-    } else if (tool_choice_.kind == ToolChoice::Kind::kRequired && final) {
+    } else if (tool_choice_.kind == ToolChoice::Kind::kRequired && !final) {
+      Json calls = StreamedCallDeltas(index, ToolCallStreamer::Framing::kJsonArray, state);
+      if (!calls.empty()) delta["tool_calls"] = std::move(calls);
+    } else if (tool_choice_.kind == ToolChoice::Kind::kRequired) {
       if (auto calls = ToolCallsFromText(tool_choice_, state.text); calls.has_value()) {
-        delta["tool_calls"] = ToolCallsJson(index, *calls, true);
+        Json rest = LastCallDeltas(index, *calls, state);
+        if (!rest.empty()) delta["tool_calls"] = std::move(rest);
         state.called_tools = RequiredCallsStopped(state);
       } else {
         delta["content"] = state.text;  // cut by max_tokens: no whole call
@@ -412,6 +416,11 @@ ResponseBuilder::Json ResponseBuilder::AutoToolDelta(int32_t index,
       content = std::string(unsent.substr(0, ready));
       state.content_sent += ready;
       state.holding_call = HoldsCallStart(parser, unsent.substr(ready));
+      state.calls_from = state.content_sent;
+    }
+    if (state.holding_call) {
+      Json calls = StreamedCallDeltas(index, ToolCallStreamer::FramingOf(parser), state);
+      if (!calls.empty()) delta["tool_calls"] = std::move(calls);
     }
   } else {
     ParsedToolOutput parsed = ParseToolCalls(parser, state.text);
@@ -423,7 +432,8 @@ ResponseBuilder::Json ResponseBuilder::AutoToolDelta(int32_t index,
     } else {
       const std::string before = parsed.content.value_or("");
       if (before.size() > state.content_sent) content = before.substr(state.content_sent);
-      delta["tool_calls"] = ToolCallsJson(index, parsed.calls, true);
+      Json rest = LastCallDeltas(index, parsed.calls, state);
+      if (!rest.empty()) delta["tool_calls"] = std::move(rest);
       state.called_tools = true;
     }
     state.content_sent = state.text.size();
@@ -441,18 +451,65 @@ ResponseBuilder::Json ResponseBuilder::ToolCallsJson(int32_t choice,
                                                      const std::vector<ToolCall>& calls,
                                                      bool with_index) const {
   Json out = Json::array();
+  for (size_t k = 0; k < calls.size(); ++k)
+    out.push_back(ToolCallJson(choice, k, calls[k], with_index));
+  return out;
+}
+
+ResponseBuilder::Json ResponseBuilder::ToolCallJson(int32_t choice, size_t k, const ToolCall& call,
+                                                    bool with_index) const {
+  Json out = Json::object();
+  if (with_index) out["index"] = k;
+  // Unique per response, choice and call; a client sends it back as the tool message's
+  // tool_call_id. id_ is "chatcmpl-<hex>". Mistral's template takes only 9 letters and digits.
+  const std::string suffix = absl::StrCat(id_.substr(id_.find('-') + 1), "-", choice, "-", k);
+  out["id"] = tool_choice_.parser == ToolCallParser::kMistral
+                  ? MistralToolCallId(suffix)
+                  : absl::StrCat("chatcmpl-tool-", suffix);
+  out["type"] = "function";
+  out["function"] = {{"name", call.name}, {"arguments", call.arguments}};
+  return out;
+}
+
+ResponseBuilder::Json ResponseBuilder::StreamedCallDeltas(int32_t choice,
+                                                          ToolCallStreamer::Framing framing,
+                                                          Choice& state) const {
+  if (!state.call_stream.has_value()) state.call_stream.emplace(framing);
+  state.call_stream->Read(std::string_view(state.text).substr(state.calls_from));
+  Json out = Json::array();
+  const std::vector<ToolCallStreamer::Call>& calls = state.call_stream->calls();
   for (size_t k = 0; k < calls.size(); ++k) {
-    Json call = Json::object();
-    if (with_index) call["index"] = k;
-    // Unique per response, choice and call; a client sends it back as the tool message's
-    // tool_call_id. id_ is "chatcmpl-<hex>". Mistral's template takes only 9 letters and digits.
-    const std::string suffix = absl::StrCat(id_.substr(id_.find('-') + 1), "-", choice, "-", k);
-    call["id"] = tool_choice_.parser == ToolCallParser::kMistral
-                     ? MistralToolCallId(suffix)
-                     : absl::StrCat("chatcmpl-tool-", suffix);
-    call["type"] = "function";
-    call["function"] = {{"name", calls[k].name}, {"arguments", calls[k].arguments}};
-    out.push_back(std::move(call));
+    if (k == state.call_arguments_sent.size()) {
+      out.push_back(ToolCallJson(choice, k, {calls[k].name, calls[k].arguments}, true));
+      state.call_arguments_sent.push_back(calls[k].arguments.size());
+      continue;
+    }
+    size_t& sent = state.call_arguments_sent[k];
+    if (calls[k].arguments.size() == sent) continue;
+    out.push_back({{"index", k}, {"function", {{"arguments", calls[k].arguments.substr(sent)}}}});
+    sent = calls[k].arguments.size();
+  }
+  return out;
+}
+
+ResponseBuilder::Json ResponseBuilder::LastCallDeltas(int32_t choice,
+                                                      const std::vector<ToolCall>& calls,
+                                                      Choice& state) const {
+  Json out = Json::array();
+  for (size_t k = 0; k < calls.size(); ++k) {
+    if (k >= state.call_arguments_sent.size()) {
+      out.push_back(ToolCallJson(choice, k, calls[k], true));
+      continue;
+    }
+    // Streamed: the rest of its arguments. The stream gives out only what the whole parse has,
+    // so what went out is their start; where it is not (a key given twice, which json.loads
+    // keeps in its first place with its last value), nothing more can mend it.
+    const std::string& streamed = state.call_stream->calls()[k].arguments;
+    const size_t sent = state.call_arguments_sent[k];
+    if (calls[k].arguments.size() > sent &&
+        calls[k].arguments.compare(0, sent, streamed, 0, sent) == 0) {
+      out.push_back({{"index", k}, {"function", {{"arguments", calls[k].arguments.substr(sent)}}}});
+    }
   }
   return out;
 }

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -13,6 +14,7 @@
 #include "headroom/v1/inference.pb.h"
 #include "nlohmann/json.hpp"
 #include "router/openai/openai_protocol.h"
+#include "router/openai/tool_call_stream.h"
 #include "router/tokenizer/tokenizer.h"
 
 namespace headroom::router::openai {
@@ -58,6 +60,12 @@ class ResponseBuilder {
     // "auto": the held-back text holds the start of a call, so nothing more is content until the
     // end (not scanned again per token).
     bool holding_call = false;
+    // "auto" and "required" (streaming): the calls read as the model writes them, from byte
+    // `calls_from` of `text`, and how many bytes of each one's arguments went out (its first
+    // delta, with its id and name, counts).
+    std::optional<ToolCallStreamer> call_stream;
+    size_t calls_from = 0;
+    std::vector<size_t> call_arguments_sent;
     bool echoed = false;  // its prompt went out (echo)
     // Code points of completion text covered by logprobs so far (completions text_offset).
     int64_t text_offset = 0;
@@ -95,6 +103,17 @@ class ResponseBuilder {
   // message / delta shape ({index,} id, type, function {name, arguments}).
   [[nodiscard]] Json ToolCallsJson(int32_t choice, const std::vector<ToolCall>& calls,
                                    bool with_index) const;
+  // Call `k` of `choice` in that shape.
+  [[nodiscard]] Json ToolCallJson(int32_t choice, size_t k, const ToolCall& call,
+                                  bool with_index) const;
+  // Streaming: reads `state.text` for calls as far as it goes (`framing`) and returns the deltas
+  // of what is new: a call's first (index, id, type, name and its arguments so far), then pieces
+  // of its arguments. Empty when nothing is new.
+  [[nodiscard]] Json StreamedCallDeltas(int32_t choice, ToolCallStreamer::Framing framing,
+                                        Choice& state) const;
+  // The last event's calls: `calls` (the whole reply's parse) beyond what was streamed.
+  [[nodiscard]] Json LastCallDeltas(int32_t choice, const std::vector<ToolCall>& calls,
+                                    Choice& state) const;
   [[nodiscard]] bool CallsTools() const;
   // tool_choice "auto" with a parser: the free reply is read for calls.
   [[nodiscard]] bool ReadsToolCalls() const;

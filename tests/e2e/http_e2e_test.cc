@@ -819,7 +819,7 @@ void ExpectForcedCallIsRead(int port, Json chat, const std::string& call_regex) 
     chat["stream"] = stream;
     const HttpResponse response = HttpRequestTo(port, "POST", "/v1/chat/completions", chat.dump());
     ASSERT_EQ(response.status, 200) << response.body;
-    Json calls;
+    Json calls = Json::array();
     std::string finish;
     std::string content;
     if (stream) {
@@ -827,7 +827,20 @@ void ExpectForcedCallIsRead(int port, Json chat, const std::string& call_regex) 
         if (event == "[DONE]") continue;
         const Json choice = Json::parse(event)["choices"][0];
         const Json& delta = choice["delta"];
-        if (delta.contains("tool_calls")) calls = delta["tool_calls"];
+        // Joined by index as a client joins them: a call's first delta has its id and name,
+        // later ones pieces of its arguments.
+        for (const Json& piece : delta.value("tool_calls", Json::array())) {
+          const size_t k = piece["index"].get<size_t>();
+          if (k == calls.size()) {
+            calls.push_back(piece);
+          } else {
+            ASSERT_LT(k, calls.size()) << response.body;
+            EXPECT_FALSE(piece["function"].contains("name")) << response.body;
+            calls[k]["function"]["arguments"] =
+                calls[k]["function"]["arguments"].get<std::string>() +
+                piece["function"]["arguments"].get<std::string>();
+          }
+        }
         if (delta.contains("content") && delta["content"].is_string()) {
           content += delta["content"].get<std::string>();
         }

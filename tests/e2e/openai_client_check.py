@@ -79,6 +79,23 @@ def check_tool_calls(client, model, messages, bias):
     check(names == ["get_weather"] and arguments == message.tool_calls[0].function.arguments,
           f"streamed call {names} {arguments!r} != {message.tool_calls[0]}")
 
+    # Streamed "required" calls (same seed, same tokens): each call's name in its first delta,
+    # its arguments in pieces; joined by index they are the non-streamed calls.
+    streamed = {}
+    for chunk in client.chat.completions.create(
+            model=model, messages=messages, max_tokens=96, temperature=1.0, seed=2,
+            logit_bias=bias, tools=TOOLS, tool_choice="required", parallel_tool_calls=False,
+            stream=True):
+        for delta in chunk.choices[0].delta.tool_calls or [] if chunk.choices else []:
+            name, pieces = streamed.setdefault(delta.index, [delta.function.name, []])
+            check(delta.index == len(streamed) - 1 or not delta.function.name,
+                  f"a second name for call {delta.index}: {delta}")
+            pieces.append(delta.function.arguments or "")
+    whole = [(c.function.name, c.function.arguments) for c in required.choices[0].message.tool_calls]
+    joined = [(name, "".join(pieces)) for name, pieces in
+              (streamed[k] for k in sorted(streamed))]
+    check(joined == whole, f"streamed required calls {joined} != {whole}")
+
     # The next turn carries the call and its result (the model answers in text: "none").
     call = message.tool_calls[0]
     followed = client.chat.completions.create(

@@ -221,37 +221,90 @@ TEST(ToolsTest, ANamedCallIsTheReplysToolCall) {
             R"({"city": "Paris"})");
 }
 
-TEST(ToolsTest, RequiredCallsComeWholeAtTheEnd) {
+// A streamed tool call as a client puts it together from the deltas.
+struct JoinedCall {
+  std::string id;
+  std::string name;
+  std::string arguments;
+  size_t first_event = 0;  // the delta that started it
+  int pieces = 0;          // deltas that carried some of its arguments
+};
+
+// Joins the calls of `deltas` by index, checking the shape as OpenAI's streaming gives it: a
+// call's first delta has its id, type and name; the later ones only arguments.
+std::vector<JoinedCall> JoinCalls(const std::vector<Json>& deltas) {
+  std::vector<JoinedCall> calls;
+  for (size_t e = 0; e < deltas.size(); ++e) {
+    if (!deltas[e].contains("tool_calls")) continue;
+    for (const Json& call : deltas[e]["tool_calls"]) {
+      const size_t k = call["index"].get<size_t>();
+      const std::string piece = call["function"].value("arguments", "");
+      if (k == calls.size()) {
+        EXPECT_EQ(call["type"], "function");
+        calls.push_back({call["id"].get<std::string>(), call["function"]["name"].get<std::string>(),
+                         piece, e, 0});
+      } else {
+        EXPECT_LT(k, calls.size()) << "call " << k << " before call " << calls.size();
+        if (k >= calls.size()) continue;
+        EXPECT_FALSE(call.contains("id")) << call.dump();
+        EXPECT_FALSE(call["function"].contains("name")) << call.dump();
+        calls[k].arguments += piece;
+      }
+      if (!piece.empty()) ++calls[k].pieces;
+    }
+  }
+  return calls;
+}
+
+// Streams `reply` `step` bytes at a time, the last piece finishing with `reason`.
+std::string StreamInPieces(ResponseBuilder& stream, const std::string& reply, size_t step,
+                           v1::FinishReason reason) {
+  std::string sse;
+  for (size_t at = 0; at < reply.size(); at += step) {
+    const std::string piece = reply.substr(at, step);
+    sse +=
+        stream.StreamEvents(0, at + step >= reply.size() ? LastPiece(piece, reason) : Piece(piece));
+  }
+  return sse;
+}
+
+// "required" calls stream as vLLM streams them: each call's id and name once its parameters
+// begin, then its arguments piece by piece; joined, they are the non-streamed reply's calls.
+TEST(ToolsTest, RequiredCallsStreamAsTheyCome) {
   const ParsedRequest r = Chat(std::string(R"("tools": [)") + kWeather + ", " + kTime +
                                R"(], "tool_choice": "required", "stream": true)");
-  ResponseBuilder stream(r, "chatcmpl-00000000000000cd", 1, "m", nullptr);
-  std::string sse = stream.StreamEvents(0, Piece(R"([{"name": "get_time", "parameters": {}}, )"));
-  sse += stream.StreamEvents(
-      0, LastPiece(R"({"name": "get_weather", "parameters": {"city": "Oslo"}}])",
-                   v1::FINISH_REASON_STOP));
-  const std::vector<Json> deltas = Deltas(sse);
-  ASSERT_EQ(deltas.size(), 2u) << sse;  // the role, then both calls (no partial JSON)
-  EXPECT_EQ(deltas[0]["role"], "assistant");
-  ASSERT_EQ(deltas[1]["tool_calls"].size(), 2u);
-  EXPECT_EQ(deltas[1]["tool_calls"][1]["index"], 1);
-  EXPECT_EQ(deltas[1]["tool_calls"][1]["function"]["name"], "get_weather");
-  EXPECT_EQ(deltas[1]["tool_calls"][1]["function"]["arguments"], R"({"city": "Oslo"})");
-  EXPECT_NE(deltas[1]["tool_calls"][0]["id"], deltas[1]["tool_calls"][1]["id"]);
-  // "required" calls that stopped end with "tool_calls" (vLLM, as OpenAI), whole or streamed.
-  EXPECT_NE(sse.find(R"("finish_reason":"tool_calls")"), std::string::npos) << sse;
+  const std::string reply =
+      R"([{"name": "get_time", "parameters": {}}, {"name": "get_weather", "parameters": )"
+      R"({"city": "Oslo", "unit": "c"}}])";
   ParsedRequest unstreamed = r;
   unstreamed.stream = false;
-  ResponseBuilder called(unstreamed, "chatcmpl-00000000000000cd", 1, "m", nullptr);
-  called.Accumulate(
-      0, LastPiece(R"([{"name": "get_time", "parameters": {}}])", v1::FINISH_REASON_STOP));
-  EXPECT_EQ(Json::parse(called.Body())["choices"][0]["finish_reason"], "tool_calls");
+  ResponseBuilder whole(unstreamed, "chatcmpl-00000000000000cd", 1, "m", nullptr);
+  whole.Accumulate(0, LastPiece(reply, v1::FINISH_REASON_STOP));
+  const Json expected = Json::parse(whole.Body())["choices"][0]["message"]["tool_calls"];
+  ASSERT_EQ(expected.size(), 2u);
+
+  ResponseBuilder stream(r, "chatcmpl-00000000000000cd", 1, "m", nullptr);
+  const std::string sse = StreamInPieces(stream, reply, 4, v1::FINISH_REASON_STOP);
+  const std::vector<Json> deltas = Deltas(sse);
+  EXPECT_EQ(deltas[0]["role"], "assistant");
+  const std::vector<JoinedCall> calls = JoinCalls(deltas);
+  ASSERT_EQ(calls.size(), 2u) << sse;
+  for (size_t k = 0; k < 2; ++k) {
+    EXPECT_EQ(calls[k].id, expected[k]["id"]);
+    EXPECT_EQ(calls[k].name, expected[k]["function"]["name"]);
+    EXPECT_EQ(calls[k].arguments, expected[k]["function"]["arguments"]);
+  }
+  EXPECT_LT(calls[1].first_event + 5, deltas.size()) << "get_weather's name came late";
+  EXPECT_GE(calls[1].pieces, 5) << "its arguments came in one piece";
+  EXPECT_NE(calls[0].id, calls[1].id);
+  // "required" calls that stopped end with "tool_calls" (vLLM, as OpenAI), whole or streamed.
+  EXPECT_NE(sse.find(R"("finish_reason":"tool_calls")"), std::string::npos) << sse;
+  EXPECT_EQ(Json::parse(whole.Body())["choices"][0]["finish_reason"], "tool_calls");
 
   // Cut by max_tokens before a whole call: the text is the content, and no call is claimed.
-  ParsedRequest whole_request = r;
-  whole_request.stream = false;
-  ResponseBuilder whole(whole_request, "chatcmpl-00000000000000cd", 1, "m", nullptr);
-  whole.Accumulate(0, LastPiece(R"([{"name": "get_ti)", v1::FINISH_REASON_LENGTH));
-  const Json choice = Json::parse(whole.Body())["choices"][0];
+  ResponseBuilder cut(unstreamed, "chatcmpl-00000000000000cd", 1, "m", nullptr);
+  cut.Accumulate(0, LastPiece(R"([{"name": "get_ti)", v1::FINISH_REASON_LENGTH));
+  const Json choice = Json::parse(cut.Body())["choices"][0];
   EXPECT_EQ(choice["finish_reason"], "length");
   EXPECT_EQ(choice["message"]["content"], R"([{"name": "get_ti)");
   EXPECT_FALSE(choice["message"].contains("tool_calls"));
@@ -378,6 +431,65 @@ TEST(ToolParserTest, AutoRepliesAreReadForCalls) {
   for (const Json& delta : Deltas(text_sse)) joined += delta.value("content", "");
   EXPECT_EQ(joined, "a <b>");
   EXPECT_NE(text_sse.find(R"("finish_reason":"stop")"), std::string::npos) << text_sse;
+}
+
+// "auto" calls stream too, in each parser's format, as vLLM streams them: the content before the
+// calls, then each call's id and name once its arguments begin, then pieces of them. Whatever the
+// pieces' sizes, the deltas join to the non-streamed reply: its content and its calls, with the
+// arguments json.dumps writes (escapes, numbers and spacing rewritten).
+TEST(ToolParserTest, AutoCallsStreamAsTheModelWritesThem) {
+  const std::string args = R"({"city" : "Zürich \"old\" town",  "days":3, "temp":1e2,)"
+                           R"( "tags":["a", {"b":null}]})";
+  const std::vector<std::pair<ToolCallParser, std::string>> replies = {
+      {ToolCallParser::kHermes,
+       "Let me check.\n<tool_call>\n{\"name\": \"get_weather\", "
+       "\"arguments\": " +
+           args +
+           "}\n</tool_call>\n<tool_call>\n"
+           "{\"name\": \"get_time\", \"arguments\": {}}\n</tool_call>"},
+      {ToolCallParser::kLlama3Json,
+       "Checking.\n<|python_tag|>{\"name\": \"get_weather\", "
+       "\"parameters\": " +
+           args +
+           "}; {\"name\": \"get_time\", "
+           "\"parameters\": {}}"},
+      {ToolCallParser::kMistral,
+       "Checking.[TOOL_CALLS] [{\"name\": \"get_weather\", "
+       "\"arguments\": " +
+           args +
+           "}, {\"name\": \"get_time\", "
+           "\"arguments\": {}}]"},
+  };
+  for (const auto& [parser, reply] : replies) {
+    ParsedRequest r = Chat(std::string(R"("tools": [)") + kWeather + ", " + kTime + "]");
+    r.tools.choice.parser = parser;
+    ResponseBuilder whole(r, "chatcmpl-00000000000000ef", 1, "m", nullptr);
+    whole.Accumulate(0, LastPiece(reply, v1::FINISH_REASON_STOP));
+    const Json message = Json::parse(whole.Body())["choices"][0]["message"];
+    ASSERT_EQ(message["tool_calls"].size(), 2u) << reply;
+    EXPECT_EQ(Json::parse(message["tool_calls"][0]["function"]["arguments"].get<std::string>()),
+              Json::parse(args));
+    for (const size_t step : {size_t{1}, size_t{3}, size_t{7}}) {
+      r.stream = true;
+      ResponseBuilder stream(r, "chatcmpl-00000000000000ef", 1, "m", nullptr);
+      const std::string sse = StreamInPieces(stream, reply, step, v1::FINISH_REASON_STOP);
+      const std::vector<Json> deltas = Deltas(sse);
+      std::string content;
+      for (const Json& delta : deltas) content += delta.value("content", "");
+      EXPECT_EQ(content, message["content"]) << reply;
+      const std::vector<JoinedCall> calls = JoinCalls(deltas);
+      ASSERT_EQ(calls.size(), 2u) << sse;
+      for (size_t k = 0; k < 2; ++k) {
+        EXPECT_EQ(calls[k].id, message["tool_calls"][k]["id"]);
+        EXPECT_EQ(calls[k].name, message["tool_calls"][k]["function"]["name"]);
+        EXPECT_EQ(calls[k].arguments, message["tool_calls"][k]["function"]["arguments"])
+            << "step " << step << ": " << sse;
+      }
+      EXPECT_LT(calls[0].first_event + 3, deltas.size()) << "the first call came late: " << sse;
+      EXPECT_GE(calls[0].pieces, 3) << "its arguments came in one piece: " << sse;
+      EXPECT_NE(sse.find(R"("finish_reason":"tool_calls")"), std::string::npos) << sse;
+    }
+  }
 }
 
 // The assistant turn of the fixture's tool_call_round_trip case for `template_name`, as
