@@ -74,7 +74,8 @@ FlagSet MakeRouterFlags() {
   flags.AddString("tool-call-parser", std::nullopt,
                   "How the model writes tool calls, for --enable-auto-tool-choice: hermes "
                   "(Hermes 2 Pro / 3, Qwen2.5, Qwen3), llama3_json (Llama 3.1-3.3; also "
-                  "llama4_json) or mistral (Mistral 7B v0.3, Nemo).");
+                  "llama4_json), mistral (Mistral 7B v0.3, Nemo) or pythonic (Llama 3.2, Llama 4, "
+                  "ToolACE; also llama4_pythonic).");
   flags.AddString("host", "127.0.0.1", "Address to listen on.");
   flags.AddString("workers", std::nullopt,
                   "Comma-separated worker group leader addresses (host:port,host:port).");

@@ -47,7 +47,8 @@ std::string WithoutMistralTags(std::string_view text) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), std::min<size_t>(size, 2048));
   for (const ToolCallParser parser :
-       {ToolCallParser::kHermes, ToolCallParser::kLlama3Json, ToolCallParser::kMistral}) {
+       {ToolCallParser::kHermes, ToolCallParser::kLlama3Json, ToolCallParser::kMistral,
+        ToolCallParser::kPythonic}) {
     const ParsedToolOutput parsed = headroom::router::openai::ParseToolCalls(parser, text);
     size_t content_end = text.size();
     if (parsed.calls.empty()) {

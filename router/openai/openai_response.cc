@@ -418,8 +418,9 @@ ResponseBuilder::Json ResponseBuilder::AutoToolDelta(int32_t index,
       state.holding_call = HoldsCallStart(parser, unsent.substr(ready));
       state.calls_from = state.content_sent;
     }
-    if (state.holding_call) {
-      Json calls = StreamedCallDeltas(index, ToolCallStreamer::FramingOf(parser), state);
+    const std::optional<ToolCallStreamer::Framing> framing = ToolCallStreamer::FramingOf(parser);
+    if (state.holding_call && framing.has_value()) {
+      Json calls = StreamedCallDeltas(index, *framing, state);
       if (!calls.empty()) delta["tool_calls"] = std::move(calls);
     }
   } else {

@@ -6,6 +6,7 @@
 #include "common/json_depth.h"
 #include "nlohmann/json.hpp"
 #include "router/jinja/value.h"
+#include "router/tokenizer/utf8.h"
 
 namespace headroom::router::openai {
 namespace {
@@ -226,6 +227,7 @@ bool JsonDumpsStream::StringByte(uint8_t byte, std::string* out) {
   }
   if (byte == '"') {
     FlushString(out);
+    if (mode_ == Mode::kInvalid) return true;
     if (out != nullptr) *out += '"';
     if (in_key_) {
       mode_ = Mode::kColon;
@@ -255,21 +257,7 @@ bool JsonDumpsStream::StringByte(uint8_t byte, std::string* out) {
 }
 
 void JsonDumpsStream::AppendCodePoint(uint32_t cp) {
-  if (cp < 0x80) {
-    chars_.push_back(static_cast<char>(cp));
-  } else if (cp < 0x800) {
-    chars_.push_back(static_cast<char>(0xC0 | (cp >> 6)));
-    chars_.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else if (cp < 0x10000) {
-    chars_.push_back(static_cast<char>(0xE0 | (cp >> 12)));
-    chars_.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    chars_.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else {
-    chars_.push_back(static_cast<char>(0xF0 | (cp >> 18)));
-    chars_.push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-    chars_.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    chars_.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  }
+  utf8::Append(static_cast<char32_t>(cp), chars_);
 }
 
 void JsonDumpsStream::FlushString(std::string* out) {
@@ -281,6 +269,12 @@ void JsonDumpsStream::FlushString(std::string* out) {
     --whole;  // the lead byte
   }
   if (whole == 0) return;
+  // Lead and continuation bytes were counted; overlong forms, surrogates and bytes past U+10FFFF
+  // are not JSON text either.
+  if (!utf8::IsValid(std::string_view(chars_).substr(0, whole))) {
+    mode_ = Mode::kInvalid;
+    return;
+  }
   if (out != nullptr) {
     std::optional<std::string> text = Dumps(Json(chars_.substr(0, whole)));
     if (!text.has_value()) {
@@ -420,7 +414,7 @@ void ToolCallStreamer::Read(std::string_view text) {
   }
 }
 
-ToolCallStreamer::Framing ToolCallStreamer::FramingOf(ToolCallParser parser) {
+std::optional<ToolCallStreamer::Framing> ToolCallStreamer::FramingOf(ToolCallParser parser) {
   switch (parser) {
     case ToolCallParser::kHermes:
       return Framing::kHermes;
@@ -428,8 +422,10 @@ ToolCallStreamer::Framing ToolCallStreamer::FramingOf(ToolCallParser parser) {
       return Framing::kLlama3;
     case ToolCallParser::kMistral:
       return Framing::kMistral;
+    case ToolCallParser::kPythonic:
+      return std::nullopt;
   }
-  return Framing::kHermes;
+  return std::nullopt;
 }
 
 void ToolCallStreamer::StartObject() {

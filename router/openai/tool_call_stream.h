@@ -139,7 +139,8 @@ class ToolCallStreamer {
     kMistral,    // [TOOL_CALLS][{...}, {...}]
     kJsonArray,  // [{"name", "parameters"}, ...]: tool_choice "required"
   };
-  static Framing FramingOf(ToolCallParser parser);
+  // nullopt for pythonic replies, whose calls come whole in the last event.
+  static std::optional<Framing> FramingOf(ToolCallParser parser);
 
   explicit ToolCallStreamer(Framing framing) : framing_(framing) {}
 

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/json_depth.h"
 #include "nlohmann/json.hpp"
+#include "router/openai/pythonic_calls.h"
 #include "router/tokenizer/string_util.h"
 
 namespace headroom::router::openai {
@@ -19,6 +20,7 @@ constexpr std::string_view kHermesStart = "<tool_call>";
 constexpr std::string_view kHermesEnd = "</tool_call>";
 constexpr std::string_view kPythonTag = "<|python_tag|>";
 constexpr std::string_view kMistralStart = "[TOOL_CALLS]";
+constexpr std::string_view kPythonStart = "<|python_start|>";
 
 // A model's JSON, or a discarded value when it is not JSON or nests too deep to walk.
 Json ParseJson(std::string_view text) {
@@ -167,12 +169,24 @@ size_t BeforeTag(std::string_view text, std::string_view tag) {
   return text.size();
 }
 
+// A pythonic reply so far: only whitespace, or it starts (after whitespace) with '[' or with
+// <|python_start|> or a beginning of it.
+bool PythonicMayBeCalls(std::string_view text) {
+  const size_t first = text.find_first_not_of(" \t\n\r\v\f");
+  if (first == std::string_view::npos) return true;
+  const std::string_view rest = text.substr(first);
+  if (rest.front() == '[') return true;
+  const size_t n = std::min(rest.size(), kPythonStart.size());
+  return rest.substr(0, n) == kPythonStart.substr(0, n);
+}
+
 }  // namespace
 
 absl::StatusOr<ToolCallParser> ParseToolCallParserName(std::string_view name) {
   if (name == "hermes") return ToolCallParser::kHermes;
   if (name == "llama3_json" || name == "llama4_json") return ToolCallParser::kLlama3Json;
   if (name == "mistral") return ToolCallParser::kMistral;
+  if (name == "pythonic" || name == "llama4_pythonic") return ToolCallParser::kPythonic;
   return absl::InvalidArgumentError(absl::StrCat("unknown tool-call parser \"", Sv(name),
                                                  "\" (supported: ", kToolCallParserNames, ")"));
 }
@@ -185,6 +199,12 @@ ParsedToolOutput ParseToolCalls(ToolCallParser parser, std::string_view text) {
       return ParseLlama3Json(text);
     case ToolCallParser::kMistral:
       return ParseMistral(text);
+    case ToolCallParser::kPythonic: {
+      // The whole reply is the list, or it is content (vLLM's rule).
+      std::optional<std::vector<ToolCall>> calls = ParsePythonicCalls(text);
+      if (!calls.has_value()) return PlainContent(text);
+      return {std::nullopt, *std::move(calls)};
+    }
   }
   return PlainContent(text);
 }
@@ -202,6 +222,10 @@ size_t StreamableContent(ToolCallParser parser, std::string_view text) {
       while (ready > 0 && absl::ascii_isspace(static_cast<unsigned char>(text[ready - 1]))) --ready;
       return ready;
     }
+    case ToolCallParser::kPythonic:
+      // A reply that is (or may still become) a list of calls is held whole: none of it is
+      // content until the end shows whether it parses.
+      return PythonicMayBeCalls(text) ? 0 : text.size();
   }
   return text.size();
 }
@@ -215,6 +239,13 @@ bool HoldsCallStart(ToolCallParser parser, std::string_view held) {
     case ToolCallParser::kLlama3Json:
       return held.find('{') != std::string_view::npos ||
              held.find(kPythonTag) != std::string_view::npos;
+    case ToolCallParser::kPythonic: {
+      // The list or Llama 4's tag has begun (not just whitespace or a beginning of the tag).
+      const size_t first = held.find_first_not_of(" \t\n\r\v\f");
+      if (first == std::string_view::npos) return false;
+      const std::string_view rest = held.substr(first);
+      return rest.front() == '[' || rest.substr(0, kPythonStart.size()) == kPythonStart;
+    }
   }
   return false;
 }

@@ -12,6 +12,9 @@
 //                "arguments"}. [TOOL_CALLS] is a special token, so the HTTP front keeps special
 //                tokens in such a reply's text (KeepsSpecialTokens), and the calls get 9-character
 //                ids, which Mistral's template requires of a tool_call_id.
+//   pythonic     Llama 3.2, Llama 4, ToolACE (also llama4_pythonic): the whole reply a Python
+//                list of calls, `[get_weather(city="Paris")]`, between Llama 4's <|python_start|>
+//                and <|python_end|> or not (pythonic_calls.h).
 // Pure functions.
 #pragma once
 
@@ -26,7 +29,8 @@
 namespace headroom::router::openai {
 
 // The names --tool-call-parser takes.
-inline constexpr char kToolCallParserNames[] = "hermes, llama3_json, llama4_json, mistral";
+inline constexpr char kToolCallParserNames[] =
+    "hermes, llama3_json, llama4_json, mistral, pythonic, llama4_pythonic";
 
 // "hermes" -> kHermes, ...; InvalidArgument naming the supported parsers otherwise.
 absl::StatusOr<ToolCallParser> ParseToolCallParserName(std::string_view name);

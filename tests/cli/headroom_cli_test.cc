@@ -263,10 +263,10 @@ TEST(HeadroomCliTest, RouterAutoToolChoiceNeedsAKnownParser) {
   ExpectRefused(r);
   EXPECT_THAT(r.err, HasSubstr("--enable-auto-tool-choice needs --tool-call-parser"));
   r = RunHeadroom({"router", "--workers", "127.0.0.1:1", "--enable-auto-tool-choice",
-                   "--tool-call-parser", "pythonic"});
+                   "--tool-call-parser", "granite"});
   ExpectRefused(r);
-  EXPECT_THAT(r.err, HasSubstr("unknown tool-call parser \"pythonic\" (supported: hermes, "
-                               "llama3_json, llama4_json, mistral)"));
+  EXPECT_THAT(r.err, HasSubstr("unknown tool-call parser \"granite\" (supported: hermes, "
+                               "llama3_json, llama4_json, mistral, pythonic, llama4_pythonic)"));
 }
 
 TEST(HeadroomCliTest, RouterBadDiscoveryTargetNamesTheBadPart) {

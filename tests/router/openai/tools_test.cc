@@ -357,7 +357,7 @@ TEST(ToolParserTest, HermesIsTheFormatQwen25sTemplateAsksFor) {
     EXPECT_TRUE(none.calls.empty()) << text;
     EXPECT_EQ(none.content, std::string(text));
   }
-  EXPECT_FALSE(ParseToolCallParserName("pythonic").ok());
+  EXPECT_FALSE(ParseToolCallParserName("granite").ok());
 }
 
 TEST(ToolParserTest, StreamingHoldsBackWhatMayStartACall) {
@@ -623,6 +623,81 @@ TEST(ToolParserTest, MistralReadsToolCallsArrays) {
   EXPECT_TRUE(KeepsSpecialTokens(ToolCallParser::kMistral));
   EXPECT_FALSE(KeepsSpecialTokens(ToolCallParser::kHermes));
   EXPECT_EQ(StreamableContent(ToolCallParser::kMistral, "Ok [TOOL_"), 3u);
+}
+
+// The pythonic format (vLLM's pythonic / llama4_pythonic) against Python itself: the fixture's
+// replies (hand-written and mutated) labelled by ast.parse + ast.literal_eval + json.dumps
+// (scripts/gen_pythonic_fixtures.py). A reply Python reads as a list of calls gives those calls,
+// arguments byte for byte; any other is all content.
+TEST(ToolParserTest, PythonicReadsWhatPythonReads) {
+  std::ifstream in(std::string(std::getenv("HEADROOM_SOURCE_DIR")) +
+                   "/tests/router/openai/fixtures/pythonic_calls.json");
+  ASSERT_TRUE(in.good()) << "missing fixture pythonic_calls.json";
+  const Json fixture = Json::parse(in);
+  int read = 0;
+  int content = 0;
+  for (const Json& c : fixture["cases"]) {
+    const std::string text = c["text"].get<std::string>();
+    const ParsedToolOutput parsed = ParseToolCalls(ToolCallParser::kPythonic, text);
+    if (c["calls"].is_null()) {
+      EXPECT_TRUE(parsed.calls.empty()) << text;
+      EXPECT_EQ(parsed.content, text);
+      ++content;
+      continue;
+    }
+    ASSERT_EQ(parsed.calls.size(), c["calls"].size()) << text;
+    EXPECT_FALSE(parsed.content.has_value()) << text;
+    for (size_t k = 0; k < parsed.calls.size(); ++k) {
+      EXPECT_EQ(parsed.calls[k].name, c["calls"][k]["name"]) << text;
+      EXPECT_EQ(parsed.calls[k].arguments, c["calls"][k]["arguments"]) << text;
+    }
+    ++read;
+  }
+  EXPECT_GT(read, 60);
+  EXPECT_GT(content, 300);
+  EXPECT_EQ(ParseToolCallParserName("llama4_pythonic").value(), ToolCallParser::kPythonic);
+}
+
+// Streaming a pythonic reply: the whole reply is the list or it is content, so one that starts
+// like a list (or like Llama 4's tag) is held back; the calls come in the last event. Text that
+// does not start so streams as content at once.
+TEST(ToolParserTest, PythonicRepliesAreHeldWhileTheyMayBeCalls) {
+  const auto streamable = [](std::string_view text) {
+    return StreamableContent(ToolCallParser::kPythonic, text);
+  };
+  EXPECT_EQ(streamable("  "), 0u);
+  EXPECT_EQ(streamable(" [get_weather(ci"), 0u);
+  EXPECT_EQ(streamable("<|python_st"), 0u);
+  EXPECT_EQ(streamable("<b>Hi"), 5u);
+  EXPECT_EQ(streamable("The answer"), 10u);
+  EXPECT_TRUE(HoldsCallStart(ToolCallParser::kPythonic, "\n[f("));
+  EXPECT_FALSE(HoldsCallStart(ToolCallParser::kPythonic, "<|pyth")) << "may still be text";
+
+  ParsedRequest r = Chat(std::string(R"("tools": [)") + kWeather + ", " + kTime + "]");
+  r.tools.choice.parser = ToolCallParser::kPythonic;
+  r.stream = true;
+  ResponseBuilder stream(r, "chatcmpl-00000000000000ef", 1, "m", nullptr);
+  const std::string sse = StreamInPieces(
+      stream, R"([get_weather(city="Paris", unit='c'), get_time()])", 5, v1::FINISH_REASON_STOP);
+  const std::vector<Json> deltas = Deltas(sse);
+  const std::vector<JoinedCall> calls = JoinCalls(deltas);
+  ASSERT_EQ(calls.size(), 2u) << sse;
+  EXPECT_EQ(calls[0].name, "get_weather");
+  EXPECT_EQ(calls[0].arguments, R"({"city": "Paris", "unit": "c"})");
+  EXPECT_EQ(calls[1].arguments, "{}");
+  EXPECT_EQ(calls[0].first_event, deltas.size() - 1) << "whole, in the last event";
+  std::string content;
+  for (const Json& delta : deltas) content += delta.value("content", "");
+  EXPECT_EQ(content, "");
+  EXPECT_NE(sse.find(R"("finish_reason":"tool_calls")"), std::string::npos) << sse;
+
+  ResponseBuilder text(r, "chatcmpl-00000000000000ef", 1, "m", nullptr);
+  const std::string text_sse =
+      StreamInPieces(text, "[1] is a list, not a call", 4, v1::FINISH_REASON_STOP);
+  content.clear();
+  for (const Json& delta : Deltas(text_sse)) content += delta.value("content", "");
+  EXPECT_EQ(content, "[1] is a list, not a call");
+  EXPECT_NE(text_sse.find(R"("finish_reason":"stop")"), std::string::npos) << text_sse;
 }
 
 // Mistral's template refuses a tool_call_id that is not 9 letters and digits, so an auto reply

@@ -1,0 +1,463 @@
+#include "router/openai/pythonic_calls.h"
+
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <limits>
+#include <string>
+#include <utility>
+
+#include "absl/strings/ascii.h"
+#include "common/json_depth.h"
+#include "nlohmann/json.hpp"
+#include "router/jinja/value.h"
+#include "router/tokenizer/utf8.h"
+
+namespace headroom::router::openai {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+constexpr std::string_view kPythonStart = "<|python_start|>";
+constexpr std::string_view kPythonEnd = "<|python_end|>";
+
+constexpr std::array<std::string_view, 35> kKeywords = {
+    "False", "None",     "True",  "and",    "as",   "assert", "async",  "await",    "break",
+    "class", "continue", "def",   "del",    "elif", "else",   "except", "finally",  "for",
+    "from",  "global",   "if",    "import", "in",   "is",     "lambda", "nonlocal", "not",
+    "or",    "pass",     "raise", "return", "try",  "while",  "with",   "yield"};
+
+bool IsNameStart(char c) { return absl::ascii_isalpha(static_cast<unsigned char>(c)) || c == '_'; }
+bool IsNameChar(char c) { return absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '_'; }
+
+// Appends code point `cp` as UTF-8; false for a surrogate or past U+10FFFF (not text).
+bool AppendUtf8(uint32_t cp, std::string* out) {
+  if ((cp >= 0xD800 && cp <= 0xDFFF) || cp > 0x10FFFF) return false;
+  utf8::Append(static_cast<char32_t>(cp), *out);
+  return true;
+}
+
+// A recursive-descent reader of the Python the format uses, over `text` (the list, stripped).
+class Reader {
+ public:
+  explicit Reader(std::string_view text) : text_(text) {}
+
+  std::optional<std::vector<ToolCall>> Calls() {
+    if (!Eat('[')) return std::nullopt;
+    std::vector<ToolCall> calls;
+    while (true) {
+      SkipSpace();
+      if (Eat(']')) break;
+      std::optional<ToolCall> call = Call();
+      if (!call.has_value()) return std::nullopt;
+      calls.push_back(*std::move(call));
+      SkipSpace();
+      if (Eat(']')) break;
+      if (!Eat(',')) return std::nullopt;
+    }
+    SkipSpace();
+    if (pos_ != text_.size() || calls.empty()) return std::nullopt;
+    return calls;
+  }
+
+ private:
+  // Whitespace between tokens inside brackets (Python joins their lines), and a backslash at a
+  // line's end.
+  void SkipSpace() {
+    while (pos_ < text_.size()) {
+      const char c = text_[pos_];
+      if (c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f') {
+        ++pos_;
+      } else if (c == '\\' && pos_ + 1 < text_.size() && text_[pos_ + 1] == '\n') {
+        pos_ += 2;
+      } else {
+        break;
+      }
+    }
+  }
+  bool Eat(char c) {
+    if (pos_ < text_.size() && text_[pos_] == c) {
+      ++pos_;
+      return true;
+    }
+    return false;
+  }
+  [[nodiscard]] char Peek(size_t ahead = 0) const {
+    return pos_ + ahead < text_.size() ? text_[pos_ + ahead] : '\0';
+  }
+
+  std::string_view Name() {
+    const size_t start = pos_;
+    if (!IsNameStart(Peek())) return {};
+    while (IsNameChar(Peek())) ++pos_;
+    return text_.substr(start, pos_ - start);
+  }
+  static bool IsKeyword(std::string_view name) {
+    for (const std::string_view k : kKeywords) {
+      if (name == k) return true;
+    }
+    return false;
+  }
+
+  // name(kw=value, ...)
+  std::optional<ToolCall> Call() {
+    const std::string_view name = Name();
+    if (name.empty() || IsKeyword(name)) return std::nullopt;
+    SkipSpace();
+    if (!Eat('(')) return std::nullopt;
+    Json arguments = Json::object();
+    while (true) {
+      SkipSpace();
+      if (Eat(')')) break;
+      const std::string_view keyword = Name();
+      if (keyword.empty() || IsKeyword(keyword)) return std::nullopt;  // positional, **, ...
+      SkipSpace();
+      if (!Eat('=') || Peek() == '=') return std::nullopt;  // not a comparison
+      SkipSpace();
+      std::optional<Json> value = Value(0);
+      if (!value.has_value()) return std::nullopt;
+      arguments[std::string(keyword)] = *std::move(value);  // a repeated one: its last value
+      SkipSpace();
+      if (Eat(')')) break;
+      if (!Eat(',')) return std::nullopt;
+    }
+    absl::StatusOr<std::string> text = jinja::ToJson(jinja::Value::FromJson(arguments), {});
+    if (!text.ok()) return std::nullopt;
+    return ToolCall{std::string(name), *std::move(text)};
+  }
+
+  // A literal, as ast.literal_eval takes it.
+  std::optional<Json> Value(int depth) {
+    if (depth > kMaxJsonNesting) return std::nullopt;
+    SkipSpace();
+    const char c = Peek();
+    if (c == '[') return Sequence(depth, ']');
+    if (c == '{') return Dict(depth);
+    if (c == '(') return Parenthesized(depth);
+    if (c == '-' || c == '+') {  // one sign, on a number literal (in parentheses or not)
+      ++pos_;
+      SkipSpace();
+      int parens = 0;
+      while (Eat('(')) {
+        ++parens;
+        SkipSpace();
+      }
+      std::optional<Json> number = Number(c == '-');
+      for (; number.has_value() && parens > 0; --parens) {
+        SkipSpace();
+        if (!Eat(')')) return std::nullopt;
+      }
+      return number;
+    }
+    if ((c >= '0' && c <= '9') || (c == '.' && Peek(1) >= '0' && Peek(1) <= '9')) {
+      return Number(false);
+    }
+    if (IsStringStart()) return Strings();
+    const std::string_view name = Name();
+    if (name == "True") return Json(true);
+    if (name == "False") return Json(false);
+    if (name == "None") return Json(nullptr);
+    return std::nullopt;
+  }
+
+  // [a, b] or (a, b): a JSON array.
+  std::optional<Json> Sequence(int depth, char close) {
+    ++pos_;
+    Json out = Json::array();
+    while (true) {
+      SkipSpace();
+      if (Eat(close)) return out;
+      std::optional<Json> item = Value(depth + 1);
+      if (!item.has_value()) return std::nullopt;
+      out.push_back(*std::move(item));
+      SkipSpace();
+      if (Eat(close)) return out;
+      if (!Eat(',')) return std::nullopt;
+    }
+  }
+
+  // () a tuple, (x) just x, (x,) and (x, y) tuples. Each item is read once (reading the first
+  // again as a tuple's would take time exponential in the nesting).
+  std::optional<Json> Parenthesized(int depth) {
+    ++pos_;
+    SkipSpace();
+    if (Eat(')')) return Json::array();
+    std::optional<Json> first = Value(depth + 1);
+    if (!first.has_value()) return std::nullopt;
+    SkipSpace();
+    if (Eat(')')) return first;
+    if (!Eat(',')) return std::nullopt;
+    Json out = Json::array();
+    out.push_back(*std::move(first));
+    while (true) {
+      SkipSpace();
+      if (Eat(')')) return out;
+      std::optional<Json> item = Value(depth + 1);
+      if (!item.has_value()) return std::nullopt;
+      out.push_back(*std::move(item));
+      SkipSpace();
+      if (Eat(')')) return out;
+      if (!Eat(',')) return std::nullopt;
+    }
+  }
+
+  // {"k": v, ...} with string keys.
+  std::optional<Json> Dict(int depth) {
+    ++pos_;
+    Json out = Json::object();
+    while (true) {
+      SkipSpace();
+      if (Eat('}')) return out;
+      if (!IsStringStart()) return std::nullopt;  // a key that is not a string
+      std::optional<Json> key = Strings();
+      if (!key.has_value()) return std::nullopt;
+      SkipSpace();
+      if (!Eat(':')) return std::nullopt;
+      std::optional<Json> value = Value(depth + 1);
+      if (!value.has_value()) return std::nullopt;
+      out[key->get<std::string>()] = *std::move(value);
+      SkipSpace();
+      if (Eat('}')) return out;
+      if (!Eat(',')) return std::nullopt;
+    }
+  }
+
+  // An int (decimal, 0x, 0o, 0b; underscores between digits) or a float.
+  std::optional<Json> Number(bool negative) {
+    std::string digits;  // without underscores
+    const auto read_digits = [&](auto is_digit) {
+      // One or more digits, single underscores between them.
+      if (!is_digit(Peek())) return false;
+      while (true) {
+        while (is_digit(Peek())) digits.push_back(text_[pos_++]);
+        if (Peek() == '_' && is_digit(Peek(1))) {
+          ++pos_;
+          continue;
+        }
+        return true;
+      }
+    };
+    const auto decimal = [](char c) { return c >= '0' && c <= '9'; };
+    if (Peek() == '0' && std::string_view("xXoObB").find(Peek(1)) != std::string_view::npos &&
+        Peek(1) != '\0') {
+      const char base_letter =
+          static_cast<char>(absl::ascii_tolower(static_cast<unsigned char>(Peek(1))));
+      const int base = base_letter == 'x' ? 16 : base_letter == 'o' ? 8 : 2;
+      pos_ += 2;
+      if (Peek() == '_') ++pos_;  // 0x_1F
+      const auto in_base = [base](char c) {
+        if (base == 16) return absl::ascii_isxdigit(static_cast<unsigned char>(c));
+        return c >= '0' && c < static_cast<char>('0' + base);
+      };
+      if (!read_digits(in_base) || IsNameChar(Peek())) return std::nullopt;
+      return Integer(digits, base, negative);
+    }
+    bool is_float = false;
+    if (Peek() != '.') {
+      if (!read_digits(decimal)) return std::nullopt;
+    }
+    if (Peek() == '.') {
+      is_float = true;
+      digits.push_back(text_[pos_++]);
+      if (decimal(Peek()) && !read_digits(decimal)) return std::nullopt;
+    }
+    if (Peek() == 'e' || Peek() == 'E') {
+      is_float = true;
+      digits.push_back(text_[pos_++]);
+      if (Peek() == '+' || Peek() == '-') digits.push_back(text_[pos_++]);
+      if (!read_digits(decimal)) return std::nullopt;
+    }
+    if (IsNameChar(Peek()) || Peek() == '.') return std::nullopt;  // 1j, 1x, 1.2.3
+    if (digits == ".") return std::nullopt;
+    if (!is_float) {
+      // Leading zeros only for zero itself ("00" is 0, "01" a syntax error).
+      if (digits.size() > 1 && digits[0] == '0' &&
+          digits.find_first_not_of('0') != std::string::npos) {
+        return std::nullopt;
+      }
+      return Integer(digits, 10, negative);
+    }
+    const double value = std::strtod(digits.c_str(), nullptr);
+    if (!std::isfinite(value)) return std::nullopt;
+    return Json(negative ? -value : value);
+  }
+
+  static std::optional<Json> Integer(const std::string& digits, int base, bool negative) {
+    // Within int64, as the router's JSON holds it (Python's ints are unbounded).
+    constexpr uint64_t kLimit = uint64_t{1} << 63;
+    uint64_t magnitude = 0;
+    for (const char c : digits) {
+      const int d = absl::ascii_isdigit(static_cast<unsigned char>(c))
+                        ? c - '0'
+                        : absl::ascii_tolower(static_cast<unsigned char>(c)) - 'a' + 10;
+      if (magnitude > (kLimit - static_cast<uint64_t>(d)) / static_cast<uint64_t>(base)) {
+        return std::nullopt;
+      }
+      magnitude = magnitude * static_cast<uint64_t>(base) + static_cast<uint64_t>(d);
+    }
+    if (negative) {
+      if (magnitude == kLimit) return Json(std::numeric_limits<int64_t>::min());
+      return Json(-static_cast<int64_t>(magnitude));
+    }
+    if (magnitude == kLimit) return std::nullopt;
+    return Json(static_cast<int64_t>(magnitude));
+  }
+
+  // A string literal starts here: a quote, or the prefixes r and u (any case) before one.
+  [[nodiscard]] bool IsStringStart() const {
+    size_t at = pos_;
+    if (at < text_.size() &&
+        (text_[at] == 'r' || text_[at] == 'R' || text_[at] == 'u' || text_[at] == 'U')) {
+      ++at;
+    }
+    return at < text_.size() && (text_[at] == '"' || text_[at] == '\'');
+  }
+
+  // One or more adjacent string literals, joined (Python's "a" "b").
+  std::optional<Json> Strings() {
+    std::string out;
+    do {
+      if (!String(&out)) return std::nullopt;
+      SkipSpace();
+    } while (IsStringStart());
+    return Json(std::move(out));
+  }
+
+  bool String(std::string* out) {
+    bool raw = false;
+    if (Peek() == 'r' || Peek() == 'R') {
+      raw = true;
+      ++pos_;
+    } else if (Peek() == 'u' || Peek() == 'U') {
+      ++pos_;
+    }
+    const char quote = Peek();
+    const bool triple = Peek(1) == quote && Peek(2) == quote;
+    pos_ += triple ? 3 : 1;
+    while (true) {
+      if (pos_ >= text_.size()) return false;  // unterminated
+      const char c = text_[pos_];
+      if (c == quote && (!triple || (Peek(1) == quote && Peek(2) == quote))) {
+        pos_ += triple ? 3 : 1;
+        return true;
+      }
+      if (c == '\n' && !triple) return false;
+      if (c != '\\') {
+        out->push_back(c);
+        ++pos_;
+        continue;
+      }
+      if (pos_ + 1 >= text_.size()) return false;
+      const char e = text_[pos_ + 1];
+      if (raw) {
+        // A backslash stays, and keeps the next character (even a quote) in the string.
+        out->push_back('\\');
+        out->push_back(e);
+        pos_ += 2;
+        continue;
+      }
+      pos_ += 2;
+      if (!Escape(e, out)) return false;
+    }
+  }
+
+  // The escape `\e` (pos_ past it) of a non-raw string.
+  bool Escape(char e, std::string* out) {
+    switch (e) {
+      case '\n':
+        return true;  // a line continuation
+      case '\\':
+      case '\'':
+      case '"':
+        out->push_back(e);
+        return true;
+      case 'a':
+        out->push_back('\a');
+        return true;
+      case 'b':
+        out->push_back('\b');
+        return true;
+      case 'f':
+        out->push_back('\f');
+        return true;
+      case 'n':
+        out->push_back('\n');
+        return true;
+      case 'r':
+        out->push_back('\r');
+        return true;
+      case 't':
+        out->push_back('\t');
+        return true;
+      case 'v':
+        out->push_back('\v');
+        return true;
+      case 'x':
+        return Hex(2, out);
+      case 'u':
+        return Hex(4, out);
+      case 'U':
+        return Hex(8, out);
+      case 'N':
+        return false;  // \N{NAME}: names are not known here
+      default:
+        break;
+    }
+    if (e >= '0' && e <= '7') {  // up to three octal digits
+      uint32_t value = static_cast<uint32_t>(e - '0');
+      for (int n = 1; n < 3 && Peek() >= '0' && Peek() <= '7'; ++n) {
+        value = value * 8 + static_cast<uint32_t>(text_[pos_++] - '0');
+      }
+      return AppendUtf8(value, out);
+    }
+    // Not an escape: Python keeps the backslash and the character.
+    out->push_back('\\');
+    out->push_back(e);
+    return true;
+  }
+
+  bool Hex(int count, std::string* out) {
+    uint32_t value = 0;
+    for (int n = 0; n < count; ++n) {
+      const char c = Peek();
+      if (!absl::ascii_isxdigit(static_cast<unsigned char>(c))) return false;
+      value = value * 16 + static_cast<uint32_t>(
+                               absl::ascii_isdigit(static_cast<unsigned char>(c))
+                                   ? c - '0'
+                                   : absl::ascii_tolower(static_cast<unsigned char>(c)) - 'a' + 10);
+      ++pos_;
+    }
+    return AppendUtf8(value, out);
+  }
+
+  std::string_view text_;
+  size_t pos_ = 0;
+};
+
+// Python's str.strip() of the ASCII whitespace.
+std::string_view Strip(std::string_view text) {
+  constexpr std::string_view kSpace = " \t\n\r\v\f";
+  const size_t first = text.find_first_not_of(kSpace);
+  if (first == std::string_view::npos) return {};
+  return text.substr(first, text.find_last_not_of(kSpace) - first + 1);
+}
+
+}  // namespace
+
+std::optional<std::vector<ToolCall>> ParsePythonicCalls(std::string_view reply) {
+  if (!utf8::IsValid(reply)) return std::nullopt;  // Python reads text; JSON needs it too
+  std::string_view body = Strip(reply);
+  if (body.substr(0, kPythonStart.size()) == kPythonStart) {
+    body.remove_prefix(kPythonStart.size());
+    if (body.size() >= kPythonEnd.size() &&
+        body.substr(body.size() - kPythonEnd.size()) == kPythonEnd) {
+      body.remove_suffix(kPythonEnd.size());
+    }
+    body = Strip(body);
+  }
+  if (body.empty() || body.front() != '[') return std::nullopt;
+  return Reader(body).Calls();
+}
+
+}  // namespace headroom::router::openai
