@@ -76,6 +76,10 @@ FlagSet MakeRouterFlags() {
                   "(Hermes 2 Pro / 3, Qwen2.5, Qwen3), llama3_json (Llama 3.1-3.3; also "
                   "llama4_json), mistral (Mistral 7B v0.3, Nemo) or pythonic (Llama 3.2, Llama 4, "
                   "ToolACE; also llama4_pythonic).");
+  flags.AddString("reasoning-parser", std::nullopt,
+                  "Split a thinking model's chat replies into reasoning_content (between <think> "
+                  "and </think>) and content, as vLLM's --reasoning-parser: deepseek_r1 (DeepSeek "
+                  "R1 and its distills, QwQ) or qwen3 (Qwen3).");
   flags.AddString("host", "127.0.0.1", "Address to listen on.");
   flags.AddString("workers", std::nullopt,
                   "Comma-separated worker group leader addresses (host:port,host:port).");
@@ -240,6 +244,10 @@ absl::Status Serve(const FlagSet& flags, const sigset_t& stop_signals, std::ostr
     }
     HR_ASSIGN_OR_RETURN(tool_call_parser, router::openai::ParseToolCallParserName(*name));
   }
+  std::optional<router::openai::ReasoningParser> reasoning_parser;
+  if (const std::optional<std::string> name = flags.GetString("reasoning-parser")) {
+    HR_ASSIGN_OR_RETURN(reasoning_parser, router::openai::ParseReasoningParserName(*name));
+  }
 
   const double prefix_affinity_weight = *flags.GetDouble("prefix-affinity-weight");
   if (!(prefix_affinity_weight >= 0 && prefix_affinity_weight <= 1e6)) {
@@ -303,6 +311,7 @@ absl::Status Serve(const FlagSet& flags, const sigset_t& stop_signals, std::ostr
         .tokenizer = tokenizer.get(),
         .chat_template = std::move(chat_template),
         .tool_call_parser = tool_call_parser,
+        .reasoning_parser = reasoning_parser,
         .api_key = api_key,
         .registry = &registry,
         // Liveness: the router answers while it runs; readiness (a group is up) is the gRPC

@@ -166,6 +166,14 @@ void HttpFrontend::Generate(const http::HttpRequest& request, bool chat,
         parsed->generate.mutable_sampling()->set_skip_special_tokens(false);
       }
     }
+    // A constrained reply (structured output, a named or "required" call) is held to its
+    // grammar from the first token, so it cannot think: it is not split. (vLLM instead starts
+    // the grammar after the reasoning.)
+    const v1::SamplingParams& asked = parsed->generate.sampling();
+    const bool constrained = asked.json_object() || !asked.json_schema().empty() ||
+                             !asked.guided_regex().empty() || asked.guided_choice_size() > 0 ||
+                             asked.allowed_token_ids_size() > 0;
+    if (!constrained) parsed->reasoning_parser = options_.reasoning_parser;
     const Tokenizer& tokenizer = *options_.tokenizer;
     absl::StatusOr<std::vector<int32_t>> ids = ChatPromptIds(*parsed);
     if (!ids.ok()) {

@@ -59,6 +59,8 @@ struct HttpFrontendOptions {
   // How replies under tool_choice "auto" are read for calls (--tool-call-parser with
   // --enable-auto-tool-choice); nullopt: "auto" answers 400 saying what to use instead.
   std::optional<openai::ToolCallParser> tool_call_parser = std::nullopt;
+  // --reasoning-parser: chat replies are split into reasoning_content and content; nullopt: not.
+  std::optional<openai::ReasoningParser> reasoning_parser = std::nullopt;
   // Required as "Authorization: Bearer <key>" on /v1/*; empty = no key.
   std::string api_key;
   // /metrics; must outlive the frontend.

@@ -16,6 +16,7 @@
 #include "headroom/v1/inference.pb.h"
 #include "nlohmann/json.hpp"
 #include "router/openai/chat_template.h"
+#include "router/openai/reasoning_parser.h"
 #include "router/openai/tools.h"
 
 namespace headroom::router::openai {
@@ -46,6 +47,9 @@ struct ParsedRequest {
   // Chat: tools for the template, and how the reply calls them (sampling.json_schema holds the
   // call's schema for tool_choice "required" or a named function).
   ToolRequest tools;
+  // Chat: how the reply is split into reasoning and content (the HTTP front sets it from
+  // --reasoning-parser, for requests the reply of which is free text); nullopt: not split.
+  std::optional<ReasoningParser> reasoning_parser;
   bool stream = false;
   // Completions: each choice's text starts with its prompt (a token id prompt detokenized).
   bool echo = false;

@@ -57,6 +57,8 @@ ResponseBuilder::ResponseBuilder(const ParsedRequest& request, std::string id, i
       prompt_logprobs_(request.prompt_logprobs),
       n_(request.n),
       tool_choice_(request.tools.choice),
+      reasoning_parser_(request.endpoint == Endpoint::kChat ? request.reasoning_parser
+                                                            : std::nullopt),
       id_(std::move(id)),
       created_(created),
       model_(std::move(model)),
@@ -220,16 +222,38 @@ ResponseBuilder::Json ResponseBuilder::ChunkEnvelope() const {
               {"model", model_}};
 }
 
-std::string ResponseBuilder::StreamEvents(int32_t index, const v1::GenerateResponse& message) {
+std::string ResponseBuilder::SplitReasoning(const v1::GenerateResponse& reply, bool final,
+                                            Choice& state,
+                                            v1::GenerateResponse* content_only) const {
+  if (!state.splitter.has_value()) state.splitter.emplace(*reasoning_parser_);
+  std::string reasoning;
+  std::string content;
+  state.splitter->Feed(reply.text(), final, &reasoning, &content);
+  state.reasoning += reasoning;
+  *content_only = reply;
+  content_only->set_text(std::move(content));
+  return reasoning;
+}
+
+std::string ResponseBuilder::StreamEvents(int32_t index, const v1::GenerateResponse& reply) {
   Choice& state = choices_.at(static_cast<size_t>(index));
-  NoteFinal(message, state);
-  const bool final = message.finish_reason() != v1::FINISH_REASON_UNSPECIFIED;
+  NoteFinal(reply, state);
+  const bool final = reply.finish_reason() != v1::FINISH_REASON_UNSPECIFIED;
+  // With a reasoning parser, what follows reads only the reply's content; its reasoning goes out
+  // beside it.
+  v1::GenerateResponse content_only;
+  const std::string reasoning =
+      reasoning_parser_.has_value() ? SplitReasoning(reply, final, state, &content_only) : "";
+  const v1::GenerateResponse& message = reasoning_parser_.has_value() ? content_only : reply;
   const bool has_text = !message.text().empty();
+  const bool has_reasoning = !reasoning.empty();
   const bool has_logprobs =
       logprobs_ && (message.logprobs_size() > 0 || message.prompt_logprobs_size() > 0);
   const bool first_chat = endpoint_ == Endpoint::kChat && !state.role_sent;
   const std::string* echo = state.echoed ? nullptr : EchoPrompt(index);
-  if (!has_text && !has_logprobs && !final && !first_chat && echo == nullptr) return "";
+  if (!has_text && !has_reasoning && !has_logprobs && !final && !first_chat && echo == nullptr) {
+    return "";
+  }
 
   Json choice = Json::object();
   choice["index"] = index;
@@ -263,23 +287,32 @@ std::string ResponseBuilder::StreamEvents(int32_t index, const v1::GenerateRespo
         delta["content"] = state.text;  // cut by max_tokens: no whole call
       }
     }
-    if (delta.empty() && !final && !has_logprobs) return "";  // "required" text held back
+    if (delta.empty() && !final && !has_logprobs && !has_reasoning) return "";  // held back
     choice["delta"] = std::move(delta);
     state.role_sent = true;
   } else if (endpoint_ == Endpoint::kChat && ReadsToolCalls()) {
     Json delta = AutoToolDelta(index, message, first_chat, final, state);
-    if (delta.empty() && !final && !has_logprobs) return "";  // held back: may be a call
+    if (delta.empty() && !final && !has_logprobs && !has_reasoning) {
+      return "";  // held back: may be a call
+    }
     choice["delta"] = std::move(delta);
     state.role_sent = true;
   } else if (endpoint_ == Endpoint::kChat) {
     Json delta = Json::object();
     if (first_chat) delta["role"] = "assistant";
-    if (first_chat || has_text || has_logprobs) delta["content"] = message.text();
+    if (first_chat || has_text || (has_logprobs && !has_reasoning)) {
+      delta["content"] = message.text();
+    }
     choice["delta"] = std::move(delta);
     state.role_sent = true;
   } else {
     choice["text"] = echo != nullptr ? *echo + message.text() : message.text();
     state.echoed = true;
+  }
+  if (has_reasoning) {
+    // vLLM's field, and its newer name for it.
+    choice["delta"]["reasoning_content"] = reasoning;
+    choice["delta"]["reasoning"] = reasoning;
   }
   if (has_logprobs) {
     Json logprobs = EmptyLogprobs();
@@ -335,7 +368,14 @@ void ResponseBuilder::Accumulate(int32_t index, const v1::GenerateResponse& mess
   if (prompt_logprobs_ >= 0 && message.prompt_token_ids_size() > 0) {
     state.prompt_logprobs = PromptLogprobsJson(message);
   }
-  state.text += message.text();
+  if (reasoning_parser_.has_value()) {
+    const bool final = message.finish_reason() != v1::FINISH_REASON_UNSPECIFIED;
+    v1::GenerateResponse content_only;
+    (void)SplitReasoning(message, final, state, &content_only);
+    state.text += content_only.text();
+  } else {
+    state.text += message.text();
+  }
   if (logprobs_) AppendLogprobs(message, state.text_offset, state.logprobs);
   NoteFinal(message, state);
 }
@@ -367,6 +407,14 @@ std::string ResponseBuilder::Body() const {
           message["tool_calls"] = ToolCallsJson(static_cast<int32_t>(i), parsed.calls, false);
           called = true;
         }
+      }
+      if (reasoning_parser_.has_value()) {
+        // vLLM's shape: the reasoning (null when none, as content is when empty) under its field
+        // and its newer name.
+        const Json reasoning = state.reasoning.empty() ? Json(nullptr) : Json(state.reasoning);
+        message["reasoning_content"] = reasoning;
+        message["reasoning"] = reasoning;
+        if (message["content"] == "") message["content"] = nullptr;
       }
       choice["message"] = std::move(message);
     } else {

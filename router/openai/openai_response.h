@@ -14,6 +14,7 @@
 #include "headroom/v1/inference.pb.h"
 #include "nlohmann/json.hpp"
 #include "router/openai/openai_protocol.h"
+#include "router/openai/reasoning_parser.h"
 #include "router/openai/tool_call_stream.h"
 #include "router/tokenizer/tokenizer.h"
 
@@ -66,6 +67,10 @@ class ResponseBuilder {
     std::optional<ToolCallStreamer> call_stream;
     size_t calls_from = 0;
     std::vector<size_t> call_arguments_sent;
+    // With a reasoning parser (chat): the reply's reasoning so far (`text` is then its content),
+    // and the splitter reading the reply.
+    std::optional<ReasoningSplitter> splitter;
+    std::string reasoning;
     bool echoed = false;  // its prompt went out (echo)
     // Code points of completion text covered by logprobs so far (completions text_offset).
     int64_t text_offset = 0;
@@ -121,6 +126,10 @@ class ResponseBuilder {
   // the rest of the content and the calls.
   [[nodiscard]] Json AutoToolDelta(int32_t index, const v1::GenerateResponse& message, bool first,
                                    bool final, Choice& state) const;
+  // With a reasoning parser: splits `reply`'s text, keeping the reasoning in `state` and writing
+  // `reply` with only its content's text to `content_only`; returns this piece's reasoning.
+  std::string SplitReasoning(const v1::GenerateResponse& reply, bool final, Choice& state,
+                             v1::GenerateResponse* content_only) const;
   // A "required" reply whose calls ended by STOP: finish_reason "tool_calls", as vLLM says.
   [[nodiscard]] bool RequiredCallsStopped(const Choice& choice) const;
   static Json FinishReasonJson(const Choice& choice);
@@ -133,6 +142,7 @@ class ResponseBuilder {
   int32_t prompt_logprobs_;
   int32_t n_;
   ToolChoice tool_choice_;
+  std::optional<ReasoningParser> reasoning_parser_;
   std::string id_;
   int64_t created_;
   std::string model_;

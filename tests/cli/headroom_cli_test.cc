@@ -269,6 +269,14 @@ TEST(HeadroomCliTest, RouterAutoToolChoiceNeedsAKnownParser) {
                                "llama3_json, llama4_json, mistral, pythonic, llama4_pythonic)"));
 }
 
+TEST(HeadroomCliTest, RouterReasoningParserMustBeKnown) {
+  const RunResult r =
+      RunHeadroom({"router", "--workers", "127.0.0.1:1", "--reasoning-parser", "granite"});
+  ExpectRefused(r);
+  EXPECT_THAT(r.err, HasSubstr("unknown reasoning parser \"granite\" (supported: deepseek_r1, "
+                               "qwen3)"));
+}
+
 TEST(HeadroomCliTest, RouterBadDiscoveryTargetNamesTheBadPart) {
   const RunResult r = RunHeadroom({"router", "--discovery", "dns:///groups.svc"});
   ExpectRefused(r);

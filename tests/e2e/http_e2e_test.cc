@@ -898,6 +898,33 @@ TEST_F(HttpE2eTest, AutoToolChoiceNeedsTheParserFlags) {
       R"re(\{"name": "get_weather", "parameters": \{"city": "(Paris|Oslo)"\}\})re");
 }
 
+// --reasoning-parser qwen3: chat messages carry reasoning_content and reasoning (vLLM's fields);
+// the fixture model does not think, so its reply is all content and the reasoning null, as a
+// Qwen3 reply without <think> is. A constrained reply is not split: guided_regex makes the model
+// write the tags, and they stay in the content, since the grammar held it from the first token.
+// (The split itself is tested on the response builder: tests/router/openai/reasoning_parser_test.)
+TEST_F(HttpE2eTest, ReasoningParserAddsTheReasoningFields) {
+  const ExtraRouter router = StartRouterOver(*cluster_, {"--reasoning-parser", "qwen3"});
+  ASSERT_NE(router.http_port, 0) << "the router did not start";
+  Json chat = {{"messages", {{{"role", "user"}, {"content", "2+2?"}}}}, {"max_tokens", 6}};
+  const HttpResponse plain =
+      HttpRequestTo(router.http_port, "POST", "/v1/chat/completions", chat.dump());
+  ASSERT_EQ(plain.status, 200) << plain.body;
+  const Json message = Json::parse(plain.body)["choices"][0]["message"];
+  ASSERT_TRUE(message.contains("reasoning_content")) << plain.body;
+  EXPECT_TRUE(message["reasoning_content"].is_null()) << plain.body;
+  EXPECT_TRUE(message["reasoning"].is_null()) << plain.body;
+
+  chat["max_tokens"] = 32;
+  chat["guided_regex"] = "<think>ab</think>cd";
+  const HttpResponse guided =
+      HttpRequestTo(router.http_port, "POST", "/v1/chat/completions", chat.dump());
+  ASSERT_EQ(guided.status, 200) << guided.body;
+  const Json written = Json::parse(guided.body)["choices"][0]["message"];
+  EXPECT_EQ(written["content"], "<think>ab</think>cd") << guided.body;
+  EXPECT_FALSE(written.contains("reasoning_content")) << guided.body;
+}
+
 // --chat-template FILE: the router renders the file's Jinja (the prompt is what it wrote: the
 // byte tokenizer counts one token per byte, and /tokenize with messages shows it), passes
 // chat_template_kwargs, tools and tool messages to it, and a template's raise_exception is a 400

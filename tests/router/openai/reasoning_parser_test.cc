@@ -1,0 +1,187 @@
+// Reasoning outputs (vLLM's --reasoning-parser): a reply is split into reasoning and content the
+// same way fed whole or in pieces of any size, tags split across pieces included; and the chat
+// response carries them as vLLM does (reasoning_content / reasoning, content), whole and
+// streamed, with tool calls read from the content only.
+#include "router/openai/reasoning_parser.h"
+
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "router/openai/openai_protocol.h"
+#include "router/openai/openai_response.h"
+
+namespace headroom::router::openai {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+struct Split {
+  std::string reasoning;
+  std::string content;
+};
+
+Split Feed(ReasoningParser parser, const std::string& reply, size_t step) {
+  ReasoningSplitter splitter(parser);
+  Split out;
+  for (size_t at = 0; at < reply.size(); at += step) {
+    const size_t before_reasoning = out.reasoning.size();
+    const size_t before_content = out.content.size();
+    splitter.Feed(std::string_view(reply).substr(at, step), at + step >= reply.size(),
+                  &out.reasoning, &out.content);
+    EXPECT_GE(out.reasoning.size(), before_reasoning);
+    EXPECT_GE(out.content.size(), before_content);
+  }
+  if (reply.empty()) splitter.Feed("", true, &out.reasoning, &out.content);
+  return out;
+}
+
+TEST(ReasoningParserTest, SplitsAtTheTagsWhateverThePieces) {
+  struct Case {
+    ReasoningParser parser;
+    std::string reply;
+    std::string reasoning;
+    std::string content;
+  };
+  using P = ReasoningParser;
+  const std::vector<Case> cases = {
+      // Qwen3 thinks only when the reply opens with <think>.
+      {P::kQwen3, "<think>\nSum 2 and 2.\n</think>\n\n4", "\nSum 2 and 2.\n", "\n\n4"},
+      {P::kQwen3, "4, no thinking", "", "4, no thinking"},
+      {P::kQwen3, "<think>cut off by max_tok", "cut off by max_tok", ""},
+      {P::kQwen3, "<thing>not a tag", "", "<thing>not a tag"},
+      {P::kQwen3, "<thi", "", "<thi"},
+      {P::kQwen3, "a</think>b", "", "a</think>b"},
+      {P::kQwen3, "", "", ""},
+      // DeepSeek R1's template opens <think> in the prompt: the reply thinks until </think>.
+      {P::kDeepSeekR1, "Sum 2 and 2.</think>4", "Sum 2 and 2.", "4"},
+      {P::kDeepSeekR1, "<think>Sum.</think>\n4", "Sum.", "\n4"},
+      {P::kDeepSeekR1, "no end tag, cut off", "no end tag, cut off", ""},
+      {P::kDeepSeekR1, "a </th b</think>c </think>", "a </th b", "c </think>"},
+  };
+  for (const Case& c : cases) {
+    for (size_t step = 1; step <= 9; ++step) {
+      const Split split = Feed(c.parser, c.reply, step);
+      EXPECT_EQ(split.reasoning, c.reasoning) << c.reply << " in pieces of " << step;
+      EXPECT_EQ(split.content, c.content) << c.reply << " in pieces of " << step;
+    }
+  }
+  EXPECT_EQ(ParseReasoningParserName("qwen3").value(), ReasoningParser::kQwen3);
+  EXPECT_EQ(ParseReasoningParserName("granite").status().message(),
+            "unknown reasoning parser \"granite\" (supported: deepseek_r1, qwen3)");
+}
+
+v1::GenerateResponse Piece(const std::string& text, bool last) {
+  v1::GenerateResponse m;
+  m.set_text(text);
+  if (last) {
+    m.set_finish_reason(v1::FINISH_REASON_STOP);
+    m.mutable_usage()->set_prompt_tokens(3);
+    m.mutable_usage()->set_completion_tokens(9);
+  }
+  return m;
+}
+
+ParsedRequest Chat(const std::string& extra) {
+  absl::StatusOr<ParsedRequest> r =
+      ParseChatRequest(R"({"messages": [{"role": "user", "content": "2+2?"}])" + extra + "}");
+  EXPECT_TRUE(r.ok()) << r.status();
+  ParsedRequest out = r.ok() ? *std::move(r) : ParsedRequest{};
+  out.reasoning_parser = ReasoningParser::kQwen3;  // what the HTTP front sets
+  return out;
+}
+
+// The reply whole, and streamed in pieces of `step` bytes: the streamed deltas' reasoning and
+// content, joined, are the whole response's; reasoning comes before content.
+void ExpectStreamMatchesWhole(const ParsedRequest& request, const std::string& reply) {
+  ResponseBuilder whole(request, "chatcmpl-00000000000000aa", 1, "m", nullptr);
+  whole.Accumulate(0, Piece(reply, true));
+  const Json message = Json::parse(whole.Body())["choices"][0]["message"];
+  EXPECT_EQ(message["reasoning"], message["reasoning_content"]);
+  for (size_t step = 1; step <= 7; step += 3) {
+    ParsedRequest streamed = request;
+    streamed.stream = true;
+    ResponseBuilder stream(streamed, "chatcmpl-00000000000000aa", 1, "m", nullptr);
+    std::string sse;
+    for (size_t at = 0; at < reply.size(); at += step) {
+      sse += stream.StreamEvents(0, Piece(reply.substr(at, step), at + step >= reply.size()));
+    }
+    std::string reasoning;
+    std::string content;
+    for (size_t pos = 0; (pos = sse.find("data: {", pos)) != std::string::npos; ++pos) {
+      const Json delta =
+          Json::parse(sse.substr(pos + 6, sse.find("\n\n", pos) - pos - 6))["choices"][0]["delta"];
+      if (delta.contains("reasoning_content")) {
+        EXPECT_EQ(delta["reasoning"], delta["reasoning_content"]);
+        EXPECT_EQ(content, "") << "reasoning after content: " << sse;
+        reasoning += delta["reasoning_content"].get<std::string>();
+      }
+      if (delta.contains("content") && delta["content"].is_string()) {
+        content += delta["content"].get<std::string>();
+      }
+    }
+    EXPECT_EQ(reasoning, message["reasoning_content"].is_null()
+                             ? ""
+                             : message["reasoning_content"].get<std::string>())
+        << sse;
+    EXPECT_EQ(content, message["content"].is_null() ? "" : message["content"].get<std::string>())
+        << sse;
+  }
+}
+
+TEST(ReasoningParserTest, ChatRepliesCarryReasoningApartFromContent) {
+  const ParsedRequest r = Chat("");
+  ResponseBuilder whole(r, "chatcmpl-00000000000000aa", 1, "m", nullptr);
+  whole.Accumulate(0, Piece("<think>\nTwo and two.\n", false));
+  whole.Accumulate(0, Piece("</think>\n\nFour.", true));
+  const Json message = Json::parse(whole.Body())["choices"][0]["message"];
+  EXPECT_EQ(message["reasoning_content"], "\nTwo and two.\n");
+  EXPECT_EQ(message["reasoning"], "\nTwo and two.\n");
+  EXPECT_EQ(message["content"], "\n\nFour.");
+  ExpectStreamMatchesWhole(r, "<think>\nTwo and two.\n</think>\n\nFour.");
+
+  // No thinking (enable_thinking false): all content, reasoning null.
+  ResponseBuilder plain(r, "chatcmpl-00000000000000aa", 1, "m", nullptr);
+  plain.Accumulate(0, Piece("Four.", true));
+  const Json answer = Json::parse(plain.Body())["choices"][0]["message"];
+  EXPECT_TRUE(answer["reasoning_content"].is_null());
+  EXPECT_EQ(answer["content"], "Four.");
+  ExpectStreamMatchesWhole(r, "Four.");
+
+  // Cut while thinking: reasoning, and null content.
+  ResponseBuilder cut(r, "chatcmpl-00000000000000aa", 1, "m", nullptr);
+  cut.Accumulate(0, Piece("<think>Two and", true));
+  const Json thinking = Json::parse(cut.Body())["choices"][0]["message"];
+  EXPECT_EQ(thinking["reasoning_content"], "Two and");
+  EXPECT_TRUE(thinking["content"].is_null());
+
+  // Without a parser the reply is content as written, and there is no reasoning field.
+  ParsedRequest unsplit = r;
+  unsplit.reasoning_parser.reset();
+  ResponseBuilder raw(unsplit, "chatcmpl-00000000000000aa", 1, "m", nullptr);
+  raw.Accumulate(0, Piece("<think>x</think>y", true));
+  const Json as_written = Json::parse(raw.Body())["choices"][0]["message"];
+  EXPECT_EQ(as_written["content"], "<think>x</think>y");
+  EXPECT_FALSE(as_written.contains("reasoning_content"));
+}
+
+// Tool calls are read from the content only: a <tool_call> the model thinks about is reasoning.
+TEST(ReasoningParserTest, ToolCallsAreReadFromTheContent) {
+  ParsedRequest r = Chat(R"(, "tools": [{"type": "function", "function": {"name": "get_time"}}])");
+  r.tools.choice.parser = ToolCallParser::kHermes;
+  const std::string reply =
+      "<think>I could write <tool_call> here.</think>\n<tool_call>\n{\"name\": \"get_time\", "
+      "\"arguments\": {}}\n</tool_call>";
+  ResponseBuilder whole(r, "chatcmpl-00000000000000aa", 1, "m", nullptr);
+  whole.Accumulate(0, Piece(reply, true));
+  const Json choice = Json::parse(whole.Body())["choices"][0];
+  EXPECT_EQ(choice["finish_reason"], "tool_calls");
+  EXPECT_EQ(choice["message"]["reasoning_content"], "I could write <tool_call> here.");
+  ASSERT_EQ(choice["message"]["tool_calls"].size(), 1u) << choice.dump();
+  EXPECT_EQ(choice["message"]["tool_calls"][0]["function"]["name"], "get_time");
+  ExpectStreamMatchesWhole(r, reply);
+}
+
+}  // namespace
+}  // namespace headroom::router::openai
