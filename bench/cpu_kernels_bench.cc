@@ -15,6 +15,7 @@
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/logprobs.h"
 #include "kernels/cpu/paged_attention.h"
+#include "kernels/cpu/sampling.h"
 #include "kernels/cpu/threads.h"
 #include "kernels/paged_kv.h"
 
@@ -140,6 +141,30 @@ BENCHMARK(BM_TokenLogprobs)
     ->Args({128256, 1})
     ->Args({128256, 20})
     ->Unit(benchmark::kMillisecond);
+
+// One row sampled (temperature 1) from a Llama-3-sized vocabulary (128256) under a constraint's
+// token list: Arg 0 tokens allowed (0: no list). A JSON string's text allows ~98% of a real
+// vocabulary, a value's start ~15%, a number ~13% (docs/performance.md).
+void BM_SampleAllowed(benchmark::State& state) {
+  constexpr int64_t kVocab = 128256;
+  const std::vector<float> logits = Random(kVocab, 13);
+  std::vector<int32_t> allowed(static_cast<size_t>(state.range(0)));
+  std::iota(allowed.begin(), allowed.end(), 0);
+  SamplingParams params{.temperature = 1.0f, .seed = 5};
+  params.allowed_tokens = allowed.data();
+  params.num_allowed_tokens = static_cast<int64_t>(allowed.size());
+  int32_t token = 0;
+  float logprob = 0.0f;
+  for (auto _ : state) {
+    const absl::Status status =
+        Sample(logits.data(), 1, kVocab, &params,
+               {.token_ids = &token, .token_logprobs = &logprob, .top_ids = nullptr,
+                .top_logprobs = nullptr});
+    if (!status.ok()) state.SkipWithError(std::string(status.message()).c_str());
+    benchmark::DoNotOptimize(token);
+  }
+}
+BENCHMARK(BM_SampleAllowed)->Arg(0)->Arg(17000)->Arg(125000)->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 }  // namespace headroom::kernels::cpu

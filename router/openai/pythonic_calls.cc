@@ -12,15 +12,13 @@
 #include "common/json_depth.h"
 #include "nlohmann/json.hpp"
 #include "router/jinja/value.h"
+#include "router/openai/tool_call_tags.h"
 #include "router/tokenizer/utf8.h"
 
 namespace headroom::router::openai {
 namespace {
 
 using Json = nlohmann::ordered_json;
-
-constexpr std::string_view kPythonStart = "<|python_start|>";
-constexpr std::string_view kPythonEnd = "<|python_end|>";
 
 constexpr std::array<std::string_view, 35> kKeywords = {
     "False", "None",     "True",  "and",    "as",   "assert", "async",  "await",    "break",

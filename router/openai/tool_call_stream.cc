@@ -6,16 +6,13 @@
 #include "common/json_depth.h"
 #include "nlohmann/json.hpp"
 #include "router/jinja/value.h"
+#include "router/openai/tool_call_tags.h"
 #include "router/tokenizer/utf8.h"
 
 namespace headroom::router::openai {
 namespace {
 
 using Json = nlohmann::ordered_json;
-
-constexpr std::string_view kHermesStart = "<tool_call>";
-constexpr std::string_view kPythonTag = "<|python_tag|>";
-constexpr std::string_view kMistralStart = "[TOOL_CALLS]";
 
 bool IsSpace(uint8_t b) { return b == ' ' || b == '\t' || b == '\n' || b == '\r'; }
 

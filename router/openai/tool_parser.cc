@@ -9,18 +9,13 @@
 #include "common/json_depth.h"
 #include "nlohmann/json.hpp"
 #include "router/openai/pythonic_calls.h"
+#include "router/openai/tool_call_tags.h"
 #include "router/tokenizer/string_util.h"
 
 namespace headroom::router::openai {
 namespace {
 
 using Json = nlohmann::ordered_json;
-
-constexpr std::string_view kHermesStart = "<tool_call>";
-constexpr std::string_view kHermesEnd = "</tool_call>";
-constexpr std::string_view kPythonTag = "<|python_tag|>";
-constexpr std::string_view kMistralStart = "[TOOL_CALLS]";
-constexpr std::string_view kPythonStart = "<|python_start|>";
 
 // A model's JSON, or a discarded value when it is not JSON or nests too deep to walk.
 Json ParseJson(std::string_view text) {

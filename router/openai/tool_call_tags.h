@@ -1,0 +1,16 @@
+// The tags that frame tool calls in the model families' formats (tool_parser.h), shared by the
+// whole-reply parsers and the streaming reader (tool_call_stream.h).
+#pragma once
+
+#include <string_view>
+
+namespace headroom::router::openai {
+
+inline constexpr std::string_view kHermesStart = "<tool_call>";  // Hermes, Qwen
+inline constexpr std::string_view kHermesEnd = "</tool_call>";
+inline constexpr std::string_view kPythonTag = "<|python_tag|>";      // Llama 3.x
+inline constexpr std::string_view kMistralStart = "[TOOL_CALLS]";     // Mistral
+inline constexpr std::string_view kPythonStart = "<|python_start|>";  // Llama 4 (pythonic)
+inline constexpr std::string_view kPythonEnd = "<|python_end|>";
+
+}  // namespace headroom::router::openai
