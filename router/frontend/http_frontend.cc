@@ -166,19 +166,13 @@ void HttpFrontend::Generate(const http::HttpRequest& request, bool chat,
         parsed->generate.mutable_sampling()->set_skip_special_tokens(false);
       }
     }
-    // A constrained reply (structured output, a named or "required" call) is held to its
-    // grammar from the first token, so it cannot think: it is not split. (vLLM instead starts
-    // the grammar after the reasoning.)
-    const v1::SamplingParams& asked = parsed->generate.sampling();
-    const bool constrained = asked.json_object() || !asked.json_schema().empty() ||
-                             !asked.guided_regex().empty() || asked.guided_choice_size() > 0 ||
-                             asked.allowed_token_ids_size() > 0;
-    if (!constrained) parsed->reasoning_parser = options_.reasoning_parser;
     const Tokenizer& tokenizer = *options_.tokenizer;
-    absl::StatusOr<std::vector<int32_t>> ids = ChatPromptIds(*parsed);
+    std::string prompt;
+    absl::StatusOr<std::vector<int32_t>> ids = ChatPromptIds(*parsed, &prompt);
     if (!ids.ok()) {
       return RespondOpenAiError(*writer, 400, std::string(ids.status().message()), "messages");
     }
+    if (options_.reasoning_parser.has_value()) SetReasoning(prompt, *parsed);
     parsed->generate.mutable_token_ids()->mutable_ids()->Assign(ids->begin(), ids->end());
     // The turn ends at the template's end-of-turn token, which a checkpoint's eos_token may not
     // be (Llama-3-Instruct: <|eot_id|> vs <|end_of_text|>); like EOS, ignore_eos ignores it.
@@ -254,8 +248,29 @@ void HttpFrontend::Generate(const http::HttpRequest& request, bool chat,
   generation->Start();
 }
 
+void HttpFrontend::SetReasoning(std::string_view prompt, openai::ParsedRequest& parsed) const {
+  // A reply held to a grammar from its first token cannot think: a named or "required" call, a
+  // guided choice, allowed_token_ids. It is not split.
+  const openai::ToolChoice::Kind calls = parsed.tools.choice.kind;
+  v1::SamplingParams& sampling = *parsed.generate.mutable_sampling();
+  if (calls == openai::ToolChoice::Kind::kRequired ||
+      calls == openai::ToolChoice::Kind::kFunction || sampling.guided_choice_size() > 0 ||
+      sampling.allowed_token_ids_size() > 0) {
+    return;
+  }
+  parsed.reasoning_parser = options_.reasoning_parser;
+  parsed.prompt_reasoning = openai::ReasoningInPrompt(prompt);
+  // Structured output (json_object, json_schema, guided_regex) applies to the answer: from the
+  // end of the reasoning, unless the prompt already closed it (vLLM's rule).
+  const bool structured =
+      sampling.json_object() || !sampling.json_schema().empty() || !sampling.guided_regex().empty();
+  if (structured && parsed.prompt_reasoning != openai::PromptReasoning::kClosed) {
+    sampling.set_constraint_after(std::string(openai::kReasoningEnd));
+  }
+}
+
 absl::StatusOr<std::vector<int32_t>> HttpFrontend::ChatPromptIds(
-    const openai::ParsedRequest& parsed) const {
+    const openai::ParsedRequest& parsed, std::string* rendered) const {
   if (!options_.chat_template.has_value()) {
     return absl::InvalidArgumentError(
         absl::StrCat("model \"", options_.model_name(),
@@ -273,6 +288,7 @@ absl::StatusOr<std::vector<int32_t>> HttpFrontend::ChatPromptIds(
   if (!ids.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("messages: ", ids.status().message()));
   }
+  if (rendered != nullptr) *rendered = *std::move(prompt);
   return ids;
 }
 

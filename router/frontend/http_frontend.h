@@ -102,9 +102,14 @@ class HttpFrontend {
   void Generate(const http::HttpRequest& request, bool chat,
                 std::shared_ptr<http::ResponseWriter> writer);
   void Tokenize(const http::HttpRequest& request, http::ResponseWriter& writer);
-  // A chat request's prompt: its messages rendered by the chat template and tokenized;
-  // InvalidArgument with the reason (no template, the template's refusal) otherwise.
-  absl::StatusOr<std::vector<int32_t>> ChatPromptIds(const openai::ParsedRequest& parsed) const;
+  // A chat request's prompt: its messages rendered by the chat template (the text to `rendered`
+  // when given) and tokenized; InvalidArgument with the reason (no template, the template's
+  // refusal) otherwise.
+  // --reasoning-parser: how the chat reply to `prompt` is split, and where its structured output
+  // starts (sampling.constraint_after).
+  void SetReasoning(std::string_view prompt, openai::ParsedRequest& parsed) const;
+  absl::StatusOr<std::vector<int32_t>> ChatPromptIds(const openai::ParsedRequest& parsed,
+                                                     std::string* rendered = nullptr) const;
   void Detokenize(const http::HttpRequest& request, http::ResponseWriter& writer);
   bool Authorized(const http::HttpRequest& request) const;
   void CallEnded();

@@ -50,6 +50,8 @@ struct ParsedRequest {
   // Chat: how the reply is split into reasoning and content (the HTTP front sets it from
   // --reasoning-parser, for requests the reply of which is free text); nullopt: not split.
   std::optional<ReasoningParser> reasoning_parser;
+  // Where the rendered prompt left the reasoning (opened, closed or neither).
+  PromptReasoning prompt_reasoning = PromptReasoning::kNone;
   bool stream = false;
   // Completions: each choice's text starts with its prompt (a token id prompt detokenized).
   bool echo = false;

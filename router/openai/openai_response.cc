@@ -59,6 +59,7 @@ ResponseBuilder::ResponseBuilder(const ParsedRequest& request, std::string id, i
       tool_choice_(request.tools.choice),
       reasoning_parser_(request.endpoint == Endpoint::kChat ? request.reasoning_parser
                                                             : std::nullopt),
+      prompt_reasoning_(request.prompt_reasoning),
       id_(std::move(id)),
       created_(created),
       model_(std::move(model)),
@@ -225,7 +226,7 @@ ResponseBuilder::Json ResponseBuilder::ChunkEnvelope() const {
 std::string ResponseBuilder::SplitReasoning(const v1::GenerateResponse& reply, bool final,
                                             Choice& state,
                                             v1::GenerateResponse* content_only) const {
-  if (!state.splitter.has_value()) state.splitter.emplace(*reasoning_parser_);
+  if (!state.splitter.has_value()) state.splitter.emplace(*reasoning_parser_, prompt_reasoning_);
   std::string reasoning;
   std::string content;
   state.splitter->Feed(reply.text(), final, &reasoning, &content);

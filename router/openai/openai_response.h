@@ -143,6 +143,7 @@ class ResponseBuilder {
   int32_t n_;
   ToolChoice tool_choice_;
   std::optional<ReasoningParser> reasoning_parser_;
+  PromptReasoning prompt_reasoning_;
   std::string id_;
   int64_t created_;
   std::string model_;

@@ -9,7 +9,7 @@ namespace headroom::router::openai {
 namespace {
 
 constexpr std::string_view kThinkStart = "<think>";
-constexpr std::string_view kThinkEnd = "</think>";
+constexpr std::string_view kThinkEnd = kReasoningEnd;
 
 // How many bytes at the end of `text` are the start of `tag` (shorter than it).
 size_t TagStartAtEnd(std::string_view text, std::string_view tag) {
@@ -26,6 +26,18 @@ absl::StatusOr<ReasoningParser> ParseReasoningParserName(std::string_view name) 
   if (name == "qwen3") return ReasoningParser::kQwen3;
   return absl::InvalidArgumentError(absl::StrCat("unknown reasoning parser \"", Sv(name),
                                                  "\" (supported: ", kReasoningParserNames, ")"));
+}
+
+PromptReasoning ReasoningInPrompt(std::string_view prompt) {
+  const size_t end = prompt.find_last_not_of(" \t\n\r");
+  if (end == std::string_view::npos) return PromptReasoning::kNone;
+  const std::string_view text = prompt.substr(0, end + 1);
+  const auto ends_with = [&](std::string_view tag) {
+    return text.size() >= tag.size() && text.substr(text.size() - tag.size()) == tag;
+  };
+  if (ends_with(kThinkEnd)) return PromptReasoning::kClosed;
+  if (ends_with(kThinkStart)) return PromptReasoning::kOpened;
+  return PromptReasoning::kNone;
 }
 
 void ReasoningSplitter::Feed(std::string_view piece, bool last, std::string* reasoning,

@@ -169,6 +169,19 @@ absl::StatusOr<ValidatedRequest> ValidateGenerateRequest(const v1::GenerateReque
                                                    s.guided_regex().size(), " bytes, at most ",
                                                    kMaxGuidedRegexBytes, " are accepted"));
   }
+  if (!s.constraint_after().empty()) {
+    if (s.constraint_after().size() > kMaxConstraintAfterBytes) {
+      return absl::InvalidArgumentError(absl::StrCat("sampling.constraint_after is ",
+                                                     s.constraint_after().size(),
+                                                     " bytes, at most ", kMaxConstraintAfterBytes,
+                                                     " are accepted"));
+    }
+    if (!s.json_object() && s.json_schema().empty() && s.guided_regex().empty()) {
+      return absl::InvalidArgumentError(
+          "sampling.constraint_after needs sampling.json_object, sampling.json_schema or "
+          "sampling.guided_regex (the constraint it delays)");
+    }
+  }
   if (!s.guided_regex().empty()) {
     if (const auto regex = worker::CompileGuidedRegex(s.guided_regex()); !regex.ok()) {
       return absl::InvalidArgumentError(
@@ -225,6 +238,7 @@ absl::StatusOr<ValidatedRequest> ValidateGenerateRequest(const v1::GenerateReque
   w.set_json_object(s.json_object());
   w.set_json_schema(s.json_schema());
   w.set_regex(s.guided_regex());
+  w.set_constraint_after(s.constraint_after());
   out.stop.assign(s.stop().begin(), s.stop().end());
   out.include_stop_str_in_output = s.include_stop_str_in_output();
   out.cache_salt = request.cache_salt();

@@ -24,6 +24,8 @@ inline constexpr int32_t kMaxGuidedChoiceTokens = 16384;
 // Largest sampling.json_schema and sampling.guided_regex accepted, in bytes.
 inline constexpr size_t kMaxJsonSchemaBytes = 64 * 1024;
 inline constexpr size_t kMaxGuidedRegexBytes = 4 * 1024;
+// sampling.constraint_after (a tag such as "</think>").
+inline constexpr size_t kMaxConstraintAfterBytes = 64;
 
 struct ValidatedRequest {
   // Prompt token ids (tokenized text, or the ids as given).

@@ -898,31 +898,53 @@ TEST_F(HttpE2eTest, AutoToolChoiceNeedsTheParserFlags) {
       R"re(\{"name": "get_weather", "parameters": \{"city": "(Paris|Oslo)"\}\})re");
 }
 
-// --reasoning-parser qwen3: chat messages carry reasoning_content and reasoning (vLLM's fields);
-// the fixture model does not think, so its reply is all content and the reasoning null, as a
-// Qwen3 reply without <think> is. A constrained reply is not split: guided_regex makes the model
-// write the tags, and they stay in the content, since the grammar held it from the first token.
-// (The split itself is tested on the response builder: tests/router/openai/reasoning_parser_test.)
-TEST_F(HttpE2eTest, ReasoningParserAddsTheReasoningFields) {
-  const ExtraRouter router = StartRouterOver(*cluster_, {"--reasoning-parser", "qwen3"});
+// --reasoning-parser qwen3, with a template whose end (a chat_template_kwargs variable) opens or
+// closes the reasoning, as Qwen3.5's and Qwen3's enable_thinking=false do:
+//   - closed: the reply is the answer; a guided_regex holds it from the first token, and the
+//     message's reasoning_content and reasoning are null;
+//   - opened: the reply is reasoning from its first byte, and a guided_regex waits for </think>
+//     (which the fixture model never writes): the reply is free text, all of it reasoning, and
+//     content is null.
+// (Splitting at </think> itself is tested on the response builder, tests/router/openai/
+// reasoning_parser_test.cc, and the constraint's start in the engine, engine_test.)
+TEST_F(HttpE2eTest, ReasoningParserSplitsAsThePromptLeftTheReasoning) {
+  const std::filesystem::path file =
+      std::filesystem::temp_directory_path() /
+      ("headroom_e2e_reasoning_" + std::to_string(::getpid()) + ".jinja");
+  std::ofstream(file) << "{%- for m in messages %}[{{ m.role }}]{{ m.content }}\n"
+                         "{%- endfor %}[assistant]{{ think | default('') }}";
+  const ExtraRouter router =
+      StartRouterOver(*cluster_, {"--chat-template", file.string(), "--reasoning-parser", "qwen3"});
+  std::filesystem::remove(file);  // read at startup
   ASSERT_NE(router.http_port, 0) << "the router did not start";
-  Json chat = {{"messages", {{{"role", "user"}, {"content", "2+2?"}}}}, {"max_tokens", 6}};
-  const HttpResponse plain =
-      HttpRequestTo(router.http_port, "POST", "/v1/chat/completions", chat.dump());
-  ASSERT_EQ(plain.status, 200) << plain.body;
-  const Json message = Json::parse(plain.body)["choices"][0]["message"];
-  ASSERT_TRUE(message.contains("reasoning_content")) << plain.body;
-  EXPECT_TRUE(message["reasoning_content"].is_null()) << plain.body;
-  EXPECT_TRUE(message["reasoning"].is_null()) << plain.body;
+  const auto ask = [&](const std::string& think, bool guided) {
+    Json chat = {{"messages", {{{"role", "user"}, {"content", "2+2?"}}}},
+                 {"max_tokens", 8},
+                 {"chat_template_kwargs", {{"think", think}}}};
+    if (guided) chat["guided_regex"] = "[a-c]{4}";
+    const HttpResponse response =
+        HttpRequestTo(router.http_port, "POST", "/v1/chat/completions", chat.dump());
+    EXPECT_EQ(response.status, 200) << response.body;
+    return Json::parse(response.body)["choices"][0]["message"];
+  };
+  const Json answered = ask("<think>\n\n</think>\n\n", true);
+  ASSERT_TRUE(answered["content"].is_string()) << answered;
+  const std::string answer = answered["content"].get<std::string>();
+  EXPECT_TRUE(answer.size() == 4 && answer.find_first_not_of("abc") == std::string::npos)
+      << answered;
+  EXPECT_TRUE(answered["reasoning_content"].is_null()) << answered;
+  EXPECT_TRUE(answered["reasoning"].is_null()) << answered;
 
-  chat["max_tokens"] = 32;
-  chat["guided_regex"] = "<think>ab</think>cd";
-  const HttpResponse guided =
-      HttpRequestTo(router.http_port, "POST", "/v1/chat/completions", chat.dump());
-  ASSERT_EQ(guided.status, 200) << guided.body;
-  const Json written = Json::parse(guided.body)["choices"][0]["message"];
-  EXPECT_EQ(written["content"], "<think>ab</think>cd") << guided.body;
-  EXPECT_FALSE(written.contains("reasoning_content")) << guided.body;
+  for (const bool guided : {false, true}) {
+    const Json thinking = ask("<think>\n", guided);
+    EXPECT_TRUE(thinking["content"].is_null()) << thinking;
+    ASSERT_TRUE(thinking["reasoning_content"].is_string()) << thinking;
+    EXPECT_FALSE(thinking["reasoning_content"].get<std::string>().empty()) << thinking;
+    EXPECT_EQ(thinking["reasoning"], thinking["reasoning_content"]);
+    const std::string reasoning = thinking["reasoning_content"].get<std::string>();
+    EXPECT_FALSE(reasoning.size() == 4 && reasoning.find_first_not_of("abc") == std::string::npos)
+        << "the regex held the reasoning: " << thinking;
+  }
 }
 
 // --chat-template FILE: the router renders the file's Jinja (the prompt is what it wrote: the

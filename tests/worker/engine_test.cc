@@ -659,5 +659,83 @@ TEST(EngineTest, GuidedRegexOutputsMatchThePattern) {
               HasSubstr("guided_regex needs the tokenizer's vocabulary"));
 }
 
+// constraint_after (vLLM's reasoning-aware structured output): the output is free until it shows
+// the text, then it must follow the constraint. For each seed, the text is two bytes the free
+// output (same seed, no constraint) shows early, so it spans two single-byte tokens: the
+// constrained output is the free one up to the text's first appearance (nothing is constrained
+// before), then one JSON object, and the request stops as it closes.
+TEST(EngineTest, AConstraintCanStartAfterATextInTheOutput) {
+  const EngineOptions options = ByteVocabularyOptions(/*eos=*/255);
+  const auto text_of = [&](const std::vector<int32_t>& tokens) {
+    std::string text;
+    for (const int32_t t : tokens)
+      text += options.json_vocabulary->token_bytes()[static_cast<size_t>(t)];
+    return text;
+  };
+  Request free = GreedyRequest(64);
+  free.sampling.logit_bias = {{'}', 2.0f}};
+  const std::vector<Request> free_copies = SampledCopies(free, 12);
+  RunResult run = RunEngine(free_copies, options);
+  std::vector<Request> constrained_copies;
+  std::map<int64_t, std::string> free_text;
+  for (Request c : free_copies) {
+    free_text[c.id.value()] = text_of(run.tokens.at(c.id.value()));
+    c.sampling.json_object = true;
+    // At an even or odd place, so that it begins in either of two consecutive tokens.
+    c.sampling.constraint_after =
+        free_text[c.id.value()].substr(2 + static_cast<size_t>(c.id.value() % 2), 2);
+    c.sampling.max_tokens = 96;
+    constrained_copies.push_back(c);
+  }
+  run = RunEngine(constrained_copies, options);
+  int closed = 0;
+  for (const Request& c : constrained_copies) {
+    const int64_t i = c.id.value();
+    const std::string text = text_of(run.tokens.at(i));
+    const size_t end = free_text[i].find(c.sampling.constraint_after) + 2;
+    ASSERT_GE(text.size(), end) << testing::PrintToString(text);
+    EXPECT_EQ(text.substr(0, end), free_text[i].substr(0, end)) << "free up to the text";
+    if (run.finish.at(i) != FinishReason::kStop) continue;
+    EXPECT_TRUE(nlohmann::json::parse(text.substr(end), nullptr, false).is_object())
+        << testing::PrintToString(text);
+    ++closed;
+  }
+  EXPECT_GT(closed, 6);
+
+  // A token that runs past the text: its rest is what the constraint reads first ("!{" starts
+  // the object; "!z" is no JSON, so the request stops there).
+  EngineOptions multi = options;
+  std::vector<std::string> table = multi.json_vocabulary->token_bytes();
+  table['q'] = "!{";
+  table['r'] = "!z";
+  multi.json_vocabulary = std::make_shared<const JsonVocabulary>(std::move(table));
+  Request q = GreedyRequest(64);
+  q.sampling.json_object = true;
+  q.sampling.constraint_after = "!";
+  q.sampling.logit_bias = {{'q', 30.0f}};
+  run = RunEngine({q}, multi);
+  const std::vector<int32_t>& tokens = run.tokens.at(1);
+  ASSERT_FALSE(tokens.empty());
+  EXPECT_EQ(tokens[0], 'q');
+  std::string after = "{";
+  for (size_t k = 1; k < tokens.size(); ++k)
+    after += multi.json_vocabulary->token_bytes()[static_cast<size_t>(tokens[k])];
+  if (run.finish.at(1) == FinishReason::kStop) {
+    EXPECT_TRUE(nlohmann::json::parse(after, nullptr, false).is_object()) << after;
+  }
+  q.sampling.logit_bias = {{'r', 30.0f}};
+  run = RunEngine({q}, multi);
+  EXPECT_EQ(run.tokens.at(1), std::vector<int32_t>{'r'}) << "\"!z\" ends it: z starts no JSON";
+  EXPECT_EQ(run.finish.at(1), FinishReason::kStop);
+
+  CpuBackend backend(1);
+  auto engine = Engine::Create(Fixture().config, Fixture().weights, options, &backend);
+  ASSERT_TRUE(engine.ok());
+  Request bad = GreedyRequest(8);
+  bad.sampling.constraint_after = "</think>";
+  EXPECT_THAT(std::string((*engine)->AddRequest(bad).message()),
+              HasSubstr("constraint_after needs json_object, json_schema or regex"));
+}
+
 }  // namespace
 }  // namespace headroom::worker

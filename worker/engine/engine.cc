@@ -77,6 +77,10 @@ absl::Status ValidateSamplingParams(const SamplingParams& p, int64_t vocab_size)
         "at most one of guided_choice, allowed_token_ids, json_object, json_schema and regex may "
         "be set");
   }
+  if (!p.constraint_after.empty() && !p.json_object && p.json_schema.empty() && p.regex.empty()) {
+    return absl::InvalidArgumentError(
+        "constraint_after needs json_object, json_schema or regex (the constraint it delays)");
+  }
   for (size_t i = 0; i < p.guided_choice.size(); ++i) {
     if (p.guided_choice[i].empty()) {
       return absl::InvalidArgumentError(absl::StrCat("guided_choice[", i, "] has no tokens"));
@@ -215,6 +219,8 @@ absl::Status Engine::AddRequest(Request request) {
                     .regex = nullptr,
                     .regex_matcher = std::nullopt,
                     .cached_allowed = nullptr,
+                    .constraint_on = p.constraint_after.empty(),
+                    .awaited_tail = {},
                     .constrained_allowed = {},
                     .prompt_logprobs = {}};
   if (p.repetition_penalty != 1.0f || p.prompt_logprobs >= 0) sampling.prompt = request.prompt;
@@ -250,6 +256,33 @@ absl::Status Engine::AddRequest(Request request) {
   return absl::OkStatus();
 }
 
+bool Engine::AwaitConstraint(Sampling& s, int32_t token) const {
+  const std::string& after = s.params.constraint_after;
+  s.awaited_tail += options_.json_vocabulary->token_bytes()[static_cast<size_t>(token)];
+  const size_t at = s.awaited_tail.find(after);
+  if (at == std::string::npos) {
+    // Keep only what may still be the text's beginning.
+    if (s.awaited_tail.size() >= after.size()) {
+      s.awaited_tail.erase(0, s.awaited_tail.size() - (after.size() - 1));
+    }
+    return false;
+  }
+  s.constraint_on = true;
+  const std::string rest = s.awaited_tail.substr(at + after.size());
+  s.awaited_tail.clear();
+  if (rest.empty()) return false;
+  // The token ran past the text into what the constraint reads; it was sampled free, so the
+  // constraint may refuse it (a dead end: the request stops there).
+  if (s.json.has_value()) return !s.json->Feed(rest) || s.json->Complete();
+  if (s.schema_matcher.has_value()) {
+    return !s.schema_matcher->Feed(rest) || s.schema_matcher->Complete();
+  }
+  if (s.regex_matcher.has_value()) {
+    return !s.regex_matcher->Feed(rest) || s.regex_matcher->Complete();
+  }
+  return false;
+}
+
 bool Engine::Abort(RequestId id) {
   sampling_.erase(id);
   return scheduler_->Abort(id);
@@ -278,7 +311,9 @@ absl::StatusOr<std::vector<StepToken>> Engine::Step() {
     row_sampling_.push_back(&s);
     const bool below_min_tokens = s.generated < s.params.min_tokens;
     const std::vector<int32_t>* allowed = &s.params.allowed_token_ids;
-    if (!s.params.guided_choice.empty()) {
+    if (!s.constraint_on) {
+      // Free until constraint_after shows (AwaitConstraint).
+    } else if (!s.params.guided_choice.empty()) {
       GuidedChoiceAllowed(s.params.guided_choice, s.output,
                           GuidedChoiceEnd(s.params, options_.eos_token_id), &s.constrained_allowed);
       allowed = &s.constrained_allowed;
@@ -346,7 +381,9 @@ absl::StatusOr<std::vector<StepToken>> Engine::Step() {
   for (size_t i = 0; i < num_rows; ++i) {
     Sampling& s = *row_sampling_[i];
     if (KeepsOutput(s.params)) s.output.push_back(tokens_[i]);
-    if (!s.params.guided_choice.empty()) {
+    if (!s.constraint_on) {
+      constraint_done_[i] = AwaitConstraint(s, tokens_[i]) ? 1 : 0;
+    } else if (!s.params.guided_choice.empty()) {
       constraint_done_[i] = GuidedChoiceComplete(s.params.guided_choice, s.output) ? 1 : 0;
     } else if (s.json.has_value()) {
       constraint_done_[i] = JsonDone(*s.json, tokens_[i]) ? 1 : 0;

@@ -195,6 +195,10 @@ class Engine {
     // JSON mode, json_schema and regex: this step's token list where it came from a cache (held:
     // the shared cache may drop it while the step runs).
     TokenMaskCache<std::string>::List cached_allowed;
+    // constraint_after: the constraint is off until the output shows that text; the output's last
+    // bytes meanwhile (fewer than the text's), where it may have begun.
+    bool constraint_on = true;
+    std::string awaited_tail;
     // Guided choice, and JSON mode and json_schema at string text: the tokens the sampler may take
     // this step (rebuilt each step).
     std::vector<int32_t> constrained_allowed;
@@ -243,6 +247,11 @@ class Engine {
     const std::string& bytes = options_.json_vocabulary->token_bytes()[static_cast<size_t>(token)];
     return bytes.empty() || !matcher.Feed(bytes) || matcher.Complete();
   }
+
+  // constraint_after: reads the sampled `token` while the constraint is off; once the output
+  // shows the text, turns it on and feeds it what the token holds past the text. True when that
+  // ends the request (the constraint refuses those bytes, or is satisfied by them).
+  bool AwaitConstraint(Sampling& s, int32_t token) const;
 
   // The model's prompt-logits sink: logprobs of the prompt tokens that `logits` predict.
   absl::Status OnPromptLogits(const StepPlan& plan, size_t first, int64_t count,

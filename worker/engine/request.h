@@ -71,6 +71,10 @@ struct SamplingParams {
   // vLLM's guided_regex: the output's text matches this pattern as a whole (worker/engine/
   // regex_matcher.h); the request stops once nothing can follow. Not with the four above.
   std::string regex;
+  // json_object, json_schema or regex applies only after the output's bytes contain this text (a
+  // thinking model's "</think>": it reasons freely, then answers in the format; vLLM's
+  // reasoning-aware structured output). Empty: from the first token.
+  std::string constraint_after;
   // vLLM's prompt_logprobs: -1 off; otherwise every prompt token after the first gets its
   // logprob given the tokens before it, with the top-N alternatives (N in [0, 20]). Such a
   // request computes its whole prompt (no prefix-cache hit: cached blocks have no logits).

@@ -72,6 +72,36 @@ TEST(ReasoningParserTest, SplitsAtTheTagsWhateverThePieces) {
             "unknown reasoning parser \"granite\" (supported: deepseek_r1, qwen3)");
 }
 
+// A template that opened the reasoning in the prompt (Qwen3.5, R1) makes the reply reasoning from
+// its first byte; one that closed it (Qwen3 with enable_thinking false) makes it content.
+TEST(ReasoningParserTest, ThePromptCanOpenOrCloseTheReasoning) {
+  EXPECT_EQ(ReasoningInPrompt("<|im_start|>assistant\n<think>\n"), PromptReasoning::kOpened);
+  EXPECT_EQ(ReasoningInPrompt("<|im_start|>assistant\n<think>\n\n</think>\n\n"),
+            PromptReasoning::kClosed);
+  EXPECT_EQ(ReasoningInPrompt("<|im_start|>assistant\n"), PromptReasoning::kNone);
+  EXPECT_EQ(ReasoningInPrompt("<think>x</think> earlier turn<|im_start|>assistant\n"),
+            PromptReasoning::kNone);
+  EXPECT_EQ(ReasoningInPrompt(""), PromptReasoning::kNone);
+  for (const ReasoningParser parser : {ReasoningParser::kQwen3, ReasoningParser::kDeepSeekR1}) {
+    for (size_t step = 1; step <= 5; ++step) {
+      ReasoningSplitter opened(parser, PromptReasoning::kOpened);
+      ReasoningSplitter closed(parser, PromptReasoning::kClosed);
+      Split a;
+      Split b;
+      const std::string reply = "Two and two.</think>Four.";
+      for (size_t at = 0; at < reply.size(); at += step) {
+        const std::string_view piece = std::string_view(reply).substr(at, step);
+        opened.Feed(piece, at + step >= reply.size(), &a.reasoning, &a.content);
+        closed.Feed(piece, at + step >= reply.size(), &b.reasoning, &b.content);
+      }
+      EXPECT_EQ(a.reasoning, "Two and two.");
+      EXPECT_EQ(a.content, "Four.");
+      EXPECT_EQ(b.reasoning, "");
+      EXPECT_EQ(b.content, reply) << "a closed reasoning does not open again";
+    }
+  }
+}
+
 v1::GenerateResponse Piece(const std::string& text, bool last) {
   v1::GenerateResponse m;
   m.set_text(text);

@@ -121,6 +121,13 @@ TEST_F(RequestValidationTest, GuidedRegexIsPassedToTheWorker) {
   absl::StatusOr<ValidatedRequest> v = ValidateGenerateRequest(request, *tokenizer, 100);
   ASSERT_TRUE(v.ok()) << v.status();
   EXPECT_EQ(v->sampling.regex(), "[0-9]{3}");
+  EXPECT_EQ(v->sampling.constraint_after(), "");
+
+  // ...and one that waits for the reasoning's end reaches it with that text.
+  request.mutable_sampling()->set_constraint_after("</think>");
+  v = ValidateGenerateRequest(request, *tokenizer, 100);
+  ASSERT_TRUE(v.ok()) << v.status();
+  EXPECT_EQ(v->sampling.constraint_after(), "</think>");
 }
 
 // A gRPC caller's JSON schema is checked here (the HTTP front checks its own) and passed on as is.
@@ -207,6 +214,16 @@ TEST_F(RequestValidationTest, BadRequestsNameTheFieldAndTheNumbers) {
       {"guided_regex not enforceable",
        [](v1::GenerateRequest& r) { r.mutable_sampling()->set_guided_regex("\\bword"); },
        "sampling.guided_regex: word boundaries (\\b) are not supported"},
+      {"constraint_after without a constraint",
+       [](v1::GenerateRequest& r) { r.mutable_sampling()->set_constraint_after("</think>"); },
+       "sampling.constraint_after needs sampling.json_object, sampling.json_schema or "
+       "sampling.guided_regex"},
+      {"constraint_after too long",
+       [](v1::GenerateRequest& r) {
+         r.mutable_sampling()->set_json_object(true);
+         r.mutable_sampling()->set_constraint_after(std::string(65, 'x'));
+       },
+       "sampling.constraint_after is 65 bytes, at most 64 are accepted"},
       {"guided_regex too long",
        [](v1::GenerateRequest& r) {
          r.mutable_sampling()->set_guided_regex(std::string(kMaxGuidedRegexBytes + 1, 'a'));
