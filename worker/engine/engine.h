@@ -140,7 +140,6 @@ class Engine {
   [[nodiscard]] absl::Status CompileConstraints(Request* request) {
     return constraints_.Compile(request->sampling, &request->constraints);
   }
-  [[nodiscard]] const ConstraintCompiler& constraint_compiler() const { return constraints_; }
   // Drops a request wherever it is. False if unknown or finished.
   bool Abort(RequestId id);
   // Runs one step; the tokens it produced (possibly none, e.g. a step of prefill chunks).
