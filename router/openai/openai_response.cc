@@ -280,13 +280,15 @@ std::string ResponseBuilder::StreamEvents(int32_t index, const v1::GenerateRespo
       Json calls = StreamedCallDeltas(index, ToolCallStreamer::Framing::kJsonArray, state);
       if (!calls.empty()) delta["tool_calls"] = std::move(calls);
     } else if (tool_choice_.kind == ToolChoice::Kind::kRequired) {
+      // The last piece goes to the calls being streamed first, as any other did.
+      Json streamed = StreamedCallDeltas(index, ToolCallStreamer::Framing::kJsonArray, state);
       if (auto calls = ToolCallsFromText(tool_choice_, state.text); calls.has_value()) {
-        Json rest = LastCallDeltas(index, *calls, state);
-        if (!rest.empty()) delta["tool_calls"] = std::move(rest);
+        for (Json& rest : LastCallDeltas(index, *calls, state)) streamed.push_back(std::move(rest));
         state.called_tools = RequiredCallsStopped(state);
-      } else {
-        delta["content"] = state.text;  // cut by max_tokens: no whole call
-      }
+      } else if (state.call_arguments_sent.empty()) {
+        delta["content"] = state.text;  // cut by max_tokens before any call went out
+      }                                 // else cut inside a streamed call: it stays as streamed
+      if (!streamed.empty()) delta["tool_calls"] = std::move(streamed);
     }
     if (delta.empty() && !final && !has_logprobs && !has_reasoning) return "";  // held back
     choice["delta"] = std::move(delta);
@@ -461,7 +463,11 @@ ResponseBuilder::Json ResponseBuilder::AutoToolDelta(int32_t index,
     // until the end.
     if (!state.holding_call) {
       const std::string_view unsent = std::string_view(state.text).substr(state.content_sent);
-      const size_t ready = StreamableContent(parser, unsent);
+      // A pythonic reply is all calls or all content: once some of it went out as content, the
+      // rest is content too (a later "[1]" is not a call's start).
+      const size_t ready = parser == ToolCallParser::kPythonic && state.content_sent > 0
+                               ? unsent.size()
+                               : StreamableContent(parser, unsent);
       content = std::string(unsent.substr(0, ready));
       state.content_sent += ready;
       state.holding_call = HoldsCallStart(parser, unsent.substr(ready));
@@ -473,8 +479,17 @@ ResponseBuilder::Json ResponseBuilder::AutoToolDelta(int32_t index,
       if (!calls.empty()) delta["tool_calls"] = std::move(calls);
     }
   } else {
+    // The last piece goes to the calls being streamed first, as any other did.
+    const std::optional<ToolCallStreamer::Framing> framing = ToolCallStreamer::FramingOf(parser);
+    Json calls = state.holding_call && framing.has_value()
+                     ? StreamedCallDeltas(index, *framing, state)
+                     : Json::array();
     ParsedToolOutput parsed = ParseToolCalls(parser, state.text);
-    if (parsed.calls.empty()) {
+    if (parsed.calls.empty() && !state.call_arguments_sent.empty()) {
+      // A call went out, and the reply does not parse whole (cut by max_tokens inside it, or
+      // malformed past where it streamed): what was streamed cannot be taken back, and the
+      // call's text is not content as well.
+    } else if (parsed.calls.empty()) {
       // No call: the rest is content (mistral's without a [TOOL_CALLS] tag that led nowhere;
       // what was sent came before any tag, so it is a prefix of the parse's content).
       content = parsed.content.value_or("").substr(
@@ -482,10 +497,11 @@ ResponseBuilder::Json ResponseBuilder::AutoToolDelta(int32_t index,
     } else {
       const std::string before = parsed.content.value_or("");
       if (before.size() > state.content_sent) content = before.substr(state.content_sent);
-      Json rest = LastCallDeltas(index, parsed.calls, state);
-      if (!rest.empty()) delta["tool_calls"] = std::move(rest);
+      for (Json& rest : LastCallDeltas(index, parsed.calls, state))
+        calls.push_back(std::move(rest));
       state.called_tools = true;
     }
+    if (!calls.empty()) delta["tool_calls"] = std::move(calls);
     state.content_sent = state.text.size();
   }
   if (!content.empty() || first) delta["content"] = content;

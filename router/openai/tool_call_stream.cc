@@ -121,7 +121,7 @@ bool JsonDumpsStream::StartValue(uint8_t byte, std::string* out) {
   switch (byte) {
     case '{':
     case '[':
-      if (static_cast<int>(stack_.size()) >= kMaxJsonNesting) return Invalid();
+      if (static_cast<int>(stack_.size()) >= max_depth_) return Invalid();
       stack_.push_back(static_cast<char>(byte));
       if (out != nullptr) out->push_back(static_cast<char>(byte));
       mode_ = byte == '{' ? Mode::kKeyOrClose : Mode::kValueOrClose;
@@ -331,7 +331,7 @@ size_t ToolCallObjectStream::Feed(std::string_view piece) {
           break;
         }
         mode_ = Mode::kKey;
-        value_ = JsonDumpsStream();
+        value_ = JsonDumpsStream(max_depth_ - 1);
         text_.clear();
         (void)value_.Feed("\"", &text_);
         break;
@@ -341,7 +341,7 @@ size_t ToolCallObjectStream::Feed(std::string_view piece) {
           break;
         }
         mode_ = Mode::kValue;
-        value_ = JsonDumpsStream();
+        value_ = JsonDumpsStream(max_depth_ - 1);
         text_.clear();
         if (member_ == Member::kArguments) arguments_begun_ = true;
         break;
@@ -427,9 +427,13 @@ std::optional<ToolCallStreamer::Framing> ToolCallStreamer::FramingOf(ToolCallPar
 
 void ToolCallStreamer::StartObject() {
   using Key = ToolCallObjectStream::ArgumentsKey;
+  // The whole parse reads an object alone (hermes, llama3) or in its array (mistral,
+  // "required"): what the object may nest is what that leaves of kMaxJsonNesting.
+  const bool in_array = framing_ == Framing::kMistral || framing_ == Framing::kJsonArray;
   object_.emplace(framing_ == Framing::kLlama3      ? Key::kEither
                   : framing_ == Framing::kJsonArray ? Key::kParameters
-                                                    : Key::kArguments);
+                                                    : Key::kArguments,
+                  kMaxJsonNesting - (in_array ? 1 : 0));
   frame_ = Frame::kObject;
 }
 

@@ -27,12 +27,17 @@
 #include <string_view>
 #include <vector>
 
+#include "common/json_depth.h"
 #include "router/openai/tools.h"
 
 namespace headroom::router::openai {
 
 class JsonDumpsStream {
  public:
+  // `max_depth`: containers it may open (the whole parse's kMaxJsonNesting, less those around
+  // the value).
+  explicit JsonDumpsStream(int max_depth = kMaxJsonNesting) : max_depth_(max_depth) {}
+
   // Reads `piece`, appending to `out` (null: read and discard) the bytes it made final. Returns
   // how many bytes of `piece` it read: all of them, unless the value ended inside it (then up to
   // and including the value's last byte; a number ends at the byte after it, which is not read).
@@ -69,6 +74,7 @@ class JsonDumpsStream {
     return true;
   }
 
+  int max_depth_;
   Mode mode_ = Mode::kValue;
   std::string stack_;  // open containers, '{' or '['
   bool in_key_ = false;
@@ -92,7 +98,10 @@ class ToolCallObjectStream {
  public:
   // Which key holds the arguments.
   enum class ArgumentsKey : uint8_t { kArguments, kParameters, kEither };
-  explicit ToolCallObjectStream(ArgumentsKey key) : key_(key) {}
+  // `max_depth`: containers the object may open, itself included (kMaxJsonNesting less those the
+  // framing puts around it).
+  ToolCallObjectStream(ArgumentsKey key, int max_depth)
+      : key_(key), max_depth_(max_depth), value_(max_depth - 1) {}
 
   // Reads `piece`; returns how many bytes it read (up to and including the closing '}').
   size_t Feed(std::string_view piece);
@@ -122,6 +131,7 @@ class ToolCallObjectStream {
   void EndValue();
 
   const ArgumentsKey key_;
+  const int max_depth_;
   Mode mode_ = Mode::kOpen;
   JsonDumpsStream value_;  // the key or value being read
   std::string text_;       // its text as json.dumps writes it (keys and the name)

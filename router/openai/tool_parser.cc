@@ -80,7 +80,12 @@ size_t SkipSpaces(std::string_view text, size_t at) {
 std::optional<ToolCall> LlamaCall(std::string_view object) {
   const Json call = ParseJson(object);
   if (!call.is_object()) return std::nullopt;
-  return ToolCallFromJson(call, call.contains("arguments") ? "arguments" : "parameters");
+  // Whichever of the two comes first (an object with both is read as it streams).
+  for (auto it = call.begin(); it != call.end(); ++it) {
+    if (it.key() == "arguments" || it.key() == "parameters")
+      return ToolCallFromJson(call, it.key());
+  }
+  return std::nullopt;
 }
 
 // Calls written one after another from text[at] ('{'), separated by ';' (Llama 3.1/3.2's

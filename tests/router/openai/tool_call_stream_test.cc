@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "common/json_depth.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "router/jinja/value.h"
@@ -187,6 +188,55 @@ TEST(ToolCallStreamerTest, FindsTheCallsInEachFamilysFraming) {
     streamer.Read(text);
     EXPECT_TRUE(streamer.calls().empty()) << text;
   }
+}
+
+// Where the stream and the whole parse could disagree, they agree as far as a stream can: the
+// nesting limit counts the framing's containers as the whole parse does (kMaxJsonNesting over the
+// object, and the array mistral's and "required"'s calls are in), and a Llama object with both
+// "parameters" and "arguments" is read by whichever comes first.
+TEST(ToolCallStreamerTest, AgreesWithTheWholeParseAtItsEdges) {
+  using Framing = ToolCallStreamer::Framing;
+  const auto nested = [](int depth) {
+    return std::string(static_cast<size_t>(depth), '[') +
+           std::string(static_cast<size_t>(depth), ']');
+  };
+  struct Case {
+    Framing framing;
+    ToolCallParser parser;
+    std::string open;
+    std::string close;
+    int deepest;  // the deepest arguments the whole parse takes
+  };
+  const std::vector<Case> cases = {
+      {Framing::kHermes, ToolCallParser::kHermes, "<tool_call>\n", "\n</tool_call>",
+       kMaxJsonNesting - 1},
+      {Framing::kMistral, ToolCallParser::kMistral, "[TOOL_CALLS] [", "]", kMaxJsonNesting - 2},
+  };
+  for (const Case& c : cases) {
+    for (const int depth : {c.deepest, c.deepest + 1}) {
+      const std::string text =
+          c.open + R"({"name": "f", "arguments": )" + nested(depth) + "}" + c.close;
+      const ParsedToolOutput whole = ParseToolCalls(c.parser, text);
+      ToolCallStreamer streamer(c.framing);
+      streamer.Read(text);
+      EXPECT_EQ(whole.calls.size(), depth == c.deepest ? 1u : 0u) << depth;
+      // The call went out once its arguments began; past the limit the stream stops at the
+      // bracket the whole parse refuses.
+      ASSERT_EQ(streamer.calls().size(), 1u) << "depth " << depth << ": " << text;
+      EXPECT_EQ(streamer.calls()[0].arguments,
+                whole.calls.empty() ? std::string(static_cast<size_t>(c.deepest), '[')
+                                    : whole.calls[0].arguments);
+    }
+  }
+
+  const std::string both = R"({"name": "f", "parameters": {"a": 1}, "arguments": {"b": 2}})";
+  const ParsedToolOutput whole = ParseToolCalls(ToolCallParser::kLlama3Json, both);
+  ASSERT_EQ(whole.calls.size(), 1u);
+  EXPECT_EQ(whole.calls[0].arguments, R"({"a": 1})");
+  ToolCallStreamer streamer(Framing::kLlama3);
+  streamer.Read(both);
+  ASSERT_EQ(streamer.calls().size(), 1u);
+  EXPECT_EQ(streamer.calls()[0].arguments, whole.calls[0].arguments);
 }
 
 }  // namespace

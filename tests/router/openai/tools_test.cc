@@ -492,6 +492,38 @@ TEST(ToolParserTest, AutoCallsStreamAsTheModelWritesThem) {
   }
 }
 
+// A reply cut by max_tokens inside a call that has begun to stream: the call stays as streamed
+// (it cannot be taken back) and its text is not sent as content too; finish_reason "length".
+TEST(ToolParserTest, ACallCutWhileStreamingStaysAsStreamed) {
+  ParsedRequest r = Chat(std::string(R"("tools": [)") + kWeather + "]");
+  r.tools.choice.parser = ToolCallParser::kHermes;
+  r.stream = true;
+  ResponseBuilder stream(r, "chatcmpl-00000000000000ef", 1, "m", nullptr);
+  const std::string sse = StreamInPieces(
+      stream, "Checking.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Par",
+      5, v1::FINISH_REASON_LENGTH);
+  const std::vector<Json> deltas = Deltas(sse);
+  std::string content;
+  for (const Json& delta : deltas) content += delta.value("content", "");
+  EXPECT_EQ(content, "Checking.\n");
+  const std::vector<JoinedCall> calls = JoinCalls(deltas);
+  ASSERT_EQ(calls.size(), 1u) << sse;
+  EXPECT_EQ(calls[0].name, "get_weather");
+  EXPECT_EQ(calls[0].arguments, R"({"city": "Par)") << "all that was written";
+  EXPECT_NE(sse.find(R"("finish_reason":"length")"), std::string::npos) << sse;
+
+  // The same for "required".
+  ParsedRequest required = Chat(std::string(R"("tools": [)") + kWeather +
+                                R"(], "tool_choice": "required", "stream": true)");
+  ResponseBuilder cut(required, "chatcmpl-00000000000000ef", 1, "m", nullptr);
+  const std::string cut_sse = StreamInPieces(
+      cut, R"([{"name": "get_weather", "parameters": {"city": "Par)", 5, v1::FINISH_REASON_LENGTH);
+  std::string cut_content;
+  for (const Json& delta : Deltas(cut_sse)) cut_content += delta.value("content", "");
+  EXPECT_EQ(cut_content, "") << cut_sse;
+  EXPECT_EQ(JoinCalls(Deltas(cut_sse)).size(), 1u) << cut_sse;
+}
+
 // The assistant turn of the fixture's tool_call_round_trip case for `template_name`, as
 // transformers rendered it with the model's real template: what the model is trained to write
 // when it calls get_weather(city="Paris", unit="celsius").
@@ -690,6 +722,16 @@ TEST(ToolParserTest, PythonicRepliesAreHeldWhileTheyMayBeCalls) {
   for (const Json& delta : deltas) content += delta.value("content", "");
   EXPECT_EQ(content, "");
   EXPECT_NE(sse.find(R"("finish_reason":"tool_calls")"), std::string::npos) << sse;
+
+  // Once some of the reply went out as content, the rest is content: a later "[" is not held.
+  ResponseBuilder cited(r, "chatcmpl-00000000000000ef", 1, "m", nullptr);
+  const std::vector<Json> cited_deltas = Deltas(StreamInPieces(
+      cited, "Sure, see [1] and [2] for the details of it.", 4, v1::FINISH_REASON_STOP));
+  std::string sent_before_last;
+  for (size_t e = 0; e + 1 < cited_deltas.size(); ++e) {
+    sent_before_last += cited_deltas[e].value("content", "");
+  }
+  EXPECT_NE(sent_before_last.find("[2]"), std::string::npos) << sent_before_last;
 
   ResponseBuilder text(r, "chatcmpl-00000000000000ef", 1, "m", nullptr);
   const std::string text_sse =
