@@ -463,11 +463,7 @@ ResponseBuilder::Json ResponseBuilder::AutoToolDelta(int32_t index,
     // until the end.
     if (!state.holding_call) {
       const std::string_view unsent = std::string_view(state.text).substr(state.content_sent);
-      // A pythonic reply is all calls or all content: once some of it went out as content, the
-      // rest is content too (a later "[1]" is not a call's start).
-      const size_t ready = parser == ToolCallParser::kPythonic && state.content_sent > 0
-                               ? unsent.size()
-                               : StreamableContent(parser, unsent);
+      const size_t ready = StreamableContent(parser, unsent, state.content_sent == 0);
       content = std::string(unsent.substr(0, ready));
       state.content_sent += ready;
       state.holding_call = HoldsCallStart(parser, unsent.substr(ready));

@@ -13,6 +13,7 @@
 #include "nlohmann/json.hpp"
 #include "router/jinja/value.h"
 #include "router/openai/tool_call_tags.h"
+#include "router/tokenizer/string_util.h"
 #include "router/tokenizer/utf8.h"
 
 namespace headroom::router::openai {
@@ -245,7 +246,7 @@ class Reader {
       pos_ += 2;
       if (Peek() == '_') ++pos_;  // 0x_1F
       const auto in_base = [base](char c) {
-        if (base == 16) return absl::ascii_isxdigit(static_cast<unsigned char>(c));
+        if (base == 16) return HexDigitValue(c) >= 0;
         return c >= '0' && c < static_cast<char>('0' + base);
       };
       if (!read_digits(in_base) || IsNameChar(Peek())) return std::nullopt;
@@ -286,9 +287,7 @@ class Reader {
     constexpr uint64_t kLimit = uint64_t{1} << 63;
     uint64_t magnitude = 0;
     for (const char c : digits) {
-      const int d = absl::ascii_isdigit(static_cast<unsigned char>(c))
-                        ? c - '0'
-                        : absl::ascii_tolower(static_cast<unsigned char>(c)) - 'a' + 10;
+      const int d = HexDigitValue(c);
       if (magnitude > (kLimit - static_cast<uint64_t>(d)) / static_cast<uint64_t>(base)) {
         return std::nullopt;
       }
@@ -418,12 +417,9 @@ class Reader {
   bool Hex(int count, std::string* out) {
     uint32_t value = 0;
     for (int n = 0; n < count; ++n) {
-      const char c = Peek();
-      if (!absl::ascii_isxdigit(static_cast<unsigned char>(c))) return false;
-      value = value * 16 + static_cast<uint32_t>(
-                               absl::ascii_isdigit(static_cast<unsigned char>(c))
-                                   ? c - '0'
-                                   : absl::ascii_tolower(static_cast<unsigned char>(c)) - 'a' + 10);
+      const int digit = HexDigitValue(Peek());
+      if (digit < 0) return false;
+      value = value * 16 + static_cast<uint32_t>(digit);
       ++pos_;
     }
     return AppendUtf8(value, out);

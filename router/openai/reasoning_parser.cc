@@ -11,14 +11,6 @@ namespace {
 constexpr std::string_view kThinkStart = "<think>";
 constexpr std::string_view kThinkEnd = kReasoningEnd;
 
-// How many bytes at the end of `text` are the start of `tag` (shorter than it).
-size_t TagStartAtEnd(std::string_view text, std::string_view tag) {
-  for (size_t keep = std::min(text.size(), tag.size() - 1); keep > 0; --keep) {
-    if (text.substr(text.size() - keep) == tag.substr(0, keep)) return keep;
-  }
-  return 0;
-}
-
 }  // namespace
 
 absl::StatusOr<ReasoningParser> ParseReasoningParserName(std::string_view name) {
@@ -57,7 +49,7 @@ void ReasoningSplitter::Feed(std::string_view piece, bool last, std::string* rea
     const size_t end = held_.find(kThinkEnd);
     if (end == std::string::npos) {
       // All reasoning so far, but for a tail that may begin </think>.
-      const size_t keep = last ? 0 : TagStartAtEnd(held_, kThinkEnd);
+      const size_t keep = last ? 0 : PartialAtEnd(held_, kThinkEnd);
       reasoning->append(held_, 0, held_.size() - keep);
       held_.erase(0, held_.size() - keep);
       return;

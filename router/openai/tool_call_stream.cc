@@ -7,6 +7,7 @@
 #include "nlohmann/json.hpp"
 #include "router/jinja/value.h"
 #include "router/openai/tool_call_tags.h"
+#include "router/tokenizer/string_util.h"
 #include "router/tokenizer/utf8.h"
 
 namespace headroom::router::openai {
@@ -15,13 +16,6 @@ namespace {
 using Json = nlohmann::ordered_json;
 
 bool IsSpace(uint8_t b) { return b == ' ' || b == '\t' || b == '\n' || b == '\r'; }
-
-int HexValue(uint8_t b) {
-  if (b >= '0' && b <= '9') return b - '0';
-  if (b >= 'a' && b <= 'f') return b - 'a' + 10;
-  if (b >= 'A' && b <= 'F') return b - 'A' + 10;
-  return -1;
-}
 
 // json.dumps(value, ensure_ascii=False) of a parsed number or string, as the whole reply's parse
 // writes it (jinja::ToJson); nullopt when it cannot be written.
@@ -195,7 +189,7 @@ bool JsonDumpsStream::StringByte(uint8_t byte, std::string* out) {
     }
   }
   if (escape_ == 2) {
-    const int digit = HexValue(byte);
+    const int digit = HexDigitValue(static_cast<char>(byte));
     if (digit < 0) return Invalid();
     hex_ = hex_ * 16 + static_cast<uint32_t>(digit);
     if (++hex_digits_ < 4) return true;

@@ -163,10 +163,7 @@ ParsedToolOutput ParseMistral(std::string_view text) {
 // before the tag, or before a tail that may still become it.
 size_t BeforeTag(std::string_view text, std::string_view tag) {
   if (const size_t at = text.find(tag); at != std::string_view::npos) return at;
-  for (size_t keep = std::min(text.size(), tag.size() - 1); keep > 0; --keep) {
-    if (text.substr(text.size() - keep) == tag.substr(0, keep)) return text.size() - keep;
-  }
-  return text.size();
+  return text.size() - PartialAtEnd(text, tag);
 }
 
 // A pythonic reply so far: only whitespace, or it starts (after whitespace) with '[' or with
@@ -209,7 +206,7 @@ ParsedToolOutput ParseToolCalls(ToolCallParser parser, std::string_view text) {
   return PlainContent(text);
 }
 
-size_t StreamableContent(ToolCallParser parser, std::string_view text) {
+size_t StreamableContent(ToolCallParser parser, std::string_view text, bool reply_start) {
   switch (parser) {
     case ToolCallParser::kHermes:
       return BeforeTag(text, kHermesStart);
@@ -224,8 +221,9 @@ size_t StreamableContent(ToolCallParser parser, std::string_view text) {
     }
     case ToolCallParser::kPythonic:
       // A reply that is (or may still become) a list of calls is held whole: none of it is
-      // content until the end shows whether it parses.
-      return PythonicMayBeCalls(text) ? 0 : text.size();
+      // content until the end shows whether it parses. Once some of it went out as content, the
+      // rest is content too (a later "[1]" is not a call's start).
+      return reply_start && PythonicMayBeCalls(text) ? 0 : text.size();
   }
   return text.size();
 }

@@ -45,10 +45,11 @@ struct ParsedToolOutput {
 };
 ParsedToolOutput ParseToolCalls(ToolCallParser parser, std::string_view text);
 
-// While streaming: how many bytes of `text` (the reply so far) are content for sure, i.e. before
-// anything that is, or may still become, the start of a call. The rest is held back until the
-// reply shows whether it is a call.
-size_t StreamableContent(ToolCallParser parser, std::string_view text);
+// While streaming: how many bytes of `text` (the reply's text not yet sent; `reply_start`: it is
+// the reply's beginning, nothing was sent before it) are content for sure, i.e. before anything
+// that is, or may still become, the start of a call. The rest is held back until the reply shows
+// whether it is a call.
+size_t StreamableContent(ToolCallParser parser, std::string_view text, bool reply_start = true);
 
 // `held` (what StreamableContent held back) holds the start of a call, not just text that may
 // still become one: nothing after it can be content before the reply ends.

@@ -13,13 +13,6 @@ namespace {
 
 using json_util::Json;
 
-int HexDigit(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
 class ByteLevelDecoder final : public Decoder {
  public:
   void DecodeChain(std::vector<std::string>& tokens) const override {
@@ -193,9 +186,9 @@ absl::StatusOr<std::string> ParseSingleChar(const Json& spec, std::string_view k
 int ByteFallbackValue(std::string_view token) {
   if (token.size() != 6 || token.substr(0, 3) != "<0x" || token[5] != '>') return -1;
   // Rust's u8::from_str_radix accepts a leading '+' ("<0x+A>" is byte 10).
-  if (token[3] == '+') return HexDigit(token[4]);
-  const int hi = HexDigit(token[3]);
-  const int lo = HexDigit(token[4]);
+  if (token[3] == '+') return HexDigitValue(token[4]);
+  const int hi = HexDigitValue(token[3]);
+  const int lo = HexDigitValue(token[4]);
   if (hi < 0 || lo < 0) return -1;
   return hi * 16 + lo;
 }

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <utility>
 
+#include "router/tokenizer/string_util.h"
+
 namespace headroom::router {
 
 StopMatcher::StopMatcher(StopMatcherOptions options) : options_(std::move(options)) {}
@@ -45,15 +47,7 @@ StopResult StopMatcher::Push(std::string_view text, bool may_stop) {
 
   // Hold back the longest suffix that could still grow into a stop string.
   size_t hold = 0;
-  for (const std::string& s : options_.stop) {
-    const size_t max_len = std::min(s.size() - (s.empty() ? 0 : 1), buffer.size());
-    for (size_t len = max_len; len > hold; --len) {
-      if (buffer.compare(buffer.size() - len, len, s, 0, len) == 0) {
-        hold = len;
-        break;
-      }
-    }
-  }
+  for (const std::string& s : options_.stop) hold = std::max(hold, PartialAtEnd(buffer, s));
   held_ = buffer.substr(buffer.size() - hold);
   buffer.resize(buffer.size() - hold);
   result.text = std::move(buffer);

@@ -704,6 +704,8 @@ TEST(ToolParserTest, PythonicRepliesAreHeldWhileTheyMayBeCalls) {
   EXPECT_EQ(streamable("The answer"), 10u);
   EXPECT_TRUE(HoldsCallStart(ToolCallParser::kPythonic, "\n[f("));
   EXPECT_FALSE(HoldsCallStart(ToolCallParser::kPythonic, "<|pyth")) << "may still be text";
+  EXPECT_EQ(StreamableContent(ToolCallParser::kPythonic, " [2] more", /*reply_start=*/false), 9u)
+      << "after content went out, a \"[\" is content";
 
   ParsedRequest r = Chat(std::string(R"("tools": [)") + kWeather + ", " + kTime + "]");
   r.tools.choice.parser = ToolCallParser::kPythonic;
