@@ -7,8 +7,10 @@
 //     StreamableContent stops within the content the whole reply's parse gives;
 //   - a mistral id is 9 letters and digits;
 //   - streaming calls (ToolCallStreamer, fed a byte at a time) never crashes or runs past the
-//     text, and JsonDumpsStream, wherever a value may start, gives out only JSON that reads as
-//     the same value as the text it read (json.loads of either is equal).
+//     text; for qwen3_coder (values converted by the tools' types below) each call it finished
+//     reads as the same JSON value as the whole reply's call, and JsonDumpsStream, wherever a value
+//     may start, gives out only JSON that reads as the same value as the text it read (json.loads
+//     of either is equal).
 #include <cctype>
 #include <cstdint>
 #include <cstdio>
@@ -33,6 +35,43 @@ void Fail(const char* what, ToolCallParser parser, std::string_view text) {
   std::abort();
 }
 
+// Tools whose parameters take each of qwen3_coder's conversions.
+const nlohmann::ordered_json& Tools() {
+  static const auto* tools = new nlohmann::ordered_json(nlohmann::ordered_json::parse(R"([
+    {"type": "function", "function": {"name": "f", "description": null, "parameters": {
+      "type": "object", "properties": {"s": {"type": "string"}, "i": {"type": "integer"},
+      "n": {"type": "number"}, "b": {"type": "boolean"}, "a": {"type": "array"},
+      "o": {"type": "object"}, "u": {"type": ["integer", "null"]}, "e": {"anyOf": []}}}}},
+    {"type": "function", "function": {"name": "g", "description": null,
+      "parameters": {"x": {"type": "dict"}, "y": {"type": "float"}}}}])"));
+  return *tools;
+}
+
+// Qwen3-Coder's calls streamed a byte at a time: each call the stream finished (all but a last
+// one still open) reads as the same JSON value as the whole reply's call, when that has calls (a
+// reply that raises is content, and what went out stays).
+void CheckQwen3CoderStream(std::string_view text, const ParsedToolOutput& parsed) {
+  ToolCallStreamer streamer(ToolCallStreamer::Framing::kQwen3Coder, &Tools());
+  const size_t from = std::min(text.find("<tool_call>"), text.find("<function="));
+  if (from == std::string_view::npos) return;
+  for (size_t n = from; n <= text.size(); ++n) streamer.Read(text.substr(from, n - from));
+  if (parsed.calls.empty()) return;
+  const auto& calls = streamer.calls();
+  if (calls.size() > parsed.calls.size()) {
+    Fail("more calls streamed than the reply has", ToolCallParser::kQwen3Coder, text);
+  }
+  for (size_t k = 0; k < calls.size(); ++k) {
+    if (calls[k].name != parsed.calls[k].name) {
+      Fail("a streamed call's name differs", ToolCallParser::kQwen3Coder, text);
+    }
+    const auto streamed = nlohmann::ordered_json::parse(calls[k].arguments, nullptr, false);
+    if (streamed.is_discarded() && k + 1 == calls.size()) continue;  // still open
+    if (streamed != nlohmann::ordered_json::parse(parsed.calls[k].arguments)) {
+      Fail("a streamed call's arguments differ", ToolCallParser::kQwen3Coder, text);
+    }
+  }
+}
+
 std::string WithoutMistralTags(std::string_view text) {
   std::string out(text);
   for (size_t at = out.find("[TOOL_CALLS]"); at != std::string::npos;
@@ -48,8 +87,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), std::min<size_t>(size, 2048));
   for (const ToolCallParser parser :
        {ToolCallParser::kHermes, ToolCallParser::kLlama3Json, ToolCallParser::kMistral,
-        ToolCallParser::kPythonic}) {
-    const ParsedToolOutput parsed = headroom::router::openai::ParseToolCalls(parser, text);
+        ToolCallParser::kPythonic, ToolCallParser::kQwen3Coder}) {
+    const ParsedToolOutput parsed =
+        headroom::router::openai::ParseToolCalls(parser, text, &Tools());
+    if (parser == ToolCallParser::kQwen3Coder) CheckQwen3CoderStream(text, parsed);
     size_t content_end = text.size();
     if (parsed.calls.empty()) {
       const std::string all =

@@ -158,16 +158,8 @@ def fits(value):
 
 def main():
     rng = random.Random(20261124)
-    texts = list(REPLIES)
-    for reply in REPLIES:
-        for _ in range(12):
-            texts.append(text_mutation.mutate(rng, reply, ALPHABET))
-    seen = set()
     cases = []
-    for text in texts:
-        if text in seen:
-            continue
-        seen.add(text)
+    for text in text_mutation.with_mutations(rng, REPLIES, ALPHABET):
         cases.append({"text": text, "calls": expected(text)})
     fixture = {"generator": f"scripts/gen_pythonic_fixtures.py, Python {platform.python_version()}",
                "cases": cases}

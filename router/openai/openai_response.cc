@@ -57,6 +57,9 @@ ResponseBuilder::ResponseBuilder(const ParsedRequest& request, std::string id, i
       prompt_logprobs_(request.prompt_logprobs),
       n_(request.n),
       tool_choice_(request.tools.choice),
+      tools_(tool_choice_.parser == ToolCallParser::kQwen3Coder
+                 ? std::make_shared<const Json>(request.tools.tools)
+                 : nullptr),
       reasoning_parser_(request.endpoint == Endpoint::kChat ? request.reasoning_parser
                                                             : std::nullopt),
       prompt_reasoning_(request.prompt_reasoning),
@@ -404,7 +407,7 @@ std::string ResponseBuilder::Body() const {
       } else if (ReadsToolCalls()) {
         // vLLM's shape: the text before the first call as content (null when none), the calls,
         // finish_reason "tool_calls".
-        ParsedToolOutput parsed = ParseToolCalls(*tool_choice_.parser, state.text);
+        ParsedToolOutput parsed = ParseToolCalls(*tool_choice_.parser, state.text, tools_.get());
         message["content"] = parsed.content.has_value() ? Json(*parsed.content) : Json(nullptr);
         if (!parsed.calls.empty()) {
           message["tool_calls"] = ToolCallsJson(static_cast<int32_t>(i), parsed.calls, false);
@@ -480,7 +483,7 @@ ResponseBuilder::Json ResponseBuilder::AutoToolDelta(int32_t index,
     Json calls = state.holding_call && framing.has_value()
                      ? StreamedCallDeltas(index, *framing, state)
                      : Json::array();
-    ParsedToolOutput parsed = ParseToolCalls(parser, state.text);
+    ParsedToolOutput parsed = ParseToolCalls(parser, state.text, tools_.get());
     if (parsed.calls.empty() && !state.call_arguments_sent.empty()) {
       // A call went out, and the reply does not parse whole (cut by max_tokens inside it, or
       // malformed past where it streamed): what was streamed cannot be taken back, and the
@@ -536,7 +539,7 @@ ResponseBuilder::Json ResponseBuilder::ToolCallJson(int32_t choice, size_t k, co
 ResponseBuilder::Json ResponseBuilder::StreamedCallDeltas(int32_t choice,
                                                           ToolCallStreamer::Framing framing,
                                                           Choice& state) const {
-  if (!state.call_stream.has_value()) state.call_stream.emplace(framing);
+  if (!state.call_stream.has_value()) state.call_stream.emplace(framing, tools_.get());
   state.call_stream->Read(std::string_view(state.text).substr(state.calls_from));
   Json out = Json::array();
   const std::vector<ToolCallStreamer::Call>& calls = state.call_stream->calls();

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -142,6 +143,9 @@ class ResponseBuilder {
   int32_t prompt_logprobs_;
   int32_t n_;
   ToolChoice tool_choice_;
+  // The request's tools, for a parser that converts values by their types (qwen3_coder); null
+  // otherwise.
+  std::shared_ptr<const Json> tools_;
   std::optional<ReasoningParser> reasoning_parser_;
   PromptReasoning prompt_reasoning_;
   std::string id_;

@@ -44,6 +44,7 @@ class Reader {
 
   std::optional<std::vector<ToolCall>> Calls() {
     if (!Eat('[')) return std::nullopt;
+    ++brackets_;  // the list stays open: every line break inside is whitespace
     std::vector<ToolCall> calls;
     while (true) {
       SkipSpace();
@@ -60,21 +61,78 @@ class Reader {
     return calls;
   }
 
+  // ast.literal_eval(text): one expression (a tuple when its items are separated by commas),
+  // after the spaces and tabs literal_eval strips, and blank or comment lines.
+  std::optional<Json> Literal() {
+    while (Peek() == ' ' || Peek() == '\t') ++pos_;
+    // Lines before the expression may be blank; the one it starts on may not be indented.
+    while (true) {
+      SkipSpace();
+      if (Peek() != '\n' && Peek() != '\r') break;
+      ++pos_;
+    }
+    if (pos_ > 0 && (text_[pos_ - 1] == ' ' || text_[pos_ - 1] == '\t') &&
+        text_.find_first_of("\n\r") < pos_) {
+      return std::nullopt;  // IndentationError
+    }
+    std::optional<Json> value = Value(0);
+    if (!value.has_value()) return std::nullopt;
+    SkipSpace();
+    if (Eat(',')) {  // a tuple: 1, 2 (a trailing comma allowed)
+      Json items = Json::array();
+      items.push_back(*std::move(value));
+      while (true) {
+        SkipSpace();
+        if (AtLineEnd()) break;
+        std::optional<Json> item = Value(1);
+        if (!item.has_value()) return std::nullopt;
+        items.push_back(*std::move(item));
+        SkipSpace();
+        if (!Eat(',')) break;
+      }
+      value = std::move(items);
+    }
+    // Then only line ends, blank lines and comments.
+    while (true) {
+      SkipSpace();
+      if (Peek() != '\n' && Peek() != '\r') break;
+      ++pos_;
+    }
+    if (pos_ != text_.size()) return std::nullopt;
+    return value;
+  }
+
  private:
-  // Whitespace between tokens inside brackets (Python joins their lines), and a backslash at a
-  // line's end.
+  // Whitespace between tokens, comments, and a backslash at a line's end; line breaks only
+  // inside brackets (Python joins those lines; outside them a line break ends the expression).
   void SkipSpace() {
     while (pos_ < text_.size()) {
       const char c = text_[pos_];
-      if (c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f') {
+      if (c == ' ' || c == '\t' || c == '\f' || ((c == '\n' || c == '\r') && brackets_ > 0)) {
         ++pos_;
-      } else if (c == '\\' && pos_ + 1 < text_.size() && text_[pos_ + 1] == '\n') {
-        pos_ += 2;
+      } else if (c == '\\' && (Peek(1) == '\n' || Peek(1) == '\r')) {
+        pos_ += Peek(1) == '\r' && Peek(2) == '\n' ? 3u : 2u;
+      } else if (c == '#') {
+        while (pos_ < text_.size() && text_[pos_] != '\n' && text_[pos_] != '\r') ++pos_;
       } else {
         break;
       }
     }
   }
+  [[nodiscard]] bool AtLineEnd() const {
+    return pos_ == text_.size() || text_[pos_] == '\n' || text_[pos_] == '\r';
+  }
+  // Counts the brackets open while reading what they hold.
+  class Open {
+   public:
+    explicit Open(int& brackets) : brackets_(++brackets) {}
+    ~Open() { --brackets_; }
+    Open(const Open&) = delete;
+    Open& operator=(const Open&) = delete;
+
+   private:
+    int& brackets_;
+  };
   bool Eat(char c) {
     if (pos_ < text_.size() && text_[pos_] == c) {
       ++pos_;
@@ -163,6 +221,7 @@ class Reader {
   // [a, b] or (a, b): a JSON array.
   std::optional<Json> Sequence(int depth, char close) {
     ++pos_;
+    const Open open(brackets_);
     Json out = Json::array();
     while (true) {
       SkipSpace();
@@ -180,6 +239,7 @@ class Reader {
   // again as a tuple's would take time exponential in the nesting).
   std::optional<Json> Parenthesized(int depth) {
     ++pos_;
+    const Open open(brackets_);
     SkipSpace();
     if (Eat(')')) return Json::array();
     std::optional<Json> first = Value(depth + 1);
@@ -204,6 +264,7 @@ class Reader {
   // {"k": v, ...} with string keys.
   std::optional<Json> Dict(int depth) {
     ++pos_;
+    const Open open(brackets_);
     Json out = Json::object();
     while (true) {
       SkipSpace();
@@ -427,6 +488,7 @@ class Reader {
 
   std::string_view text_;
   size_t pos_ = 0;
+  int brackets_ = 0;  // brackets open at pos_
 };
 
 // Python's str.strip() of the ASCII whitespace.
@@ -452,6 +514,11 @@ std::optional<std::vector<ToolCall>> ParsePythonicCalls(std::string_view reply) 
   }
   if (body.empty() || body.front() != '[') return std::nullopt;
   return Reader(body).Calls();
+}
+
+std::optional<nlohmann::ordered_json> ParsePythonLiteral(std::string_view text) {
+  if (!utf8::IsValid(text)) return std::nullopt;
+  return Reader(text).Literal();
 }
 
 }  // namespace headroom::router::openai

@@ -17,11 +17,18 @@
 #include <string_view>
 #include <vector>
 
+#include "nlohmann/json.hpp"
 #include "router/openai/tools.h"
 
 namespace headroom::router::openai {
 
 // The calls of a pythonic reply, or nullopt when the reply is not one.
 std::optional<std::vector<ToolCall>> ParsePythonicCalls(std::string_view reply);
+
+// ast.literal_eval(text) as JSON (tuples as arrays), with the refusals above: the leading spaces
+// and tabs literal_eval strips, then one expression (several separated by commas make a tuple),
+// comments and blank lines around it. nullopt when Python would not read it or JSON cannot hold
+// it.
+std::optional<nlohmann::ordered_json> ParsePythonLiteral(std::string_view text);
 
 }  // namespace headroom::router::openai

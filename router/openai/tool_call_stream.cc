@@ -374,6 +374,10 @@ void ToolCallObjectStream::EndValue() {
 // --- ToolCallStreamer ---------------------------------------------------------------------------
 
 void ToolCallStreamer::Read(std::string_view text) {
+  if (qwen3_coder_.has_value()) {
+    qwen3_coder_->Read(text);
+    return;
+  }
   while (frame_ != Frame::kStopped) {
     if (frame_ == Frame::kSeek) {
       if (!Seek(text)) return;
@@ -415,8 +419,14 @@ std::optional<ToolCallStreamer::Framing> ToolCallStreamer::FramingOf(ToolCallPar
       return Framing::kMistral;
     case ToolCallParser::kPythonic:
       return std::nullopt;
+    case ToolCallParser::kQwen3Coder:
+      return Framing::kQwen3Coder;
   }
   return std::nullopt;
+}
+
+ToolCallStreamer::ToolCallStreamer(Framing framing, const Json* tools) : framing_(framing) {
+  if (framing == Framing::kQwen3Coder) qwen3_coder_.emplace(tools);
 }
 
 void ToolCallStreamer::StartObject() {
@@ -475,6 +485,9 @@ bool ToolCallStreamer::Seek(std::string_view text) {
       if (!SkipSpace(text, pos_)) return false;
       break;
     }
+    case Framing::kQwen3Coder:  // read by qwen3_coder_
+      frame_ = Frame::kStopped;
+      return true;
     case Framing::kMistral:
     case Framing::kJsonArray: {
       if (!in_array_) {

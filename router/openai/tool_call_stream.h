@@ -12,8 +12,9 @@
 //   ToolCallObjectStream one call object {"name": ..., "arguments": {...}} (or "parameters").
 //   ToolCallStreamer     the calls of a reply after its content, framed as the parser's family
 //                        writes them (hermes <tool_call> tags, llama3_json objects separated by
-//                        ';', mistral's [TOOL_CALLS] array), or as tool_choice "required" has
-//                        them written (a JSON array of {"name", "parameters"}).
+//                        ';', mistral's [TOOL_CALLS] array, Qwen3-Coder's XML-like tags through
+//                        Qwen3CoderCallStream), or as tool_choice "required" has them written (a
+//                        JSON array of {"name", "parameters"}).
 //
 // What json.dumps(json.loads(...)) does that a stream cannot: a key given twice keeps its first
 // place with its last value. The whole reply's parse stays the authority (ResponseBuilder sends
@@ -28,6 +29,8 @@
 #include <vector>
 
 #include "common/json_depth.h"
+#include "nlohmann/json.hpp"
+#include "router/openai/qwen3_coder_calls.h"
 #include "router/openai/tools.h"
 
 namespace headroom::router::openai {
@@ -144,27 +147,28 @@ class ToolCallObjectStream {
 class ToolCallStreamer {
  public:
   enum class Framing : uint8_t {
-    kHermes,     // <tool_call>{...}</tool_call>, one per call
-    kLlama3,     // [<|python_tag|>] {...}; {...}  ("arguments" or "parameters")
-    kMistral,    // [TOOL_CALLS][{...}, {...}]
-    kJsonArray,  // [{"name", "parameters"}, ...]: tool_choice "required"
+    kHermes,      // <tool_call>{...}</tool_call>, one per call
+    kLlama3,      // [<|python_tag|>] {...}; {...}  ("arguments" or "parameters")
+    kMistral,     // [TOOL_CALLS][{...}, {...}]
+    kJsonArray,   // [{"name", "parameters"}, ...]: tool_choice "required"
+    kQwen3Coder,  // <tool_call><function=NAME><parameter=KEY>value</parameter>...
   };
   // nullopt for pythonic replies, whose calls come whole in the last event.
   static std::optional<Framing> FramingOf(ToolCallParser parser);
 
-  explicit ToolCallStreamer(Framing framing) : framing_(framing) {}
+  // `tools`: the request's tools, which kQwen3Coder converts values by (they must outlive it).
+  explicit ToolCallStreamer(Framing framing, const nlohmann::ordered_json* tools = nullptr);
 
   // A call whose name has been read and whose arguments have begun: its name and its arguments
   // so far.
-  struct Call {
-    std::string name;
-    std::string arguments;
-  };
+  using Call = ToolCall;
 
   // Reads the reply's calls so far: `text` is everything from where the first call may begin (the
   // text StreamableContent held back) and only grows; each call reads only what is new.
   void Read(std::string_view text);
-  [[nodiscard]] const std::vector<Call>& calls() const { return calls_; }
+  [[nodiscard]] const std::vector<Call>& calls() const {
+    return qwen3_coder_.has_value() ? qwen3_coder_->calls() : calls_;
+  }
 
  private:
   enum class Frame : uint8_t { kSeek, kObject, kAfterObject, kStopped };
@@ -181,6 +185,7 @@ class ToolCallStreamer {
   bool streaming_ = false;  // the object being read is calls_.back()
   std::optional<ToolCallObjectStream> object_;
   std::vector<Call> calls_;
+  std::optional<Qwen3CoderCallStream> qwen3_coder_;  // kQwen3Coder reads with it
 };
 
 }  // namespace headroom::router::openai

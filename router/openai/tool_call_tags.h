@@ -12,5 +12,9 @@ inline constexpr std::string_view kPythonTag = "<|python_tag|>";      // Llama 3
 inline constexpr std::string_view kMistralStart = "[TOOL_CALLS]";     // Mistral
 inline constexpr std::string_view kPythonStart = "<|python_start|>";  // Llama 4 (pythonic)
 inline constexpr std::string_view kPythonEnd = "<|python_end|>";
+inline constexpr std::string_view kQwenFunctionStart = "<function=";  // Qwen3-Coder, in <tool_call>
+inline constexpr std::string_view kQwenFunctionEnd = "</function>";
+inline constexpr std::string_view kQwenParameterStart = "<parameter=";
+inline constexpr std::string_view kQwenParameterEnd = "</parameter>";
 
 }  // namespace headroom::router::openai

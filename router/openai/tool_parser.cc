@@ -9,6 +9,7 @@
 #include "common/json_depth.h"
 #include "nlohmann/json.hpp"
 #include "router/openai/pythonic_calls.h"
+#include "router/openai/qwen3_coder_calls.h"
 #include "router/openai/tool_call_tags.h"
 #include "router/tokenizer/string_util.h"
 
@@ -184,11 +185,12 @@ absl::StatusOr<ToolCallParser> ParseToolCallParserName(std::string_view name) {
   if (name == "llama3_json" || name == "llama4_json") return ToolCallParser::kLlama3Json;
   if (name == "mistral") return ToolCallParser::kMistral;
   if (name == "pythonic" || name == "llama4_pythonic") return ToolCallParser::kPythonic;
+  if (name == "qwen3_coder") return ToolCallParser::kQwen3Coder;
   return absl::InvalidArgumentError(absl::StrCat("unknown tool-call parser \"", Sv(name),
                                                  "\" (supported: ", kToolCallParserNames, ")"));
 }
 
-ParsedToolOutput ParseToolCalls(ToolCallParser parser, std::string_view text) {
+ParsedToolOutput ParseToolCalls(ToolCallParser parser, std::string_view text, const Json* tools) {
   switch (parser) {
     case ToolCallParser::kHermes:
       return ParseHermes(text);
@@ -202,6 +204,8 @@ ParsedToolOutput ParseToolCalls(ToolCallParser parser, std::string_view text) {
       if (!calls.has_value()) return PlainContent(text);
       return {std::nullopt, *std::move(calls)};
     }
+    case ToolCallParser::kQwen3Coder:
+      return ParseQwen3CoderCalls(text, tools);
   }
   return PlainContent(text);
 }
@@ -224,6 +228,9 @@ size_t StreamableContent(ToolCallParser parser, std::string_view text, bool repl
       // content until the end shows whether it parses. Once some of it went out as content, the
       // rest is content too (a later "[1]" is not a call's start).
       return reply_start && PythonicMayBeCalls(text) ? 0 : text.size();
+    case ToolCallParser::kQwen3Coder:
+      // The content ends at the first <tool_call>, or at <function= when that comes first.
+      return std::min(BeforeTag(text, kHermesStart), BeforeTag(text, kQwenFunctionStart));
   }
   return text.size();
 }
@@ -244,6 +251,9 @@ bool HoldsCallStart(ToolCallParser parser, std::string_view held) {
       const std::string_view rest = held.substr(first);
       return rest.front() == '[' || rest.substr(0, kPythonStart.size()) == kPythonStart;
     }
+    case ToolCallParser::kQwen3Coder:
+      return held.find(kHermesStart) != std::string_view::npos ||
+             held.find(kQwenFunctionStart) != std::string_view::npos;
   }
   return false;
 }

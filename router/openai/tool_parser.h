@@ -15,6 +15,9 @@
 //   pythonic     Llama 3.2, Llama 4, ToolACE (also llama4_pythonic): the whole reply a Python
 //                list of calls, `[get_weather(city="Paris")]`, between Llama 4's <|python_start|>
 //                and <|python_end|> or not (pythonic_calls.h).
+//   qwen3_coder  Qwen3-Coder: `<tool_call>\n<function=NAME>\n<parameter=KEY>\nvalue\n</parameter>
+//                \n</function>\n</tool_call>`, values converted by the parameters' types in the
+//                request's tools (qwen3_coder_calls.h).
 // Pure functions.
 #pragma once
 
@@ -24,13 +27,14 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "nlohmann/json.hpp"
 #include "router/openai/tools.h"
 
 namespace headroom::router::openai {
 
 // The names --tool-call-parser takes.
 inline constexpr char kToolCallParserNames[] =
-    "hermes, llama3_json, llama4_json, mistral, pythonic, llama4_pythonic";
+    "hermes, llama3_json, llama4_json, mistral, pythonic, llama4_pythonic, qwen3_coder";
 
 // "hermes" -> kHermes, ...; InvalidArgument naming the supported parsers otherwise.
 absl::StatusOr<ToolCallParser> ParseToolCallParserName(std::string_view name);
@@ -43,7 +47,10 @@ struct ParsedToolOutput {
   std::optional<std::string> content;
   std::vector<ToolCall> calls;  // arguments as Python's json.dumps writes them
 };
-ParsedToolOutput ParseToolCalls(ToolCallParser parser, std::string_view text);
+// `tools`: the request's tools (ToolRequest::tools), which qwen3_coder reads its values' types
+// from (null: none).
+ParsedToolOutput ParseToolCalls(ToolCallParser parser, std::string_view text,
+                                const nlohmann::ordered_json* tools = nullptr);
 
 // While streaming: how many bytes of `text` (the reply's text not yet sent; `reply_start`: it is
 // the reply's beginning, nothing was sent before it) are content for sure, i.e. before anything

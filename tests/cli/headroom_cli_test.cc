@@ -266,7 +266,8 @@ TEST(HeadroomCliTest, RouterAutoToolChoiceNeedsAKnownParser) {
                    "--tool-call-parser", "granite"});
   ExpectRefused(r);
   EXPECT_THAT(r.err, HasSubstr("unknown tool-call parser \"granite\" (supported: hermes, "
-                               "llama3_json, llama4_json, mistral, pythonic, llama4_pythonic)"));
+                               "llama3_json, llama4_json, mistral, pythonic, llama4_pythonic, "
+                               "qwen3_coder)"));
 }
 
 TEST(HeadroomCliTest, RouterReasoningParserMustBeKnown) {

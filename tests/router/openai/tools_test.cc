@@ -12,6 +12,7 @@
 #include "router/openai/openai_protocol.h"
 #include "router/openai/openai_response.h"
 #include "router/openai/tool_parser.h"
+#include "tests/router/openai/stream_deltas.h"
 #include "worker/engine/json_schema.h"
 
 namespace headroom::router::openai {
@@ -160,30 +161,6 @@ TEST(ToolsTest, ToolMessagesReachTheTemplateAsVllmGivesThem) {
   EXPECT_EQ(r->messages[2].fields.dump(), R"({"tool_call_id":"call_1","name":"get_weather"})");
 }
 
-v1::GenerateResponse Piece(const std::string& text) {
-  v1::GenerateResponse m;
-  m.set_text(text);
-  return m;
-}
-
-v1::GenerateResponse LastPiece(const std::string& text, v1::FinishReason reason) {
-  v1::GenerateResponse m = Piece(text);
-  m.set_finish_reason(reason);
-  m.mutable_usage()->set_prompt_tokens(9);
-  m.mutable_usage()->set_completion_tokens(5);
-  return m;
-}
-
-// The delta of each "data: {...}" event (the [DONE] line skipped).
-std::vector<Json> Deltas(const std::string& sse) {
-  std::vector<Json> out;
-  for (size_t pos = 0; (pos = sse.find("data: {", pos)) != std::string::npos; ++pos) {
-    const Json chunk = Json::parse(sse.substr(pos + 6, sse.find("\n\n", pos) - pos - 6));
-    if (!chunk["choices"].empty()) out.push_back(chunk["choices"][0]["delta"]);
-  }
-  return out;
-}
-
 TEST(ToolsTest, ANamedCallIsTheReplysToolCall) {
   const ParsedRequest r = Chat(std::string(R"("tools": [)") + kWeather +
                                R"(], "tool_choice": {"type": "function", "function": )"
@@ -219,53 +196,6 @@ TEST(ToolsTest, ANamedCallIsTheReplysToolCall) {
   EXPECT_EQ(deltas[0]["tool_calls"][0]["function"]["arguments"].get<std::string>() +
                 deltas[1]["tool_calls"][0]["function"]["arguments"].get<std::string>(),
             R"({"city": "Paris"})");
-}
-
-// A streamed tool call as a client puts it together from the deltas.
-struct JoinedCall {
-  std::string id;
-  std::string name;
-  std::string arguments;
-  size_t first_event = 0;  // the delta that started it
-  int pieces = 0;          // deltas that carried some of its arguments
-};
-
-// Joins the calls of `deltas` by index, checking the shape as OpenAI's streaming gives it: a
-// call's first delta has its id, type and name; the later ones only arguments.
-std::vector<JoinedCall> JoinCalls(const std::vector<Json>& deltas) {
-  std::vector<JoinedCall> calls;
-  for (size_t e = 0; e < deltas.size(); ++e) {
-    if (!deltas[e].contains("tool_calls")) continue;
-    for (const Json& call : deltas[e]["tool_calls"]) {
-      const size_t k = call["index"].get<size_t>();
-      const std::string piece = call["function"].value("arguments", "");
-      if (k == calls.size()) {
-        EXPECT_EQ(call["type"], "function");
-        calls.push_back({call["id"].get<std::string>(), call["function"]["name"].get<std::string>(),
-                         piece, e, 0});
-      } else {
-        EXPECT_LT(k, calls.size()) << "call " << k << " before call " << calls.size();
-        if (k >= calls.size()) continue;
-        EXPECT_FALSE(call.contains("id")) << call.dump();
-        EXPECT_FALSE(call["function"].contains("name")) << call.dump();
-        calls[k].arguments += piece;
-      }
-      if (!piece.empty()) ++calls[k].pieces;
-    }
-  }
-  return calls;
-}
-
-// Streams `reply` `step` bytes at a time, the last piece finishing with `reason`.
-std::string StreamInPieces(ResponseBuilder& stream, const std::string& reply, size_t step,
-                           v1::FinishReason reason) {
-  std::string sse;
-  for (size_t at = 0; at < reply.size(); at += step) {
-    const std::string piece = reply.substr(at, step);
-    sse +=
-        stream.StreamEvents(0, at + step >= reply.size() ? LastPiece(piece, reason) : Piece(piece));
-  }
-  return sse;
 }
 
 // "required" calls stream as vLLM streams them: each call's id and name once its parameters

@@ -1,0 +1,212 @@
+// The qwen3_coder tool-call parser against the algorithm vLLM publishes, run by Python's own re,
+// int, float, json and ast (scripts/gen_qwen3_coder_fixtures.py): whole replies, and the same
+// replies streamed in pieces through the response builder, as a client joins them.
+#include "router/openai/qwen3_coder_calls.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
+#include "gtest/gtest.h"
+#include "router/openai/openai_protocol.h"
+#include "router/openai/openai_response.h"
+#include "router/openai/pythonic_calls.h"
+#include "router/openai/tool_parser.h"
+#include "tests/router/openai/stream_deltas.h"
+
+namespace headroom::router::openai {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+Json Fixture() {
+  std::ifstream in(std::string(std::getenv("HEADROOM_SOURCE_DIR")) +
+                   "/tests/router/openai/fixtures/qwen3_coder_calls.json");
+  EXPECT_TRUE(in.good()) << "missing fixture qwen3_coder_calls.json";
+  return in.good() ? Json::parse(in) : Json::object();
+}
+
+// A chat request with the fixture's tools and tool_choice "auto" read by qwen3_coder.
+ParsedRequest AutoRequest(const Json& tools, bool stream) {
+  absl::StatusOr<ParsedRequest> r = ParseChatRequest(Json{
+      {"messages", {{{"role", "user"}, {"content", "Go."}}}},
+      {"tools", tools},
+      {"stream", stream}}.dump());
+  EXPECT_TRUE(r.ok()) << r.status();
+  if (!r.ok()) return {};
+  r->tools.choice.parser = ToolCallParser::kQwen3Coder;
+  return *std::move(r);
+}
+
+// Every reply of the fixture (hand-written and mutated) gives the content and the calls Python
+// computes, arguments byte for byte.
+TEST(Qwen3CoderCallsTest, ReadsWhatVllmsAlgorithmReadsInPython) {
+  const Json fixture = Fixture();
+  ASSERT_TRUE(fixture.contains("cases"));
+  // The router hands the parser its normalized tools, as the fixture's are.
+  const ParsedRequest request = AutoRequest(fixture["tools"], false);
+  ASSERT_EQ(request.tools.tools, fixture["tools"]);
+  int with_calls = 0;
+  for (const Json& c : fixture["cases"]) {
+    const std::string text = c["text"].get<std::string>();
+    const ParsedToolOutput parsed =
+        ParseToolCalls(ToolCallParser::kQwen3Coder, text, &request.tools.tools);
+    if (c["content"].is_null()) {
+      EXPECT_FALSE(parsed.content.has_value()) << text;
+    } else {
+      EXPECT_EQ(parsed.content, c["content"].get<std::string>()) << text;
+    }
+    ASSERT_EQ(parsed.calls.size(), c["calls"].size()) << text;
+    for (size_t k = 0; k < parsed.calls.size(); ++k) {
+      EXPECT_EQ(parsed.calls[k].name, c["calls"][k]["name"]) << text;
+      EXPECT_EQ(parsed.calls[k].arguments, c["calls"][k]["arguments"]) << text;
+    }
+    with_calls += parsed.calls.empty() ? 0 : 1;
+  }
+  EXPECT_GT(with_calls, 500);
+  EXPECT_GT(fixture["cases"].size() - static_cast<size_t>(with_calls), 100u);
+  EXPECT_EQ(ParseToolCallParserName("qwen3_coder").value(), ToolCallParser::kQwen3Coder);
+}
+
+// Without tools every value is its text.
+TEST(Qwen3CoderCallsTest, WithoutToolsValuesAreText) {
+  const ParsedToolOutput parsed = ParseToolCalls(
+      ToolCallParser::kQwen3Coder,
+      "<tool_call>\n<function=f>\n<parameter=n>\n5\n</parameter>\n</function>\n</tool_call>");
+  ASSERT_EQ(parsed.calls.size(), 1u);
+  EXPECT_EQ(parsed.calls[0].arguments, R"({"n": "5"})");
+}
+
+// A parameter name given twice within one function: the whole parse keeps the first one's place
+// with the last value, which a stream that already sent the first cannot follow.
+bool HasRepeatedParameter(std::string_view reply) {
+  std::vector<std::string_view> names;
+  for (size_t at = 0; at < reply.size();) {
+    const size_t function = reply.find("<function=", at);
+    const size_t parameter = reply.find("<parameter=", at);
+    if (parameter == std::string_view::npos) return false;
+    if (function < parameter) {
+      names.clear();
+      at = function + 1;
+      continue;
+    }
+    const size_t begin = parameter + 11;
+    const std::string_view name = reply.substr(begin, reply.find('>', begin) - begin);
+    if (std::find(names.begin(), names.end(), name) != names.end()) return true;
+    names.push_back(name);
+    at = begin;
+  }
+  return false;
+}
+
+// Streamed at piece sizes 1, 5 and 9, every fixture reply joins to what the whole reply gives:
+// the same content, and the same calls with the same ids and arguments; calls stream before the
+// reply ends. Where it cannot (docs/router.md): a name given twice, or a reply that turns out not
+// to parse (a value that raises, a parameter without '>') after a call went out; the call then
+// stays as streamed.
+TEST(Qwen3CoderCallsTest, StreamedCallsJoinToTheWholeReplys) {
+  const Json fixture = Fixture();
+  ASSERT_TRUE(fixture.contains("cases"));
+  int early = 0;
+  int diverged = 0;
+  for (const Json& c : fixture["cases"]) {
+    const std::string reply = c["text"].get<std::string>();
+    ResponseBuilder whole(AutoRequest(fixture["tools"], false), "chatcmpl-00000000000000aa", 1, "m",
+                          nullptr);
+    whole.Accumulate(0, LastPiece(reply, v1::FINISH_REASON_STOP));
+    const Json message = Json::parse(whole.Body())["choices"][0]["message"];
+    const Json expected = message.value("tool_calls", Json::array());
+    const std::string expected_content =
+        message["content"].is_null() ? "" : message["content"].get<std::string>();
+    for (size_t step = 1; step <= 9; step += 4) {
+      ResponseBuilder stream(AutoRequest(fixture["tools"], true), "chatcmpl-00000000000000aa", 1,
+                             "m", nullptr);
+      const std::string sse = StreamInPieces(stream, reply, step, v1::FINISH_REASON_STOP);
+      const std::vector<Json> deltas = Deltas(sse);
+      std::string content;
+      for (const Json& delta : deltas) content += delta.value("content", "");
+      const std::vector<JoinedCall> calls = JoinCalls(deltas);
+      bool same = content == expected_content && calls.size() == expected.size();
+      for (size_t k = 0; same && k < calls.size(); ++k) {
+        same = calls[k].id == expected[k]["id"] &&
+               calls[k].name == expected[k]["function"]["name"] &&
+               calls[k].arguments == expected[k]["function"]["arguments"];
+      }
+      if (!same) {
+        ++diverged;
+        if (HasRepeatedParameter(reply) && calls.size() == expected.size()) {
+          // The name went out twice; read as JSON, the arguments are the whole parse's value.
+          for (size_t k = 0; k < calls.size(); ++k) {
+            EXPECT_EQ(Json::parse(calls[k].arguments),
+                      Json::parse(expected[k]["function"]["arguments"].get<std::string>()))
+                << reply;
+          }
+        } else {
+          EXPECT_TRUE(c["raised"].get<bool>()) << "step " << step << ": " << reply << "\n" << sse;
+        }
+        continue;
+      }
+      if (step == 1 && !calls.empty() && calls[0].first_event + 1 < deltas.size()) ++early;
+    }
+  }
+  EXPECT_GT(early, 300) << "calls came whole at the end";
+  EXPECT_LT(diverged, 40);
+}
+
+// A long value streams parameter by parameter: the file's path goes out before its content is
+// written, and each call closes before the next begins.
+TEST(Qwen3CoderCallsTest, ParametersStreamAsEachEnds) {
+  const Json fixture = Fixture();
+  ASSERT_TRUE(fixture.contains("tools"));
+  ToolCallStreamer stream(ToolCallStreamer::Framing::kQwen3Coder, &fixture["tools"]);
+  std::string text = "<tool_call>\n<function=write_file>\n<parameter=path>\na.txt\n</parameter>\n";
+  stream.Read(text);
+  ASSERT_EQ(stream.calls().size(), 1u);
+  EXPECT_EQ(stream.calls()[0].name, "write_file");
+  EXPECT_EQ(stream.calls()[0].arguments, R"({"path": "a.txt")");
+  text += "<parameter=content>\nline 1\n";
+  stream.Read(text);
+  EXPECT_EQ(stream.calls()[0].arguments, R"({"path": "a.txt")") << "the value has not ended";
+  text += "</parameter>\n</function>\n</tool_call>\n<tool_call>\n<function=get_weather>\n";
+  stream.Read(text);
+  ASSERT_EQ(stream.calls().size(), 1u) << "a call starts with its first parameter";
+  EXPECT_EQ(stream.calls()[0].arguments, R"({"path": "a.txt", "content": "line 1"})");
+  text += "<parameter=days>\n 4 \n<parameter=city>\nOslo\n";
+  stream.Read(text);
+  ASSERT_EQ(stream.calls().size(), 2u);
+  EXPECT_EQ(stream.calls()[1].name, "get_weather");
+  EXPECT_EQ(stream.calls()[1].arguments, R"({"days": 4)");
+  text += "</function>";
+  stream.Read(text);
+  EXPECT_EQ(stream.calls()[1].arguments, R"({"days": 4, "city": "Oslo"})");
+
+  // A reply that starts with <function= outside a block is read whole at the end: a later
+  // <tool_call> would leave that function out.
+  ToolCallStreamer bare(ToolCallStreamer::Framing::kQwen3Coder, &fixture["tools"]);
+  bare.Read("<function=get_weather>\n<parameter=city>\nOslo\n</parameter>\n</function>");
+  EXPECT_TRUE(bare.calls().empty());
+}
+
+// Python's ast.literal_eval, which values of some types go through: one expression or a tuple,
+// comments and blank lines around it, but a line break outside brackets ends it.
+TEST(Qwen3CoderCallsTest, PythonLiteralsAsLiteralEvalReadsThem) {
+  const auto literal = [](std::string_view text) -> std::string {
+    std::optional<Json> value = ParsePythonLiteral(text);
+    return value.has_value() ? value->dump() : "refused";
+  };
+  EXPECT_EQ(literal("1, 2"), "[1,2]");
+  EXPECT_EQ(literal("(1,)"), "[1]");
+  EXPECT_EQ(literal("1,"), "[1]");
+  EXPECT_EQ(literal("  -5 # five\n\n"), "-5");
+  EXPECT_EQ(literal("\n\n{'a': [True, None]}"), R"({"a":[true,null]})");
+  EXPECT_EQ(literal("[1,\n 2]"), "[1,2]");
+  EXPECT_EQ(literal("-\n1"), "refused");
+  EXPECT_EQ(literal("\n  1"), "refused") << "IndentationError";
+  EXPECT_EQ(literal("1\n2"), "refused");
+  EXPECT_EQ(literal("Paris"), "refused");
+  EXPECT_EQ(literal("'a' 'b'"), R"("ab")");
+}
+
+}  // namespace
+}  // namespace headroom::router::openai
