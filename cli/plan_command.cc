@@ -81,18 +81,19 @@ std::string ModelSummary(const worker::ModelConfig& c, worker::DType dtype,
   absl::StrAppendFormat(&summary, "  layers %d, hidden %d, intermediate %d, vocab %d (%s)\n",
                         c.num_hidden_layers, c.hidden_size, c.intermediate_size, c.vocab_size,
                         c.tie_word_embeddings ? "tied LM head" : "untied LM head");
-  absl::StrAppendFormat(&summary, "  attention: %d heads, %d KV heads, head_dim %d%s\n",
-                        c.num_attention_heads, c.num_key_value_heads, c.head_dim,
-                        c.qkv_bias ? ", q/k/v bias" : "");
+  absl::StrAppendFormat(
+      &summary, "  attention: %d heads, %d KV heads, head_dim %d%s\n", c.num_attention_heads,
+      c.num_key_value_heads, c.head_dim,
+      absl::StrCat(c.qkv_bias ? ", q/k/v bias" : "", c.qk_norm ? ", per-head q/k norm" : ""));
   absl::StrAppendFormat(&summary, "  max_position_embeddings %d, rope_theta %g%s\n",
                         c.max_position_embeddings, c.rope_theta,
-                        c.rope_scaling ? absl::StrFormat(", llama3 rope scaling x%g",
-                                                         c.rope_scaling->factor)
-                                       : std::string());
-  absl::StrAppendFormat(
-      &summary, "  parameters %s; weights %s, KV cache %s (checkpoint %s)\n",
-      Count(kvcache::WeightParamsPerRank(worker::ModelDimsOf(c), 1)), worker::DTypeName(dtype),
-      worker::DTypeName(kv_dtype), worker::DTypeName(c.torch_dtype));
+                        c.rope_scaling
+                            ? absl::StrFormat(", llama3 rope scaling x%g", c.rope_scaling->factor)
+                            : std::string());
+  absl::StrAppendFormat(&summary, "  parameters %s; weights %s, KV cache %s (checkpoint %s)\n",
+                        Count(kvcache::WeightParamsPerRank(worker::ModelDimsOf(c), 1)),
+                        worker::DTypeName(dtype), worker::DTypeName(kv_dtype),
+                        worker::DTypeName(c.torch_dtype));
   return summary;
 }
 
@@ -109,8 +110,8 @@ absl::StatusOr<std::string> Plan(const FlagSet& flags) {
         "an H100 80GB, 24 for an L4 or RTX 4090)");
   }
   if (!(*gpu_memory_gib > 0 && *gpu_memory_gib <= kMaxGpuMemoryGiB)) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "--gpu-memory-gib must be in (0, %g], got %g", kMaxGpuMemoryGiB, *gpu_memory_gib));
+    return absl::InvalidArgumentError(absl::StrFormat("--gpu-memory-gib must be in (0, %g], got %g",
+                                                      kMaxGpuMemoryGiB, *gpu_memory_gib));
   }
 
   kvcache::MemoryPlanInput input;

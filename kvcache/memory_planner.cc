@@ -18,9 +18,7 @@ namespace {
 
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-int64_t Align(int64_t bytes) {
-  return CeilDiv(bytes, kArenaAlignmentBytes) * kArenaAlignmentBytes;
-}
+int64_t Align(int64_t bytes) { return CeilDiv(bytes, kArenaAlignmentBytes) * kArenaAlignmentBytes; }
 
 bool IsPowerOfTwo(int64_t value) { return value > 0 && (value & (value - 1)) == 0; }
 
@@ -45,12 +43,12 @@ absl::Status ValidateModel(const ModelDims& m) {
       CheckRange("model num_key_value_heads", m.num_kv_heads, 1, m.num_attention_heads));
   HR_RETURN_IF_ERROR(CheckRange("model head_dim", m.head_dim, 1, kMaxHeadDim));
   HR_RETURN_IF_ERROR(CheckRange("model vocab_size", m.vocab_size, 1, kMaxVocabSize));
-  HR_RETURN_IF_ERROR(CheckRange("model max_position_embeddings", m.max_position_embeddings, 0,
-                                kMaxModelLen));
+  HR_RETURN_IF_ERROR(
+      CheckRange("model max_position_embeddings", m.max_position_embeddings, 0, kMaxModelLen));
   if (m.num_attention_heads % m.num_kv_heads != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "model num_key_value_heads (", m.num_kv_heads, ") must divide num_attention_heads (",
-        m.num_attention_heads, ")"));
+    return absl::InvalidArgumentError(absl::StrCat("model num_key_value_heads (", m.num_kv_heads,
+                                                   ") must divide num_attention_heads (",
+                                                   m.num_attention_heads, ")"));
   }
   return absl::OkStatus();
 }
@@ -71,14 +69,14 @@ ActivationArena ArenaOf(const MemoryPlanInput& in, const TensorParallelShard& sh
                               + Align(t * shard.intermediate * a);               // silu(g)*u
   const int64_t split_rows = s * shard.heads * kMaxKvSplits;
   arena.attention_scratch_bytes =
-      Align(split_rows * m.head_dim * kFp32Bytes)                     // partial outputs
-      + Align(split_rows * kAttentionStatsPerRow * kFp32Bytes);       // running max, sum
-  arena.logits_bytes = Align(s * m.hidden_size * a)                  // last hidden per seq
-                       + Align(s * shard.vocab_rows * a)             // LM-head shard output
-                       + Align(s * padded_vocab * kFp32Bytes);       // gathered fp32 logits
+      Align(split_rows * m.head_dim * kFp32Bytes)                // partial outputs
+      + Align(split_rows * kAttentionStatsPerRow * kFp32Bytes);  // running max, sum
+  arena.logits_bytes = Align(s * m.hidden_size * a)              // last hidden per seq
+                       + Align(s * shard.vocab_rows * a)         // LM-head shard output
+                       + Align(s * padded_vocab * kFp32Bytes);   // gathered fp32 logits
   const int64_t vocab_row_f32 = Align(s * padded_vocab * kFp32Bytes);
-  arena.sampler_bytes = 2 * vocab_row_f32                             // probs, logprobs
-                        + kSortBuffers * vocab_row_f32                // sort keys
+  arena.sampler_bytes = 2 * vocab_row_f32               // probs, logprobs
+                        + kSortBuffers * vocab_row_f32  // sort keys
                         + kSortBuffers * Align(s * padded_vocab * kSortIndexBytes)  // indices
                         + kSamplerScratchBytes;
   arena.metadata_bytes = Align(t * kTokenIdBytes) + Align(t * kPositionBytes) +
@@ -116,8 +114,8 @@ absl::Status Validate(const MemoryPlanInput& in) {
   }
   HR_RETURN_IF_ERROR(CheckRange("--max-model-len", in.max_model_len, 1, kMaxModelLen));
   HR_RETURN_IF_ERROR(CheckRange("--max-num-seqs", in.max_num_seqs, 1, kMaxNumSeqs));
-  HR_RETURN_IF_ERROR(CheckRange("--max-num-batched-tokens", in.max_num_batched_tokens, 1,
-                                kMaxNumBatchedTokens));
+  HR_RETURN_IF_ERROR(
+      CheckRange("--max-num-batched-tokens", in.max_num_batched_tokens, 1, kMaxNumBatchedTokens));
   if (in.max_num_batched_tokens < in.max_num_seqs) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--max-num-batched-tokens (", in.max_num_batched_tokens,
@@ -134,14 +132,14 @@ absl::Status Validate(const MemoryPlanInput& in) {
           absl::StrCat(flag, " element size must be 1, 2 or 4 bytes, got ", bytes));
     }
   }
-  HR_RETURN_IF_ERROR(CheckRange("--tensor-parallel-size", in.tensor_parallel_size, 1,
-                                kMaxNumHeads));
+  HR_RETURN_IF_ERROR(
+      CheckRange("--tensor-parallel-size", in.tensor_parallel_size, 1, kMaxNumHeads));
   const std::vector<std::string> problems = ShardingProblems(in.model, in.tensor_parallel_size);
   if (!problems.empty()) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "--tensor-parallel-size ", in.tensor_parallel_size, " cannot shard this model: ",
-        absl::StrJoin(problems, "; "), ". Valid sizes for this model: ",
-        absl::StrJoin(ValidTensorParallelSizes(in.model), ", ")));
+        "--tensor-parallel-size ", in.tensor_parallel_size,
+        " cannot shard this model: ", absl::StrJoin(problems, "; "),
+        ". Valid sizes for this model: ", absl::StrJoin(ValidTensorParallelSizes(in.model), ", ")));
   }
   return absl::OkStatus();
 }
@@ -181,12 +179,11 @@ Evaluation Evaluate(const MemoryPlanInput& in) {
   p.num_blocks = p.kv_cache_bytes > 0 ? p.kv_cache_bytes / p.kv_bytes_per_block : 0;
   p.num_usable_blocks = std::max<int64_t>(0, p.num_blocks - kNumReservedBlocks);
   p.num_tokens = p.num_usable_blocks * in.block_size;
-  p.max_concurrency = static_cast<double>(p.num_usable_blocks) /
-                      static_cast<double>(p.blocks_per_max_len_seq);
+  p.max_concurrency =
+      static_cast<double>(p.num_usable_blocks) / static_cast<double>(p.blocks_per_max_len_seq);
   p.typical_request_tokens = std::min(kTypicalRequestTokens, in.max_model_len);
-  p.max_concurrency_typical =
-      static_cast<double>(p.num_usable_blocks) /
-      static_cast<double>(CeilDiv(p.typical_request_tokens, in.block_size));
+  p.max_concurrency_typical = static_cast<double>(p.num_usable_blocks) /
+                              static_cast<double>(CeilDiv(p.typical_request_tokens, in.block_size));
 
   if (p.weights_bytes > p.budget_bytes) {
     e.outcome = Outcome::kWeightsExceedBudget;
@@ -213,15 +210,16 @@ using internal::Validate;
 int64_t WeightParamsPerRank(const ModelDims& m, int64_t tensor_parallel_size) {
   const TensorParallelShard shard = ShardOf(m, tensor_parallel_size);
   const int64_t h = m.hidden_size;
-  const int64_t attention = h * shard.q_dim            // q_proj (column-parallel)
-                            + 2 * h * shard.kv_dim     // k_proj, v_proj (column-parallel)
-                            + shard.q_dim * h          // o_proj (row-parallel)
-                            + (m.qkv_bias ? shard.q_dim + 2 * shard.kv_dim : 0)
-                            + (m.o_proj_bias ? h : 0);  // row-parallel bias: replicated
-  const int64_t mlp = 2 * h * shard.intermediate     // gate_proj, up_proj (column-parallel)
-                      + shard.intermediate * h       // down_proj (row-parallel)
+  const int64_t attention = h * shard.q_dim         // q_proj (column-parallel)
+                            + 2 * h * shard.kv_dim  // k_proj, v_proj (column-parallel)
+                            + shard.q_dim * h       // o_proj (row-parallel)
+                            + (m.qkv_bias ? shard.q_dim + 2 * shard.kv_dim : 0) +
+                            (m.o_proj_bias ? h : 0);  // row-parallel bias: replicated
+  const int64_t mlp = 2 * h * shard.intermediate      // gate_proj, up_proj (column-parallel)
+                      + shard.intermediate * h        // down_proj (row-parallel)
                       + (m.mlp_bias ? 2 * shard.intermediate + h : 0);
-  const int64_t norms = 2 * h;  // input_layernorm, post_attention_layernorm (replicated)
+  // input_layernorm, post_attention_layernorm, and q_norm / k_norm (all replicated)
+  const int64_t norms = 2 * h + (m.qk_norm ? 2 * m.head_dim : 0);
   const int64_t embeddings = shard.vocab_rows * h * (m.tie_word_embeddings ? 1 : 2);
   return m.num_layers * (attention + mlp + norms) + embeddings + h /* final norm */;
 }

@@ -28,73 +28,74 @@ namespace headroom::kvcache {
 
 // Model shape the planner needs; kvcache-local so kvcache does not depend on worker/.
 struct ModelDims {
-  int64_t num_layers = 0;          // Decoder layers.
-  int64_t hidden_size = 0;         // Residual stream width.
-  int64_t intermediate_size = 0;   // MLP width.
-  int64_t num_attention_heads = 0;  // Query heads.
-  int64_t num_kv_heads = 0;        // KV heads (GQA).
-  int64_t head_dim = 0;            // Per-head width.
-  int64_t vocab_size = 0;          // Embedding / LM head rows.
+  int64_t num_layers = 0;               // Decoder layers.
+  int64_t hidden_size = 0;              // Residual stream width.
+  int64_t intermediate_size = 0;        // MLP width.
+  int64_t num_attention_heads = 0;      // Query heads.
+  int64_t num_kv_heads = 0;             // KV heads (GQA).
+  int64_t head_dim = 0;                 // Per-head width.
+  int64_t vocab_size = 0;               // Embedding / LM head rows.
   int64_t max_position_embeddings = 0;  // Longest context the model supports; 0 = unknown.
-  bool tie_word_embeddings = false;  // LM head shares the embedding (stored once).
-  bool qkv_bias = false;             // q/k/v projections carry biases.
-  bool o_proj_bias = false;          // Output projection carries a bias.
-  bool mlp_bias = false;             // gate/up/down carry biases.
+  bool tie_word_embeddings = false;     // LM head shares the embedding (stored once).
+  bool qkv_bias = false;                // q/k/v projections carry biases.
+  bool o_proj_bias = false;             // Output projection carries a bias.
+  bool mlp_bias = false;                // gate/up/down carry biases.
+  bool qk_norm = false;                 // per-head q and k RMSNorm weights (Qwen3), replicated.
 };
 
 struct MemoryPlanInput {
-  ModelDims model;                   // Shape of the model.
-  int64_t weight_dtype_bytes = 2;    // Bytes per weight and activation element (--dtype).
-  int64_t kv_cache_dtype_bytes = 2;  // Bytes per KV cache element (--kv-cache-dtype).
-  int64_t tensor_parallel_size = 1;  // GPUs in the group (--tensor-parallel-size).
+  ModelDims model;                         // Shape of the model.
+  int64_t weight_dtype_bytes = 2;          // Bytes per weight and activation element (--dtype).
+  int64_t kv_cache_dtype_bytes = 2;        // Bytes per KV cache element (--kv-cache-dtype).
+  int64_t tensor_parallel_size = 1;        // GPUs in the group (--tensor-parallel-size).
   int64_t block_size = kDefaultBlockSize;  // Tokens per KV block (--block-size).
-  int64_t max_model_len = 0;         // Longest sequence, prompt + output (--max-model-len).
+  int64_t max_model_len = 0;               // Longest sequence, prompt + output (--max-model-len).
   int64_t max_num_seqs = kDefaultMaxNumSeqs;  // Running sequences per step (--max-num-seqs).
   int64_t max_num_batched_tokens = kDefaultMaxNumBatchedTokens;  // Tokens per forward step.
   double gpu_memory_utilization = kDefaultGpuMemoryUtilization;  // Share of the device to use.
-  int64_t device_memory_bytes = 0;   // Total memory of one GPU.
+  int64_t device_memory_bytes = 0;                               // Total memory of one GPU.
 };
 
 // The activation arena: every buffer one forward step + sampling touches, sized for the step caps.
 struct ActivationArena {
-  int64_t token_buffers_bytes = 0;     // hidden, residual, normed, qkv, attn out, gate_up, act.
+  int64_t token_buffers_bytes = 0;      // hidden, residual, normed, qkv, attn out, gate_up, act.
   int64_t attention_scratch_bytes = 0;  // Split-KV decode partial outputs and softmax stats.
-  int64_t logits_bytes = 0;            // Gathered hidden rows, LM-head shard, fp32 full logits.
-  int64_t sampler_bytes = 0;           // probs, logprobs, sort keys+indices (double buffered).
-  int64_t metadata_bytes = 0;          // Token ids, positions, slot mapping, block tables, params.
-  int64_t rope_cache_bytes = 0;        // fp32 cos/sin table for max_model_len positions.
-  int64_t total_bytes = 0;             // Sum of the above (each buffer 256-byte aligned).
+  int64_t logits_bytes = 0;             // Gathered hidden rows, LM-head shard, fp32 full logits.
+  int64_t sampler_bytes = 0;            // probs, logprobs, sort keys+indices (double buffered).
+  int64_t metadata_bytes = 0;           // Token ids, positions, slot mapping, block tables, params.
+  int64_t rope_cache_bytes = 0;         // fp32 cos/sin table for max_model_len positions.
+  int64_t total_bytes = 0;              // Sum of the above (each buffer 256-byte aligned).
 };
 
 struct MemoryPlan {
   // Echo of the inputs the table prints.
-  int64_t tensor_parallel_size = 0;   // GPUs in the group.
-  int64_t block_size = 0;             // Tokens per KV block.
-  int64_t max_model_len = 0;          // Longest sequence.
-  int64_t max_num_seqs = 0;           // Running sequences per step.
+  int64_t tensor_parallel_size = 0;    // GPUs in the group.
+  int64_t block_size = 0;              // Tokens per KV block.
+  int64_t max_model_len = 0;           // Longest sequence.
+  int64_t max_num_seqs = 0;            // Running sequences per step.
   int64_t max_num_batched_tokens = 0;  // Tokens per forward step.
-  double gpu_memory_utilization = 0;  // Share of the device this process may use.
+  double gpu_memory_utilization = 0;   // Share of the device this process may use.
 
-  int64_t device_memory_bytes = 0;  // Total memory of one GPU.
-  int64_t budget_bytes = 0;         // floor(device_memory_bytes * gpu_memory_utilization).
+  int64_t device_memory_bytes = 0;     // Total memory of one GPU.
+  int64_t budget_bytes = 0;            // floor(device_memory_bytes * gpu_memory_utilization).
   int64_t weight_params_per_rank = 0;  // Parameters in this rank's shard.
-  int64_t weights_bytes = 0;        // Exact bytes of this rank's weight shard.
-  ActivationArena arena;            // Activation arena, itemized.
+  int64_t weights_bytes = 0;           // Exact bytes of this rank's weight shard.
+  ActivationArena arena;               // Activation arena, itemized.
   int64_t cublas_workspace_bytes = 0;  // cuBLASLt workspace.
-  int64_t nccl_bytes = 0;           // NCCL buffers; 0 when tensor_parallel_size == 1.
-  int64_t workspace_bytes = 0;      // cublas_workspace_bytes + nccl_bytes.
-  int64_t cuda_context_bytes = 0;   // CUDA context, module images, library handles.
-  int64_t cuda_graph_bytes = 0;     // CUDA graph executables for the decode batch sizes.
-  int64_t safety_margin_bytes = 0;  // Held back for allocator rounding and lazy driver memory.
-  int64_t kv_cache_bytes = 0;       // Budget left for the KV pool (may exceed the pool by < 1 block).
-  int64_t kv_heads_per_rank = 0;    // KV heads this rank stores (split or replicated).
-  int64_t kv_bytes_per_token = 0;   // 2 * layers * kv_heads_per_rank * head_dim * kv dtype bytes.
-  int64_t kv_bytes_per_block = 0;   // kv_bytes_per_token * block_size.
-  int64_t num_blocks = 0;           // floor(kv_cache_bytes / kv_bytes_per_block), reserved included.
-  int64_t num_usable_blocks = 0;    // num_blocks - kNumReservedBlocks: what requests can get.
-  int64_t num_tokens = 0;           // num_usable_blocks * block_size.
+  int64_t nccl_bytes = 0;              // NCCL buffers; 0 when tensor_parallel_size == 1.
+  int64_t workspace_bytes = 0;         // cublas_workspace_bytes + nccl_bytes.
+  int64_t cuda_context_bytes = 0;      // CUDA context, module images, library handles.
+  int64_t cuda_graph_bytes = 0;        // CUDA graph executables for the decode batch sizes.
+  int64_t safety_margin_bytes = 0;     // Held back for allocator rounding and lazy driver memory.
+  int64_t kv_cache_bytes = 0;     // Budget left for the KV pool (may exceed the pool by < 1 block).
+  int64_t kv_heads_per_rank = 0;  // KV heads this rank stores (split or replicated).
+  int64_t kv_bytes_per_token = 0;  // 2 * layers * kv_heads_per_rank * head_dim * kv dtype bytes.
+  int64_t kv_bytes_per_block = 0;  // kv_bytes_per_token * block_size.
+  int64_t num_blocks = 0;          // floor(kv_cache_bytes / kv_bytes_per_block), reserved included.
+  int64_t num_usable_blocks = 0;   // num_blocks - kNumReservedBlocks: what requests can get.
+  int64_t num_tokens = 0;          // num_usable_blocks * block_size.
   int64_t blocks_per_max_len_seq = 0;  // ceil(max_model_len / block_size).
-  double max_concurrency = 0;       // Sequences of max_model_len tokens that fit at once.
+  double max_concurrency = 0;          // Sequences of max_model_len tokens that fit at once.
   int64_t typical_request_tokens = 0;  // min(kTypicalRequestTokens, max_model_len).
   double max_concurrency_typical = 0;  // Sequences of typical_request_tokens that fit at once.
 };
@@ -102,14 +103,14 @@ struct MemoryPlan {
 // Settings that make a refused input fit, each found by re-running the planner with only that
 // setting changed (0 = no such value).
 struct MemoryFixes {
-  int64_t max_model_len = 0;         // Largest --max-model-len that fits (capped by the model).
+  int64_t max_model_len = 0;            // Largest --max-model-len that fits (capped by the model).
   int64_t max_model_len_by_memory = 0;  // Same, before the max_position_embeddings cap.
-  double gpu_memory_utilization = 0;  // Smallest utilization (a multiple of 0.01, <= 1) that fits.
-  double needed_utilization = 0;     // Budget share needed; may exceed 1 (then no value fits).
-  int64_t tensor_parallel_size = 0;  // Smallest larger valid TP size <= 8 that fits.
+  double gpu_memory_utilization = 0;   // Smallest utilization (a multiple of 0.01, <= 1) that fits.
+  double needed_utilization = 0;       // Budget share needed; may exceed 1 (then no value fits).
+  int64_t tensor_parallel_size = 0;    // Smallest larger valid TP size <= 8 that fits.
   int64_t max_num_batched_tokens = 0;  // Largest --max-num-batched-tokens that fits.
-  int64_t max_num_seqs = 0;          // Largest --max-num-seqs that fits.
-  int64_t block_size = 0;            // Largest other supported --block-size that fits.
+  int64_t max_num_seqs = 0;            // Largest --max-num-seqs that fits.
+  int64_t block_size = 0;              // Largest other supported --block-size that fits.
 };
 
 // The plan, or a refusal (see the error codes above).

@@ -13,6 +13,14 @@ Writes tests/worker/fixtures/<name>/ for three small SEEDED RANDOM checkpoints:
               intermediate 128, vocab 256, rope_theta 1e6, untied LM head, saved in float16.
   llama-tied  LlamaForCausalLM with tie_word_embeddings=True (lm_head.weight is not saved), MHA
               with an explicit head_dim 32 != hidden/heads (q_proj is [128, 64]), saved in float32.
+  qwen3-qknorm  Qwen3ForCausalLM (Qwen3-0.6B's layout): per-head RMSNorm of q and k after their
+              projections (q_norm, k_norm: weight [head_dim]) and before rotary, no biases, tied
+              embeddings, 2 layers, hidden 64, 4 heads / 2 kv heads, head_dim 16, saved in
+              bfloat16. transformers 4.46 (the newest on Debian's torch 1.13) predates Qwen3, so
+              the reference is its Qwen2ForCausalLM with the q/k/v biases zeroed and the two
+              norms applied to q_proj's and k_proj's outputs by forward hooks: transformers'
+              Qwen3Attention is exactly `q_norm(q_proj(x).view(..., head_dim))` (likewise k)
+              before apply_rotary_pos_emb, and Qwen3RMSNorm is Qwen2RMSNorm.
 
 Each directory holds config.json, the safetensors file(s), and:
   expected.json       reference outputs computed in float32 from the SAVED weights (the checkpoint
@@ -38,8 +46,8 @@ Install (Debian bookworm; PyPI's torch wheel would pull GBs of CUDA libraries, D
   apt-get update && apt-get install -y python3-torch python3-venv
   /usr/bin/python3 -m venv --system-site-packages build/venv-fixtures
   build/venv-fixtures/bin/pip install -r scripts/requirements-model-fixtures.txt
-Run:
-  build/venv-fixtures/bin/python scripts/gen_model_fixtures.py
+Run (fixture names as arguments write only those):
+  build/venv-fixtures/bin/python scripts/gen_model_fixtures.py [llama-gqa qwen3-qknorm ...]
 The output is deterministic for a given torch/transformers; the fixtures are committed so the C++
 tests never need Python.
 """
@@ -210,6 +218,119 @@ def write_json(path, obj):
         f.write("\n")
 
 
+def rms_norm(x, weight, eps):
+    """Qwen2RMSNorm / Qwen3RMSNorm over the last dimension."""
+    variance = x.float().pow(2).mean(-1, keepdim=True)
+    return weight * (x.float() * torch.rsqrt(variance + eps)).to(x.dtype)
+
+
+def generate_qwen3(name, seed):
+    """qwen3-qknorm: see the module docstring."""
+    out_dir = os.path.join(OUT, name)
+    if os.path.isdir(out_dir):
+        shutil.rmtree(out_dir)
+    os.makedirs(out_dir)
+    heads, kv_heads, head_dim, eps = 4, 2, 16, 1e-6
+    config = Qwen2Config(
+        vocab_size=256, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+        num_attention_heads=heads, num_key_value_heads=kv_heads, max_position_embeddings=256,
+        rope_theta=1000000.0, rms_norm_eps=eps, tie_word_embeddings=True,
+        use_sliding_window=False, initializer_range=INIT_STD, bos_token_id=1, eos_token_id=2)
+    model = build_model(config, seed)
+    state = {}
+    with torch.no_grad():
+        for layer in model.model.layers:
+            attention = layer.self_attn
+            for proj in (attention.q_proj, attention.k_proj, attention.v_proj):
+                proj.bias.zero_()  # Qwen3 has none (attention_bias false)
+            attention.q_norm_weight = 1.0 + 0.2 * torch.randn(head_dim)
+            attention.k_norm_weight = 1.0 + 0.2 * torch.randn(head_dim)
+        # What is saved: Qwen3's tensors in bfloat16 (lm_head tied, not saved).
+        for tensor_name, t in model.state_dict().items():
+            if tensor_name.endswith(("q_proj.bias", "k_proj.bias", "v_proj.bias")):
+                continue
+            if tensor_name == "lm_head.weight":
+                continue
+            state[tensor_name] = t.to(torch.bfloat16).contiguous()
+        for i, layer in enumerate(model.model.layers):
+            for norm in ("q_norm", "k_norm"):
+                w = getattr(layer.self_attn, norm + "_weight").to(torch.bfloat16)
+                state[f"model.layers.{i}.self_attn.{norm}.weight"] = w.contiguous()
+        # The reference runs on the stored numbers.
+        own = model.state_dict()
+        for tensor_name, t in state.items():
+            if tensor_name in own:
+                own[tensor_name].copy_(t.float())
+        for i, layer in enumerate(model.model.layers):
+            for norm in ("q_norm", "k_norm"):
+                setattr(layer.self_attn, norm + "_weight",
+                        state[f"model.layers.{i}.self_attn.{norm}.weight"].float())
+    assert model.lm_head.weight.data_ptr() == model.model.embed_tokens.weight.data_ptr()
+
+    def per_head_norm(norm):
+        def hook(module, inputs, output):
+            shape = output.shape
+            weight = getattr(module.attention, norm + "_weight")
+            return rms_norm(output.view(*shape[:-1], -1, head_dim), weight, eps).view(shape)
+        return hook
+
+    for layer in model.model.layers:
+        layer.self_attn.q_proj.attention = layer.self_attn
+        layer.self_attn.k_proj.attention = layer.self_attn
+        layer.self_attn.q_proj.register_forward_hook(per_head_norm("q_norm"))
+        layer.self_attn.k_proj.register_forward_hook(per_head_norm("k_norm"))
+
+    files = ["model.safetensors"]
+    save_file(state, os.path.join(out_dir, files[0]), metadata={"format": "pt"})
+    write_json_pretty(os.path.join(out_dir, "config.json"), {
+        "architectures": ["Qwen3ForCausalLM"], "attention_bias": False, "attention_dropout": 0.0,
+        "bos_token_id": 1, "eos_token_id": 2, "head_dim": head_dim, "hidden_act": "silu",
+        "hidden_size": 64, "initializer_range": INIT_STD, "intermediate_size": 128,
+        "max_position_embeddings": 256, "max_window_layers": 28, "model_type": "qwen3",
+        "num_attention_heads": heads, "num_hidden_layers": 2, "num_key_value_heads": kv_heads,
+        "rms_norm_eps": eps, "rope_scaling": None, "rope_theta": 1000000.0,
+        "sliding_window": None, "tie_word_embeddings": True, "torch_dtype": "bfloat16",
+        "use_cache": True, "use_sliding_window": False, "vocab_size": 256})
+    finish_fixture(name, out_dir, model, config.vocab_size, seed, torch.bfloat16, files, state,
+                   reference_note="transformers Qwen2ForCausalLM + q/k norm hooks (Qwen3)")
+
+
+def write_json_pretty(path, obj):
+    with open(path, "w") as f:
+        json.dump(obj, f, indent=2, sort_keys=True)
+        f.write("\n")
+
+
+def finish_fixture(name, out_dir, ref, vocab, seed, dtype, files, saved, reference_note=None):
+    """expected.json and weights_probe.json of a saved fixture, from `ref` (float32)."""
+    prompts, min_margin = reference_outputs(ref, vocab, seed)
+    expected = {
+        "model": name,
+        "generator": "scripts/gen_model_fixtures.py",
+        "torch": torch.__version__,
+        "transformers": transformers.__version__,
+        "saved_dtype": str(dtype).replace("torch.", ""),
+        "compute_dtype": "float32",
+        "greedy_tokens": GREEDY_TOKENS,
+        "ignore_eos": True,
+        "top_k": TOP_K,
+        "min_margin": g7(min_margin),
+        "notes": ("logits and logprobs are float32 results rounded to 7 significant digits; "
+                  "'logits' [len, vocab] is present for some prompts; 'margins' is the top-1 minus "
+                  "top-2 logit at each greedy step; 'top5' holds [id, logprob] pairs, best first"),
+        "prompts": prompts,
+    }
+    if reference_note is not None:
+        expected["reference"] = reference_note
+    write_json(os.path.join(out_dir, "expected.json"), expected)
+    write_json(os.path.join(out_dir, "weights_probe.json"),
+               {"model": name, "files": files, "tensors": weights_probe(saved)})
+    size = sum(os.path.getsize(os.path.join(out_dir, f)) for f in os.listdir(out_dir))
+    print(f"{name}: {len(files)} safetensors file(s), {size} bytes, "
+          f"min top-1/top-2 margin {min_margin:.4f}, "
+          f"per prompt {[min(p['margins']) for p in prompts]}")
+
+
 def generate_model(name, make_config, dtype, shards, seed):
     out_dir = os.path.join(OUT, name)
     config = make_config()
@@ -228,30 +349,7 @@ def generate_model(name, make_config, dtype, shards, seed):
         assert "lm_head.weight" not in saved
         assert ref.lm_head.weight.data_ptr() == ref.model.embed_tokens.weight.data_ptr()
 
-    prompts, min_margin = reference_outputs(ref, config.vocab_size, seed)
-    expected = {
-        "model": name,
-        "generator": "scripts/gen_model_fixtures.py",
-        "torch": torch.__version__,
-        "transformers": transformers.__version__,
-        "saved_dtype": str(dtype).replace("torch.", ""),
-        "compute_dtype": "float32",
-        "greedy_tokens": GREEDY_TOKENS,
-        "ignore_eos": True,
-        "top_k": TOP_K,
-        "min_margin": g7(min_margin),
-        "notes": ("logits and logprobs are float32 results rounded to 7 significant digits; "
-                  "'logits' [len, vocab] is present for some prompts; 'margins' is the top-1 minus "
-                  "top-2 logit at each greedy step; 'top5' holds [id, logprob] pairs, best first"),
-        "prompts": prompts,
-    }
-    write_json(os.path.join(out_dir, "expected.json"), expected)
-    write_json(os.path.join(out_dir, "weights_probe.json"),
-               {"model": name, "files": files, "tensors": weights_probe(saved)})
-    size = sum(os.path.getsize(os.path.join(out_dir, f)) for f in os.listdir(out_dir))
-    print(f"{name}: {len(files)} safetensors file(s), {size} bytes, "
-          f"min top-1/top-2 margin {min_margin:.4f}, "
-          f"per prompt {[min(p['margins']) for p in prompts]}")
+    finish_fixture(name, out_dir, ref, config.vocab_size, seed, dtype, files, saved)
 
 
 def dtype_patterns():
@@ -321,9 +419,14 @@ def main():
     print(f"python {sys.version.split()[0]}, torch {torch.__version__}, "
           f"transformers {transformers.__version__}")
     torch.set_num_threads(1)  # Same reductions on every machine.
+    only = set(sys.argv[1:])  # fixture names to write; all when none are given
     for name, make_config, dtype, shards, seed in MODELS:
-        generate_model(name, make_config, dtype, shards, seed)
-    generate_dtypes()
+        if not only or name in only:
+            generate_model(name, make_config, dtype, shards, seed)
+    if not only or "qwen3-qknorm" in only:
+        generate_qwen3("qwen3-qknorm", 3456)
+    if not only or "safetensors" in only:
+        generate_dtypes()
     total = 0
     for dirpath, _, files in os.walk(OUT):
         total += sum(os.path.getsize(os.path.join(dirpath, f)) for f in files)

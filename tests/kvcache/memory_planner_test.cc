@@ -21,8 +21,13 @@ using ::testing::Not;
 
 // Published config.json shapes.
 ModelDims Llama3_8B() {
-  return {.num_layers = 32, .hidden_size = 4096, .intermediate_size = 14336,
-          .num_attention_heads = 32, .num_kv_heads = 8, .head_dim = 128, .vocab_size = 128256,
+  return {.num_layers = 32,
+          .hidden_size = 4096,
+          .intermediate_size = 14336,
+          .num_attention_heads = 32,
+          .num_kv_heads = 8,
+          .head_dim = 128,
+          .vocab_size = 128256,
           .max_position_embeddings = 8192};
 }
 ModelDims Llama31_8B() {
@@ -31,24 +36,57 @@ ModelDims Llama31_8B() {
   return dims;
 }
 ModelDims Llama3_70B() {
-  return {.num_layers = 80, .hidden_size = 8192, .intermediate_size = 28672,
-          .num_attention_heads = 64, .num_kv_heads = 8, .head_dim = 128, .vocab_size = 128256,
+  return {.num_layers = 80,
+          .hidden_size = 8192,
+          .intermediate_size = 28672,
+          .num_attention_heads = 64,
+          .num_kv_heads = 8,
+          .head_dim = 128,
+          .vocab_size = 128256,
           .max_position_embeddings = 8192};
 }
 ModelDims Llama2_7B() {
-  return {.num_layers = 32, .hidden_size = 4096, .intermediate_size = 11008,
-          .num_attention_heads = 32, .num_kv_heads = 32, .head_dim = 128, .vocab_size = 32000,
+  return {.num_layers = 32,
+          .hidden_size = 4096,
+          .intermediate_size = 11008,
+          .num_attention_heads = 32,
+          .num_kv_heads = 32,
+          .head_dim = 128,
+          .vocab_size = 32000,
           .max_position_embeddings = 4096};
 }
 ModelDims Mistral7B() {
-  return {.num_layers = 32, .hidden_size = 4096, .intermediate_size = 14336,
-          .num_attention_heads = 32, .num_kv_heads = 8, .head_dim = 128, .vocab_size = 32000,
+  return {.num_layers = 32,
+          .hidden_size = 4096,
+          .intermediate_size = 14336,
+          .num_attention_heads = 32,
+          .num_kv_heads = 8,
+          .head_dim = 128,
+          .vocab_size = 32000,
           .max_position_embeddings = 32768};
 }
 ModelDims Qwen2_7B() {
-  return {.num_layers = 28, .hidden_size = 3584, .intermediate_size = 18944,
-          .num_attention_heads = 28, .num_kv_heads = 4, .head_dim = 128, .vocab_size = 152064,
-          .max_position_embeddings = 131072, .qkv_bias = true};
+  return {.num_layers = 28,
+          .hidden_size = 3584,
+          .intermediate_size = 18944,
+          .num_attention_heads = 28,
+          .num_kv_heads = 4,
+          .head_dim = 128,
+          .vocab_size = 152064,
+          .max_position_embeddings = 131072,
+          .qkv_bias = true};
+}
+
+ModelDims Qwen3_8B() {
+  return {.num_layers = 36,
+          .hidden_size = 4096,
+          .intermediate_size = 12288,
+          .num_attention_heads = 32,
+          .num_kv_heads = 8,
+          .head_dim = 128,
+          .vocab_size = 151936,
+          .max_position_embeddings = 40960,
+          .qk_norm = true};
 }
 
 // Published parameter counts (Hugging Face safetensors metadata / model cards).
@@ -57,6 +95,7 @@ constexpr int64_t kLlama3_70BParams = 70'553'706'496;
 constexpr int64_t kLlama2_7BParams = 6'738'415'616;
 constexpr int64_t kMistral7BParams = 7'241'732'096;
 constexpr int64_t kQwen2_7BParams = 7'615'616'512;
+constexpr int64_t kQwen3_8BParams = 8'190'735'360;  // q_norm / k_norm: 2 x 128 per layer
 
 constexpr int64_t GiBBytes(double gib) {
   return static_cast<int64_t>(gib * static_cast<double>(kGiB));
@@ -107,7 +146,8 @@ TEST(MemoryPlannerTest, WeightsMatchPublishedParameterCounts) {
                         Case{"llama-3-70b", Llama3_70B(), kLlama3_70BParams},
                         Case{"llama-2-7b", Llama2_7B(), kLlama2_7BParams},
                         Case{"mistral-7b", Mistral7B(), kMistral7BParams},
-                        Case{"qwen2-7b", Qwen2_7B(), kQwen2_7BParams}}) {
+                        Case{"qwen2-7b", Qwen2_7B(), kQwen2_7BParams},
+                        Case{"qwen3-8b", Qwen3_8B(), kQwen3_8BParams}}) {
     MemoryPlanInput input = Input(c.dims, 1024, 4096);  // Big enough for all of them.
     const MemoryPlan plan = MustPlan(input);
     EXPECT_EQ(plan.weight_params_per_rank, c.params) << c.name;
@@ -169,8 +209,12 @@ TEST(MemoryPlannerTest, KvHeadsAreReplicatedWhenTpExceedsThem) {
 }
 
 TEST(MemoryPlannerTest, VocabIsPaddedToAMultipleOfTp) {
-  const ModelDims dims{.num_layers = 1, .hidden_size = 12, .intermediate_size = 24,
-                       .num_attention_heads = 6, .num_kv_heads = 6, .head_dim = 2,
+  const ModelDims dims{.num_layers = 1,
+                       .hidden_size = 12,
+                       .intermediate_size = 24,
+                       .num_attention_heads = 6,
+                       .num_kv_heads = 6,
+                       .head_dim = 2,
                        .vocab_size = 100};
   MemoryPlanInput input = Input(dims, 4, 64);
   input.tensor_parallel_size = 3;
@@ -212,8 +256,7 @@ TEST(MemoryPlannerTest, Llama3_8BActivationArenaFromTheBufferList) {
   // fp32 cos/sin for 8192 positions x 128.
   EXPECT_EQ(a.rope_cache_bytes, 8192 * 128 * 4);
   EXPECT_EQ(a.total_bytes, a.token_buffers_bytes + a.logits_bytes + a.sampler_bytes +
-                               a.attention_scratch_bytes + a.metadata_bytes +
-                               a.rope_cache_bytes);
+                               a.attention_scratch_bytes + a.metadata_bytes + a.rope_cache_bytes);
 }
 
 TEST(MemoryPlannerTest, Llama3_8BOn80GiBAccountsForEveryByte) {
@@ -232,8 +275,7 @@ TEST(MemoryPlannerTest, Llama3_8BOn80GiBAccountsForEveryByte) {
   EXPECT_EQ(plan.blocks_per_max_len_seq, 512);
   EXPECT_DOUBLE_EQ(plan.max_concurrency, static_cast<double>(plan.num_usable_blocks) / 512);
   EXPECT_EQ(plan.typical_request_tokens, 1024);
-  EXPECT_DOUBLE_EQ(plan.max_concurrency_typical,
-                   static_cast<double>(plan.num_usable_blocks) / 64);
+  EXPECT_DOUBLE_EQ(plan.max_concurrency_typical, static_cast<double>(plan.num_usable_blocks) / 64);
   // Pinned: the table in docs/memory.md shows these numbers.
   EXPECT_EQ(plan.num_blocks, 27652);
   EXPECT_EQ(plan.num_tokens, 442416);
@@ -348,9 +390,9 @@ TEST(MemoryPlannerTest, BlockSizeMustBeASupportedPowerOfTwo) {
   for (int64_t block_size : {0, -16, 3, 24, 512}) {
     MemoryPlanInput input = Input(Llama3_8B(), 80, 8192);
     input.block_size = block_size;
-    ExpectInvalid(input, absl::StrCat("--block-size must be a power of two from 1 to 256",
-                                      " (vLLM's CUDA sizes 8, 16, 32, 64, 128 included), got ",
-                                      block_size));
+    ExpectInvalid(
+        input, absl::StrCat("--block-size must be a power of two from 1 to 256",
+                            " (vLLM's CUDA sizes 8, 16, 32, 64, 128 included), got ", block_size));
   }
 }
 
@@ -400,16 +442,21 @@ TEST(MemoryPlannerTest, BatchedTokensBelowSeqsIsRefusedBelowModelLenIsNot) {
 TEST(MemoryPlannerTest, TpMustShardHeads) {
   MemoryPlanInput input = Input(Llama3_8B(), 80, 8192);
   input.tensor_parallel_size = 3;
-  ExpectInvalid(input, "--tensor-parallel-size 3 cannot shard this model: the 32 attention heads "
-                       "are not divisible by 3");
+  ExpectInvalid(input,
+                "--tensor-parallel-size 3 cannot shard this model: the 32 attention heads "
+                "are not divisible by 3");
   ExpectInvalid(input, "Valid sizes for this model: 1, 2, 4, 8, 16, 32");
   input.tensor_parallel_size = 64;
   ExpectInvalid(input, "the 32 attention heads are not divisible by 64");
 }
 
 TEST(MemoryPlannerTest, TpMustSplitOrReplicateKvHeads) {
-  const ModelDims dims{.num_layers = 2, .hidden_size = 1536, .intermediate_size = 4608,
-                       .num_attention_heads = 24, .num_kv_heads = 6, .head_dim = 64,
+  const ModelDims dims{.num_layers = 2,
+                       .hidden_size = 1536,
+                       .intermediate_size = 4608,
+                       .num_attention_heads = 24,
+                       .num_kv_heads = 6,
+                       .head_dim = 64,
                        .vocab_size = 1000};
   MemoryPlanInput input = Input(dims, 16, 1024);
   input.tensor_parallel_size = 4;
@@ -569,13 +616,13 @@ TEST(MemoryPlannerTest, OverheadsLeaveNoKvBlock) {
   EXPECT_LT(fixes.max_num_seqs, 256);
   EXPECT_GT(fixes.gpu_memory_utilization, 0.9);
   EXPECT_EQ(fixes.tensor_parallel_size, 2);
-  EXPECT_THAT(std::string(status.message()),
-              AllOf(HasSubstr(absl::StrCat("--max-num-batched-tokens ",
-                                           fixes.max_num_batched_tokens)),
-                    HasSubstr(absl::StrCat("--max-num-seqs ", fixes.max_num_seqs)),
-                    HasSubstr(absl::StrFormat("--gpu-memory-utilization %.2f",
-                                              fixes.gpu_memory_utilization)),
-                    HasSubstr("--tensor-parallel-size 2")));
+  EXPECT_THAT(
+      std::string(status.message()),
+      AllOf(
+          HasSubstr(absl::StrCat("--max-num-batched-tokens ", fixes.max_num_batched_tokens)),
+          HasSubstr(absl::StrCat("--max-num-seqs ", fixes.max_num_seqs)),
+          HasSubstr(absl::StrFormat("--gpu-memory-utilization %.2f", fixes.gpu_memory_utilization)),
+          HasSubstr("--tensor-parallel-size 2")));
   ExpectFixesWork(input, fixes);
 }
 
@@ -594,12 +641,13 @@ TEST(MemoryPlannerTest, OneSequenceDoesNotFit) {
   EXPECT_EQ(fixes.gpu_memory_utilization, 0);  // 24 GiB cannot hold weights + 16 GiB.
   EXPECT_GT(fixes.needed_utilization, 1.0);
   EXPECT_EQ(fixes.tensor_parallel_size, 2);
-  EXPECT_THAT(std::string(status.message()),
-              AllOf(HasSubstr(absl::StrCat("--max-model-len ", fixes.max_model_len,
-                                           " (the largest that fits)")),
-                    HasSubstr(absl::StrFormat("no value <= 1.00 fits (it would need %.2f x 24.00 GiB)",
-                                              fixes.needed_utilization)),
-                    HasSubstr("--tensor-parallel-size 2 (the smallest that fits")));
+  EXPECT_THAT(
+      std::string(status.message()),
+      AllOf(HasSubstr(
+                absl::StrCat("--max-model-len ", fixes.max_model_len, " (the largest that fits)")),
+            HasSubstr(absl::StrFormat("no value <= 1.00 fits (it would need %.2f x 24.00 GiB)",
+                                      fixes.needed_utilization)),
+            HasSubstr("--tensor-parallel-size 2 (the smallest that fits")));
   ExpectFixesWork(input, fixes);
 }
 
@@ -620,7 +668,8 @@ TEST(MemoryPlannerTest, OneSequenceDoesNotFitButHigherUtilizationDoes) {
   MemoryPlanInput input = Input(Llama3_8B(), 80, 8192);
   input.gpu_memory_utilization = 0.23;
   const absl::Status status = Refusal(input);
-  EXPECT_THAT(std::string(status.message()), HasSubstr("cannot hold one sequence of --max-model-len 8192"));
+  EXPECT_THAT(std::string(status.message()),
+              HasSubstr("cannot hold one sequence of --max-model-len 8192"));
   const MemoryFixes fixes = SuggestFixes(input);
   EXPECT_GT(fixes.gpu_memory_utilization, 0.23);
   EXPECT_GT(fixes.max_model_len, 0);

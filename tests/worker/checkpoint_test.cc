@@ -185,7 +185,7 @@ TEST_P(FixtureLoadTest, EveryTensorMatchesTorch) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, FixtureLoadTest,
-                         ::testing::Values("llama-gqa", "qwen2-bias", "llama-tied"),
+                         ::testing::Values("llama-gqa", "qwen2-bias", "llama-tied", "qwen3-qknorm"),
                          [](const ::testing::TestParamInfo<std::string>& param_info) {
                            std::string test_name = param_info.param;
                            for (char& c : test_name) c = c == '-' ? '_' : c;
@@ -242,6 +242,33 @@ TEST(CheckpointTest, Qwen2HasQkvBiases) {
   EXPECT_FALSE(weights->lm_head.empty());
 }
 
+TEST(CheckpointTest, Qwen3HasPerHeadQkNormsAndNoBiases) {
+  const ModelConfig config = FixtureConfig("qwen3-qknorm");
+  EXPECT_EQ(config.architecture, "Qwen3ForCausalLM");
+  EXPECT_TRUE(config.qk_norm);
+  EXPECT_FALSE(config.qkv_bias);
+  EXPECT_TRUE(config.tie_word_embeddings);
+  absl::StatusOr<ModelWeights> weights =
+      LoadWeights(config, testdata::FixtureDir("qwen3-qknorm").string());
+  ASSERT_TRUE(weights.ok()) << weights.status();
+  for (const LayerWeights& layer : weights->layers) {
+    EXPECT_THAT(layer.q_norm.shape, ElementsAre(16));  // head_dim
+    EXPECT_THAT(layer.k_norm.shape, ElementsAre(16));
+    EXPECT_TRUE(layer.q_proj_bias.empty());
+    // The generator randomizes the norms so a forward pass that drops them cannot match.
+    EXPECT_NE(layer.q_norm.data[0], 1.0f);
+    EXPECT_NE(layer.q_norm.data, layer.k_norm.data);
+  }
+  // A checkpoint without the norms is refused, naming the tensor.
+  ModelConfig qwen2 = FixtureConfig("qwen2-bias");
+  qwen2.qk_norm = true;
+  const absl::StatusOr<ModelWeights> missing =
+      LoadWeights(qwen2, testdata::FixtureDir("qwen2-bias").string());
+  EXPECT_EQ(missing.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(missing.status().message()),
+              HasSubstr("missing tensor \"model.layers.0.self_attn.q_norm.weight\""));
+}
+
 TEST(CheckpointTest, TiedEmbeddingsWithExplicitHeadDim) {
   const ModelConfig config = FixtureConfig("llama-tied");
   EXPECT_TRUE(config.tie_word_embeddings);
@@ -273,7 +300,7 @@ TEST(CheckpointTest, ExpectedWeightsFollowsTheConfig) {
 
 // The fixtures' reference outputs are well-formed (the forward-pass tests rely on them).
 TEST(CheckpointTest, ExpectedJsonIsWellFormed) {
-  for (const char* name : {"llama-gqa", "qwen2-bias", "llama-tied"}) {
+  for (const char* name : {"llama-gqa", "qwen2-bias", "llama-tied", "qwen3-qknorm"}) {
     SCOPED_TRACE(name);
     const Json expected = ReadJson(testdata::FixtureDir(name) / "expected.json");
     ASSERT_EQ(expected.at("prompts").size(), 4u);

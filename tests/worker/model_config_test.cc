@@ -78,6 +78,38 @@ constexpr std::string_view kQwen2_7BConfig = R"({
   "vocab_size": 152064
 })";
 
+// Qwen/Qwen3-8B config.json, as published.
+constexpr std::string_view kQwen3_8BConfig = R"({
+  "architectures": [
+    "Qwen3ForCausalLM"
+  ],
+  "attention_bias": false,
+  "attention_dropout": 0.0,
+  "bos_token_id": 151643,
+  "eos_token_id": 151645,
+  "head_dim": 128,
+  "hidden_act": "silu",
+  "hidden_size": 4096,
+  "initializer_range": 0.02,
+  "intermediate_size": 12288,
+  "max_position_embeddings": 40960,
+  "max_window_layers": 36,
+  "model_type": "qwen3",
+  "num_attention_heads": 32,
+  "num_hidden_layers": 36,
+  "num_key_value_heads": 8,
+  "rms_norm_eps": 1e-06,
+  "rope_scaling": null,
+  "rope_theta": 1000000,
+  "sliding_window": null,
+  "tie_word_embeddings": false,
+  "torch_dtype": "bfloat16",
+  "transformers_version": "4.51.0",
+  "use_cache": true,
+  "use_sliding_window": false,
+  "vocab_size": 151936
+})";
+
 // meta-llama/Llama-3.1-8B's rope_scaling block (the rest equals Llama-3-8B but the context).
 constexpr std::string_view kLlama31RopeScaling = R"("rope_scaling": {
     "factor": 8.0,
@@ -213,6 +245,43 @@ TEST_F(ModelDirTest, Qwen2SlidingWindowIsRefused) {
   EXPECT_EQ(config.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(config.status().message()),
               AllOf(HasSubstr(ConfigPath()), HasSubstr("\"use_sliding_window\"")));
+}
+
+TEST_F(ModelDirTest, LoadsQwen3_8BWithPerHeadQkNorm) {
+  const absl::StatusOr<ModelConfig> config = LoadModelConfig(WriteConfig(kQwen3_8BConfig));
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->architecture, "Qwen3ForCausalLM");
+  EXPECT_EQ(config->head_dim, 128);
+  EXPECT_EQ(config->max_position_embeddings, 40960);
+  EXPECT_DOUBLE_EQ(config->rope_theta, 1000000.0);
+  EXPECT_TRUE(config->qk_norm);
+  EXPECT_FALSE(config->qkv_bias);
+  EXPECT_FALSE(config->o_proj_bias);
+  EXPECT_FALSE(config->tie_word_embeddings);
+  // The preset is this checkpoint's shape.
+  const absl::StatusOr<ModelConfig> preset = LoadModelConfig("dummy:qwen3-8b");
+  ASSERT_TRUE(preset.ok()) << preset.status();
+  EXPECT_EQ(preset->qk_norm, config->qk_norm);
+  EXPECT_EQ(preset->vocab_size, config->vocab_size);
+  EXPECT_EQ(preset->intermediate_size, config->intermediate_size);
+  EXPECT_EQ(preset->num_key_value_heads, config->num_key_value_heads);
+  EXPECT_EQ(preset->head_dim, config->head_dim);
+  EXPECT_EQ(preset->max_position_embeddings, config->max_position_embeddings);
+  EXPECT_DOUBLE_EQ(preset->rms_norm_eps, config->rms_norm_eps);
+
+  // attention_bias gives q/k/v and o biases, as Qwen3Attention's Linear layers take it.
+  const absl::StatusOr<ModelConfig> biased = LoadModelConfig(WriteConfig(
+      ReplaceAll(kQwen3_8BConfig, R"("attention_bias": false)", R"("attention_bias": true)")));
+  ASSERT_TRUE(biased.ok()) << biased.status();
+  EXPECT_TRUE(biased->qkv_bias);
+  EXPECT_TRUE(biased->o_proj_bias);
+
+  const absl::StatusOr<ModelConfig> windowed = LoadModelConfig(WriteConfig(ReplaceAll(
+      kQwen3_8BConfig, R"("use_sliding_window": false)", R"("use_sliding_window": true)")));
+  EXPECT_EQ(windowed.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(
+      std::string(windowed.status().message()),
+      AllOf(HasSubstr(ConfigPath()), HasSubstr("\"use_sliding_window\""), HasSubstr("Qwen3")));
 }
 
 TEST_F(ModelDirTest, LoadsMistral7BWithSlidingWindow) {
@@ -471,6 +540,8 @@ TEST(ModelConfigTest, PresetsHaveThePublishedShapes) {
                     false, DType::kBFloat16},
            Expected{"qwen2-7b", "Qwen2ForCausalLM", 28, 3584, 28, 4, 18944, 152064, 131072, true,
                     false, DType::kBFloat16},
+           Expected{"qwen3-8b", "Qwen3ForCausalLM", 36, 4096, 32, 8, 12288, 151936, 40960, false,
+                    false, DType::kBFloat16},
        }) {
     const absl::StatusOr<ModelConfig> config = LoadModelConfig(absl::StrCat("dummy:", e.name));
     ASSERT_TRUE(config.ok()) << config.status();
@@ -519,7 +590,7 @@ TEST(ModelConfigTest, UnknownPresetListsThePresets) {
   ExpectError(LoadModelConfig("dummy:llama-4"), absl::StatusCode::kNotFound,
               {"unknown preset \"dummy:llama-4\"",
                "presets: llama-2-7b, llama-3-70b, llama-3-8b, llama-3.1-8b, mistral-7b, "
-               "qwen2-7b, small, tiny"});
+               "qwen2-7b, qwen3-8b, small, tiny"});
   ExpectError(LoadModelConfig("dummy:"), absl::StatusCode::kNotFound, {"unknown preset"});
 }
 

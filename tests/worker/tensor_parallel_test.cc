@@ -167,7 +167,8 @@ TEST_P(TensorParallelTest, ShardedGreedyDecodingMatchesOneRank) {
 INSTANTIATE_TEST_SUITE_P(Fixtures, TensorParallelTest,
                          ::testing::Values(Case{"llama-gqa", 2}, Case{"llama-gqa", 4},
                                            Case{"qwen2-bias", 2}, Case{"qwen2-bias", 4},
-                                           Case{"llama-tied", 2}, Case{"llama-tied", 4}),
+                                           Case{"llama-tied", 2}, Case{"llama-tied", 4},
+                                           Case{"qwen3-qknorm", 2}),
                          [](const auto& param_info) {
                            std::string name =
                                absl::StrCat(param_info.param.fixture, "_tp", param_info.param.tp);

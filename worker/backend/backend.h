@@ -50,7 +50,8 @@ class Backend {
                                                const int32_t* ids,  // [n]
                                                int64_t n, int64_t vocab, int64_t hidden,
                                                float* out) = 0;  // [n, hidden]
-  // out = x / rms(x) * weight, row by row.
+  // out = x / rms(x) * weight, row by row; out may be x (Qwen3's per-head q/k norms run in
+  // place).
   [[nodiscard]] virtual absl::Status RmsNorm(const float* x,       // [n, hidden]
                                              const float* weight,  // [hidden]
                                              int64_t n, int64_t hidden, float eps,

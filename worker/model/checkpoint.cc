@@ -35,11 +35,11 @@ constexpr char kIndexFile[] = "model.safetensors.index.json";
 constexpr int64_t kMaxDim = int64_t{1} << 31;
 
 // Which config flag a tensor depends on.
-enum class Presence { kAlways, kQkvBias, kOProjBias, kMlpBias };
+enum class Presence { kAlways, kQkvBias, kOProjBias, kMlpBias, kQkNorm };
 // How DummyWeights fills a tensor.
 enum class Init { kRandom, kOnes, kZeros };
 // A symbolic dimension, resolved against the config.
-enum class Dim { kNone, kHidden, kQ, kKv, kInter };
+enum class Dim { kNone, kHidden, kQ, kKv, kInter, kHeadDim };
 
 struct LayerField {
   std::string_view suffix;  // After "model.layers.{i}.".
@@ -67,6 +67,10 @@ constexpr LayerField kLayerFields[] = {
      Dim::kHidden, Split::kKvRows},
     {"self_attn.v_proj.bias", &LayerWeights::v_proj_bias, Presence::kQkvBias, Init::kZeros,
      Dim::kKv, Dim::kNone, Split::kKvRows},
+    {"self_attn.q_norm.weight", &LayerWeights::q_norm, Presence::kQkNorm, Init::kOnes,
+     Dim::kHeadDim, Dim::kNone, Split::kReplicated},
+    {"self_attn.k_norm.weight", &LayerWeights::k_norm, Presence::kQkNorm, Init::kOnes,
+     Dim::kHeadDim, Dim::kNone, Split::kReplicated},
     {"self_attn.o_proj.weight", &LayerWeights::o_proj, Presence::kAlways, Init::kRandom,
      Dim::kHidden, Dim::kQ, Split::kQueryColumns},
     {"self_attn.o_proj.bias", &LayerWeights::o_proj_bias, Presence::kOProjBias, Init::kZeros,
@@ -150,6 +154,8 @@ absl::StatusOr<std::vector<Slot>> MakeSlots(const ModelConfig& config, ShardSpec
         return config.num_key_value_heads * config.head_dim;
       case Dim::kInter:
         return config.intermediate_size;
+      case Dim::kHeadDim:
+        return config.head_dim;
       case Dim::kNone:
         break;
     }
@@ -165,6 +171,8 @@ absl::StatusOr<std::vector<Slot>> MakeSlots(const ModelConfig& config, ShardSpec
         return config.o_proj_bias;
       case Presence::kMlpBias:
         return config.mlp_bias;
+      case Presence::kQkNorm:
+        return config.qk_norm;
     }
     return false;
   };

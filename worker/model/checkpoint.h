@@ -48,6 +48,8 @@ struct LayerWeights {
   HostTensor q_proj_bias;               // [Q]   only when config.qkv_bias, else empty.
   HostTensor k_proj_bias;               // [KV]  only when config.qkv_bias, else empty.
   HostTensor v_proj_bias;               // [KV]  only when config.qkv_bias, else empty.
+  HostTensor q_norm;                    // [head_dim] only when config.qk_norm, else empty.
+  HostTensor k_norm;                    // [head_dim] only when config.qk_norm, else empty.
   HostTensor o_proj_bias;               // [H]   only when config.o_proj_bias, else empty.
   HostTensor post_attention_layernorm;  // [H]  RMSNorm weight before the MLP.
   HostTensor gate_proj;                 // [I, H]

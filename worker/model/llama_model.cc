@@ -113,6 +113,8 @@ absl::Status LlamaModel::Upload(const ModelWeights& w) {
     HR_ASSIGN_OR_RETURN(d.q_bias, UploadTensor(lw.q_proj_bias.data, p + "q_bias"));
     HR_ASSIGN_OR_RETURN(d.k_bias, UploadTensor(lw.k_proj_bias.data, p + "k_bias"));
     HR_ASSIGN_OR_RETURN(d.v_bias, UploadTensor(lw.v_proj_bias.data, p + "v_bias"));
+    HR_ASSIGN_OR_RETURN(d.q_norm, UploadTensor(lw.q_norm.data, p + "q_norm"));
+    HR_ASSIGN_OR_RETURN(d.k_norm, UploadTensor(lw.k_norm.data, p + "k_norm"));
     HR_ASSIGN_OR_RETURN(d.o_proj, UploadTensor(lw.o_proj.data, p + "o_proj"));
     HR_ASSIGN_OR_RETURN(d.o_bias, UploadTensor(lw.o_proj_bias.data, p + "o_bias"));
     HR_ASSIGN_OR_RETURN(d.post_norm,
@@ -236,6 +238,11 @@ absl::Status LlamaModel::Layer(const DeviceLayer& l, int64_t n, const AttentionB
       b.Linear(arena_.hidden, l.k_proj, l.k_bias, n, kv_heads * head_dim, hidden, arena_.k));
   HR_RETURN_IF_ERROR(
       b.Linear(arena_.hidden, l.v_proj, l.v_bias, n, kv_heads * head_dim, hidden, arena_.v));
+  if (l.q_norm != nullptr) {
+    // Qwen3: each head's q and k RMS-normalized over head_dim, in place, before rotary.
+    HR_RETURN_IF_ERROR(b.RmsNorm(arena_.q, l.q_norm, n * heads, head_dim, eps, arena_.q));
+    HR_RETURN_IF_ERROR(b.RmsNorm(arena_.k, l.k_norm, n * kv_heads, head_dim, eps, arena_.k));
+  }
   HR_RETURN_IF_ERROR(
       b.Rotary(arena_.q, arena_.k, arena_.positions, inv_freq_, n, heads, kv_heads, head_dim));
   HR_RETURN_IF_ERROR(b.WriteKvCache(arena_.k, arena_.v, arena_.slot_mapping, n, l.kv));
@@ -295,8 +302,8 @@ absl::Status LlamaModel::Forward(const ForwardInput& input, std::vector<float>* 
   const std::vector<int32_t>& prompt_rows = input.prompt_logits_rows;
   for (size_t first = 0; first < prompt_rows.size();
        first += static_cast<size_t>(limits_.max_num_seqs)) {
-    const int64_t count = std::min<int64_t>(limits_.max_num_seqs,
-                                            static_cast<int64_t>(prompt_rows.size() - first));
+    const int64_t count =
+        std::min<int64_t>(limits_.max_num_seqs, static_cast<int64_t>(prompt_rows.size() - first));
     b.CopyToDevice(arena_.logits_rows, prompt_rows.data() + first,
                    static_cast<size_t>(count) * sizeof(int32_t));
     HR_RETURN_IF_ERROR(

@@ -1,10 +1,12 @@
-// LlamaModel: the decoder-only forward pass of the Llama family (Llama 2/3/3.1, Mistral, Qwen2),
-// written once against the Backend interface.
+// LlamaModel: the decoder-only forward pass of the Llama family (Llama 2/3/3.1, Mistral, Qwen2,
+// Qwen3), written once against the Backend interface.
 //
 //   x = embed(tokens)
 //   for each layer:  h = norm1(x);  x += o_proj(attention(rope(q(h)), rope(k(h)), v(h)))
 //                    h = norm2(x);  x += down(silu(gate(h)) * up(h))
 //   logits = lm_head(norm(x))      only for the rows that sample
+// Qwen3 normalizes each head of q(h) and k(h) (RMSNorm over head_dim, q_norm / k_norm) before
+// rope.
 //
 // Every device buffer (weights, KV cache, activation arena sized for max_num_batched_tokens and
 // max_num_seqs) is allocated in Create(); Forward() never allocates.
@@ -87,6 +89,8 @@ class LlamaModel {
     const float* q_bias = nullptr;        // [heads * head_dim] or null
     const float* k_bias = nullptr;        // [kv_heads * head_dim] or null
     const float* v_bias = nullptr;        // [kv_heads * head_dim] or null
+    const float* q_norm = nullptr;        // [head_dim] or null (Qwen3's per-head norms)
+    const float* k_norm = nullptr;        // [head_dim] or null
     const float* o_proj = nullptr;        // [hidden, heads * head_dim]
     const float* o_bias = nullptr;        // [hidden] or null (rank 0 only)
     const float* post_norm = nullptr;     // [hidden]

@@ -21,6 +21,7 @@ using Json = nlohmann::json;
 inline constexpr std::string_view kLlama = "LlamaForCausalLM";
 inline constexpr std::string_view kMistral = "MistralForCausalLM";
 inline constexpr std::string_view kQwen2 = "Qwen2ForCausalLM";
+inline constexpr std::string_view kQwen3 = "Qwen3ForCausalLM";
 inline constexpr std::string_view kDummyPrefix = "dummy:";
 
 // MistralConfig's default when config.json has no sliding_window key (transformers behaviour).
@@ -49,12 +50,11 @@ class FieldReader {
   }
 
   [[nodiscard]] absl::Status Error(std::string_view field, std::string_view what) const {
-    return absl::InvalidArgumentError(absl::StrCat(path_, ": field \"", prefix_,
-                                                   std::string(field), "\" ", std::string(what)));
+    return absl::InvalidArgumentError(
+        absl::StrCat(path_, ": field \"", prefix_, std::string(field), "\" ", std::string(what)));
   }
 
-  [[nodiscard]] absl::StatusOr<std::optional<int64_t>> OptionalInt(
-      std::string_view field) const {
+  [[nodiscard]] absl::StatusOr<std::optional<int64_t>> OptionalInt(std::string_view field) const {
     const Json* value = Find(field);
     if (value == nullptr) return std::optional<int64_t>();
     if (!value->is_number_integer()) {
@@ -84,8 +84,7 @@ class FieldReader {
     return value;
   }
 
-  [[nodiscard]] absl::StatusOr<std::optional<double>> OptionalNumber(
-      std::string_view field) const {
+  [[nodiscard]] absl::StatusOr<std::optional<double>> OptionalNumber(std::string_view field) const {
     const Json* value = Find(field);
     if (value == nullptr) return std::optional<double>();
     if (!value->is_number()) {
@@ -130,27 +129,25 @@ class FieldReader {
 absl::StatusOr<std::string> ReadArchitecture(const FieldReader& reader, const Json& root) {
   const Json* architectures = reader.Find("architectures");
   if (architectures == nullptr) return reader.Error("architectures", "is required but missing");
-  if (!architectures->is_array() || architectures->empty() ||
-      !(*architectures)[0].is_string()) {
-    return reader.Error("architectures",
-                        absl::StrCat("must be a non-empty list of strings, got ",
-                                     Describe(root.at("architectures"))));
+  if (!architectures->is_array() || architectures->empty() || !(*architectures)[0].is_string()) {
+    return reader.Error("architectures", absl::StrCat("must be a non-empty list of strings, got ",
+                                                      Describe(root.at("architectures"))));
   }
   std::string architecture = (*architectures)[0].get<std::string>();
   for (const std::string& supported : SupportedArchitectures()) {
     if (architecture == supported) return architecture;
   }
-  return reader.Error("architectures",
-                      absl::StrCat("names unsupported architecture \"", architecture,
-                                   "\"; supported: ",
-                                   absl::StrJoin(SupportedArchitectures(), ", ")));
+  return reader.Error("architectures", absl::StrCat("names unsupported architecture \"",
+                                                    architecture, "\"; supported: ",
+                                                    absl::StrJoin(SupportedArchitectures(), ", ")));
 }
 
 // rope_scaling (transformers < 5) or rope_parameters (transformers >= 5): only "llama3" scaling
 // changes the rotary frequencies; "default" (or no type) means none.
 absl::Status ReadRopeScaling(const FieldReader& reader, std::string_view path,
                              ModelConfig& config) {
-  for (std::string_view key : {std::string_view("rope_scaling"), std::string_view("rope_parameters")}) {
+  for (std::string_view key :
+       {std::string_view("rope_scaling"), std::string_view("rope_parameters")}) {
     const Json* value = reader.Find(key);
     if (value == nullptr) continue;
     if (!value->is_object()) {
@@ -195,6 +192,18 @@ absl::Status ReadBiasesAndWindow(const FieldReader& reader, ModelConfig& config)
       return reader.Error("use_sliding_window",
                           "is true; sliding-window attention for Qwen2 is not supported");
     }
+  } else if (config.architecture == kQwen3) {
+    // Qwen3: q/k/v and o biases only with attention_bias (false in the published checkpoints),
+    // and a per-head RMSNorm of q and k.
+    HR_ASSIGN_OR_RETURN(const bool attention_bias, reader.Bool("attention_bias", false));
+    config.qkv_bias = attention_bias;
+    config.o_proj_bias = attention_bias;
+    config.qk_norm = true;
+    HR_ASSIGN_OR_RETURN(const bool use_sliding_window, reader.Bool("use_sliding_window", false));
+    if (use_sliding_window) {
+      return reader.Error("use_sliding_window",
+                          "is true; sliding-window attention for Qwen3 is not supported");
+    }
   } else if (config.architecture == kLlama) {
     HR_ASSIGN_OR_RETURN(const bool attention_bias, reader.Bool("attention_bias", false));
     config.qkv_bias = attention_bias;
@@ -213,8 +222,8 @@ absl::Status ReadBiasesAndWindow(const FieldReader& reader, ModelConfig& config)
 }  // namespace
 
 const std::vector<std::string>& SupportedArchitectures() {
-  static const std::vector<std::string>* const kArchitectures =
-      new std::vector<std::string>{std::string(kLlama), std::string(kMistral), std::string(kQwen2)};
+  static const std::vector<std::string>* const kArchitectures = new std::vector<std::string>{
+      std::string(kLlama), std::string(kMistral), std::string(kQwen2), std::string(kQwen3)};
   return *kArchitectures;
 }
 
@@ -226,17 +235,16 @@ absl::StatusOr<ModelConfig> ParseModelConfigJson(std::string_view json_text,
   } catch (const Json::exception& e) {
     // e.what() is "[json.exception.parse_error.101] parse error at line L, column C: ...".
     std::string_view what = e.what();
-    if (const size_t bracket = what.find("] "); what.starts_with("[") &&
-                                                bracket != std::string_view::npos) {
+    if (const size_t bracket = what.find("] ");
+        what.starts_with("[") && bracket != std::string_view::npos) {
       what.remove_prefix(bracket + 2);
     }
     return absl::InvalidArgumentError(
         absl::StrCat(std::string(path), ": malformed JSON: ", std::string(what)));
   }
   if (!root.is_object()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(std::string(path), ": expected a JSON object at the top level, got ",
-                     Describe(root)));
+    return absl::InvalidArgumentError(absl::StrCat(
+        std::string(path), ": expected a JSON object at the top level, got ", Describe(root)));
   }
 
   const FieldReader reader(root, path);
@@ -255,10 +263,9 @@ absl::StatusOr<ModelConfig> ParseModelConfigJson(std::string_view json_text,
                       reader.OptionalPositiveInt("num_key_value_heads"));
   config.num_key_value_heads = kv_heads.value_or(config.num_attention_heads);
   if (config.num_attention_heads % config.num_key_value_heads != 0) {
-    return reader.Error("num_key_value_heads",
-                        absl::StrCat("(", config.num_key_value_heads,
-                                     ") must divide num_attention_heads (",
-                                     config.num_attention_heads, ")"));
+    return reader.Error("num_key_value_heads", absl::StrCat("(", config.num_key_value_heads,
+                                                            ") must divide num_attention_heads (",
+                                                            config.num_attention_heads, ")"));
   }
 
   HR_ASSIGN_OR_RETURN(const std::optional<int64_t> head_dim,
@@ -266,10 +273,9 @@ absl::StatusOr<ModelConfig> ParseModelConfigJson(std::string_view json_text,
   if (head_dim) {
     config.head_dim = *head_dim;
   } else if (config.hidden_size % config.num_attention_heads != 0) {
-    return reader.Error("head_dim",
-                        absl::StrCat("is missing and hidden_size (", config.hidden_size,
-                                     ") is not a multiple of num_attention_heads (",
-                                     config.num_attention_heads, ")"));
+    return reader.Error("head_dim", absl::StrCat("is missing and hidden_size (", config.hidden_size,
+                                                 ") is not a multiple of num_attention_heads (",
+                                                 config.num_attention_heads, ")"));
   } else {
     config.head_dim = config.hidden_size / config.num_attention_heads;
   }
@@ -295,8 +301,8 @@ absl::StatusOr<ModelConfig> ParseModelConfigJson(std::string_view json_text,
   HR_ASSIGN_OR_RETURN(const std::optional<std::string> activation,
                       reader.OptionalString("hidden_act"));
   if (activation && *activation != "silu") {
-    return reader.Error("hidden_act", absl::StrCat("names unsupported activation \"",
-                                                   *activation, "\"; supported: silu"));
+    return reader.Error("hidden_act", absl::StrCat("names unsupported activation \"", *activation,
+                                                   "\"; supported: silu"));
   }
 
   HR_RETURN_IF_ERROR(ReadBiasesAndWindow(reader, config));
@@ -320,14 +326,14 @@ absl::StatusOr<ModelConfig> LoadModelConfig(std::string_view model) {
       absl::StrAppend(&message, "; headroom reads local directories, so download it first (",
                       "huggingface-cli download ", std::string(model), " --local-dir <dir>)");
     }
-    absl::StrAppend(&message, "; or use dummy:<preset> with one of: ",
-                    absl::StrJoin(PresetNames(), ", "));
+    absl::StrAppend(&message,
+                    "; or use dummy:<preset> with one of: ", absl::StrJoin(PresetNames(), ", "));
     return absl::NotFoundError(message);
   }
   if (!std::filesystem::is_directory(status)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--model \"", std::string(model),
-        "\" is not a directory; pass the directory holding config.json"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--model \"", std::string(model),
+                     "\" is not a directory; pass the directory holding config.json"));
   }
   const std::filesystem::path config_path = directory / "config.json";
   std::ifstream file(config_path, std::ios::binary);

@@ -1,5 +1,6 @@
 // ModelConfig: the shape of a decoder-only transformer, parsed from a Hugging Face config.json
-// (LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM) or taken from a built-in preset
+// (LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM) or taken from a
+// built-in preset
 // (`dummy:<preset>`, the real shapes of published checkpoints, for plans, demos and benchmarks).
 //
 // Errors name the path and the field: NotFoundError for a missing directory or config.json,
@@ -22,31 +23,34 @@ namespace headroom::worker {
 // Llama-3.1 style rope scaling (`"rope_type": "llama3"`): frequencies below a band are divided by
 // `factor`, above it kept, in between interpolated.
 struct RopeScaling {
-  double factor = 1.0;                         // Divisor for low frequencies (8.0 for Llama-3.1).
-  double low_freq_factor = 1.0;                // Band edge: wavelengths above orig/low scale fully.
-  double high_freq_factor = 1.0;               // Band edge: wavelengths below orig/high untouched.
+  double factor = 1.0;            // Divisor for low frequencies (8.0 for Llama-3.1).
+  double low_freq_factor = 1.0;   // Band edge: wavelengths above orig/low scale fully.
+  double high_freq_factor = 1.0;  // Band edge: wavelengths below orig/high untouched.
   int64_t original_max_position_embeddings = 0;  // Context the model was pretrained at (8192).
 };
 
 struct ModelConfig {
-  std::string source;        // What was loaded: a directory path or "dummy:<preset>".
-  std::string architecture;  // architectures[0], e.g. "LlamaForCausalLM".
-  int64_t vocab_size = 0;         // Rows of the embedding and LM head.
-  int64_t hidden_size = 0;        // Residual stream width.
-  int64_t intermediate_size = 0;  // MLP width (gate/up output, down input).
-  int64_t num_hidden_layers = 0;  // Decoder layers.
+  std::string source;               // What was loaded: a directory path or "dummy:<preset>".
+  std::string architecture;         // architectures[0], e.g. "LlamaForCausalLM".
+  int64_t vocab_size = 0;           // Rows of the embedding and LM head.
+  int64_t hidden_size = 0;          // Residual stream width.
+  int64_t intermediate_size = 0;    // MLP width (gate/up output, down input).
+  int64_t num_hidden_layers = 0;    // Decoder layers.
   int64_t num_attention_heads = 0;  // Query heads.
   int64_t num_key_value_heads = 0;  // KV heads (GQA); equals num_attention_heads for MHA.
   int64_t head_dim = 0;             // Per-head width; hidden_size / num_attention_heads if absent.
-  int64_t max_position_embeddings = 0;  // Longest context the checkpoint supports.
-  bool tie_word_embeddings = false;     // LM head shares the embedding matrix.
-  DType torch_dtype = DType::kFloat32;  // Checkpoint dtype; float32 when config.json omits it.
-  double rms_norm_eps = 1e-6;           // RMSNorm epsilon.
-  double rope_theta = 10000.0;          // Rotary base.
+  int64_t max_position_embeddings = 0;      // Longest context the checkpoint supports.
+  bool tie_word_embeddings = false;         // LM head shares the embedding matrix.
+  DType torch_dtype = DType::kFloat32;      // Checkpoint dtype; float32 when config.json omits it.
+  double rms_norm_eps = 1e-6;               // RMSNorm epsilon.
+  double rope_theta = 10000.0;              // Rotary base.
   std::optional<RopeScaling> rope_scaling;  // Set only for "llama3" scaling.
   bool qkv_bias = false;     // q/k/v projections have a bias (Qwen2; Llama's attention_bias).
   bool o_proj_bias = false;  // Output projection has a bias (Llama's attention_bias only).
   bool mlp_bias = false;     // gate/up/down have biases (Llama's mlp_bias).
+  // q and k are RMS-normalized per head (weights [head_dim], q_norm / k_norm) after their
+  // projections and before rotary (Qwen3).
+  bool qk_norm = false;
   // Sliding-window attention width when the checkpoint uses one (Mistral-7B-v0.1: 4096). The
   // memory plan does not exploit it: KV is provisioned for the full context.
   std::optional<int64_t> sliding_window;

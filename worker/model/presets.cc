@@ -90,7 +90,17 @@ std::vector<Preset> MakePresets() {
   qwen2_7b.rope_theta = 1000000.0;
   presets.push_back({"qwen2-7b", qwen2_7b});
 
-  for (Preset& preset : presets) preset.config.source = absl::StrCat("dummy:", std::string(preset.name));
+  // Qwen/Qwen3-8B: per-head q/k RMSNorm, no biases, head_dim 128, untied LM head, 40960
+  // positions, rope_theta 1e6.
+  ModelConfig qwen3_8b = Llama(36, 4096, 32, 8, 12288, 151936, 40960);
+  qwen3_8b.architecture = "Qwen3ForCausalLM";
+  qwen3_8b.qk_norm = true;
+  qwen3_8b.rms_norm_eps = 1e-6;
+  qwen3_8b.rope_theta = 1000000.0;
+  presets.push_back({"qwen3-8b", qwen3_8b});
+
+  for (Preset& preset : presets)
+    preset.config.source = absl::StrCat("dummy:", std::string(preset.name));
   std::sort(presets.begin(), presets.end(),
             [](const Preset& a, const Preset& b) { return a.name < b.name; });
   return presets;

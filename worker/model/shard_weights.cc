@@ -21,7 +21,8 @@ kvcache::ModelDims ModelDimsOf(const ModelConfig& config) {
                             .tie_word_embeddings = config.tie_word_embeddings,
                             .qkv_bias = config.qkv_bias,
                             .o_proj_bias = config.o_proj_bias,
-                            .mlp_bias = config.mlp_bias};
+                            .mlp_bias = config.mlp_bias,
+                            .qk_norm = config.qk_norm};
 }
 
 absl::Status CheckShardable(const ModelConfig& config, ShardSpec shard) {
