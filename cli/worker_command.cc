@@ -42,6 +42,7 @@
 #include "worker/engine/engine_loop.h"
 #include "worker/engine/follower.h"
 #include "worker/model/checkpoint.h"
+#include "worker/model/generation_config.h"
 #include "worker/model/model_config.h"
 #include "worker/model/shard_weights.h"
 #include "worker/service/worker_metrics.h"
@@ -86,6 +87,12 @@ FlagSet MakeWorkerFlags() {
                  "End-of-sequence token (default: config.json's eos_token_id, the first if a "
                  "list; -1 = none). The model's other eos ids (config.json's and "
                  "generation_config.json's lists) stop requests too, as in vLLM.");
+  flags.AddString("generation-config", "auto",
+                  "Default sampling of requests that leave temperature, top_p, top_k, min_p or "
+                  "repetition_penalty unset, as vLLM's flag: auto (the model's "
+                  "generation_config.json, the model creator's recommendation, when it has one), "
+                  "vllm (vLLM's defaults: temperature 1, top_p 1, all tokens), or a directory "
+                  "holding a generation_config.json.");
   flags.AddInt64("metrics-port", kDefaultMetricsPort,
                  "Port of the Prometheus /metrics and /health HTTP endpoint on --host (0 = pick "
                  "a free one; -1 = off). A second line 'headroom worker metrics on HOST:PORT' "
@@ -331,6 +338,16 @@ absl::Status Serve(const FlagSet& flags, const sigset_t& stop_signals, std::ostr
   const std::string& model = setup.model;
   worker::EngineOptions options = setup.options;
   options.json_vocabulary = LoadJsonVocabulary(model, setup.config.vocab_size, err);
+  HR_ASSIGN_OR_RETURN(const worker::SamplingDefaults sampling_defaults,
+                      worker::LoadSamplingDefaults(*flags.GetString("generation-config"), model));
+  if (!sampling_defaults.empty()) {
+    // vLLM says so at startup too: outputs differ from a server with vLLM's defaults.
+    err << "headroom worker: requests that leave them unset sample with the model's "
+           "generation_config.json values ("
+        << worker::DescribeSamplingDefaults(sampling_defaults)
+        << ", the model creator's recommendation); pass --generation-config vllm for vLLM's "
+           "defaults\n";
+  }
   const int64_t drain_timeout_s = *flags.GetInt64("drain-timeout-s");
   const int64_t port = *flags.GetInt64("port");
   if (port < 0 || port > 65535) {
@@ -359,7 +376,8 @@ absl::Status Serve(const FlagSet& flags, const sigset_t& stop_signals, std::ostr
        .max_model_len = options.max_model_len,
        .block_size = options.block_size,
        .priority_scheduling = options.scheduling_policy == worker::SchedulingPolicy::kPriority,
-       .observer = &worker_metrics});
+       .observer = &worker_metrics,
+       .sampling_defaults = sampling_defaults});
   grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder builder;
   int selected_port = 0;

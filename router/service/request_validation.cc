@@ -171,10 +171,9 @@ absl::StatusOr<ValidatedRequest> ValidateGenerateRequest(const v1::GenerateReque
   }
   if (!s.constraint_after().empty()) {
     if (s.constraint_after().size() > kMaxConstraintAfterBytes) {
-      return absl::InvalidArgumentError(absl::StrCat("sampling.constraint_after is ",
-                                                     s.constraint_after().size(),
-                                                     " bytes, at most ", kMaxConstraintAfterBytes,
-                                                     " are accepted"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("sampling.constraint_after is ", s.constraint_after().size(),
+                       " bytes, at most ", kMaxConstraintAfterBytes, " are accepted"));
     }
     if (!s.json_object() && s.json_schema().empty() && s.guided_regex().empty()) {
       return absl::InvalidArgumentError(
@@ -218,7 +217,7 @@ absl::StatusOr<ValidatedRequest> ValidateGenerateRequest(const v1::GenerateReque
 
   v1::TokenSamplingParams& w = out.sampling;
   if (s.has_temperature()) w.set_temperature(s.temperature());
-  w.set_top_k(s.top_k() < 0 ? 0 : s.top_k());
+  if (s.has_top_k()) w.set_top_k(s.top_k() < 0 ? 0 : s.top_k());
   if (s.has_top_p()) w.set_top_p(s.top_p());
   if (s.has_seed()) w.set_seed(s.seed());
   w.set_max_tokens(out.max_tokens);
@@ -229,7 +228,7 @@ absl::StatusOr<ValidatedRequest> ValidateGenerateRequest(const v1::GenerateReque
   if (s.has_repetition_penalty()) w.set_repetition_penalty(s.repetition_penalty());
   w.set_frequency_penalty(s.frequency_penalty());
   w.set_presence_penalty(s.presence_penalty());
-  w.set_min_p(s.min_p());
+  if (s.has_min_p()) w.set_min_p(s.min_p());
   w.set_min_tokens(s.min_tokens());
   for (const auto& [token, bias] : s.logit_bias()) {
     (*w.mutable_logit_bias())[token] = std::clamp(bias, -100.0f, 100.0f);  // as vLLM

@@ -256,6 +256,66 @@ TEST_F(WorkerE2eTest, GenerationConfigEosIdsStopRequests) {
   EXPECT_EQ(result.finish, v1::FINISH_REASON_STOP);
 }
 
+// generation_config.json's sampling values are the defaults of requests that leave them unset,
+// as vLLM's --generation-config auto makes them: a copy of the fixture model whose file says
+// temperature 0 decodes an unset-temperature request greedily, while an explicit temperature 1,
+// or the same request under --generation-config vllm (vLLM's default temperature 1), samples.
+TEST_F(WorkerE2eTest, GenerationConfigSamplingIsTheDefaultOfUnsetFields) {
+  const std::vector<int32_t> prompt = {1, 17, 33, 5, 99, 250, 7, 64, 128, 3, 11};
+  constexpr int32_t kTokens = 16;
+  std::vector<int32_t> greedy;
+  {
+    WorkerProcess worker(FixtureFlags());
+    Connect(worker);
+    auto context = Context();
+    auto reader = stub_->Submit(context.get(), MakeSubmit(1, prompt, kTokens));
+    const StreamResult result = ReadAll(*reader);
+    ASSERT_TRUE(result.status.ok()) << result.status.error_message();
+    greedy = result.tokens;
+  }
+  const std::filesystem::path model = std::filesystem::temp_directory_path() /
+                                      ("headroom_genconfig_model_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(model);
+  std::filesystem::copy(FixtureModelDir(), model, std::filesystem::copy_options::recursive);
+  std::ofstream(model / "generation_config.json")
+      << R"({"eos_token_id": 2, "temperature": 0.0, "top_p": 0.9})";
+  // Seeded, so each run samples the same tokens.
+  v1::SubmitRequest unset = MakeSubmit(2, prompt, kTokens);
+  unset.mutable_sampling()->clear_temperature();
+  unset.mutable_sampling()->set_seed(7);
+  v1::SubmitRequest explicit_one = unset;
+  explicit_one.set_request_id(3);
+  explicit_one.mutable_sampling()->set_temperature(1.0f);
+  const auto run = [this, &model](const std::vector<std::string>& extra,
+                                  const std::vector<v1::SubmitRequest>& requests) {
+    std::vector<std::string> flags = FixtureFlags();
+    SetFlag(flags, "--model", model.string());
+    flags.insert(flags.end(), extra.begin(), extra.end());
+    WorkerProcess worker(flags);
+    Connect(worker);
+    std::vector<std::vector<int32_t>> outputs;
+    for (const v1::SubmitRequest& request : requests) {
+      auto context = Context();
+      auto reader = stub_->Submit(context.get(), request);
+      const StreamResult result = ReadAll(*reader);
+      EXPECT_TRUE(result.status.ok()) << result.status.error_message();
+      outputs.push_back(result.tokens);
+    }
+    return outputs;
+  };
+  const std::vector<std::vector<int32_t>> automatic = run({}, {unset, explicit_one});
+  const std::vector<std::vector<int32_t>> vllm =
+      run({"--generation-config", "vllm"}, {unset, explicit_one});
+  std::filesystem::remove_all(model);
+  ASSERT_EQ(automatic.size(), 2u);
+  ASSERT_EQ(vllm.size(), 2u);
+  EXPECT_EQ(automatic[0], greedy) << "the file's temperature 0 is the default";
+  EXPECT_NE(automatic[1], greedy) << "an explicit temperature keeps its own";
+  EXPECT_NE(vllm[0], greedy) << "--generation-config vllm: temperature 1";
+  // Under vllm the unset and the explicit temperature 1 are the same request.
+  EXPECT_EQ(vllm[0], vllm[1]);
+}
+
 TEST_F(WorkerE2eTest, HealthIsServingAndFirstLoadReportMatchesTheFlags) {
   WorkerProcess worker(FixtureFlags(64));
   Connect(worker);

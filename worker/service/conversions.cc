@@ -7,7 +7,8 @@
 
 namespace headroom::worker {
 
-absl::StatusOr<Request> RequestFromProto(const v1::SubmitRequest& proto, RequestId id) {
+absl::StatusOr<Request> RequestFromProto(const v1::SubmitRequest& proto, RequestId id,
+                                         const SamplingDefaults& defaults) {
   Request request;
   request.id = id;
   request.prompt.assign(proto.prompt_token_ids().begin(), proto.prompt_token_ids().end());
@@ -15,13 +16,15 @@ absl::StatusOr<Request> RequestFromProto(const v1::SubmitRequest& proto, Request
   request.priority = proto.priority();
   const v1::TokenSamplingParams& in = proto.sampling();
   SamplingParams& out = request.sampling;
-  if (in.has_temperature()) out.temperature = in.temperature();
+  // Unset: the model's default (generation_config.json), else vLLM's (SamplingParams).
+  out.temperature =
+      in.has_temperature() ? in.temperature() : defaults.temperature.value_or(out.temperature);
   if (in.top_k() < 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("top_k must be >= 0 (0 = all), got ", in.top_k()));
   }
-  out.top_k = in.top_k();
-  if (in.has_top_p()) out.top_p = in.top_p();
+  out.top_k = in.has_top_k() ? in.top_k() : defaults.top_k.value_or(out.top_k);
+  out.top_p = in.has_top_p() ? in.top_p() : defaults.top_p.value_or(out.top_p);
   if (in.has_seed()) out.seed = in.seed();
   if (in.has_max_tokens()) out.max_tokens = in.max_tokens();
   out.stop_token_ids.assign(in.stop_token_ids().begin(), in.stop_token_ids().end());
@@ -30,10 +33,12 @@ absl::StatusOr<Request> RequestFromProto(const v1::SubmitRequest& proto, Request
     return absl::InvalidArgumentError(absl::StrCat("logprobs must be >= 0, got ", in.logprobs()));
   }
   out.logprobs = in.logprobs();
-  if (in.has_repetition_penalty()) out.repetition_penalty = in.repetition_penalty();
+  out.repetition_penalty = in.has_repetition_penalty()
+                               ? in.repetition_penalty()
+                               : defaults.repetition_penalty.value_or(out.repetition_penalty);
   out.frequency_penalty = in.frequency_penalty();
   out.presence_penalty = in.presence_penalty();
-  out.min_p = in.min_p();
+  out.min_p = in.has_min_p() ? in.min_p() : defaults.min_p.value_or(out.min_p);
   out.min_tokens = in.min_tokens();
   if (in.has_prompt_logprobs()) out.prompt_logprobs = in.prompt_logprobs();  // engine checks range
   for (const auto& [token, bias] : in.logit_bias()) out.logit_bias.emplace_back(token, bias);

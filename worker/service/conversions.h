@@ -13,15 +13,18 @@
 #include "kvcache/prefix_cache_delta.h"
 #include "worker/engine/engine.h"
 #include "worker/engine/request.h"
+#include "worker/model/generation_config.h"
 
 namespace headroom::worker {
 
-// Parses a Submit into an engine request with id `id`. Applies vLLM's defaults for unset fields
-// (temperature 1, top_p 1, max_tokens 16). InvalidArgument naming the field for values the proto
-// allows but the engine cannot mean (negative top_k or logprobs); the engine checks the rest
-// (vocabulary, lengths, blocks) with the numbers.
-[[nodiscard]] absl::StatusOr<Request> RequestFromProto(const v1::SubmitRequest& proto,
-                                                       RequestId id);
+// Parses a Submit into an engine request with id `id`. Unset sampling fields take `defaults`
+// (the model's generation_config.json, as vLLM's --generation-config auto), else vLLM's
+// (temperature 1, top_p 1, top_k all, min_p 0, repetition_penalty 1, max_tokens 16).
+// InvalidArgument naming the field for values the proto allows but the engine cannot mean
+// (negative top_k or logprobs); the engine checks the rest (vocabulary, lengths, blocks) with the
+// numbers.
+[[nodiscard]] absl::StatusOr<Request> RequestFromProto(const v1::SubmitRequest& proto, RequestId id,
+                                                       const SamplingDefaults& defaults = {});
 
 [[nodiscard]] v1::FinishReason FinishReasonToProto(FinishReason reason);
 

@@ -459,7 +459,7 @@ grpc::ServerWriteReactor<v1::SubmitResponse>* WorkerService::Submit(
     }
     id = RequestId{static_cast<int64_t>(request->request_id())};
   }
-  absl::StatusOr<Request> parsed = RequestFromProto(*request, id);
+  absl::StatusOr<Request> parsed = RequestFromProto(*request, id, options_.sampling_defaults);
   if (!parsed.ok()) return new RefusedWriteReactor(ToGrpcStatus(parsed.status()));
   {
     std::lock_guard<std::mutex> lock(mu_);

@@ -30,6 +30,7 @@
 #include "grpcpp/health_check_service_interface.h"
 #include "headroom/v1/worker.grpc.pb.h"
 #include "worker/engine/engine_loop.h"
+#include "worker/model/generation_config.h"
 
 namespace headroom::worker {
 
@@ -89,6 +90,8 @@ struct WorkerServiceOptions {
   absl::Duration max_report_interval = absl::Seconds(1);
   // Told about every Submit's tokens (null: nobody); must outlive the service's streams.
   RequestObserver* observer = nullptr;
+  // What a Submit's unset sampling fields take (--generation-config).
+  SamplingDefaults sampling_defaults;
 };
 
 class WatchLoadReactor;

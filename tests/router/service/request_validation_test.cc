@@ -52,10 +52,19 @@ TEST_F(RequestValidationTest, TextIsTokenizedAndSamplingConverted) {
   EXPECT_FLOAT_EQ(v->sampling.logit_bias().at(104), 100.0f);
   EXPECT_FLOAT_EQ(v->sampling.logit_bias().at(7), -2.5f);
 
-  request.mutable_sampling()->clear_repetition_penalty();  // unset: 1, off
+  EXPECT_TRUE(v->sampling.has_top_k()) << "-1, all, is given: no default overrides it";
+
+  // Unset stays unset, for the worker's defaults (its model's generation_config.json).
+  request.mutable_sampling()->clear_repetition_penalty();
+  request.mutable_sampling()->clear_top_k();
+  request.mutable_sampling()->clear_min_p();
+  request.mutable_sampling()->clear_temperature();
   v = ValidateGenerateRequest(request, *tokenizer_, 100);
   ASSERT_TRUE(v.ok()) << v.status();
   EXPECT_FALSE(v->sampling.has_repetition_penalty());
+  EXPECT_FALSE(v->sampling.has_top_k());
+  EXPECT_FALSE(v->sampling.has_min_p());
+  EXPECT_FALSE(v->sampling.has_temperature());
 }
 
 // truncate_prompt_tokens keeps the last k tokens (vLLM truncates on the left); -1 keeps the last
