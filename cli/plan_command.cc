@@ -85,6 +85,11 @@ std::string ModelSummary(const worker::ModelConfig& c, worker::DType dtype,
       &summary, "  attention: %d heads, %d KV heads, head_dim %d%s\n", c.num_attention_heads,
       c.num_key_value_heads, c.head_dim,
       absl::StrCat(c.qkv_bias ? ", q/k/v bias" : "", c.qk_norm ? ", per-head q/k norm" : ""));
+  if (c.num_experts > 0) {
+    absl::StrAppendFormat(
+        &summary, "  mixture of experts: %d experts of intermediate %d, top %d%s\n", c.num_experts,
+        c.intermediate_size, c.num_experts_per_tok, c.norm_topk_prob ? " (renormalized)" : "");
+  }
   absl::StrAppendFormat(&summary, "  max_position_embeddings %d, rope_theta %g%s\n",
                         c.max_position_embeddings, c.rope_theta,
                         c.rope_scaling

@@ -62,11 +62,17 @@ ActivationArena ArenaOf(const MemoryPlanInput& in, const TensorParallelShard& sh
   const int64_t padded_vocab = shard.vocab_rows * in.tensor_parallel_size;
 
   ActivationArena arena;
+  // A mixture of experts runs each token through num_experts_per_tok experts: that many rows of
+  // gate_up and silu(g)*u per token, and the router's logits and routes.
+  const int64_t mlp_rows = m.num_experts > 0 ? t * m.num_experts_per_tok : t;
   arena.token_buffers_bytes = 3 * Align(t * m.hidden_size * a)  // hidden, residual, normed
                               + Align(t * (shard.q_dim + 2 * shard.kv_dim) * a)  // qkv
                               + Align(t * shard.q_dim * a)                       // attn out
-                              + Align(t * 2 * shard.intermediate * a)            // gate_up
-                              + Align(t * shard.intermediate * a);               // silu(g)*u
+                              + Align(mlp_rows * 2 * shard.intermediate * a)     // gate_up
+                              + Align(mlp_rows * shard.intermediate * a)         // silu(g)*u
+                              + (m.num_experts > 0 ? Align(t * m.num_experts * kFp32Bytes) +
+                                                         Align(mlp_rows * m.hidden_size * a)
+                                                   : 0);  // router logits; expert outputs
   const int64_t split_rows = s * shard.heads * kMaxKvSplits;
   arena.attention_scratch_bytes =
       Align(split_rows * m.head_dim * kFp32Bytes)                // partial outputs
@@ -215,9 +221,11 @@ int64_t WeightParamsPerRank(const ModelDims& m, int64_t tensor_parallel_size) {
                             + shard.q_dim * h       // o_proj (row-parallel)
                             + (m.qkv_bias ? shard.q_dim + 2 * shard.kv_dim : 0) +
                             (m.o_proj_bias ? h : 0);  // row-parallel bias: replicated
-  const int64_t mlp = 2 * h * shard.intermediate      // gate_proj, up_proj (column-parallel)
-                      + shard.intermediate * h        // down_proj (row-parallel)
-                      + (m.mlp_bias ? 2 * shard.intermediate + h : 0);
+  const int64_t dense = 2 * h * shard.intermediate    // gate_proj, up_proj (column-parallel)
+                        + shard.intermediate * h      // down_proj (row-parallel)
+                        + (m.mlp_bias ? 2 * shard.intermediate + h : 0);
+  // Mixture of experts: each expert's slice, and the router (replicated).
+  const int64_t mlp = m.num_experts > 0 ? m.num_experts * (3 * h * shard.intermediate + h) : dense;
   // input_layernorm, post_attention_layernorm, and q_norm / k_norm (all replicated)
   const int64_t norms = 2 * h + (m.qk_norm ? 2 * m.head_dim : 0);
   const int64_t embeddings = shard.vocab_rows * h * (m.tie_word_embeddings ? 1 : 2);

@@ -21,6 +21,13 @@ Writes tests/worker/fixtures/<name>/ for three small SEEDED RANDOM checkpoints:
               norms applied to q_proj's and k_proj's outputs by forward hooks: transformers'
               Qwen3Attention is exactly `q_norm(q_proj(x).view(..., head_dim))` (likewise k)
               before apply_rotary_pos_emb, and Qwen3RMSNorm is Qwen2RMSNorm.
+  mixtral-moe MixtralForCausalLM: every layer's MLP is 4 experts (intermediate 48), the top 2 per
+              token by the router's softmax, renormalized; GQA 4/2, untied, saved in bfloat16.
+  qwen3-moe   Qwen3MoeForCausalLM (Qwen3-30B-A3B's layout): qwen3-qknorm's attention, untied, and
+              8 experts of intermediate 32, top 2, norm_topk_prob. The reference is transformers
+              4.46's Qwen2MoeForCausalLM (the same sparse block: softmax, top-k, renormalized
+              when norm_topk_prob) with its shared expert zeroed (Qwen3-MoE has none) and not
+              saved, plus qwen3-qknorm's hooks.
 
 Each directory holds config.json, the safetensors file(s), and:
   expected.json       reference outputs computed in float32 from the SAVED weights (the checkpoint
@@ -60,7 +67,8 @@ import numpy as np
 import torch
 import transformers
 from safetensors.torch import load_file, save_file
-from transformers import AutoModelForCausalLM, LlamaConfig, Qwen2Config
+from transformers import (AutoModelForCausalLM, LlamaConfig, MixtralConfig, Qwen2Config,
+                          Qwen2MoeConfig)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OUT = os.path.join(ROOT, "tests", "worker", "fixtures")
@@ -109,11 +117,21 @@ def llama_tied_config():
         initializer_range=INIT_STD, bos_token_id=1, eos_token_id=2)
 
 
+def mixtral_moe_config():
+    return MixtralConfig(
+        vocab_size=256, hidden_size=64, intermediate_size=48, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256,
+        num_local_experts=4, num_experts_per_tok=2, rope_theta=1000000.0, rms_norm_eps=1e-5,
+        tie_word_embeddings=False, sliding_window=None, router_jitter_noise=0.0,
+        initializer_range=INIT_STD, bos_token_id=1, eos_token_id=2)
+
+
 MODELS = [
     # name, config factory, save dtype, shards, seed
     ("llama-gqa", llama_gqa_config, torch.bfloat16, 2, 1234),
     ("qwen2-bias", qwen2_bias_config, torch.float16, 1, 5678),
     ("llama-tied", llama_tied_config, torch.float32, 1, 9012),
+    ("mixtral-moe", mixtral_moe_config, torch.bfloat16, 1, 2468),
 ]
 
 
@@ -224,18 +242,24 @@ def rms_norm(x, weight, eps):
     return weight * (x.float() * torch.rsqrt(variance + eps)).to(x.dtype)
 
 
-def generate_qwen3(name, seed):
-    """qwen3-qknorm: see the module docstring."""
+def generate_qwen3(name, seed, moe=False):
+    """qwen3-qknorm and qwen3-moe: see the module docstring."""
     out_dir = os.path.join(OUT, name)
     if os.path.isdir(out_dir):
         shutil.rmtree(out_dir)
     os.makedirs(out_dir)
     heads, kv_heads, head_dim, eps = 4, 2, 16, 1e-6
-    config = Qwen2Config(
+    common = dict(
         vocab_size=256, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
         num_attention_heads=heads, num_key_value_heads=kv_heads, max_position_embeddings=256,
-        rope_theta=1000000.0, rms_norm_eps=eps, tie_word_embeddings=True,
+        rope_theta=1000000.0, rms_norm_eps=eps, tie_word_embeddings=not moe,
         use_sliding_window=False, initializer_range=INIT_STD, bos_token_id=1, eos_token_id=2)
+    moe_fields = dict(num_experts=8, num_experts_per_tok=2, moe_intermediate_size=32,
+                      norm_topk_prob=True, decoder_sparse_step=1, mlp_only_layers=[])
+    if moe:
+        config = Qwen2MoeConfig(**common, **moe_fields, shared_expert_intermediate_size=32)
+    else:
+        config = Qwen2Config(**common)
     model = build_model(config, seed)
     state = {}
     with torch.no_grad():
@@ -245,11 +269,16 @@ def generate_qwen3(name, seed):
                 proj.bias.zero_()  # Qwen3 has none (attention_bias false)
             attention.q_norm_weight = 1.0 + 0.2 * torch.randn(head_dim)
             attention.k_norm_weight = 1.0 + 0.2 * torch.randn(head_dim)
-        # What is saved: Qwen3's tensors in bfloat16 (lm_head tied, not saved).
+            if moe:  # Qwen3-MoE has no shared expert: Qwen2-MoE's adds zero
+                for param in layer.mlp.shared_expert.parameters():
+                    param.zero_()
+        # What is saved: Qwen3's tensors in bfloat16 (a tied lm_head is not saved).
         for tensor_name, t in model.state_dict().items():
             if tensor_name.endswith(("q_proj.bias", "k_proj.bias", "v_proj.bias")):
                 continue
-            if tensor_name == "lm_head.weight":
+            if tensor_name == "lm_head.weight" and config.tie_word_embeddings:
+                continue
+            if ".shared_expert" in tensor_name:
                 continue
             state[tensor_name] = t.to(torch.bfloat16).contiguous()
         for i, layer in enumerate(model.model.layers):
@@ -265,7 +294,8 @@ def generate_qwen3(name, seed):
             for norm in ("q_norm", "k_norm"):
                 setattr(layer.self_attn, norm + "_weight",
                         state[f"model.layers.{i}.self_attn.{norm}.weight"].float())
-    assert model.lm_head.weight.data_ptr() == model.model.embed_tokens.weight.data_ptr()
+    if config.tie_word_embeddings:
+        assert model.lm_head.weight.data_ptr() == model.model.embed_tokens.weight.data_ptr()
 
     def per_head_norm(norm):
         def hook(module, inputs, output):
@@ -282,17 +312,24 @@ def generate_qwen3(name, seed):
 
     files = ["model.safetensors"]
     save_file(state, os.path.join(out_dir, files[0]), metadata={"format": "pt"})
-    write_json_pretty(os.path.join(out_dir, "config.json"), {
-        "architectures": ["Qwen3ForCausalLM"], "attention_bias": False, "attention_dropout": 0.0,
+    config_json = {
+        "architectures": ["Qwen3MoeForCausalLM" if moe else "Qwen3ForCausalLM"],
+        "attention_bias": False, "attention_dropout": 0.0,
         "bos_token_id": 1, "eos_token_id": 2, "head_dim": head_dim, "hidden_act": "silu",
         "hidden_size": 64, "initializer_range": INIT_STD, "intermediate_size": 128,
-        "max_position_embeddings": 256, "max_window_layers": 28, "model_type": "qwen3",
+        "max_position_embeddings": 256, "max_window_layers": 28,
+        "model_type": "qwen3_moe" if moe else "qwen3",
         "num_attention_heads": heads, "num_hidden_layers": 2, "num_key_value_heads": kv_heads,
         "rms_norm_eps": eps, "rope_scaling": None, "rope_theta": 1000000.0,
-        "sliding_window": None, "tie_word_embeddings": True, "torch_dtype": "bfloat16",
-        "use_cache": True, "use_sliding_window": False, "vocab_size": 256})
+        "sliding_window": None, "tie_word_embeddings": config.tie_word_embeddings,
+        "torch_dtype": "bfloat16", "use_cache": True, "use_sliding_window": False,
+        "vocab_size": 256}
+    if moe:
+        config_json.update(moe_fields)
+    write_json_pretty(os.path.join(out_dir, "config.json"), config_json)
+    base = "Qwen2MoeForCausalLM, its shared expert zeroed," if moe else "Qwen2ForCausalLM"
     finish_fixture(name, out_dir, model, config.vocab_size, seed, torch.bfloat16, files, state,
-                   reference_note="transformers Qwen2ForCausalLM + q/k norm hooks (Qwen3)")
+                   reference_note=f"transformers {base} + q/k norm hooks (Qwen3)")
 
 
 def write_json_pretty(path, obj):
@@ -425,6 +462,8 @@ def main():
             generate_model(name, make_config, dtype, shards, seed)
     if not only or "qwen3-qknorm" in only:
         generate_qwen3("qwen3-qknorm", 3456)
+    if not only or "qwen3-moe" in only:
+        generate_qwen3("qwen3-moe", 4567, moe=True)
     if not only or "safetensors" in only:
         generate_dtypes()
     total = 0

@@ -89,6 +89,33 @@ ModelDims Qwen3_8B() {
           .qk_norm = true};
 }
 
+ModelDims Mixtral8x7B() {
+  return {.num_layers = 32,
+          .hidden_size = 4096,
+          .intermediate_size = 14336,
+          .num_attention_heads = 32,
+          .num_kv_heads = 8,
+          .head_dim = 128,
+          .vocab_size = 32000,
+          .max_position_embeddings = 32768,
+          .num_experts = 8,
+          .num_experts_per_tok = 2};
+}
+
+ModelDims Qwen3_30B_A3B() {  // intermediate_size: each expert's (moe_intermediate_size)
+  return {.num_layers = 48,
+          .hidden_size = 2048,
+          .intermediate_size = 768,
+          .num_attention_heads = 32,
+          .num_kv_heads = 4,
+          .head_dim = 128,
+          .vocab_size = 151936,
+          .max_position_embeddings = 40960,
+          .qk_norm = true,
+          .num_experts = 128,
+          .num_experts_per_tok = 8};
+}
+
 // Published parameter counts (Hugging Face safetensors metadata / model cards).
 constexpr int64_t kLlama3_8BParams = 8'030'261'248;
 constexpr int64_t kLlama3_70BParams = 70'553'706'496;
@@ -96,6 +123,8 @@ constexpr int64_t kLlama2_7BParams = 6'738'415'616;
 constexpr int64_t kMistral7BParams = 7'241'732'096;
 constexpr int64_t kQwen2_7BParams = 7'615'616'512;
 constexpr int64_t kQwen3_8BParams = 8'190'735'360;  // q_norm / k_norm: 2 x 128 per layer
+constexpr int64_t kMixtral8x7BParams = 46'702'792'704;
+constexpr int64_t kQwen3_30B_A3BParams = 30'532'122'624;
 
 constexpr int64_t GiBBytes(double gib) {
   return static_cast<int64_t>(gib * static_cast<double>(kGiB));
@@ -147,7 +176,9 @@ TEST(MemoryPlannerTest, WeightsMatchPublishedParameterCounts) {
                         Case{"llama-2-7b", Llama2_7B(), kLlama2_7BParams},
                         Case{"mistral-7b", Mistral7B(), kMistral7BParams},
                         Case{"qwen2-7b", Qwen2_7B(), kQwen2_7BParams},
-                        Case{"qwen3-8b", Qwen3_8B(), kQwen3_8BParams}}) {
+                        Case{"qwen3-8b", Qwen3_8B(), kQwen3_8BParams},
+                        Case{"mixtral-8x7b", Mixtral8x7B(), kMixtral8x7BParams},
+                        Case{"qwen3-30b-a3b", Qwen3_30B_A3B(), kQwen3_30B_A3BParams}}) {
     MemoryPlanInput input = Input(c.dims, 1024, 4096);  // Big enough for all of them.
     const MemoryPlan plan = MustPlan(input);
     EXPECT_EQ(plan.weight_params_per_rank, c.params) << c.name;

@@ -185,7 +185,8 @@ TEST_P(FixtureLoadTest, EveryTensorMatchesTorch) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, FixtureLoadTest,
-                         ::testing::Values("llama-gqa", "qwen2-bias", "llama-tied", "qwen3-qknorm"),
+                         ::testing::Values("llama-gqa", "qwen2-bias", "llama-tied", "qwen3-qknorm",
+                                           "mixtral-moe", "qwen3-moe"),
                          [](const ::testing::TestParamInfo<std::string>& param_info) {
                            std::string test_name = param_info.param;
                            for (char& c : test_name) c = c == '-' ? '_' : c;
@@ -269,6 +270,42 @@ TEST(CheckpointTest, Qwen3HasPerHeadQkNormsAndNoBiases) {
               HasSubstr("missing tensor \"model.layers.0.self_attn.q_norm.weight\""));
 }
 
+// Mixtral's and Qwen3-MoE's experts load under their own names, in place of a dense MLP.
+TEST(CheckpointTest, MixtureOfExpertsLayersHoldTheRouterAndEachExpert) {
+  for (const auto& [name, experts, inter] :
+       {std::tuple{"mixtral-moe", 4, 48}, std::tuple{"qwen3-moe", 8, 32}}) {
+    SCOPED_TRACE(name);
+    const ModelConfig config = FixtureConfig(name);
+    EXPECT_EQ(config.num_experts, experts);
+    EXPECT_EQ(config.num_experts_per_tok, 2);
+    EXPECT_EQ(config.intermediate_size, inter);
+    EXPECT_TRUE(config.norm_topk_prob);
+    absl::StatusOr<ModelWeights> weights = LoadWeights(config, testdata::FixtureDir(name).string());
+    ASSERT_TRUE(weights.ok()) << weights.status();
+    for (const LayerWeights& layer : weights->layers) {
+      EXPECT_TRUE(layer.gate_proj.empty()) << "no dense MLP";
+      EXPECT_THAT(layer.moe_router.shape, ElementsAre(experts, 64));
+      ASSERT_EQ(layer.experts.size(), static_cast<size_t>(experts));
+      EXPECT_THAT(layer.experts[1].gate_proj.shape, ElementsAre(inter, 64));
+      EXPECT_THAT(layer.experts[1].up_proj.shape, ElementsAre(inter, 64));
+      EXPECT_THAT(layer.experts[1].down_proj.shape, ElementsAre(64, inter));
+      EXPECT_NE(layer.experts[0].gate_proj.data, layer.experts[1].gate_proj.data);
+    }
+    // Every tensor of the checkpoint is one the config calls for, and the other way round.
+    std::vector<std::string> listed;
+    for (const NamedWeight& w : ListWeights(*weights)) listed.push_back(w.name);
+    std::vector<std::string> expected;
+    const absl::StatusOr<std::vector<WeightSpec>> specs = ExpectedWeights(config);
+    ASSERT_TRUE(specs.ok()) << specs.status();
+    for (const WeightSpec& spec : *specs) expected.push_back(spec.name);
+    EXPECT_EQ(listed, expected);
+    const Json probe = ReadJson(testdata::FixtureDir(name) / "weights_probe.json");
+    EXPECT_EQ(probe.at("tensors").size(), expected.size());
+    for (const std::string& tensor : expected)
+      EXPECT_TRUE(probe.at("tensors").contains(tensor)) << tensor;
+  }
+}
+
 TEST(CheckpointTest, TiedEmbeddingsWithExplicitHeadDim) {
   const ModelConfig config = FixtureConfig("llama-tied");
   EXPECT_TRUE(config.tie_word_embeddings);
@@ -300,7 +337,8 @@ TEST(CheckpointTest, ExpectedWeightsFollowsTheConfig) {
 
 // The fixtures' reference outputs are well-formed (the forward-pass tests rely on them).
 TEST(CheckpointTest, ExpectedJsonIsWellFormed) {
-  for (const char* name : {"llama-gqa", "qwen2-bias", "llama-tied", "qwen3-qknorm"}) {
+  for (const char* name :
+       {"llama-gqa", "qwen2-bias", "llama-tied", "qwen3-qknorm", "mixtral-moe", "qwen3-moe"}) {
     SCOPED_TRACE(name);
     const Json expected = ReadJson(testdata::FixtureDir(name) / "expected.json");
     ASSERT_EQ(expected.at("prompts").size(), 4u);

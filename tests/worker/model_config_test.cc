@@ -110,6 +110,77 @@ constexpr std::string_view kQwen3_8BConfig = R"({
   "vocab_size": 151936
 })";
 
+// mistralai/Mixtral-8x7B-v0.1 config.json, as published.
+constexpr std::string_view kMixtral8x7BConfig = R"({
+  "architectures": [
+    "MixtralForCausalLM"
+  ],
+  "attention_dropout": 0.0,
+  "bos_token_id": 1,
+  "eos_token_id": 2,
+  "hidden_act": "silu",
+  "hidden_size": 4096,
+  "initializer_range": 0.02,
+  "intermediate_size": 14336,
+  "max_position_embeddings": 32768,
+  "model_type": "mixtral",
+  "num_attention_heads": 32,
+  "num_experts_per_tok": 2,
+  "num_hidden_layers": 32,
+  "num_key_value_heads": 8,
+  "num_local_experts": 8,
+  "output_router_logits": false,
+  "rms_norm_eps": 1e-05,
+  "rope_theta": 1e6,
+  "router_aux_loss_coef": 0.02,
+  "sliding_window": null,
+  "tie_word_embeddings": false,
+  "torch_dtype": "bfloat16",
+  "transformers_version": "4.36.0.dev0",
+  "use_cache": true,
+  "vocab_size": 32000
+})";
+
+// Qwen/Qwen3-30B-A3B config.json, as published.
+constexpr std::string_view kQwen3_30B_A3BConfig = R"({
+  "architectures": [
+    "Qwen3MoeForCausalLM"
+  ],
+  "attention_bias": false,
+  "attention_dropout": 0.0,
+  "bos_token_id": 151643,
+  "decoder_sparse_step": 1,
+  "eos_token_id": 151645,
+  "head_dim": 128,
+  "hidden_act": "silu",
+  "hidden_size": 2048,
+  "initializer_range": 0.02,
+  "intermediate_size": 6144,
+  "max_position_embeddings": 40960,
+  "max_window_layers": 48,
+  "mlp_only_layers": [],
+  "model_type": "qwen3_moe",
+  "moe_intermediate_size": 768,
+  "norm_topk_prob": true,
+  "num_attention_heads": 32,
+  "num_experts": 128,
+  "num_experts_per_tok": 8,
+  "num_hidden_layers": 48,
+  "num_key_value_heads": 4,
+  "output_router_logits": false,
+  "rms_norm_eps": 1e-06,
+  "rope_scaling": null,
+  "rope_theta": 1000000.0,
+  "router_aux_loss_coef": 0.001,
+  "sliding_window": null,
+  "tie_word_embeddings": false,
+  "torch_dtype": "bfloat16",
+  "transformers_version": "4.51.0",
+  "use_cache": true,
+  "use_sliding_window": false,
+  "vocab_size": 151936
+})";
+
 // meta-llama/Llama-3.1-8B's rope_scaling block (the rest equals Llama-3-8B but the context).
 constexpr std::string_view kLlama31RopeScaling = R"("rope_scaling": {
     "factor": 8.0,
@@ -282,6 +353,57 @@ TEST_F(ModelDirTest, LoadsQwen3_8BWithPerHeadQkNorm) {
   EXPECT_THAT(
       std::string(windowed.status().message()),
       AllOf(HasSubstr(ConfigPath()), HasSubstr("\"use_sliding_window\""), HasSubstr("Qwen3")));
+}
+
+TEST_F(ModelDirTest, LoadsMixtureOfExpertsModels) {
+  const absl::StatusOr<ModelConfig> mixtral = LoadModelConfig(WriteConfig(kMixtral8x7BConfig));
+  ASSERT_TRUE(mixtral.ok()) << mixtral.status();
+  EXPECT_EQ(mixtral->num_experts, 8);
+  EXPECT_EQ(mixtral->num_experts_per_tok, 2);
+  EXPECT_EQ(mixtral->intermediate_size, 14336);  // each expert's
+  EXPECT_TRUE(mixtral->norm_topk_prob);          // Mixtral always renormalizes
+  EXPECT_FALSE(mixtral->sliding_window.has_value());
+  EXPECT_FALSE(mixtral->qk_norm);
+
+  const absl::StatusOr<ModelConfig> qwen = LoadModelConfig(WriteConfig(kQwen3_30B_A3BConfig));
+  ASSERT_TRUE(qwen.ok()) << qwen.status();
+  EXPECT_EQ(qwen->num_experts, 128);
+  EXPECT_EQ(qwen->num_experts_per_tok, 8);
+  EXPECT_EQ(qwen->intermediate_size, 768) << "moe_intermediate_size, not the dense 6144";
+  EXPECT_TRUE(qwen->norm_topk_prob);
+  EXPECT_TRUE(qwen->qk_norm);
+  EXPECT_EQ(qwen->head_dim, 128);
+
+  // The presets are these checkpoints' shapes.
+  for (const auto& [preset, parsed] :
+       {std::pair{"dummy:mixtral-8x7b", &*mixtral}, std::pair{"dummy:qwen3-30b-a3b", &*qwen}}) {
+    const absl::StatusOr<ModelConfig> p = LoadModelConfig(preset);
+    ASSERT_TRUE(p.ok()) << p.status();
+    EXPECT_EQ(p->architecture, parsed->architecture) << preset;
+    EXPECT_EQ(p->num_experts, parsed->num_experts) << preset;
+    EXPECT_EQ(p->num_experts_per_tok, parsed->num_experts_per_tok) << preset;
+    EXPECT_EQ(p->intermediate_size, parsed->intermediate_size) << preset;
+    EXPECT_EQ(p->head_dim, parsed->head_dim) << preset;
+    EXPECT_EQ(p->num_key_value_heads, parsed->num_key_value_heads) << preset;
+    EXPECT_EQ(p->vocab_size, parsed->vocab_size) << preset;
+    EXPECT_EQ(p->qk_norm, parsed->qk_norm) << preset;
+    EXPECT_EQ(p->norm_topk_prob, parsed->norm_topk_prob) << preset;
+    EXPECT_DOUBLE_EQ(p->rope_theta, parsed->rope_theta) << preset;
+  }
+
+  // Dense layers between the sparse ones, and more experts per token than experts, are refused
+  // by name.
+  for (const auto& [from, to, field] :
+       {std::tuple{R"("mlp_only_layers": [])", R"("mlp_only_layers": [0, 5])", "mlp_only_layers"},
+        std::tuple{R"("decoder_sparse_step": 1)", R"("decoder_sparse_step": 2)",
+                   "decoder_sparse_step"},
+        std::tuple{R"("num_experts_per_tok": 8)", R"("num_experts_per_tok": 129)",
+                   "num_experts_per_tok"}}) {
+    const absl::StatusOr<ModelConfig> bad =
+        LoadModelConfig(WriteConfig(ReplaceAll(kQwen3_30B_A3BConfig, from, to)));
+    EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument) << to;
+    EXPECT_THAT(std::string(bad.status().message()), HasSubstr(field)) << to;
+  }
 }
 
 TEST_F(ModelDirTest, LoadsMistral7BWithSlidingWindow) {
@@ -488,7 +610,8 @@ TEST_F(ModelDirTest, UnsupportedArchitectureListsTheSupportedOnes) {
       LoadModelConfig(WriteConfig(Llama3With("\"LlamaForCausalLM\"", "\"GPT2LMHeadModel\""))),
       absl::StatusCode::kInvalidArgument,
       {ConfigPath(), "unsupported architecture \"GPT2LMHeadModel\"",
-       "supported: LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM"});
+       "supported: LlamaForCausalLM, MistralForCausalLM, MixtralForCausalLM, Qwen2ForCausalLM, "
+       "Qwen3ForCausalLM, Qwen3MoeForCausalLM"});
 }
 
 TEST_F(ModelDirTest, UnsupportedActivationDtypeAndRopeScaling) {
@@ -590,7 +713,7 @@ TEST(ModelConfigTest, UnknownPresetListsThePresets) {
   ExpectError(LoadModelConfig("dummy:llama-4"), absl::StatusCode::kNotFound,
               {"unknown preset \"dummy:llama-4\"",
                "presets: llama-2-7b, llama-3-70b, llama-3-8b, llama-3.1-8b, mistral-7b, "
-               "qwen2-7b, qwen3-8b, small, tiny"});
+               "mixtral-8x7b, qwen2-7b, qwen3-30b-a3b, qwen3-8b, small, tiny"});
   ExpectError(LoadModelConfig("dummy:"), absl::StatusCode::kNotFound, {"unknown preset"});
 }
 

@@ -17,6 +17,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "kernels/moe_view.h"
 #include "kernels/paged_kv.h"
 
 namespace headroom::worker {
@@ -25,6 +26,7 @@ namespace headroom::worker {
 // own plain structs (kernels/paged_kv.h), so every backend indexes memory the same way.
 using KvCacheLayer = kernels::PagedKvView;
 using AttentionBatch = kernels::AttentionMetadata;
+using MoeExperts = kernels::MoeExpertsView;
 
 class Backend {
  public:
@@ -90,6 +92,11 @@ class Backend {
   [[nodiscard]] virtual absl::Status SiluAndMul(const float* gate_up,  // [n, 2 * inter]
                                                 int64_t n, int64_t inter,
                                                 float* out) = 0;  // [n, inter]
+  // Mixture-of-experts MLP (kernels/cpu/moe.h): each row through its top_k experts, weighted by
+  // the router's probabilities.
+  [[nodiscard]] virtual absl::Status MoeMlp(const float* x,  // [n, hidden]
+                                            const MoeExperts& experts, int64_t n, int64_t hidden,
+                                            float* out) = 0;  // [n, hidden]
   // out[i, :] = x[rows[i], :] (gathers the rows whose logits are needed).
   [[nodiscard]] virtual absl::Status GatherRows(const float* x,       // [n, width]
                                                 const int32_t* rows,  // [m]

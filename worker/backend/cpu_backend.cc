@@ -7,6 +7,7 @@
 #include "kernels/cpu/embedding.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/kv_cache_write.h"
+#include "kernels/cpu/moe.h"
 #include "kernels/cpu/paged_attention.h"
 #include "kernels/cpu/rms_norm.h"
 #include "kernels/cpu/rotary.h"
@@ -85,6 +86,11 @@ absl::Status CpuBackend::PagedAttention(const float* q, const KvCacheLayer& cach
 
 absl::Status CpuBackend::SiluAndMul(const float* gate_up, int64_t n, int64_t inter, float* out) {
   return kernels::cpu::SiluAndMul(gate_up, n, inter, out);
+}
+
+absl::Status CpuBackend::MoeMlp(const float* x, const MoeExperts& experts, int64_t n,
+                                int64_t hidden, float* out) {
+  return kernels::cpu::MoeMlp(x, experts, n, hidden, out);
 }
 
 absl::Status CpuBackend::GatherRows(const float* x, const int32_t* rows, int64_t m, int64_t width,

@@ -45,6 +45,8 @@ class CpuBackend final : public Backend {
                                             int64_t num_heads, float scale, float* out) override;
   [[nodiscard]] absl::Status SiluAndMul(const float* gate_up, int64_t n, int64_t inter,
                                         float* out) override;
+  [[nodiscard]] absl::Status MoeMlp(const float* x, const MoeExperts& experts, int64_t n,
+                                    int64_t hidden, float* out) override;
   [[nodiscard]] absl::Status GatherRows(const float* x, const int32_t* rows, int64_t m,
                                         int64_t width, float* out) override;
 

@@ -35,7 +35,7 @@ constexpr char kIndexFile[] = "model.safetensors.index.json";
 constexpr int64_t kMaxDim = int64_t{1} << 31;
 
 // Which config flag a tensor depends on.
-enum class Presence { kAlways, kQkvBias, kOProjBias, kMlpBias, kQkNorm };
+enum class Presence { kAlways, kQkvBias, kOProjBias, kMlpBias, kQkNorm, kDenseMlp };
 // How DummyWeights fills a tensor.
 enum class Init { kRandom, kOnes, kZeros };
 // A symbolic dimension, resolved against the config.
@@ -77,15 +77,15 @@ constexpr LayerField kLayerFields[] = {
      Dim::kHidden, Dim::kNone, Split::kLeaderOnly},
     {"post_attention_layernorm.weight", &LayerWeights::post_attention_layernorm, Presence::kAlways,
      Init::kOnes, Dim::kHidden, Dim::kNone, Split::kReplicated},
-    {"mlp.gate_proj.weight", &LayerWeights::gate_proj, Presence::kAlways, Init::kRandom,
+    {"mlp.gate_proj.weight", &LayerWeights::gate_proj, Presence::kDenseMlp, Init::kRandom,
      Dim::kInter, Dim::kHidden, Split::kMlpRows},
     {"mlp.gate_proj.bias", &LayerWeights::gate_proj_bias, Presence::kMlpBias, Init::kZeros,
      Dim::kInter, Dim::kNone, Split::kMlpRows},
-    {"mlp.up_proj.weight", &LayerWeights::up_proj, Presence::kAlways, Init::kRandom, Dim::kInter,
+    {"mlp.up_proj.weight", &LayerWeights::up_proj, Presence::kDenseMlp, Init::kRandom, Dim::kInter,
      Dim::kHidden, Split::kMlpRows},
     {"mlp.up_proj.bias", &LayerWeights::up_proj_bias, Presence::kMlpBias, Init::kZeros, Dim::kInter,
      Dim::kNone, Split::kMlpRows},
-    {"mlp.down_proj.weight", &LayerWeights::down_proj, Presence::kAlways, Init::kRandom,
+    {"mlp.down_proj.weight", &LayerWeights::down_proj, Presence::kDenseMlp, Init::kRandom,
      Dim::kHidden, Dim::kInter, Split::kMlpColumns},
     {"mlp.down_proj.bias", &LayerWeights::down_proj_bias, Presence::kMlpBias, Init::kZeros,
      Dim::kHidden, Dim::kNone, Split::kLeaderOnly},
@@ -97,6 +97,23 @@ constexpr char kLmHeadName[] = "lm_head.weight";
 
 std::string LayerTensorName(size_t layer, std::string_view suffix) {
   return absl::StrCat("model.layers.", layer, ".", absl::string_view(suffix.data(), suffix.size()));
+}
+
+// A mixture-of-experts layer's tensor names after "model.layers.{i}.": the router's, and expert
+// e's gate, up and down projections'.
+struct ExpertNames {
+  std::string router;
+  std::string gate;
+  std::string up;
+  std::string down;
+};
+ExpertNames ExpertNamesOf(bool mixtral, int64_t expert) {
+  if (mixtral) {
+    const std::string e = absl::StrCat("block_sparse_moe.experts.", expert, ".");
+    return {"block_sparse_moe.gate.weight", e + "w1.weight", e + "w3.weight", e + "w2.weight"};
+  }
+  const std::string e = absl::StrCat("mlp.experts.", expert, ".");
+  return {"mlp.gate.weight", e + "gate_proj.weight", e + "up_proj.weight", e + "down_proj.weight"};
 }
 
 std::string ShapeString(absl::Span<const int64_t> shape) {
@@ -173,6 +190,8 @@ absl::StatusOr<std::vector<Slot>> MakeSlots(const ModelConfig& config, ShardSpec
         return config.mlp_bias;
       case Presence::kQkNorm:
         return config.qk_norm;
+      case Presence::kDenseMlp:
+        return config.num_experts == 0;
     }
     return false;
   };
@@ -201,6 +220,7 @@ absl::StatusOr<std::vector<Slot>> MakeSlots(const ModelConfig& config, ShardSpec
   const int64_t vocab = config.vocab_size;
   const int64_t hidden = config.hidden_size;
   weights.layers.resize(static_cast<size_t>(config.num_hidden_layers));
+  weights.mixtral_expert_names = config.architecture == "MixtralForCausalLM";
   add(std::string(kEmbedName), {vocab, hidden}, &weights.embed_tokens, Init::kRandom,
       Split::kVocabRows);
   for (size_t i = 0; i < weights.layers.size(); ++i) {
@@ -211,6 +231,21 @@ absl::StatusOr<std::vector<Slot>> MakeSlots(const ModelConfig& config, ShardSpec
       if (field.cols != Dim::kNone) shape.push_back(resolve(field.cols));
       add(LayerTensorName(i, field.suffix), std::move(shape), &(layer.*field.member), field.init,
           field.split);
+    }
+    if (config.num_experts == 0) continue;
+    const int64_t inter = config.intermediate_size;
+    add(LayerTensorName(i, ExpertNamesOf(weights.mixtral_expert_names, 0).router),
+        {config.num_experts, hidden}, &layer.moe_router, Init::kRandom, Split::kReplicated);
+    layer.experts.resize(static_cast<size_t>(config.num_experts));
+    for (int64_t e = 0; e < config.num_experts; ++e) {
+      const ExpertNames names = ExpertNamesOf(weights.mixtral_expert_names, e);
+      ExpertWeights& expert = layer.experts[static_cast<size_t>(e)];
+      add(LayerTensorName(i, names.gate), {inter, hidden}, &expert.gate_proj, Init::kRandom,
+          Split::kMlpRows);
+      add(LayerTensorName(i, names.up), {inter, hidden}, &expert.up_proj, Init::kRandom,
+          Split::kMlpRows);
+      add(LayerTensorName(i, names.down), {hidden, inter}, &expert.down_proj, Init::kRandom,
+          Split::kMlpColumns);
     }
   }
   add(std::string(kNormName), {hidden}, &weights.norm, Init::kOnes, Split::kReplicated);
@@ -473,8 +508,17 @@ std::vector<NamedWeight> ListWeights(const ModelWeights& weights) {
   };
   add(std::string(kEmbedName), weights.embed_tokens);
   for (size_t i = 0; i < weights.layers.size(); ++i) {
+    const LayerWeights& layer = weights.layers[i];
     for (const LayerField& field : kLayerFields) {
-      add(LayerTensorName(i, field.suffix), weights.layers[i].*field.member);
+      add(LayerTensorName(i, field.suffix), layer.*field.member);
+    }
+    for (size_t e = 0; e < layer.experts.size(); ++e) {
+      const ExpertNames names =
+          ExpertNamesOf(weights.mixtral_expert_names, static_cast<int64_t>(e));
+      if (e == 0) add(LayerTensorName(i, names.router), layer.moe_router);
+      add(LayerTensorName(i, names.gate), layer.experts[e].gate_proj);
+      add(LayerTensorName(i, names.up), layer.experts[e].up_proj);
+      add(LayerTensorName(i, names.down), layer.experts[e].down_proj);
     }
   }
   add(std::string(kNormName), weights.norm);

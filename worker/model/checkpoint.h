@@ -37,6 +37,13 @@ struct HostTensor {
   [[nodiscard]] int64_t num_elements() const { return static_cast<int64_t>(data.size()); }
 };
 
+// One expert of a mixture-of-experts layer (Mixtral's w1 / w3 / w2).
+struct ExpertWeights {
+  HostTensor gate_proj;  // [I, H]
+  HostTensor up_proj;    // [I, H]
+  HostTensor down_proj;  // [H, I]
+};
+
 // One decoder layer. Shapes with H = hidden_size, Q = num_attention_heads * head_dim,
 // KV = num_key_value_heads * head_dim, I = intermediate_size.
 struct LayerWeights {
@@ -58,6 +65,10 @@ struct LayerWeights {
   HostTensor gate_proj_bias;            // [I]   only when config.mlp_bias, else empty.
   HostTensor up_proj_bias;              // [I]   only when config.mlp_bias, else empty.
   HostTensor down_proj_bias;            // [H]   only when config.mlp_bias, else empty.
+  // A mixture of experts (config.num_experts > 0) in place of gate/up/down_proj: the router and
+  // each expert's MLP.
+  HostTensor moe_router;               // [num_experts, H]
+  std::vector<ExpertWeights> experts;  // num_experts entries
 };
 
 struct ModelWeights {
@@ -65,6 +76,9 @@ struct ModelWeights {
   std::vector<LayerWeights> layers;  // num_hidden_layers entries.
   HostTensor norm;                   // [H]  final RMSNorm weight.
   HostTensor lm_head;                // [vocab, H]; empty when config.tie_word_embeddings.
+  // Experts are named as Mixtral names them (block_sparse_moe.experts.E.w1), else as Qwen3-MoE
+  // (mlp.experts.E.gate_proj).
+  bool mixtral_expert_names = false;
 
   // The LM head to multiply with: lm_head, or embed_tokens when the embeddings are tied.
   [[nodiscard]] const HostTensor& output_embedding() const {

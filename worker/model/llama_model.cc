@@ -58,17 +58,21 @@ absl::StatusOr<const float*> LlamaModel::UploadTensor(const std::vector<float>& 
 absl::Status LlamaModel::CheckShard(const ModelWeights& w) const {
   const auto rows = [](const HostTensor& t) { return t.shape.empty() ? int64_t{0} : t.shape[0]; };
   const int64_t layers = static_cast<int64_t>(w.layers.size());
+  // The MLP's rows: a dense layer's gate_proj, or its first expert's.
+  const auto mlp_rows = [&rows](const LayerWeights& l) {
+    return rows(l.experts.empty() ? l.gate_proj : l.experts.front().gate_proj);
+  };
   if (layers != config_.num_hidden_layers || rows(w.embed_tokens) != shard_.vocab_rows ||
       (layers > 0 &&
        (rows(w.layers[0].q_proj) != shard_.q_dim || rows(w.layers[0].k_proj) != shard_.kv_dim ||
-        rows(w.layers[0].gate_proj) != shard_.intermediate))) {
+        mlp_rows(w.layers[0]) != shard_.intermediate))) {
     return absl::InvalidArgumentError(absl::StrCat(
         "the weights are not rank ", comm_->rank(), "'s shard of a group of ", tp_, ": expected ",
         config_.num_hidden_layers, " layers, ", shard_.vocab_rows, " embedding rows, ",
         shard_.q_dim, " q_proj rows, ", shard_.kv_dim, " k_proj rows and ", shard_.intermediate,
         " gate_proj rows, got ", layers, " layers, ", rows(w.embed_tokens), " embedding rows",
         layers > 0 ? absl::StrCat(", ", rows(w.layers[0].q_proj), ", ", rows(w.layers[0].k_proj),
-                                  " and ", rows(w.layers[0].gate_proj))
+                                  " and ", mlp_rows(w.layers[0]))
                    : std::string()));
   }
   return absl::OkStatus();
@@ -130,6 +134,7 @@ absl::Status LlamaModel::Upload(const ModelWeights& w) {
     }
     HR_ASSIGN_OR_RETURN(d.down_proj, UploadTensor(lw.down_proj.data, p + "down_proj"));
     HR_ASSIGN_OR_RETURN(d.down_bias, UploadTensor(lw.down_proj_bias.data, p + "down_bias"));
+    if (!lw.experts.empty()) HR_RETURN_IF_ERROR(UploadExperts(lw, p, d.moe));
     HR_ASSIGN_OR_RETURN(d.kv.k_cache, AllocateFloats(kv_floats, p + "k_cache"));
     HR_ASSIGN_OR_RETURN(d.kv.v_cache, AllocateFloats(kv_floats, p + "v_cache"));
     d.kv.num_blocks = limits_.num_kv_blocks;
@@ -138,6 +143,26 @@ absl::Status LlamaModel::Upload(const ModelWeights& w) {
     d.kv.head_dim = static_cast<int32_t>(config_.head_dim);
     layers_.push_back(d);
   }
+  return absl::OkStatus();
+}
+
+absl::Status LlamaModel::UploadExperts(const LayerWeights& lw, const std::string& p,
+                                       MoeExperts& moe) {
+  // Each expert's gate and up rows fused as the dense MLP's are, experts one after another.
+  std::vector<float> gate_up;
+  std::vector<float> down;
+  for (const ExpertWeights& expert : lw.experts) {
+    gate_up.insert(gate_up.end(), expert.gate_proj.data.begin(), expert.gate_proj.data.end());
+    gate_up.insert(gate_up.end(), expert.up_proj.data.begin(), expert.up_proj.data.end());
+    down.insert(down.end(), expert.down_proj.data.begin(), expert.down_proj.data.end());
+  }
+  HR_ASSIGN_OR_RETURN(moe.router, UploadTensor(lw.moe_router.data, p + "moe router"));
+  HR_ASSIGN_OR_RETURN(moe.gate_up, UploadTensor(gate_up, p + "experts gate_up_proj"));
+  HR_ASSIGN_OR_RETURN(moe.down, UploadTensor(down, p + "experts down_proj"));
+  moe.num_experts = config_.num_experts;
+  moe.top_k = config_.num_experts_per_tok;
+  moe.inter = shard_.intermediate;
+  moe.renormalize = config_.norm_topk_prob;
   return absl::OkStatus();
 }
 
@@ -254,6 +279,10 @@ absl::Status LlamaModel::Layer(const DeviceLayer& l, int64_t n, const AttentionB
   // MLP block: x += attention out; h = norm2(x).
   HR_RETURN_IF_ERROR(
       b.AddRmsNorm(arena_.residual, arena_.proj, l.post_norm, n, hidden, eps, arena_.hidden));
+  if (l.moe.num_experts > 0) {
+    HR_RETURN_IF_ERROR(b.MoeMlp(arena_.hidden, l.moe, n, hidden, arena_.proj));
+    return AllReduce(arena_.proj, n);
+  }
   HR_RETURN_IF_ERROR(
       b.Linear(arena_.hidden, l.gate_up, l.gate_up_bias, n, 2 * inter, hidden, arena_.gate_up));
   HR_RETURN_IF_ERROR(b.SiluAndMul(arena_.gate_up, n, inter, arena_.act));

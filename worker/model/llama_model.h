@@ -6,7 +6,7 @@
 //                    h = norm2(x);  x += down(silu(gate(h)) * up(h))
 //   logits = lm_head(norm(x))      only for the rows that sample
 // Qwen3 normalizes each head of q(h) and k(h) (RMSNorm over head_dim, q_norm / k_norm) before
-// rope.
+// rope. Mixtral and Qwen3-MoE run each token's MLP through its top-k experts (Backend::MoeMlp).
 //
 // Every device buffer (weights, KV cache, activation arena sized for max_num_batched_tokens and
 // max_num_seqs) is allocated in Create(); Forward() never allocates.
@@ -98,6 +98,10 @@ class LlamaModel {
     const float* gate_up_bias = nullptr;  // [2 * intermediate] or null
     const float* down_proj = nullptr;     // [hidden, intermediate]
     const float* down_bias = nullptr;     // [hidden] or null (rank 0 only)
+    // A mixture of experts in place of gate_up / down (moe.num_experts > 0): the router
+    // [experts, hidden], each expert's gate_up [experts, 2 * intermediate, hidden] and down
+    // [experts, hidden, intermediate].
+    MoeExperts moe;
     KvCacheLayer kv;
   };
 
@@ -129,6 +133,8 @@ class LlamaModel {
 
   absl::Status Upload(const ModelWeights& weights);
   absl::Status AllocateArena();
+  // A mixture-of-experts layer's router and experts, fused for Backend::MoeMlp.
+  absl::Status UploadExperts(const LayerWeights& lw, const std::string& prefix, MoeExperts& moe);
   absl::StatusOr<float*> AllocateFloats(int64_t count, const std::string& what);
   absl::StatusOr<const float*> UploadTensor(const std::vector<float>& host,
                                             const std::string& what);

@@ -22,6 +22,8 @@ inline constexpr std::string_view kLlama = "LlamaForCausalLM";
 inline constexpr std::string_view kMistral = "MistralForCausalLM";
 inline constexpr std::string_view kQwen2 = "Qwen2ForCausalLM";
 inline constexpr std::string_view kQwen3 = "Qwen3ForCausalLM";
+inline constexpr std::string_view kMixtral = "MixtralForCausalLM";
+inline constexpr std::string_view kQwen3Moe = "Qwen3MoeForCausalLM";
 inline constexpr std::string_view kDummyPrefix = "dummy:";
 
 // MistralConfig's default when config.json has no sliding_window key (transformers behaviour).
@@ -192,7 +194,7 @@ absl::Status ReadBiasesAndWindow(const FieldReader& reader, ModelConfig& config)
       return reader.Error("use_sliding_window",
                           "is true; sliding-window attention for Qwen2 is not supported");
     }
-  } else if (config.architecture == kQwen3) {
+  } else if (config.architecture == kQwen3 || config.architecture == kQwen3Moe) {
     // Qwen3: q/k/v and o biases only with attention_bias (false in the published checkpoints),
     // and a per-head RMSNorm of q and k.
     HR_ASSIGN_OR_RETURN(const bool attention_bias, reader.Bool("attention_bias", false));
@@ -209,6 +211,9 @@ absl::Status ReadBiasesAndWindow(const FieldReader& reader, ModelConfig& config)
     config.qkv_bias = attention_bias;
     config.o_proj_bias = attention_bias;
     HR_ASSIGN_OR_RETURN(config.mlp_bias, reader.Bool("mlp_bias", false));
+  } else if (config.architecture == kMixtral) {
+    // MixtralConfig's sliding_window defaults to none (Mistral's to 4096).
+    HR_ASSIGN_OR_RETURN(config.sliding_window, reader.OptionalPositiveInt("sliding_window"));
   } else if (config.architecture == kMistral) {
     // An absent key takes MistralConfig's default; an explicit null (v0.2 and later) means none.
     HR_ASSIGN_OR_RETURN(const std::optional<int64_t> window,
@@ -219,11 +224,50 @@ absl::Status ReadBiasesAndWindow(const FieldReader& reader, ModelConfig& config)
   return absl::OkStatus();
 }
 
+// Mixtral's and Qwen3-MoE's experts. Qwen3-MoE layers listed in mlp_only_layers, or skipped by a
+// decoder_sparse_step above 1, would be dense: refused (no published checkpoint has them).
+absl::Status ReadExperts(const FieldReader& reader, ModelConfig& config) {
+  if (config.architecture == kMixtral) {
+    HR_ASSIGN_OR_RETURN(config.num_experts, reader.PositiveInt("num_local_experts"));
+    HR_ASSIGN_OR_RETURN(config.num_experts_per_tok, reader.PositiveInt("num_experts_per_tok"));
+    config.norm_topk_prob = true;
+  } else if (config.architecture == kQwen3Moe) {
+    HR_ASSIGN_OR_RETURN(config.num_experts, reader.PositiveInt("num_experts"));
+    HR_ASSIGN_OR_RETURN(config.num_experts_per_tok, reader.PositiveInt("num_experts_per_tok"));
+    HR_ASSIGN_OR_RETURN(config.intermediate_size, reader.PositiveInt("moe_intermediate_size"));
+    HR_ASSIGN_OR_RETURN(config.norm_topk_prob, reader.Bool("norm_topk_prob", false));
+    HR_ASSIGN_OR_RETURN(const std::optional<int64_t> step,
+                        reader.OptionalPositiveInt("decoder_sparse_step"));
+    if (step.value_or(1) != 1) {
+      return reader.Error("decoder_sparse_step",
+                          absl::StrCat("is ", *step,
+                                       "; only every layer a mixture of experts (1) "
+                                       "is supported"));
+    }
+    const Json* dense = reader.Find("mlp_only_layers");
+    if (dense != nullptr && !dense->is_null() && !(dense->is_array() && dense->empty())) {
+      return reader.Error("mlp_only_layers",
+                          "names dense layers; only every layer a mixture of experts is "
+                          "supported");
+    }
+  } else {
+    return absl::OkStatus();
+  }
+  if (config.num_experts_per_tok > config.num_experts) {
+    return reader.Error(
+        "num_experts_per_tok",
+        absl::StrCat("(", config.num_experts_per_tok, ") must not exceed the number of experts (",
+                     config.num_experts, ")"));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 const std::vector<std::string>& SupportedArchitectures() {
   static const std::vector<std::string>* const kArchitectures = new std::vector<std::string>{
-      std::string(kLlama), std::string(kMistral), std::string(kQwen2), std::string(kQwen3)};
+      std::string(kLlama), std::string(kMistral), std::string(kMixtral),
+      std::string(kQwen2), std::string(kQwen3),   std::string(kQwen3Moe)};
   return *kArchitectures;
 }
 
@@ -306,6 +350,7 @@ absl::StatusOr<ModelConfig> ParseModelConfigJson(std::string_view json_text,
   }
 
   HR_RETURN_IF_ERROR(ReadBiasesAndWindow(reader, config));
+  HR_RETURN_IF_ERROR(ReadExperts(reader, config));
   return config;
 }
 

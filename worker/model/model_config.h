@@ -30,11 +30,13 @@ struct RopeScaling {
 };
 
 struct ModelConfig {
-  std::string source;               // What was loaded: a directory path or "dummy:<preset>".
-  std::string architecture;         // architectures[0], e.g. "LlamaForCausalLM".
-  int64_t vocab_size = 0;           // Rows of the embedding and LM head.
-  int64_t hidden_size = 0;          // Residual stream width.
-  int64_t intermediate_size = 0;    // MLP width (gate/up output, down input).
+  std::string source;        // What was loaded: a directory path or "dummy:<preset>".
+  std::string architecture;  // architectures[0], e.g. "LlamaForCausalLM".
+  int64_t vocab_size = 0;    // Rows of the embedding and LM head.
+  int64_t hidden_size = 0;   // Residual stream width.
+  // MLP width (gate/up output, down input); of each expert in a mixture-of-experts model (Mixtral's
+  // intermediate_size, Qwen3-MoE's moe_intermediate_size).
+  int64_t intermediate_size = 0;
   int64_t num_hidden_layers = 0;    // Decoder layers.
   int64_t num_attention_heads = 0;  // Query heads.
   int64_t num_key_value_heads = 0;  // KV heads (GQA); equals num_attention_heads for MHA.
@@ -51,6 +53,12 @@ struct ModelConfig {
   // q and k are RMS-normalized per head (weights [head_dim], q_norm / k_norm) after their
   // projections and before rotary (Qwen3).
   bool qk_norm = false;
+  // Mixture of experts (Mixtral, Qwen3-MoE): every layer's MLP is num_experts SwiGLU experts and a
+  // router; each token takes the top num_experts_per_tok, weighted by the router's softmax
+  // (renormalized over those when norm_topk_prob). 0 experts: a dense MLP.
+  int64_t num_experts = 0;
+  int64_t num_experts_per_tok = 0;
+  bool norm_topk_prob = true;
   // Sliding-window attention width when the checkpoint uses one (Mistral-7B-v0.1: 4096). The
   // memory plan does not exploit it: KV is provisioned for the full context.
   std::optional<int64_t> sliding_window;

@@ -99,6 +99,27 @@ std::vector<Preset> MakePresets() {
   qwen3_8b.rope_theta = 1000000.0;
   presets.push_back({"qwen3-8b", qwen3_8b});
 
+  // mistralai/Mixtral-8x7B-v0.1: 8 experts of 14336, the top 2 per token; no sliding window.
+  ModelConfig mixtral = Llama(32, 4096, 32, 8, 14336, 32000, 32768);
+  mixtral.architecture = "MixtralForCausalLM";
+  mixtral.num_experts = 8;
+  mixtral.num_experts_per_tok = 2;
+  mixtral.rope_theta = 1000000.0;
+  presets.push_back({"mixtral-8x7b", mixtral});
+
+  // Qwen/Qwen3-30B-A3B: 128 experts of 768, the top 8 (renormalized), per-head q/k norms,
+  // head_dim 128 (not hidden / heads).
+  ModelConfig qwen3_moe = Llama(48, 2048, 32, 4, 768, 151936, 40960);
+  qwen3_moe.architecture = "Qwen3MoeForCausalLM";
+  qwen3_moe.head_dim = 128;
+  qwen3_moe.qk_norm = true;
+  qwen3_moe.num_experts = 128;
+  qwen3_moe.num_experts_per_tok = 8;
+  qwen3_moe.norm_topk_prob = true;
+  qwen3_moe.rms_norm_eps = 1e-6;
+  qwen3_moe.rope_theta = 1000000.0;
+  presets.push_back({"qwen3-30b-a3b", qwen3_moe});
+
   for (Preset& preset : presets)
     preset.config.source = absl::StrCat("dummy:", std::string(preset.name));
   std::sort(presets.begin(), presets.end(),

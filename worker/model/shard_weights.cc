@@ -22,7 +22,9 @@ kvcache::ModelDims ModelDimsOf(const ModelConfig& config) {
                             .qkv_bias = config.qkv_bias,
                             .o_proj_bias = config.o_proj_bias,
                             .mlp_bias = config.mlp_bias,
-                            .qk_norm = config.qk_norm};
+                            .qk_norm = config.qk_norm,
+                            .num_experts = config.num_experts,
+                            .num_experts_per_tok = config.num_experts_per_tok};
 }
 
 absl::Status CheckShardable(const ModelConfig& config, ShardSpec shard) {

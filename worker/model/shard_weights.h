@@ -7,6 +7,8 @@
 //   o_proj                  columns of the rank's query heads             (row-parallel)
 //   gate/up_proj (+ bias)   rows of the rank's MLP slice                  (column-parallel)
 //   down_proj               columns of the rank's MLP slice               (row-parallel)
+//   experts' gate/up/down   as gate/up/down_proj, each expert sliced alike (mixture of experts)
+//   MoE router              whole on every rank (every rank routes alike)
 //   o/down biases           rank 0 only: added once before the all-reduce sums the ranks
 //   embed_tokens, lm_head   rows of the rank's vocabulary slice, zero rows past the vocabulary
 //   norms                   whole on every rank

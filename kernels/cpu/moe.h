@@ -1,0 +1,24 @@
+// Mixture-of-experts MLP: each token goes to the top_k of num_experts experts by its router
+// logits, and its output is the sum of those experts' SwiGLU MLPs (down(silu(gate x) * up x))
+// weighted by the router probabilities: softmax over all experts, the top_k kept (the larger
+// logit first; a tie goes to the lower expert index), renormalized to sum 1 when
+// `experts.renormalize`. This is transformers' MixtralSparseMoeBlock and Qwen3MoeSparseMoeBlock.
+//
+// CPU version: fp32; the tokens routed to each expert are gathered and run through Linear as one
+// batch, and each token's expert outputs are added in expert order (as transformers adds them).
+#pragma once
+
+#include <cstdint>
+
+#include "absl/status/status.h"
+#include "kernels/moe_view.h"
+
+namespace headroom::kernels::cpu {
+
+// InvalidArgument for null pointers, non-positive sizes, or top_k outside [1, num_experts].
+// `out` is overwritten and must not alias `x`.
+[[nodiscard]] absl::Status MoeMlp(const float* x,  // [num_tokens, hidden]
+                                  const MoeExpertsView& experts, int64_t num_tokens, int64_t hidden,
+                                  float* out);  // [num_tokens, hidden]
+
+}  // namespace headroom::kernels::cpu
