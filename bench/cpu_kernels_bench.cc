@@ -1,5 +1,6 @@
 // CPU kernel benchmarks: paged attention decode at a Llama-3-8B-like shape and the Linear layer
-// (OpenBLAS) at decode (m = 1) and prefill-chunk (m = 256) sizes. Results go to
+// (OpenBLAS) at decode (m = 1), small-batch (m = 4, 16) and prefill-chunk (m = 256) sizes, and
+// the mixture-of-experts MLP. Results go to
 // docs/performance.md.
 //   paged attention: bytes/s counts the K and V rows read (the kernel is bound by them);
 //   Linear: GFLOP/s counts 2*m*n*k; bytes/s counts the weight read once.
@@ -14,9 +15,11 @@
 
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/logprobs.h"
+#include "kernels/cpu/moe.h"
 #include "kernels/cpu/paged_attention.h"
 #include "kernels/cpu/sampling.h"
 #include "kernels/cpu/threads.h"
+#include "kernels/moe_view.h"
 #include "kernels/paged_kv.h"
 
 namespace headroom::kernels::cpu {
@@ -104,10 +107,41 @@ void BM_Linear(benchmark::State& state) {
 BENCHMARK(BM_Linear)
     ->Args({1, 1})
     ->Args({1, 2})
+    ->Args({4, 2})
+    ->Args({16, 2})
     ->Args({256, 1})
     ->Args({256, 2})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
+
+// A mixture-of-experts MLP at one tensor-parallel rank's share of Mixtral-8x7B (hidden 4096, 8
+// experts of 14336 / 8 = 1792, top 2). Arg 0: tokens. GFLOP/s counts the routed experts' GEMMs,
+// 2 * tokens * top_k * 3 * hidden * inter; at 1 token the time is the two experts' weights read.
+void BM_MoeMlp(benchmark::State& state) {
+  const int64_t tokens = state.range(0);
+  constexpr int64_t kHidden = 4096;
+  constexpr int64_t kExperts = 8;
+  constexpr int64_t kInter = 1792;
+  constexpr int64_t kTopK = 2;
+  const std::vector<float> x = Random(tokens * kHidden, 7);
+  const std::vector<float> router = Random(kExperts * kHidden, 8);
+  const std::vector<float> gate_up = Random(kExperts * 2 * kInter * kHidden, 9);
+  const std::vector<float> down = Random(kExperts * kHidden * kInter, 10);
+  const MoeExpertsView experts{router.data(), gate_up.data(), down.data(), kExperts,
+                               kTopK,         kInter,         true};
+  std::vector<float> out(static_cast<size_t>(tokens * kHidden));
+  for (auto _ : state) {
+    const absl::Status status = MoeMlp(x.data(), experts, tokens, kHidden, out.data());
+    if (!status.ok()) state.SkipWithError(status.ToString().c_str());
+    benchmark::DoNotOptimize(out.data());
+    benchmark::ClobberMemory();
+  }
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(2.0 * static_cast<double>(tokens * kTopK * 3 * kHidden * kInter) *
+                             static_cast<double>(state.iterations()) * 1e-9,
+                         benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_MoeMlp)->Arg(1)->Arg(16)->Arg(256)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 // Prompt logprobs' per-row work after the LM head: TokenLogprobs over 32 rows of a 32000-entry
 // vocabulary (dummy:small's), with the top 1. Arg 0: vocabulary size.
@@ -156,10 +190,11 @@ void BM_SampleAllowed(benchmark::State& state) {
   int32_t token = 0;
   float logprob = 0.0f;
   for (auto _ : state) {
-    const absl::Status status =
-        Sample(logits.data(), 1, kVocab, &params,
-               {.token_ids = &token, .token_logprobs = &logprob, .top_ids = nullptr,
-                .top_logprobs = nullptr});
+    const absl::Status status = Sample(logits.data(), 1, kVocab, &params,
+                                       {.token_ids = &token,
+                                        .token_logprobs = &logprob,
+                                        .top_ids = nullptr,
+                                        .top_logprobs = nullptr});
     if (!status.ok()) state.SkipWithError(std::string(status.message()).c_str());
     benchmark::DoNotOptimize(token);
   }
