@@ -1,7 +1,6 @@
-// CPU kernel benchmarks: paged attention decode at a Llama-3-8B-like shape and the Linear layer
-// (OpenBLAS) at decode (m = 1), small-batch (m = 4, 16) and prefill-chunk (m = 256) sizes, and
-// the mixture-of-experts MLP. Results go to
-// docs/performance.md.
+// CPU kernel benchmarks: paged attention decode at a Llama-3-8B-like shape, the Linear layer
+// (OpenBLAS) at decode (m = 1), small-batch (m = 2 to 16) and prefill-chunk (m = 256) sizes, and
+// the mixture-of-experts MLP. Results go to docs/performance.md.
 //   paged attention: bytes/s counts the K and V rows read (the kernel is bound by them);
 //   Linear: GFLOP/s counts 2*m*n*k; bytes/s counts the weight read once.
 #include <benchmark/benchmark.h>
@@ -107,7 +106,10 @@ void BM_Linear(benchmark::State& state) {
 BENCHMARK(BM_Linear)
     ->Args({1, 1})
     ->Args({1, 2})
+    ->Args({2, 2})
     ->Args({4, 2})
+    ->Args({8, 1})
+    ->Args({8, 2})
     ->Args({16, 2})
     ->Args({256, 1})
     ->Args({256, 2})
