@@ -10,18 +10,18 @@ namespace headroom::kvcache {
 absl::StatusOr<std::unique_ptr<KvCacheManager>> KvCacheManager::Create(
     const KvCacheConfig& config) {
   if (config.num_blocks < 2) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "num_blocks must be at least 2 (the null block and one usable block), got ",
-        config.num_blocks));
+    return absl::InvalidArgumentError(
+        absl::StrCat("num_blocks must be at least 2 (the null block and one usable block), got ",
+                     config.num_blocks));
   }
   if (config.block_size < 1) {
     return absl::InvalidArgumentError(
         absl::StrCat("block_size must be positive, got ", config.block_size));
   }
   if (config.watermark_blocks < 0 || config.watermark_blocks >= config.num_blocks - 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("watermark_blocks must be in [0, ", config.num_blocks - 1, "), got ",
-                     config.watermark_blocks));
+    return absl::InvalidArgumentError(absl::StrCat("watermark_blocks must be in [0, ",
+                                                   config.num_blocks - 1, "), got ",
+                                                   config.watermark_blocks));
   }
   return std::unique_ptr<KvCacheManager>(new KvCacheManager(config));
 }
@@ -109,9 +109,10 @@ absl::Status KvCacheManager::AddSequence(SequenceId seq, const PrefixHit& hit,
       tokens.subspan(static_cast<size_t>(hit.num_cached_tokens));
   const int32_t needed = BlocksToAdmit(hit, static_cast<int32_t>(tokens.size()));
   if (!CanAdmit(needed)) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "admitting ", tokens.size(), " tokens needs ", needed, " free KV blocks plus the watermark of ",
-        config_.watermark_blocks, "; ", pool_.num_free_blocks(), " are free"));
+    return absl::ResourceExhaustedError(
+        absl::StrCat("admitting ", tokens.size(), " tokens needs ", needed,
+                     " free KV blocks plus the watermark of ", config_.watermark_blocks, "; ",
+                     pool_.num_free_blocks(), " are free"));
   }
   // Revive the hit blocks before allocating, so allocation cannot evict one of them.
   for (const BlockId block : hit.blocks) pool_.Touch(block);
@@ -188,8 +189,8 @@ KvCacheStats KvCacheManager::Stats() const {
   stats.num_free_blocks = pool_.num_free_blocks();
   stats.num_evictable_blocks = pool_.num_evictable_blocks();
   stats.num_used_blocks = pool_.num_used_blocks();
-  stats.usage = static_cast<double>(stats.num_used_blocks) /
-                static_cast<double>(stats.num_usable_blocks);
+  stats.usage =
+      static_cast<double>(stats.num_used_blocks) / static_cast<double>(stats.num_usable_blocks);
   stats.num_sequences = static_cast<int32_t>(sequences_.size());
   stats.num_tokens = total_tokens_;
   stats.internal_waste_slots = total_slots_ - total_tokens_;
@@ -210,8 +211,8 @@ absl::Status KvCacheManager::CheckInvariants() const {
     }
     if (config_.enable_prefix_caching &&
         static_cast<int32_t>(s.tail_tokens.size()) != s.num_tokens % config_.block_size) {
-      return absl::InternalError(absl::StrCat("sequence ", id.value(), " tail holds ",
-                                              s.tail_tokens.size(), " tokens"));
+      return absl::InternalError(
+          absl::StrCat("sequence ", id.value(), " tail holds ", s.tail_tokens.size(), " tokens"));
     }
     for (const BlockId block : s.blocks) {
       if (block == kNullBlockId) return absl::InternalError("null block in a block table");

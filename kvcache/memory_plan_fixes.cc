@@ -68,9 +68,9 @@ std::string FixLines(const MemoryPlanInput& in, const MemoryPlan& p, const Memor
     lines.push_back(absl::StrFormat("--gpu-memory-utilization %.2f (the smallest that fits)",
                                     fixes.gpu_memory_utilization));
   } else {
-    lines.push_back(absl::StrFormat(
-        "--gpu-memory-utilization: no value <= 1.00 fits (it would need %.2f x %s)",
-        fixes.needed_utilization, GiB(p.device_memory_bytes)));
+    lines.push_back(
+        absl::StrFormat("--gpu-memory-utilization: no value <= 1.00 fits (it would need %.2f x %s)",
+                        fixes.needed_utilization, GiB(p.device_memory_bytes)));
   }
   if (fixes.tensor_parallel_size > 0) {
     MemoryPlanInput at_tp = in;
@@ -88,19 +88,18 @@ std::string FixLines(const MemoryPlanInput& in, const MemoryPlan& p, const Memor
         larger.push_back(tp);
       }
     }
-    lines.push_back(absl::StrCat("--tensor-parallel-size: no valid size up to ",
-                                 kMaxSuggestedTensorParallelSize, " fits",
-                                 larger.empty() ? "" : " (tried ",
-                                 absl::StrJoin(larger, ", "), larger.empty() ? "" : ")"));
+    lines.push_back(absl::StrCat(
+        "--tensor-parallel-size: no valid size up to ", kMaxSuggestedTensorParallelSize, " fits",
+        larger.empty() ? "" : " (tried ", absl::StrJoin(larger, ", "), larger.empty() ? "" : ")"));
   }
   if (suggest_limits && fixes.max_num_batched_tokens > 0) {
     lines.push_back(absl::StrCat("--max-num-batched-tokens ", fixes.max_num_batched_tokens,
-                                 " (the largest that fits with --max-num-seqs ",
-                                 in.max_num_seqs, ")"));
+                                 " (the largest that fits with --max-num-seqs ", in.max_num_seqs,
+                                 ")"));
   }
   if (suggest_limits && fixes.max_num_seqs > 0) {
-    lines.push_back(absl::StrCat("--max-num-seqs ", fixes.max_num_seqs,
-                                 " (the largest that fits)"));
+    lines.push_back(
+        absl::StrCat("--max-num-seqs ", fixes.max_num_seqs, " (the largest that fits)"));
   }
   if (fixes.block_size > 0) {
     lines.push_back(absl::StrCat("--block-size ", fixes.block_size,
@@ -142,8 +141,8 @@ absl::Status Refuse(const MemoryPlanInput& in, const Evaluation& e) {
           "%d and --max-num-seqs %d), workspaces %s, CUDA context and graphs %s, safety margin "
           "%s. Lower --max-num-batched-tokens or --max-num-seqs to shrink the arena.\n%s",
           GiB(p.weights_bytes), GiB(p.budget_bytes - p.weights_bytes), GiB(p.budget_bytes),
-          GiB(p.arena.total_bytes + p.workspace_bytes + p.cuda_context_bytes +
-              p.cuda_graph_bytes + p.safety_margin_bytes),
+          GiB(p.arena.total_bytes + p.workspace_bytes + p.cuda_context_bytes + p.cuda_graph_bytes +
+              p.safety_margin_bytes),
           GiB(p.arena.total_bytes), p.max_num_batched_tokens, p.max_num_seqs,
           GiB(p.workspace_bytes), GiB(p.cuda_context_bytes + p.cuda_graph_bytes),
           GiB(p.safety_margin_bytes), BudgetLine(p));
@@ -210,9 +209,9 @@ MemoryFixes SuggestFixes(const MemoryPlanInput& in) {
   const int64_t needed_bytes =
       p.budget_bytes - p.kv_cache_bytes +
       (p.blocks_per_max_len_seq + kNumReservedBlocks) * p.kv_bytes_per_block;
-  fixes.needed_utilization =
-      std::ceil(static_cast<double>(needed_bytes) * 100.0 /
-                static_cast<double>(p.device_memory_bytes)) / 100.0;
+  fixes.needed_utilization = std::ceil(static_cast<double>(needed_bytes) * 100.0 /
+                                       static_cast<double>(p.device_memory_bytes)) /
+                             100.0;
 
   for (int64_t tp : ValidTensorParallelSizes(in.model)) {
     if (tp <= in.tensor_parallel_size || tp > kMaxSuggestedTensorParallelSize) continue;

@@ -80,9 +80,9 @@ std::string FormatPlan(const MemoryPlan& p) {
       "Memory plan per GPU (tensor parallel size %d, block size %d, max model len %d)\n",
       p.tensor_parallel_size, p.block_size, p.max_model_len);
   for (const Row& row : rows) {
-    std::string line = absl::StrCat("  ", row.label, std::string(label_width - row.label.size(), ' '),
-                                    "  ", std::string(value_width - row.value.size(), ' '),
-                                    row.value);
+    std::string line =
+        absl::StrCat("  ", row.label, std::string(label_width - row.label.size(), ' '), "  ",
+                     std::string(value_width - row.value.size(), ' '), row.value);
     if (!row.note.empty()) absl::StrAppend(&line, "   ", row.note);
     absl::StrAppend(&out, line, "\n");
   }

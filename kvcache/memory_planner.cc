@@ -45,6 +45,11 @@ absl::Status ValidateModel(const ModelDims& m) {
   HR_RETURN_IF_ERROR(CheckRange("model vocab_size", m.vocab_size, 1, kMaxVocabSize));
   HR_RETURN_IF_ERROR(
       CheckRange("model max_position_embeddings", m.max_position_embeddings, 0, kMaxModelLen));
+  HR_RETURN_IF_ERROR(CheckRange("model num_experts", m.num_experts, 0, kMaxNumExperts));
+  if (m.num_experts > 0) {
+    HR_RETURN_IF_ERROR(
+        CheckRange("model num_experts_per_tok", m.num_experts_per_tok, 1, m.num_experts));
+  }
   if (m.num_attention_heads % m.num_kv_heads != 0) {
     return absl::InvalidArgumentError(absl::StrCat("model num_key_value_heads (", m.num_kv_heads,
                                                    ") must divide num_attention_heads (",

@@ -94,6 +94,7 @@ inline constexpr int64_t kMaxIntermediateSize = int64_t{1} << 19;
 inline constexpr int64_t kMaxNumHeads = 1024;
 inline constexpr int64_t kMaxHeadDim = 2048;
 inline constexpr int64_t kMaxVocabSize = int64_t{1} << 22;
+inline constexpr int64_t kMaxNumExperts = 4096;  // per layer; DeepSeek-V3 has 256
 inline constexpr int64_t kMaxModelLen = int64_t{1} << 27;
 inline constexpr int64_t kMaxNumSeqs = int64_t{1} << 16;
 inline constexpr int64_t kMaxNumBatchedTokens = int64_t{1} << 24;

@@ -22,13 +22,12 @@ std::vector<std::string> ShardingProblems(const ModelDims& model, int64_t tp) {
                                     " attention heads are not divisible by ", tp));
   }
   if (model.num_kv_heads % tp != 0 && tp % model.num_kv_heads != 0) {
-    problems.push_back(absl::StrCat("the ", model.num_kv_heads,
-                                    " KV heads can neither be split ", tp,
-                                    " ways nor replicated onto ", tp, " ranks"));
+    problems.push_back(absl::StrCat("the ", model.num_kv_heads, " KV heads can neither be split ",
+                                    tp, " ways nor replicated onto ", tp, " ranks"));
   }
   if (model.intermediate_size % tp != 0) {
-    problems.push_back(absl::StrCat("intermediate_size ", model.intermediate_size,
-                                    " is not divisible by ", tp));
+    problems.push_back(
+        absl::StrCat("intermediate_size ", model.intermediate_size, " is not divisible by ", tp));
   }
   return problems;
 }
@@ -39,8 +38,8 @@ ShardOffsets ShardOffsetsOf(const ModelDims& model, int64_t tp, int64_t rank) {
   offsets.head = rank * shard.heads;
   // Replicated: ranks [k * tp / kv, (k + 1) * tp / kv) share KV head k, which is the head their
   // query heads attend to (query head h uses KV head h / (heads / kv)).
-  offsets.kv_head = model.num_kv_heads % tp == 0 ? rank * shard.kv_heads
-                                                 : rank / (tp / model.num_kv_heads);
+  offsets.kv_head =
+      model.num_kv_heads % tp == 0 ? rank * shard.kv_heads : rank / (tp / model.num_kv_heads);
   offsets.intermediate = rank * shard.intermediate;
   offsets.vocab_row = rank * shard.vocab_rows;
   return offsets;

@@ -1,11 +1,13 @@
 // Mixture-of-experts MLP: each token goes to the top_k of num_experts experts by its router
 // logits, and its output is the sum of those experts' SwiGLU MLPs (down(silu(gate x) * up x))
 // weighted by the router probabilities: softmax over all experts, the top_k kept (the larger
-// logit first; a tie goes to the lower expert index), renormalized to sum 1 when
+// probability first; a tie, including logits that round to one probability, goes to the lower
+// expert index), renormalized to sum 1 when
 // `experts.renormalize`. This is transformers' MixtralSparseMoeBlock and Qwen3MoeSparseMoeBlock.
 //
 // CPU version: fp32; the tokens routed to each expert are gathered and run through Linear as one
 // batch, and each token's expert outputs are added in expert order (as transformers adds them).
+// Host scratch (the routes, the gathered rows) is allocated per call.
 #pragma once
 
 #include <cstdint>

@@ -198,12 +198,14 @@ class Reader {
       int parens = 0;
       while (Eat('(')) {
         ++parens;
+        ++brackets_;  // inside them line breaks are whitespace
         SkipSpace();
       }
       std::optional<Json> number = Number(c == '-');
       for (; number.has_value() && parens > 0; --parens) {
         SkipSpace();
         if (!Eat(')')) return std::nullopt;
+        --brackets_;
       }
       return number;
     }
@@ -491,6 +493,23 @@ class Reader {
   int brackets_ = 0;  // brackets open at pos_
 };
 
+// `text` as Python compiles source: line ends made "\n" (a "\r" in a string literal then reads as
+// Python reads it); nullopt for what it refuses to compile (a NUL byte) and for text that is not
+// UTF-8 (JSON needs it too).
+std::optional<std::string> PythonSource(std::string_view text) {
+  if (!utf8::IsValid(text) || text.find('\0') != std::string_view::npos) return std::nullopt;
+  std::string source;
+  source.reserve(text.size());
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] != '\r') {
+      source.push_back(text[i]);
+    } else if (i + 1 == text.size() || text[i + 1] != '\n') {
+      source.push_back('\n');
+    }
+  }
+  return source;
+}
+
 // Python's str.strip() of the ASCII whitespace.
 std::string_view Strip(std::string_view text) {
   constexpr std::string_view kSpace = " \t\n\r\v\f";
@@ -501,9 +520,10 @@ std::string_view Strip(std::string_view text) {
 
 }  // namespace
 
-std::optional<std::vector<ToolCall>> ParsePythonicCalls(std::string_view reply) {
-  if (!utf8::IsValid(reply)) return std::nullopt;  // Python reads text; JSON needs it too
-  std::string_view body = Strip(reply);
+std::optional<std::vector<ToolCall>> ParsePythonicCalls(std::string_view text) {
+  const std::optional<std::string> source = PythonSource(text);
+  if (!source.has_value()) return std::nullopt;
+  std::string_view body = Strip(*source);
   if (body.substr(0, kPythonStart.size()) == kPythonStart) {
     body.remove_prefix(kPythonStart.size());
     if (body.size() >= kPythonEnd.size() &&
@@ -517,8 +537,9 @@ std::optional<std::vector<ToolCall>> ParsePythonicCalls(std::string_view reply) 
 }
 
 std::optional<nlohmann::ordered_json> ParsePythonLiteral(std::string_view text) {
-  if (!utf8::IsValid(text)) return std::nullopt;
-  return Reader(text).Literal();
+  const std::optional<std::string> source = PythonSource(text);
+  if (!source.has_value()) return std::nullopt;
+  return Reader(*source).Literal();
 }
 
 }  // namespace headroom::router::openai

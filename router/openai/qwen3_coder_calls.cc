@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <utility>
 
+#include "absl/container/flat_hash_map.h"
 #include "common/json_depth.h"
 #include "router/jinja/value.h"
 #include "router/openai/pythonic_calls.h"
@@ -316,22 +317,26 @@ void AppendArgument(std::string_view key, std::string_view json, bool first,
 std::optional<std::string> ArgumentsOf(std::string_view params, const Json& config) {
   // Python dict: a repeated name keeps its first place and takes its last value.
   std::vector<std::pair<std::string, std::string>> values;
+  absl::flat_hash_map<std::string, size_t> place;
+  // The next </parameter>, kept across parameters so that a reply without one is scanned once.
+  // (</function> is never inside `params`: the function's text ends at the first one.)
+  size_t next_close = 0;
   for (size_t at = params.find(kQwenParameterStart); at != npos;
        at = params.find(kQwenParameterStart, at)) {
     const size_t begin = at + kQwenParameterStart.size();
-    size_t end =
-        std::min({params.find(kQwenParameterEnd, begin), params.find(kQwenParameterStart, begin),
-                  params.find(kQwenFunctionEnd, begin)});
+    if (next_close != npos && next_close < begin) {
+      next_close = params.find(kQwenParameterEnd, begin);
+    }
+    size_t end = std::min(next_close, params.find(kQwenParameterStart, begin));
     if (end == npos) end = DollarEnd(params, begin, params.size());
     std::optional<Parameter> parameter = SplitParameter(params.substr(begin, end - begin));
     if (!parameter.has_value()) return std::nullopt;
     Converted converted = ConvertValue(parameter->value, parameter->name, config);
     if (converted.raised) return std::nullopt;
-    const auto same = std::find_if(values.begin(), values.end(),
-                                   [&](const auto& v) { return v.first == parameter->name; });
-    if (same != values.end()) {
-      same->second = std::move(converted.json);
+    if (const auto same = place.find(parameter->name); same != place.end()) {
+      values[same->second].second = std::move(converted.json);
     } else {
+      place.emplace(parameter->name, values.size());
       values.emplace_back(std::move(parameter->name), std::move(converted.json));
     }
     at = params.compare(end, kQwenParameterEnd.size(), kQwenParameterEnd) == 0

@@ -22,8 +22,9 @@
 //   anything else (a list of types, "null", ...)    ast.literal_eval, else the text
 // The arguments are json.dumps of the parameters (a repeated name keeps its first place and its
 // last value). Checked against the algorithm run by Python's own re, int, float, json and ast on
-// the fixture of scripts/gen_qwen3_coder_fixtures.py, which also states the differences (values
-// JSON with int64 cannot hold stay text; no call read leaves the whole reply content).
+// the fixture of scripts/gen_qwen3_coder_fixtures.py, which also states the differences (a value
+// json.loads or literal_eval makes that JSON with int64 cannot hold stays text, where integer and
+// number types write any size, as Python does; no call read leaves the whole reply content).
 #pragma once
 
 #include <cstddef>

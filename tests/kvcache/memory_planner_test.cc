@@ -189,6 +189,19 @@ TEST(MemoryPlannerTest, WeightsMatchPublishedParameterCounts) {
   }
 }
 
+// Expert counts are bounded like every other dimension, so no product of the plan can wrap.
+TEST(MemoryPlannerTest, ExpertCountsAreBounded) {
+  ModelDims dims = Mixtral8x7B();
+  dims.num_experts = 4097;
+  absl::StatusOr<MemoryPlan> plan = PlanMemory(Input(dims, 1024, 4096));
+  EXPECT_EQ(plan.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(plan.status().message()), HasSubstr("num_experts"));
+  dims.num_experts = 8;
+  dims.num_experts_per_tok = 9;
+  plan = PlanMemory(Input(dims, 1024, 4096));
+  EXPECT_THAT(std::string(plan.status().message()), HasSubstr("num_experts_per_tok"));
+}
+
 TEST(MemoryPlannerTest, TiedEmbeddingsAreStoredOnce) {
   ModelDims dims = Llama3_8B();
   dims.tie_word_embeddings = true;

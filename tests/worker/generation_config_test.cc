@@ -41,6 +41,9 @@ TEST(GenerationConfigTest, ReadsTheSamplingFieldsOnly) {
   // -1 is vLLM's "all" for top_k; null is "not given"; an empty object gives no defaults.
   EXPECT_EQ(ParseGenerationConfig(R"({"top_k": -1, "min_p": null})", "g")->top_k, 0);
   EXPECT_TRUE(ParseGenerationConfig(R"({"eos_token_id": 2})", "g")->empty());
+  // transformers' own default top_k 50 is what vLLM's diff of the file leaves out.
+  EXPECT_FALSE(ParseGenerationConfig(R"({"top_k": 50})", "g")->top_k.has_value());
+  EXPECT_EQ(ParseGenerationConfig(R"({"top_k": 51})", "g")->top_k, 51);
 }
 
 TEST(GenerationConfigTest, ValuesNoRequestCouldCarryAreRefusedByName) {

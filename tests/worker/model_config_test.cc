@@ -398,7 +398,8 @@ TEST_F(ModelDirTest, LoadsMixtureOfExpertsModels) {
         std::tuple{R"("decoder_sparse_step": 1)", R"("decoder_sparse_step": 2)",
                    "decoder_sparse_step"},
         std::tuple{R"("num_experts_per_tok": 8)", R"("num_experts_per_tok": 129)",
-                   "num_experts_per_tok"}}) {
+                   "num_experts_per_tok"},
+        std::tuple{R"("num_experts": 128)", R"("num_experts": 1000000000000)", "num_experts"}}) {
     const absl::StatusOr<ModelConfig> bad =
         LoadModelConfig(WriteConfig(ReplaceAll(kQwen3_30B_A3BConfig, from, to)));
     EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument) << to;

@@ -16,6 +16,8 @@ namespace {
 
 using Json = nlohmann::json;
 
+constexpr double kTransformersDefaultTopK = 50;
+
 // The number under `field` when it passes `valid` (null or absent: nullopt); InvalidArgument
 // naming the field, the range and the value otherwise.
 absl::StatusOr<std::optional<double>> Read(const Json& root, std::string_view path,
@@ -63,7 +65,11 @@ absl::StatusOr<SamplingDefaults> ParseGenerationConfig(std::string_view json_tex
                           [](double v) { return v > 0 && std::isfinite(v); }, "a number > 0"));
   if (temperature) out.temperature = static_cast<float>(*temperature);
   if (top_p) out.top_p = static_cast<float>(*top_p);
-  if (top_k) out.top_k = *top_k < 0 ? 0 : static_cast<int32_t>(*top_k);
+  // vLLM reads the file's differences from transformers' GenerationConfig defaults, so its
+  // top_k 50 (the one default that is not also vLLM's) is no default there.
+  if (top_k && *top_k != kTransformersDefaultTopK) {
+    out.top_k = *top_k < 0 ? 0 : static_cast<int32_t>(*top_k);
+  }
   if (min_p) out.min_p = static_cast<float>(*min_p);
   if (repetition_penalty) out.repetition_penalty = static_cast<float>(*repetition_penalty);
   return out;

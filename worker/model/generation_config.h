@@ -2,7 +2,9 @@
 // applies it (its --generation-config auto, the default): a request that leaves temperature,
 // top_p, top_k, min_p or repetition_penalty unset takes the file's value (Qwen3: temperature
 // 0.6, top_p 0.95, top_k 20), one that sets them keeps its own. Fields the file does not name
-// keep vLLM's defaults (temperature 1, top_p 1, top_k all, min_p 0, repetition_penalty 1).
+// keep vLLM's defaults (temperature 1, top_p 1, top_k all, min_p 0, repetition_penalty 1). As
+// vLLM reads only the file's differences from transformers' GenerationConfig, a top_k of 50
+// (transformers' default) is not taken.
 //
 // Left out on purpose: max_new_tokens, which vLLM also reads as a default max_tokens. headroom's
 // router sizes a request's KV reservation from its max_tokens before any worker sees it, so the

@@ -9,7 +9,8 @@
 // rope. Mixtral and Qwen3-MoE run each token's MLP through its top-k experts (Backend::MoeMlp).
 //
 // Every device buffer (weights, KV cache, activation arena sized for max_num_batched_tokens and
-// max_num_seqs) is allocated in Create(); Forward() never allocates.
+// max_num_seqs) is allocated in Create(); Forward() never allocates device memory (the CPU
+// backend's mixture-of-experts kernel keeps host scratch of its own).
 //
 // Tensor parallelism (docs/tensor_parallel.md): with a communicator of N ranks the model holds
 // the rank's shard (LoadWeights with a ShardSpec) and its share of the KV heads. The embedding is

@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
+#include "kvcache/memory_planner_constants.h"
 #include "nlohmann/json.hpp"
 
 namespace headroom::worker {
@@ -252,6 +253,11 @@ absl::Status ReadExperts(const FieldReader& reader, ModelConfig& config) {
     }
   } else {
     return absl::OkStatus();
+  }
+  if (config.num_experts > kvcache::kMaxNumExperts) {
+    return reader.Error(config.architecture == kMixtral ? "num_local_experts" : "num_experts",
+                        absl::StrCat("is ", config.num_experts, "; at most ",
+                                     kvcache::kMaxNumExperts, " experts per layer are supported"));
   }
   if (config.num_experts_per_tok > config.num_experts) {
     return reader.Error(

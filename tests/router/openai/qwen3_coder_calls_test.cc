@@ -206,6 +206,11 @@ TEST(Qwen3CoderCallsTest, PythonLiteralsAsLiteralEvalReadsThem) {
   EXPECT_EQ(literal("1\n2"), "refused");
   EXPECT_EQ(literal("Paris"), "refused");
   EXPECT_EQ(literal("'a' 'b'"), R"("ab")");
+  EXPECT_EQ(literal("-(\n5\n)"), "-5") << "a line break inside a sign's parentheses";
+  // Python compiles source with its line ends made "\n", and refuses a NUL byte.
+  EXPECT_EQ(literal("'a\rb'"), "refused") << "a line end inside a one-line string";
+  EXPECT_EQ(literal("'''a\r\nb\rc'''"), R"("a\nb\nc")");
+  EXPECT_EQ(literal(std::string_view("1 #\0", 4)), "refused");
 }
 
 }  // namespace
