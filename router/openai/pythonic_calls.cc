@@ -68,11 +68,11 @@ class Reader {
     // Lines before the expression may be blank; the one it starts on may not be indented.
     while (true) {
       SkipSpace();
-      if (Peek() != '\n' && Peek() != '\r') break;
+      if (Peek() != '\n') break;
       ++pos_;
     }
     if (pos_ > 0 && (text_[pos_ - 1] == ' ' || text_[pos_ - 1] == '\t') &&
-        text_.find_first_of("\n\r") < pos_) {
+        text_.find('\n') < pos_) {
       return std::nullopt;  // IndentationError
     }
     std::optional<Json> value = Value(0);
@@ -95,7 +95,7 @@ class Reader {
     // Then only line ends, blank lines and comments.
     while (true) {
       SkipSpace();
-      if (Peek() != '\n' && Peek() != '\r') break;
+      if (Peek() != '\n') break;
       ++pos_;
     }
     if (pos_ != text_.size()) return std::nullopt;
@@ -108,20 +108,18 @@ class Reader {
   void SkipSpace() {
     while (pos_ < text_.size()) {
       const char c = text_[pos_];
-      if (c == ' ' || c == '\t' || c == '\f' || ((c == '\n' || c == '\r') && brackets_ > 0)) {
+      if (c == ' ' || c == '\t' || c == '\f' || (c == '\n' && brackets_ > 0)) {
         ++pos_;
-      } else if (c == '\\' && (Peek(1) == '\n' || Peek(1) == '\r')) {
-        pos_ += Peek(1) == '\r' && Peek(2) == '\n' ? 3u : 2u;
+      } else if (c == '\\' && Peek(1) == '\n') {
+        pos_ += 2;
       } else if (c == '#') {
-        while (pos_ < text_.size() && text_[pos_] != '\n' && text_[pos_] != '\r') ++pos_;
+        while (pos_ < text_.size() && text_[pos_] != '\n') ++pos_;
       } else {
         break;
       }
     }
   }
-  [[nodiscard]] bool AtLineEnd() const {
-    return pos_ == text_.size() || text_[pos_] == '\n' || text_[pos_] == '\r';
-  }
+  [[nodiscard]] bool AtLineEnd() const { return pos_ == text_.size() || text_[pos_] == '\n'; }
   // Counts the brackets open while reading what they hold.
   class Open {
    public:

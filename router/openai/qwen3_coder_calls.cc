@@ -8,10 +8,13 @@
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "common/json_depth.h"
 #include "router/jinja/value.h"
 #include "router/openai/pythonic_calls.h"
 #include "router/openai/tool_call_tags.h"
+#include "router/tokenizer/string_util.h"
 #include "router/tokenizer/utf8.h"
 
 namespace headroom::router::openai {
@@ -46,16 +49,6 @@ std::string_view PyStrip(std::string_view s) {
 }
 
 bool IsDigit(char c) { return c >= '0' && c <= '9'; }
-
-char AsciiLower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }
-
-bool EqualsIgnoringCase(std::string_view a, std::string_view lower) {
-  if (a.size() != lower.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (AsciiLower(a[i]) != lower[i]) return false;
-  }
-  return true;
-}
 
 // Digits with single underscores between them, from s[*at]; appends them without the
 // underscores. False when there is no digit there.
@@ -93,10 +86,10 @@ std::optional<double> PyFloat(std::string_view text) {
   const bool negative = !s.empty() && s[0] == '-';
   if (!s.empty() && (s[0] == '-' || s[0] == '+')) ++at;
   const std::string_view rest = s.substr(at);
-  if (EqualsIgnoringCase(rest, "inf") || EqualsIgnoringCase(rest, "infinity")) {
+  if (absl::EqualsIgnoreCase(Sv(rest), "inf") || absl::EqualsIgnoreCase(Sv(rest), "infinity")) {
     return negative ? -HUGE_VAL : HUGE_VAL;
   }
-  if (EqualsIgnoringCase(rest, "nan")) return std::nan("");
+  if (absl::EqualsIgnoreCase(Sv(rest), "nan")) return std::nan("");
   std::string number;
   const bool whole = ReadDigits(s, &at, &number);
   if (at < s.size() && s[at] == '.') {
@@ -229,16 +222,14 @@ std::string ParameterType(std::string_view name, const Json& config) {
   if (entry == config.end() || !entry->is_object()) return "string";
   if (const auto type = entry->find("type"); type != entry->end()) {
     if (!type->is_string()) return std::string(kOther);
-    std::string out(PyStrip(type->get<std::string_view>()));
-    std::transform(out.begin(), out.end(), out.begin(), AsciiLower);
-    return out;
+    return absl::AsciiStrToLower(Sv(PyStrip(type->get<std::string_view>())));
   }
   return entry->contains("anyOf") ? "object" : "string";
 }
 
 bool StartsWithAny(std::string_view s, std::initializer_list<std::string_view> prefixes) {
   return std::any_of(prefixes.begin(), prefixes.end(),
-                     [s](std::string_view p) { return s.substr(0, p.size()) == p; });
+                     [s](std::string_view p) { return absl::StartsWith(Sv(s), Sv(p)); });
 }
 
 bool IsAnyOf(std::string_view s, std::initializer_list<std::string_view> names) {
@@ -257,7 +248,7 @@ Converted ConvertValue(std::string_view value, std::string_view name, const Json
     if (!json.has_value()) return {"", true};
     return {*std::move(json)};
   };
-  if (EqualsIgnoringCase(value, "null")) return {"null"};
+  if (absl::EqualsIgnoreCase(Sv(value), "null")) return {"null"};
   if (!config.contains(std::string(name))) return text();
   const std::string type = ParameterType(name, config);
   if (IsAnyOf(type, {"string", "str", "text", "varchar", "char", "enum"})) return text();
@@ -273,7 +264,7 @@ Converted ConvertValue(std::string_view value, std::string_view name, const Json
     return {jinja::PyFloatRepr(*number)};
   }
   if (IsAnyOf(type, {"boolean", "bool", "binary"})) {
-    return {EqualsIgnoringCase(value, "true") ? "true" : "false"};
+    return {absl::EqualsIgnoreCase(Sv(value), "true") ? "true" : "false"};
   }
   std::optional<Json> parsed;
   if (IsAnyOf(type, {"object", "array", "arr"}) || StartsWithAny(type, {"dict", "list"})) {

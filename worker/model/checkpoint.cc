@@ -99,10 +99,12 @@ std::string LayerTensorName(size_t layer, std::string_view suffix) {
   return absl::StrCat("model.layers.", layer, ".", absl::string_view(suffix.data(), suffix.size()));
 }
 
-// A mixture-of-experts layer's tensor names after "model.layers.{i}.": the router's, and expert
+// A mixture-of-experts layer's tensor names after "model.layers.{i}.": its router's, and expert
 // e's gate, up and down projections'.
+std::string_view RouterName(bool mixtral) {
+  return mixtral ? "block_sparse_moe.gate.weight" : "mlp.gate.weight";
+}
 struct ExpertNames {
-  std::string router;
   std::string gate;
   std::string up;
   std::string down;
@@ -110,10 +112,10 @@ struct ExpertNames {
 ExpertNames ExpertNamesOf(bool mixtral, int64_t expert) {
   if (mixtral) {
     const std::string e = absl::StrCat("block_sparse_moe.experts.", expert, ".");
-    return {"block_sparse_moe.gate.weight", e + "w1.weight", e + "w3.weight", e + "w2.weight"};
+    return {e + "w1.weight", e + "w3.weight", e + "w2.weight"};
   }
   const std::string e = absl::StrCat("mlp.experts.", expert, ".");
-  return {"mlp.gate.weight", e + "gate_proj.weight", e + "up_proj.weight", e + "down_proj.weight"};
+  return {e + "gate_proj.weight", e + "up_proj.weight", e + "down_proj.weight"};
 }
 
 std::string ShapeString(absl::Span<const int64_t> shape) {
@@ -234,8 +236,8 @@ absl::StatusOr<std::vector<Slot>> MakeSlots(const ModelConfig& config, ShardSpec
     }
     if (config.num_experts == 0) continue;
     const int64_t inter = config.intermediate_size;
-    add(LayerTensorName(i, ExpertNamesOf(weights.mixtral_expert_names, 0).router),
-        {config.num_experts, hidden}, &layer.moe_router, Init::kRandom, Split::kReplicated);
+    add(LayerTensorName(i, RouterName(weights.mixtral_expert_names)), {config.num_experts, hidden},
+        &layer.moe_router, Init::kRandom, Split::kReplicated);
     layer.experts.resize(static_cast<size_t>(config.num_experts));
     for (int64_t e = 0; e < config.num_experts; ++e) {
       const ExpertNames names = ExpertNamesOf(weights.mixtral_expert_names, e);
@@ -512,10 +514,10 @@ std::vector<NamedWeight> ListWeights(const ModelWeights& weights) {
     for (const LayerField& field : kLayerFields) {
       add(LayerTensorName(i, field.suffix), layer.*field.member);
     }
+    add(LayerTensorName(i, RouterName(weights.mixtral_expert_names)), layer.moe_router);
     for (size_t e = 0; e < layer.experts.size(); ++e) {
       const ExpertNames names =
           ExpertNamesOf(weights.mixtral_expert_names, static_cast<int64_t>(e));
-      if (e == 0) add(LayerTensorName(i, names.router), layer.moe_router);
       add(LayerTensorName(i, names.gate), layer.experts[e].gate_proj);
       add(LayerTensorName(i, names.up), layer.experts[e].up_proj);
       add(LayerTensorName(i, names.down), layer.experts[e].down_proj);
