@@ -64,8 +64,8 @@ void BM_PagedAttentionDecode(benchmark::State& state) {
   SetNumThreads(threads);
   const float scale = 1.0f / std::sqrt(static_cast<float>(kHeadDim));
   for (auto _ : state) {
-    const absl::Status status =
-        PagedAttention(q.data(), kBatch, kHeads, view, meta, scale, out.data());
+    const absl::Status status = PagedAttention(q.data(), kBatch, kHeads, view, meta,
+                                               AttentionParams{.scale = scale}, out.data());
     if (!status.ok()) state.SkipWithError(status.ToString().c_str());
     benchmark::DoNotOptimize(out.data());
     benchmark::ClobberMemory();

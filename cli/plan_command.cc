@@ -75,16 +75,35 @@ absl::StatusOr<worker::DType> DTypeFlag(const FlagSet& flags, const char* name,
   return dtype;
 }
 
+// Sliding window and soft-capping, as the summary's attention line lists them.
+std::string AttentionExtras(const worker::ModelConfig& c) {
+  std::string extras;
+  if (c.sliding_window) {
+    absl::StrAppend(&extras, ", sliding window ", *c.sliding_window,
+                    c.sliding_window_pattern >= 2
+                        ? absl::StrCat(" (", c.sliding_window_pattern - 1, " of every ",
+                                       c.sliding_window_pattern, " layers)")
+                        : std::string());
+  }
+  if (c.attn_logit_softcapping > 0) {
+    absl::StrAppend(&extras, ", scores soft-capped at ", c.attn_logit_softcapping);
+  }
+  if (c.final_logit_softcapping > 0) {
+    absl::StrAppend(&extras, ", logits soft-capped at ", c.final_logit_softcapping);
+  }
+  return extras;
+}
+
 std::string ModelSummary(const worker::ModelConfig& c, worker::DType dtype,
                          worker::DType kv_dtype) {
   std::string summary = absl::StrFormat("Model %s (%s)\n", c.source, c.architecture);
   absl::StrAppendFormat(&summary, "  layers %d, hidden %d, intermediate %d, vocab %d (%s)\n",
                         c.num_hidden_layers, c.hidden_size, c.intermediate_size, c.vocab_size,
                         c.tie_word_embeddings ? "tied LM head" : "untied LM head");
-  absl::StrAppendFormat(
-      &summary, "  attention: %d heads, %d KV heads, head_dim %d%s\n", c.num_attention_heads,
-      c.num_key_value_heads, c.head_dim,
-      absl::StrCat(c.qkv_bias ? ", q/k/v bias" : "", c.qk_norm ? ", per-head q/k norm" : ""));
+  absl::StrAppendFormat(&summary, "  attention: %d heads, %d KV heads, head_dim %d%s\n",
+                        c.num_attention_heads, c.num_key_value_heads, c.head_dim,
+                        absl::StrCat(c.qkv_bias ? ", q/k/v bias" : "",
+                                     c.qk_norm ? ", per-head q/k norm" : "", AttentionExtras(c)));
   if (c.num_experts > 0) {
     absl::StrAppendFormat(
         &summary, "  mixture of experts: %d experts of intermediate %d, top %d%s\n", c.num_experts,

@@ -64,4 +64,17 @@ struct AttentionMetadata {
   int32_t max_blocks_per_seq;
 };
 
+// How one layer's attention scores its keys (the same for every sequence of the batch).
+struct AttentionParams {
+  // Multiplies q . k: head_dim^-0.5 for most models, query_pre_attn_scalar^-0.5 for Gemma 2.
+  float scale = 1.0f;
+  // 0: none. Otherwise each scaled score s becomes softcap * tanh(s / softcap) before the softmax
+  // (Gemma 2's attn_logit_softcapping).
+  float softcap = 0.0f;
+  // 0: none. Otherwise the query at position p attends only the keys at positions
+  // (p - sliding_window, p], its own included (Mistral-7B-v0.1; Gemma 2's even layers). The keys
+  // before the window stay in the cache; they are only not read.
+  int32_t sliding_window = 0;
+};
+
 }  // namespace headroom::kernels

@@ -231,8 +231,9 @@ int64_t WeightParamsPerRank(const ModelDims& m, int64_t tensor_parallel_size) {
                         + (m.mlp_bias ? 2 * shard.intermediate + h : 0);
   // Mixture of experts: each expert's slice, and the router (replicated).
   const int64_t mlp = m.num_experts > 0 ? m.num_experts * (3 * h * shard.intermediate + h) : dense;
-  // input_layernorm, post_attention_layernorm, and q_norm / k_norm (all replicated)
-  const int64_t norms = 2 * h + (m.qk_norm ? 2 * m.head_dim : 0);
+  // input_layernorm, post_attention_layernorm (+ pre/post_feedforward_layernorm), and q_norm /
+  // k_norm (all replicated)
+  const int64_t norms = (m.sandwich_norms ? 4 : 2) * h + (m.qk_norm ? 2 * m.head_dim : 0);
   const int64_t embeddings = shard.vocab_rows * h * (m.tie_word_embeddings ? 1 : 2);
   return m.num_layers * (attention + mlp + norms) + embeddings + h /* final norm */;
 }

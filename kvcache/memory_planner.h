@@ -41,6 +41,7 @@ struct ModelDims {
   bool o_proj_bias = false;             // Output projection carries a bias.
   bool mlp_bias = false;                // gate/up/down carry biases.
   bool qk_norm = false;                 // per-head q and k RMSNorm weights (Qwen3), replicated.
+  bool sandwich_norms = false;          // two more [hidden] norms per layer (Gemma 2), replicated.
   // Mixture of experts: every layer's MLP is num_experts experts of intermediate_size (split
   // across ranks like a dense MLP) and a replicated router; 0 = dense.
   int64_t num_experts = 0;

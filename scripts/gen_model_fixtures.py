@@ -23,6 +23,13 @@ Writes tests/worker/fixtures/<name>/ for three small SEEDED RANDOM checkpoints:
               before apply_rotary_pos_emb, and Qwen3RMSNorm is Qwen2RMSNorm.
   mixtral-moe MixtralForCausalLM: every layer's MLP is 4 experts (intermediate 48), the top 2 per
               token by the router's softmax, renormalized; GQA 4/2, untied, saved in bfloat16.
+  gemma2-softcap  Gemma2ForCausalLM (Gemma 2's layout) with transformers' own Gemma2 in eager
+              attention: (1 + w) RMSNorms, embeddings times sqrt(hidden), norms on the attention
+              and MLP outputs (pre/post_feedforward_layernorm), gelu_pytorch_tanh, tied embeddings,
+              query_pre_attn_scalar 24 (not head_dim 16), attention scores soft-capped at 5 and
+              logits at 5 (small caps, so tanh bends them), and a 16-token sliding window on layer 0
+              (even layers) that prompts of 23 and 61 tokens exceed; 2 layers, hidden 64, 4 heads /
+              2 kv heads, saved in bfloat16.
   qwen3-moe   Qwen3MoeForCausalLM (Qwen3-30B-A3B's layout): qwen3-qknorm's attention, untied, and
               8 experts of intermediate 32, top 2, norm_topk_prob. The reference is transformers
               4.46's Qwen2MoeForCausalLM (the same sparse block: softmax, top-k, renormalized
@@ -67,8 +74,8 @@ import numpy as np
 import torch
 import transformers
 from safetensors.torch import load_file, save_file
-from transformers import (AutoModelForCausalLM, LlamaConfig, MixtralConfig, Qwen2Config,
-                          Qwen2MoeConfig)
+from transformers import (AutoModelForCausalLM, Gemma2Config, LlamaConfig, MixtralConfig,
+                          Qwen2Config, Qwen2MoeConfig)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OUT = os.path.join(ROOT, "tests", "worker", "fixtures")
@@ -126,12 +133,23 @@ def mixtral_moe_config():
         initializer_range=INIT_STD, bos_token_id=1, eos_token_id=2)
 
 
+def gemma2_config():
+    return Gemma2Config(
+        vocab_size=256, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, head_dim=16, max_position_embeddings=256,
+        rope_theta=10000.0, rms_norm_eps=1e-6, tie_word_embeddings=True,
+        hidden_activation="gelu_pytorch_tanh", query_pre_attn_scalar=24, sliding_window=16,
+        attn_logit_softcapping=5.0, final_logit_softcapping=5.0,
+        initializer_range=INIT_STD, bos_token_id=1, eos_token_id=2, pad_token_id=0)
+
+
 MODELS = [
     # name, config factory, save dtype, shards, seed
     ("llama-gqa", llama_gqa_config, torch.bfloat16, 2, 1234),
     ("qwen2-bias", qwen2_bias_config, torch.float16, 1, 5678),
     ("llama-tied", llama_tied_config, torch.float32, 1, 9012),
     ("mixtral-moe", mixtral_moe_config, torch.bfloat16, 1, 2468),
+    ("gemma2-softcap", gemma2_config, torch.bfloat16, 1, 1357),
 ]
 
 
@@ -140,10 +158,12 @@ def build_model(config, seed):
     model = AutoModelForCausalLM.from_config(config, attn_implementation="eager",
                                              torch_dtype=torch.float32)
     # HF init leaves norms at 1 and biases at 0, which would leave those code paths untested.
+    # Gemma's norms multiply by (1 + w): their stored weights are drawn around 0 instead.
+    norm_center = 0.0 if config.model_type == "gemma2" else 1.0
     with torch.no_grad():
         for name, param in model.named_parameters():
             if name.endswith("norm.weight"):
-                param.copy_(1.0 + 0.2 * torch.randn_like(param))
+                param.copy_(norm_center + 0.2 * torch.randn_like(param))
             elif name.endswith(".bias"):
                 param.copy_(0.2 * torch.randn_like(param))
     model.eval()
@@ -386,7 +406,30 @@ def generate_model(name, make_config, dtype, shards, seed):
         assert "lm_head.weight" not in saved
         assert ref.lm_head.weight.data_ptr() == ref.model.embed_tokens.weight.data_ptr()
 
+    if config.model_type == "gemma2":
+        check_window_bites(ref, config)
     finish_fixture(name, out_dir, ref, config.vocab_size, seed, dtype, files, saved)
+
+
+def check_window_bites(model, config):
+    """The sliding window must change the logits of a prompt longer than it, or the fixture would
+    not test it: the same model without a window must give other logits past position W."""
+    ids = torch.arange(3, 3 + 3 * config.sliding_window).remainder(config.vocab_size)[None]
+    with torch.no_grad():
+        windowed = model(input_ids=ids, use_cache=False).logits[0]
+        saved = model.config.sliding_window
+        for layer in model.model.layers:
+            layer.sliding_window = 10**6
+            layer.self_attn.sliding_window = None
+        unwindowed = model(input_ids=ids, use_cache=False).logits[0]
+        for layer in model.model.layers:
+            layer.sliding_window = saved
+            layer.self_attn.sliding_window = saved if layer.is_sliding else None
+    w = config.sliding_window
+    assert torch.equal(windowed[:w], unwindowed[:w]), "positions inside the window must agree"
+    diff = float((windowed[w:] - unwindowed[w:]).abs().max())
+    assert diff > 1e-2, f"the window does not change the logits past it ({diff})"
+    print(f"  sliding window {w}: max logit change past it {diff:.3f}")
 
 
 def dtype_patterns():

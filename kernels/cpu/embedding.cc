@@ -1,5 +1,6 @@
 #include "kernels/cpu/embedding.h"
 
+#include <cmath>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -9,7 +10,7 @@
 namespace headroom::kernels::cpu {
 
 absl::Status Embedding(const int32_t* ids, int64_t num_tokens, const float* table,
-                       int64_t vocab_size, int64_t hidden_size, float* out) {
+                       int64_t vocab_size, int64_t hidden_size, float scale, float* out) {
   constexpr absl::string_view kOp = "Embedding";
   HR_RETURN_IF_ERROR(internal::CheckNonNegative(kOp, "num_tokens", num_tokens));
   HR_RETURN_IF_ERROR(internal::CheckPositive(kOp, "vocab_size", vocab_size));
@@ -17,6 +18,9 @@ absl::Status Embedding(const int32_t* ids, int64_t num_tokens, const float* tabl
   HR_RETURN_IF_ERROR(internal::CheckPointer(kOp, "ids", ids, num_tokens));
   HR_RETURN_IF_ERROR(internal::CheckPointer(kOp, "table", table, vocab_size * hidden_size));
   HR_RETURN_IF_ERROR(internal::CheckPointer(kOp, "out", out, num_tokens * hidden_size));
+  if (!std::isfinite(scale)) {
+    return absl::InvalidArgumentError(absl::StrCat("Embedding: scale must be finite, got ", scale));
+  }
   for (int64_t i = 0; i < num_tokens; ++i) {
     if (ids[i] < 0 || ids[i] >= vocab_size) {
       return absl::InvalidArgumentError(absl::StrCat("Embedding: token id ", ids[i], " at index ",
@@ -25,7 +29,11 @@ absl::Status Embedding(const int32_t* ids, int64_t num_tokens, const float* tabl
   }
   const size_t row_bytes = static_cast<size_t>(hidden_size) * sizeof(float);
   for (int64_t i = 0; i < num_tokens; ++i) {
-    std::memcpy(out + i * hidden_size, table + int64_t{ids[i]} * hidden_size, row_bytes);
+    float* row = out + i * hidden_size;
+    std::memcpy(row, table + int64_t{ids[i]} * hidden_size, row_bytes);
+    if (scale != 1.0f) {
+      for (int64_t d = 0; d < hidden_size; ++d) row[d] *= scale;
+    }
   }
   return absl::OkStatus();
 }

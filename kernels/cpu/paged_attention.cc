@@ -17,8 +17,8 @@ constexpr int64_t kTileTokens = 16;  // query tokens per work item
 constexpr int64_t kKeyChunk = 32;    // key positions scored together
 
 absl::Status Validate(const float* q, int64_t num_tokens, int64_t num_heads,
-                      const PagedKvView& cache, const AttentionMetadata& meta, float scale,
-                      const float* out) {
+                      const PagedKvView& cache, const AttentionMetadata& meta,
+                      const AttentionParams& params, const float* out) {
   constexpr absl::string_view kOp = "PagedAttention";
   HR_RETURN_IF_ERROR(internal::CheckNonNegative(kOp, "num_tokens", num_tokens));
   HR_RETURN_IF_ERROR(internal::CheckPositive(kOp, "num_heads", num_heads));
@@ -28,19 +28,26 @@ absl::Status Validate(const float* q, int64_t num_tokens, int64_t num_heads,
                                                    " is not a multiple of num_kv_heads ",
                                                    cache.num_kv_heads));
   }
-  if (!std::isfinite(scale)) {
-    return absl::InvalidArgumentError("PagedAttention: scale must be finite");
+  if (!std::isfinite(params.scale)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("PagedAttention: scale must be finite, got ", params.scale));
   }
+  if (!std::isfinite(params.softcap) || params.softcap < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("PagedAttention: softcap must be 0 (none) or positive, got ", params.softcap));
+  }
+  HR_RETURN_IF_ERROR(internal::CheckNonNegative(kOp, "sliding_window", params.sliding_window));
   HR_RETURN_IF_ERROR(internal::CheckNonNegative(kOp, "num_seqs", meta.num_seqs));
-  HR_RETURN_IF_ERROR(internal::CheckNonNegative(kOp, "max_blocks_per_seq", meta.max_blocks_per_seq));
+  HR_RETURN_IF_ERROR(
+      internal::CheckNonNegative(kOp, "max_blocks_per_seq", meta.max_blocks_per_seq));
   const int64_t q_elems = num_tokens * num_heads * cache.head_dim;
   HR_RETURN_IF_ERROR(internal::CheckPointer(kOp, "q", q, q_elems));
   HR_RETURN_IF_ERROR(internal::CheckPointer(kOp, "out", out, q_elems));
   HR_RETURN_IF_ERROR(internal::CheckPointer(kOp, "query_start", meta.query_start, 1));
   HR_RETURN_IF_ERROR(internal::CheckPointer(kOp, "context_lens", meta.context_lens, meta.num_seqs));
-  HR_RETURN_IF_ERROR(internal::CheckPointer(
-      kOp, "block_tables", meta.block_tables,
-      static_cast<int64_t>(meta.num_seqs) * meta.max_blocks_per_seq));
+  HR_RETURN_IF_ERROR(
+      internal::CheckPointer(kOp, "block_tables", meta.block_tables,
+                             static_cast<int64_t>(meta.num_seqs) * meta.max_blocks_per_seq));
   if (meta.query_start[0] != 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("PagedAttention: query_start[0] must be 0, got ", meta.query_start[0]));
@@ -54,22 +61,22 @@ absl::Status Validate(const float* q, int64_t num_tokens, int64_t num_heads,
           absl::StrCat("PagedAttention: query_start decreases at sequence ", s));
     }
     if (q_len > context_len) {
-      return absl::InvalidArgumentError(absl::StrCat("PagedAttention: sequence ", s, " has ",
-                                                     q_len, " query tokens but context_len ",
+      return absl::InvalidArgumentError(absl::StrCat("PagedAttention: sequence ", s, " has ", q_len,
+                                                     " query tokens but context_len ",
                                                      context_len));
     }
     if (context_len > capacity) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "PagedAttention: context_len ", context_len, " of sequence ", s, " exceeds ",
-          meta.max_blocks_per_seq, " blocks of ", cache.block_size, " tokens"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("PagedAttention: context_len ", context_len, " of sequence ", s, " exceeds ",
+                       meta.max_blocks_per_seq, " blocks of ", cache.block_size, " tokens"));
     }
     const int64_t used_blocks = (context_len + cache.block_size - 1) / cache.block_size;
     const int32_t* table = meta.block_tables + int64_t{s} * meta.max_blocks_per_seq;
     for (int64_t b = 0; b < used_blocks; ++b) {
       if (table[b] < 0 || table[b] >= cache.num_blocks) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("PagedAttention: block id ", table[b], " (sequence ", s, ", block ", b,
-                         ") is outside [0, ", cache.num_blocks, ")"));
+        return absl::InvalidArgumentError(absl::StrCat("PagedAttention: block id ", table[b],
+                                                       " (sequence ", s, ", block ", b,
+                                                       ") is outside [0, ", cache.num_blocks, ")"));
       }
     }
   }
@@ -121,10 +128,12 @@ inline void Axpy(float* acc, float p, const float* v, int64_t head_dim) {
 }
 
 template <int kHeadDim>
-[[gnu::always_inline]] inline void RunItem(const WorkItem& item, const float* q,  // [num_tokens, num_heads, head_dim]
-             int64_t num_heads, const PagedKvView& cache, const AttentionMetadata& meta,
-             float scale,
-             float* out) {  // [num_tokens, num_heads, head_dim]
+[[gnu::always_inline]] inline void RunItem(const WorkItem& item,
+                                           const float* q,  // [num_tokens, num_heads, head_dim]
+                                           int64_t num_heads, const PagedKvView& cache,
+                                           const AttentionMetadata& meta,
+                                           const AttentionParams& params,
+                                           float* out) {  // [num_tokens, num_heads, head_dim]
   const int64_t head_dim = kHeadDim > 0 ? kHeadDim : cache.head_dim;
   const int64_t group = num_heads / cache.num_kv_heads;
   const int64_t first_head = int64_t{item.kv_head} * group;
@@ -143,9 +152,15 @@ template <int kHeadDim>
   const float* key_rows[kKeyChunk];
   const float* value_rows[kKeyChunk];
 
-  // Position of token t of the sequence: context_len - q_len + t. Keys needed: [0, last].
+  // Position of token t of the sequence: context_len - q_len + t. Keys needed: [first, last], the
+  // first key of the tile's first query's window to the tile's last query.
+  const int64_t first_position = context_len - q_len + (item.token_begin - seq_begin);
   const int64_t last_position = context_len - q_len + (item.token_end - 1 - seq_begin);
-  for (int64_t chunk_begin = 0; chunk_begin <= last_position; chunk_begin += kKeyChunk) {
+  const int64_t window = params.sliding_window;
+  const int64_t first_key = window > 0 ? std::max<int64_t>(0, first_position - window + 1) : 0;
+  const float scale = params.scale;
+  const float softcap = params.softcap;
+  for (int64_t chunk_begin = first_key; chunk_begin <= last_position; chunk_begin += kKeyChunk) {
     const int64_t chunk_keys = std::min(kKeyChunk, last_position + 1 - chunk_begin);
     for (int64_t c = 0; c < chunk_keys; ++c) {
       const int64_t position = chunk_begin + c;
@@ -158,12 +173,16 @@ template <int kHeadDim>
       const int64_t token = item.token_begin + r / group;
       const int64_t head = first_head + r % group;
       const int64_t position = context_len - q_len + (token - seq_begin);
+      // This row's keys in the chunk: [begin, valid).
       const int64_t valid = std::min(chunk_keys, position + 1 - chunk_begin);
-      if (valid <= 0) continue;
+      const int64_t begin =
+          window > 0 ? std::max<int64_t>(0, position - window + 1 - chunk_begin) : 0;
+      if (valid <= begin) continue;
       const float* q_row = q + (token * num_heads + head) * head_dim;
       float chunk_max = -std::numeric_limits<float>::infinity();
-      for (int64_t c = 0; c < valid; ++c) {
-        const float s = Dot<kHeadDim>(q_row, key_rows[c], head_dim) * scale;
+      for (int64_t c = begin; c < valid; ++c) {
+        float s = Dot<kHeadDim>(q_row, key_rows[c], head_dim) * scale;
+        if (softcap > 0) s = softcap * std::tanh(s / softcap);
         scores[static_cast<size_t>(c)] = s;
         chunk_max = std::max(chunk_max, s);
       }
@@ -180,7 +199,7 @@ template <int kHeadDim>
         }
         m = chunk_max;
       }
-      for (int64_t c = 0; c < valid; ++c) {
+      for (int64_t c = begin; c < valid; ++c) {
         const float p = std::exp(scores[static_cast<size_t>(c)] - m);
         l += p;
         Axpy<kHeadDim>(acc_row, p, value_rows[c], head_dim);
@@ -206,11 +225,11 @@ template <int kHeadDim>
 #define HEADROOM_CPU_CLONES
 #endif
 
-#define HEADROOM_DEFINE_RUN_ITEM(name, head_dim)                                               \
-  HEADROOM_CPU_CLONES void name(const WorkItem& item, const float* q, int64_t num_heads,       \
-                                const PagedKvView& cache, const AttentionMetadata& meta,       \
-                                float scale, float* out) {                                     \
-    RunItem<head_dim>(item, q, num_heads, cache, meta, scale, out);                            \
+#define HEADROOM_DEFINE_RUN_ITEM(name, head_dim)                                         \
+  HEADROOM_CPU_CLONES void name(const WorkItem& item, const float* q, int64_t num_heads, \
+                                const PagedKvView& cache, const AttentionMetadata& meta, \
+                                const AttentionParams& params, float* out) {             \
+    RunItem<head_dim>(item, q, num_heads, cache, meta, params, out);                     \
   }
 HEADROOM_DEFINE_RUN_ITEM(RunItem64, 64)
 HEADROOM_DEFINE_RUN_ITEM(RunItem128, 128)
@@ -219,13 +238,13 @@ HEADROOM_DEFINE_RUN_ITEM(RunItemAnyHeadDim, 0)
 #undef HEADROOM_DEFINE_RUN_ITEM
 
 using RunItemFn = void (*)(const WorkItem&, const float*, int64_t, const PagedKvView&,
-                           const AttentionMetadata&, float, float*);
+                           const AttentionMetadata&, const AttentionParams&, float*);
 
 void RunAll(RunItemFn run_item, const std::vector<WorkItem>& items, const float* q,
             int64_t num_heads, const PagedKvView& cache, const AttentionMetadata& meta,
-            float scale, float* out) {
+            const AttentionParams& params, float* out) {
   ParallelFor(static_cast<int64_t>(items.size()), [&](int64_t i) {
-    run_item(items[static_cast<size_t>(i)], q, num_heads, cache, meta, scale, out);
+    run_item(items[static_cast<size_t>(i)], q, num_heads, cache, meta, params, out);
   });
 }
 
@@ -233,8 +252,8 @@ void RunAll(RunItemFn run_item, const std::vector<WorkItem>& items, const float*
 
 absl::Status PagedAttention(const float* q, int64_t num_tokens, int64_t num_heads,
                             const PagedKvView& cache, const AttentionMetadata& metadata,
-                            float scale, float* out) {
-  HR_RETURN_IF_ERROR(Validate(q, num_tokens, num_heads, cache, metadata, scale, out));
+                            const AttentionParams& params, float* out) {
+  HR_RETURN_IF_ERROR(Validate(q, num_tokens, num_heads, cache, metadata, params, out));
   std::vector<WorkItem> items;
   for (int32_t s = 0; s < metadata.num_seqs; ++s) {
     const int64_t begin = metadata.query_start[s];
@@ -264,7 +283,7 @@ absl::Status PagedAttention(const float* q, int64_t num_tokens, int64_t num_head
     default:
       break;
   }
-  RunAll(run_item, items, q, num_heads, cache, metadata, scale, out);
+  RunAll(run_item, items, q, num_heads, cache, metadata, params, out);
   return absl::OkStatus();
 }
 

@@ -3,10 +3,12 @@
 //
 // For sequence s with q_len = query_start[s+1] - query_start[s] query rows and
 // context_len = context_lens[s] cached tokens (this step's included), query row i sits at
-// position p_i = context_len - q_len + i and attends the keys at positions [0, p_i] (causal).
+// position p_i = context_len - q_len + i and attends the keys at positions [0, p_i] (causal), or
+// only the last params.sliding_window of them.
 // Head h reads kv head h / (num_heads / num_kv_heads) (GQA; MHA when the ratio is 1). Position j of
 // the sequence lives in block block_tables[s][j / block_size] at offset j % block_size.
-//   out[row, h, :] = sum_j softmax_j(scale * q[row, h, :] . K[j, :]) * V[j, :]
+//   out[row, h, :] = sum_j softmax_j(score(scale * q[row, h, :] . K[j, :])) * V[j, :]
+// where score(s) is s, or softcap * tanh(s / softcap) with params.softcap set.
 //
 // CPU version (the reference for the CUDA kernels): work items are (sequence, kv head, tile of up
 // to 16 query tokens); each item keeps the tile's query rows of all heads of the group, streams the
@@ -28,11 +30,13 @@ namespace headroom::kernels::cpu {
 // InvalidArgument, before anything is written, for: bad sizes, num_heads not a multiple of
 // cache.num_kv_heads, query_start not starting at 0 / not non-decreasing / not ending at
 // num_tokens, q_len > context_len, a context longer than max_blocks_per_seq * block_size, a block
-// id (of the blocks the context uses) outside [0, cache.num_blocks), or a non-finite scale.
+// id (of the blocks the context uses) outside [0, cache.num_blocks), a non-finite scale, a
+// negative or non-finite softcap, or a negative sliding window.
 [[nodiscard]] absl::Status PagedAttention(const float* q,  // [num_tokens, num_heads, head_dim]
                                           int64_t num_tokens, int64_t num_heads,
                                           const PagedKvView& cache,
-                                          const AttentionMetadata& metadata, float scale,
+                                          const AttentionMetadata& metadata,
+                                          const AttentionParams& params,
                                           float* out);  // [num_tokens, num_heads, head_dim]
 
 }  // namespace headroom::kernels::cpu

@@ -34,6 +34,8 @@ struct Case {
   int head_dim;
   std::vector<SeqSpec> seqs;
   float q_magnitude = 1.0f;  // larger values give peaked softmaxes (exercises max rescaling)
+  float softcap = 0.0f;      // AttentionParams::softcap
+  int sliding_window = 0;    // AttentionParams::sliding_window
 };
 
 // Everything one PagedAttention call reads, plus each sequence's K/V as contiguous arrays for the
@@ -72,8 +74,8 @@ Batch MakeBatch(const Case& c, std::mt19937_64& rng) {
   const int32_t num_blocks = total_blocks + 2;
   b.k_cache = Poisoned(int64_t{num_blocks} * c.block_size * row);
   b.v_cache = Poisoned(int64_t{num_blocks} * c.block_size * row);
-  b.view = PagedKvView{b.k_cache.data(), b.v_cache.data(), num_blocks, c.block_size,
-                       c.num_kv_heads, c.head_dim};
+  b.view = PagedKvView{b.k_cache.data(), b.v_cache.data(), num_blocks,
+                       c.block_size,     c.num_kv_heads,   c.head_dim};
   std::vector<int32_t> free_blocks(static_cast<size_t>(num_blocks));
   std::iota(free_blocks.begin(), free_blocks.end(), 0);
   std::shuffle(free_blocks.begin(), free_blocks.end(), rng);
@@ -103,8 +105,9 @@ Batch MakeBatch(const Case& c, std::mt19937_64& rng) {
   return b;
 }
 
-// softmax(scale * Q K^T + causal mask) V per sequence and head, in double, from the contiguous
-// per-sequence K/V.
+// softmax(softcap(scale * Q K^T) + causal mask) V per sequence and head, in double, from the
+// contiguous per-sequence K/V; with a sliding window W, the keys more than W - 1 positions before
+// the query are masked too (HF's mask: key <= query - W is out).
 std::vector<double> Reference(const Case& c, const Batch& b, double scale) {
   std::vector<double> out(b.q.size());
   const int64_t hd = c.head_dim;
@@ -118,20 +121,26 @@ std::vector<double> Reference(const Case& c, const Batch& b, double scale) {
       for (int64_t h = 0; h < c.num_heads; ++h) {
         const int64_t kv = h / group;
         const float* q_row = b.q.data() + (token * c.num_heads + h) * hd;
-        std::vector<double> scores(static_cast<size_t>(position + 1));
+        std::vector<double> scores(static_cast<size_t>(position + 1), -INFINITY);
         double max_score = -INFINITY;
         for (int64_t j = 0; j <= position; ++j) {
+          if (c.sliding_window > 0 && j <= position - c.sliding_window) continue;
           const float* k_row = b.k_seq[s].data() + (j * c.num_kv_heads + kv) * hd;
           double dot = 0.0;
           for (int64_t d = 0; d < hd; ++d) {
             dot += static_cast<double>(q_row[d]) * static_cast<double>(k_row[d]);
           }
-          scores[static_cast<size_t>(j)] = dot * scale;
-          max_score = std::max(max_score, dot * scale);
+          double score = dot * scale;
+          if (c.softcap > 0) {
+            const double cap = static_cast<double>(c.softcap);
+            score = cap * std::tanh(score / cap);
+          }
+          scores[static_cast<size_t>(j)] = score;
+          max_score = std::max(max_score, score);
         }
         double sum = 0.0;
         for (double& score : scores) {
-          score = std::exp(score - max_score);
+          score = std::exp(score - max_score);  // 0 for a masked key
           sum += score;
         }
         double* out_row = out.data() + (token * c.num_heads + h) * hd;
@@ -152,7 +161,9 @@ void RunAndCompare(const Case& c, uint64_t seed) {
   Batch b = MakeBatch(c, rng);
   const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
   std::vector<float> out = Poisoned(static_cast<int64_t>(b.q.size()));
-  ASSERT_TRUE(PagedAttention(b.q.data(), b.num_tokens, c.num_heads, b.view, b.Metadata(), scale,
+  const AttentionParams params{
+      .scale = scale, .softcap = c.softcap, .sliding_window = c.sliding_window};
+  ASSERT_TRUE(PagedAttention(b.q.data(), b.num_tokens, c.num_heads, b.view, b.Metadata(), params,
                              out.data())
                   .ok());
   const std::vector<double> want = Reference(c, b, static_cast<double>(scale));
@@ -161,8 +172,9 @@ void RunAndCompare(const Case& c, uint64_t seed) {
     ASSERT_FALSE(std::isnan(out[i])) << "element " << i << " unwritten or read a poisoned slot";
     max_error = std::max(max_error, std::abs(static_cast<double>(out[i]) - want[i]));
   }
-  EXPECT_LE(max_error, kTolerance) << "block_size=" << c.block_size << " heads=" << c.num_heads
-                                   << "/" << c.num_kv_heads << " head_dim=" << c.head_dim;
+  EXPECT_LE(max_error, kTolerance)
+      << "block_size=" << c.block_size << " heads=" << c.num_heads << "/" << c.num_kv_heads
+      << " head_dim=" << c.head_dim << " softcap=" << c.softcap << " window=" << c.sliding_window;
 }
 
 TEST(PagedAttentionTest, PrefillBlockSizeOne) {
@@ -190,6 +202,33 @@ TEST(PagedAttentionTest, OtherHeadDims) {
   RunAndCompare(Case{1, 4, 2, 64, {{2, 100}, {1, 2}}}, 7);
 }
 
+TEST(PagedAttentionTest, SlidingWindowAcrossChunksTilesAndBlocks) {
+  // Windows shorter than, equal to and longer than a key chunk (32) and a query tile (16), in
+  // prefill, chunked prefill and decode; contexts shorter than the window attend everything.
+  for (const int window : {1, 5, 16, 33, 100}) {
+    Case c{16, 8, 2, 128, {{1, 1}, {40, 40}, {7, 90}, {1, 130}, {1, 3}, {70, 200}}};
+    c.sliding_window = window;
+    RunAndCompare(c, 20 + static_cast<uint64_t>(window));
+  }
+  Case odd{1, 3, 1, 5, {{19, 19}, {1, 64}}};
+  odd.sliding_window = 4;
+  RunAndCompare(odd, 30);
+  Case gemma{32, 4, 2, 256, {{61, 61}, {1, 93}}};
+  gemma.sliding_window = 16;
+  RunAndCompare(gemma, 31);
+}
+
+TEST(PagedAttentionTest, SoftcapPeakedScores) {
+  // Large q makes the scaled scores far beyond the cap, where tanh bends them most.
+  Case c{16, 8, 2, 128, {{1, 77}, {33, 33}, {5, 60}}};
+  c.q_magnitude = 8.0f;
+  c.softcap = 5.0f;
+  RunAndCompare(c, 40);
+  c.softcap = 50.0f;
+  c.sliding_window = 20;
+  RunAndCompare(c, 41);
+}
+
 TEST(PagedAttentionTest, SameBitsWithAnyThreadCount) {
   const int before = NumThreads();
   const Case c{3, 8, 2, 128, {{1, 130}, {20, 45}, {7, 7}, {1, 1}}};
@@ -200,7 +239,7 @@ TEST(PagedAttentionTest, SameBitsWithAnyThreadCount) {
     SetNumThreads(threads);
     std::vector<float> out = Poisoned(static_cast<int64_t>(b.q.size()));
     ASSERT_TRUE(PagedAttention(b.q.data(), b.num_tokens, c.num_heads, b.view, b.Metadata(),
-                               0.0883883f, out.data())
+                               AttentionParams{.scale = 0.0883883f}, out.data())
                     .ok());
     if (first.empty()) {
       first = out;
@@ -216,7 +255,8 @@ TEST(PagedAttentionTest, EmptyBatchIsANoOp) {
   const PagedKvView view{cache.data(), cache.data(), 1, 4, 1, 4};
   const std::vector<int32_t> query_start = {0};
   const AttentionMetadata meta{query_start.data(), nullptr, nullptr, 0, 0};
-  EXPECT_TRUE(PagedAttention(nullptr, 0, 2, view, meta, 0.5f, nullptr).ok());
+  EXPECT_TRUE(
+      PagedAttention(nullptr, 0, 2, view, meta, AttentionParams{.scale = 0.5f}, nullptr).ok());
 }
 
 // Each bad input is InvalidArgument and leaves the output untouched.
@@ -227,12 +267,11 @@ class PagedAttentionValidationTest : public ::testing::Test {
     batch_ = MakeBatch(case_, rng);
     out_ = Poisoned(static_cast<int64_t>(batch_.q.size()));
   }
-  void ExpectInvalid(const AttentionMetadata& meta, int64_t num_heads = 4, float scale = 0.25f,
-                     int64_t num_tokens = -2) {
+  void ExpectInvalid(const AttentionMetadata& meta, int64_t num_heads = 4,
+                     AttentionParams params = {.scale = 0.25f}, int64_t num_tokens = -2) {
     if (num_tokens == -2) num_tokens = batch_.num_tokens;
-    const absl::Status status =
-        PagedAttention(batch_.q.data(), num_tokens, num_heads, batch_.view, meta, scale,
-                       out_.data());
+    const absl::Status status = PagedAttention(batch_.q.data(), num_tokens, num_heads, batch_.view,
+                                               meta, params, out_.data());
     EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
     EXPECT_TRUE(testing::AllNaN(out_));
   }
@@ -243,8 +282,8 @@ class PagedAttentionValidationTest : public ::testing::Test {
 };
 
 TEST_F(PagedAttentionValidationTest, ValidBatchPasses) {
-  EXPECT_TRUE(PagedAttention(batch_.q.data(), batch_.num_tokens, 4, batch_.view,
-                             batch_.Metadata(), 0.25f, out_.data())
+  EXPECT_TRUE(PagedAttention(batch_.q.data(), batch_.num_tokens, 4, batch_.view, batch_.Metadata(),
+                             AttentionParams{.scale = 0.25f}, out_.data())
                   .ok());
 }
 
@@ -275,11 +314,17 @@ TEST_F(PagedAttentionValidationTest, BadQueryStart) {
   batch_.query_start = {0, 2, 1};
   ExpectInvalid(batch_.Metadata());
   batch_.query_start = {0, 2, 3};
-  ExpectInvalid(batch_.Metadata(), 4, 0.25f, /*num_tokens=*/2);
+  ExpectInvalid(batch_.Metadata(), 4, {.scale = 0.25f}, /*num_tokens=*/2);
 }
 
 TEST_F(PagedAttentionValidationTest, NonFiniteScale) {
-  ExpectInvalid(batch_.Metadata(), 4, NAN);
+  ExpectInvalid(batch_.Metadata(), 4, {.scale = NAN});
+}
+
+TEST_F(PagedAttentionValidationTest, NegativeOrNonFiniteSoftcapAndNegativeWindow) {
+  ExpectInvalid(batch_.Metadata(), 4, {.scale = 0.25f, .softcap = -1.0f});
+  ExpectInvalid(batch_.Metadata(), 4, {.scale = 0.25f, .softcap = INFINITY});
+  ExpectInvalid(batch_.Metadata(), 4, {.scale = 0.25f, .sliding_window = -1});
 }
 
 }  // namespace

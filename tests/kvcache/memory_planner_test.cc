@@ -102,6 +102,19 @@ ModelDims Mixtral8x7B() {
           .num_experts_per_tok = 2};
 }
 
+ModelDims Gemma2_2B() {  // head_dim 256 != 2304 / 8; four norms per layer; tied
+  return {.num_layers = 26,
+          .hidden_size = 2304,
+          .intermediate_size = 9216,
+          .num_attention_heads = 8,
+          .num_kv_heads = 4,
+          .head_dim = 256,
+          .vocab_size = 256000,
+          .max_position_embeddings = 8192,
+          .tie_word_embeddings = true,
+          .sandwich_norms = true};
+}
+
 ModelDims Qwen3_30B_A3B() {  // intermediate_size: each expert's (moe_intermediate_size)
   return {.num_layers = 48,
           .hidden_size = 2048,
@@ -125,6 +138,7 @@ constexpr int64_t kQwen2_7BParams = 7'615'616'512;
 constexpr int64_t kQwen3_8BParams = 8'190'735'360;  // q_norm / k_norm: 2 x 128 per layer
 constexpr int64_t kMixtral8x7BParams = 46'702'792'704;
 constexpr int64_t kQwen3_30B_A3BParams = 30'532'122'624;
+constexpr int64_t kGemma2_2BParams = 2'614'341'888;  // pre/post_feedforward_layernorm: 2 x 2304
 
 constexpr int64_t GiBBytes(double gib) {
   return static_cast<int64_t>(gib * static_cast<double>(kGiB));
@@ -178,7 +192,8 @@ TEST(MemoryPlannerTest, WeightsMatchPublishedParameterCounts) {
                         Case{"qwen2-7b", Qwen2_7B(), kQwen2_7BParams},
                         Case{"qwen3-8b", Qwen3_8B(), kQwen3_8BParams},
                         Case{"mixtral-8x7b", Mixtral8x7B(), kMixtral8x7BParams},
-                        Case{"qwen3-30b-a3b", Qwen3_30B_A3B(), kQwen3_30B_A3BParams}}) {
+                        Case{"qwen3-30b-a3b", Qwen3_30B_A3B(), kQwen3_30B_A3BParams},
+                        Case{"gemma-2-2b", Gemma2_2B(), kGemma2_2BParams}}) {
     MemoryPlanInput input = Input(c.dims, 1024, 4096);  // Big enough for all of them.
     const MemoryPlan plan = MustPlan(input);
     EXPECT_EQ(plan.weight_params_per_rank, c.params) << c.name;

@@ -181,6 +181,41 @@ constexpr std::string_view kQwen3_30B_A3BConfig = R"({
   "vocab_size": 151936
 })";
 
+// google/gemma-2-2b config.json, as published (it has no tie_word_embeddings key: Gemma2Config
+// ties by default).
+constexpr std::string_view kGemma2_2BConfig = R"({
+  "architectures": [
+    "Gemma2ForCausalLM"
+  ],
+  "attention_bias": false,
+  "attention_dropout": 0.0,
+  "attn_logit_softcapping": 50.0,
+  "bos_token_id": 2,
+  "cache_implementation": "hybrid",
+  "eos_token_id": 1,
+  "final_logit_softcapping": 30.0,
+  "head_dim": 256,
+  "hidden_act": "gelu_pytorch_tanh",
+  "hidden_activation": "gelu_pytorch_tanh",
+  "hidden_size": 2304,
+  "initializer_range": 0.02,
+  "intermediate_size": 9216,
+  "max_position_embeddings": 8192,
+  "model_type": "gemma2",
+  "num_attention_heads": 8,
+  "num_hidden_layers": 26,
+  "num_key_value_heads": 4,
+  "pad_token_id": 0,
+  "query_pre_attn_scalar": 256,
+  "rms_norm_eps": 1e-06,
+  "rope_theta": 10000.0,
+  "sliding_window": 4096,
+  "torch_dtype": "float32",
+  "transformers_version": "4.44.2",
+  "use_cache": true,
+  "vocab_size": 256000
+})";
+
 // meta-llama/Llama-3.1-8B's rope_scaling block (the rest equals Llama-3-8B but the context).
 constexpr std::string_view kLlama31RopeScaling = R"("rope_scaling": {
     "factor": 8.0,
@@ -407,6 +442,49 @@ TEST_F(ModelDirTest, LoadsMixtureOfExpertsModels) {
   }
 }
 
+TEST_F(ModelDirTest, LoadsGemma2_2B) {
+  const absl::StatusOr<ModelConfig> config = LoadModelConfig(WriteConfig(kGemma2_2BConfig));
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->architecture, "Gemma2ForCausalLM");
+  EXPECT_EQ(config->head_dim, 256);  // not hidden / heads = 288
+  EXPECT_TRUE(config->tie_word_embeddings);
+  EXPECT_EQ(config->torch_dtype, DType::kFloat32);
+  EXPECT_EQ(config->hidden_activation, Activation::kGeluTanh);
+  EXPECT_TRUE(config->norm_weight_offset);
+  EXPECT_TRUE(config->scale_embeddings);
+  EXPECT_TRUE(config->sandwich_norms);
+  EXPECT_FALSE(config->qkv_bias);
+  EXPECT_DOUBLE_EQ(config->query_pre_attn_scalar, 256.0);
+  EXPECT_DOUBLE_EQ(config->attn_logit_softcapping, 50.0);
+  EXPECT_DOUBLE_EQ(config->final_logit_softcapping, 30.0);
+  EXPECT_EQ(config->sliding_window, 4096);
+  // The window is on the even layers (transformers' Gemma2: `not bool(layer_idx % 2)`).
+  for (int64_t layer = 0; layer < config->num_hidden_layers; ++layer) {
+    EXPECT_EQ(LayerSlidingWindow(*config, layer), layer % 2 == 0 ? 4096 : 0) << layer;
+  }
+  // The preset is this checkpoint.
+  const absl::StatusOr<ModelConfig> preset = LoadModelConfig("dummy:gemma-2-2b");
+  ASSERT_TRUE(preset.ok()) << preset.status();
+  for (const ModelConfig* c : {&*config, &*preset}) {
+    EXPECT_EQ(c->num_hidden_layers, 26);
+    EXPECT_EQ(c->hidden_size, 2304);
+    EXPECT_EQ(c->num_key_value_heads, 4);
+  }
+  EXPECT_EQ(preset->head_dim, config->head_dim);
+  EXPECT_EQ(preset->intermediate_size, config->intermediate_size);
+  EXPECT_EQ(preset->vocab_size, config->vocab_size);
+  EXPECT_EQ(preset->torch_dtype, config->torch_dtype);
+  EXPECT_EQ(preset->hidden_activation, config->hidden_activation);
+  EXPECT_EQ(preset->norm_weight_offset, config->norm_weight_offset);
+  EXPECT_EQ(preset->scale_embeddings, config->scale_embeddings);
+  EXPECT_EQ(preset->sandwich_norms, config->sandwich_norms);
+  EXPECT_DOUBLE_EQ(preset->query_pre_attn_scalar, config->query_pre_attn_scalar);
+  EXPECT_DOUBLE_EQ(preset->attn_logit_softcapping, config->attn_logit_softcapping);
+  EXPECT_DOUBLE_EQ(preset->final_logit_softcapping, config->final_logit_softcapping);
+  EXPECT_EQ(preset->sliding_window, config->sliding_window);
+  EXPECT_EQ(preset->sliding_window_pattern, config->sliding_window_pattern);
+}
+
 TEST_F(ModelDirTest, LoadsMistral7BWithSlidingWindow) {
   const absl::StatusOr<ModelConfig> config = LoadModelConfig(WriteConfig(kMistral7BConfig));
   ASSERT_TRUE(config.ok()) << config.status();
@@ -606,20 +684,72 @@ TEST_F(ModelDirTest, InconsistentHeads) {
                "num_attention_heads (24)"});
 }
 
+TEST_F(ModelDirTest, Gemma2DefaultsNullSoftcapsAndBadValues) {
+  // Absent keys take Gemma2Config's defaults; a null softcap means none.
+  std::string json = ReplaceAll(kGemma2_2BConfig, R"(  "attn_logit_softcapping": 50.0,
+)",
+                                "");
+  json = ReplaceAll(json, R"(  "query_pre_attn_scalar": 256,
+)",
+                    "");
+  json = ReplaceAll(json, R"(  "hidden_activation": "gelu_pytorch_tanh",
+)",
+                    "");
+  json =
+      ReplaceAll(json, R"("final_logit_softcapping": 30.0)", R"("final_logit_softcapping": null)");
+  json = ReplaceAll(json, R"("sliding_window": 4096)", R"("sliding_window": null)");
+  absl::StatusOr<ModelConfig> config = LoadModelConfig(WriteConfig(json));
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_DOUBLE_EQ(config->attn_logit_softcapping, 50.0);
+  EXPECT_DOUBLE_EQ(config->query_pre_attn_scalar, 224.0);
+  EXPECT_EQ(config->hidden_activation, Activation::kGeluTanh);
+  EXPECT_DOUBLE_EQ(config->final_logit_softcapping, 0.0);
+  EXPECT_EQ(config->sliding_window, 4096);
+
+  // Gemma 2 reads hidden_activation, not hidden_act (transformers ignores hidden_act for it).
+  config = LoadModelConfig(WriteConfig(ReplaceAll(
+      kGemma2_2BConfig, R"("hidden_act": "gelu_pytorch_tanh")", R"("hidden_act": "silu")")));
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->hidden_activation, Activation::kGeluTanh);
+
+  ExpectError(
+      LoadModelConfig(WriteConfig(ReplaceAll(kGemma2_2BConfig, R"("attn_logit_softcapping": 50.0)",
+                                             R"("attn_logit_softcapping": -1)"))),
+      absl::StatusCode::kInvalidArgument,
+      {ConfigPath(), "\"attn_logit_softcapping\" must be positive or null, got -1"});
+  ExpectError(
+      LoadModelConfig(WriteConfig(ReplaceAll(kGemma2_2BConfig, R"("query_pre_attn_scalar": 256)",
+                                             R"("query_pre_attn_scalar": 0)"))),
+      absl::StatusCode::kInvalidArgument, {"\"query_pre_attn_scalar\" must be positive"});
+  ExpectError(LoadModelConfig(WriteConfig(ReplaceAll(kGemma2_2BConfig,
+                                                     R"("hidden_activation": "gelu_pytorch_tanh")",
+                                                     R"("hidden_activation": "gelu")"))),
+              absl::StatusCode::kInvalidArgument,
+              {"field \"hidden_activation\" names unsupported activation \"gelu\"",
+               "supported: silu, gelu_pytorch_tanh, gelu_new"});
+  // A tie_word_embeddings false is honoured.
+  config = LoadModelConfig(
+      WriteConfig(ReplaceAll(kGemma2_2BConfig, R"("use_cache": true,)",
+                             R"("use_cache": true, "tie_word_embeddings": false,)")));
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_FALSE(config->tie_word_embeddings);
+}
+
 TEST_F(ModelDirTest, UnsupportedArchitectureListsTheSupportedOnes) {
   ExpectError(
       LoadModelConfig(WriteConfig(Llama3With("\"LlamaForCausalLM\"", "\"GPT2LMHeadModel\""))),
       absl::StatusCode::kInvalidArgument,
       {ConfigPath(), "unsupported architecture \"GPT2LMHeadModel\"",
        "supported: LlamaForCausalLM, MistralForCausalLM, MixtralForCausalLM, Qwen2ForCausalLM, "
-       "Qwen3ForCausalLM, Qwen3MoeForCausalLM"});
+       "Qwen3ForCausalLM, Qwen3MoeForCausalLM, Gemma2ForCausalLM"});
 }
 
 TEST_F(ModelDirTest, UnsupportedActivationDtypeAndRopeScaling) {
   ExpectError(LoadModelConfig(
                   WriteConfig(Llama3With(R"("hidden_act": "silu")", R"("hidden_act": "gelu")"))),
               absl::StatusCode::kInvalidArgument,
-              {"field \"hidden_act\" names unsupported activation \"gelu\"; supported: silu"});
+              {"field \"hidden_act\" names unsupported activation \"gelu\"; supported: silu, "
+               "gelu_pytorch_tanh, gelu_new"});
   ExpectError(LoadModelConfig(WriteConfig(
                   Llama3With(R"("torch_dtype": "bfloat16")", R"("torch_dtype": "float8_e4m3fn")"))),
               absl::StatusCode::kInvalidArgument,
@@ -711,10 +841,11 @@ TEST(ModelConfigTest, PresetMatchesItsPublishedConfigJson) {
 }
 
 TEST(ModelConfigTest, UnknownPresetListsThePresets) {
-  ExpectError(LoadModelConfig("dummy:llama-4"), absl::StatusCode::kNotFound,
-              {"unknown preset \"dummy:llama-4\"",
-               "presets: llama-2-7b, llama-3-70b, llama-3-8b, llama-3.1-8b, mistral-7b, "
-               "mixtral-8x7b, qwen2-7b, qwen3-30b-a3b, qwen3-8b, small, tiny"});
+  ExpectError(
+      LoadModelConfig("dummy:llama-4"), absl::StatusCode::kNotFound,
+      {"unknown preset \"dummy:llama-4\"",
+       "presets: gemma-2-2b, llama-2-7b, llama-3-70b, llama-3-8b, llama-3.1-8b, mistral-7b, "
+       "mixtral-8x7b, qwen2-7b, qwen3-30b-a3b, qwen3-8b, small, tiny"});
   ExpectError(LoadModelConfig("dummy:"), absl::StatusCode::kNotFound, {"unknown preset"});
 }
 

@@ -26,6 +26,7 @@ namespace headroom::worker {
 // own plain structs (kernels/paged_kv.h), so every backend indexes memory the same way.
 using KvCacheLayer = kernels::PagedKvView;
 using AttentionBatch = kernels::AttentionMetadata;
+using AttentionParams = kernels::AttentionParams;
 using MoeExperts = kernels::MoeExpertsView;
 
 class Backend {
@@ -47,10 +48,12 @@ class Backend {
   // Waits for all enqueued work.
   virtual void Synchronize() = 0;
 
-  // out[n, hidden] = table[ids[i], :]; InvalidArgument for an id outside [0, vocab).
+  // out[i, :] = table[ids[i], :] * scale (1 but for Gemma's sqrt(hidden)); InvalidArgument for an
+  // id outside [0, vocab).
   [[nodiscard]] virtual absl::Status Embedding(const float* table,  // [vocab, hidden]
                                                const int32_t* ids,  // [n]
                                                int64_t n, int64_t vocab, int64_t hidden,
+                                               float scale,
                                                float* out) = 0;  // [n, hidden]
   // out = x / rms(x) * weight, row by row; out may be x (Qwen3's per-head q/k norms run in
   // place).
@@ -82,16 +85,26 @@ class Backend {
                                                   const float* v,               // [n, kv_heads, hd]
                                                   const int64_t* slot_mapping,  // [n]
                                                   int64_t n, const KvCacheLayer& cache) = 0;
-  // Causal attention of each sequence's query rows over its paged context.
+  // Causal attention of each sequence's query rows over its paged context, scaled, soft-capped and
+  // windowed as `params` says (kernels/cpu/paged_attention.h).
   [[nodiscard]] virtual absl::Status PagedAttention(const float* q,  // [n, num_heads, head_dim]
                                                     const KvCacheLayer& cache,
                                                     const AttentionBatch& batch, int64_t n,
-                                                    int64_t num_heads, float scale,
+                                                    int64_t num_heads,
+                                                    const AttentionParams& params,
                                                     float* out) = 0;  // [n, num_heads, head_dim]
   // out = silu(gate_up[:, :inter]) * gate_up[:, inter:].
   [[nodiscard]] virtual absl::Status SiluAndMul(const float* gate_up,  // [n, 2 * inter]
                                                 int64_t n, int64_t inter,
                                                 float* out) = 0;  // [n, inter]
+  // out = gelu_tanh(gate_up[:, :inter]) * gate_up[:, inter:] (Gemma 2's MLP,
+  // kernels/cpu/gelu_tanh_and_mul.h).
+  [[nodiscard]] virtual absl::Status GeluTanhAndMul(const float* gate_up,  // [n, 2 * inter]
+                                                    int64_t n, int64_t inter,
+                                                    float* out) = 0;  // [n, inter]
+  // x = cap * tanh(x / cap) in place (Gemma 2's final logits).
+  [[nodiscard]] virtual absl::Status SoftCap(float* x,  // [count]
+                                             int64_t count, float cap) = 0;
   // Mixture-of-experts MLP (kernels/cpu/moe.h): each row through its top_k experts, weighted by
   // the router's probabilities.
   [[nodiscard]] virtual absl::Status MoeMlp(const float* x,  // [n, hidden]

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "kernels/cpu/embedding.h"
+#include "kernels/cpu/gelu_tanh_and_mul.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/kv_cache_write.h"
 #include "kernels/cpu/moe.h"
@@ -12,6 +13,7 @@
 #include "kernels/cpu/rms_norm.h"
 #include "kernels/cpu/rotary.h"
 #include "kernels/cpu/silu_and_mul.h"
+#include "kernels/cpu/softcap.h"
 #include "kernels/cpu/threads.h"
 
 namespace headroom::worker {
@@ -48,8 +50,8 @@ void CpuBackend::CopyToHost(void* dst, const void* src, size_t bytes) {
 }
 
 absl::Status CpuBackend::Embedding(const float* table, const int32_t* ids, int64_t n, int64_t vocab,
-                                   int64_t hidden, float* out) {
-  return kernels::cpu::Embedding(ids, n, table, vocab, hidden, out);
+                                   int64_t hidden, float scale, float* out) {
+  return kernels::cpu::Embedding(ids, n, table, vocab, hidden, scale, out);
 }
 
 absl::Status CpuBackend::RmsNorm(const float* x, const float* weight, int64_t n, int64_t hidden,
@@ -80,12 +82,21 @@ absl::Status CpuBackend::WriteKvCache(const float* k, const float* v, const int6
 
 absl::Status CpuBackend::PagedAttention(const float* q, const KvCacheLayer& cache,
                                         const AttentionBatch& batch, int64_t n, int64_t num_heads,
-                                        float scale, float* out) {
-  return kernels::cpu::PagedAttention(q, n, num_heads, cache, batch, scale, out);
+                                        const AttentionParams& params, float* out) {
+  return kernels::cpu::PagedAttention(q, n, num_heads, cache, batch, params, out);
 }
 
 absl::Status CpuBackend::SiluAndMul(const float* gate_up, int64_t n, int64_t inter, float* out) {
   return kernels::cpu::SiluAndMul(gate_up, n, inter, out);
+}
+
+absl::Status CpuBackend::GeluTanhAndMul(const float* gate_up, int64_t n, int64_t inter,
+                                        float* out) {
+  return kernels::cpu::GeluTanhAndMul(gate_up, n, inter, out);
+}
+
+absl::Status CpuBackend::SoftCap(float* x, int64_t count, float cap) {
+  return kernels::cpu::SoftCap(x, count, cap);
 }
 
 absl::Status CpuBackend::MoeMlp(const float* x, const MoeExperts& experts, int64_t n,

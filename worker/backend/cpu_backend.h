@@ -27,7 +27,8 @@ class CpuBackend final : public Backend {
   void Synchronize() override {}
 
   [[nodiscard]] absl::Status Embedding(const float* table, const int32_t* ids, int64_t n,
-                                       int64_t vocab, int64_t hidden, float* out) override;
+                                       int64_t vocab, int64_t hidden, float scale,
+                                       float* out) override;
   [[nodiscard]] absl::Status RmsNorm(const float* x, const float* weight, int64_t n, int64_t hidden,
                                      float eps, float* out) override;
   [[nodiscard]] absl::Status AddRmsNorm(float* residual, const float* x, const float* weight,
@@ -42,9 +43,13 @@ class CpuBackend final : public Backend {
                                           const KvCacheLayer& cache) override;
   [[nodiscard]] absl::Status PagedAttention(const float* q, const KvCacheLayer& cache,
                                             const AttentionBatch& batch, int64_t n,
-                                            int64_t num_heads, float scale, float* out) override;
+                                            int64_t num_heads, const AttentionParams& params,
+                                            float* out) override;
   [[nodiscard]] absl::Status SiluAndMul(const float* gate_up, int64_t n, int64_t inter,
                                         float* out) override;
+  [[nodiscard]] absl::Status GeluTanhAndMul(const float* gate_up, int64_t n, int64_t inter,
+                                            float* out) override;
+  [[nodiscard]] absl::Status SoftCap(float* x, int64_t count, float cap) override;
   [[nodiscard]] absl::Status MoeMlp(const float* x, const MoeExperts& experts, int64_t n,
                                     int64_t hidden, float* out) override;
   [[nodiscard]] absl::Status GatherRows(const float* x, const int32_t* rows, int64_t m,

@@ -35,9 +35,10 @@ constexpr char kIndexFile[] = "model.safetensors.index.json";
 constexpr int64_t kMaxDim = int64_t{1} << 31;
 
 // Which config flag a tensor depends on.
-enum class Presence { kAlways, kQkvBias, kOProjBias, kMlpBias, kQkNorm, kDenseMlp };
-// How DummyWeights fills a tensor.
-enum class Init { kRandom, kOnes, kZeros };
+enum class Presence { kAlways, kQkvBias, kOProjBias, kMlpBias, kQkNorm, kDenseMlp, kSandwichNorms };
+// How DummyWeights fills a tensor. kNorm: an RMSNorm weight of 1 (stored as 0 when the config
+// keeps norm weights as offsets from 1, as Gemma's do).
+enum class Init { kRandom, kNorm, kZeros };
 // A symbolic dimension, resolved against the config.
 enum class Dim { kNone, kHidden, kQ, kKv, kInter, kHeadDim };
 
@@ -53,7 +54,7 @@ struct LayerField {
 
 // Every LayerWeights field, in the order ListWeights and ExpectedWeights report them.
 constexpr LayerField kLayerFields[] = {
-    {"input_layernorm.weight", &LayerWeights::input_layernorm, Presence::kAlways, Init::kOnes,
+    {"input_layernorm.weight", &LayerWeights::input_layernorm, Presence::kAlways, Init::kNorm,
      Dim::kHidden, Dim::kNone, Split::kReplicated},
     {"self_attn.q_proj.weight", &LayerWeights::q_proj, Presence::kAlways, Init::kRandom, Dim::kQ,
      Dim::kHidden, Split::kQueryRows},
@@ -67,16 +68,20 @@ constexpr LayerField kLayerFields[] = {
      Dim::kHidden, Split::kKvRows},
     {"self_attn.v_proj.bias", &LayerWeights::v_proj_bias, Presence::kQkvBias, Init::kZeros,
      Dim::kKv, Dim::kNone, Split::kKvRows},
-    {"self_attn.q_norm.weight", &LayerWeights::q_norm, Presence::kQkNorm, Init::kOnes,
+    {"self_attn.q_norm.weight", &LayerWeights::q_norm, Presence::kQkNorm, Init::kNorm,
      Dim::kHeadDim, Dim::kNone, Split::kReplicated},
-    {"self_attn.k_norm.weight", &LayerWeights::k_norm, Presence::kQkNorm, Init::kOnes,
+    {"self_attn.k_norm.weight", &LayerWeights::k_norm, Presence::kQkNorm, Init::kNorm,
      Dim::kHeadDim, Dim::kNone, Split::kReplicated},
     {"self_attn.o_proj.weight", &LayerWeights::o_proj, Presence::kAlways, Init::kRandom,
      Dim::kHidden, Dim::kQ, Split::kQueryColumns},
     {"self_attn.o_proj.bias", &LayerWeights::o_proj_bias, Presence::kOProjBias, Init::kZeros,
      Dim::kHidden, Dim::kNone, Split::kLeaderOnly},
     {"post_attention_layernorm.weight", &LayerWeights::post_attention_layernorm, Presence::kAlways,
-     Init::kOnes, Dim::kHidden, Dim::kNone, Split::kReplicated},
+     Init::kNorm, Dim::kHidden, Dim::kNone, Split::kReplicated},
+    {"pre_feedforward_layernorm.weight", &LayerWeights::pre_feedforward_layernorm,
+     Presence::kSandwichNorms, Init::kNorm, Dim::kHidden, Dim::kNone, Split::kReplicated},
+    {"post_feedforward_layernorm.weight", &LayerWeights::post_feedforward_layernorm,
+     Presence::kSandwichNorms, Init::kNorm, Dim::kHidden, Dim::kNone, Split::kReplicated},
     {"mlp.gate_proj.weight", &LayerWeights::gate_proj, Presence::kDenseMlp, Init::kRandom,
      Dim::kInter, Dim::kHidden, Split::kMlpRows},
     {"mlp.gate_proj.bias", &LayerWeights::gate_proj_bias, Presence::kMlpBias, Init::kZeros,
@@ -194,6 +199,8 @@ absl::StatusOr<std::vector<Slot>> MakeSlots(const ModelConfig& config, ShardSpec
         return config.qk_norm;
       case Presence::kDenseMlp:
         return config.num_experts == 0;
+      case Presence::kSandwichNorms:
+        return config.sandwich_norms;
     }
     return false;
   };
@@ -250,7 +257,7 @@ absl::StatusOr<std::vector<Slot>> MakeSlots(const ModelConfig& config, ShardSpec
           Split::kMlpColumns);
     }
   }
-  add(std::string(kNormName), {hidden}, &weights.norm, Init::kOnes, Split::kReplicated);
+  add(std::string(kNormName), {hidden}, &weights.norm, Init::kNorm, Split::kReplicated);
   if (!config.tie_word_embeddings) {
     add(std::string(kLmHeadName), {vocab, hidden}, &weights.lm_head, Init::kRandom,
         Split::kVocabRows);
@@ -577,8 +584,8 @@ absl::StatusOr<ModelWeights> DummyWeights(const ModelConfig& config, uint64_t se
   for (const Slot& slot : slots) {
     HR_RETURN_IF_ERROR(FillSlot(slot, [&](int64_t first, absl::Span<float> out) {
       switch (slot.init) {
-        case Init::kOnes:
-          std::fill(out.begin(), out.end(), 1.0f);
+        case Init::kNorm:
+          std::fill(out.begin(), out.end(), config.norm_weight_offset ? 0.0f : 1.0f);
           break;
         case Init::kZeros:
           std::fill(out.begin(), out.end(), 0.0f);

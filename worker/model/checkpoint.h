@@ -47,24 +47,28 @@ struct ExpertWeights {
 // One decoder layer. Shapes with H = hidden_size, Q = num_attention_heads * head_dim,
 // KV = num_key_value_heads * head_dim, I = intermediate_size.
 struct LayerWeights {
-  HostTensor input_layernorm;           // [H]  RMSNorm weight before attention.
-  HostTensor q_proj;                    // [Q, H]
-  HostTensor k_proj;                    // [KV, H]
-  HostTensor v_proj;                    // [KV, H]
-  HostTensor o_proj;                    // [H, Q]
-  HostTensor q_proj_bias;               // [Q]   only when config.qkv_bias, else empty.
-  HostTensor k_proj_bias;               // [KV]  only when config.qkv_bias, else empty.
-  HostTensor v_proj_bias;               // [KV]  only when config.qkv_bias, else empty.
-  HostTensor q_norm;                    // [head_dim] only when config.qk_norm, else empty.
-  HostTensor k_norm;                    // [head_dim] only when config.qk_norm, else empty.
-  HostTensor o_proj_bias;               // [H]   only when config.o_proj_bias, else empty.
-  HostTensor post_attention_layernorm;  // [H]  RMSNorm weight before the MLP.
-  HostTensor gate_proj;                 // [I, H]
-  HostTensor up_proj;                   // [I, H]
-  HostTensor down_proj;                 // [H, I]
-  HostTensor gate_proj_bias;            // [I]   only when config.mlp_bias, else empty.
-  HostTensor up_proj_bias;              // [I]   only when config.mlp_bias, else empty.
-  HostTensor down_proj_bias;            // [H]   only when config.mlp_bias, else empty.
+  HostTensor input_layernorm;  // [H]  RMSNorm weight before attention.
+  HostTensor q_proj;           // [Q, H]
+  HostTensor k_proj;           // [KV, H]
+  HostTensor v_proj;           // [KV, H]
+  HostTensor o_proj;           // [H, Q]
+  HostTensor q_proj_bias;      // [Q]   only when config.qkv_bias, else empty.
+  HostTensor k_proj_bias;      // [KV]  only when config.qkv_bias, else empty.
+  HostTensor v_proj_bias;      // [KV]  only when config.qkv_bias, else empty.
+  HostTensor q_norm;           // [head_dim] only when config.qk_norm, else empty.
+  HostTensor k_norm;           // [head_dim] only when config.qk_norm, else empty.
+  HostTensor o_proj_bias;      // [H]   only when config.o_proj_bias, else empty.
+  // [H] RMSNorm weight before the MLP; with config.sandwich_norms (Gemma 2) the norm of the
+  // attention output instead, and pre_feedforward_layernorm is the MLP's input norm.
+  HostTensor post_attention_layernorm;
+  HostTensor pre_feedforward_layernorm;   // [H] only when config.sandwich_norms, else empty.
+  HostTensor post_feedforward_layernorm;  // [H] only when config.sandwich_norms: the MLP output's.
+  HostTensor gate_proj;                   // [I, H]
+  HostTensor up_proj;                     // [I, H]
+  HostTensor down_proj;                   // [H, I]
+  HostTensor gate_proj_bias;              // [I]   only when config.mlp_bias, else empty.
+  HostTensor up_proj_bias;                // [I]   only when config.mlp_bias, else empty.
+  HostTensor down_proj_bias;              // [H]   only when config.mlp_bias, else empty.
   // A mixture of experts (config.num_experts > 0) in place of gate/up/down_proj: the router and
   // each expert's MLP.
   HostTensor moe_router;               // [num_experts, H]
@@ -113,7 +117,8 @@ struct WeightSpec {
 
 // Seeded random weights for `dummy:<preset>` demos and benchmarks: projections and embeddings
 // drawn from a bell-shaped distribution with mean 0 and standard deviation 0.02 (Hugging Face's
-// init; the sum of four uniforms, bounded at +-0.0693), norms 1, biases 0. The values depend only
+// init; the sum of four uniforms, bounded at +-0.0693), norms 1 (as the model reads them: 0 where
+// the config stores norm weights as offsets from 1), biases 0. The values depend only
 // on (seed, tensor name, element index), computed with integer hashing and one rounding, so they
 // are identical across runs, compilers and machines, and any slice of a tensor can be reproduced
 // on its own: `shard` generates only that rank's part, the same values as the slice of the whole.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
@@ -55,6 +56,14 @@ absl::StatusOr<const float*> LlamaModel::UploadTensor(const std::vector<float>& 
   return device;
 }
 
+absl::StatusOr<const float*> LlamaModel::UploadNorm(const std::vector<float>& host,
+                                                    const std::string& what) {
+  if (!config_.norm_weight_offset) return UploadTensor(host, what);
+  std::vector<float> weight = host;
+  for (float& w : weight) w += 1.0f;
+  return UploadTensor(weight, what);
+}
+
 absl::Status LlamaModel::CheckShard(const ModelWeights& w) const {
   const auto rows = [](const HostTensor& t) { return t.shape.empty() ? int64_t{0} : t.shape[0]; };
   const int64_t layers = static_cast<int64_t>(w.layers.size());
@@ -87,7 +96,11 @@ absl::Status LlamaModel::Upload(const ModelWeights& w) {
     HR_ASSIGN_OR_RETURN(embed_tokens_, UploadTensor(table, "embed_tokens shard"));
     local_ids_.reserve(static_cast<size_t>(limits_.max_num_batched_tokens));
   }
-  HR_ASSIGN_OR_RETURN(final_norm_, UploadTensor(w.norm.data, "norm"));
+  HR_ASSIGN_OR_RETURN(final_norm_, UploadNorm(w.norm.data, "norm"));
+  // transformers multiplies by sqrt(hidden) as a tensor of the activations' dtype: float32 here.
+  if (config_.scale_embeddings) {
+    embed_scale_ = std::sqrt(static_cast<float>(config_.hidden_size));
+  }
   if (config_.tie_word_embeddings) {
     lm_head_ = embed_tokens_;
   } else {
@@ -110,19 +123,38 @@ absl::Status LlamaModel::Upload(const ModelWeights& w) {
     const LayerWeights& lw = w.layers[i];
     const std::string p = absl::StrCat("layer ", i, " ");
     DeviceLayer d;
-    HR_ASSIGN_OR_RETURN(d.input_norm, UploadTensor(lw.input_layernorm.data, p + "input_layernorm"));
+    HR_ASSIGN_OR_RETURN(d.input_norm, UploadNorm(lw.input_layernorm.data, p + "input_layernorm"));
     HR_ASSIGN_OR_RETURN(d.q_proj, UploadTensor(lw.q_proj.data, p + "q_proj"));
     HR_ASSIGN_OR_RETURN(d.k_proj, UploadTensor(lw.k_proj.data, p + "k_proj"));
     HR_ASSIGN_OR_RETURN(d.v_proj, UploadTensor(lw.v_proj.data, p + "v_proj"));
     HR_ASSIGN_OR_RETURN(d.q_bias, UploadTensor(lw.q_proj_bias.data, p + "q_bias"));
     HR_ASSIGN_OR_RETURN(d.k_bias, UploadTensor(lw.k_proj_bias.data, p + "k_bias"));
     HR_ASSIGN_OR_RETURN(d.v_bias, UploadTensor(lw.v_proj_bias.data, p + "v_bias"));
-    HR_ASSIGN_OR_RETURN(d.q_norm, UploadTensor(lw.q_norm.data, p + "q_norm"));
-    HR_ASSIGN_OR_RETURN(d.k_norm, UploadTensor(lw.k_norm.data, p + "k_norm"));
+    HR_ASSIGN_OR_RETURN(d.q_norm, UploadNorm(lw.q_norm.data, p + "q_norm"));
+    HR_ASSIGN_OR_RETURN(d.k_norm, UploadNorm(lw.k_norm.data, p + "k_norm"));
     HR_ASSIGN_OR_RETURN(d.o_proj, UploadTensor(lw.o_proj.data, p + "o_proj"));
     HR_ASSIGN_OR_RETURN(d.o_bias, UploadTensor(lw.o_proj_bias.data, p + "o_bias"));
-    HR_ASSIGN_OR_RETURN(d.post_norm,
-                        UploadTensor(lw.post_attention_layernorm.data, p + "post_norm"));
+    if (config_.sandwich_norms) {
+      // Gemma 2: post_attention_layernorm normalizes the attention output; the MLP's input norm
+      // is pre_feedforward_layernorm.
+      HR_ASSIGN_OR_RETURN(d.attn_out_norm, UploadNorm(lw.post_attention_layernorm.data,
+                                                      p + "post_attention_layernorm"));
+      HR_ASSIGN_OR_RETURN(d.post_norm, UploadNorm(lw.pre_feedforward_layernorm.data,
+                                                  p + "pre_feedforward_layernorm"));
+      HR_ASSIGN_OR_RETURN(d.mlp_out_norm, UploadNorm(lw.post_feedforward_layernorm.data,
+                                                     p + "post_feedforward_layernorm"));
+    } else {
+      HR_ASSIGN_OR_RETURN(d.post_norm,
+                          UploadNorm(lw.post_attention_layernorm.data, p + "post_norm"));
+    }
+    const double score_scalar = config_.query_pre_attn_scalar > 0
+                                    ? config_.query_pre_attn_scalar
+                                    : static_cast<double>(config_.head_dim);
+    d.attention = AttentionParams{.scale = 1.0f / std::sqrt(static_cast<float>(score_scalar)),
+                                  .softcap = static_cast<float>(config_.attn_logit_softcapping),
+                                  .sliding_window = static_cast<int32_t>(std::min<int64_t>(
+                                      LayerSlidingWindow(config_, static_cast<int64_t>(i)),
+                                      std::numeric_limits<int32_t>::max()))};
     // gate and up are fused into one GEMM: [gate rows; up rows].
     std::vector<float> gate_up = lw.gate_proj.data;
     gate_up.insert(gate_up.end(), lw.up_proj.data.begin(), lw.up_proj.data.end());
@@ -271,23 +303,34 @@ absl::Status LlamaModel::Layer(const DeviceLayer& l, int64_t n, const AttentionB
   HR_RETURN_IF_ERROR(
       b.Rotary(arena_.q, arena_.k, arena_.positions, inv_freq_, n, heads, kv_heads, head_dim));
   HR_RETURN_IF_ERROR(b.WriteKvCache(arena_.k, arena_.v, arena_.slot_mapping, n, l.kv));
-  HR_RETURN_IF_ERROR(b.PagedAttention(arena_.q, l.kv, batch, n, heads,
-                                      1.0f / std::sqrt(static_cast<float>(head_dim)), arena_.attn));
+  HR_RETURN_IF_ERROR(b.PagedAttention(arena_.q, l.kv, batch, n, heads, l.attention, arena_.attn));
   HR_RETURN_IF_ERROR(
       b.Linear(arena_.attn, l.o_proj, l.o_bias, n, hidden, heads * head_dim, arena_.proj));
   HR_RETURN_IF_ERROR(AllReduce(arena_.proj, n));
+  HR_RETURN_IF_ERROR(NormalizeOutput(l.attn_out_norm, n));
   // MLP block: x += attention out; h = norm2(x).
   HR_RETURN_IF_ERROR(
       b.AddRmsNorm(arena_.residual, arena_.proj, l.post_norm, n, hidden, eps, arena_.hidden));
   if (l.moe.num_experts > 0) {
     HR_RETURN_IF_ERROR(b.MoeMlp(arena_.hidden, l.moe, n, hidden, arena_.proj));
-    return AllReduce(arena_.proj, n);
+  } else {
+    HR_RETURN_IF_ERROR(
+        b.Linear(arena_.hidden, l.gate_up, l.gate_up_bias, n, 2 * inter, hidden, arena_.gate_up));
+    HR_RETURN_IF_ERROR(config_.hidden_activation == Activation::kGeluTanh
+                           ? b.GeluTanhAndMul(arena_.gate_up, n, inter, arena_.act)
+                           : b.SiluAndMul(arena_.gate_up, n, inter, arena_.act));
+    HR_RETURN_IF_ERROR(
+        b.Linear(arena_.act, l.down_proj, l.down_bias, n, hidden, inter, arena_.proj));
   }
-  HR_RETURN_IF_ERROR(
-      b.Linear(arena_.hidden, l.gate_up, l.gate_up_bias, n, 2 * inter, hidden, arena_.gate_up));
-  HR_RETURN_IF_ERROR(b.SiluAndMul(arena_.gate_up, n, inter, arena_.act));
-  HR_RETURN_IF_ERROR(b.Linear(arena_.act, l.down_proj, l.down_bias, n, hidden, inter, arena_.proj));
-  return AllReduce(arena_.proj, n);
+  HR_RETURN_IF_ERROR(AllReduce(arena_.proj, n));
+  return NormalizeOutput(l.mlp_out_norm, n);
+}
+
+absl::Status LlamaModel::NormalizeOutput(const float* norm, int64_t n) {
+  if (norm == nullptr) return absl::OkStatus();
+  // After the all-reduce: the norm needs the whole sum, and every rank computes the same rows.
+  return backend_->RmsNorm(arena_.proj, norm, n, config_.hidden_size,
+                           static_cast<float>(config_.rms_norm_eps), arena_.proj);
 }
 
 absl::Status LlamaModel::AllReduce(float* data, int64_t n) {
@@ -308,8 +351,8 @@ absl::Status LlamaModel::Forward(const ForwardInput& input, std::vector<float>* 
                              .max_blocks_per_seq = max_blocks_per_seq_};
   Backend& b = *backend_;
   const int64_t embed_rows = tp_ == 1 ? config_.vocab_size : shard_.vocab_rows + 1;
-  HR_RETURN_IF_ERROR(
-      b.Embedding(embed_tokens_, arena_.token_ids, n, embed_rows, hidden, arena_.residual));
+  HR_RETURN_IF_ERROR(b.Embedding(embed_tokens_, arena_.token_ids, n, embed_rows, hidden,
+                                 embed_scale_, arena_.residual));
   HR_RETURN_IF_ERROR(AllReduce(arena_.residual, n));  // the vocabulary slices' lookups
   HR_RETURN_IF_ERROR(
       b.RmsNorm(arena_.residual, layers_.front().input_norm, n, hidden, eps, arena_.hidden));
@@ -351,6 +394,10 @@ absl::Status LlamaModel::Logits(int64_t rows, std::vector<float>* logits) {
   const int64_t slice = shard_.vocab_rows;
   HR_RETURN_IF_ERROR(b.Linear(arena_.last_hidden, lm_head_, nullptr, rows, slice,
                               config_.hidden_size, arena_.logits));
+  if (config_.final_logit_softcapping > 0) {
+    HR_RETURN_IF_ERROR(b.SoftCap(arena_.logits, rows * slice,
+                                 static_cast<float>(config_.final_logit_softcapping)));
+  }
   if (tp_ == 1) {
     // NOTE: host <-> device synchronisation, once per step: the sampler reads the logits.
     b.CopyToHost(logits->data(), arena_.logits, logits->size() * sizeof(float));

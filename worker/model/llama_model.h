@@ -1,5 +1,6 @@
 // LlamaModel: the decoder-only forward pass of the Llama family (Llama 2/3/3.1, Mistral, Qwen2,
-// Qwen3), written once against the Backend interface.
+// Qwen3, Gemma 2, and the mixtures of experts Mixtral and Qwen3-MoE), written once against the
+// Backend interface.
 //
 //   x = embed(tokens)
 //   for each layer:  h = norm1(x);  x += o_proj(attention(rope(q(h)), rope(k(h)), v(h)))
@@ -7,6 +8,10 @@
 //   logits = lm_head(norm(x))      only for the rows that sample
 // Qwen3 normalizes each head of q(h) and k(h) (RMSNorm over head_dim, q_norm / k_norm) before
 // rope. Mixtral and Qwen3-MoE run each token's MLP through its top-k experts (Backend::MoeMlp).
+// Gemma 2 scales the embeddings by sqrt(hidden), normalizes the attention and MLP outputs before
+// adding them (x += norm(attention(...)), x += norm(mlp(...))), uses gelu_tanh for silu, (1 + w)
+// norm weights, query_pre_attn_scalar^-0.5 as the score scale, soft-capped scores and logits, and
+// a sliding window on its even layers (ModelConfig says which model does what).
 //
 // Every device buffer (weights, KV cache, activation arena sized for max_num_batched_tokens and
 // max_num_seqs) is allocated in Create(); Forward() never allocates device memory (the CPU
@@ -84,26 +89,29 @@ class LlamaModel {
   struct DeviceLayer {
     const float* input_norm = nullptr;  // [hidden]
     // Shapes per rank: heads, kv_heads and intermediate are the rank's shard (kvcache::ShardOf).
-    const float* q_proj = nullptr;        // [heads * head_dim, hidden]
-    const float* k_proj = nullptr;        // [kv_heads * head_dim, hidden]
-    const float* v_proj = nullptr;        // [kv_heads * head_dim, hidden]
-    const float* q_bias = nullptr;        // [heads * head_dim] or null
-    const float* k_bias = nullptr;        // [kv_heads * head_dim] or null
-    const float* v_bias = nullptr;        // [kv_heads * head_dim] or null
-    const float* q_norm = nullptr;        // [head_dim] or null (Qwen3's per-head norms)
-    const float* k_norm = nullptr;        // [head_dim] or null
-    const float* o_proj = nullptr;        // [hidden, heads * head_dim]
-    const float* o_bias = nullptr;        // [hidden] or null (rank 0 only)
-    const float* post_norm = nullptr;     // [hidden]
-    const float* gate_up = nullptr;       // [2 * intermediate, hidden]: gate rows, then up rows
-    const float* gate_up_bias = nullptr;  // [2 * intermediate] or null
-    const float* down_proj = nullptr;     // [hidden, intermediate]
-    const float* down_bias = nullptr;     // [hidden] or null (rank 0 only)
+    const float* q_proj = nullptr;         // [heads * head_dim, hidden]
+    const float* k_proj = nullptr;         // [kv_heads * head_dim, hidden]
+    const float* v_proj = nullptr;         // [kv_heads * head_dim, hidden]
+    const float* q_bias = nullptr;         // [heads * head_dim] or null
+    const float* k_bias = nullptr;         // [kv_heads * head_dim] or null
+    const float* v_bias = nullptr;         // [kv_heads * head_dim] or null
+    const float* q_norm = nullptr;         // [head_dim] or null (Qwen3's per-head norms)
+    const float* k_norm = nullptr;         // [head_dim] or null
+    const float* o_proj = nullptr;         // [hidden, heads * head_dim]
+    const float* o_bias = nullptr;         // [hidden] or null (rank 0 only)
+    const float* post_norm = nullptr;      // [hidden]: the MLP's input norm
+    const float* attn_out_norm = nullptr;  // [hidden] or null: the attention output's (Gemma 2)
+    const float* mlp_out_norm = nullptr;   // [hidden] or null: the MLP output's (Gemma 2)
+    const float* gate_up = nullptr;        // [2 * intermediate, hidden]: gate rows, then up rows
+    const float* gate_up_bias = nullptr;   // [2 * intermediate] or null
+    const float* down_proj = nullptr;      // [hidden, intermediate]
+    const float* down_bias = nullptr;      // [hidden] or null (rank 0 only)
     // A mixture of experts in place of gate_up / down (moe.num_experts > 0): the router
     // [experts, hidden], each expert's gate_up [experts, 2 * intermediate, hidden] and down
     // [experts, hidden, intermediate].
     MoeExperts moe;
     KvCacheLayer kv;
+    AttentionParams attention;  // score scale, softcap and this layer's sliding window
   };
 
   // The activation arena and per-step metadata, sized by ModelLimits.
@@ -139,6 +147,11 @@ class LlamaModel {
   absl::StatusOr<float*> AllocateFloats(int64_t count, const std::string& what);
   absl::StatusOr<const float*> UploadTensor(const std::vector<float>& host,
                                             const std::string& what);
+  // An RMSNorm weight as the kernels multiply by it: 1 + w where the checkpoint stores offsets
+  // from 1 (Gemma), w otherwise.
+  absl::StatusOr<const float*> UploadNorm(const std::vector<float>& host, const std::string& what);
+  // The [n, hidden] result in arena_.proj RMS-normalized in place by `norm` (null: left as is).
+  absl::Status NormalizeOutput(const float* norm, int64_t n);
   absl::Status CheckShard(const ModelWeights& weights) const;
   absl::Status CopyInput(const ForwardInput& input);
   absl::Status Layer(const DeviceLayer& layer, int64_t n, const AttentionBatch& batch);
@@ -162,6 +175,7 @@ class LlamaModel {
   const float* final_norm_ = nullptr;  // [hidden]
   const float* lm_head_ = nullptr;     // [vocab_rows, hidden] (the embedding when tied)
   const float* inv_freq_ = nullptr;    // [head_dim / 2]
+  float embed_scale_ = 1.0f;           // sqrt(hidden) for Gemma, else 1
   std::vector<DeviceLayer> layers_;
   Arena arena_;
   std::vector<int32_t> local_ids_;    // [T] host: token ids as rows of embed_tokens_ (tp > 1)

@@ -1,5 +1,6 @@
 #include "worker/model/model_config.h"
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -25,10 +26,17 @@ inline constexpr std::string_view kQwen2 = "Qwen2ForCausalLM";
 inline constexpr std::string_view kQwen3 = "Qwen3ForCausalLM";
 inline constexpr std::string_view kMixtral = "MixtralForCausalLM";
 inline constexpr std::string_view kQwen3Moe = "Qwen3MoeForCausalLM";
+inline constexpr std::string_view kGemma2 = "Gemma2ForCausalLM";
 inline constexpr std::string_view kDummyPrefix = "dummy:";
 
 // MistralConfig's default when config.json has no sliding_window key (transformers behaviour).
 inline constexpr int64_t kMistralDefaultSlidingWindow = 4096;
+
+// Gemma2Config's defaults for keys config.json may leave out (transformers 4.46).
+inline constexpr int64_t kGemma2DefaultSlidingWindow = 4096;
+inline constexpr double kGemma2DefaultQueryPreAttnScalar = 224;
+inline constexpr double kGemma2DefaultAttnSoftcap = 50.0;
+inline constexpr double kGemma2DefaultFinalSoftcap = 30.0;
 
 std::string Describe(const Json& value) {
   std::string text = value.dump();
@@ -212,6 +220,10 @@ absl::Status ReadBiasesAndWindow(const FieldReader& reader, ModelConfig& config)
     config.qkv_bias = attention_bias;
     config.o_proj_bias = attention_bias;
     HR_ASSIGN_OR_RETURN(config.mlp_bias, reader.Bool("mlp_bias", false));
+  } else if (config.architecture == kGemma2) {
+    HR_ASSIGN_OR_RETURN(const bool attention_bias, reader.Bool("attention_bias", false));
+    config.qkv_bias = attention_bias;
+    config.o_proj_bias = attention_bias;
   } else if (config.architecture == kMixtral) {
     // MixtralConfig's sliding_window defaults to none (Mistral's to 4096).
     HR_ASSIGN_OR_RETURN(config.sliding_window, reader.OptionalPositiveInt("sliding_window"));
@@ -221,6 +233,61 @@ absl::Status ReadBiasesAndWindow(const FieldReader& reader, ModelConfig& config)
                         reader.OptionalPositiveInt("sliding_window"));
     config.sliding_window =
         reader.Has("sliding_window") ? window : std::optional(kMistralDefaultSlidingWindow);
+  }
+  return absl::OkStatus();
+}
+
+// A softcap key: absent takes Gemma2Config's default, null means none, else positive.
+absl::StatusOr<double> ReadSoftcap(const FieldReader& reader, std::string_view field,
+                                   double default_value) {
+  if (!reader.Has(field)) return default_value;
+  HR_ASSIGN_OR_RETURN(const std::optional<double> value, reader.OptionalNumber(field));
+  if (!value) return 0.0;
+  if (!(*value > 0) || !std::isfinite(*value)) {
+    return reader.Error(field, absl::StrCat("must be positive or null, got ", *value));
+  }
+  return *value;
+}
+
+// Gemma 2: (1 + w) norms, sqrt(hidden)-scaled embeddings, norms around attention and the MLP,
+// query_pre_attn_scalar, soft-capped attention scores and logits, and a sliding window on the
+// even layers.
+absl::Status ReadGemma2(const FieldReader& reader, ModelConfig& config) {
+  config.norm_weight_offset = true;
+  config.scale_embeddings = true;
+  config.sandwich_norms = true;
+  config.sliding_window_pattern = 2;
+  HR_ASSIGN_OR_RETURN(const std::optional<int64_t> window,
+                      reader.OptionalPositiveInt("sliding_window"));
+  config.sliding_window = window.value_or(kGemma2DefaultSlidingWindow);
+  HR_ASSIGN_OR_RETURN(
+      config.query_pre_attn_scalar,
+      reader.PositiveNumber("query_pre_attn_scalar", kGemma2DefaultQueryPreAttnScalar));
+  HR_ASSIGN_OR_RETURN(config.attn_logit_softcapping,
+                      ReadSoftcap(reader, "attn_logit_softcapping", kGemma2DefaultAttnSoftcap));
+  HR_ASSIGN_OR_RETURN(config.final_logit_softcapping,
+                      ReadSoftcap(reader, "final_logit_softcapping", kGemma2DefaultFinalSoftcap));
+  return absl::OkStatus();
+}
+
+// The MLP's activation: Gemma 2 reads hidden_activation (transformers ignores its hidden_act),
+// the others hidden_act.
+absl::Status ReadActivation(const FieldReader& reader, ModelConfig& config) {
+  const bool gemma = config.architecture == kGemma2;
+  const std::string_view field = gemma ? "hidden_activation" : "hidden_act";
+  HR_ASSIGN_OR_RETURN(const std::optional<std::string> activation, reader.OptionalString(field));
+  const std::string name = activation.value_or(gemma ? "gelu_pytorch_tanh" : "silu");
+  if (name == "silu") {
+    config.hidden_activation = Activation::kSilu;
+  } else if (name == "gelu_pytorch_tanh" || name == "gelu_new") {
+    config.hidden_activation = Activation::kGeluTanh;
+  } else {
+    return reader.Error(field, absl::StrCat("names unsupported activation \"", name,
+                                            "\"; supported: silu, gelu_pytorch_tanh, gelu_new"));
+  }
+  if (config.num_experts > 0 && config.hidden_activation != Activation::kSilu) {
+    return reader.Error(field, absl::StrCat("names activation \"", name,
+                                            "\"; a mixture of experts supports only silu"));
   }
   return absl::OkStatus();
 }
@@ -272,9 +339,16 @@ absl::Status ReadExperts(const FieldReader& reader, ModelConfig& config) {
 
 const std::vector<std::string>& SupportedArchitectures() {
   static const std::vector<std::string>* const kArchitectures = new std::vector<std::string>{
-      std::string(kLlama), std::string(kMistral), std::string(kMixtral),
-      std::string(kQwen2), std::string(kQwen3),   std::string(kQwen3Moe)};
+      std::string(kLlama), std::string(kMistral),  std::string(kMixtral), std::string(kQwen2),
+      std::string(kQwen3), std::string(kQwen3Moe), std::string(kGemma2)};
   return *kArchitectures;
+}
+
+int64_t LayerSlidingWindow(const ModelConfig& config, int64_t layer) {
+  if (!config.sliding_window) return 0;
+  const int64_t pattern = config.sliding_window_pattern;
+  if (pattern >= 2 && (layer + 1) % pattern == 0) return 0;
+  return *config.sliding_window;
 }
 
 absl::StatusOr<ModelConfig> ParseModelConfigJson(std::string_view json_text,
@@ -330,7 +404,9 @@ absl::StatusOr<ModelConfig> ParseModelConfigJson(std::string_view json_text,
     config.head_dim = config.hidden_size / config.num_attention_heads;
   }
 
-  HR_ASSIGN_OR_RETURN(config.tie_word_embeddings, reader.Bool("tie_word_embeddings", false));
+  // Gemma2Config ties the embeddings unless told otherwise; the others do not.
+  HR_ASSIGN_OR_RETURN(config.tie_word_embeddings,
+                      reader.Bool("tie_word_embeddings", config.architecture == kGemma2));
   HR_ASSIGN_OR_RETURN(config.rms_norm_eps, reader.PositiveNumber("rms_norm_eps", 1e-6));
   HR_ASSIGN_OR_RETURN(config.rope_theta, reader.PositiveNumber("rope_theta", 10000.0));
   HR_RETURN_IF_ERROR(ReadRopeScaling(reader, path, config));
@@ -348,15 +424,10 @@ absl::StatusOr<ModelConfig> ParseModelConfigJson(std::string_view json_text,
     config.torch_dtype = *parsed;
   }
 
-  HR_ASSIGN_OR_RETURN(const std::optional<std::string> activation,
-                      reader.OptionalString("hidden_act"));
-  if (activation && *activation != "silu") {
-    return reader.Error("hidden_act", absl::StrCat("names unsupported activation \"", *activation,
-                                                   "\"; supported: silu"));
-  }
-
   HR_RETURN_IF_ERROR(ReadBiasesAndWindow(reader, config));
   HR_RETURN_IF_ERROR(ReadExperts(reader, config));
+  HR_RETURN_IF_ERROR(ReadActivation(reader, config));
+  if (config.architecture == kGemma2) HR_RETURN_IF_ERROR(ReadGemma2(reader, config));
   return config;
 }
 

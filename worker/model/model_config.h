@@ -1,6 +1,6 @@
 // ModelConfig: the shape of a decoder-only transformer, parsed from a Hugging Face config.json
-// (LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM) or taken from a
-// built-in preset
+// (SupportedArchitectures(): Llama, Mistral, Mixtral, Qwen2, Qwen3, Qwen3-MoE, Gemma 2) or taken
+// from a built-in preset
 // (`dummy:<preset>`, the real shapes of published checkpoints, for plans, demos and benchmarks).
 //
 // Errors name the path and the field: NotFoundError for a missing directory or config.json,
@@ -27,6 +27,12 @@ struct RopeScaling {
   double low_freq_factor = 1.0;   // Band edge: wavelengths above orig/low scale fully.
   double high_freq_factor = 1.0;  // Band edge: wavelengths below orig/high untouched.
   int64_t original_max_position_embeddings = 0;  // Context the model was pretrained at (8192).
+};
+
+// The gate activation of the MLP: out = act(gate) * up.
+enum class Activation : uint8_t {
+  kSilu,      // "silu" (Llama, Mistral, Qwen)
+  kGeluTanh,  // "gelu_pytorch_tanh" / "gelu_new": GELU's tanh approximation (Gemma 2)
 };
 
 struct ModelConfig {
@@ -59,10 +65,33 @@ struct ModelConfig {
   int64_t num_experts = 0;
   int64_t num_experts_per_tok = 0;
   bool norm_topk_prob = true;
-  // Sliding-window attention width when the checkpoint uses one (Mistral-7B-v0.1: 4096). The
+  // Sliding-window attention width when the checkpoint uses one (Mistral-7B-v0.1: 4096; Gemma 2:
+  // 4096 on its even layers). A query attends its own position and the window - 1 before it. The
   // memory plan does not exploit it: KV is provisioned for the full context.
   std::optional<int64_t> sliding_window;
+  // Which layers use the window: 0, every layer (Mistral); N >= 2, layer i when (i + 1) % N != 0
+  // (Gemma 2's 2: the even layers).
+  int64_t sliding_window_pattern = 0;
+
+  Activation hidden_activation = Activation::kSilu;
+  // Gemma: each RMSNorm multiplies by (1 + weight); the checkpoint stores the offset from 1.
+  bool norm_weight_offset = false;
+  // Gemma: the embedding rows are multiplied by sqrt(hidden_size) on the way in (not the LM head).
+  bool scale_embeddings = false;
+  // Gemma 2: the attention output and the MLP output are RMS-normalized too, before each is added
+  // to the residual (post_attention_layernorm, post_feedforward_layernorm), and the MLP's input
+  // norm is pre_feedforward_layernorm.
+  bool sandwich_norms = false;
+  // Attention scores are q . k * query_pre_attn_scalar^-0.5 (Gemma 2); 0: head_dim^-0.5.
+  double query_pre_attn_scalar = 0;
+  // 0: none. Otherwise soft-capped, cap * tanh(x / cap): the attention scores (Gemma 2's
+  // attn_logit_softcapping) and the final logits (final_logit_softcapping).
+  double attn_logit_softcapping = 0;
+  double final_logit_softcapping = 0;
 };
+
+// The sliding window of decoder layer `layer` (0: the layer attends the whole context).
+[[nodiscard]] int64_t LayerSlidingWindow(const ModelConfig& config, int64_t layer);
 
 // Architectures LoadModelConfig accepts, in the order error messages list them.
 [[nodiscard]] const std::vector<std::string>& SupportedArchitectures();

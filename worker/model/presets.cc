@@ -120,6 +120,26 @@ std::vector<Preset> MakePresets() {
   qwen3_moe.rope_theta = 1000000.0;
   presets.push_back({"qwen3-30b-a3b", qwen3_moe});
 
+  // google/gemma-2-2b: head_dim 256, 4 KV heads, tied 256000-row vocabulary, float32 checkpoint,
+  // a 4096-token sliding window on the even layers, soft-capped attention scores (50) and logits
+  // (30), query_pre_attn_scalar 256, 8192 positions.
+  ModelConfig gemma2_2b = Llama(26, 2304, 8, 4, 9216, 256000, 8192);
+  gemma2_2b.architecture = "Gemma2ForCausalLM";
+  gemma2_2b.head_dim = 256;
+  gemma2_2b.tie_word_embeddings = true;
+  gemma2_2b.torch_dtype = DType::kFloat32;
+  gemma2_2b.rms_norm_eps = 1e-6;
+  gemma2_2b.hidden_activation = Activation::kGeluTanh;
+  gemma2_2b.norm_weight_offset = true;
+  gemma2_2b.scale_embeddings = true;
+  gemma2_2b.sandwich_norms = true;
+  gemma2_2b.query_pre_attn_scalar = 256;
+  gemma2_2b.attn_logit_softcapping = 50.0;
+  gemma2_2b.final_logit_softcapping = 30.0;
+  gemma2_2b.sliding_window = 4096;
+  gemma2_2b.sliding_window_pattern = 2;
+  presets.push_back({"gemma-2-2b", gemma2_2b});
+
   for (Preset& preset : presets)
     preset.config.source = absl::StrCat("dummy:", std::string(preset.name));
   std::sort(presets.begin(), presets.end(),

@@ -23,6 +23,7 @@ kvcache::ModelDims ModelDimsOf(const ModelConfig& config) {
                             .o_proj_bias = config.o_proj_bias,
                             .mlp_bias = config.mlp_bias,
                             .qk_norm = config.qk_norm,
+                            .sandwich_norms = config.sandwich_norms,
                             .num_experts = config.num_experts,
                             .num_experts_per_tok = config.num_experts_per_tok};
 }
