@@ -30,6 +30,11 @@ Writes tests/worker/fixtures/<name>/ for three small SEEDED RANDOM checkpoints:
               logits at 5 (small caps, so tanh bends them), and a 16-token sliding window on layer 0
               (even layers) that prompts of 23 and 61 tokens exceed; 2 layers, hidden 64, 4 heads /
               2 kv heads, saved in bfloat16.
+  phi3-fused  Phi3ForCausalLM (Phi-3 / Phi-4's layout) with transformers' own Phi3: q, k and v in
+              one fused qkv_proj [q + 2 kv, hidden] and gate and up in one gate_up_proj
+              [2 intermediate, hidden], GQA 4/2, untied, and a 12-token sliding window on every
+              layer (Phi-3-mini-4k's 2047, scaled down) that the longer prompts exceed; saved in
+              bfloat16 and sharded into 2 files.
   qwen3-moe   Qwen3MoeForCausalLM (Qwen3-30B-A3B's layout): qwen3-qknorm's attention, untied, and
               8 experts of intermediate 32, top 2, norm_topk_prob. The reference is transformers
               4.46's Qwen2MoeForCausalLM (the same sparse block: softmax, top-k, renormalized
@@ -75,7 +80,7 @@ import torch
 import transformers
 from safetensors.torch import load_file, save_file
 from transformers import (AutoModelForCausalLM, Gemma2Config, LlamaConfig, MixtralConfig,
-                          Qwen2Config, Qwen2MoeConfig)
+                          Phi3Config, Qwen2Config, Qwen2MoeConfig)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OUT = os.path.join(ROOT, "tests", "worker", "fixtures")
@@ -143,6 +148,15 @@ def gemma2_config():
         initializer_range=INIT_STD, bos_token_id=1, eos_token_id=2, pad_token_id=0)
 
 
+def phi3_config():
+    return Phi3Config(
+        vocab_size=256, hidden_size=64, intermediate_size=96, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256,
+        original_max_position_embeddings=256, rope_theta=250000.0, rms_norm_eps=1e-5,
+        tie_word_embeddings=False, sliding_window=12, rope_scaling=None,
+        initializer_range=INIT_STD, bos_token_id=1, eos_token_id=2, pad_token_id=0)
+
+
 MODELS = [
     # name, config factory, save dtype, shards, seed
     ("llama-gqa", llama_gqa_config, torch.bfloat16, 2, 1234),
@@ -150,6 +164,7 @@ MODELS = [
     ("llama-tied", llama_tied_config, torch.float32, 1, 9012),
     ("mixtral-moe", mixtral_moe_config, torch.bfloat16, 1, 2468),
     ("gemma2-softcap", gemma2_config, torch.bfloat16, 1, 1357),
+    ("phi3-fused", phi3_config, torch.bfloat16, 2, 8643),
 ]
 
 
@@ -406,7 +421,7 @@ def generate_model(name, make_config, dtype, shards, seed):
         assert "lm_head.weight" not in saved
         assert ref.lm_head.weight.data_ptr() == ref.model.embed_tokens.weight.data_ptr()
 
-    if config.model_type == "gemma2":
+    if config.model_type in ("gemma2", "phi3"):
         check_window_bites(ref, config)
     finish_fixture(name, out_dir, ref, config.vocab_size, seed, dtype, files, saved)
 
@@ -418,13 +433,18 @@ def check_window_bites(model, config):
     with torch.no_grad():
         windowed = model(input_ids=ids, use_cache=False).logits[0]
         saved = model.config.sliding_window
-        for layer in model.model.layers:
-            layer.sliding_window = 10**6
-            layer.self_attn.sliding_window = None
+        if config.model_type == "phi3":  # Phi3's causal mask reads config.sliding_window
+            model.config.sliding_window = None
+        else:  # Gemma2's decoder layers apply their own
+            for layer in model.model.layers:
+                layer.sliding_window = 10**6
+                layer.self_attn.sliding_window = None
         unwindowed = model(input_ids=ids, use_cache=False).logits[0]
-        for layer in model.model.layers:
-            layer.sliding_window = saved
-            layer.self_attn.sliding_window = saved if layer.is_sliding else None
+        model.config.sliding_window = saved
+        if config.model_type != "phi3":
+            for layer in model.model.layers:
+                layer.sliding_window = saved
+                layer.self_attn.sliding_window = saved if layer.is_sliding else None
     w = config.sliding_window
     assert torch.equal(windowed[:w], unwindowed[:w]), "positions inside the window must agree"
     diff = float((windowed[w:] - unwindowed[w:]).abs().max())

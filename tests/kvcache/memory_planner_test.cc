@@ -115,6 +115,17 @@ ModelDims Gemma2_2B() {  // head_dim 256 != 2304 / 8; four norms per layer; tied
           .sandwich_norms = true};
 }
 
+ModelDims Phi4() {  // Phi3ForCausalLM: fused qkv / gate_up in the checkpoint, same count
+  return {.num_layers = 40,
+          .hidden_size = 5120,
+          .intermediate_size = 17920,
+          .num_attention_heads = 40,
+          .num_kv_heads = 10,
+          .head_dim = 128,
+          .vocab_size = 100352,
+          .max_position_embeddings = 16384};
+}
+
 ModelDims Qwen3_30B_A3B() {  // intermediate_size: each expert's (moe_intermediate_size)
   return {.num_layers = 48,
           .hidden_size = 2048,
@@ -138,7 +149,8 @@ constexpr int64_t kQwen2_7BParams = 7'615'616'512;
 constexpr int64_t kQwen3_8BParams = 8'190'735'360;  // q_norm / k_norm: 2 x 128 per layer
 constexpr int64_t kMixtral8x7BParams = 46'702'792'704;
 constexpr int64_t kQwen3_30B_A3BParams = 30'532'122'624;
-constexpr int64_t kGemma2_2BParams = 2'614'341'888;  // pre/post_feedforward_layernorm: 2 x 2304
+constexpr int64_t kGemma2_2BParams = 2'614'341'888;
+constexpr int64_t kPhi4Params = 14'659'507'200;  // pre/post_feedforward_layernorm: 2 x 2304
 
 constexpr int64_t GiBBytes(double gib) {
   return static_cast<int64_t>(gib * static_cast<double>(kGiB));
@@ -185,15 +197,16 @@ TEST(MemoryPlannerTest, WeightsMatchPublishedParameterCounts) {
     ModelDims dims;
     int64_t params;
   };
-  for (const Case& c : {Case{"llama-3-8b", Llama3_8B(), kLlama3_8BParams},
-                        Case{"llama-3-70b", Llama3_70B(), kLlama3_70BParams},
-                        Case{"llama-2-7b", Llama2_7B(), kLlama2_7BParams},
-                        Case{"mistral-7b", Mistral7B(), kMistral7BParams},
-                        Case{"qwen2-7b", Qwen2_7B(), kQwen2_7BParams},
-                        Case{"qwen3-8b", Qwen3_8B(), kQwen3_8BParams},
-                        Case{"mixtral-8x7b", Mixtral8x7B(), kMixtral8x7BParams},
-                        Case{"qwen3-30b-a3b", Qwen3_30B_A3B(), kQwen3_30B_A3BParams},
-                        Case{"gemma-2-2b", Gemma2_2B(), kGemma2_2BParams}}) {
+  for (const Case& c :
+       {Case{"llama-3-8b", Llama3_8B(), kLlama3_8BParams},
+        Case{"llama-3-70b", Llama3_70B(), kLlama3_70BParams},
+        Case{"llama-2-7b", Llama2_7B(), kLlama2_7BParams},
+        Case{"mistral-7b", Mistral7B(), kMistral7BParams},
+        Case{"qwen2-7b", Qwen2_7B(), kQwen2_7BParams},
+        Case{"qwen3-8b", Qwen3_8B(), kQwen3_8BParams},
+        Case{"mixtral-8x7b", Mixtral8x7B(), kMixtral8x7BParams},
+        Case{"qwen3-30b-a3b", Qwen3_30B_A3B(), kQwen3_30B_A3BParams},
+        Case{"gemma-2-2b", Gemma2_2B(), kGemma2_2BParams}, Case{"phi-4", Phi4(), kPhi4Params}}) {
     MemoryPlanInput input = Input(c.dims, 1024, 4096);  // Big enough for all of them.
     const MemoryPlan plan = MustPlan(input);
     EXPECT_EQ(plan.weight_params_per_rank, c.params) << c.name;

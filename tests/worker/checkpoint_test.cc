@@ -270,6 +270,81 @@ TEST(CheckpointTest, Qwen3HasPerHeadQkNormsAndNoBiases) {
               HasSubstr("missing tensor \"model.layers.0.self_attn.q_norm.weight\""));
 }
 
+// Phi-3's fused qkv_proj and gate_up_proj load as their parts: torch's record of each fused
+// tensor (its first and last elements, its sums) is the parts' joined in order.
+TEST(CheckpointTest, Phi3FusedProjectionsLoadAsTheirParts) {
+  const ModelConfig config = FixtureConfig("phi3-fused");
+  EXPECT_EQ(config.architecture, "Phi3ForCausalLM");
+  EXPECT_TRUE(config.fused_projections);
+  EXPECT_EQ(config.sliding_window, 12);
+  absl::StatusOr<ModelWeights> weights =
+      LoadWeights(config, testdata::FixtureDir("phi3-fused").string());
+  ASSERT_TRUE(weights.ok()) << weights.status();
+  const Json probe = ReadJson(testdata::FixtureDir("phi3-fused") / "weights_probe.json");
+  const Json& tensors = probe.at("tensors");
+  for (size_t i = 0; i < weights->layers.size(); ++i) {
+    const LayerWeights& layer = weights->layers[i];
+    EXPECT_THAT(layer.q_proj.shape, ElementsAre(64, 64));
+    EXPECT_THAT(layer.k_proj.shape, ElementsAre(32, 64));
+    EXPECT_THAT(layer.v_proj.shape, ElementsAre(32, 64));
+    EXPECT_THAT(layer.gate_proj.shape, ElementsAre(96, 64));
+    EXPECT_THAT(layer.up_proj.shape, ElementsAre(96, 64));
+    for (const auto& [fused, parts] :
+         {std::pair{"self_attn.qkv_proj.weight",
+                    std::vector<const HostTensor*>{&layer.q_proj, &layer.k_proj, &layer.v_proj}},
+          std::pair{"mlp.gate_up_proj.weight",
+                    std::vector<const HostTensor*>{&layer.gate_proj, &layer.up_proj}}}) {
+      const std::string name = absl::StrCat("model.layers.", i, ".", fused);
+      SCOPED_TRACE(name);
+      const Json& entry = tensors.at(name);
+      std::vector<float> joined;
+      for (const HostTensor* part : parts) {
+        joined.insert(joined.end(), part->data.begin(), part->data.end());
+      }
+      const std::vector<int64_t> shape = entry.at("shape").get<std::vector<int64_t>>();
+      ASSERT_EQ(static_cast<int64_t>(joined.size()), shape[0] * shape[1]);
+      const std::vector<double> first = entry.at("first").get<std::vector<double>>();
+      for (size_t e = 0; e < first.size(); ++e) EXPECT_EQ(static_cast<double>(joined[e]), first[e]);
+      EXPECT_EQ(static_cast<double>(joined.back()), entry.at("last").get<double>());
+      double sum = 0;
+      double sum_squares = 0;
+      for (const float v : joined) {
+        sum += static_cast<double>(v);
+        sum_squares += static_cast<double>(v) * static_cast<double>(v);
+      }
+      const double want_squares = entry.at("sum_squares").get<double>();
+      EXPECT_NEAR(sum, entry.at("sum").get<double>(), 1e-9 * (1 + want_squares));
+      EXPECT_NEAR(sum_squares, want_squares, 1e-9 * (1 + want_squares));
+    }
+  }
+  // The checkpoint's tensor list names the fused tensors once, with their fused shapes.
+  const absl::StatusOr<std::vector<WeightSpec>> specs = ExpectedWeights(config);
+  ASSERT_TRUE(specs.ok()) << specs.status();
+  std::set<std::string> expected;
+  for (const WeightSpec& spec : *specs) {
+    expected.insert(spec.name);
+    if (spec.name == "model.layers.1.self_attn.qkv_proj.weight") {
+      EXPECT_THAT(spec.shape, ElementsAre(128, 64));
+    }
+    if (spec.name == "model.layers.1.mlp.gate_up_proj.weight") {
+      EXPECT_THAT(spec.shape, ElementsAre(192, 64));
+    }
+  }
+  std::set<std::string> recorded;
+  for (const auto& [tensor_name, entry] : tensors.items()) recorded.insert(tensor_name);
+  EXPECT_EQ(expected, recorded);
+
+  // A fused tensor of the wrong shape is refused by its own name.
+  ModelConfig wider = config;
+  wider.intermediate_size = 128;
+  const absl::Status status =
+      LoadWeights(wider, testdata::FixtureDir("phi3-fused").string()).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(status.message()),
+              AllOf(HasSubstr("\"model.layers.0.mlp.gate_up_proj.weight\""),
+                    HasSubstr("has shape [192, 64], expected [256, 64]")));
+}
+
 // Mixtral's and Qwen3-MoE's experts load under their own names, in place of a dense MLP.
 TEST(CheckpointTest, MixtureOfExpertsLayersHoldTheRouterAndEachExpert) {
   for (const auto& [name, experts, inter] :
@@ -338,7 +413,7 @@ TEST(CheckpointTest, ExpectedWeightsFollowsTheConfig) {
 // The fixtures' reference outputs are well-formed (the forward-pass tests rely on them).
 TEST(CheckpointTest, ExpectedJsonIsWellFormed) {
   for (const char* name : {"llama-gqa", "qwen2-bias", "llama-tied", "qwen3-qknorm", "mixtral-moe",
-                           "qwen3-moe", "gemma2-softcap"}) {
+                           "qwen3-moe", "gemma2-softcap", "phi3-fused"}) {
     SCOPED_TRACE(name);
     const Json expected = ReadJson(testdata::FixtureDir(name) / "expected.json");
     ASSERT_EQ(expected.at("prompts").size(), 4u);

@@ -181,6 +181,38 @@ constexpr std::string_view kQwen3_30B_A3BConfig = R"({
   "vocab_size": 151936
 })";
 
+// A Phi3ForCausalLM config.json in Phi-3-mini-4k-instruct's shape (fused qkv_proj / gate_up_proj
+// in the checkpoint, a 2047-token sliding window).
+constexpr std::string_view kPhi3MiniConfig = R"({
+  "architectures": [
+    "Phi3ForCausalLM"
+  ],
+  "attention_dropout": 0.0,
+  "bos_token_id": 1,
+  "embd_pdrop": 0.0,
+  "eos_token_id": 32000,
+  "hidden_act": "silu",
+  "hidden_size": 3072,
+  "initializer_range": 0.02,
+  "intermediate_size": 8192,
+  "max_position_embeddings": 4096,
+  "model_type": "phi3",
+  "num_attention_heads": 32,
+  "num_hidden_layers": 32,
+  "num_key_value_heads": 32,
+  "original_max_position_embeddings": 4096,
+  "pad_token_id": 32000,
+  "resid_pdrop": 0.0,
+  "rms_norm_eps": 1e-05,
+  "rope_scaling": null,
+  "rope_theta": 10000.0,
+  "sliding_window": 2047,
+  "tie_word_embeddings": false,
+  "torch_dtype": "bfloat16",
+  "use_cache": true,
+  "vocab_size": 32064
+})";
+
 // google/gemma-2-2b config.json, as published (it has no tie_word_embeddings key: Gemma2Config
 // ties by default).
 constexpr std::string_view kGemma2_2BConfig = R"({
@@ -735,13 +767,61 @@ TEST_F(ModelDirTest, Gemma2DefaultsNullSoftcapsAndBadValues) {
   EXPECT_FALSE(config->tie_word_embeddings);
 }
 
+TEST_F(ModelDirTest, LoadsPhi3WithFusedProjectionsAndAWindowOnEveryLayer) {
+  const absl::StatusOr<ModelConfig> config = LoadModelConfig(WriteConfig(kPhi3MiniConfig));
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->architecture, "Phi3ForCausalLM");
+  EXPECT_TRUE(config->fused_projections);
+  EXPECT_FALSE(config->qkv_bias);
+  EXPECT_EQ(config->hidden_activation, Activation::kSilu);
+  EXPECT_EQ(config->head_dim, 96);
+  EXPECT_EQ(config->sliding_window, 2047);
+  for (const int64_t layer : {0, 1, 31}) EXPECT_EQ(LayerSlidingWindow(*config, layer), 2047);
+  // Phi3Config's default window is none.
+  const absl::StatusOr<ModelConfig> unwindowed = LoadModelConfig(WriteConfig(
+      ReplaceAll(kPhi3MiniConfig, R"("sliding_window": 2047)", R"("sliding_window": null)")));
+  ASSERT_TRUE(unwindowed.ok()) << unwindowed.status();
+  EXPECT_FALSE(unwindowed->sliding_window.has_value());
+  EXPECT_EQ(LayerSlidingWindow(*unwindowed, 0), 0);
+
+  // The 128k variants' LongRoPE and Phi-4-mini's partial rotary embedding are refused by name.
+  ExpectError(
+      LoadModelConfig(WriteConfig(ReplaceAll(
+          kPhi3MiniConfig, R"("rope_scaling": null)",
+          R"("rope_scaling": {"type": "longrope", "short_factor": [1.0], "long_factor": [1.0]})"))),
+      absl::StatusCode::kInvalidArgument,
+      {"unsupported rope scaling \"longrope\"", "supported: default, llama3"});
+  ExpectError(LoadModelConfig(
+                  WriteConfig(ReplaceAll(kPhi3MiniConfig, R"("resid_pdrop": 0.0,)",
+                                         R"("resid_pdrop": 0.0, "partial_rotary_factor": 0.75,)"))),
+              absl::StatusCode::kInvalidArgument,
+              {ConfigPath(), "\"partial_rotary_factor\" is 0.75",
+               "only rotary embedding over the whole head"});
+  const absl::StatusOr<ModelConfig> whole = LoadModelConfig(
+      WriteConfig(ReplaceAll(kPhi3MiniConfig, R"("resid_pdrop": 0.0,)",
+                             R"("resid_pdrop": 0.0, "partial_rotary_factor": 1.0,)")));
+  EXPECT_TRUE(whole.ok()) << whole.status();
+
+  // dummy:phi-4 is Phi-4's shape with the same layout.
+  const absl::StatusOr<ModelConfig> phi4 = LoadModelConfig("dummy:phi-4");
+  ASSERT_TRUE(phi4.ok()) << phi4.status();
+  EXPECT_EQ(phi4->architecture, "Phi3ForCausalLM");
+  EXPECT_TRUE(phi4->fused_projections);
+  EXPECT_EQ(phi4->num_key_value_heads, 10);
+  EXPECT_EQ(phi4->head_dim, 128);
+  EXPECT_EQ(phi4->max_position_embeddings, 16384);
+  EXPECT_DOUBLE_EQ(phi4->rope_theta, 250000.0);
+  EXPECT_FALSE(phi4->sliding_window.has_value());
+  EXPECT_FALSE(phi4->tie_word_embeddings);
+}
+
 TEST_F(ModelDirTest, UnsupportedArchitectureListsTheSupportedOnes) {
   ExpectError(
       LoadModelConfig(WriteConfig(Llama3With("\"LlamaForCausalLM\"", "\"GPT2LMHeadModel\""))),
       absl::StatusCode::kInvalidArgument,
       {ConfigPath(), "unsupported architecture \"GPT2LMHeadModel\"",
        "supported: LlamaForCausalLM, MistralForCausalLM, MixtralForCausalLM, Qwen2ForCausalLM, "
-       "Qwen3ForCausalLM, Qwen3MoeForCausalLM, Gemma2ForCausalLM"});
+       "Qwen3ForCausalLM, Qwen3MoeForCausalLM, Gemma2ForCausalLM, Phi3ForCausalLM"});
 }
 
 TEST_F(ModelDirTest, UnsupportedActivationDtypeAndRopeScaling) {
@@ -845,7 +925,7 @@ TEST(ModelConfigTest, UnknownPresetListsThePresets) {
       LoadModelConfig("dummy:llama-4"), absl::StatusCode::kNotFound,
       {"unknown preset \"dummy:llama-4\"",
        "presets: gemma-2-2b, llama-2-7b, llama-3-70b, llama-3-8b, llama-3.1-8b, mistral-7b, "
-       "mixtral-8x7b, qwen2-7b, qwen3-30b-a3b, qwen3-8b, small, tiny"});
+       "mixtral-8x7b, phi-4, qwen2-7b, qwen3-30b-a3b, qwen3-8b, small, tiny"});
   ExpectError(LoadModelConfig("dummy:"), absl::StatusCode::kNotFound, {"unknown preset"});
 }
 

@@ -135,7 +135,39 @@ struct Slot {
   HostTensor* tensor;
   Init init;
   TensorSlice slice;
+  // The checkpoint tensor it is read from: `name` itself, or for a part of a fused tensor (Phi-3's
+  // qkv_proj, gate_up_proj) that tensor, its shape, and the part's first row in it.
+  std::string tensor_name;
+  std::vector<int64_t> tensor_shape;
+  int64_t row_offset = 0;
 };
+
+// Phi-3 keeps q/k/v in one qkv_proj and gate/up in one gate_up_proj: the part that `suffix`
+// names is a block of rows of that tensor. Other suffixes are left alone.
+void MarkFusedPart(const ModelConfig& config, std::string_view suffix, size_t layer, Slot& slot) {
+  const int64_t q = config.num_attention_heads * config.head_dim;
+  const int64_t kv = config.num_key_value_heads * config.head_dim;
+  const int64_t inter = config.intermediate_size;
+  struct Part {
+    std::string_view suffix;
+    std::string_view fused;
+    int64_t row_offset;
+    int64_t fused_rows;
+  };
+  const Part parts[] = {
+      {"self_attn.q_proj.weight", "self_attn.qkv_proj.weight", 0, q + 2 * kv},
+      {"self_attn.k_proj.weight", "self_attn.qkv_proj.weight", q, q + 2 * kv},
+      {"self_attn.v_proj.weight", "self_attn.qkv_proj.weight", q + kv, q + 2 * kv},
+      {"mlp.gate_proj.weight", "mlp.gate_up_proj.weight", 0, 2 * inter},
+      {"mlp.up_proj.weight", "mlp.gate_up_proj.weight", inter, 2 * inter},
+  };
+  for (const Part& part : parts) {
+    if (part.suffix != suffix) continue;
+    slot.tensor_name = LayerTensorName(layer, part.fused);
+    slot.tensor_shape = {part.fused_rows, config.hidden_size};
+    slot.row_offset = part.row_offset;
+  }
+}
 
 absl::Status ValidateDims(const ModelConfig& config) {
   const std::pair<std::string_view, int64_t> dims[] = {
@@ -223,8 +255,10 @@ absl::StatusOr<std::vector<Slot>> MakeSlots(const ModelConfig& config, ShardSpec
         shape.clear();
         break;
     }
-    slots.push_back(
-        {std::move(name), std::move(full_shape), std::move(shape), tensor, init, slice});
+    std::string tensor_name = name;
+    std::vector<int64_t> tensor_shape = full_shape;
+    slots.push_back({std::move(name), std::move(full_shape), std::move(shape), tensor, init, slice,
+                     std::move(tensor_name), std::move(tensor_shape), /*row_offset=*/0});
   };
   const int64_t vocab = config.vocab_size;
   const int64_t hidden = config.hidden_size;
@@ -240,6 +274,7 @@ absl::StatusOr<std::vector<Slot>> MakeSlots(const ModelConfig& config, ShardSpec
       if (field.cols != Dim::kNone) shape.push_back(resolve(field.cols));
       add(LayerTensorName(i, field.suffix), std::move(shape), &(layer.*field.member), field.init,
           field.split);
+      if (config.fused_projections) MarkFusedPart(config, field.suffix, i, slots.back());
     }
     if (config.num_experts == 0) continue;
     const int64_t inter = config.intermediate_size;
@@ -506,7 +541,12 @@ absl::StatusOr<std::vector<WeightSpec>> ExpectedWeights(const ModelConfig& confi
   HR_ASSIGN_OR_RETURN(const std::vector<Slot> slots, MakeSlots(config, ShardSpec{}, scratch));
   std::vector<WeightSpec> specs;
   specs.reserve(slots.size());
-  for (const Slot& slot : slots) specs.push_back({slot.name, slot.full_shape});
+  std::set<std::string> listed;  // a fused tensor once, for its first part
+  for (const Slot& slot : slots) {
+    if (listed.insert(slot.tensor_name).second) {
+      specs.push_back({slot.tensor_name, slot.tensor_shape});
+    }
+  }
   return specs;
 }
 
@@ -544,7 +584,7 @@ absl::StatusOr<ModelWeights> LoadWeights(const ModelConfig& config, std::string_
   HR_ASSIGN_OR_RETURN(CheckpointFiles files, CheckpointFiles::Open(dir_path));
   for (const Slot& slot : slots) {
     absl::StatusOr<std::pair<const SafetensorsFile*, const SafetensorsTensor*>> found =
-        files.Find(slot.name);
+        files.Find(slot.tensor_name);
     if (!found.ok()) {
       if (slot.name == kLmHeadName && absl::IsInvalidArgument(found.status())) {
         return absl::Status(found.status().code(),
@@ -557,20 +597,23 @@ absl::StatusOr<ModelWeights> LoadWeights(const ModelConfig& config, std::string_
     const auto [file, tensor] = *found;
     // Every rank checks every tensor, also those it does not hold, so that all ranks of a group
     // accept or refuse a checkpoint alike.
-    if (tensor->shape != slot.full_shape) {
+    if (tensor->shape != slot.tensor_shape) {
       return absl::InvalidArgumentError(
-          absl::StrCat("checkpoint ", dir_path.string(), ": tensor \"", slot.name, "\" in ",
+          absl::StrCat("checkpoint ", dir_path.string(), ": tensor \"", slot.tensor_name, "\" in ",
                        file->path(), " has shape ", ShapeString(tensor->shape), ", expected ",
-                       ShapeString(slot.full_shape), " from the model config"));
+                       ShapeString(slot.tensor_shape), " from the model config"));
     }
     if (!SafetensorsDTypeConvertsToFloat32(tensor->dtype)) {
       return absl::InvalidArgumentError(
-          absl::StrCat("checkpoint ", dir_path.string(), ": tensor \"", slot.name, "\" in ",
+          absl::StrCat("checkpoint ", dir_path.string(), ": tensor \"", slot.tensor_name, "\" in ",
                        file->path(), " has dtype ", tensor->dtype,
                        ", which headroom cannot load (supported: F32, F16, BF16)"));
     }
+    // A part of a fused tensor starts row_offset rows into it.
+    const int64_t part_start =
+        slot.row_offset * (slot.tensor_shape.size() > 1 ? slot.tensor_shape[1] : 1);
     HR_RETURN_IF_ERROR(FillSlot(slot, [&](int64_t first, absl::Span<float> out) {
-      return file->ReadFloat32(*tensor, first, out);
+      return file->ReadFloat32(*tensor, part_start + first, out);
     }));
   }
   return weights;

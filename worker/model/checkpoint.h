@@ -3,8 +3,9 @@
 //
 // LoadWeights reads `model.safetensors`, or the shards named by `model.safetensors.index.json`
 // (its weight_map: tensor name -> shard file), converts F32/F16/BF16 to float32 and checks every
-// shape against the ModelConfig. Tensors the model does not use (rotary_emb.inv_freq,
-// lm_head.weight of a tied model) are ignored. Errors:
+// shape against the ModelConfig. Phi-3's fused qkv_proj and gate_up_proj are read as their parts
+// (LayerWeights' q/k/v_proj, gate/up_proj), each rank reading only its rows of each part. Tensors
+// the model does not use (rotary_emb.inv_freq, lm_head.weight of a tied model) are ignored. Errors:
 //   NotFoundError         the directory, or both model.safetensors and the index, or a shard file
 //                         the index names, does not exist;
 //   InvalidArgumentError  malformed safetensors or index.json, a tensor missing (naming the tensor
@@ -97,7 +98,8 @@ struct NamedWeight {
 };
 
 // Every tensor `config` has, in checkpoint order (embed, layers in order, norm, lm_head), with the
-// shape it must have. Biases appear only when the config has them; lm_head only when untied.
+// shape it must have. Biases appear only when the config has them; lm_head only when untied; a
+// fused tensor (Phi-3's qkv_proj, gate_up_proj) once, with its fused shape.
 struct WeightSpec {
   std::string name;            // Hugging Face tensor name.
   std::vector<int64_t> shape;  // Expected shape.
@@ -105,7 +107,8 @@ struct WeightSpec {
 [[nodiscard]] absl::StatusOr<std::vector<WeightSpec>> ExpectedWeights(const ModelConfig& config);
 
 // The non-empty tensors of `weights` with their Hugging Face names, in ExpectedWeights order.
-// The pointers point into `weights`.
+// The pointers point into `weights`. The parts of a fused tensor are listed as the unfused
+// checkpoints name them (q_proj, k_proj, v_proj, gate_proj, up_proj).
 [[nodiscard]] std::vector<NamedWeight> ListWeights(const ModelWeights& weights);
 
 // Loads the checkpoint in directory `dir` for `config` (normally LoadModelConfig(dir)): the whole

@@ -1,6 +1,6 @@
 // LlamaModel: the decoder-only forward pass of the Llama family (Llama 2/3/3.1, Mistral, Qwen2,
-// Qwen3, Gemma 2, and the mixtures of experts Mixtral and Qwen3-MoE), written once against the
-// Backend interface.
+// Qwen3, Gemma 2, Phi-3 / Phi-4, and the mixtures of experts Mixtral and Qwen3-MoE), written once
+// against the Backend interface.
 //
 //   x = embed(tokens)
 //   for each layer:  h = norm1(x);  x += o_proj(attention(rope(q(h)), rope(k(h)), v(h)))

@@ -27,6 +27,7 @@ inline constexpr std::string_view kQwen3 = "Qwen3ForCausalLM";
 inline constexpr std::string_view kMixtral = "MixtralForCausalLM";
 inline constexpr std::string_view kQwen3Moe = "Qwen3MoeForCausalLM";
 inline constexpr std::string_view kGemma2 = "Gemma2ForCausalLM";
+inline constexpr std::string_view kPhi3 = "Phi3ForCausalLM";
 inline constexpr std::string_view kDummyPrefix = "dummy:";
 
 // MistralConfig's default when config.json has no sliding_window key (transformers behaviour).
@@ -220,6 +221,19 @@ absl::Status ReadBiasesAndWindow(const FieldReader& reader, ModelConfig& config)
     config.qkv_bias = attention_bias;
     config.o_proj_bias = attention_bias;
     HR_ASSIGN_OR_RETURN(config.mlp_bias, reader.Bool("mlp_bias", false));
+  } else if (config.architecture == kPhi3) {
+    // Phi-3 / Phi-4: fused projections, no biases, a window on every layer when set (Phi-3-mini-4k:
+    // 2047; Phi3Config's default is none). Phi-4-mini's partial rotary embedding is not supported.
+    config.fused_projections = true;
+    HR_ASSIGN_OR_RETURN(config.sliding_window, reader.OptionalPositiveInt("sliding_window"));
+    HR_ASSIGN_OR_RETURN(const std::optional<double> partial,
+                        reader.OptionalNumber("partial_rotary_factor"));
+    if (partial && *partial != 1.0) {
+      return reader.Error("partial_rotary_factor",
+                          absl::StrCat("is ", *partial,
+                                       "; only rotary embedding over the whole head (1.0) is "
+                                       "supported"));
+    }
   } else if (config.architecture == kGemma2) {
     HR_ASSIGN_OR_RETURN(const bool attention_bias, reader.Bool("attention_bias", false));
     config.qkv_bias = attention_bias;
@@ -340,7 +354,7 @@ absl::Status ReadExperts(const FieldReader& reader, ModelConfig& config) {
 const std::vector<std::string>& SupportedArchitectures() {
   static const std::vector<std::string>* const kArchitectures = new std::vector<std::string>{
       std::string(kLlama), std::string(kMistral),  std::string(kMixtral), std::string(kQwen2),
-      std::string(kQwen3), std::string(kQwen3Moe), std::string(kGemma2)};
+      std::string(kQwen3), std::string(kQwen3Moe), std::string(kGemma2),  std::string(kPhi3)};
   return *kArchitectures;
 }
 

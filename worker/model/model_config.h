@@ -1,7 +1,7 @@
 // ModelConfig: the shape of a decoder-only transformer, parsed from a Hugging Face config.json
-// (SupportedArchitectures(): Llama, Mistral, Mixtral, Qwen2, Qwen3, Qwen3-MoE, Gemma 2) or taken
-// from a built-in preset
-// (`dummy:<preset>`, the real shapes of published checkpoints, for plans, demos and benchmarks).
+// (SupportedArchitectures(): Llama, Mistral, Mixtral, Qwen2, Qwen3, Qwen3-MoE, Gemma 2, Phi-3) or
+// taken from a built-in preset (`dummy:<preset>`, the real shapes of published checkpoints, for
+// plans, demos and benchmarks).
 //
 // Errors name the path and the field: NotFoundError for a missing directory or config.json,
 // InvalidArgumentError for malformed JSON (with the parser's position), a missing or ill-typed
@@ -88,6 +88,9 @@ struct ModelConfig {
   // attn_logit_softcapping) and the final logits (final_logit_softcapping).
   double attn_logit_softcapping = 0;
   double final_logit_softcapping = 0;
+  // Phi-3 / Phi-4: the checkpoint stores q, k and v as one qkv_proj [q + 2 kv, hidden] and gate
+  // and up as one gate_up_proj [2 intermediate, hidden]; the loader reads each part's rows.
+  bool fused_projections = false;
 };
 
 // The sliding window of decoder layer `layer` (0: the layer attends the whole context).

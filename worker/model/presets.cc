@@ -140,6 +140,14 @@ std::vector<Preset> MakePresets() {
   gemma2_2b.sliding_window_pattern = 2;
   presets.push_back({"gemma-2-2b", gemma2_2b});
 
+  // microsoft/phi-4: Phi3ForCausalLM with fused qkv_proj / gate_up_proj, 10 KV heads, untied
+  // 100352-row vocabulary, rope_theta 250000, 16384 positions, no sliding window.
+  ModelConfig phi4 = Llama(40, 5120, 40, 10, 17920, 100352, 16384);
+  phi4.architecture = "Phi3ForCausalLM";
+  phi4.rope_theta = 250000.0;
+  phi4.fused_projections = true;
+  presets.push_back({"phi-4", phi4});
+
   for (Preset& preset : presets)
     preset.config.source = absl::StrCat("dummy:", std::string(preset.name));
   std::sort(presets.begin(), presets.end(),

@@ -4,6 +4,7 @@
 // read only the rank's part: a rank never holds the whole model in host memory.
 //
 //   q/k/v_proj (+ bias)     rows of the rank's query / KV heads          (column-parallel)
+//                           (Phi-3's fused qkv_proj / gate_up_proj: each part sliced alike)
 //   o_proj                  columns of the rank's query heads             (row-parallel)
 //   gate/up_proj (+ bias)   rows of the rank's MLP slice                  (column-parallel)
 //   down_proj               columns of the rank's MLP slice               (row-parallel)
