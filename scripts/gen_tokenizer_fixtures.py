@@ -12,6 +12,10 @@ ship:
             Fuse/Strip decoder, BOS template (the legacy Llama-2 / Mistral v0.1 layout)
   mistral   the same model with a Metaspace(prepend_scheme=first) pre-tokenizer and a Metaspace
             decoder (the layout newer conversions use)
+  gemma     the same model in Gemma's layout: a Replace(" " -> "▁") normalizer with no
+            prefix, a Split(" ", MergedWithPrevious) pre-tokenizer (a no-op after the normalizer,
+            as in Gemma's files), a Replace/ByteFallback/Fuse decoder with no Strip, and the
+            <start_of_turn>/<end_of_turn> specials with Gemma's chat template
 
 expected.jsonl: one JSON object per corpus string (the hand-written corpus, whitespace runs and
 seeded random mixes of character classes): text, ids (add_special_tokens=True), ids_plain
@@ -183,7 +187,21 @@ SPECIAL_TEXTS = {
     "llama2": ["Hi <s> there", "<s>Hello</s>", "a</s>b", "<unk>", "x <s>", "I said wow!", "wowza",
                "[INST] question [/INST] answer", "<0x41> is not a byte token in text"],
     "mistral": ["[INST] Hello [/INST] Hi", "<s>[INST]x[/INST]", "a </s> b", "[INST]", "</s>"],
+    "gemma": ["<start_of_turn>user\nHi<end_of_turn>\n<start_of_turn>model\n", " leading space",
+              "trailing space ", "  two leading", "<end_of_turn>", "a<start_of_turn>b"],
 }
+
+# Gemma's chat template (google/gemma-2-2b-it's tokenizer_config.json).
+GEMMA_CHAT_TEMPLATE = (
+    "{{ bos_token }}{% if messages[0]['role'] == 'system' %}"
+    "{{ raise_exception('System role not supported') }}{% endif %}"
+    "{% for message in messages %}"
+    "{% if (message['role'] == 'user') != (loop.index0 % 2 == 0) %}"
+    "{{ raise_exception('Conversation roles must alternate user/assistant/user/assistant/...') }}"
+    "{% endif %}{% if (message['role'] == 'assistant') %}{% set role = 'model' %}"
+    "{% else %}{% set role = message['role'] %}{% endif %}"
+    "{{ '<start_of_turn>' + role + '\n' + message['content'] | trim + '<end_of_turn>\n' }}"
+    "{% endfor %}{% if add_generation_prompt %}{{'<start_of_turn>model\n'}}{% endif %}")
 
 
 def whitespace_runs():
@@ -323,6 +341,13 @@ def sentencepiece_tokenizer(name):
             {"type": "Replace", "pattern": {"String": "\u2581"}, "content": " "},
             {"type": "ByteFallback"}, {"type": "Fuse"},
             {"type": "Strip", "content": " ", "start": 1, "stop": 0}]}
+    elif name == "gemma":
+        spec["normalizer"] = {"type": "Replace", "pattern": {"String": " "}, "content": "\u2581"}
+        spec["pre_tokenizer"] = {"type": "Split", "pattern": {"String": " "},
+                                 "behavior": "MergedWithPrevious", "invert": False}
+        spec["decoder"] = {"type": "Sequence", "decoders": [
+            {"type": "Replace", "pattern": {"String": "\u2581"}, "content": " "},
+            {"type": "ByteFallback"}, {"type": "Fuse"}]}
     else:
         spec["normalizer"] = None
         spec["pre_tokenizer"] = {"type": "Metaspace", "replacement": "\u2581",
@@ -336,6 +361,9 @@ def sentencepiece_tokenizer(name):
         tok.add_tokens([AddedToken("wow", normalized=True)])
         tok.add_special_tokens([AddedToken("[INST]", normalized=False, special=True),
                                 AddedToken("[/INST]", normalized=False, special=True)])
+    elif name == "gemma":
+        tok.add_special_tokens([AddedToken("<start_of_turn>", normalized=False, special=True),
+                                AddedToken("<end_of_turn>", normalized=False, special=True)])
     else:
         tok.add_special_tokens([AddedToken("[INST]", normalized=False, special=True),
                                 AddedToken("[/INST]", normalized=False, special=True)])
@@ -347,6 +375,9 @@ def sentencepiece_tokenizer(name):
                   "{% if message['role'] == 'user' %}{{ '[INST] ' + message['content'] + "
                   "' [/INST]' }}{% else %}{{ message['content'] + eos_token }}{% endif %}"
                   "{% endfor %}")}
+    if name == "gemma":
+        config.update({"tokenizer_class": "GemmaTokenizer", "legacy": False,
+                       "chat_template": GEMMA_CHAT_TEMPLATE})
     return tok, config
 
 
@@ -383,7 +414,8 @@ def main():
     rng = random.Random(20261122)
     corpus_base = (CORPUS + whitespace_runs() + MULTILINGUAL + CODE_SNIPPETS +
                    random_strings(random.Random(1122)))
-    for name in ["gpt2", "llama3", "qwen2", "llama2", "mistral"]:
+    # New layouts go last: decode_cases draws from one shared rng in this order.
+    for name in ["gpt2", "llama3", "qwen2", "llama2", "mistral", "gemma"]:
         if name in ("gpt2", "llama3", "qwen2"):
             tok, config = byte_level_tokenizer(name)
         else:

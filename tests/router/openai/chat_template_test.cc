@@ -234,7 +234,7 @@ TEST_F(ChatTemplateFilesTest, FlagTakesNamesFilesAndTemplateText) {
 TEST(ChatTemplateTest, CommittedTokenizerFixturesLoad) {
   // Each tokenizer fixture that carries a template renders it (llama2 / mistral's [INST] ones
   // included, which the two native formats of before could not).
-  for (const char* dir : {"qwen2", "llama3", "llama2", "mistral"}) {
+  for (const char* dir : {"qwen2", "llama3", "llama2", "mistral", "gemma"}) {
     absl::StatusOr<std::optional<ChatTemplate>> t =
         LoadChatTemplate(SourceDir() + "/tests/router/tokenizer/fixtures/" + dir);
     ASSERT_TRUE(t.ok()) << dir << ": " << t.status();
@@ -243,6 +243,18 @@ TEST(ChatTemplateTest, CommittedTokenizerFixturesLoad) {
     ASSERT_TRUE(out.ok()) << dir << ": " << out.status();
     EXPECT_NE(out->find("hi"), std::string::npos) << dir << ": " << *out;
   }
+  // Gemma's template: the turn markers and the end-of-turn token, and its own refusal of a system
+  // message (the HTTP front answers it with 400).
+  absl::StatusOr<std::optional<ChatTemplate>> gemma =
+      LoadChatTemplate(SourceDir() + "/tests/router/tokenizer/fixtures/gemma");
+  ASSERT_TRUE(gemma.ok() && gemma->has_value()) << gemma.status();
+  EXPECT_EQ(*(*gemma)->Render({{"user", "hi"}}, true),
+            "<s><start_of_turn>user\nhi<end_of_turn>\n<start_of_turn>model\n");
+  EXPECT_EQ((*gemma)->end_of_turn(), "<end_of_turn>");
+  const absl::StatusOr<std::string> system = (*gemma)->Render({{"system", "be brief"}}, true);
+  EXPECT_EQ(system.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(system.status().message().find("System role not supported"), std::string_view::npos)
+      << system.status();
 }
 
 }  // namespace

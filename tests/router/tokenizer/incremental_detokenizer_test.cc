@@ -103,9 +103,9 @@ TEST(StreamingByteFallbackTest, HoldsBytePiecesUntilTheRunEnds) {
   EXPECT_EQ(d.Finish(), "");
 }
 
-// Metaspace / Strip drop the space of the very first token only.
+// Metaspace / Strip drop the space of the very first token only (Gemma's layout adds none).
 TEST(StreamingByteFallbackTest, FirstTokenLosesItsLeadingSpace) {
-  for (const char* name : {"llama2", "mistral"}) {
+  for (const char* name : {"llama2", "mistral", "gemma"}) {
     auto t = Tokenizer::FromDirectory(FixtureDir(name));
     ASSERT_TRUE(t.ok()) << t.status();
     auto ids = (*t)->Encode("Hello world", {.add_special_tokens = false});
