@@ -79,11 +79,17 @@ absl::StatusOr<worker::DType> DTypeFlag(const FlagSet& flags, const char* name,
 std::string AttentionExtras(const worker::ModelConfig& c) {
   std::string extras;
   if (c.sliding_window) {
+    int64_t sliding = 0;
+    for (int64_t layer = 0; layer < c.num_hidden_layers; ++layer) {
+      sliding += worker::LayerSlidingWindow(c, layer) > 0 ? 1 : 0;
+    }
     absl::StrAppend(&extras, ", sliding window ", *c.sliding_window,
-                    c.sliding_window_pattern >= 2
-                        ? absl::StrCat(" (", c.sliding_window_pattern - 1, " of every ",
-                                       c.sliding_window_pattern, " layers)")
+                    sliding < c.num_hidden_layers
+                        ? absl::StrCat(" on ", sliding, " of ", c.num_hidden_layers, " layers")
                         : std::string());
+    if (c.rope_local_theta > 0) {
+      absl::StrAppend(&extras, " (their rope_theta ", c.rope_local_theta, ")");
+    }
   }
   if (c.attn_logit_softcapping > 0) {
     absl::StrAppend(&extras, ", scores soft-capped at ", c.attn_logit_softcapping);

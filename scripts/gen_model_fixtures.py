@@ -30,6 +30,16 @@ Writes tests/worker/fixtures/<name>/ for three small SEEDED RANDOM checkpoints:
               logits at 5 (small caps, so tanh bends them), and a 16-token sliding window on layer 0
               (even layers) that prompts of 23 and 61 tokens exceed; 2 layers, hidden 64, 4 heads /
               2 kv heads, saved in bfloat16.
+  gemma3-local-rope  Gemma3ForCausalLM (Gemma-3-1B's layout): gemma2-softcap's block without the
+              softcaps, plus per-head q_norm / k_norm ((1 + w), like Gemma's other norms) and a
+              rotary base of its own for the sliding layers (rope_local_base_freq 10000 against
+              rope_theta 1e6); 6 layers with sliding_window_pattern 6 (layers 0-4 slide over 16
+              tokens, layer 5 is global), hidden 64, 4 heads / 1 kv head, saved in bfloat16.
+              transformers 4.46 predates Gemma 3, so the reference is its Gemma2ForCausalLM with
+              the softcaps off, each layer's window and rotary base set as Gemma 3's, and the two
+              norms applied to q_proj's and k_proj's outputs by forward hooks: transformers'
+              Gemma3Attention is exactly `q_norm(q_proj(x).view(..., head_dim))` (likewise k)
+              before apply_rotary_pos_emb, with Gemma3RMSNorm = Gemma2RMSNorm.
   phi3-fused  Phi3ForCausalLM (Phi-3 / Phi-4's layout) with transformers' own Phi3: q, k and v in
               one fused qkv_proj [q + 2 kv, hidden] and gate and up in one gate_up_proj
               [2 intermediate, hidden], GQA 4/2, untied, and a 12-token sliding window on every
@@ -367,6 +377,129 @@ def generate_qwen3(name, seed, moe=False):
                    reference_note=f"transformers {base} + q/k norm hooks (Qwen3)")
 
 
+def gemma_rms_norm(x, weight, eps):
+    """Gemma2RMSNorm / Gemma3RMSNorm over the last dimension: (1 + w), in float32."""
+    out = x.float() * torch.rsqrt(x.float().pow(2).mean(-1, keepdim=True) + eps)
+    return (out * (1.0 + weight.float())).type_as(x)
+
+
+def generate_gemma3(name, seed):
+    """gemma3-local-rope: see the module docstring."""
+    from transformers.models.gemma2.modeling_gemma2 import Gemma2RotaryEmbedding
+    out_dir = os.path.join(OUT, name)
+    if os.path.isdir(out_dir):
+        shutil.rmtree(out_dir)
+    os.makedirs(out_dir)
+    layers, heads, kv_heads, head_dim, eps = 6, 4, 1, 16, 1e-6
+    window, pattern, local_base, global_base = 16, 6, 10000.0, 1000000.0
+    config = Gemma2Config(
+        vocab_size=256, hidden_size=64, intermediate_size=128, num_hidden_layers=layers,
+        num_attention_heads=heads, num_key_value_heads=kv_heads, head_dim=head_dim,
+        max_position_embeddings=256, rope_theta=global_base, rms_norm_eps=eps,
+        tie_word_embeddings=True, hidden_activation="gelu_pytorch_tanh",
+        query_pre_attn_scalar=24, sliding_window=window, attn_logit_softcapping=None,
+        final_logit_softcapping=None, initializer_range=INIT_STD, bos_token_id=1, eos_token_id=2,
+        pad_token_id=0)
+    model = build_model(config, seed)
+    state = {}
+    with torch.no_grad():
+        for layer in model.model.layers:
+            layer.self_attn.q_norm_weight = 0.2 * torch.randn(head_dim)
+            layer.self_attn.k_norm_weight = 0.2 * torch.randn(head_dim)
+        for tensor_name, t in model.state_dict().items():
+            if tensor_name == "lm_head.weight":
+                continue  # tied
+            state[tensor_name] = t.to(torch.bfloat16).contiguous()
+        for i, layer in enumerate(model.model.layers):
+            for norm in ("q_norm", "k_norm"):
+                w = getattr(layer.self_attn, norm + "_weight").to(torch.bfloat16)
+                state[f"model.layers.{i}.self_attn.{norm}.weight"] = w.contiguous()
+        own = model.state_dict()
+        for tensor_name, t in state.items():
+            if tensor_name in own:
+                own[tensor_name].copy_(t.float())
+        for i, layer in enumerate(model.model.layers):
+            for norm in ("q_norm", "k_norm"):
+                setattr(layer.self_attn, norm + "_weight",
+                        state[f"model.layers.{i}.self_attn.{norm}.weight"].float())
+    assert model.lm_head.weight.data_ptr() == model.model.embed_tokens.weight.data_ptr()
+
+    def per_head_norm(norm):
+        def hook(module, inputs, output):
+            shape = output.shape
+            weight = getattr(module.attention, norm + "_weight")
+            return gemma_rms_norm(output.view(*shape[:-1], -1, head_dim), weight, eps).view(shape)
+        return hook
+
+    sliding = []
+    for i, layer in enumerate(model.model.layers):
+        attention = layer.self_attn
+        attention.q_proj.attention = attention
+        attention.k_proj.attention = attention
+        attention.q_proj.register_forward_hook(per_head_norm("q_norm"))
+        attention.k_proj.register_forward_hook(per_head_norm("k_norm"))
+        # Gemma 3's layer types: sliding unless (i + 1) % pattern == 0; Gemma2 alternates.
+        is_sliding = (i + 1) % pattern != 0
+        sliding.append(is_sliding)
+        layer.is_sliding = is_sliding
+        layer.sliding_window = window
+        attention.sliding_window = window if is_sliding else None
+        attention.rotary_emb = Gemma2RotaryEmbedding(
+            head_dim, max_position_embeddings=256, base=local_base if is_sliding else global_base)
+    assert sliding == [True] * 5 + [False]
+    check_gemma3_reference(model, window)
+
+    files = ["model.safetensors"]
+    save_file(state, os.path.join(out_dir, files[0]), metadata={"format": "pt"})
+    config_json = {
+        "architectures": ["Gemma3ForCausalLM"], "attention_bias": False,
+        "attention_dropout": 0.0, "attn_logit_softcapping": None, "bos_token_id": 1,
+        "cache_implementation": "hybrid", "eos_token_id": 2, "final_logit_softcapping": None,
+        "head_dim": head_dim, "hidden_activation": "gelu_pytorch_tanh", "hidden_size": 64,
+        "initializer_range": INIT_STD, "intermediate_size": 128, "max_position_embeddings": 256,
+        "model_type": "gemma3_text", "num_attention_heads": heads, "num_hidden_layers": layers,
+        "num_key_value_heads": kv_heads, "pad_token_id": 0, "query_pre_attn_scalar": 24,
+        "rms_norm_eps": eps, "rope_local_base_freq": local_base, "rope_scaling": None,
+        "rope_theta": global_base, "sliding_window": window, "sliding_window_pattern": pattern,
+        "torch_dtype": "bfloat16", "use_cache": True, "vocab_size": 256}
+    write_json_pretty(os.path.join(out_dir, "config.json"), config_json)
+    finish_fixture(name, out_dir, model, config.vocab_size, seed, torch.bfloat16, files, state,
+                   reference_note="transformers Gemma2ForCausalLM, softcaps off, Gemma 3's "
+                                  "layer types and local rotary base, + q/k norm hooks (Gemma3)")
+
+
+def check_gemma3_reference(model, window):
+    """Each Gemma 3 difference must change the logits, or the fixture would not test it: the
+    q/k norms, the local rotary base and the sliding layers' window."""
+    ids = torch.arange(5, 5 + 3 * window).remainder(model.config.vocab_size)[None]
+    with torch.no_grad():
+        base = model(input_ids=ids, use_cache=False).logits[0]
+        attention = model.model.layers[0].self_attn
+        saved_rotary = attention.rotary_emb
+        attention.rotary_emb = model.model.layers[5].self_attn.rotary_emb
+        global_rope = model(input_ids=ids, use_cache=False).logits[0]
+        attention.rotary_emb = saved_rotary
+        saved_norm = attention.q_norm_weight
+        attention.q_norm_weight = torch.zeros_like(saved_norm) - 1.0  # (1 + w) = 0: no q
+        no_q = model(input_ids=ids, use_cache=False).logits[0]
+        attention.q_norm_weight = saved_norm
+        layer = model.model.layers[0]
+        layer.is_sliding = False
+        attention.sliding_window = None
+        unwindowed = model(input_ids=ids, use_cache=False).logits[0]
+        layer.is_sliding = True
+        attention.sliding_window = window
+        again = model(input_ids=ids, use_cache=False).logits[0]
+    assert torch.equal(base, again)
+    for what, other in (("local rotary base", global_rope), ("q norm", no_q)):
+        diff = float((base - other).abs().max())
+        assert diff > 1e-2, f"{what} does not change the logits ({diff})"
+    assert torch.equal(base[:window], unwindowed[:window])
+    diff = float((base[window:] - unwindowed[window:]).abs().max())
+    assert diff > 1e-2, f"layer 0's window does not change the logits past it ({diff})"
+    print(f"  gemma3 reference: window changes logits past {window} by up to {diff:.3f}")
+
+
 def write_json_pretty(path, obj):
     with open(path, "w") as f:
         json.dump(obj, f, indent=2, sort_keys=True)
@@ -527,6 +660,8 @@ def main():
         generate_qwen3("qwen3-qknorm", 3456)
     if not only or "qwen3-moe" in only:
         generate_qwen3("qwen3-moe", 4567, moe=True)
+    if not only or "gemma3-local-rope" in only:
+        generate_gemma3("gemma3-local-rope", 7531)
     if not only or "safetensors" in only:
         generate_dtypes()
     total = 0

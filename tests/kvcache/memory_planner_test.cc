@@ -115,6 +115,20 @@ ModelDims Gemma2_2B() {  // head_dim 256 != 2304 / 8; four norms per layer; tied
           .sandwich_norms = true};
 }
 
+ModelDims Gemma3_1B() {  // per-head q/k norms and four norms per layer; 1 KV head; tied
+  return {.num_layers = 26,
+          .hidden_size = 1152,
+          .intermediate_size = 6912,
+          .num_attention_heads = 4,
+          .num_kv_heads = 1,
+          .head_dim = 256,
+          .vocab_size = 262144,
+          .max_position_embeddings = 32768,
+          .tie_word_embeddings = true,
+          .qk_norm = true,
+          .sandwich_norms = true};
+}
+
 ModelDims Phi4() {  // Phi3ForCausalLM: fused qkv / gate_up in the checkpoint, same count
   return {.num_layers = 40,
           .hidden_size = 5120,
@@ -149,8 +163,9 @@ constexpr int64_t kQwen2_7BParams = 7'615'616'512;
 constexpr int64_t kQwen3_8BParams = 8'190'735'360;  // q_norm / k_norm: 2 x 128 per layer
 constexpr int64_t kMixtral8x7BParams = 46'702'792'704;
 constexpr int64_t kQwen3_30B_A3BParams = 30'532'122'624;
-constexpr int64_t kGemma2_2BParams = 2'614'341'888;
-constexpr int64_t kPhi4Params = 14'659'507'200;  // pre/post_feedforward_layernorm: 2 x 2304
+constexpr int64_t kGemma2_2BParams = 2'614'341'888;  // pre/post_feedforward_layernorm: 2 x 2304
+constexpr int64_t kPhi4Params = 14'659'507'200;
+constexpr int64_t kGemma3_1BParams = 999'885'952;  // + q_norm / k_norm: 2 x 256 per layer
 
 constexpr int64_t GiBBytes(double gib) {
   return static_cast<int64_t>(gib * static_cast<double>(kGiB));
@@ -206,7 +221,8 @@ TEST(MemoryPlannerTest, WeightsMatchPublishedParameterCounts) {
         Case{"qwen3-8b", Qwen3_8B(), kQwen3_8BParams},
         Case{"mixtral-8x7b", Mixtral8x7B(), kMixtral8x7BParams},
         Case{"qwen3-30b-a3b", Qwen3_30B_A3B(), kQwen3_30B_A3BParams},
-        Case{"gemma-2-2b", Gemma2_2B(), kGemma2_2BParams}, Case{"phi-4", Phi4(), kPhi4Params}}) {
+        Case{"gemma-2-2b", Gemma2_2B(), kGemma2_2BParams}, Case{"phi-4", Phi4(), kPhi4Params},
+        Case{"gemma-3-1b", Gemma3_1B(), kGemma3_1BParams}}) {
     MemoryPlanInput input = Input(c.dims, 1024, 4096);  // Big enough for all of them.
     const MemoryPlan plan = MustPlan(input);
     EXPECT_EQ(plan.weight_params_per_rank, c.params) << c.name;

@@ -181,6 +181,45 @@ constexpr std::string_view kQwen3_30B_A3BConfig = R"({
   "vocab_size": 151936
 })";
 
+// A Gemma3ForCausalLM config.json in google/gemma-3-1b-it's shape (transformers 4.50's keys:
+// sliding_window_pattern, rope_local_base_freq).
+constexpr std::string_view kGemma3_1BConfig = R"({
+  "architectures": [
+    "Gemma3ForCausalLM"
+  ],
+  "attention_bias": false,
+  "attention_dropout": 0.0,
+  "attn_logit_softcapping": null,
+  "bos_token_id": 2,
+  "cache_implementation": "hybrid",
+  "eos_token_id": [
+    1,
+    106
+  ],
+  "final_logit_softcapping": null,
+  "head_dim": 256,
+  "hidden_activation": "gelu_pytorch_tanh",
+  "hidden_size": 1152,
+  "initializer_range": 0.02,
+  "intermediate_size": 6912,
+  "max_position_embeddings": 32768,
+  "model_type": "gemma3_text",
+  "num_attention_heads": 4,
+  "num_hidden_layers": 26,
+  "num_key_value_heads": 1,
+  "pad_token_id": 0,
+  "query_pre_attn_scalar": 256,
+  "rms_norm_eps": 1e-06,
+  "rope_local_base_freq": 10000,
+  "rope_scaling": null,
+  "rope_theta": 1000000,
+  "sliding_window": 512,
+  "sliding_window_pattern": 6,
+  "torch_dtype": "bfloat16",
+  "use_cache": true,
+  "vocab_size": 262144
+})";
+
 // A Phi3ForCausalLM config.json in Phi-3-mini-4k-instruct's shape (fused qkv_proj / gate_up_proj
 // in the checkpoint, a 2047-token sliding window).
 constexpr std::string_view kPhi3MiniConfig = R"({
@@ -815,13 +854,104 @@ TEST_F(ModelDirTest, LoadsPhi3WithFusedProjectionsAndAWindowOnEveryLayer) {
   EXPECT_FALSE(phi4->tie_word_embeddings);
 }
 
+TEST_F(ModelDirTest, LoadsGemma3_1BWithLocalRopeAndFiveSlidingLayersInSix) {
+  const absl::StatusOr<ModelConfig> config = LoadModelConfig(WriteConfig(kGemma3_1BConfig));
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->architecture, "Gemma3ForCausalLM");
+  EXPECT_TRUE(config->qk_norm);
+  EXPECT_TRUE(config->norm_weight_offset);
+  EXPECT_TRUE(config->scale_embeddings);
+  EXPECT_TRUE(config->sandwich_norms);
+  EXPECT_TRUE(config->tie_word_embeddings);
+  EXPECT_EQ(config->hidden_activation, Activation::kGeluTanh);
+  EXPECT_DOUBLE_EQ(config->attn_logit_softcapping, 0.0);
+  EXPECT_DOUBLE_EQ(config->final_logit_softcapping, 0.0);
+  EXPECT_DOUBLE_EQ(config->rope_theta, 1000000.0);
+  EXPECT_DOUBLE_EQ(config->rope_local_theta, 10000.0);
+  EXPECT_DOUBLE_EQ(config->query_pre_attn_scalar, 256.0);
+  // transformers' Gemma3TextConfig: layer i slides unless (i + 1) % 6 == 0.
+  for (int64_t layer = 0; layer < 26; ++layer) {
+    EXPECT_EQ(LayerSlidingWindow(*config, layer), (layer + 1) % 6 == 0 ? 0 : 512) << layer;
+  }
+  // The preset is this shape.
+  const absl::StatusOr<ModelConfig> preset = LoadModelConfig("dummy:gemma-3-1b");
+  ASSERT_TRUE(preset.ok()) << preset.status();
+  EXPECT_EQ(preset->architecture, config->architecture);
+  EXPECT_EQ(preset->hidden_size, config->hidden_size);
+  EXPECT_EQ(preset->num_key_value_heads, config->num_key_value_heads);
+  EXPECT_EQ(preset->head_dim, config->head_dim);
+  EXPECT_EQ(preset->vocab_size, config->vocab_size);
+  EXPECT_EQ(preset->max_position_embeddings, config->max_position_embeddings);
+  EXPECT_EQ(preset->qk_norm, config->qk_norm);
+  EXPECT_EQ(preset->sandwich_norms, config->sandwich_norms);
+  EXPECT_DOUBLE_EQ(preset->final_logit_softcapping, config->final_logit_softcapping);
+  EXPECT_DOUBLE_EQ(preset->rope_local_theta, config->rope_local_theta);
+  for (int64_t layer = 0; layer < 26; ++layer) {
+    EXPECT_EQ(LayerSlidingWindow(*preset, layer), LayerSlidingWindow(*config, layer)) << layer;
+  }
+}
+
+TEST_F(ModelDirTest, Gemma3NewerKeysAndRefusals) {
+  // transformers 5: layer_types decides the sliding layers and rope_parameters is per layer type.
+  std::string json = ReplaceAll(
+      kGemma3_1BConfig, R"("sliding_window_pattern": 6,)",
+      R"("layer_types": ["sliding_attention", "full_attention", "sliding_attention", "full_attention", "sliding_attention", "sliding_attention", "sliding_attention", "sliding_attention", "sliding_attention", "sliding_attention", "sliding_attention", "sliding_attention", "sliding_attention", "sliding_attention", "sliding_attention", "sliding_attention", "sliding_attention", "sliding_attention", "sliding_attention", "sliding_attention", "sliding_attention", "sliding_attention", "sliding_attention", "sliding_attention", "sliding_attention", "full_attention"],)");
+  json = ReplaceAll(json, R"(  "rope_local_base_freq": 10000,
+)",
+                    "");
+  json = ReplaceAll(json, R"(  "rope_theta": 1000000,
+)",
+                    "");
+  json = ReplaceAll(
+      json, R"("rope_scaling": null,)",
+      R"("rope_parameters": {"full_attention": {"rope_type": "default", "rope_theta": 500000.0}, "sliding_attention": {"rope_type": "default", "rope_theta": 20000.0}},)");
+  absl::StatusOr<ModelConfig> config = LoadModelConfig(WriteConfig(json));
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_DOUBLE_EQ(config->rope_theta, 500000.0);
+  EXPECT_DOUBLE_EQ(config->rope_local_theta, 20000.0);
+  EXPECT_EQ(LayerSlidingWindow(*config, 0), 512);
+  EXPECT_EQ(LayerSlidingWindow(*config, 1), 0);
+  EXPECT_EQ(LayerSlidingWindow(*config, 3), 0);
+  EXPECT_EQ(LayerSlidingWindow(*config, 5), 512);
+  EXPECT_EQ(LayerSlidingWindow(*config, 25), 0);
+
+  // Absent keys take Gemma3TextConfig's defaults: rope_theta 1e6, local base 10000, pattern 6.
+  json = ReplaceAll(kGemma3_1BConfig, R"(  "sliding_window_pattern": 6,
+)",
+                    "");
+  json = ReplaceAll(json, R"(  "rope_theta": 1000000,
+)",
+                    "");
+  config = LoadModelConfig(WriteConfig(json));
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_DOUBLE_EQ(config->rope_theta, 1000000.0);
+  EXPECT_EQ(LayerSlidingWindow(*config, 4), 512);
+  EXPECT_EQ(LayerSlidingWindow(*config, 5), 0);
+
+  ExpectError(LoadModelConfig(WriteConfig(
+                  ReplaceAll(kGemma3_1BConfig, R"("use_cache": true,)",
+                             R"("use_cache": true, "use_bidirectional_attention": true,)"))),
+              absl::StatusCode::kInvalidArgument,
+              {ConfigPath(), "\"use_bidirectional_attention\" is true"});
+  // Gemma 3 4B+'s linear scaling of the global layers' rotary is not supported.
+  ExpectError(LoadModelConfig(WriteConfig(
+                  ReplaceAll(kGemma3_1BConfig, R"("rope_scaling": null)",
+                             R"("rope_scaling": {"factor": 8.0, "rope_type": "linear"})"))),
+              absl::StatusCode::kInvalidArgument, {"unsupported rope scaling \"linear\""});
+  ExpectError(
+      LoadModelConfig(WriteConfig(ReplaceAll(kGemma3_1BConfig, R"("sliding_window_pattern": 6,)",
+                                             R"("layer_types": ["sliding_attention"],)"))),
+      absl::StatusCode::kInvalidArgument, {"\"layer_types\" must list one type per layer (26)"});
+}
+
 TEST_F(ModelDirTest, UnsupportedArchitectureListsTheSupportedOnes) {
   ExpectError(
       LoadModelConfig(WriteConfig(Llama3With("\"LlamaForCausalLM\"", "\"GPT2LMHeadModel\""))),
       absl::StatusCode::kInvalidArgument,
       {ConfigPath(), "unsupported architecture \"GPT2LMHeadModel\"",
        "supported: LlamaForCausalLM, MistralForCausalLM, MixtralForCausalLM, Qwen2ForCausalLM, "
-       "Qwen3ForCausalLM, Qwen3MoeForCausalLM, Gemma2ForCausalLM, Phi3ForCausalLM"});
+       "Qwen3ForCausalLM, Qwen3MoeForCausalLM, Gemma2ForCausalLM, Gemma3ForCausalLM, "
+       "Phi3ForCausalLM"});
 }
 
 TEST_F(ModelDirTest, UnsupportedActivationDtypeAndRopeScaling) {
@@ -921,11 +1051,11 @@ TEST(ModelConfigTest, PresetMatchesItsPublishedConfigJson) {
 }
 
 TEST(ModelConfigTest, UnknownPresetListsThePresets) {
-  ExpectError(
-      LoadModelConfig("dummy:llama-4"), absl::StatusCode::kNotFound,
-      {"unknown preset \"dummy:llama-4\"",
-       "presets: gemma-2-2b, llama-2-7b, llama-3-70b, llama-3-8b, llama-3.1-8b, mistral-7b, "
-       "mixtral-8x7b, phi-4, qwen2-7b, qwen3-30b-a3b, qwen3-8b, small, tiny"});
+  ExpectError(LoadModelConfig("dummy:llama-4"), absl::StatusCode::kNotFound,
+              {"unknown preset \"dummy:llama-4\"",
+               "presets: gemma-2-2b, gemma-3-1b, llama-2-7b, llama-3-70b, llama-3-8b, "
+               "llama-3.1-8b, mistral-7b, "
+               "mixtral-8x7b, phi-4, qwen2-7b, qwen3-30b-a3b, qwen3-8b, small, tiny"});
   ExpectError(LoadModelConfig("dummy:"), absl::StatusCode::kNotFound, {"unknown preset"});
 }
 

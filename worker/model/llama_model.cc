@@ -117,6 +117,14 @@ absl::Status LlamaModel::Upload(const ModelWeights& w) {
   HR_ASSIGN_OR_RETURN(const std::vector<float> inv_freq,
                       kernels::cpu::RopeInvFreq(config_.head_dim, config_.rope_theta, scaling));
   HR_ASSIGN_OR_RETURN(inv_freq_, UploadTensor(inv_freq, "rope inv_freq"));
+  // Gemma 3: the sliding-window layers rotate with a base of their own, unscaled.
+  const float* local_inv_freq = inv_freq_;
+  if (config_.rope_local_theta > 0) {
+    HR_ASSIGN_OR_RETURN(
+        const std::vector<float> local,
+        kernels::cpu::RopeInvFreq(config_.head_dim, config_.rope_local_theta, std::nullopt));
+    HR_ASSIGN_OR_RETURN(local_inv_freq, UploadTensor(local, "rope inv_freq (sliding layers)"));
+  }
 
   const int64_t kv_floats = int64_t{limits_.num_kv_blocks} * limits_.block_size * shard_.kv_dim;
   for (size_t i = 0; i < w.layers.size(); ++i) {
@@ -155,6 +163,7 @@ absl::Status LlamaModel::Upload(const ModelWeights& w) {
                                   .sliding_window = static_cast<int32_t>(std::min<int64_t>(
                                       LayerSlidingWindow(config_, static_cast<int64_t>(i)),
                                       std::numeric_limits<int32_t>::max()))};
+    d.inv_freq = d.attention.sliding_window > 0 ? local_inv_freq : inv_freq_;
     // gate and up are fused into one GEMM: [gate rows; up rows].
     std::vector<float> gate_up = lw.gate_proj.data;
     gate_up.insert(gate_up.end(), lw.up_proj.data.begin(), lw.up_proj.data.end());
@@ -301,7 +310,7 @@ absl::Status LlamaModel::Layer(const DeviceLayer& l, int64_t n, const AttentionB
     HR_RETURN_IF_ERROR(b.RmsNorm(arena_.k, l.k_norm, n * kv_heads, head_dim, eps, arena_.k));
   }
   HR_RETURN_IF_ERROR(
-      b.Rotary(arena_.q, arena_.k, arena_.positions, inv_freq_, n, heads, kv_heads, head_dim));
+      b.Rotary(arena_.q, arena_.k, arena_.positions, l.inv_freq, n, heads, kv_heads, head_dim));
   HR_RETURN_IF_ERROR(b.WriteKvCache(arena_.k, arena_.v, arena_.slot_mapping, n, l.kv));
   HR_RETURN_IF_ERROR(b.PagedAttention(arena_.q, l.kv, batch, n, heads, l.attention, arena_.attn));
   HR_RETURN_IF_ERROR(

@@ -11,7 +11,8 @@
 // Gemma 2 scales the embeddings by sqrt(hidden), normalizes the attention and MLP outputs before
 // adding them (x += norm(attention(...)), x += norm(mlp(...))), uses gelu_tanh for silu, (1 + w)
 // norm weights, query_pre_attn_scalar^-0.5 as the score scale, soft-capped scores and logits, and
-// a sliding window on its even layers (ModelConfig says which model does what).
+// a sliding window on its even layers. Gemma 3 adds Qwen3's per-head q/k norms (with (1 + w)) and
+// gives its sliding layers a rotary base of their own (ModelConfig says which model does what).
 //
 // Every device buffer (weights, KV cache, activation arena sized for max_num_batched_tokens and
 // max_num_seqs) is allocated in Create(); Forward() never allocates device memory (the CPU
@@ -111,7 +112,8 @@ class LlamaModel {
     // [experts, hidden, intermediate].
     MoeExperts moe;
     KvCacheLayer kv;
-    AttentionParams attention;  // score scale, softcap and this layer's sliding window
+    AttentionParams attention;        // score scale, softcap and this layer's sliding window
+    const float* inv_freq = nullptr;  // [head_dim / 2]: the model's, or the sliding layers' own
   };
 
   // The activation arena and per-step metadata, sized by ModelLimits.
@@ -174,8 +176,9 @@ class LlamaModel {
   const float* embed_tokens_ = nullptr;
   const float* final_norm_ = nullptr;  // [hidden]
   const float* lm_head_ = nullptr;     // [vocab_rows, hidden] (the embedding when tied)
-  const float* inv_freq_ = nullptr;    // [head_dim / 2]
-  float embed_scale_ = 1.0f;           // sqrt(hidden) for Gemma, else 1
+  const float* inv_freq_ =
+      nullptr;  // [head_dim / 2]: rope_theta's (every layer but Gemma 3's sliding ones)
+  float embed_scale_ = 1.0f;  // sqrt(hidden) for Gemma, else 1
   std::vector<DeviceLayer> layers_;
   Arena arena_;
   std::vector<int32_t> local_ids_;    // [T] host: token ids as rows of embed_tokens_ (tp > 1)

@@ -27,11 +27,19 @@ inline constexpr std::string_view kQwen3 = "Qwen3ForCausalLM";
 inline constexpr std::string_view kMixtral = "MixtralForCausalLM";
 inline constexpr std::string_view kQwen3Moe = "Qwen3MoeForCausalLM";
 inline constexpr std::string_view kGemma2 = "Gemma2ForCausalLM";
+inline constexpr std::string_view kGemma3 = "Gemma3ForCausalLM";
 inline constexpr std::string_view kPhi3 = "Phi3ForCausalLM";
 inline constexpr std::string_view kDummyPrefix = "dummy:";
 
 // MistralConfig's default when config.json has no sliding_window key (transformers behaviour).
 inline constexpr int64_t kMistralDefaultSlidingWindow = 4096;
+
+// Gemma3TextConfig's defaults for keys config.json may leave out.
+inline constexpr int64_t kGemma3DefaultSlidingWindow = 4096;
+inline constexpr int64_t kGemma3DefaultPattern = 6;
+inline constexpr double kGemma3DefaultQueryPreAttnScalar = 256;
+inline constexpr double kGemma3DefaultLocalRopeTheta = 10000.0;
+inline constexpr double kGemma3DefaultRopeTheta = 1000000.0;
 
 // Gemma2Config's defaults for keys config.json may leave out (transformers 4.46).
 inline constexpr int64_t kGemma2DefaultSlidingWindow = 4096;
@@ -234,7 +242,7 @@ absl::Status ReadBiasesAndWindow(const FieldReader& reader, ModelConfig& config)
                                        "; only rotary embedding over the whole head (1.0) is "
                                        "supported"));
     }
-  } else if (config.architecture == kGemma2) {
+  } else if (config.architecture == kGemma2 || config.architecture == kGemma3) {
     HR_ASSIGN_OR_RETURN(const bool attention_bias, reader.Bool("attention_bias", false));
     config.qkv_bias = attention_bias;
     config.o_proj_bias = attention_bias;
@@ -284,10 +292,101 @@ absl::Status ReadGemma2(const FieldReader& reader, ModelConfig& config) {
   return absl::OkStatus();
 }
 
-// The MLP's activation: Gemma 2 reads hidden_activation (transformers ignores its hidden_act),
-// the others hidden_act.
+// Which Gemma 3 layers slide: config.json's layer_types list when present (newer transformers),
+// else sliding_window_pattern (older; `_sliding_window_pattern` in some files).
+absl::Status ReadGemma3LayerTypes(const FieldReader& reader, ModelConfig& config) {
+  if (const Json* types = reader.Find("layer_types"); types != nullptr) {
+    if (!types->is_array() || static_cast<int64_t>(types->size()) != config.num_hidden_layers) {
+      return reader.Error("layer_types",
+                          absl::StrCat("must list one type per layer (", config.num_hidden_layers,
+                                       "), got ", Describe(*types)));
+    }
+    for (const Json& type : *types) {
+      if (type == "sliding_attention") {
+        config.sliding_layers.push_back(true);
+      } else if (type == "full_attention") {
+        config.sliding_layers.push_back(false);
+      } else {
+        return reader.Error("layer_types",
+                            absl::StrCat("has ", Describe(type),
+                                         "; supported: \"sliding_attention\", \"full_attention\""));
+      }
+    }
+    return absl::OkStatus();
+  }
+  for (std::string_view key : {"sliding_window_pattern", "_sliding_window_pattern"}) {
+    HR_ASSIGN_OR_RETURN(const std::optional<int64_t> pattern, reader.OptionalPositiveInt(key));
+    if (!pattern) continue;
+    if (*pattern < 2) {
+      return reader.Error(key, absl::StrCat("is ", *pattern, "; it must be at least 2"));
+    }
+    config.sliding_window_pattern = *pattern;
+    return absl::OkStatus();
+  }
+  config.sliding_window_pattern = kGemma3DefaultPattern;
+  return absl::OkStatus();
+}
+
+// transformers 5 writes Gemma 3's rotary settings per layer type: rope_parameters
+// {"full_attention": {...}, "sliding_attention": {...}}. Plain rotary only.
+absl::Status ReadGemma3RopeParameters(const FieldReader& reader, std::string_view path,
+                                      ModelConfig& config) {
+  const Json* parameters = reader.Find("rope_parameters");
+  if (parameters == nullptr || !parameters->is_object()) return absl::OkStatus();
+  for (const auto& [type, theta] :
+       {std::pair{std::string_view("full_attention"), &config.rope_theta},
+        std::pair{std::string_view("sliding_attention"), &config.rope_local_theta}}) {
+    const auto it = parameters->find(type);
+    if (it == parameters->end() || it->is_null()) continue;
+    if (!it->is_object()) {
+      return reader.Error(absl::StrCat("rope_parameters.", std::string(type)),
+                          absl::StrCat("must be an object, got ", Describe(*it)));
+    }
+    const FieldReader rope(*it, path, absl::StrCat("rope_parameters.", std::string(type), "."));
+    HR_ASSIGN_OR_RETURN(*theta, rope.PositiveNumber("rope_theta", *theta));
+    HR_ASSIGN_OR_RETURN(const std::optional<std::string> rope_type,
+                        rope.OptionalString("rope_type"));
+    if (rope_type && *rope_type != "default") {
+      return rope.Error("rope_type", absl::StrCat("names unsupported rope scaling \"", *rope_type,
+                                                  "\"; supported for Gemma 3: default"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Gemma 3 (text): Gemma 2's block without its softcaps (null by default), per-head q/k norms,
+// a rotary base of its own for the sliding layers, and five sliding layers in six.
+absl::Status ReadGemma3(const FieldReader& reader, std::string_view path, ModelConfig& config) {
+  config.norm_weight_offset = true;
+  config.scale_embeddings = true;
+  config.sandwich_norms = true;
+  config.qk_norm = true;
+  HR_ASSIGN_OR_RETURN(const bool bidirectional, reader.Bool("use_bidirectional_attention", false));
+  if (bidirectional) {
+    return reader.Error("use_bidirectional_attention",
+                        "is true (an embedding model); only causal attention is supported");
+  }
+  HR_ASSIGN_OR_RETURN(const std::optional<int64_t> window,
+                      reader.OptionalPositiveInt("sliding_window"));
+  config.sliding_window = window.value_or(kGemma3DefaultSlidingWindow);
+  HR_RETURN_IF_ERROR(ReadGemma3LayerTypes(reader, config));
+  HR_ASSIGN_OR_RETURN(
+      config.query_pre_attn_scalar,
+      reader.PositiveNumber("query_pre_attn_scalar", kGemma3DefaultQueryPreAttnScalar));
+  HR_ASSIGN_OR_RETURN(config.attn_logit_softcapping,
+                      ReadSoftcap(reader, "attn_logit_softcapping", 0.0));
+  HR_ASSIGN_OR_RETURN(config.final_logit_softcapping,
+                      ReadSoftcap(reader, "final_logit_softcapping", 0.0));
+  HR_ASSIGN_OR_RETURN(config.rope_local_theta,
+                      reader.PositiveNumber("rope_local_base_freq", kGemma3DefaultLocalRopeTheta));
+  if (!reader.Has("rope_theta")) config.rope_theta = kGemma3DefaultRopeTheta;
+  return ReadGemma3RopeParameters(reader, path, config);
+}
+
+// The MLP's activation: Gemma reads hidden_activation (transformers ignores its hidden_act), the
+// others hidden_act.
 absl::Status ReadActivation(const FieldReader& reader, ModelConfig& config) {
-  const bool gemma = config.architecture == kGemma2;
+  const bool gemma = config.architecture == kGemma2 || config.architecture == kGemma3;
   const std::string_view field = gemma ? "hidden_activation" : "hidden_act";
   HR_ASSIGN_OR_RETURN(const std::optional<std::string> activation, reader.OptionalString(field));
   const std::string name = activation.value_or(gemma ? "gelu_pytorch_tanh" : "silu");
@@ -353,13 +452,19 @@ absl::Status ReadExperts(const FieldReader& reader, ModelConfig& config) {
 
 const std::vector<std::string>& SupportedArchitectures() {
   static const std::vector<std::string>* const kArchitectures = new std::vector<std::string>{
-      std::string(kLlama), std::string(kMistral),  std::string(kMixtral), std::string(kQwen2),
-      std::string(kQwen3), std::string(kQwen3Moe), std::string(kGemma2),  std::string(kPhi3)};
+      std::string(kLlama),  std::string(kMistral), std::string(kMixtral),
+      std::string(kQwen2),  std::string(kQwen3),   std::string(kQwen3Moe),
+      std::string(kGemma2), std::string(kGemma3),  std::string(kPhi3)};
   return *kArchitectures;
 }
 
 int64_t LayerSlidingWindow(const ModelConfig& config, int64_t layer) {
   if (!config.sliding_window) return 0;
+  if (!config.sliding_layers.empty()) {
+    const bool sliding = layer >= 0 && layer < static_cast<int64_t>(config.sliding_layers.size()) &&
+                         config.sliding_layers[static_cast<size_t>(layer)];
+    return sliding ? *config.sliding_window : 0;
+  }
   const int64_t pattern = config.sliding_window_pattern;
   if (pattern >= 2 && (layer + 1) % pattern == 0) return 0;
   return *config.sliding_window;
@@ -418,9 +523,10 @@ absl::StatusOr<ModelConfig> ParseModelConfigJson(std::string_view json_text,
     config.head_dim = config.hidden_size / config.num_attention_heads;
   }
 
-  // Gemma2Config ties the embeddings unless told otherwise; the others do not.
+  // Gemma's configs tie the embeddings unless told otherwise; the others do not.
   HR_ASSIGN_OR_RETURN(config.tie_word_embeddings,
-                      reader.Bool("tie_word_embeddings", config.architecture == kGemma2));
+                      reader.Bool("tie_word_embeddings", config.architecture == kGemma2 ||
+                                                             config.architecture == kGemma3));
   HR_ASSIGN_OR_RETURN(config.rms_norm_eps, reader.PositiveNumber("rms_norm_eps", 1e-6));
   HR_ASSIGN_OR_RETURN(config.rope_theta, reader.PositiveNumber("rope_theta", 10000.0));
   HR_RETURN_IF_ERROR(ReadRopeScaling(reader, path, config));
@@ -442,6 +548,7 @@ absl::StatusOr<ModelConfig> ParseModelConfigJson(std::string_view json_text,
   HR_RETURN_IF_ERROR(ReadExperts(reader, config));
   HR_RETURN_IF_ERROR(ReadActivation(reader, config));
   if (config.architecture == kGemma2) HR_RETURN_IF_ERROR(ReadGemma2(reader, config));
+  if (config.architecture == kGemma3) HR_RETURN_IF_ERROR(ReadGemma3(reader, path, config));
   return config;
 }
 

@@ -1,7 +1,7 @@
 // ModelConfig: the shape of a decoder-only transformer, parsed from a Hugging Face config.json
-// (SupportedArchitectures(): Llama, Mistral, Mixtral, Qwen2, Qwen3, Qwen3-MoE, Gemma 2, Phi-3) or
-// taken from a built-in preset (`dummy:<preset>`, the real shapes of published checkpoints, for
-// plans, demos and benchmarks).
+// (SupportedArchitectures(): Llama, Mistral, Mixtral, Qwen2, Qwen3, Qwen3-MoE, Gemma 2, Gemma 3,
+// Phi-3) or taken from a built-in preset (`dummy:<preset>`, the real shapes of published
+// checkpoints, for plans, demos and benchmarks).
 //
 // Errors name the path and the field: NotFoundError for a missing directory or config.json,
 // InvalidArgumentError for malformed JSON (with the parser's position), a missing or ill-typed
@@ -70,8 +70,13 @@ struct ModelConfig {
   // memory plan does not exploit it: KV is provisioned for the full context.
   std::optional<int64_t> sliding_window;
   // Which layers use the window: 0, every layer (Mistral); N >= 2, layer i when (i + 1) % N != 0
-  // (Gemma 2's 2: the even layers).
+  // (Gemma 2's 2: the even layers; Gemma 3's 6: five of every six). A config.json's layer_types
+  // list (newer transformers) fills sliding_layers instead, which then decides.
   int64_t sliding_window_pattern = 0;
+  std::vector<bool> sliding_layers;
+  // Rotary base of the sliding-window layers when it differs from rope_theta (Gemma 3's
+  // rope_local_base_freq, 10000 against 1e6); 0: rope_theta for every layer.
+  double rope_local_theta = 0;
 
   Activation hidden_activation = Activation::kSilu;
   // Gemma: each RMSNorm multiplies by (1 + weight); the checkpoint stores the offset from 1.

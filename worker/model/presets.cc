@@ -140,6 +140,28 @@ std::vector<Preset> MakePresets() {
   gemma2_2b.sliding_window_pattern = 2;
   presets.push_back({"gemma-2-2b", gemma2_2b});
 
+  // google/gemma-3-1b-it: Gemma3ForCausalLM, 1 KV head, head_dim 256, tied 262144-row vocabulary,
+  // a 512-token window on five layers of every six with rotary base 10000 (the global layers'
+  // 1e6), no softcaps, 32768 positions.
+  ModelConfig gemma3_1b = gemma2_2b;
+  gemma3_1b.architecture = "Gemma3ForCausalLM";
+  gemma3_1b.num_hidden_layers = 26;
+  gemma3_1b.hidden_size = 1152;
+  gemma3_1b.num_attention_heads = 4;
+  gemma3_1b.num_key_value_heads = 1;
+  gemma3_1b.intermediate_size = 6912;
+  gemma3_1b.vocab_size = 262144;
+  gemma3_1b.max_position_embeddings = 32768;
+  gemma3_1b.torch_dtype = DType::kBFloat16;
+  gemma3_1b.qk_norm = true;
+  gemma3_1b.attn_logit_softcapping = 0;
+  gemma3_1b.final_logit_softcapping = 0;
+  gemma3_1b.sliding_window = 512;
+  gemma3_1b.sliding_window_pattern = 6;
+  gemma3_1b.rope_theta = 1000000.0;
+  gemma3_1b.rope_local_theta = 10000.0;
+  presets.push_back({"gemma-3-1b", gemma3_1b});
+
   // microsoft/phi-4: Phi3ForCausalLM with fused qkv_proj / gate_up_proj, 10 KV heads, untied
   // 100352-row vocabulary, rope_theta 250000, 16384 positions, no sliding window.
   ModelConfig phi4 = Llama(40, 5120, 40, 10, 17920, 100352, 16384);
