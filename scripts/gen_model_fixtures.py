@@ -287,6 +287,43 @@ def rms_norm(x, weight, eps):
     return weight * (x.float() * torch.rsqrt(variance + eps)).to(x.dtype)
 
 
+def store_with_qk_norms(model, state):
+    """Adds each layer's q_norm / k_norm weights (attributes of its attention module) to `state`
+    in bfloat16, then loads every stored tensor back into the model: the reference runs on the
+    stored numbers. Call under torch.no_grad()."""
+    def key(i, norm):
+        return f"model.layers.{i}.self_attn.{norm}.weight"
+    for i, layer in enumerate(model.model.layers):
+        for norm in ("q_norm", "k_norm"):
+            state[key(i, norm)] = getattr(layer.self_attn, norm + "_weight").to(
+                torch.bfloat16).contiguous()
+    own = model.state_dict()
+    for tensor_name, t in state.items():
+        if tensor_name in own:
+            own[tensor_name].copy_(t.float())
+    for i, layer in enumerate(model.model.layers):
+        for norm in ("q_norm", "k_norm"):
+            setattr(layer.self_attn, norm + "_weight", state[key(i, norm)].float())
+
+
+def hook_qk_norms(model, norm_fn, head_dim, eps):
+    """Applies each layer's q_norm / k_norm to q_proj's / k_proj's outputs, head by head (forward
+    hooks): `norm_fn(x [..., heads, head_dim], weight, eps)`."""
+    def per_head_norm(norm):
+        def hook(module, inputs, output):
+            shape = output.shape
+            weight = getattr(module.attention, norm + "_weight")
+            return norm_fn(output.view(*shape[:-1], -1, head_dim), weight, eps).view(shape)
+        return hook
+
+    for layer in model.model.layers:
+        attention = layer.self_attn
+        attention.q_proj.attention = attention
+        attention.k_proj.attention = attention
+        attention.q_proj.register_forward_hook(per_head_norm("q_norm"))
+        attention.k_proj.register_forward_hook(per_head_norm("k_norm"))
+
+
 def generate_qwen3(name, seed, moe=False):
     """qwen3-qknorm and qwen3-moe: see the module docstring."""
     out_dir = os.path.join(OUT, name)
@@ -326,34 +363,10 @@ def generate_qwen3(name, seed, moe=False):
             if ".shared_expert" in tensor_name:
                 continue
             state[tensor_name] = t.to(torch.bfloat16).contiguous()
-        for i, layer in enumerate(model.model.layers):
-            for norm in ("q_norm", "k_norm"):
-                w = getattr(layer.self_attn, norm + "_weight").to(torch.bfloat16)
-                state[f"model.layers.{i}.self_attn.{norm}.weight"] = w.contiguous()
-        # The reference runs on the stored numbers.
-        own = model.state_dict()
-        for tensor_name, t in state.items():
-            if tensor_name in own:
-                own[tensor_name].copy_(t.float())
-        for i, layer in enumerate(model.model.layers):
-            for norm in ("q_norm", "k_norm"):
-                setattr(layer.self_attn, norm + "_weight",
-                        state[f"model.layers.{i}.self_attn.{norm}.weight"].float())
+        store_with_qk_norms(model, state)
     if config.tie_word_embeddings:
         assert model.lm_head.weight.data_ptr() == model.model.embed_tokens.weight.data_ptr()
-
-    def per_head_norm(norm):
-        def hook(module, inputs, output):
-            shape = output.shape
-            weight = getattr(module.attention, norm + "_weight")
-            return rms_norm(output.view(*shape[:-1], -1, head_dim), weight, eps).view(shape)
-        return hook
-
-    for layer in model.model.layers:
-        layer.self_attn.q_proj.attention = layer.self_attn
-        layer.self_attn.k_proj.attention = layer.self_attn
-        layer.self_attn.q_proj.register_forward_hook(per_head_norm("q_norm"))
-        layer.self_attn.k_proj.register_forward_hook(per_head_norm("k_norm"))
+    hook_qk_norms(model, rms_norm, head_dim, eps)
 
     files = ["model.safetensors"]
     save_file(state, os.path.join(out_dir, files[0]), metadata={"format": "pt"})
@@ -410,34 +423,13 @@ def generate_gemma3(name, seed):
             if tensor_name == "lm_head.weight":
                 continue  # tied
             state[tensor_name] = t.to(torch.bfloat16).contiguous()
-        for i, layer in enumerate(model.model.layers):
-            for norm in ("q_norm", "k_norm"):
-                w = getattr(layer.self_attn, norm + "_weight").to(torch.bfloat16)
-                state[f"model.layers.{i}.self_attn.{norm}.weight"] = w.contiguous()
-        own = model.state_dict()
-        for tensor_name, t in state.items():
-            if tensor_name in own:
-                own[tensor_name].copy_(t.float())
-        for i, layer in enumerate(model.model.layers):
-            for norm in ("q_norm", "k_norm"):
-                setattr(layer.self_attn, norm + "_weight",
-                        state[f"model.layers.{i}.self_attn.{norm}.weight"].float())
+        store_with_qk_norms(model, state)
     assert model.lm_head.weight.data_ptr() == model.model.embed_tokens.weight.data_ptr()
-
-    def per_head_norm(norm):
-        def hook(module, inputs, output):
-            shape = output.shape
-            weight = getattr(module.attention, norm + "_weight")
-            return gemma_rms_norm(output.view(*shape[:-1], -1, head_dim), weight, eps).view(shape)
-        return hook
+    hook_qk_norms(model, gemma_rms_norm, head_dim, eps)
 
     sliding = []
     for i, layer in enumerate(model.model.layers):
         attention = layer.self_attn
-        attention.q_proj.attention = attention
-        attention.k_proj.attention = attention
-        attention.q_proj.register_forward_hook(per_head_norm("q_norm"))
-        attention.k_proj.register_forward_hook(per_head_norm("k_norm"))
         # Gemma 3's layer types: sliding unless (i + 1) % pattern == 0; Gemma2 alternates.
         is_sliding = (i + 1) % pattern != 0
         sliding.append(is_sliding)

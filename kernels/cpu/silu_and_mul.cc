@@ -2,28 +2,13 @@
 
 #include <cmath>
 
-#include "common/status_macros.h"
-#include "kernels/cpu/validate.h"
+#include "kernels/cpu/gated_mul_internal.h"
 
 namespace headroom::kernels::cpu {
 
-absl::Status SiluAndMul(const float* gate_up, int64_t num_tokens, int64_t inter_size,
-                        float* out) {
-  constexpr absl::string_view kOp = "SiluAndMul";
-  HR_RETURN_IF_ERROR(internal::CheckNonNegative(kOp, "num_tokens", num_tokens));
-  HR_RETURN_IF_ERROR(internal::CheckPositive(kOp, "inter_size", inter_size));
-  HR_RETURN_IF_ERROR(internal::CheckPointer(kOp, "gate_up", gate_up, 2 * num_tokens * inter_size));
-  HR_RETURN_IF_ERROR(internal::CheckPointer(kOp, "out", out, num_tokens * inter_size));
-  for (int64_t i = 0; i < num_tokens; ++i) {
-    const float* gate = gate_up + i * 2 * inter_size;  // [inter_size]
-    const float* up = gate + inter_size;               // [inter_size]
-    float* out_row = out + i * inter_size;              // [inter_size]
-    for (int64_t j = 0; j < inter_size; ++j) {
-      const float g = gate[j];
-      out_row[j] = g / (1.0f + std::exp(-g)) * up[j];
-    }
-  }
-  return absl::OkStatus();
+absl::Status SiluAndMul(const float* gate_up, int64_t num_tokens, int64_t inter_size, float* out) {
+  return internal::GatedMul("SiluAndMul", gate_up, num_tokens, inter_size, out,
+                            [](float g) { return g / (1.0f + std::exp(-g)); });
 }
 
 }  // namespace headroom::kernels::cpu

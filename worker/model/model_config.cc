@@ -259,7 +259,8 @@ absl::Status ReadBiasesAndWindow(const FieldReader& reader, ModelConfig& config)
   return absl::OkStatus();
 }
 
-// A softcap key: absent takes Gemma2Config's default, null means none, else positive.
+// A softcap key: absent takes `default_value` (the config class's), null means none (0), else
+// positive.
 absl::StatusOr<double> ReadSoftcap(const FieldReader& reader, std::string_view field,
                                    double default_value) {
   if (!reader.Has(field)) return default_value;
