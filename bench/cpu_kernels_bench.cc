@@ -33,9 +33,11 @@ std::vector<float> Random(int64_t n, uint64_t seed) {
 }
 
 // Decode step: batch 32, context 1024, 32 query heads / 8 kv heads, head_dim 128, block size 16.
-// Arg 0: threads.
+// Arg 0: threads; arg 1: sliding window (0: none); arg 2: score softcap (0: none).
 void BM_PagedAttentionDecode(benchmark::State& state) {
   const int threads = static_cast<int>(state.range(0));
+  const auto window = static_cast<int32_t>(state.range(1));
+  const auto softcap = static_cast<float>(state.range(2));
   constexpr int32_t kBatch = 32;
   constexpr int32_t kContext = 1024;
   constexpr int32_t kHeads = 32;
@@ -64,20 +66,30 @@ void BM_PagedAttentionDecode(benchmark::State& state) {
   SetNumThreads(threads);
   const float scale = 1.0f / std::sqrt(static_cast<float>(kHeadDim));
   for (auto _ : state) {
-    const absl::Status status = PagedAttention(q.data(), kBatch, kHeads, view, meta,
-                                               AttentionParams{.scale = scale}, out.data());
+    const absl::Status status = PagedAttention(
+        q.data(), kBatch, kHeads, view, meta,
+        AttentionParams{.scale = scale, .softcap = softcap, .sliding_window = window}, out.data());
     if (!status.ok()) state.SkipWithError(status.ToString().c_str());
     benchmark::DoNotOptimize(out.data());
     benchmark::ClobberMemory();
   }
   SetNumThreads(before);
-  const int64_t kv_bytes = 2 * pool * static_cast<int64_t>(sizeof(float));
+  // The K/V rows read: the window's, or the whole context's.
+  const int64_t read_tokens = window > 0 ? std::min(window, kContext) : kContext;
+  const int64_t kv_bytes =
+      2 * int64_t{kBatch} * read_tokens * kKvHeads * kHeadDim * static_cast<int64_t>(sizeof(float));
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * kv_bytes);
   state.counters["tokens/s"] =
       benchmark::Counter(static_cast<double>(kBatch) * static_cast<double>(state.iterations()),
                          benchmark::Counter::kIsRate);
 }
-BENCHMARK(BM_PagedAttentionDecode)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_PagedAttentionDecode)
+    ->Args({1, 0, 0})
+    ->Args({2, 0, 0})
+    ->Args({2, 256, 0})  // Mistral-style window, a quarter of the context
+    ->Args({2, 0, 50})   // Gemma 2's score softcap
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 // out [m, 4096] = x [m, 4096] @ w^T, w [4096, 4096]. Arg 0: m, arg 1: threads.
 void BM_Linear(benchmark::State& state) {
