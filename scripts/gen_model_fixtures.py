@@ -40,6 +40,11 @@ Writes tests/worker/fixtures/<name>/ for three small SEEDED RANDOM checkpoints:
               norms applied to q_proj's and k_proj's outputs by forward hooks: transformers'
               Gemma3Attention is exactly `q_norm(q_proj(x).view(..., head_dim))` (likewise k)
               before apply_rotary_pos_emb, with Gemma3RMSNorm = Gemma2RMSNorm.
+  granite-mup GraniteForCausalLM (Granite 3.x's layout) with transformers' own Granite: Llama's
+              block with its four muP multipliers, each far from 1 so that dropping one changes
+              the tokens (embedding_multiplier 12, attention_multiplier 0.1 in place of
+              head_dim^-0.5 = 0.25, residual_multiplier 0.22, logits_scaling 8), GQA 4/2, tied,
+              saved in bfloat16.
   phi3-fused  Phi3ForCausalLM (Phi-3 / Phi-4's layout) with transformers' own Phi3: q, k and v in
               one fused qkv_proj [q + 2 kv, hidden] and gate and up in one gate_up_proj
               [2 intermediate, hidden], GQA 4/2, untied, and a 12-token sliding window on every
@@ -89,8 +94,8 @@ import numpy as np
 import torch
 import transformers
 from safetensors.torch import load_file, save_file
-from transformers import (AutoModelForCausalLM, Gemma2Config, LlamaConfig, MixtralConfig,
-                          Phi3Config, Qwen2Config, Qwen2MoeConfig)
+from transformers import (AutoModelForCausalLM, Gemma2Config, GraniteConfig, LlamaConfig,
+                          MixtralConfig, Phi3Config, Qwen2Config, Qwen2MoeConfig)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OUT = os.path.join(ROOT, "tests", "worker", "fixtures")
@@ -167,6 +172,16 @@ def phi3_config():
         initializer_range=INIT_STD, bos_token_id=1, eos_token_id=2, pad_token_id=0)
 
 
+def granite_config():
+    return GraniteConfig(
+        vocab_size=256, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256,
+        rope_theta=10000.0, rms_norm_eps=1e-5, tie_word_embeddings=True,
+        embedding_multiplier=12.0, attention_multiplier=0.1, residual_multiplier=0.22,
+        logits_scaling=8.0, initializer_range=INIT_STD, bos_token_id=1, eos_token_id=2,
+        pad_token_id=0)
+
+
 MODELS = [
     # name, config factory, save dtype, shards, seed
     ("llama-gqa", llama_gqa_config, torch.bfloat16, 2, 1234),
@@ -175,6 +190,7 @@ MODELS = [
     ("mixtral-moe", mixtral_moe_config, torch.bfloat16, 1, 2468),
     ("gemma2-softcap", gemma2_config, torch.bfloat16, 1, 1357),
     ("phi3-fused", phi3_config, torch.bfloat16, 2, 8643),
+    ("granite-mup", granite_config, torch.bfloat16, 1, 9753),
 ]
 
 

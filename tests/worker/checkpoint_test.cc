@@ -188,7 +188,7 @@ TEST_P(FixtureLoadTest, EveryTensorMatchesTorch) {
 INSTANTIATE_TEST_SUITE_P(Fixtures, FixtureLoadTest,
                          ::testing::Values("llama-gqa", "qwen2-bias", "llama-tied", "qwen3-qknorm",
                                            "mixtral-moe", "qwen3-moe", "gemma2-softcap",
-                                           "gemma3-local-rope"),
+                                           "gemma3-local-rope", "granite-mup"),
                          [](const ::testing::TestParamInfo<std::string>& param_info) {
                            std::string test_name = param_info.param;
                            for (char& c : test_name) c = c == '-' ? '_' : c;
@@ -414,8 +414,9 @@ TEST(CheckpointTest, ExpectedWeightsFollowsTheConfig) {
 
 // The fixtures' reference outputs are well-formed (the forward-pass tests rely on them).
 TEST(CheckpointTest, ExpectedJsonIsWellFormed) {
-  for (const char* name : {"llama-gqa", "qwen2-bias", "llama-tied", "qwen3-qknorm", "mixtral-moe",
-                           "qwen3-moe", "gemma2-softcap", "gemma3-local-rope", "phi3-fused"}) {
+  for (const char* name :
+       {"llama-gqa", "qwen2-bias", "llama-tied", "qwen3-qknorm", "mixtral-moe", "qwen3-moe",
+        "gemma2-softcap", "gemma3-local-rope", "granite-mup", "phi3-fused"}) {
     SCOPED_TRACE(name);
     const Json expected = ReadJson(testdata::FixtureDir(name) / "expected.json");
     ASSERT_EQ(expected.at("prompts").size(), 4u);

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -522,7 +523,7 @@ TEST_F(ModelDirTest, LoadsGemma2_2B) {
   EXPECT_EQ(config->torch_dtype, DType::kFloat32);
   EXPECT_EQ(config->hidden_activation, Activation::kGeluTanh);
   EXPECT_TRUE(config->norm_weight_offset);
-  EXPECT_TRUE(config->scale_embeddings);
+  EXPECT_DOUBLE_EQ(config->embedding_multiplier, 48.0);  // sqrt(2304)
   EXPECT_TRUE(config->sandwich_norms);
   EXPECT_FALSE(config->qkv_bias);
   EXPECT_DOUBLE_EQ(config->query_pre_attn_scalar, 256.0);
@@ -547,7 +548,7 @@ TEST_F(ModelDirTest, LoadsGemma2_2B) {
   EXPECT_EQ(preset->torch_dtype, config->torch_dtype);
   EXPECT_EQ(preset->hidden_activation, config->hidden_activation);
   EXPECT_EQ(preset->norm_weight_offset, config->norm_weight_offset);
-  EXPECT_EQ(preset->scale_embeddings, config->scale_embeddings);
+  EXPECT_DOUBLE_EQ(preset->embedding_multiplier, config->embedding_multiplier);
   EXPECT_EQ(preset->sandwich_norms, config->sandwich_norms);
   EXPECT_DOUBLE_EQ(preset->query_pre_attn_scalar, config->query_pre_attn_scalar);
   EXPECT_DOUBLE_EQ(preset->attn_logit_softcapping, config->attn_logit_softcapping);
@@ -860,7 +861,7 @@ TEST_F(ModelDirTest, LoadsGemma3_1BWithLocalRopeAndFiveSlidingLayersInSix) {
   EXPECT_EQ(config->architecture, "Gemma3ForCausalLM");
   EXPECT_TRUE(config->qk_norm);
   EXPECT_TRUE(config->norm_weight_offset);
-  EXPECT_TRUE(config->scale_embeddings);
+  EXPECT_DOUBLE_EQ(config->embedding_multiplier, std::sqrt(1152.0));
   EXPECT_TRUE(config->sandwich_norms);
   EXPECT_TRUE(config->tie_word_embeddings);
   EXPECT_EQ(config->hidden_activation, Activation::kGeluTanh);
@@ -884,6 +885,7 @@ TEST_F(ModelDirTest, LoadsGemma3_1BWithLocalRopeAndFiveSlidingLayersInSix) {
   EXPECT_EQ(preset->max_position_embeddings, config->max_position_embeddings);
   EXPECT_EQ(preset->qk_norm, config->qk_norm);
   EXPECT_EQ(preset->sandwich_norms, config->sandwich_norms);
+  EXPECT_DOUBLE_EQ(preset->embedding_multiplier, config->embedding_multiplier);
   EXPECT_DOUBLE_EQ(preset->final_logit_softcapping, config->final_logit_softcapping);
   EXPECT_DOUBLE_EQ(preset->rope_local_theta, config->rope_local_theta);
   for (int64_t layer = 0; layer < 26; ++layer) {
@@ -944,6 +946,37 @@ TEST_F(ModelDirTest, Gemma3NewerKeysAndRefusals) {
       absl::StatusCode::kInvalidArgument, {"\"layer_types\" must list one type per layer (26)"});
 }
 
+TEST_F(ModelDirTest, LoadsGraniteMultipliers) {
+  // A GraniteForCausalLM config.json with Granite 3.x's muP multipliers.
+  const std::string json = ReplaceAll(
+      ReplaceAll(kLlama3_8BConfig, R"("LlamaForCausalLM")", R"("GraniteForCausalLM")"),
+      R"("hidden_act": "silu",)",
+      R"("hidden_act": "silu", "embedding_multiplier": 12.0, "attention_multiplier": 0.0078125, "residual_multiplier": 0.22, "logits_scaling": 16.0,)");
+  absl::StatusOr<ModelConfig> config = LoadModelConfig(WriteConfig(json));
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->architecture, "GraniteForCausalLM");
+  EXPECT_DOUBLE_EQ(config->embedding_multiplier, 12.0);
+  EXPECT_DOUBLE_EQ(config->attention_multiplier, 0.0078125);
+  EXPECT_DOUBLE_EQ(config->residual_multiplier, 0.22);
+  EXPECT_DOUBLE_EQ(config->logits_scaling, 16.0);
+  // GraniteConfig's defaults are all 1; a Llama config keeps them at 1 (and no attention
+  // multiplier, so head_dim^-0.5).
+  config = LoadModelConfig(WriteConfig(
+      ReplaceAll(kLlama3_8BConfig, R"("LlamaForCausalLM")", R"("GraniteForCausalLM")")));
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_DOUBLE_EQ(config->embedding_multiplier, 1.0);
+  EXPECT_DOUBLE_EQ(config->attention_multiplier, 1.0);
+  EXPECT_DOUBLE_EQ(config->residual_multiplier, 1.0);
+  EXPECT_DOUBLE_EQ(config->logits_scaling, 1.0);
+  config = LoadModelConfig(WriteConfig(kLlama3_8BConfig));
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_DOUBLE_EQ(config->embedding_multiplier, 1.0);
+  EXPECT_DOUBLE_EQ(config->attention_multiplier, 0.0);
+  ExpectError(LoadModelConfig(WriteConfig(
+                  ReplaceAll(json, R"("logits_scaling": 16.0)", R"("logits_scaling": 0)"))),
+              absl::StatusCode::kInvalidArgument, {"\"logits_scaling\" must be positive, got 0"});
+}
+
 TEST_F(ModelDirTest, UnsupportedArchitectureListsTheSupportedOnes) {
   ExpectError(
       LoadModelConfig(WriteConfig(Llama3With("\"LlamaForCausalLM\"", "\"GPT2LMHeadModel\""))),
@@ -951,7 +984,7 @@ TEST_F(ModelDirTest, UnsupportedArchitectureListsTheSupportedOnes) {
       {ConfigPath(), "unsupported architecture \"GPT2LMHeadModel\"",
        "supported: LlamaForCausalLM, MistralForCausalLM, MixtralForCausalLM, Qwen2ForCausalLM, "
        "Qwen3ForCausalLM, Qwen3MoeForCausalLM, Gemma2ForCausalLM, Gemma3ForCausalLM, "
-       "Phi3ForCausalLM"});
+       "Phi3ForCausalLM, GraniteForCausalLM"});
 }
 
 TEST_F(ModelDirTest, UnsupportedActivationDtypeAndRopeScaling) {

@@ -57,11 +57,22 @@ absl::StatusOr<const float*> LlamaModel::UploadTensor(const std::vector<float>& 
 }
 
 absl::StatusOr<const float*> LlamaModel::UploadNorm(const std::vector<float>& host,
-                                                    const std::string& what) {
-  if (!config_.norm_weight_offset) return UploadTensor(host, what);
+                                                    const std::string& what, double factor) {
+  if (!config_.norm_weight_offset && factor == 1.0) return UploadTensor(host, what);
   std::vector<float> weight = host;
-  for (float& w : weight) w += 1.0f;
+  for (float& w : weight) {
+    if (config_.norm_weight_offset) w += 1.0f;
+    if (factor != 1.0) w = static_cast<float>(static_cast<double>(w) * factor);
+  }
   return UploadTensor(weight, what);
+}
+
+absl::StatusOr<const float*> LlamaModel::UploadScaled(const std::vector<float>& host, double factor,
+                                                      const std::string& what) {
+  if (factor == 1.0) return UploadTensor(host, what);
+  std::vector<float> scaled = host;
+  for (float& v : scaled) v = static_cast<float>(static_cast<double>(v) * factor);
+  return UploadTensor(scaled, what);
 }
 
 absl::Status LlamaModel::CheckShard(const ModelWeights& w) const {
@@ -96,11 +107,12 @@ absl::Status LlamaModel::Upload(const ModelWeights& w) {
     HR_ASSIGN_OR_RETURN(embed_tokens_, UploadTensor(table, "embed_tokens shard"));
     local_ids_.reserve(static_cast<size_t>(limits_.max_num_batched_tokens));
   }
-  HR_ASSIGN_OR_RETURN(final_norm_, UploadNorm(w.norm.data, "norm"));
-  // transformers multiplies by sqrt(hidden) as a tensor of the activations' dtype: float32 here.
-  if (config_.scale_embeddings) {
-    embed_scale_ = std::sqrt(static_cast<float>(config_.hidden_size));
-  }
+  // Granite divides the logits by logits_scaling: folded into the final norm's weight, which only
+  // the LM head reads (lm_head(norm(x) * w / s) = lm_head(norm(x) * w) / s, up to rounding).
+  HR_ASSIGN_OR_RETURN(final_norm_, UploadNorm(w.norm.data, "norm", 1.0 / config_.logits_scaling));
+  // transformers multiplies by the multiplier as a float32 tensor (Gemma: sqrt(hidden), rounded
+  // from double as torch.tensor(hidden ** 0.5) is).
+  embed_scale_ = static_cast<float>(config_.embedding_multiplier);
   if (config_.tie_word_embeddings) {
     lm_head_ = embed_tokens_;
   } else {
@@ -140,8 +152,11 @@ absl::Status LlamaModel::Upload(const ModelWeights& w) {
     HR_ASSIGN_OR_RETURN(d.v_bias, UploadTensor(lw.v_proj_bias.data, p + "v_bias"));
     HR_ASSIGN_OR_RETURN(d.q_norm, UploadNorm(lw.q_norm.data, p + "q_norm"));
     HR_ASSIGN_OR_RETURN(d.k_norm, UploadNorm(lw.k_norm.data, p + "k_norm"));
-    HR_ASSIGN_OR_RETURN(d.o_proj, UploadTensor(lw.o_proj.data, p + "o_proj"));
-    HR_ASSIGN_OR_RETURN(d.o_bias, UploadTensor(lw.o_proj_bias.data, p + "o_bias"));
+    // Granite's residual_multiplier scales the attention and MLP outputs: folded into o_proj and
+    // down_proj (and their biases), whose products are those outputs.
+    const double residual = config_.residual_multiplier;
+    HR_ASSIGN_OR_RETURN(d.o_proj, UploadScaled(lw.o_proj.data, residual, p + "o_proj"));
+    HR_ASSIGN_OR_RETURN(d.o_bias, UploadScaled(lw.o_proj_bias.data, residual, p + "o_bias"));
     if (config_.sandwich_norms) {
       // Gemma 2: post_attention_layernorm normalizes the attention output; the MLP's input norm
       // is pre_feedforward_layernorm.
@@ -158,7 +173,10 @@ absl::Status LlamaModel::Upload(const ModelWeights& w) {
     const double score_scalar = config_.query_pre_attn_scalar > 0
                                     ? config_.query_pre_attn_scalar
                                     : static_cast<double>(config_.head_dim);
-    d.attention = AttentionParams{.scale = 1.0f / std::sqrt(static_cast<float>(score_scalar)),
+    const float scale = config_.attention_multiplier > 0
+                            ? static_cast<float>(config_.attention_multiplier)
+                            : 1.0f / std::sqrt(static_cast<float>(score_scalar));
+    d.attention = AttentionParams{.scale = scale,
                                   .softcap = static_cast<float>(config_.attn_logit_softcapping),
                                   .sliding_window = static_cast<int32_t>(std::min<int64_t>(
                                       LayerSlidingWindow(config_, static_cast<int64_t>(i)),
@@ -173,8 +191,9 @@ absl::Status LlamaModel::Upload(const ModelWeights& w) {
       bias.insert(bias.end(), lw.up_proj_bias.data.begin(), lw.up_proj_bias.data.end());
       HR_ASSIGN_OR_RETURN(d.gate_up_bias, UploadTensor(bias, p + "gate_up_bias"));
     }
-    HR_ASSIGN_OR_RETURN(d.down_proj, UploadTensor(lw.down_proj.data, p + "down_proj"));
-    HR_ASSIGN_OR_RETURN(d.down_bias, UploadTensor(lw.down_proj_bias.data, p + "down_bias"));
+    HR_ASSIGN_OR_RETURN(d.down_proj, UploadScaled(lw.down_proj.data, residual, p + "down_proj"));
+    HR_ASSIGN_OR_RETURN(d.down_bias,
+                        UploadScaled(lw.down_proj_bias.data, residual, p + "down_bias"));
     if (!lw.experts.empty()) HR_RETURN_IF_ERROR(UploadExperts(lw, p, d.moe));
     HR_ASSIGN_OR_RETURN(d.kv.k_cache, AllocateFloats(kv_floats, p + "k_cache"));
     HR_ASSIGN_OR_RETURN(d.kv.v_cache, AllocateFloats(kv_floats, p + "v_cache"));

@@ -150,8 +150,12 @@ class LlamaModel {
   absl::StatusOr<const float*> UploadTensor(const std::vector<float>& host,
                                             const std::string& what);
   // An RMSNorm weight as the kernels multiply by it: 1 + w where the checkpoint stores offsets
-  // from 1 (Gemma), w otherwise.
-  absl::StatusOr<const float*> UploadNorm(const std::vector<float>& host, const std::string& what);
+  // from 1 (Gemma), w otherwise; times `factor`.
+  absl::StatusOr<const float*> UploadNorm(const std::vector<float>& host, const std::string& what,
+                                          double factor = 1.0);
+  // `host` times `factor` (Granite's multipliers folded into weights).
+  absl::StatusOr<const float*> UploadScaled(const std::vector<float>& host, double factor,
+                                            const std::string& what);
   // The [n, hidden] result in arena_.proj RMS-normalized in place by `norm` (null: left as is).
   absl::Status NormalizeOutput(const float* norm, int64_t n);
   absl::Status CheckShard(const ModelWeights& weights) const;
@@ -178,7 +182,7 @@ class LlamaModel {
   const float* lm_head_ = nullptr;     // [vocab_rows, hidden] (the embedding when tied)
   const float* inv_freq_ =
       nullptr;  // [head_dim / 2]: rope_theta's (every layer but Gemma 3's sliding ones)
-  float embed_scale_ = 1.0f;  // sqrt(hidden) for Gemma, else 1
+  float embed_scale_ = 1.0f;  // ModelConfig::embedding_multiplier
   std::vector<DeviceLayer> layers_;
   Arena arena_;
   std::vector<int32_t> local_ids_;    // [T] host: token ids as rows of embed_tokens_ (tp > 1)

@@ -29,6 +29,7 @@ inline constexpr std::string_view kQwen3Moe = "Qwen3MoeForCausalLM";
 inline constexpr std::string_view kGemma2 = "Gemma2ForCausalLM";
 inline constexpr std::string_view kGemma3 = "Gemma3ForCausalLM";
 inline constexpr std::string_view kPhi3 = "Phi3ForCausalLM";
+inline constexpr std::string_view kGranite = "GraniteForCausalLM";
 inline constexpr std::string_view kDummyPrefix = "dummy:";
 
 // MistralConfig's default when config.json has no sliding_window key (transformers behaviour).
@@ -242,6 +243,20 @@ absl::Status ReadBiasesAndWindow(const FieldReader& reader, ModelConfig& config)
                                        "; only rotary embedding over the whole head (1.0) is "
                                        "supported"));
     }
+  } else if (config.architecture == kGranite) {
+    // Granite (3.x): Llama's block with muP multipliers on the embeddings, the attention scores,
+    // the residual branches and the logits; all 1 in GraniteConfig when absent.
+    HR_ASSIGN_OR_RETURN(const bool attention_bias, reader.Bool("attention_bias", false));
+    config.qkv_bias = attention_bias;
+    config.o_proj_bias = attention_bias;
+    HR_ASSIGN_OR_RETURN(config.mlp_bias, reader.Bool("mlp_bias", false));
+    HR_ASSIGN_OR_RETURN(config.embedding_multiplier,
+                        reader.PositiveNumber("embedding_multiplier", 1.0));
+    HR_ASSIGN_OR_RETURN(config.attention_multiplier,
+                        reader.PositiveNumber("attention_multiplier", 1.0));
+    HR_ASSIGN_OR_RETURN(config.residual_multiplier,
+                        reader.PositiveNumber("residual_multiplier", 1.0));
+    HR_ASSIGN_OR_RETURN(config.logits_scaling, reader.PositiveNumber("logits_scaling", 1.0));
   } else if (config.architecture == kGemma2 || config.architecture == kGemma3) {
     HR_ASSIGN_OR_RETURN(const bool attention_bias, reader.Bool("attention_bias", false));
     config.qkv_bias = attention_bias;
@@ -277,7 +292,7 @@ absl::StatusOr<double> ReadSoftcap(const FieldReader& reader, std::string_view f
 // even layers.
 absl::Status ReadGemma2(const FieldReader& reader, ModelConfig& config) {
   config.norm_weight_offset = true;
-  config.scale_embeddings = true;
+  config.embedding_multiplier = std::sqrt(static_cast<double>(config.hidden_size));
   config.sandwich_norms = true;
   config.sliding_window_pattern = 2;
   HR_ASSIGN_OR_RETURN(const std::optional<int64_t> window,
@@ -359,7 +374,7 @@ absl::Status ReadGemma3RopeParameters(const FieldReader& reader, std::string_vie
 // a rotary base of its own for the sliding layers, and five sliding layers in six.
 absl::Status ReadGemma3(const FieldReader& reader, std::string_view path, ModelConfig& config) {
   config.norm_weight_offset = true;
-  config.scale_embeddings = true;
+  config.embedding_multiplier = std::sqrt(static_cast<double>(config.hidden_size));
   config.sandwich_norms = true;
   config.qk_norm = true;
   HR_ASSIGN_OR_RETURN(const bool bidirectional, reader.Bool("use_bidirectional_attention", false));
@@ -453,9 +468,9 @@ absl::Status ReadExperts(const FieldReader& reader, ModelConfig& config) {
 
 const std::vector<std::string>& SupportedArchitectures() {
   static const std::vector<std::string>* const kArchitectures = new std::vector<std::string>{
-      std::string(kLlama),  std::string(kMistral), std::string(kMixtral),
-      std::string(kQwen2),  std::string(kQwen3),   std::string(kQwen3Moe),
-      std::string(kGemma2), std::string(kGemma3),  std::string(kPhi3)};
+      std::string(kLlama), std::string(kMistral),  std::string(kMixtral), std::string(kQwen2),
+      std::string(kQwen3), std::string(kQwen3Moe), std::string(kGemma2),  std::string(kGemma3),
+      std::string(kPhi3),  std::string(kGranite)};
   return *kArchitectures;
 }
 

@@ -1,6 +1,6 @@
 // ModelConfig: the shape of a decoder-only transformer, parsed from a Hugging Face config.json
 // (SupportedArchitectures(): Llama, Mistral, Mixtral, Qwen2, Qwen3, Qwen3-MoE, Gemma 2, Gemma 3,
-// Phi-3) or taken from a built-in preset (`dummy:<preset>`, the real shapes of published
+// Phi-3, Granite) or taken from a built-in preset (`dummy:<preset>`, the real shapes of published
 // checkpoints, for plans, demos and benchmarks).
 //
 // Errors name the path and the field: NotFoundError for a missing directory or config.json,
@@ -81,14 +81,21 @@ struct ModelConfig {
   Activation hidden_activation = Activation::kSilu;
   // Gemma: each RMSNorm multiplies by (1 + weight); the checkpoint stores the offset from 1.
   bool norm_weight_offset = false;
-  // Gemma: the embedding rows are multiplied by sqrt(hidden_size) on the way in (not the LM head).
-  bool scale_embeddings = false;
+  // The embedding rows are multiplied by this on the way in (not the LM head): Gemma's
+  // sqrt(hidden_size), Granite's embedding_multiplier.
+  double embedding_multiplier = 1.0;
   // Gemma 2: the attention output and the MLP output are RMS-normalized too, before each is added
   // to the residual (post_attention_layernorm, post_feedforward_layernorm), and the MLP's input
   // norm is pre_feedforward_layernorm.
   bool sandwich_norms = false;
   // Attention scores are q . k * query_pre_attn_scalar^-0.5 (Gemma 2); 0: head_dim^-0.5.
   double query_pre_attn_scalar = 0;
+  // Granite: the attention scores' scale itself (attention_multiplier); 0: as above.
+  double attention_multiplier = 0;
+  // Granite: the attention and MLP outputs are multiplied by this before each residual add.
+  double residual_multiplier = 1.0;
+  // Granite: the logits are divided by this.
+  double logits_scaling = 1.0;
   // 0: none. Otherwise soft-capped, cap * tanh(x / cap): the attention scores (Gemma 2's
   // attn_logit_softcapping) and the final logits (final_logit_softcapping).
   double attn_logit_softcapping = 0;

@@ -3,6 +3,7 @@
 // plan for meta-llama/Meta-Llama-3-8B. `tiny` is headroom's own: a 2-layer Llama with a 256-entry
 // byte-level vocabulary for CPU demos and tests; `small` (~125M parameters) is for CPU benchmarks.
 #include <algorithm>
+#include <cmath>
 #include <utility>
 
 #include "absl/status/status.h"
@@ -131,7 +132,7 @@ std::vector<Preset> MakePresets() {
   gemma2_2b.rms_norm_eps = 1e-6;
   gemma2_2b.hidden_activation = Activation::kGeluTanh;
   gemma2_2b.norm_weight_offset = true;
-  gemma2_2b.scale_embeddings = true;
+  gemma2_2b.embedding_multiplier = std::sqrt(2304.0);
   gemma2_2b.sandwich_norms = true;
   gemma2_2b.query_pre_attn_scalar = 256;
   gemma2_2b.attn_logit_softcapping = 50.0;
@@ -147,6 +148,7 @@ std::vector<Preset> MakePresets() {
   gemma3_1b.architecture = "Gemma3ForCausalLM";
   gemma3_1b.num_hidden_layers = 26;
   gemma3_1b.hidden_size = 1152;
+  gemma3_1b.embedding_multiplier = std::sqrt(1152.0);
   gemma3_1b.num_attention_heads = 4;
   gemma3_1b.num_key_value_heads = 1;
   gemma3_1b.intermediate_size = 6912;
