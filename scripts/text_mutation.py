@@ -1,6 +1,6 @@
 """Random edits of a string, for the fixture generators that label mutated examples
 (gen_json_schema_fixtures.py, gen_regex_fixtures.py, gen_pythonic_fixtures.py,
-gen_qwen3_coder_fixtures.py)."""
+gen_qwen3_coder_fixtures.py, gen_granite_fixtures.py)."""
 
 
 def mutate(rng, text, alphabet):

@@ -12,6 +12,7 @@
 #include "absl/strings/match.h"
 #include "common/json_depth.h"
 #include "router/jinja/value.h"
+#include "router/openai/json_fields.h"
 #include "router/openai/pythonic_calls.h"
 #include "router/openai/tool_call_tags.h"
 #include "router/tokenizer/string_util.h"
@@ -138,57 +139,6 @@ std::string IntegralDigits(double value) {
   return out;
 }
 
-// --- json.loads and ast.literal_eval, as JSON the router holds -----------------------------------
-
-// An integer literal outside int64 in JSON text (json.loads reads it exactly; nlohmann would make
-// it a float).
-bool HasWideInteger(std::string_view text) {
-  bool in_string = false;
-  for (size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (in_string) {
-      if (c == '\\') {
-        ++i;
-      } else if (c == '"') {
-        in_string = false;
-      }
-      continue;
-    }
-    if (c == '"') {
-      in_string = true;
-      continue;
-    }
-    if (c != '-' && !IsDigit(c)) continue;
-    const bool negative = c == '-';
-    size_t end = negative ? i + 1 : i;
-    const size_t start = end;
-    while (end < text.size() && IsDigit(text[end])) ++end;
-    const bool integer =
-        end >= text.size() || (text[end] != '.' && text[end] != 'e' && text[end] != 'E');
-    const std::string_view digits = text.substr(start, end - start);
-    const std::string_view limit = negative ? "9223372036854775808" : "9223372036854775807";
-    if (integer &&
-        (digits.size() > limit.size() || (digits.size() == limit.size() && digits > limit))) {
-      return true;
-    }
-    while (end < text.size() && (IsDigit(text[end]) || text[end] == '.' || text[end] == 'e' ||
-                                 text[end] == 'E' || text[end] == '+' || text[end] == '-')) {
-      ++end;
-    }
-    i = end - 1;
-  }
-  return false;
-}
-
-std::optional<Json> JsonLoads(std::string_view text) {
-  if (JsonNestingDepth(text) > kMaxJsonNesting || HasWideInteger(text)) return std::nullopt;
-  // nlohmann refuses what json.loads reads as infinite (1e999) or NaN; the router holds finite
-  // numbers only.
-  Json value = Json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (value.is_discarded()) return std::nullopt;
-  return value;
-}
-
 // --- Converting a value by its parameter's type
 // ---------------------------------------------------
 
@@ -198,17 +148,17 @@ std::optional<Json> JsonLoads(std::string_view text) {
 Json ArgumentsConfig(std::string_view function, const Json* tools) {
   if (tools == nullptr || !tools->is_array()) return Json::object();
   for (const Json& tool : *tools) {
-    const auto f = tool.find("function");
-    if (f == tool.end() || !f->is_object()) continue;
-    const auto name = f->find("name");
-    if (name == f->end() || !name->is_string() || name->get<std::string_view>() != function) {
+    const Json* f = Member(tool, "function");
+    if (f == nullptr || !f->is_object()) continue;
+    const Json* name = Member(*f, "name");
+    if (name == nullptr || !name->is_string() || name->get<std::string_view>() != function) {
       continue;
     }
-    const auto params = f->find("parameters");
-    if (params == f->end() || !params->is_object()) return Json::object();
-    const auto properties = params->find("properties");
-    if (properties == params->end()) return *params;
-    return properties->is_object() ? *properties : Json::object();
+    const Json* params = Member(*f, "parameters");
+    if (params == nullptr || !params->is_object()) return Json::object();
+    if (!params->contains("properties")) return *params;
+    const Json* properties = Member(*params, "properties");
+    return properties != nullptr && properties->is_object() ? *properties : Json::object();
   }
   return Json::object();
 }

@@ -421,6 +421,8 @@ std::optional<ToolCallStreamer::Framing> ToolCallStreamer::FramingOf(ToolCallPar
       return std::nullopt;
     case ToolCallParser::kQwen3Coder:
       return Framing::kQwen3Coder;
+    case ToolCallParser::kGranite:
+      return Framing::kGranite;
   }
   return std::nullopt;
 }
@@ -433,7 +435,8 @@ void ToolCallStreamer::StartObject() {
   using Key = ToolCallObjectStream::ArgumentsKey;
   // The whole parse reads an object alone (hermes, llama3) or in its array (mistral,
   // "required"): what the object may nest is what that leaves of kMaxJsonNesting.
-  const bool in_array = framing_ == Framing::kMistral || framing_ == Framing::kJsonArray;
+  const bool in_array = framing_ == Framing::kMistral || framing_ == Framing::kJsonArray ||
+                        framing_ == Framing::kGranite;
   object_.emplace(framing_ == Framing::kLlama3      ? Key::kEither
                   : framing_ == Framing::kJsonArray ? Key::kParameters
                                                     : Key::kArguments,
@@ -489,9 +492,19 @@ bool ToolCallStreamer::Seek(std::string_view text) {
       frame_ = Frame::kStopped;
       return true;
     case Framing::kMistral:
-    case Framing::kJsonArray: {
+    case Framing::kJsonArray:
+    case Framing::kGranite: {
       if (!in_array_) {
         size_t at = pos_;
+        if (framing_ == Framing::kGranite) {
+          // The reply opens with the array, after whitespace and the optional tags (nothing
+          // between the two tags, as vLLM removes them); the whole parse decides the rest.
+          if (!SkipSpace(text, at)) return false;
+          for (const std::string_view tag : {kGraniteToken, kHermesStart}) {
+            const std::optional<bool> found = Expect(text, at, tag);
+            if (!found.has_value()) return false;
+          }
+        }
         if (framing_ == Framing::kMistral) {
           const size_t tag = text.find(kMistralStart, pos_);
           if (tag == std::string_view::npos) {
@@ -534,7 +547,7 @@ bool ToolCallStreamer::AfterObject(std::string_view text) {
   ++pos_;
   if (next == ']') {
     in_array_ = false;
-    if (framing_ == Framing::kJsonArray) {
+    if (framing_ == Framing::kJsonArray || framing_ == Framing::kGranite) {
       frame_ = Frame::kStopped;  // one array
       return true;
     }

@@ -12,9 +12,10 @@
 //   ToolCallObjectStream one call object {"name": ..., "arguments": {...}} (or "parameters").
 //   ToolCallStreamer     the calls of a reply after its content, framed as the parser's family
 //                        writes them (hermes <tool_call> tags, llama3_json objects separated by
-//                        ';', mistral's [TOOL_CALLS] array, Qwen3-Coder's XML-like tags through
-//                        Qwen3CoderCallStream), or as tool_choice "required" has them written (a
-//                        JSON array of {"name", "parameters"}).
+//                        ';', mistral's [TOOL_CALLS] array, Granite's array after its optional
+//                        tags, Qwen3-Coder's XML-like tags through Qwen3CoderCallStream), or as
+//                        tool_choice "required" has them written (a JSON array of {"name",
+//                        "parameters"}).
 //
 // What json.dumps(json.loads(...)) does that a stream cannot: a key given twice keeps its first
 // place with its last value. The whole reply's parse stays the authority (ResponseBuilder sends
@@ -152,6 +153,7 @@ class ToolCallStreamer {
     kMistral,     // [TOOL_CALLS][{...}, {...}]
     kJsonArray,   // [{"name", "parameters"}, ...]: tool_choice "required"
     kQwen3Coder,  // <tool_call><function=NAME><parameter=KEY>value</parameter>...
+    kGranite,     // [<|tool_call|>][<tool_call>] [{...}, {...}]: the whole reply
   };
   // nullopt for pythonic replies, whose calls come whole in the last event.
   static std::optional<Framing> FramingOf(ToolCallParser parser);
@@ -181,7 +183,7 @@ class ToolCallStreamer {
   const Framing framing_;
   Frame frame_ = Frame::kSeek;
   size_t pos_ = 0;          // bytes of the text read
-  bool in_array_ = false;   // kMistral, kJsonArray: inside the array
+  bool in_array_ = false;   // kMistral, kJsonArray, kGranite: inside the array
   bool streaming_ = false;  // the object being read is calls_.back()
   std::optional<ToolCallObjectStream> object_;
   std::vector<Call> calls_;

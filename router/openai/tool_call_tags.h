@@ -16,5 +16,7 @@ inline constexpr std::string_view kQwenFunctionStart = "<function=";  // Qwen3-C
 inline constexpr std::string_view kQwenFunctionEnd = "</function>";
 inline constexpr std::string_view kQwenParameterStart = "<parameter=";
 inline constexpr std::string_view kQwenParameterEnd = "</parameter>";
+inline constexpr std::string_view kGraniteToken = "<|tool_call|>";  // Granite 3.0 (special token)
+// Granite 3.1 and later write <tool_call> (kHermesStart) before their array, with no end tag.
 
 }  // namespace headroom::router::openai

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/json_depth.h"
 #include "nlohmann/json.hpp"
+#include "router/jinja/text.h"
 #include "router/openai/pythonic_calls.h"
 #include "router/openai/qwen3_coder_calls.h"
 #include "router/openai/tool_call_tags.h"
@@ -160,6 +161,44 @@ ParsedToolOutput ParseMistral(std::string_view text) {
   return out;
 }
 
+// Granite's reply start as vLLM reads it (Python's str.lstrip, then <|tool_call|> and <tool_call>
+// removed as prefixes in that order, with nothing between them, then lstrip again): where the
+// array must begin, kNotCalls when the reply cannot be one, nullopt when `text` ends before that
+// is known (in the whitespace or inside a prefix).
+constexpr size_t kNotCalls = std::string_view::npos;
+std::optional<size_t> GraniteArrayStart(std::string_view text) {
+  size_t at = text.size() - jinja::text::LStrip(text, nullptr).size();
+  for (const std::string_view prefix : {kGraniteToken, kHermesStart}) {
+    const std::string_view rest = text.substr(at);
+    if (rest.size() < prefix.size() && prefix.substr(0, rest.size()) == rest) return std::nullopt;
+    if (rest.substr(0, prefix.size()) == prefix) at += prefix.size();
+  }
+  at = text.size() - jinja::text::LStrip(text.substr(at), nullptr).size();
+  if (at == text.size()) return std::nullopt;
+  // A character cut at the end (a streamed piece can end inside one) may still be whitespace.
+  const auto lead = static_cast<uint8_t>(text[at]);
+  const size_t length = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 1;
+  if (at + length > text.size()) return std::nullopt;
+  return text[at] == '[' ? at : kNotCalls;
+}
+
+// The whole reply (stripped) is the array of calls, or the reply is content (vLLM's rule; an
+// empty array, which vLLM answers with nothing at all, is content here).
+ParsedToolOutput ParseGranite(std::string_view text) {
+  const std::string_view stripped = jinja::text::Strip(text, nullptr);
+  const std::optional<size_t> start = GraniteArrayStart(stripped);
+  if (!start.has_value() || *start == kNotCalls) return PlainContent(text);
+  const std::optional<Json> calls = JsonLoads(stripped.substr(*start));
+  if (!calls.has_value() || !calls->is_array() || calls->empty()) return PlainContent(text);
+  ParsedToolOutput out;
+  for (const Json& call : *calls) {
+    std::optional<ToolCall> one = ToolCallFromJson(call, "arguments");
+    if (!one.has_value()) return PlainContent(text);
+    out.calls.push_back(*std::move(one));
+  }
+  return out;
+}
+
 // How many bytes of `text` are content for sure when a call starts with `tag`: everything
 // before the tag, or before a tail that may still become it.
 size_t BeforeTag(std::string_view text, std::string_view tag) {
@@ -186,6 +225,7 @@ absl::StatusOr<ToolCallParser> ParseToolCallParserName(std::string_view name) {
   if (name == "mistral") return ToolCallParser::kMistral;
   if (name == "pythonic" || name == "llama4_pythonic") return ToolCallParser::kPythonic;
   if (name == "qwen3_coder") return ToolCallParser::kQwen3Coder;
+  if (name == "granite") return ToolCallParser::kGranite;
   return absl::InvalidArgumentError(absl::StrCat("unknown tool-call parser \"", Sv(name),
                                                  "\" (supported: ", kToolCallParserNames, ")"));
 }
@@ -206,6 +246,8 @@ ParsedToolOutput ParseToolCalls(ToolCallParser parser, std::string_view text, co
     }
     case ToolCallParser::kQwen3Coder:
       return ParseQwen3CoderCalls(text, tools);
+    case ToolCallParser::kGranite:
+      return ParseGranite(text);
   }
   return PlainContent(text);
 }
@@ -231,6 +273,9 @@ size_t StreamableContent(ToolCallParser parser, std::string_view text, bool repl
     case ToolCallParser::kQwen3Coder:
       // The content ends at the first <tool_call>, or at <function= when that comes first.
       return std::min(BeforeTag(text, kHermesStart), BeforeTag(text, kQwenFunctionStart));
+    case ToolCallParser::kGranite:
+      // As pythonic: a reply that is (or may still become) the array is held whole.
+      return reply_start && GraniteArrayStart(text) != kNotCalls ? 0 : text.size();
   }
   return text.size();
 }
@@ -254,6 +299,10 @@ bool HoldsCallStart(ToolCallParser parser, std::string_view held) {
     case ToolCallParser::kQwen3Coder:
       return held.find(kHermesStart) != std::string_view::npos ||
              held.find(kQwenFunctionStart) != std::string_view::npos;
+    case ToolCallParser::kGranite: {
+      const std::optional<size_t> start = GraniteArrayStart(held);
+      return start.has_value() && *start != kNotCalls;
+    }
   }
   return false;
 }

@@ -18,6 +18,9 @@
 //   qwen3_coder  Qwen3-Coder: `<tool_call>\n<function=NAME>\n<parameter=KEY>\nvalue\n</parameter>
 //                \n</function>\n</tool_call>`, values converted by the parameters' types in the
 //                request's tools (qwen3_coder_calls.h).
+//   granite      Granite 3.x: the whole reply a JSON array of {"name", "arguments"}, after
+//                <|tool_call|> (3.0's special token, when kept) and/or <tool_call> (3.1+); a
+//                reply that is anything else is content whole, as vLLM reads it.
 // Pure functions.
 #pragma once
 
@@ -34,7 +37,7 @@ namespace headroom::router::openai {
 
 // The names --tool-call-parser takes.
 inline constexpr char kToolCallParserNames[] =
-    "hermes, llama3_json, llama4_json, mistral, pythonic, llama4_pythonic, qwen3_coder";
+    "hermes, llama3_json, llama4_json, mistral, pythonic, llama4_pythonic, qwen3_coder, granite";
 
 // "hermes" -> kHermes, ...; InvalidArgument naming the supported parsers otherwise.
 absl::StatusOr<ToolCallParser> ParseToolCallParserName(std::string_view name);

@@ -216,6 +216,61 @@ std::optional<std::vector<ToolCall>> ToolCallsFromText(const ToolChoice& choice,
   return out;
 }
 
+namespace {
+
+bool IsDigit(char c) { return c >= '0' && c <= '9'; }
+
+// An integer literal outside int64 in JSON text (json.loads reads it exactly; nlohmann would make
+// it a float).
+bool HasWideInteger(std::string_view text) {
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\') {
+        ++i;
+      } else if (c == '"') {
+        in_string = false;
+      }
+      continue;
+    }
+    if (c == '"') {
+      in_string = true;
+      continue;
+    }
+    if (c != '-' && !IsDigit(c)) continue;
+    const bool negative = c == '-';
+    size_t end = negative ? i + 1 : i;
+    const size_t start = end;
+    while (end < text.size() && IsDigit(text[end])) ++end;
+    const bool integer =
+        end >= text.size() || (text[end] != '.' && text[end] != 'e' && text[end] != 'E');
+    const std::string_view digits = text.substr(start, end - start);
+    const std::string_view limit = negative ? "9223372036854775808" : "9223372036854775807";
+    if (integer &&
+        (digits.size() > limit.size() || (digits.size() == limit.size() && digits > limit))) {
+      return true;
+    }
+    while (end < text.size() && (IsDigit(text[end]) || text[end] == '.' || text[end] == 'e' ||
+                                 text[end] == 'E' || text[end] == '+' || text[end] == '-')) {
+      ++end;
+    }
+    i = end - 1;
+  }
+  return false;
+}
+
+}  // namespace
+
+std::optional<Json> JsonLoads(std::string_view text) {
+  if (JsonNestingDepth(text) > kMaxJsonNesting || HasWideInteger(text)) return std::nullopt;
+  // nlohmann refuses what json.loads reads as infinite (1e999) or NaN; the router holds finite
+  // numbers only.
+  Json value = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (value.is_discarded()) return std::nullopt;
+  return value;
+}
+
 std::optional<ToolCall> ToolCallFromJson(const Json& call, std::string_view arguments_key) {
   const std::string key(arguments_key);
   if (!call.is_object() || !call.contains("name") || !call["name"].is_string() ||

@@ -17,7 +17,7 @@
 namespace headroom::router::openai {
 
 // How a model writes tool calls in free text (tool_parser.h): the router's --tool-call-parser.
-enum class ToolCallParser { kHermes, kLlama3Json, kMistral, kPythonic, kQwen3Coder };
+enum class ToolCallParser { kHermes, kLlama3Json, kMistral, kPythonic, kQwen3Coder, kGranite };
 
 struct ToolChoice {
   enum class Kind { kNone, kAuto, kRequired, kFunction };
@@ -73,6 +73,12 @@ absl::StatusOr<std::string> ToolChoiceSchema(const nlohmann::ordered_json& tools
 // nullopt when the text is not a whole reply (cut by max_tokens) or the choice calls nothing.
 std::optional<std::vector<ToolCall>> ToolCallsFromText(const ToolChoice& choice,
                                                        std::string_view text);
+
+// A model's JSON text as Python's json.loads reads it, as JSON the router holds: nullopt when it
+// is not JSON, nests deeper than kMaxJsonNesting, or has an integer literal outside int64 (which
+// json.loads reads exactly and nlohmann would make a float) or a number json.loads reads as
+// infinite or NaN. A key given twice keeps its first place with its last value, as in Python.
+std::optional<nlohmann::ordered_json> JsonLoads(std::string_view text);
 
 // A call written as a JSON object {"name": ..., <arguments_key>: ...} ("parameters" in a
 // "required" reply, "arguments" in Hermes' format), its arguments re-serialized as Python's
