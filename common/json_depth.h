@@ -13,21 +13,27 @@ namespace headroom {
 // Deepest nesting accepted in a request body, a schema, or a model's tool call.
 inline constexpr int kMaxJsonNesting = 128;
 
+// One past the '"' that closes the JSON string opening at text[at] == '"' (escapes skipped);
+// text.size() when it does not close.
+inline size_t JsonStringEnd(std::string_view text, size_t at) {
+  for (size_t i = at + 1; i < text.size(); ++i) {
+    if (text[i] == '\\') {
+      ++i;
+    } else if (text[i] == '"') {
+      return i + 1;
+    }
+  }
+  return text.size();
+}
+
 // Calls `visit(i)` at each '[', ']', '{' and '}' of `text` from `from` on that is not inside a
 // string, until it returns false; returns where it stopped (text.size() when it never did).
 template <typename Visit>
 size_t ForEachJsonBracket(std::string_view text, size_t from, Visit visit) {
-  bool in_string = false;
   for (size_t i = from; i < text.size(); ++i) {
     const char c = text[i];
-    if (in_string) {
-      if (c == '\\') {
-        ++i;
-      } else if (c == '"') {
-        in_string = false;
-      }
-    } else if (c == '"') {
-      in_string = true;
+    if (c == '"') {
+      i = JsonStringEnd(text, i) - 1;
     } else if ((c == '[' || c == '{' || c == ']' || c == '}') && !visit(i)) {
       return i;
     }

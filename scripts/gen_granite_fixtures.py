@@ -33,41 +33,18 @@ the reply's JSON gives a key twice (which a stream that sent the first cannot fo
 library only; deterministic (seeded).
 """
 import json
-import math
 import os
 import platform
 import random
 
 import text_mutation
+from router_json import fits, write_cases
 
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "router", "openai",
                    "fixtures", "granite_calls.json")
 
 BOT_TOKEN = "<|tool_call|>"
 BOT_STRING = "<tool_call>"
-
-
-def fits(value, depth=0):
-    """JSON the router holds (see above)."""
-    if depth > 128:
-        return False
-    if isinstance(value, bool) or value is None:
-        return True
-    if isinstance(value, str):
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            return False
-        return True
-    if isinstance(value, int):
-        return -2**63 <= value < 2**63
-    if isinstance(value, float):
-        return math.isfinite(value)
-    if isinstance(value, list):
-        return all(fits(v, depth + 1) for v in value)
-    if isinstance(value, dict):
-        return all(fits(k) and fits(v, depth + 1) for k, v in value.items())
-    return False
 
 
 def expected(text):
@@ -203,13 +180,8 @@ def main():
         content, calls = expected(text)
         cases.append({"text": text, "content": content, "calls": calls,
                       "repeated_key": repeated_key(text)})
-    fixture = {"generator": f"scripts/gen_granite_fixtures.py, Python {platform.python_version()}"}
-    with open(OUT, "w", encoding="utf-8") as f:  # one case per line
-        f.write(json.dumps(fixture, ensure_ascii=False)[:-1] + ', "cases": [\n')
-        f.write(",\n".join(json.dumps(c, ensure_ascii=False) for c in cases))
-        f.write("\n]}\n")
-    called = sum(1 for c in cases if c["calls"])
-    print(f"wrote {OUT}: {len(cases)} replies, {called} with calls")
+    write_cases(OUT, {"generator": f"scripts/gen_granite_fixtures.py, Python "
+                                   f"{platform.python_version()}"}, cases)
 
 
 if __name__ == "__main__":

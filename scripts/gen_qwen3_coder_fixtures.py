@@ -40,13 +40,13 @@ content, calls: [{name, arguments}], raised}]}, raised saying vLLM's parser rais
 """
 import ast
 import json
-import math
 import os
 import platform
 import random
 import re
 
 import text_mutation
+from router_json import fits, write_cases
 
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "router", "openai",
                    "fixtures", "qwen3_coder_calls.json")
@@ -87,30 +87,6 @@ PARAMETER = re.compile(r"<parameter=(.*?)(?:</parameter>|(?=<parameter=)|(?=</fu
 
 class WholeReplyIsContent(Exception):
     """vLLM's parser raised: the reply is returned as content."""
-
-
-def fits(value, depth=0):
-    """JSON the router holds (see the restrictions above)."""
-    if depth > 128:
-        return False
-    if isinstance(value, bool) or value is None:
-        return True
-    if isinstance(value, str):
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            return False
-        return True
-    if isinstance(value, int):
-        return -2**63 <= value < 2**63
-    if isinstance(value, float):
-        return math.isfinite(value)
-    if isinstance(value, (list, tuple)):
-        return all(fits(v, depth + 1) for v in value)
-    if isinstance(value, dict):
-        return all(isinstance(k, str) and fits(k) and fits(v, depth + 1)
-                   for k, v in value.items())
-    return False
 
 
 def arguments_config(name):
@@ -327,16 +303,8 @@ def main():
     for text in text_mutation.with_mutations(rng, REPLIES, ALPHABET, per_text=8):
         content, calls, raised = expected(text)
         cases.append({"text": text, "content": content, "calls": calls, "raised": raised})
-    fixture = {"generator": f"scripts/gen_qwen3_coder_fixtures.py, Python "
-                            f"{platform.python_version()}",
-               "tools": TOOLS, "cases": cases}
-    with open(OUT, "w", encoding="utf-8") as f:  # one case per line
-        f.write(json.dumps({k: v for k, v in fixture.items() if k != "cases"},
-                           ensure_ascii=False)[:-1] + ', "cases": [\n')
-        f.write(",\n".join(json.dumps(c, ensure_ascii=False) for c in cases))
-        f.write("\n]}\n")
-    called = sum(1 for c in cases if c["calls"])
-    print(f"wrote {OUT}: {len(cases)} replies, {called} with calls")
+    write_cases(OUT, {"generator": f"scripts/gen_qwen3_coder_fixtures.py, Python "
+                                   f"{platform.python_version()}", "tools": TOOLS}, cases)
 
 
 if __name__ == "__main__":

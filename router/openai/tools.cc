@@ -223,19 +223,10 @@ bool IsDigit(char c) { return c >= '0' && c <= '9'; }
 // An integer literal outside int64 in JSON text (json.loads reads it exactly; nlohmann would make
 // it a float).
 bool HasWideInteger(std::string_view text) {
-  bool in_string = false;
   for (size_t i = 0; i < text.size(); ++i) {
     const char c = text[i];
-    if (in_string) {
-      if (c == '\\') {
-        ++i;
-      } else if (c == '"') {
-        in_string = false;
-      }
-      continue;
-    }
     if (c == '"') {
-      in_string = true;
+      i = JsonStringEnd(text, i) - 1;
       continue;
     }
     if (c != '-' && !IsDigit(c)) continue;

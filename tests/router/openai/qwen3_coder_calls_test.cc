@@ -49,20 +49,8 @@ TEST(Qwen3CoderCallsTest, ReadsWhatVllmsAlgorithmReadsInPython) {
   ASSERT_EQ(request.tools.tools, fixture["tools"]);
   int with_calls = 0;
   for (const Json& c : fixture["cases"]) {
-    const std::string text = c["text"].get<std::string>();
-    const ParsedToolOutput parsed =
-        ParseToolCalls(ToolCallParser::kQwen3Coder, text, &request.tools.tools);
-    if (c["content"].is_null()) {
-      EXPECT_FALSE(parsed.content.has_value()) << text;
-    } else {
-      EXPECT_EQ(parsed.content, c["content"].get<std::string>()) << text;
-    }
-    ASSERT_EQ(parsed.calls.size(), c["calls"].size()) << text;
-    for (size_t k = 0; k < parsed.calls.size(); ++k) {
-      EXPECT_EQ(parsed.calls[k].name, c["calls"][k]["name"]) << text;
-      EXPECT_EQ(parsed.calls[k].arguments, c["calls"][k]["arguments"]) << text;
-    }
-    with_calls += parsed.calls.empty() ? 0 : 1;
+    with_calls +=
+        ExpectParsesAsLabelled(ToolCallParser::kQwen3Coder, c, &request.tools.tools) ? 1 : 0;
   }
   EXPECT_GT(with_calls, 500);
   EXPECT_GT(fixture["cases"].size() - static_cast<size_t>(with_calls), 100u);
@@ -112,42 +100,24 @@ TEST(Qwen3CoderCallsTest, StreamedCallsJoinToTheWholeReplys) {
   int diverged = 0;
   for (const Json& c : fixture["cases"]) {
     const std::string reply = c["text"].get<std::string>();
-    ResponseBuilder whole(AutoRequest(fixture["tools"], false), "chatcmpl-00000000000000aa", 1, "m",
-                          nullptr);
-    whole.Accumulate(0, LastPiece(reply, v1::FINISH_REASON_STOP));
-    const Json message = Json::parse(whole.Body())["choices"][0]["message"];
-    const Json expected = message.value("tool_calls", Json::array());
-    const std::string expected_content =
-        message["content"].is_null() ? "" : message["content"].get<std::string>();
     for (size_t step = 1; step <= 9; step += 4) {
-      ResponseBuilder stream(AutoRequest(fixture["tools"], true), "chatcmpl-00000000000000aa", 1,
-                             "m", nullptr);
-      const std::string sse = StreamInPieces(stream, reply, step, v1::FINISH_REASON_STOP);
-      const std::vector<Json> deltas = Deltas(sse);
-      std::string content;
-      for (const Json& delta : deltas) content += delta.value("content", "");
-      const std::vector<JoinedCall> calls = JoinCalls(deltas);
-      bool same = content == expected_content && calls.size() == expected.size();
-      for (size_t k = 0; same && k < calls.size(); ++k) {
-        same = calls[k].id == expected[k]["id"] &&
-               calls[k].name == expected[k]["function"]["name"] &&
-               calls[k].arguments == expected[k]["function"]["arguments"];
-      }
-      if (!same) {
+      const StreamedAndWhole r = StreamAndAnswerWhole(
+          AutoRequest(fixture["tools"], false), AutoRequest(fixture["tools"], true), reply, step);
+      if (!r.same) {
         ++diverged;
-        if (HasRepeatedParameter(reply) && calls.size() == expected.size()) {
+        if (HasRepeatedParameter(reply) && r.calls.size() == r.expected.size()) {
           // The name went out twice; read as JSON, the arguments are the whole parse's value.
-          for (size_t k = 0; k < calls.size(); ++k) {
-            EXPECT_EQ(Json::parse(calls[k].arguments),
-                      Json::parse(expected[k]["function"]["arguments"].get<std::string>()))
+          for (size_t k = 0; k < r.calls.size(); ++k) {
+            EXPECT_EQ(Json::parse(r.calls[k].arguments),
+                      Json::parse(r.expected[k]["function"]["arguments"].get<std::string>()))
                 << reply;
           }
         } else {
-          EXPECT_TRUE(c["raised"].get<bool>()) << "step " << step << ": " << reply << "\n" << sse;
+          EXPECT_TRUE(c["raised"].get<bool>()) << "step " << step << ": " << reply << "\n" << r.sse;
         }
         continue;
       }
-      if (step == 1 && !calls.empty() && calls[0].first_event + 1 < deltas.size()) ++early;
+      if (step == 1 && !r.calls.empty() && r.calls[0].first_event + 1 < r.events) ++early;
     }
   }
   EXPECT_GT(early, 300) << "calls came whole at the end";

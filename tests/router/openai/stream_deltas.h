@@ -1,7 +1,10 @@
 // Test helpers for streamed OpenAI responses: the router's messages a reply is fed as, the
-// deltas of an SSE stream, and tool calls joined from them as a client joins them.
+// deltas of an SSE stream, tool calls joined from them as a client joins them, and the
+// comparisons the tool-call parsers' fixture tests make (a case's whole parse against Python's
+// labels; a reply streamed against the same reply answered whole).
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <string>
 #include <vector>
@@ -9,7 +12,9 @@
 #include "gtest/gtest.h"
 #include "headroom/v1/inference.pb.h"
 #include "nlohmann/json.hpp"
+#include "router/openai/openai_protocol.h"
 #include "router/openai/openai_response.h"
+#include "router/openai/tool_parser.h"
 
 namespace headroom::router::openai {
 
@@ -83,6 +88,61 @@ inline std::string StreamInPieces(ResponseBuilder& stream, const std::string& re
         stream.StreamEvents(0, at + step >= reply.size() ? LastPiece(piece, reason) : Piece(piece));
   }
   return sse;
+}
+
+// A fixture case {text, content, calls: [{name, arguments}]} parsed whole by `parser`: the content
+// and the calls Python computed, arguments byte for byte. True when the case has calls.
+inline bool ExpectParsesAsLabelled(ToolCallParser parser, const nlohmann::ordered_json& c,
+                                   const nlohmann::ordered_json* tools = nullptr) {
+  const std::string text = c["text"].get<std::string>();
+  const ParsedToolOutput parsed = ParseToolCalls(parser, text, tools);
+  if (c["content"].is_null()) {
+    EXPECT_FALSE(parsed.content.has_value()) << text;
+  } else {
+    EXPECT_EQ(parsed.content, c["content"].get<std::string>()) << text;
+  }
+  EXPECT_EQ(parsed.calls.size(), c["calls"].size()) << text;
+  for (size_t k = 0; k < std::min(parsed.calls.size(), c["calls"].size()); ++k) {
+    EXPECT_EQ(parsed.calls[k].name, c["calls"][k]["name"]) << text;
+    EXPECT_EQ(parsed.calls[k].arguments, c["calls"][k]["arguments"]) << text;
+  }
+  return !parsed.calls.empty();
+}
+
+// `reply` streamed `step` bytes at a time (under `stream_request`) against the same reply
+// answered whole (under `whole_request`), as a client joins the stream.
+struct StreamedAndWhole {
+  bool same = false;                // the same content, and the same calls: ids, names, arguments
+  std::string content;              // joined from the stream
+  std::vector<JoinedCall> calls;    // joined from the stream
+  nlohmann::ordered_json expected;  // the whole answer's tool_calls
+  size_t events = 0;                // the stream's deltas
+  std::string sse;
+};
+inline StreamedAndWhole StreamAndAnswerWhole(const ParsedRequest& whole_request,
+                                             const ParsedRequest& stream_request,
+                                             const std::string& reply, size_t step) {
+  ResponseBuilder whole(whole_request, "chatcmpl-00000000000000aa", 1, "m", nullptr);
+  whole.Accumulate(0, LastPiece(reply, v1::FINISH_REASON_STOP));
+  const nlohmann::ordered_json message =
+      nlohmann::ordered_json::parse(whole.Body())["choices"][0]["message"];
+  StreamedAndWhole out;
+  out.expected = message.value("tool_calls", nlohmann::ordered_json::array());
+  const std::string expected_content =
+      message["content"].is_null() ? "" : message["content"].get<std::string>();
+  ResponseBuilder stream(stream_request, "chatcmpl-00000000000000aa", 1, "m", nullptr);
+  out.sse = StreamInPieces(stream, reply, step, v1::FINISH_REASON_STOP);
+  const std::vector<nlohmann::ordered_json> deltas = Deltas(out.sse);
+  out.events = deltas.size();
+  for (const nlohmann::ordered_json& delta : deltas) out.content += delta.value("content", "");
+  out.calls = JoinCalls(deltas);
+  out.same = out.content == expected_content && out.calls.size() == out.expected.size();
+  for (size_t k = 0; out.same && k < out.calls.size(); ++k) {
+    out.same = out.calls[k].id == out.expected[k]["id"] &&
+               out.calls[k].name == out.expected[k]["function"]["name"] &&
+               out.calls[k].arguments == out.expected[k]["function"]["arguments"];
+  }
+  return out;
 }
 
 }  // namespace headroom::router::openai
