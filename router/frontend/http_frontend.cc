@@ -265,7 +265,7 @@ void HttpFrontend::SetReasoning(std::string_view prompt, openai::ParsedRequest& 
   const bool structured =
       sampling.json_object() || !sampling.json_schema().empty() || !sampling.guided_regex().empty();
   if (structured && parsed.prompt_reasoning != openai::PromptReasoning::kClosed) {
-    sampling.set_constraint_after(std::string(openai::kReasoningEnd));
+    sampling.set_constraint_after(std::string(openai::ReasoningEndOf(*options_.reasoning_parser)));
   }
 }
 

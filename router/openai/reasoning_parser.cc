@@ -11,11 +11,61 @@ namespace {
 constexpr std::string_view kThinkStart = "<think>";
 constexpr std::string_view kThinkEnd = kReasoningEnd;
 
+// Granite's sentences, each in both spellings vLLM matches.
+constexpr std::string_view kGraniteThinkStarts[] = {"Here is my thought process:",
+                                                    "Here's my thought process:"};
+constexpr std::string_view kGraniteResponseStarts[] = {"Here is my response:",
+                                                       "Here's my response:"};
+
+// Where the reasoning starts in `held` (after the parser's opening), kNone when the reply does
+// not open with it, or kUnknown when `held` is still a beginning of it.
+constexpr size_t kNone = std::string::npos;
+constexpr size_t kUnknown = std::string::npos - 1;
+size_t ReasoningStart(ReasoningParser parser, std::string_view held, bool last) {
+  bool partial = false;
+  const auto try_open = [&](std::string_view open) -> size_t {
+    if (held.substr(0, open.size()) == open) return open.size();
+    if (held.size() < open.size() && open.substr(0, held.size()) == held) partial = true;
+    return kNone;
+  };
+  if (parser == ReasoningParser::kGranite) {
+    for (const std::string_view open : kGraniteThinkStarts) {
+      if (const size_t at = try_open(open); at != kNone) return at;
+    }
+  } else if (const size_t at = try_open(kThinkStart); at != kNone) {
+    return at;
+  }
+  return partial && !last ? kUnknown : kNone;
+}
+
+// The reasoning's end in `held`: {where it starts, its length}, or {npos, bytes at the end that
+// may begin it}.
+std::pair<size_t, size_t> ReasoningEndIn(ReasoningParser parser, std::string_view held) {
+  if (parser != ReasoningParser::kGranite) {
+    const size_t end = held.find(kThinkEnd);
+    if (end != std::string_view::npos) return {end, kThinkEnd.size()};
+    return {std::string_view::npos, PartialAtEnd(held, kThinkEnd)};
+  }
+  std::pair<size_t, size_t> first = {std::string_view::npos, 0};
+  size_t partial = 0;
+  for (const std::string_view end : kGraniteResponseStarts) {
+    const size_t at = held.find(end);
+    if (at < first.first) first = {at, end.size()};
+    partial = std::max(partial, PartialAtEnd(held, end));
+  }
+  return first.first != std::string_view::npos ? first : std::pair{std::string_view::npos, partial};
+}
+
 }  // namespace
+
+std::string_view ReasoningEndOf(ReasoningParser parser) {
+  return parser == ReasoningParser::kGranite ? kGraniteResponseStarts[0] : kThinkEnd;
+}
 
 absl::StatusOr<ReasoningParser> ParseReasoningParserName(std::string_view name) {
   if (name == "deepseek_r1") return ReasoningParser::kDeepSeekR1;
   if (name == "qwen3") return ReasoningParser::kQwen3;
+  if (name == "granite") return ReasoningParser::kGranite;
   return absl::InvalidArgumentError(absl::StrCat("unknown reasoning parser \"", Sv(name),
                                                  "\" (supported: ", kReasoningParserNames, ")"));
 }
@@ -36,26 +86,25 @@ void ReasoningSplitter::Feed(std::string_view piece, bool last, std::string* rea
                              std::string* content) {
   held_.append(piece);
   if (phase_ == Phase::kStart) {
-    // Does the reply open with <think>? Wait until it has as many bytes, or differs.
-    const size_t n = std::min(held_.size(), kThinkStart.size());
-    const bool opens = held_.compare(0, n, kThinkStart, 0, n) == 0;
-    if (opens && held_.size() < kThinkStart.size() && !last) return;
-    const bool thinks = opens && held_.size() >= kThinkStart.size();
-    if (thinks) held_.erase(0, kThinkStart.size());
+    // Does the reply open the reasoning? Wait while it may still, until it does or differs.
+    const size_t start = ReasoningStart(parser_, held_, last);
+    if (start == kUnknown) return;
+    const bool thinks = start != kNone;
+    if (thinks) held_.erase(0, start);
     phase_ =
         thinks || parser_ == ReasoningParser::kDeepSeekR1 ? Phase::kReasoning : Phase::kContent;
   }
   if (phase_ == Phase::kReasoning) {
-    const size_t end = held_.find(kThinkEnd);
+    const auto [end, length] = ReasoningEndIn(parser_, held_);
     if (end == std::string::npos) {
-      // All reasoning so far, but for a tail that may begin </think>.
-      const size_t keep = last ? 0 : PartialAtEnd(held_, kThinkEnd);
+      // All reasoning so far, but for a tail that may begin the end.
+      const size_t keep = last ? 0 : length;
       reasoning->append(held_, 0, held_.size() - keep);
       held_.erase(0, held_.size() - keep);
       return;
     }
     reasoning->append(held_, 0, end);
-    held_.erase(0, end + kThinkEnd.size());
+    held_.erase(0, end + length);
     phase_ = Phase::kContent;
   }
   content->append(held_);

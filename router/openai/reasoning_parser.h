@@ -7,6 +7,14 @@
 //   qwen3        Qwen3: the reply thinks only when it starts with <think> (enable_thinking false
 //                leaves it out); then reasoning up to </think>, or all of it when cut before.
 //                A reply that does not start with <think> is all content.
+//   granite      Granite 3.2 / 3.3 with thinking on: no tags but sentences, "Here is my thought
+//                process:" to open the reasoning and "Here is my response:" to end it ("Here's"
+//                for either, as vLLM also accepts). The reply thinks only when it starts with
+//                the first; then reasoning up to the second, or all of it when cut before. vLLM
+//                answers a whole reply by a regex that finds the pair anywhere (dropping text
+//                before it) and makes a reply without the second all content; its streaming, like
+//                this splitter, only looks at the reply's start, and one rule for both keeps a
+//                streamed and a whole reply split alike.
 // Either way a prompt that already opened or closed the reasoning decides where the reply starts
 // (ReasoningInPrompt). The tags themselves are in neither part; the text after </think> is content
 // as written.
@@ -21,13 +29,17 @@
 
 namespace headroom::router::openai {
 
-enum class ReasoningParser : uint8_t { kDeepSeekR1, kQwen3 };
+enum class ReasoningParser : uint8_t { kDeepSeekR1, kQwen3, kGranite };
 
-// The tag that ends the reasoning (both parsers).
+// The tag that ends the reasoning (deepseek_r1, qwen3).
 inline constexpr std::string_view kReasoningEnd = "</think>";
 
+// What ends `parser`'s reasoning, for structured output that starts after it (granite's first
+// spelling; a reply that writes "Here's my response:" is not constrained).
+std::string_view ReasoningEndOf(ReasoningParser parser);
+
 // The names --reasoning-parser takes.
-inline constexpr char kReasoningParserNames[] = "deepseek_r1, qwen3";
+inline constexpr char kReasoningParserNames[] = "deepseek_r1, qwen3, granite";
 
 // "deepseek_r1" -> kDeepSeekR1, ...; InvalidArgument naming the supported ones otherwise.
 absl::StatusOr<ReasoningParser> ParseReasoningParserName(std::string_view name);

@@ -290,10 +290,10 @@ TEST(HeadroomCliTest, RouterAutoToolChoiceNeedsAKnownParser) {
 
 TEST(HeadroomCliTest, RouterReasoningParserMustBeKnown) {
   const RunResult r =
-      RunHeadroom({"router", "--workers", "127.0.0.1:1", "--reasoning-parser", "granite"});
+      RunHeadroom({"router", "--workers", "127.0.0.1:1", "--reasoning-parser", "glm45"});
   ExpectRefused(r);
-  EXPECT_THAT(r.err, HasSubstr("unknown reasoning parser \"granite\" (supported: deepseek_r1, "
-                               "qwen3)"));
+  EXPECT_THAT(r.err, HasSubstr("unknown reasoning parser \"glm45\" (supported: deepseek_r1, "
+                               "qwen3, granite)"));
 }
 
 TEST(HeadroomCliTest, RouterBadDiscoveryTargetNamesTheBadPart) {

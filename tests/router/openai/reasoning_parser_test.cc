@@ -37,13 +37,14 @@ Split Feed(ReasoningParser parser, const std::string& reply, size_t step) {
   return out;
 }
 
+struct Case {
+  ReasoningParser parser;
+  std::string reply;
+  std::string reasoning;
+  std::string content;
+};
+
 TEST(ReasoningParserTest, SplitsAtTheTagsWhateverThePieces) {
-  struct Case {
-    ReasoningParser parser;
-    std::string reply;
-    std::string reasoning;
-    std::string content;
-  };
   using P = ReasoningParser;
   const std::vector<Case> cases = {
       // Qwen3 thinks only when the reply opens with <think>.
@@ -68,8 +69,48 @@ TEST(ReasoningParserTest, SplitsAtTheTagsWhateverThePieces) {
     }
   }
   EXPECT_EQ(ParseReasoningParserName("qwen3").value(), ReasoningParser::kQwen3);
-  EXPECT_EQ(ParseReasoningParserName("granite").status().message(),
-            "unknown reasoning parser \"granite\" (supported: deepseek_r1, qwen3)");
+  EXPECT_EQ(ParseReasoningParserName("glm45").status().message(),
+            "unknown reasoning parser \"glm45\" (supported: deepseek_r1, qwen3, granite)");
+}
+
+// Granite 3.2 / 3.3: the reasoning opens with "Here is my thought process:" and ends with "Here
+// is my response:" ("Here's" for either). Expected splits are vLLM's regex
+// `(?:Here's|Here is) my thought process:(.*?)(?:Here's|Here is) my response:(.*)` on replies that
+// start with the first sentence and hold the second; the other rows are the cases where this
+// splitter (like vLLM's streaming) differs from that regex on a whole reply.
+TEST(ReasoningParserTest, GraniteSplitsAtItsSentences) {
+  using P = ReasoningParser;
+  const Case cases[] = {
+      {P::kGranite, "Here is my thought process: 2 + 2 is 4. Here is my response: 4",
+       " 2 + 2 is 4. ", " 4"},
+      {P::kGranite, "Here's my thought process:\nsum it\nHere's my response:\nIt is 4.",
+       "\nsum it\n", "\nIt is 4."},
+      {P::kGranite, "Here is my thought process:a Here's my response:b Here is my response:c", "a ",
+       "b Here is my response:c"},
+      {P::kGranite,
+       "Here is my thought process: Here is my thought process: x Here is my response:",
+       " Here is my thought process: x ", ""},
+      // Differences from the whole-reply regex, on purpose (see reasoning_parser.h): a reply cut
+      // before the response is reasoning (the regex: all content), and text before the first
+      // sentence makes the reply content (the regex drops that text).
+      {P::kGranite, "Here is my thought process: still thinking", " still thinking", ""},
+      {P::kGranite, "Here is my thought process: Here is my response", " Here is my response", ""},
+      {P::kGranite, "Sure. Here is my thought process: x Here is my response: y", "",
+       "Sure. Here is my thought process: x Here is my response: y"},
+      {P::kGranite, "Here is my answer: 4", "", "Here is my answer: 4"},
+      {P::kGranite, "Here", "", "Here"},
+      {P::kGranite, "", "", ""},
+  };
+  for (const Case& c : cases) {
+    for (size_t step = 1; step <= 9; ++step) {
+      const Split split = Feed(c.parser, c.reply, step);
+      EXPECT_EQ(split.reasoning, c.reasoning) << c.reply << " in pieces of " << step;
+      EXPECT_EQ(split.content, c.content) << c.reply << " in pieces of " << step;
+    }
+  }
+  EXPECT_EQ(ParseReasoningParserName("granite").value(), ReasoningParser::kGranite);
+  EXPECT_EQ(ReasoningEndOf(ReasoningParser::kGranite), "Here is my response:");
+  EXPECT_EQ(ReasoningEndOf(ReasoningParser::kQwen3), "</think>");
 }
 
 // A template that opened the reasoning in the prompt (Qwen3.5, R1) makes the reply reasoning from
