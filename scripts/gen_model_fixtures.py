@@ -45,6 +45,11 @@ Writes tests/worker/fixtures/<name>/ for three small SEEDED RANDOM checkpoints:
               the tokens (embedding_multiplier 12, attention_multiplier 0.1 in place of
               head_dim^-0.5 = 0.25, residual_multiplier 0.22, logits_scaling 8), GQA 4/2, tied,
               saved in bfloat16.
+  granite-moe GraniteMoeForCausalLM (Granite 3.x MoE's layout) with transformers' own GraniteMoe:
+              granite-mup's multipliers, and every layer's MLP 4 experts of intermediate 48, the
+              top 2 (a softmax over the top 2 router logits), stored stacked: input_linear
+              [experts, 2 x intermediate, hidden] (gate rows, then up rows) and output_linear
+              [experts, hidden, intermediate]; GQA 4/2, tied, saved in bfloat16.
   phi3-fused  Phi3ForCausalLM (Phi-3 / Phi-4's layout) with transformers' own Phi3: q, k and v in
               one fused qkv_proj [q + 2 kv, hidden] and gate and up in one gate_up_proj
               [2 intermediate, hidden], GQA 4/2, untied, and a 12-token sliding window on every
@@ -94,8 +99,8 @@ import numpy as np
 import torch
 import transformers
 from safetensors.torch import load_file, save_file
-from transformers import (AutoModelForCausalLM, Gemma2Config, GraniteConfig, LlamaConfig,
-                          MixtralConfig, Phi3Config, Qwen2Config, Qwen2MoeConfig)
+from transformers import (AutoModelForCausalLM, Gemma2Config, GraniteConfig, GraniteMoeConfig,
+                          LlamaConfig, MixtralConfig, Phi3Config, Qwen2Config, Qwen2MoeConfig)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OUT = os.path.join(ROOT, "tests", "worker", "fixtures")
@@ -182,6 +187,16 @@ def granite_config():
         pad_token_id=0)
 
 
+def granite_moe_config():
+    return GraniteMoeConfig(
+        vocab_size=256, hidden_size=64, intermediate_size=48, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256,
+        rope_theta=10000.0, rms_norm_eps=1e-5, tie_word_embeddings=True,
+        embedding_multiplier=12.0, attention_multiplier=0.1, residual_multiplier=0.22,
+        logits_scaling=8.0, num_local_experts=4, num_experts_per_tok=2,
+        initializer_range=INIT_STD, bos_token_id=1, eos_token_id=2, pad_token_id=0)
+
+
 MODELS = [
     # name, config factory, save dtype, shards, seed
     ("llama-gqa", llama_gqa_config, torch.bfloat16, 2, 1234),
@@ -191,6 +206,7 @@ MODELS = [
     ("gemma2-softcap", gemma2_config, torch.bfloat16, 1, 1357),
     ("phi3-fused", phi3_config, torch.bfloat16, 2, 8643),
     ("granite-mup", granite_config, torch.bfloat16, 1, 9753),
+    ("granite-moe", granite_moe_config, torch.bfloat16, 1, 8642),
 ]
 
 

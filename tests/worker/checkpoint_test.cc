@@ -347,6 +347,72 @@ TEST(CheckpointTest, Phi3FusedProjectionsLoadAsTheirParts) {
                     HasSubstr("has shape [192, 64], expected [256, 64]")));
 }
 
+// Granite-MoE's experts are stacked, input_linear [E, 2I, H] (each expert's gate rows, then its
+// up rows) and output_linear [E, H, I]: torch's record of each stacked tensor is the experts'
+// parts joined in that order.
+TEST(CheckpointTest, GraniteMoeStackedExpertsLoadAsEachExpertsParts) {
+  const ModelConfig config = FixtureConfig("granite-moe");
+  EXPECT_EQ(config.architecture, "GraniteMoeForCausalLM");
+  EXPECT_EQ(config.num_experts, 4);
+  EXPECT_EQ(config.num_experts_per_tok, 2);
+  EXPECT_TRUE(config.norm_topk_prob);
+  EXPECT_DOUBLE_EQ(config.residual_multiplier, 0.22);
+  absl::StatusOr<ModelWeights> weights =
+      LoadWeights(config, testdata::FixtureDir("granite-moe").string());
+  ASSERT_TRUE(weights.ok()) << weights.status();
+  const Json probe = ReadJson(testdata::FixtureDir("granite-moe") / "weights_probe.json");
+  const Json& tensors = probe.at("tensors");
+  const auto expect_joined = [&](const std::string& name, const std::vector<float>& joined) {
+    SCOPED_TRACE(name);
+    const Json& entry = tensors.at(name);
+    int64_t elements = 1;
+    for (const int64_t dim : entry.at("shape").get<std::vector<int64_t>>()) elements *= dim;
+    ASSERT_EQ(static_cast<int64_t>(joined.size()), elements);
+    const std::vector<double> first = entry.at("first").get<std::vector<double>>();
+    for (size_t e = 0; e < first.size(); ++e) EXPECT_EQ(static_cast<double>(joined[e]), first[e]);
+    EXPECT_EQ(static_cast<double>(joined.back()), entry.at("last").get<double>());
+    double sum = 0;
+    double sum_squares = 0;
+    for (const float v : joined) {
+      sum += static_cast<double>(v);
+      sum_squares += static_cast<double>(v) * static_cast<double>(v);
+    }
+    const double want_squares = entry.at("sum_squares").get<double>();
+    EXPECT_NEAR(sum, entry.at("sum").get<double>(), 1e-9 * (1 + want_squares));
+    EXPECT_NEAR(sum_squares, want_squares, 1e-9 * (1 + want_squares));
+  };
+  for (size_t i = 0; i < weights->layers.size(); ++i) {
+    const LayerWeights& layer = weights->layers[i];
+    ASSERT_EQ(layer.experts.size(), 4u);
+    std::vector<float> gate_up;
+    std::vector<float> down;
+    for (const ExpertWeights& expert : layer.experts) {
+      EXPECT_THAT(expert.gate_proj.shape, ElementsAre(48, 64));
+      EXPECT_THAT(expert.down_proj.shape, ElementsAre(64, 48));
+      gate_up.insert(gate_up.end(), expert.gate_proj.data.begin(), expert.gate_proj.data.end());
+      gate_up.insert(gate_up.end(), expert.up_proj.data.begin(), expert.up_proj.data.end());
+      down.insert(down.end(), expert.down_proj.data.begin(), expert.down_proj.data.end());
+    }
+    const std::string prefix = absl::StrCat("model.layers.", i, ".block_sparse_moe.");
+    expect_joined(prefix + "input_linear.weight", gate_up);
+    expect_joined(prefix + "output_linear.weight", down);
+    expect_joined(prefix + "router.layer.weight", layer.moe_router.data);
+  }
+  // The checkpoint's tensor list names each stacked tensor once, with its 3-D shape.
+  const absl::StatusOr<std::vector<WeightSpec>> specs = ExpectedWeights(config);
+  ASSERT_TRUE(specs.ok()) << specs.status();
+  std::set<std::string> expected;
+  for (const WeightSpec& spec : *specs) {
+    expected.insert(spec.name);
+    if (spec.name == "model.layers.1.block_sparse_moe.input_linear.weight") {
+      EXPECT_THAT(spec.shape, ElementsAre(4, 96, 64));
+    }
+  }
+  std::set<std::string> recorded;
+  for (const auto& [tensor_name, entry] : tensors.items()) recorded.insert(tensor_name);
+  EXPECT_EQ(expected, recorded);
+}
+
 // Mixtral's and Qwen3-MoE's experts load under their own names, in place of a dense MLP.
 TEST(CheckpointTest, MixtureOfExpertsLayersHoldTheRouterAndEachExpert) {
   for (const auto& [name, experts, inter] :
@@ -416,7 +482,7 @@ TEST(CheckpointTest, ExpectedWeightsFollowsTheConfig) {
 TEST(CheckpointTest, ExpectedJsonIsWellFormed) {
   for (const char* name :
        {"llama-gqa", "qwen2-bias", "llama-tied", "qwen3-qknorm", "mixtral-moe", "qwen3-moe",
-        "gemma2-softcap", "gemma3-local-rope", "granite-mup", "phi3-fused"}) {
+        "gemma2-softcap", "gemma3-local-rope", "granite-mup", "phi3-fused", "granite-moe"}) {
     SCOPED_TRACE(name);
     const Json expected = ReadJson(testdata::FixtureDir(name) / "expected.json");
     ASSERT_EQ(expected.at("prompts").size(), 4u);

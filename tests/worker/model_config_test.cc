@@ -984,7 +984,7 @@ TEST_F(ModelDirTest, UnsupportedArchitectureListsTheSupportedOnes) {
       {ConfigPath(), "unsupported architecture \"GPT2LMHeadModel\"",
        "supported: LlamaForCausalLM, MistralForCausalLM, MixtralForCausalLM, Qwen2ForCausalLM, "
        "Qwen3ForCausalLM, Qwen3MoeForCausalLM, Gemma2ForCausalLM, Gemma3ForCausalLM, "
-       "Phi3ForCausalLM, GraniteForCausalLM"});
+       "Phi3ForCausalLM, GraniteForCausalLM, GraniteMoeForCausalLM"});
 }
 
 TEST_F(ModelDirTest, UnsupportedActivationDtypeAndRopeScaling) {

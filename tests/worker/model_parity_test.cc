@@ -146,7 +146,8 @@ TEST_P(ModelParityTest, GreedyContinuationsMatchTransformers) {
 INSTANTIATE_TEST_SUITE_P(Fixtures, ModelParityTest,
                          ::testing::Values("llama-gqa", "qwen2-bias", "llama-tied", "qwen3-qknorm",
                                            "mixtral-moe", "qwen3-moe", "gemma2-softcap",
-                                           "gemma3-local-rope", "granite-mup", "phi3-fused"),
+                                           "gemma3-local-rope", "granite-mup", "granite-moe",
+                                           "phi3-fused"),
                          [](const ::testing::TestParamInfo<std::string>& param_info) {
                            std::string name = param_info.param;
                            for (char& c : name) c = c == '-' ? '_' : c;

@@ -106,18 +106,35 @@ std::string LayerTensorName(size_t layer, std::string_view suffix) {
 
 // A mixture-of-experts layer's tensor names after "model.layers.{i}.": its router's, and expert
 // e's gate, up and down projections'.
-std::string_view RouterName(bool mixtral) {
-  return mixtral ? "block_sparse_moe.gate.weight" : "mlp.gate.weight";
+using ExpertLayout = ModelWeights::ExpertLayout;
+std::string_view RouterName(ExpertLayout layout) {
+  switch (layout) {
+    case ExpertLayout::kMixtral:
+      return "block_sparse_moe.gate.weight";
+    case ExpertLayout::kStacked:
+      return "block_sparse_moe.router.layer.weight";
+    case ExpertLayout::kQwen:
+      break;
+  }
+  return "mlp.gate.weight";
 }
 struct ExpertNames {
   std::string gate;
   std::string up;
   std::string down;
 };
-ExpertNames ExpertNamesOf(bool mixtral, int64_t expert) {
-  if (mixtral) {
+// Granite-MoE's stacked expert tensors, after "model.layers.{i}.".
+constexpr std::string_view kStackedGateUp = "block_sparse_moe.input_linear.weight";
+constexpr std::string_view kStackedDown = "block_sparse_moe.output_linear.weight";
+ExpertNames ExpertNamesOf(ExpertLayout layout, int64_t expert) {
+  if (layout == ExpertLayout::kMixtral) {
     const std::string e = absl::StrCat("block_sparse_moe.experts.", expert, ".");
     return {e + "w1.weight", e + "w3.weight", e + "w2.weight"};
+  }
+  if (layout == ExpertLayout::kStacked) {
+    const std::string e = absl::StrCat("[", expert, "]");
+    const std::string gate_up(kStackedGateUp);
+    return {gate_up + e + ".gate", gate_up + e + ".up", std::string(kStackedDown) + e};
   }
   const std::string e = absl::StrCat("mlp.experts.", expert, ".");
   return {e + "gate_proj.weight", e + "up_proj.weight", e + "down_proj.weight"};
@@ -136,7 +153,8 @@ struct Slot {
   Init init;
   TensorSlice slice;
   // The checkpoint tensor it is read from: `name` itself, or for a part of a fused tensor (Phi-3's
-  // qkv_proj, gate_up_proj) that tensor, its shape, and the part's first row in it.
+  // qkv_proj, gate_up_proj) or a stacked one (Granite-MoE's experts) that tensor, its shape, and
+  // the part's first row in it (rows of the last dimension's width).
   std::string tensor_name;
   std::vector<int64_t> tensor_shape;
   int64_t row_offset = 0;
@@ -263,7 +281,9 @@ absl::StatusOr<std::vector<Slot>> MakeSlots(const ModelConfig& config, ShardSpec
   const int64_t vocab = config.vocab_size;
   const int64_t hidden = config.hidden_size;
   weights.layers.resize(static_cast<size_t>(config.num_hidden_layers));
-  weights.mixtral_expert_names = config.architecture == "MixtralForCausalLM";
+  weights.expert_layout = config.architecture == "MixtralForCausalLM"      ? ExpertLayout::kMixtral
+                          : config.architecture == "GraniteMoeForCausalLM" ? ExpertLayout::kStacked
+                                                                           : ExpertLayout::kQwen;
   add(std::string(kEmbedName), {vocab, hidden}, &weights.embed_tokens, Init::kRandom,
       Split::kVocabRows);
   for (size_t i = 0; i < weights.layers.size(); ++i) {
@@ -278,18 +298,30 @@ absl::StatusOr<std::vector<Slot>> MakeSlots(const ModelConfig& config, ShardSpec
     }
     if (config.num_experts == 0) continue;
     const int64_t inter = config.intermediate_size;
-    add(LayerTensorName(i, RouterName(weights.mixtral_expert_names)), {config.num_experts, hidden},
+    add(LayerTensorName(i, RouterName(weights.expert_layout)), {config.num_experts, hidden},
         &layer.moe_router, Init::kRandom, Split::kReplicated);
     layer.experts.resize(static_cast<size_t>(config.num_experts));
+    const bool stacked = weights.expert_layout == ExpertLayout::kStacked;
+    // A stacked part: rows [first_row, first_row + its rows) of the [E, rows, width] tensor.
+    const auto stack = [&](std::string_view tensor, int64_t rows, int64_t width,
+                           int64_t first_row) {
+      Slot& slot = slots.back();
+      slot.tensor_name = LayerTensorName(i, tensor);
+      slot.tensor_shape = {config.num_experts, rows, width};
+      slot.row_offset = first_row;
+    };
     for (int64_t e = 0; e < config.num_experts; ++e) {
-      const ExpertNames names = ExpertNamesOf(weights.mixtral_expert_names, e);
+      const ExpertNames names = ExpertNamesOf(weights.expert_layout, e);
       ExpertWeights& expert = layer.experts[static_cast<size_t>(e)];
       add(LayerTensorName(i, names.gate), {inter, hidden}, &expert.gate_proj, Init::kRandom,
           Split::kMlpRows);
+      if (stacked) stack(kStackedGateUp, 2 * inter, hidden, e * 2 * inter);
       add(LayerTensorName(i, names.up), {inter, hidden}, &expert.up_proj, Init::kRandom,
           Split::kMlpRows);
+      if (stacked) stack(kStackedGateUp, 2 * inter, hidden, e * 2 * inter + inter);
       add(LayerTensorName(i, names.down), {hidden, inter}, &expert.down_proj, Init::kRandom,
           Split::kMlpColumns);
+      if (stacked) stack(kStackedDown, hidden, inter, e * hidden);
     }
   }
   add(std::string(kNormName), {hidden}, &weights.norm, Init::kNorm, Split::kReplicated);
@@ -561,10 +593,9 @@ std::vector<NamedWeight> ListWeights(const ModelWeights& weights) {
     for (const LayerField& field : kLayerFields) {
       add(LayerTensorName(i, field.suffix), layer.*field.member);
     }
-    add(LayerTensorName(i, RouterName(weights.mixtral_expert_names)), layer.moe_router);
+    add(LayerTensorName(i, RouterName(weights.expert_layout)), layer.moe_router);
     for (size_t e = 0; e < layer.experts.size(); ++e) {
-      const ExpertNames names =
-          ExpertNamesOf(weights.mixtral_expert_names, static_cast<int64_t>(e));
+      const ExpertNames names = ExpertNamesOf(weights.expert_layout, static_cast<int64_t>(e));
       add(LayerTensorName(i, names.gate), layer.experts[e].gate_proj);
       add(LayerTensorName(i, names.up), layer.experts[e].up_proj);
       add(LayerTensorName(i, names.down), layer.experts[e].down_proj);
@@ -609,9 +640,10 @@ absl::StatusOr<ModelWeights> LoadWeights(const ModelConfig& config, std::string_
                        file->path(), " has dtype ", tensor->dtype,
                        ", which headroom cannot load (supported: F32, F16, BF16)"));
     }
-    // A part of a fused tensor starts row_offset rows into it.
+    // A part of a fused or stacked tensor starts row_offset rows (of its last dimension's width)
+    // into it.
     const int64_t part_start =
-        slot.row_offset * (slot.tensor_shape.size() > 1 ? slot.tensor_shape[1] : 1);
+        slot.row_offset * (slot.tensor_shape.size() > 1 ? slot.tensor_shape.back() : 1);
     HR_RETURN_IF_ERROR(FillSlot(slot, [&](int64_t first, absl::Span<float> out) {
       return file->ReadFloat32(*tensor, part_start + first, out);
     }));

@@ -81,9 +81,12 @@ struct ModelWeights {
   std::vector<LayerWeights> layers;  // num_hidden_layers entries.
   HostTensor norm;                   // [H]  final RMSNorm weight.
   HostTensor lm_head;                // [vocab, H]; empty when config.tie_word_embeddings.
-  // Experts are named as Mixtral names them (block_sparse_moe.experts.E.w1), else as Qwen3-MoE
-  // (mlp.experts.E.gate_proj).
-  bool mixtral_expert_names = false;
+  // How the checkpoint names its experts: Mixtral's block_sparse_moe.experts.E.w1, Qwen3-MoE's
+  // mlp.experts.E.gate_proj, or Granite-MoE's stacked block_sparse_moe.input_linear [E, 2I, H]
+  // (gate rows, then up rows, per expert) and output_linear [E, H, I], whose parts ListWeights
+  // names "...input_linear.weight[E].gate" / "[E].up" / "output_linear.weight[E]".
+  enum class ExpertLayout : uint8_t { kMixtral, kQwen, kStacked };
+  ExpertLayout expert_layout = ExpertLayout::kQwen;
 
   // The LM head to multiply with: lm_head, or embed_tokens when the embeddings are tied.
   [[nodiscard]] const HostTensor& output_embedding() const {

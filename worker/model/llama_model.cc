@@ -218,7 +218,9 @@ absl::Status LlamaModel::UploadExperts(const LayerWeights& lw, const std::string
   }
   HR_ASSIGN_OR_RETURN(moe.router, UploadTensor(lw.moe_router.data, p + "moe router"));
   HR_ASSIGN_OR_RETURN(moe.gate_up, UploadTensor(gate_up, p + "experts gate_up_proj"));
-  HR_ASSIGN_OR_RETURN(moe.down, UploadTensor(down, p + "experts down_proj"));
+  // Granite-MoE's residual_multiplier scales the experts' sum: folded into each down_proj.
+  HR_ASSIGN_OR_RETURN(moe.down,
+                      UploadScaled(down, config_.residual_multiplier, p + "experts down_proj"));
   moe.num_experts = config_.num_experts;
   moe.top_k = config_.num_experts_per_tok;
   moe.inter = shard_.intermediate;

@@ -30,6 +30,7 @@ inline constexpr std::string_view kGemma2 = "Gemma2ForCausalLM";
 inline constexpr std::string_view kGemma3 = "Gemma3ForCausalLM";
 inline constexpr std::string_view kPhi3 = "Phi3ForCausalLM";
 inline constexpr std::string_view kGranite = "GraniteForCausalLM";
+inline constexpr std::string_view kGraniteMoe = "GraniteMoeForCausalLM";
 inline constexpr std::string_view kDummyPrefix = "dummy:";
 
 // MistralConfig's default when config.json has no sliding_window key (transformers behaviour).
@@ -243,7 +244,7 @@ absl::Status ReadBiasesAndWindow(const FieldReader& reader, ModelConfig& config)
                                        "; only rotary embedding over the whole head (1.0) is "
                                        "supported"));
     }
-  } else if (config.architecture == kGranite) {
+  } else if (config.architecture == kGranite || config.architecture == kGraniteMoe) {
     // Granite (3.x): Llama's block with muP multipliers on the embeddings, the attention scores,
     // the residual branches and the logits; all 1 in GraniteConfig when absent.
     HR_ASSIGN_OR_RETURN(const bool attention_bias, reader.Bool("attention_bias", false));
@@ -424,7 +425,9 @@ absl::Status ReadActivation(const FieldReader& reader, ModelConfig& config) {
 // Mixtral's and Qwen3-MoE's experts. Qwen3-MoE layers listed in mlp_only_layers, or skipped by a
 // decoder_sparse_step above 1, would be dense: refused (no published checkpoint has them).
 absl::Status ReadExperts(const FieldReader& reader, ModelConfig& config) {
-  if (config.architecture == kMixtral) {
+  if (config.architecture == kMixtral || config.architecture == kGraniteMoe) {
+    // Granite-MoE's gate: a softmax over the top k router logits, which is the softmax over all of
+    // them renormalized over the top k.
     HR_ASSIGN_OR_RETURN(config.num_experts, reader.PositiveInt("num_local_experts"));
     HR_ASSIGN_OR_RETURN(config.num_experts_per_tok, reader.PositiveInt("num_experts_per_tok"));
     config.norm_topk_prob = true;
@@ -451,7 +454,7 @@ absl::Status ReadExperts(const FieldReader& reader, ModelConfig& config) {
     return absl::OkStatus();
   }
   if (config.num_experts > kvcache::kMaxNumExperts) {
-    return reader.Error(config.architecture == kMixtral ? "num_local_experts" : "num_experts",
+    return reader.Error(config.architecture == kQwen3Moe ? "num_experts" : "num_local_experts",
                         absl::StrCat("is ", config.num_experts, "; at most ",
                                      kvcache::kMaxNumExperts, " experts per layer are supported"));
   }
@@ -468,9 +471,9 @@ absl::Status ReadExperts(const FieldReader& reader, ModelConfig& config) {
 
 const std::vector<std::string>& SupportedArchitectures() {
   static const std::vector<std::string>* const kArchitectures = new std::vector<std::string>{
-      std::string(kLlama), std::string(kMistral),  std::string(kMixtral), std::string(kQwen2),
-      std::string(kQwen3), std::string(kQwen3Moe), std::string(kGemma2),  std::string(kGemma3),
-      std::string(kPhi3),  std::string(kGranite)};
+      std::string(kLlama), std::string(kMistral),  std::string(kMixtral),   std::string(kQwen2),
+      std::string(kQwen3), std::string(kQwen3Moe), std::string(kGemma2),    std::string(kGemma3),
+      std::string(kPhi3),  std::string(kGranite),  std::string(kGraniteMoe)};
   return *kArchitectures;
 }
 
