@@ -177,24 +177,22 @@ def phi3_config():
         initializer_range=INIT_STD, bos_token_id=1, eos_token_id=2, pad_token_id=0)
 
 
+# What granite-mup and granite-moe share: the shape but for the MLP, and the four multipliers.
+GRANITE_COMMON = dict(
+    vocab_size=256, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
+    num_key_value_heads=2, max_position_embeddings=256, rope_theta=10000.0, rms_norm_eps=1e-5,
+    tie_word_embeddings=True, embedding_multiplier=12.0, attention_multiplier=0.1,
+    residual_multiplier=0.22, logits_scaling=8.0, initializer_range=INIT_STD, bos_token_id=1,
+    eos_token_id=2, pad_token_id=0)
+
+
 def granite_config():
-    return GraniteConfig(
-        vocab_size=256, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256,
-        rope_theta=10000.0, rms_norm_eps=1e-5, tie_word_embeddings=True,
-        embedding_multiplier=12.0, attention_multiplier=0.1, residual_multiplier=0.22,
-        logits_scaling=8.0, initializer_range=INIT_STD, bos_token_id=1, eos_token_id=2,
-        pad_token_id=0)
+    return GraniteConfig(intermediate_size=128, **GRANITE_COMMON)
 
 
 def granite_moe_config():
-    return GraniteMoeConfig(
-        vocab_size=256, hidden_size=64, intermediate_size=48, num_hidden_layers=2,
-        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256,
-        rope_theta=10000.0, rms_norm_eps=1e-5, tie_word_embeddings=True,
-        embedding_multiplier=12.0, attention_multiplier=0.1, residual_multiplier=0.22,
-        logits_scaling=8.0, num_local_experts=4, num_experts_per_tok=2,
-        initializer_range=INIT_STD, bos_token_id=1, eos_token_id=2, pad_token_id=0)
+    return GraniteMoeConfig(intermediate_size=48, num_local_experts=4, num_experts_per_tok=2,
+                            **GRANITE_COMMON)
 
 
 MODELS = [

@@ -24,8 +24,8 @@ constexpr size_t kUnknown = std::string::npos - 1;
 size_t ReasoningStart(ReasoningParser parser, std::string_view held, bool last) {
   bool partial = false;
   const auto try_open = [&](std::string_view open) -> size_t {
-    if (held.substr(0, open.size()) == open) return open.size();
-    if (held.size() < open.size() && open.substr(0, held.size()) == held) partial = true;
+    if (held.starts_with(open)) return open.size();
+    if (open.starts_with(held)) partial = true;
     return kNone;
   };
   if (parser == ReasoningParser::kGranite) {

@@ -170,8 +170,8 @@ std::optional<size_t> GraniteArrayStart(std::string_view text) {
   size_t at = text.size() - jinja::text::LStrip(text, nullptr).size();
   for (const std::string_view prefix : {kGraniteToken, kHermesStart}) {
     const std::string_view rest = text.substr(at);
-    if (rest.size() < prefix.size() && prefix.substr(0, rest.size()) == rest) return std::nullopt;
-    if (rest.substr(0, prefix.size()) == prefix) at += prefix.size();
+    if (rest.size() < prefix.size() && prefix.starts_with(rest)) return std::nullopt;
+    if (rest.starts_with(prefix)) at += prefix.size();
   }
   at = text.size() - jinja::text::LStrip(text.substr(at), nullptr).size();
   if (at == text.size()) return std::nullopt;

@@ -148,6 +148,26 @@ TEST(HeadroomCliTest, Llama3_8BOn80GiBFits) {
             HasSubstr("max concurrency @ 1024 tokens"), HasSubstr("432.05x")));
 }
 
+// The model summary says which layers slide, over how many tokens, with which rotary base, and
+// what is soft-capped (Gemma 2: every other layer of 26; Gemma 3: layers 5, 11, 17 and 23 of 26
+// are global, the other 22 slide with rope_theta 10000).
+TEST(HeadroomCliTest, PlanSummaryNamesSlidingWindowsAndSoftcaps) {
+  RunResult result = RunHeadroom({"plan", "--model", "dummy:gemma-2-2b", "--gpu-memory-gib", "24"});
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_THAT(result.out, AllOf(HasSubstr("sliding window 4096 on 13 of 26 layers"),
+                                HasSubstr("scores soft-capped at 50"),
+                                HasSubstr("logits soft-capped at 30"), HasSubstr("2,614,341,888")));
+  result = RunHeadroom({"plan", "--model", "dummy:gemma-3-1b", "--gpu-memory-gib", "24"});
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_THAT(result.out,
+              AllOf(HasSubstr("per-head q/k norm"),
+                    HasSubstr("sliding window 512 on 22 of 26 layers (their rope_theta 10000)")));
+  EXPECT_THAT(result.out, Not(HasSubstr("soft-capped")));
+  result = RunHeadroom({"plan", "--model", "dummy:mistral-7b", "--gpu-memory-gib", "24"});
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_THAT(result.out, HasSubstr("head_dim 128, sliding window 4096\n"));
+}
+
 TEST(HeadroomCliTest, Llama3_8BAt128kOn24GiBIsRefusedWithFixes) {
   const RunResult result = RunHeadroom({"plan", "--model", "dummy:llama-3-8b", "--gpu-memory-gib",
                                         "24", "--max-model-len", "131072"});

@@ -131,6 +131,29 @@ absl::Status LoadStatus(const ModelConfig& config, const fs::path& dir) {
   return LoadWeights(config, dir.string()).status();
 }
 
+// `data` (a loaded tensor, or the loaded parts of a fused or stacked one joined in order) is the
+// tensor torch recorded in weights_probe.json as `entry`: its size, first and last elements
+// exactly, and its sums.
+void ExpectMatchesProbe(const Json& entry, const std::vector<float>& data) {
+  int64_t elements = 1;
+  for (const int64_t dim : entry.at("shape").get<std::vector<int64_t>>()) elements *= dim;
+  ASSERT_EQ(static_cast<int64_t>(data.size()), elements);
+  const std::vector<double> first = entry.at("first").get<std::vector<double>>();
+  for (size_t i = 0; i < first.size(); ++i) {
+    EXPECT_EQ(static_cast<double>(data[i]), first[i]) << "element " << i;
+  }
+  EXPECT_EQ(static_cast<double>(data.back()), entry.at("last").get<double>());
+  double sum = 0;
+  double sum_squares = 0;
+  for (const float v : data) {
+    sum += static_cast<double>(v);
+    sum_squares += static_cast<double>(v) * static_cast<double>(v);
+  }
+  const double want_squares = entry.at("sum_squares").get<double>();
+  EXPECT_NEAR(sum, entry.at("sum").get<double>(), 1e-9 * (1 + want_squares));
+  EXPECT_NEAR(sum_squares, want_squares, 1e-9 * (1 + want_squares));
+}
+
 // ---------------------------------------------------------------------------------------------
 // The fixtures load, and every tensor matches what torch recorded.
 
@@ -160,20 +183,7 @@ TEST_P(FixtureLoadTest, EveryTensorMatchesTorch) {
     const HostTensor& tensor = *weight.tensor;
     EXPECT_EQ(tensor.shape, entry.at("shape").get<std::vector<int64_t>>());
     ASSERT_EQ(static_cast<size_t>(tensor.num_elements()), tensor.data.size());
-    const std::vector<double> first = entry.at("first").get<std::vector<double>>();
-    for (size_t i = 0; i < first.size(); ++i) {
-      EXPECT_EQ(static_cast<double>(tensor.data[i]), first[i]) << "element " << i;
-    }
-    EXPECT_EQ(static_cast<double>(tensor.data.back()), entry.at("last").get<double>());
-    double sum = 0;
-    double sum_squares = 0;
-    for (const float v : tensor.data) {
-      sum += static_cast<double>(v);
-      sum_squares += static_cast<double>(v) * static_cast<double>(v);
-    }
-    const double expected_squares = entry.at("sum_squares").get<double>();
-    EXPECT_NEAR(sum, entry.at("sum").get<double>(), 1e-9 * (1 + expected_squares));
-    EXPECT_NEAR(sum_squares, expected_squares, 1e-9 * (1 + expected_squares));
+    ExpectMatchesProbe(entry, tensor.data);
     if (entry.contains("first_bits")) {
       const std::vector<uint32_t> bits = entry.at("first_bits").get<std::vector<uint32_t>>();
       const bool bf16 = entry.at("dtype") == "BF16";
@@ -298,25 +308,11 @@ TEST(CheckpointTest, Phi3FusedProjectionsLoadAsTheirParts) {
                     std::vector<const HostTensor*>{&layer.gate_proj, &layer.up_proj}}}) {
       const std::string name = absl::StrCat("model.layers.", i, ".", fused);
       SCOPED_TRACE(name);
-      const Json& entry = tensors.at(name);
       std::vector<float> joined;
       for (const HostTensor* part : parts) {
         joined.insert(joined.end(), part->data.begin(), part->data.end());
       }
-      const std::vector<int64_t> shape = entry.at("shape").get<std::vector<int64_t>>();
-      ASSERT_EQ(static_cast<int64_t>(joined.size()), shape[0] * shape[1]);
-      const std::vector<double> first = entry.at("first").get<std::vector<double>>();
-      for (size_t e = 0; e < first.size(); ++e) EXPECT_EQ(static_cast<double>(joined[e]), first[e]);
-      EXPECT_EQ(static_cast<double>(joined.back()), entry.at("last").get<double>());
-      double sum = 0;
-      double sum_squares = 0;
-      for (const float v : joined) {
-        sum += static_cast<double>(v);
-        sum_squares += static_cast<double>(v) * static_cast<double>(v);
-      }
-      const double want_squares = entry.at("sum_squares").get<double>();
-      EXPECT_NEAR(sum, entry.at("sum").get<double>(), 1e-9 * (1 + want_squares));
-      EXPECT_NEAR(sum_squares, want_squares, 1e-9 * (1 + want_squares));
+      ExpectMatchesProbe(tensors.at(name), joined);
     }
   }
   // The checkpoint's tensor list names the fused tensors once, with their fused shapes.
@@ -364,22 +360,7 @@ TEST(CheckpointTest, GraniteMoeStackedExpertsLoadAsEachExpertsParts) {
   const Json& tensors = probe.at("tensors");
   const auto expect_joined = [&](const std::string& name, const std::vector<float>& joined) {
     SCOPED_TRACE(name);
-    const Json& entry = tensors.at(name);
-    int64_t elements = 1;
-    for (const int64_t dim : entry.at("shape").get<std::vector<int64_t>>()) elements *= dim;
-    ASSERT_EQ(static_cast<int64_t>(joined.size()), elements);
-    const std::vector<double> first = entry.at("first").get<std::vector<double>>();
-    for (size_t e = 0; e < first.size(); ++e) EXPECT_EQ(static_cast<double>(joined[e]), first[e]);
-    EXPECT_EQ(static_cast<double>(joined.back()), entry.at("last").get<double>());
-    double sum = 0;
-    double sum_squares = 0;
-    for (const float v : joined) {
-      sum += static_cast<double>(v);
-      sum_squares += static_cast<double>(v) * static_cast<double>(v);
-    }
-    const double want_squares = entry.at("sum_squares").get<double>();
-    EXPECT_NEAR(sum, entry.at("sum").get<double>(), 1e-9 * (1 + want_squares));
-    EXPECT_NEAR(sum_squares, want_squares, 1e-9 * (1 + want_squares));
+    ExpectMatchesProbe(tensors.at(name), joined);
   };
   for (size_t i = 0; i < weights->layers.size(); ++i) {
     const LayerWeights& layer = weights->layers[i];

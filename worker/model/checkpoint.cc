@@ -160,6 +160,15 @@ struct Slot {
   int64_t row_offset = 0;
 };
 
+// Reads `slot` as rows [first_row, first_row + its rows) of the checkpoint tensor `tensor_name` of
+// shape `tensor_shape` (rows of the last dimension's width).
+void ReadAsPart(Slot& slot, std::string tensor_name, std::vector<int64_t> tensor_shape,
+                int64_t first_row) {
+  slot.tensor_name = std::move(tensor_name);
+  slot.tensor_shape = std::move(tensor_shape);
+  slot.row_offset = first_row;
+}
+
 // Phi-3 keeps q/k/v in one qkv_proj and gate/up in one gate_up_proj: the part that `suffix`
 // names is a block of rows of that tensor. Other suffixes are left alone.
 void MarkFusedPart(const ModelConfig& config, std::string_view suffix, size_t layer, Slot& slot) {
@@ -181,9 +190,8 @@ void MarkFusedPart(const ModelConfig& config, std::string_view suffix, size_t la
   };
   for (const Part& part : parts) {
     if (part.suffix != suffix) continue;
-    slot.tensor_name = LayerTensorName(layer, part.fused);
-    slot.tensor_shape = {part.fused_rows, config.hidden_size};
-    slot.row_offset = part.row_offset;
+    ReadAsPart(slot, LayerTensorName(layer, part.fused), {part.fused_rows, config.hidden_size},
+               part.row_offset);
   }
 }
 
@@ -305,10 +313,8 @@ absl::StatusOr<std::vector<Slot>> MakeSlots(const ModelConfig& config, ShardSpec
     // A stacked part: rows [first_row, first_row + its rows) of the [E, rows, width] tensor.
     const auto stack = [&](std::string_view tensor, int64_t rows, int64_t width,
                            int64_t first_row) {
-      Slot& slot = slots.back();
-      slot.tensor_name = LayerTensorName(i, tensor);
-      slot.tensor_shape = {config.num_experts, rows, width};
-      slot.row_offset = first_row;
+      ReadAsPart(slots.back(), LayerTensorName(i, tensor), {config.num_experts, rows, width},
+                 first_row);
     };
     for (int64_t e = 0; e < config.num_experts; ++e) {
       const ExpertNames names = ExpertNamesOf(weights.expert_layout, e);

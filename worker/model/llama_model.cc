@@ -58,13 +58,10 @@ absl::StatusOr<const float*> LlamaModel::UploadTensor(const std::vector<float>& 
 
 absl::StatusOr<const float*> LlamaModel::UploadNorm(const std::vector<float>& host,
                                                     const std::string& what, double factor) {
-  if (!config_.norm_weight_offset && factor == 1.0) return UploadTensor(host, what);
+  if (!config_.norm_weight_offset) return UploadScaled(host, factor, what);
   std::vector<float> weight = host;
-  for (float& w : weight) {
-    if (config_.norm_weight_offset) w += 1.0f;
-    if (factor != 1.0) w = static_cast<float>(static_cast<double>(w) * factor);
-  }
-  return UploadTensor(weight, what);
+  for (float& w : weight) w += 1.0f;
+  return UploadScaled(weight, factor, what);
 }
 
 absl::StatusOr<const float*> LlamaModel::UploadScaled(const std::vector<float>& host, double factor,
