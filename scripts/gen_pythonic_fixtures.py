@@ -22,12 +22,12 @@ Writes tests/router/openai/fixtures/pythonic_calls.json: {generator, cases: [{te
 """
 import ast
 import json
-import math
 import os
 import platform
 import random
 
 import text_mutation
+from router_json import fits
 
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "router", "openai",
                    "fixtures", "pythonic_calls.json")
@@ -139,21 +139,6 @@ def expected(text):
             return None
         calls.append({"name": call.func.id, "arguments": text_arguments})
     return calls
-
-
-def fits(value):
-    """JSON the router holds: integers within int64 (Python's are unbounded), finite floats."""
-    if isinstance(value, bool) or value is None or isinstance(value, str):
-        return True
-    if isinstance(value, int):
-        return -2**63 <= value < 2**63
-    if isinstance(value, float):
-        return math.isfinite(value)
-    if isinstance(value, (list, tuple)):
-        return all(fits(v) for v in value)
-    if isinstance(value, dict):
-        return all(isinstance(k, str) and fits(v) for k, v in value.items())
-    return False
 
 
 def main():

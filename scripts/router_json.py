@@ -1,5 +1,6 @@
-"""For the tool-call parsers' fixture generators (gen_qwen3_coder_fixtures.py,
-gen_granite_fixtures.py): what JSON the router holds, and writing the labelled cases."""
+"""For the tool-call parsers' fixture generators (gen_pythonic_fixtures.py,
+gen_qwen3_coder_fixtures.py, gen_granite_fixtures.py): what JSON the router holds, and writing the
+labelled cases."""
 import json
 import math
 
