@@ -1,5 +1,7 @@
 // Hot paths of the KV-cache manager, as the engine loop runs them every step.
-//   BM_DecodeAppend256: one new token appended to each of 256 running sequences (one decode step).
+//   BM_DecodeAppend256/W: one new token appended to each of 256 running sequences (one decode
+//     step); W = 256: with a 256-token sliding window, so every 16th append per sequence also
+//     releases the block that left the window (W = 0: no window).
 //   BM_PrefixLookup8k: longest cached prefix of an 8192-token prompt whose blocks are all cached.
 //   BM_AdmitFree2k: admission of a 2048-token prompt with a half-cached prefix, then its release.
 //   BM_AdmitFree2kNewHalf/P: the same, the second half new each time (64 blocks evicted and 64
@@ -17,11 +19,12 @@
 namespace headroom::kvcache {
 namespace {
 
-std::unique_ptr<KvCacheManager> MakeManager(int32_t num_blocks) {
+std::unique_ptr<KvCacheManager> MakeManager(int32_t num_blocks, int32_t sliding_window = 0) {
   auto kv = KvCacheManager::Create({.num_blocks = num_blocks,
                                     .block_size = 16,
                                     .enable_prefix_caching = true,
-                                    .watermark_blocks = 0});
+                                    .watermark_blocks = 0,
+                                    .sliding_window = sliding_window});
   HR_CHECK(kv.ok());
   return *std::move(kv);
 }
@@ -36,7 +39,8 @@ void BM_DecodeAppend256(benchmark::State& state) {
   constexpr int32_t kSeqs = 256;
   constexpr int32_t kPrompt = 512;
   constexpr int32_t kSteps = 1024;  // decode steps before the sequences are recycled
-  auto kv = MakeManager(kSeqs * (kPrompt + kSteps) / 16 + kSeqs + 1);
+  auto kv = MakeManager(kSeqs * (kPrompt + kSteps) / 16 + kSeqs + 1,
+                        static_cast<int32_t>(state.range(0)));
   auto admit_all = [&] {
     for (int32_t s = 0; s < kSeqs; ++s) {
       const std::vector<int32_t> prompt = Tokens(kPrompt, s);
@@ -61,7 +65,7 @@ void BM_DecodeAppend256(benchmark::State& state) {
   }
   state.SetItemsProcessed(state.iterations() * kSeqs);
 }
-BENCHMARK(BM_DecodeAppend256)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_DecodeAppend256)->Arg(0)->Arg(256)->Unit(benchmark::kMicrosecond);
 
 void BM_PrefixLookup8k(benchmark::State& state) {
   auto kv = MakeManager(1024);

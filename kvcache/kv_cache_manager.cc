@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/check.h"
+#include "kvcache/sliding_window.h"
 
 namespace headroom::kvcache {
 
@@ -23,6 +24,10 @@ absl::StatusOr<std::unique_ptr<KvCacheManager>> KvCacheManager::Create(
                                                    config.num_blocks - 1, "), got ",
                                                    config.watermark_blocks));
   }
+  if (config.sliding_window < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("sliding_window must be 0 (none) or positive, got ", config.sliding_window));
+  }
   return std::unique_ptr<KvCacheManager>(new KvCacheManager(config));
 }
 
@@ -31,6 +36,11 @@ KvCacheManager::KvCacheManager(const KvCacheConfig& config)
 
 int32_t KvCacheManager::BlocksForTokens(int64_t num_tokens) const {
   return static_cast<int32_t>((num_tokens + config_.block_size - 1) / config_.block_size);
+}
+
+int32_t KvCacheManager::PeakBlocks(int64_t num_tokens, int32_t max_chunk) const {
+  return static_cast<int32_t>(
+      PeakBlocksPerSequence(num_tokens, config_.block_size, config_.sliding_window, max_chunk));
 }
 
 const KvCacheManager::Sequence& KvCacheManager::Get(SequenceId seq) const {
@@ -44,6 +54,10 @@ absl::Span<const BlockId> KvCacheManager::BlockTable(SequenceId seq) const {
 }
 
 int32_t KvCacheManager::NumTokens(SequenceId seq) const { return Get(seq).num_tokens; }
+
+int32_t KvCacheManager::NumReleasedBlocks(SequenceId seq) const {
+  return Get(seq).num_released_blocks;
+}
 
 PrefixHit KvCacheManager::FindCachedPrefix(absl::Span<const int32_t> prompt,
                                            std::string_view cache_salt, bool lookup) const {
@@ -68,7 +82,9 @@ PrefixHit KvCacheManager::FindCachedPrefix(absl::Span<const int32_t> prompt,
 
 int32_t KvCacheManager::BlocksToAdmit(const PrefixHit& hit, int32_t num_tokens) const {
   int32_t revived = 0;
-  for (const BlockId block : hit.blocks) revived += pool_.ref_count(block) == 0 ? 1 : 0;
+  for (size_t i = DeadHitBlocks(hit); i < hit.blocks.size(); ++i) {
+    revived += pool_.ref_count(hit.blocks[i]) == 0 ? 1 : 0;
+  }
   const int32_t total = BlocksForTokens(std::max(num_tokens, hit.num_cached_tokens));
   return total - static_cast<int32_t>(hit.blocks.size()) + revived;
 }
@@ -78,7 +94,49 @@ bool KvCacheManager::CanAdmit(int32_t blocks) const {
 }
 
 int32_t KvCacheManager::BlocksToAppend(SequenceId seq, int32_t num_new_tokens) const {
-  return NewBlocksFor(Get(seq), num_new_tokens);
+  const Sequence& s = Get(seq);
+  const int32_t new_blocks = NewBlocksFor(s, num_new_tokens);
+  if (new_blocks == 0) return 0;
+  return std::max(0, new_blocks - DeadBlocksOnlyHeldBy(s));
+}
+
+int32_t KvCacheManager::BlocksToReach(SequenceId seq, int64_t num_tokens, int32_t max_chunk) const {
+  const Sequence& s = Get(seq);
+  const int32_t append = BlocksToAppend(seq, static_cast<int32_t>(num_tokens - s.num_tokens));
+  if (config_.sliding_window == 0) return append;
+  const int32_t held = static_cast<int32_t>(s.blocks.size()) - s.num_released_blocks;
+  return std::min(append, std::max(0, PeakBlocks(num_tokens, max_chunk) - held));
+}
+
+size_t KvCacheManager::DeadHitBlocks(const PrefixHit& hit) const {
+  const int64_t dead =
+      DeadBlocks(hit.num_cached_tokens, config_.block_size, config_.sliding_window);
+  return static_cast<size_t>(std::min<int64_t>(dead, static_cast<int64_t>(hit.blocks.size())));
+}
+
+int32_t KvCacheManager::DeadHeldBlocks(const Sequence& s) const {
+  const int64_t dead = DeadBlocks(s.num_tokens, config_.block_size, config_.sliding_window);
+  return std::max(0, static_cast<int32_t>(dead) - s.num_released_blocks);
+}
+
+int32_t KvCacheManager::DeadBlocksOnlyHeldBy(const Sequence& s) const {
+  const int32_t end = s.num_released_blocks + DeadHeldBlocks(s);
+  int32_t n = 0;
+  for (int32_t i = s.num_released_blocks; i < end; ++i) {
+    n += pool_.ref_count(s.blocks[static_cast<size_t>(i)]) == 1 ? 1 : 0;
+  }
+  return n;
+}
+
+void KvCacheManager::ReleaseDeadBlocks(Sequence& s) {
+  const int32_t dead = DeadHeldBlocks(s);
+  if (dead == 0) return;
+  const auto first = s.blocks.begin() + s.num_released_blocks;
+  pool_.Free(absl::MakeConstSpan(&*first, static_cast<size_t>(dead)));
+  std::fill(first, first + dead, kNullBlockId);
+  s.num_released_blocks += dead;
+  total_tokens_ -= int64_t{dead} * config_.block_size;
+  total_slots_ -= int64_t{dead} * config_.block_size;
 }
 
 int32_t KvCacheManager::NewBlocksFor(const Sequence& s, int32_t num_new_tokens) const {
@@ -114,15 +172,20 @@ absl::Status KvCacheManager::AddSequence(SequenceId seq, const PrefixHit& hit,
                      " free KV blocks plus the watermark of ", config_.watermark_blocks, "; ",
                      pool_.num_free_blocks(), " are free"));
   }
-  // Revive the hit blocks before allocating, so allocation cannot evict one of them.
-  for (const BlockId block : hit.blocks) pool_.Touch(block);
+  // Revive the hit blocks a query still reads before allocating, so allocation cannot evict one
+  // of them; the ones behind the sliding window stay where they are.
+  const size_t dead = DeadHitBlocks(hit);
+  for (size_t i = dead; i < hit.blocks.size(); ++i) pool_.Touch(hit.blocks[i]);
   Sequence& s = sequences_[seq];
   s.blocks = hit.blocks;
+  std::fill(s.blocks.begin(), s.blocks.begin() + static_cast<std::ptrdiff_t>(dead), kNullBlockId);
+  s.num_released_blocks = static_cast<int32_t>(dead);
   s.parent_hash = hit.next_parent;
   s.num_tokens = hit.num_cached_tokens;
   s.num_full_blocks = static_cast<int32_t>(hit.blocks.size());
-  total_tokens_ += s.num_tokens;
-  total_slots_ += s.num_tokens;
+  const int64_t held = s.num_tokens - int64_t{s.num_released_blocks} * config_.block_size;
+  total_tokens_ += held;
+  total_slots_ += held;
   prefix_queries_ += hit.num_query_tokens;
   prefix_hits_ += hit.num_cached_tokens;
   const int32_t new_blocks = NewBlocksFor(s, static_cast<int32_t>(new_tokens.size()));
@@ -140,11 +203,18 @@ absl::Status KvCacheManager::Append(SequenceId seq, absl::Span<const int32_t> ne
   Sequence& s = it->second;
   const int32_t new_blocks = NewBlocksFor(s, static_cast<int32_t>(new_tokens.size()));
   if (new_blocks > 0) {
-    if (new_blocks > pool_.num_free_blocks()) {
-      return absl::ResourceExhaustedError(absl::StrCat(
-          "appending ", new_tokens.size(), " tokens to sequence ", seq.value(), " needs ",
-          new_blocks, " KV blocks; ", pool_.num_free_blocks(), " are free"));
+    const int32_t freed = DeadBlocksOnlyHeldBy(s);
+    if (new_blocks > pool_.num_free_blocks() + freed) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("appending ", new_tokens.size(), " tokens to sequence ", seq.value(),
+                       " needs ", new_blocks, " KV blocks; ", pool_.num_free_blocks(), " are free",
+                       freed > 0 ? absl::StrCat(" and its sliding window releases ", freed) : ""));
     }
+  }
+  // Every token held so far is computed: the blocks behind the window of the step that computes
+  // `new_tokens` are never read again.
+  if (config_.sliding_window > 0) ReleaseDeadBlocks(s);
+  if (new_blocks > 0) {
     HR_CHECK(pool_.Allocate(new_blocks, &s.blocks).ok());
     total_slots_ += int64_t{new_blocks} * config_.block_size;
   }
@@ -175,10 +245,11 @@ bool KvCacheManager::Free(SequenceId seq) {
   auto it = sequences_.find(seq);
   if (it == sequences_.end()) return false;
   Sequence& s = it->second;
-  std::reverse(s.blocks.begin(), s.blocks.end());
-  pool_.Free(s.blocks);
-  total_tokens_ -= s.num_tokens;
-  total_slots_ -= static_cast<int64_t>(s.blocks.size()) * config_.block_size;
+  std::reverse(s.blocks.begin() + s.num_released_blocks, s.blocks.end());
+  pool_.Free(absl::MakeConstSpan(s.blocks).subspan(static_cast<size_t>(s.num_released_blocks)));
+  const int64_t released_slots = int64_t{s.num_released_blocks} * config_.block_size;
+  total_tokens_ -= s.num_tokens - released_slots;
+  total_slots_ -= static_cast<int64_t>(s.blocks.size()) * config_.block_size - released_slots;
   sequences_.erase(it);
   return true;
 }
@@ -214,12 +285,26 @@ absl::Status KvCacheManager::CheckInvariants() const {
       return absl::InternalError(
           absl::StrCat("sequence ", id.value(), " tail holds ", s.tail_tokens.size(), " tokens"));
     }
-    for (const BlockId block : s.blocks) {
-      if (block == kNullBlockId) return absl::InternalError("null block in a block table");
-      ++refs[static_cast<size_t>(block.value())];
+    if (s.num_released_blocks < 0 ||
+        s.num_released_blocks >
+            DeadBlocks(s.num_tokens, config_.block_size, config_.sliding_window)) {
+      return absl::InternalError(absl::StrCat("sequence ", id.value(), " released ",
+                                              s.num_released_blocks, " blocks at ", s.num_tokens,
+                                              " tokens"));
     }
-    tokens += s.num_tokens;
-    slots += static_cast<int64_t>(s.blocks.size()) * config_.block_size;
+    for (size_t i = 0; i < s.blocks.size(); ++i) {
+      const bool released = i < static_cast<size_t>(s.num_released_blocks);
+      if ((s.blocks[i] == kNullBlockId) != released) {
+        return absl::InternalError(
+            absl::StrCat("sequence ", id.value(), " block table entry ", i,
+                         released ? " was released but holds block " : " holds the null block ",
+                         s.blocks[i].value()));
+      }
+      if (!released) ++refs[static_cast<size_t>(s.blocks[i].value())];
+    }
+    const int64_t released_slots = int64_t{s.num_released_blocks} * config_.block_size;
+    tokens += s.num_tokens - released_slots;
+    slots += static_cast<int64_t>(s.blocks.size()) * config_.block_size - released_slots;
   }
   for (int32_t b = 1; b < pool_.num_blocks(); ++b) {
     if (refs[static_cast<size_t>(b)] != pool_.ref_count(BlockId{b})) {

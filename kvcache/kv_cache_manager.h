@@ -5,6 +5,9 @@
 //      first chunk costs, CanAdmit() whether that leaves the watermark; AddSequence() commits;
 //   2. every step of a running sequence: BlocksToAppend(seq, n) then Append(seq, tokens);
 //   3. finish, abort or preemption: Free(seq).
+// With a sliding window (every layer attends only the last `sliding_window` positions) each
+// admission and append first releases the blocks no later query of that sequence reads: their
+// block-table entries become the null block (sliding_window.h, docs/kvcache.md).
 // A failed AddSequence/Append changes nothing. Token ids are passed with every allocation so full
 // blocks are hashed and registered in the prefix cache as soon as their slots are assigned (their
 // KV is written by the same step that uses them, layer by layer before attention reads it).
@@ -34,6 +37,9 @@ struct KvCacheConfig {
   bool enable_prefix_caching = true;
   // Free blocks an admission must leave untouched, so running sequences can keep growing.
   int32_t watermark_blocks = 0;
+  // Every layer attends at most this many positions back, its own included; 0 = no window. The
+  // blocks before a sequence's window are released as it grows.
+  int32_t sliding_window = 0;
 };
 
 // The cached prefix of a prompt: block aligned, never the whole prompt.
@@ -63,7 +69,8 @@ struct KvCacheStats {
   double usage = 0.0;
   // Sequences holding blocks.
   int32_t num_sequences = 0;
-  // Tokens whose KV slots the sequences hold (shared prefix blocks counted once per sequence).
+  // Tokens whose KV slots the sequences hold (shared prefix blocks counted once per sequence;
+  // tokens in blocks released behind a sliding window not counted).
   int64_t num_tokens = 0;
   // Assigned but unused slots in the sequences' last blocks (internal fragmentation).
   int64_t internal_waste_slots = 0;
@@ -89,8 +96,13 @@ class KvCacheManager {
   void RecordCacheEvents(size_t capacity) { pool_.RecordCacheEvents(capacity); }
   bool TakeCacheEvents(std::vector<CacheEvent>* out) { return pool_.TakeCacheEvents(out); }
 
+  [[nodiscard]] int32_t sliding_window() const { return config_.sliding_window; }
+
   // Blocks needed to hold `num_tokens` tokens.
   [[nodiscard]] int32_t BlocksForTokens(int64_t num_tokens) const;
+  // The most blocks one sequence of `num_tokens` tokens holds at once when each step adds at most
+  // `max_chunk` of them: BlocksForTokens(num_tokens) without a sliding window.
+  [[nodiscard]] int32_t PeakBlocks(int64_t num_tokens, int32_t max_chunk) const;
 
   // The longest cached prefix of `prompt` under `cache_salt`: whole blocks only, and at most
   // prompt.size() - 1 tokens so the last prompt token is always computed (its logits are needed).
@@ -101,12 +113,17 @@ class KvCacheManager {
                                            bool lookup = true) const;
 
   // Free blocks admitting a sequence of `num_tokens` tokens (cached prefix included) with `hit`
-  // would consume: new blocks plus cached hit blocks taken out of the free queue.
+  // would consume: new blocks plus cached hit blocks taken out of the free queue (with a sliding
+  // window only the hit blocks a query of the sequence still reads are taken).
   [[nodiscard]] int32_t BlocksToAdmit(const PrefixHit& hit, int32_t num_tokens) const;
   // Whether an admission consuming `blocks` free blocks leaves the watermark free.
   [[nodiscard]] bool CanAdmit(int32_t blocks) const;
-  // New blocks Append(seq, n tokens) would take (0 while the last block has room).
+  // Free blocks Append(seq, n tokens) would consume: the new blocks, less the blocks it releases
+  // that no other sequence holds (0 while the last block has room).
   [[nodiscard]] int32_t BlocksToAppend(SequenceId seq, int32_t num_new_tokens) const;
+  // Free blocks `seq` still needs at its peak to grow to `num_tokens` tokens in steps of at most
+  // `max_chunk`: BlocksToAppend(seq, num_tokens - NumTokens(seq)) without a sliding window.
+  [[nodiscard]] int32_t BlocksToReach(SequenceId seq, int64_t num_tokens, int32_t max_chunk) const;
 
   // Admits `seq` holding the first tokens of its prompt: `tokens` is the prompt up to the end of
   // the first chunk, cached prefix included (the first hit.num_cached_tokens of them are served by
@@ -128,8 +145,11 @@ class KvCacheManager {
   [[nodiscard]] bool Contains(SequenceId seq) const { return sequences_.contains(seq); }
   // The block table of `seq` (must exist): block i holds its tokens [i*bs, (i+1)*bs).
   [[nodiscard]] absl::Span<const BlockId> BlockTable(SequenceId seq) const;
-  // Tokens `seq` (must exist) holds slots for.
+  // Tokens `seq` (must exist) has been assigned slots for, released ones included.
   [[nodiscard]] int32_t NumTokens(SequenceId seq) const;
+  // Leading entries of the block table of `seq` (must exist) released behind its sliding window:
+  // they are kNullBlockId.
+  [[nodiscard]] int32_t NumReleasedBlocks(SequenceId seq) const;
 
   [[nodiscard]] KvCacheStats Stats() const;
 
@@ -139,13 +159,16 @@ class KvCacheManager {
 
  private:
   struct Sequence {
-    // Block table: block i holds tokens [i * block_size, (i + 1) * block_size).
+    // Block table: block i holds tokens [i * block_size, (i + 1) * block_size); the first
+    // num_released_blocks entries are kNullBlockId.
     std::vector<BlockId> blocks;
+    // Leading blocks released behind the sliding window.
+    int32_t num_released_blocks = 0;
     // Token ids of the last block while it is not full (only kept with prefix caching).
     std::vector<int32_t> tail_tokens;
     // Hash of the last full block, the parent of the next one.
     BlockHash parent_hash;
-    // Tokens holding slots.
+    // Tokens assigned slots, released ones included.
     int32_t num_tokens = 0;
     // Leading blocks that are full (and were offered to the prefix cache).
     int32_t num_full_blocks = 0;
@@ -158,6 +181,14 @@ class KvCacheManager {
   void FillSlots(Sequence& seq, absl::Span<const int32_t> tokens);
   // Blocks `s` lacks to hold `num_new_tokens` more tokens.
   [[nodiscard]] int32_t NewBlocksFor(const Sequence& s, int32_t num_new_tokens) const;
+  // Leading blocks of `hit` behind the window of a sequence admitted with it.
+  [[nodiscard]] size_t DeadHitBlocks(const PrefixHit& hit) const;
+  // Blocks of `s` behind its window that are still held: entries [num_released_blocks, end).
+  [[nodiscard]] int32_t DeadHeldBlocks(const Sequence& s) const;
+  // Of those, the ones no other sequence holds (releasing them frees them).
+  [[nodiscard]] int32_t DeadBlocksOnlyHeldBy(const Sequence& s) const;
+  // Releases the blocks of `s` behind its window, oldest first.
+  void ReleaseDeadBlocks(Sequence& s);
   [[nodiscard]] const Sequence& Get(SequenceId seq) const;
 
   const KvCacheConfig config_;

@@ -150,10 +150,14 @@ absl::Status Refuse(const MemoryPlanInput& in, const Evaluation& e) {
     case Outcome::kSequenceDoesNotFit:
       message = absl::StrFormat(
           "the KV cache cannot hold one sequence of --max-model-len %d tokens: needed %s KV "
-          "cache per GPU (%d blocks of %d tokens x %s), available %s (%d usable blocks, %d "
+          "cache per GPU (%d blocks of %d tokens x %s%s), available %s (%d usable blocks, %d "
           "tokens).\n%s",
-          p.max_model_len, GiB(p.blocks_per_max_len_seq * p.kv_bytes_per_block),
-          p.blocks_per_max_len_seq, p.block_size, FormatBytes(p.kv_bytes_per_block),
+          p.max_model_len, GiB(p.peak_blocks_per_seq * p.kv_bytes_per_block), p.peak_blocks_per_seq,
+          p.block_size, FormatBytes(p.kv_bytes_per_block),
+          p.kv_sliding_window > 0
+              ? absl::StrCat("; the sliding window of ", p.kv_sliding_window,
+                             " tokens plus a prefill chunk of ", p.max_num_batched_tokens)
+              : "",
           GiB(p.kv_cache_bytes), p.num_usable_blocks, p.num_tokens, BudgetLine(p));
       break;
     case Outcome::kFits:
@@ -206,9 +210,8 @@ MemoryFixes SuggestFixes(const MemoryPlanInput& in) {
     fixes.gpu_memory_utilization = static_cast<double>(*too_small + 1) / 100.0;
   }
   const MemoryPlan& p = current.plan;
-  const int64_t needed_bytes =
-      p.budget_bytes - p.kv_cache_bytes +
-      (p.blocks_per_max_len_seq + kNumReservedBlocks) * p.kv_bytes_per_block;
+  const int64_t needed_bytes = p.budget_bytes - p.kv_cache_bytes +
+                               (p.peak_blocks_per_seq + kNumReservedBlocks) * p.kv_bytes_per_block;
   fixes.needed_utilization = std::ceil(static_cast<double>(needed_bytes) * 100.0 /
                                        static_cast<double>(p.device_memory_bytes)) /
                              100.0;

@@ -65,7 +65,12 @@ std::string FormatPlan(const MemoryPlan& p) {
                     " reserved null block")},
       {"tokens", Count(p.num_tokens), "usable blocks x block size"},
       {absl::StrCat("max concurrency @ ", p.max_model_len, " tokens"),
-       absl::StrFormat("%.2fx", p.max_concurrency), "at --max-model-len"},
+       absl::StrFormat("%.2fx", p.max_concurrency),
+       p.kv_sliding_window > 0
+           ? absl::StrCat("at --max-model-len; sliding window ", p.kv_sliding_window,
+                          ": a sequence holds ", p.decode_blocks_per_seq, " blocks decoding, ",
+                          p.peak_blocks_per_seq, " at most")
+           : "at --max-model-len"},
       {absl::StrCat("max concurrency @ ", p.typical_request_tokens, " tokens"),
        absl::StrFormat("%.2fx", p.max_concurrency_typical), "typical request"},
   };

@@ -10,6 +10,7 @@
 #include "common/status_macros.h"
 #include "kvcache/memory_planner_constants.h"
 #include "kvcache/memory_planner_internal.h"
+#include "kvcache/sliding_window.h"
 #include "kvcache/tensor_parallel.h"
 
 namespace headroom::kvcache {
@@ -124,6 +125,11 @@ absl::Status Validate(const MemoryPlanInput& in) {
         " (vLLM's CUDA sizes 8, 16, 32, 64, 128 included), got ", in.block_size));
   }
   HR_RETURN_IF_ERROR(CheckRange("--max-model-len", in.max_model_len, 1, kMaxModelLen));
+  if (in.model.kv_sliding_window < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the model's sliding window must be 0 (none) or positive, got ",
+                     in.model.kv_sliding_window));
+  }
   HR_RETURN_IF_ERROR(CheckRange("--max-num-seqs", in.max_num_seqs, 1, kMaxNumSeqs));
   HR_RETURN_IF_ERROR(
       CheckRange("--max-num-batched-tokens", in.max_num_batched_tokens, 1, kMaxNumBatchedTokens));
@@ -174,6 +180,11 @@ Evaluation Evaluate(const MemoryPlanInput& in) {
   p.weight_params_per_rank = WeightParamsPerRank(m, in.tensor_parallel_size);
   p.weights_bytes = p.weight_params_per_rank * in.weight_dtype_bytes;
   p.blocks_per_max_len_seq = CeilDiv(in.max_model_len, in.block_size);
+  p.kv_sliding_window = m.kv_sliding_window;
+  p.peak_blocks_per_seq = PeakBlocksPerSequence(in.max_model_len, in.block_size,
+                                                m.kv_sliding_window, in.max_num_batched_tokens);
+  p.decode_blocks_per_seq =
+      PeakBlocksPerSequence(in.max_model_len, in.block_size, m.kv_sliding_window, 1);
   p.arena = ArenaOf(in, shard, p.blocks_per_max_len_seq);
   p.cublas_workspace_bytes = kCublasWorkspaceBytes;
   p.nccl_bytes = in.tensor_parallel_size > 1 ? kNcclBufferBytes : 0;
@@ -191,16 +202,17 @@ Evaluation Evaluate(const MemoryPlanInput& in) {
   p.num_usable_blocks = std::max<int64_t>(0, p.num_blocks - kNumReservedBlocks);
   p.num_tokens = p.num_usable_blocks * in.block_size;
   p.max_concurrency =
-      static_cast<double>(p.num_usable_blocks) / static_cast<double>(p.blocks_per_max_len_seq);
+      static_cast<double>(p.num_usable_blocks) / static_cast<double>(p.decode_blocks_per_seq);
   p.typical_request_tokens = std::min(kTypicalRequestTokens, in.max_model_len);
   p.max_concurrency_typical = static_cast<double>(p.num_usable_blocks) /
-                              static_cast<double>(CeilDiv(p.typical_request_tokens, in.block_size));
+                              static_cast<double>(PeakBlocksPerSequence(
+                                  p.typical_request_tokens, in.block_size, m.kv_sliding_window, 1));
 
   if (p.weights_bytes > p.budget_bytes) {
     e.outcome = Outcome::kWeightsExceedBudget;
   } else if (p.num_usable_blocks < 1) {
     e.outcome = Outcome::kNoKvBlocks;
-  } else if (p.num_usable_blocks < p.blocks_per_max_len_seq) {
+  } else if (p.num_usable_blocks < p.peak_blocks_per_seq) {
     e.outcome = Outcome::kSequenceDoesNotFit;
   }
   return e;

@@ -46,6 +46,9 @@ struct ModelDims {
   // across ranks like a dense MLP) and a replicated router; 0 = dense.
   int64_t num_experts = 0;
   int64_t num_experts_per_tok = 0;
+  // Every layer attends at most this many positions back (Mistral-7B-v0.1): a sequence holds
+  // only its window's blocks (sliding_window.h); 0 = some layer reads the whole context.
+  int64_t kv_sliding_window = 0;
 };
 
 struct MemoryPlanInput {
@@ -99,8 +102,14 @@ struct MemoryPlan {
   int64_t num_blocks = 0;          // floor(kv_cache_bytes / kv_bytes_per_block), reserved included.
   int64_t num_usable_blocks = 0;   // num_blocks - kNumReservedBlocks: what requests can get.
   int64_t num_tokens = 0;          // num_usable_blocks * block_size.
-  int64_t blocks_per_max_len_seq = 0;  // ceil(max_model_len / block_size).
-  double max_concurrency = 0;          // Sequences of max_model_len tokens that fit at once.
+  int64_t blocks_per_max_len_seq = 0;  // ceil(max_model_len / block_size): a block table row.
+  int64_t kv_sliding_window = 0;       // Echo of ModelDims::kv_sliding_window.
+  // Most blocks one sequence of max_model_len holds at once (a prefill chunk of
+  // max_num_batched_tokens included); blocks_per_max_len_seq without a sliding window.
+  int64_t peak_blocks_per_seq = 0;
+  // Blocks a decoding sequence of max_model_len holds; blocks_per_max_len_seq without a window.
+  int64_t decode_blocks_per_seq = 0;
+  double max_concurrency = 0;          // Decoding sequences of max_model_len that fit at once.
   int64_t typical_request_tokens = 0;  // min(kTypicalRequestTokens, max_model_len).
   double max_concurrency_typical = 0;  // Sequences of typical_request_tokens that fit at once.
 };

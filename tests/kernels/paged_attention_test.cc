@@ -10,6 +10,7 @@
 
 #include "kernels/cpu/kv_cache_write.h"
 #include "kernels/cpu/threads.h"
+#include "kvcache/sliding_window.h"
 #include "test_util.h"
 
 namespace headroom::kernels::cpu {
@@ -36,6 +37,9 @@ struct Case {
   float q_magnitude = 1.0f;  // larger values give peaked softmaxes (exercises max rescaling)
   float softcap = 0.0f;      // AttentionParams::softcap
   int sliding_window = 0;    // AttentionParams::sliding_window
+  // Point each sequence's block-table entries behind the window of its first query (the blocks
+  // the KV cache releases, kvcache/sliding_window.h) at a block never written (all NaN).
+  bool release_dead_blocks = false;
 };
 
 // Everything one PagedAttention call reads, plus each sequence's K/V as contiguous arrays for the
@@ -50,7 +54,8 @@ struct Batch {
   std::vector<int32_t> context_lens;  // [num_seqs]
   std::vector<int32_t> block_tables;  // [num_seqs, max_blocks_per_seq]
   int32_t max_blocks_per_seq = 0;
-  std::vector<float> q;  // [num_tokens, num_heads, head_dim]
+  int64_t num_released_blocks = 0;  // entries pointed at a never-written block
+  std::vector<float> q;             // [num_tokens, num_heads, head_dim]
   int64_t num_tokens = 0;
 
   AttentionMetadata Metadata() const {
@@ -99,6 +104,17 @@ Batch MakeBatch(const Case& c, std::mt19937_64& rng) {
     EXPECT_TRUE(KvCacheWrite(b.k_seq.back().data(), b.v_seq.back().data(), slot_mapping.data(),
                              spec.context_len, b.view)
                     .ok());
+  }
+  if (c.release_dead_blocks) {
+    const int32_t never_written = free_blocks[next_free];
+    for (size_t s = 0; s < num_seqs; ++s) {
+      const SeqSpec& spec = c.seqs[s];
+      const int64_t dead =
+          kvcache::DeadBlocks(spec.context_len - spec.q_len, c.block_size, c.sliding_window);
+      int32_t* table = b.block_tables.data() + s * static_cast<size_t>(b.max_blocks_per_seq);
+      std::fill(table, table + dead, never_written);
+      b.num_released_blocks += dead;
+    }
   }
   b.num_tokens = b.query_start.back();
   b.q = RandomFloats(rng, b.num_tokens * c.num_heads * c.head_dim, -c.q_magnitude, c.q_magnitude);
@@ -216,6 +232,21 @@ TEST(PagedAttentionTest, SlidingWindowAcrossChunksTilesAndBlocks) {
   Case gemma{32, 4, 2, 256, {{61, 61}, {1, 93}}};
   gemma.sliding_window = 16;
   RunAndCompare(gemma, 31);
+}
+
+TEST(PagedAttentionTest, NeverReadsBlocksReleasedBehindTheWindow) {
+  // Decode and chunked prefill far past the window: the KV cache has released the leading
+  // blocks (here they point at a NaN block), and the output must not change.
+  for (const int block_size : {1, 4, 16}) {
+    for (const int window : {1, 7, 32, 40}) {
+      Case c{block_size, 8, 2, 128, {{1, 300}, {13, 140}, {40, 90}, {1, 41}, {3, 3}}};
+      c.sliding_window = window;
+      c.release_dead_blocks = true;
+      std::mt19937_64 rng(50);
+      EXPECT_GT(MakeBatch(c, rng).num_released_blocks, 0) << block_size << "/" << window;
+      RunAndCompare(c, 50 + static_cast<uint64_t>(block_size * 100 + window));
+    }
+  }
 }
 
 TEST(PagedAttentionTest, SoftcapPeakedScores) {

@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "kvcache/kv_cache_manager.h"
+#include "kvcache/sliding_window.h"
 #include "reference_kv_cache.h"
 
 namespace headroom::kvcache {
@@ -22,27 +23,33 @@ struct Scenario {
   int32_t block_size;
   int32_t watermark;
   bool caching;
+  int32_t window = 0;  // sliding window (0: none)
 };
 
 // What a run exercised, so the test can require that its workload reached every path.
 struct Coverage {
   int64_t admissions = 0;
-  int64_t prefix_hits = 0;        // admissions that reused cached blocks
-  int64_t revived_blocks = 0;     // hit blocks taken back out of the free queue
-  int64_t refusals = 0;           // admissions or appends refused for lack of blocks
-  int64_t evictions = 0;          // cached blocks reclaimed by allocation
+  int64_t prefix_hits = 0;      // admissions that reused cached blocks
+  int64_t revived_blocks = 0;   // hit blocks taken back out of the free queue
+  int64_t refusals = 0;         // admissions or appends refused for lack of blocks
+  int64_t evictions = 0;        // cached blocks reclaimed by allocation
+  int64_t released_blocks = 0;  // blocks released behind a sliding window
 };
 
 class Driver {
  public:
   Driver(const Scenario& sc, uint32_t seed)
-      : sc_(sc), rng_(seed), ref_(sc.num_blocks, sc.block_size, sc.watermark, sc.caching) {
+      : sc_(sc),
+        rng_(seed),
+        ref_(sc.num_blocks, sc.block_size, sc.watermark, sc.caching, sc.window) {
     auto kv = KvCacheManager::Create({.num_blocks = sc.num_blocks,
                                       .block_size = sc.block_size,
                                       .enable_prefix_caching = sc.caching,
-                                      .watermark_blocks = sc.watermark});
+                                      .watermark_blocks = sc.watermark,
+                                      .sliding_window = sc.window});
     EXPECT_TRUE(kv.ok());
     kv_ = *std::move(kv);
+    kv_->RecordCacheEvents(size_t{1} << 16);
     for (int f = 0; f < 4; ++f) families_.push_back(RandomTokens(Uniform(0, 6 * sc.block_size)));
   }
 
@@ -97,11 +104,16 @@ class Driver {
     const auto ref_hit = ref_.FindCachedPrefix(prompt, salt);
     ASSERT_EQ(hit.num_cached_tokens, ref_hit.num_cached_tokens);
     ASSERT_EQ(hit.blocks.size(), ref_hit.blocks.size());
-    for (size_t i = 0; i < hit.blocks.size(); ++i) ASSERT_EQ(hit.blocks[i].value(), ref_hit.blocks[i]);
+    for (size_t i = 0; i < hit.blocks.size(); ++i)
+      ASSERT_EQ(hit.blocks[i].value(), ref_hit.blocks[i]);
     const size_t cached = static_cast<size_t>(hit.num_cached_tokens);
-    const int32_t evictable_before = kv_->Stats().num_evictable_blocks;
+    // Hit blocks behind the window are not taken: they are released, not revived.
+    const auto dead =
+        static_cast<size_t>(DeadBlocks(hit.num_cached_tokens, sc_.block_size, sc_.window));
     int32_t revived = 0;
-    for (BlockId b : hit.blocks) revived += kv_->pool().ref_count(b) == 0 ? 1 : 0;
+    for (size_t i = dead; i < hit.blocks.size(); ++i) {
+      revived += kv_->pool().ref_count(hit.blocks[i]) == 0 ? 1 : 0;
+    }
     const size_t chunk = static_cast<size_t>(Uniform(1, static_cast<int>(prompt.size() - cached)));
     const std::vector<int32_t> first(prompt.begin() + static_cast<long>(cached),
                                      prompt.begin() + static_cast<long>(cached + chunk));
@@ -118,7 +130,7 @@ class Driver {
     ++coverage_.admissions;
     coverage_.prefix_hits += hit.blocks.empty() ? 0 : 1;
     coverage_.revived_blocks += revived;
-    coverage_.evictions += evictable_before - revived - kv_->Stats().num_evictable_blocks;
+    coverage_.released_blocks += kv_->NumReleasedBlocks(SequenceId{id});
     Live& live = live_[id];
     live.tokens.assign(prompt.begin(), prompt.begin() + static_cast<long>(cached + chunk));
     live.pending.assign(prompt.begin() + static_cast<long>(cached + chunk), prompt.end());
@@ -134,7 +146,7 @@ class Driver {
     } else {  // decode: one sampled token, sometimes a few (speculative-style)
       tokens = RandomTokens(Uniform(0, 7) == 0 ? Uniform(2, 2 * sc_.block_size) : 1);
     }
-    const int32_t evictable_before = kv_->Stats().num_evictable_blocks;
+    const int32_t released_before = kv_->NumReleasedBlocks(SequenceId{id});
     const absl::Status status = kv_->Append(SequenceId{id}, tokens);
     ASSERT_EQ(status.ok(), ref_.Append(id, tokens)) << status;
     if (!status.ok()) {
@@ -142,9 +154,11 @@ class Driver {
       ++coverage_.refusals;
       return;
     }
-    coverage_.evictions += evictable_before - kv_->Stats().num_evictable_blocks;
+    coverage_.released_blocks += kv_->NumReleasedBlocks(SequenceId{id}) - released_before;
     live.tokens.insert(live.tokens.end(), tokens.begin(), tokens.end());
-    if (!live.pending.empty()) live.pending.erase(live.pending.begin(), live.pending.begin() + static_cast<long>(tokens.size()));
+    if (!live.pending.empty())
+      live.pending.erase(live.pending.begin(),
+                         live.pending.begin() + static_cast<long>(tokens.size()));
   }
 
   void FreeSeq(int64_t id) {
@@ -168,6 +182,10 @@ class Driver {
     ASSERT_EQ(stats.num_free_blocks, ref_.NumFree());
     ASSERT_EQ(stats.num_evictable_blocks, ref_.NumEvictable());
     ASSERT_EQ(stats.internal_waste_slots, ref_.WasteSlots());
+    ASSERT_EQ(stats.num_tokens, ref_.HeldTokens());
+    std::vector<CacheEvent> events;
+    ASSERT_TRUE(kv_->TakeCacheEvents(&events));
+    for (const CacheEvent& event : events) coverage_.evictions += event.cached ? 0 : 1;
     ASSERT_EQ(stats.prefix_queries, ref_.PrefixQueries());
     ASSERT_EQ(stats.prefix_hits, ref_.PrefixHits());
     ASSERT_EQ(stats.num_sequences, static_cast<int32_t>(live_.size()));
@@ -209,6 +227,7 @@ TEST_P(KvCacheRandomizedTest, AgreesWithReferenceAndKeepsInvariants) {
     total.revived_blocks += driver.coverage().revived_blocks;
     total.refusals += driver.coverage().refusals;
     total.evictions += driver.coverage().evictions;
+    total.released_blocks += driver.coverage().released_blocks;
   }
   // The workload must have reached the paths it is meant to check.
   EXPECT_GT(total.admissions, 1000);
@@ -220,17 +239,25 @@ TEST_P(KvCacheRandomizedTest, AgreesWithReferenceAndKeepsInvariants) {
   } else {
     EXPECT_EQ(total.prefix_hits, 0);
   }
+  if (GetParam().window > 0) {
+    EXPECT_GT(total.released_blocks, 100);
+  } else {
+    EXPECT_EQ(total.released_blocks, 0);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(
     Pools, KvCacheRandomizedTest,
-    ::testing::Values(Scenario{24, 4, 0, true}, Scenario{64, 16, 2, true},
-                      Scenario{16, 1, 1, true}, Scenario{40, 3, 1, true},
-                      Scenario{24, 4, 0, false}, Scenario{200, 8, 4, true}),
+    ::testing::Values(Scenario{24, 4, 0, true}, Scenario{64, 16, 2, true}, Scenario{16, 1, 1, true},
+                      Scenario{40, 3, 1, true}, Scenario{24, 4, 0, false},
+                      Scenario{200, 8, 4, true}, Scenario{24, 4, 0, true, 6},
+                      Scenario{16, 1, 1, true, 3}, Scenario{40, 3, 1, true, 10},
+                      Scenario{24, 4, 0, false, 5}, Scenario{64, 16, 2, true, 16}),
     [](const ::testing::TestParamInfo<Scenario>& param_info) {
       const Scenario& sc = param_info.param;
       return absl::StrCat("blocks", sc.num_blocks, "_bs", sc.block_size, "_wm", sc.watermark,
-                          sc.caching ? "_cached" : "_nocache");
+                          sc.caching ? "_cached" : "_nocache",
+                          sc.window > 0 ? absl::StrCat("_window", sc.window) : "");
     });
 
 }  // namespace

@@ -739,6 +739,49 @@ TEST(MemoryPlannerTest, OneSequenceDoesNotFit) {
   ExpectFixesWork(input, fixes);
 }
 
+// Mistral-7B-v0.1 attends 4096 positions back in every layer, so a sequence of its full 32k
+// context holds only its window's blocks: a decoding query reads 4096 positions, which touch at
+// most 256 + 1 blocks of 16; a prefill chunk of 8192 adds its own 8192 positions to the 4095
+// before it (12287 positions: at most 768 + 1 blocks).
+TEST(MemoryPlannerTest, ASlidingWindowBoundsTheBlocksOneSequenceHolds) {
+  ModelDims windowed = Mistral7B();
+  windowed.kv_sliding_window = 4096;
+  // A device whose KV cache holds more than 769 blocks of 128 KiB x 16 but fewer than 2048.
+  const double device_gib = 19.5;
+  const absl::Status without = Refusal(Input(Mistral7B(), device_gib, 32768));
+  EXPECT_THAT(std::string(without.message()),
+              AllOf(HasSubstr("cannot hold one sequence of --max-model-len 32768"),
+                    HasSubstr("(2048 blocks of 16 tokens"), Not(HasSubstr("sliding window"))));
+  const MemoryPlan plan = MustPlan(Input(windowed, device_gib, 32768));
+  EXPECT_EQ(plan.blocks_per_max_len_seq, 2048) << "a block table row still spans max_model_len";
+  EXPECT_EQ(plan.decode_blocks_per_seq, 257);
+  EXPECT_EQ(plan.peak_blocks_per_seq, 769);
+  EXPECT_GE(plan.num_usable_blocks, 769);
+  EXPECT_LT(plan.num_usable_blocks, 2048);
+  EXPECT_DOUBLE_EQ(plan.max_concurrency, static_cast<double>(plan.num_usable_blocks) / 257);
+  // The typical request is shorter than the window: it holds all of its blocks.
+  ASSERT_LT(plan.typical_request_tokens, 4096);
+  EXPECT_DOUBLE_EQ(plan.max_concurrency_typical,
+                   static_cast<double>(plan.num_usable_blocks) /
+                       static_cast<double>(plan.typical_request_tokens / 16));
+  EXPECT_THAT(FormatPlan(plan),
+              HasSubstr("sliding window 4096: a sequence holds 257 blocks decoding, 769 at most"));
+
+  // Where even the window does not fit, the refusal says what the need is made of.
+  const absl::Status refused = Refusal(Input(windowed, 18.5, 32768));
+  EXPECT_THAT(std::string(refused.message()),
+              AllOf(HasSubstr("(769 blocks of 16 tokens x 2.00 MiB; the sliding window of 4096 "
+                              "tokens plus a prefill chunk of 8192)")));
+  // A shorter prefill chunk is a fix: it lowers the peak.
+  const MemoryFixes fixes = SuggestFixes(Input(windowed, 18.5, 32768));
+  EXPECT_GT(fixes.max_num_batched_tokens, 0);
+  ExpectFixesWork(Input(windowed, 18.5, 32768), fixes);
+
+  windowed.kv_sliding_window = -1;
+  EXPECT_THAT(std::string(PlanMemory(Input(windowed, device_gib, 32768)).status().message()),
+              HasSubstr("sliding window must be 0 (none) or positive, got -1"));
+}
+
 TEST(MemoryPlannerTest, LargestMaxModelLenIsCappedByTheModel) {
   MemoryPlanInput input = Input(Llama3_8B(), 24, 131072);  // Llama-3-8B knows 8192 positions.
   const absl::Status status = Refusal(input);

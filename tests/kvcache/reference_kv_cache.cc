@@ -8,10 +8,11 @@ std::pair<uint64_t, uint64_t> Key(const BlockHash& h) { return {h.low, h.high}; 
 }  // namespace
 
 ReferenceKvCache::ReferenceKvCache(int32_t num_blocks, int32_t block_size, int32_t watermark,
-                                   bool caching)
+                                   bool caching, int32_t window)
     : block_size_(block_size),
       watermark_(watermark),
       caching_(caching),
+      window_(window),
       ref_(static_cast<size_t>(num_blocks), 0),
       hash_(static_cast<size_t>(num_blocks)) {
   for (int32_t b = 1; b < num_blocks; ++b) free_.push_back(b);
@@ -29,14 +30,45 @@ ReferenceKvCache::Hit ReferenceKvCache::FindCachedPrefix(const std::vector<int32
   BlockHash parent = RootBlockHash(salt);
   const size_t bs = static_cast<size_t>(block_size_);
   for (size_t start = 0; start + bs <= prompt.size() - 1; start += bs) {
-    parent = HashBlock(parent, std::vector<int32_t>(prompt.begin() + static_cast<long>(start),
-                                                    prompt.begin() + static_cast<long>(start + bs)));
+    parent =
+        HashBlock(parent, std::vector<int32_t>(prompt.begin() + static_cast<long>(start),
+                                               prompt.begin() + static_cast<long>(start + bs)));
     auto it = index_.find(Key(parent));
     if (it == index_.end()) break;
     hit.blocks.push_back(it->second);
     hit.num_cached_tokens += block_size_;
   }
   return hit;
+}
+
+size_t ReferenceKvCache::DeadEnd(size_t num_tokens) const {
+  if (window_ == 0) return 0;
+  // The earliest position a later query reads: the window of the query at num_tokens.
+  const long first_read = static_cast<long>(num_tokens) - window_ + 1;
+  size_t dead = 0;
+  // Block i holds positions [i * bs, (i + 1) * bs); it is dead when its last one is unread.
+  while (static_cast<long>((dead + 1) * static_cast<size_t>(block_size_)) - 1 < first_read) ++dead;
+  return dead;
+}
+
+int32_t ReferenceKvCache::FreeingRelease(const Seq& seq) const {
+  int32_t freed = 0;
+  const size_t end = std::min(DeadEnd(seq.tokens.size()), seq.blocks.size());
+  for (size_t i = 0; i < end; ++i) {
+    const int32_t b = seq.blocks[i];
+    freed += b != 0 && ref_[static_cast<size_t>(b)] == 1 ? 1 : 0;
+  }
+  return freed;
+}
+
+void ReferenceKvCache::Release(Seq& seq) {
+  const size_t end = std::min(DeadEnd(seq.tokens.size()), seq.blocks.size());
+  for (size_t i = 0; i < end; ++i) {
+    int32_t& b = seq.blocks[i];
+    if (b == 0) continue;
+    if (--ref_[static_cast<size_t>(b)] == 0) free_.push_back(b);
+    b = 0;
+  }
 }
 
 std::vector<int32_t> ReferenceKvCache::Take(int32_t n) {
@@ -63,8 +95,9 @@ void ReferenceKvCache::CacheFullBlocks(Seq& seq) {
   const size_t full = seq.tokens.size() / bs;
   BlockHash parent = RootBlockHash(seq.salt);
   for (size_t i = 0; i < full; ++i) {
-    parent = HashBlock(parent, std::vector<int32_t>(seq.tokens.begin() + static_cast<long>(i * bs),
-                                                    seq.tokens.begin() + static_cast<long>((i + 1) * bs)));
+    parent = HashBlock(parent,
+                       std::vector<int32_t>(seq.tokens.begin() + static_cast<long>(i * bs),
+                                            seq.tokens.begin() + static_cast<long>((i + 1) * bs)));
     if (i < seq.num_blocks_offered_to_cache) continue;
     const int32_t block = seq.blocks[i];
     if (!hash_[static_cast<size_t>(block)] && index_.count(Key(parent)) == 0) {
@@ -83,15 +116,21 @@ bool ReferenceKvCache::AddSequence(int64_t seq, const std::vector<int32_t>& prom
   for (size_t i = 0; i < hit.blocks.size(); ++i) {
     if (i >= again.blocks.size() || again.blocks[i] != hit.blocks[i]) return false;
   }
+  // Hit blocks behind the window of the query at num_cached_tokens are not taken.
+  const size_t dead =
+      std::min(DeadEnd(static_cast<size_t>(hit.num_cached_tokens)), hit.blocks.size());
   int32_t revived = 0;
-  for (int32_t b : hit.blocks) revived += ref_[static_cast<size_t>(b)] == 0 ? 1 : 0;
+  for (size_t i = dead; i < hit.blocks.size(); ++i) {
+    revived += ref_[static_cast<size_t>(hit.blocks[i])] == 0 ? 1 : 0;
+  }
   const size_t total = static_cast<size_t>(hit.num_cached_tokens) + new_tokens.size();
   const int32_t fresh = BlocksFor(total) - static_cast<int32_t>(hit.blocks.size());
   if (fresh + revived + watermark_ > NumFree()) return false;
-  for (int32_t b : hit.blocks) Touch(b);
+  for (size_t i = dead; i < hit.blocks.size(); ++i) Touch(hit.blocks[i]);
   Seq s;
   s.salt = salt;
   s.blocks = hit.blocks;
+  for (size_t i = 0; i < dead; ++i) s.blocks[i] = 0;
   s.tokens.assign(prompt_prefix.begin(), prompt_prefix.begin() + hit.num_cached_tokens);
   s.tokens.insert(s.tokens.end(), new_tokens.begin(), new_tokens.end());
   s.num_blocks_offered_to_cache = hit.blocks.size();
@@ -108,7 +147,8 @@ bool ReferenceKvCache::Append(int64_t seq, const std::vector<int32_t>& tokens) {
   Seq& s = seqs_.at(seq);
   const int32_t fresh =
       BlocksFor(s.tokens.size() + tokens.size()) - static_cast<int32_t>(s.blocks.size());
-  if (fresh > NumFree()) return false;
+  if (fresh > 0 && fresh > NumFree() + FreeingRelease(s)) return false;
+  Release(s);
   const std::vector<int32_t> taken = Take(fresh);
   s.blocks.insert(s.blocks.end(), taken.begin(), taken.end());
   s.tokens.insert(s.tokens.end(), tokens.begin(), tokens.end());
@@ -119,7 +159,7 @@ bool ReferenceKvCache::Append(int64_t seq, const std::vector<int32_t>& tokens) {
 void ReferenceKvCache::Free(int64_t seq) {
   const Seq& s = seqs_.at(seq);
   for (auto it = s.blocks.rbegin(); it != s.blocks.rend(); ++it) {
-    if (--ref_[static_cast<size_t>(*it)] == 0) free_.push_back(*it);
+    if (*it != 0 && --ref_[static_cast<size_t>(*it)] == 0) free_.push_back(*it);
   }
   seqs_.erase(seq);
 }
@@ -133,10 +173,20 @@ int32_t ReferenceKvCache::NumEvictable() const {
 int64_t ReferenceKvCache::WasteSlots() const {
   int64_t waste = 0;
   for (const auto& [id, s] : seqs_) {
-    waste += static_cast<int64_t>(s.blocks.size()) * block_size_ -
-             static_cast<int64_t>(s.tokens.size());
+    // Released blocks were full: they count neither slots nor tokens.
+    waste +=
+        static_cast<int64_t>(s.blocks.size()) * block_size_ - static_cast<int64_t>(s.tokens.size());
   }
   return waste;
+}
+
+int64_t ReferenceKvCache::HeldTokens() const {
+  int64_t tokens = 0;
+  for (const auto& [id, s] : seqs_) {
+    tokens += static_cast<int64_t>(s.tokens.size());
+    for (int32_t b : s.blocks) tokens -= b == 0 ? block_size_ : 0;
+  }
+  return tokens;
 }
 
 }  // namespace headroom::kvcache::testing

@@ -22,7 +22,11 @@ class ReferenceKvCache {
     int32_t num_cached_tokens = 0;
   };
 
-  ReferenceKvCache(int32_t num_blocks, int32_t block_size, int32_t watermark, bool caching);
+  // `window` > 0: every query attends its last `window` positions; a sequence's block-table
+  // entries whose positions all lie before (computed tokens - window + 1) are released (set to 0,
+  // the null block, oldest first) before each admission or append assigns new slots.
+  ReferenceKvCache(int32_t num_blocks, int32_t block_size, int32_t watermark, bool caching,
+                   int32_t window = 0);
 
   Hit FindCachedPrefix(const std::vector<int32_t>& prompt, const std::string& salt) const;
   // Returns false (and changes nothing) when the admission does not fit above the watermark or a
@@ -38,6 +42,8 @@ class ReferenceKvCache {
   int32_t NumFree() const { return static_cast<int32_t>(free_.size()); }
   int32_t NumEvictable() const;
   int64_t WasteSlots() const;
+  // Tokens in the blocks the sequences hold (released blocks not counted).
+  int64_t HeldTokens() const;
   int64_t PrefixQueries() const { return queries_; }
   int64_t PrefixHits() const { return hits_; }
 
@@ -49,6 +55,14 @@ class ReferenceKvCache {
     size_t num_blocks_offered_to_cache = 0;
   };
 
+  // Table entries [0, DeadEnd(n)) of a sequence whose first n tokens are computed hold only
+  // positions no later query reads.
+  size_t DeadEnd(size_t num_tokens) const;
+  // Drops the references of the dead entries of `seq` and nulls them.
+  void Release(Seq& seq);
+  // How many blocks Release(seq) would free (dead entries no other sequence holds).
+  int32_t FreeingRelease(const Seq& seq) const;
+
   std::vector<int32_t> Take(int32_t n);
   void Touch(int32_t block);
   void CacheFullBlocks(Seq& seq);
@@ -57,9 +71,10 @@ class ReferenceKvCache {
   int32_t block_size_;
   int32_t watermark_;
   bool caching_;
-  std::vector<int32_t> ref_;                   // per block; block 0 is the null block
+  int32_t window_;
+  std::vector<int32_t> ref_;                    // per block; block 0 is the null block
   std::vector<std::optional<BlockHash>> hash_;  // per block
-  std::vector<int32_t> free_;                  // front = evicted first
+  std::vector<int32_t> free_;                   // front = evicted first
   std::map<std::pair<uint64_t, uint64_t>, int32_t> index_;
   std::map<int64_t, Seq> seqs_;
   int64_t queries_ = 0;

@@ -24,14 +24,16 @@
 namespace headroom::worker {
 namespace {
 
-// A pool small enough that 6 requests of up to 40 + 24 tokens preempt, and a token budget that
+// A pool small enough that 6 requests of up to 38 + 24 tokens preempt, and a token budget that
 // chunks the longer prompts: the followers must track preemptions and chunked prefills exactly.
-EngineOptions Options() {
+// `num_kv_blocks` 16 (60 slots) is smaller than the longest request: only a model with a sliding
+// window runs it, releasing and reusing blocks.
+EngineOptions Options(int32_t num_kv_blocks = 40) {
   return {.max_num_seqs = 4,
           .max_num_batched_tokens = 32,
           .max_model_len = 128,
           .block_size = 4,
-          .num_kv_blocks = 40};
+          .num_kv_blocks = num_kv_blocks};
 }
 
 std::vector<Request> Requests() {
@@ -71,17 +73,30 @@ Tokens RunAll(Engine& engine, int64_t* preemptions = nullptr, PromptLogprobs* pr
   return out;
 }
 
-TEST(EngineGroupTest, AGroupOfTwoAndOfFourGivesTheTokensOfOneRank) {
-  const testdata::FixtureModel& m = testdata::LoadFixtureModel("llama-gqa");
+// llama-gqa attends everything; phi3-fused attends 12 positions back in every layer, so it runs
+// in a pool smaller than its longest request: the leader's KV cache releases blocks behind the
+// window and reuses them, and the followers' tables follow (StepPlan::num_released_blocks).
+class EngineGroupTokensTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(EngineGroupTokensTest, AGroupOfTwoAndOfFourGivesTheTokensOfOneRank) {
+  const std::string fixture = GetParam();
+  const testdata::FixtureModel& m = testdata::LoadFixtureModel(fixture);
+  const EngineOptions options = Options(KvCacheSlidingWindow(m.config) > 0 ? 16 : 40);
   CpuBackend backend(1);
-  auto single = Engine::Create(m.config, m.weights, Options(), &backend);
+  auto single = Engine::Create(m.config, m.weights, options, &backend);
   ASSERT_TRUE(single.ok()) << single.status();
   int64_t preemptions = 0;
   PromptLogprobs expected_prompt;
   const Tokens expected = RunAll(**single, &preemptions, &expected_prompt);
   ASSERT_EQ(expected.size(), 6u);
   ASSERT_EQ(expected_prompt.size(), 2u);
-  EXPECT_GT(preemptions, 0) << "the pool should be small enough to preempt";
+  if (KvCacheSlidingWindow(m.config) == 0) {
+    EXPECT_GT(preemptions, 0) << "the pool should be small enough to preempt";
+  } else {
+    // Every request ran although the longest needs more slots than the pool has.
+    EXPECT_EQ(expected.rbegin()->second.size(), 24u);
+    EXPECT_GT(Requests().back().prompt.size() + 24, size_t{(16 - 1) * 4});
+  }
 
   for (const int tp : {2, 4}) {
     SCOPED_TRACE(tp);
@@ -93,9 +108,9 @@ TEST(EngineGroupTest, AGroupOfTwoAndOfFourGivesTheTokensOfOneRank) {
         auto comm = GlooCommunicator::Create(
             {.rank = rank, .world_size = tp, .store = &store, .timeout = absl::Seconds(30)});
         ASSERT_TRUE(comm.ok()) << comm.status();
-        const ModelWeights shard = testdata::LoadFixtureShard("llama-gqa", tp, rank);
+        const ModelWeights shard = testdata::LoadFixtureShard(fixture, tp, rank);
         CpuBackend rank_backend(1);
-        auto follower = Follower::Create(m.config, shard, Options(), &rank_backend, comm->get());
+        auto follower = Follower::Create(m.config, shard, options, &rank_backend, comm->get());
         ASSERT_TRUE(follower.ok()) << follower.status();
         const absl::Status run = (*follower)->Run();
         EXPECT_TRUE(run.ok()) << run;
@@ -106,9 +121,9 @@ TEST(EngineGroupTest, AGroupOfTwoAndOfFourGivesTheTokensOfOneRank) {
     auto comm = GlooCommunicator::Create(
         {.rank = 0, .world_size = tp, .store = &store, .timeout = absl::Seconds(30)});
     ASSERT_TRUE(comm.ok()) << comm.status();
-    const ModelWeights shard = testdata::LoadFixtureShard("llama-gqa", tp, 0);
+    const ModelWeights shard = testdata::LoadFixtureShard(fixture, tp, 0);
     CpuBackend leader_backend(1);
-    auto leader = Engine::Create(m.config, shard, Options(), &leader_backend, comm->get());
+    auto leader = Engine::Create(m.config, shard, options, &leader_backend, comm->get());
     ASSERT_TRUE(leader.ok()) << leader.status();
     EXPECT_TRUE((*leader)->leads_group());
     PromptLogprobs prompt;
@@ -132,6 +147,12 @@ TEST(EngineGroupTest, AGroupOfTwoAndOfFourGivesTheTokensOfOneRank) {
     }
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, EngineGroupTokensTest,
+                         ::testing::Values("llama-gqa", "phi3-fused"),
+                         [](const ::testing::TestParamInfo<std::string>& param_info) {
+                           return param_info.param == "llama-gqa" ? "llama_gqa" : "phi3_fused";
+                         });
 
 TEST(EngineGroupTest, AFollowerThatDiesFailsTheLeadersRequestsAndReportsIt) {
   const testdata::FixtureModel& m = testdata::LoadFixtureModel("llama-gqa");
@@ -183,6 +204,7 @@ TEST(GroupMessageTest, PlansRoundTripAndMalformedBytesAreDataLoss) {
                                     .num_computed_tokens = 16,
                                     .token_ids = {5, 6},
                                     .new_block_ids = {kvcache::BlockId{9}},
+                                    .num_released_blocks = 3,
                                     .sample = true,
                                     .prompt_logprobs_end = 12});
   message.plan.sequences.push_back({.id = RequestId{-2},
@@ -204,6 +226,7 @@ TEST(GroupMessageTest, PlansRoundTripAndMalformedBytesAreDataLoss) {
   EXPECT_EQ(decoded->plan.sequences[0].token_ids, (std::vector<int32_t>{5, 6}));
   EXPECT_EQ(decoded->plan.sequences[0].new_block_ids,
             (std::vector<kvcache::BlockId>{kvcache::BlockId{9}}));
+  EXPECT_EQ(decoded->plan.sequences[0].num_released_blocks, 3);
   EXPECT_TRUE(decoded->plan.sequences[0].sample);
   EXPECT_EQ(decoded->plan.sequences[0].prompt_logprobs_end, 12);
   EXPECT_EQ(decoded->plan.sequences[1].id, RequestId{-2});

@@ -4,7 +4,9 @@
 // tables equal the leader's, every scheduled token has a slot, and the KV invariants hold. At the
 // end every request that was not aborted has produced exactly max_tokens tokens. Under priority
 // scheduling (random priorities) the same, and a step never preempts a sequence of higher
-// priority than one it scheduled.
+// priority than one it scheduled. With a sliding window the requests outrun the whole pool: the
+// follower nulls the released entries the plans name, and every key a scheduled query reads is
+// still in a block.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -24,6 +26,7 @@ struct Shape {
   int32_t budget;
   int32_t watermark;
   SchedulingPolicy policy = SchedulingPolicy::kFcfs;
+  int32_t window = 0;  // every layer's sliding window; 0 = none
 };
 
 class SchedulerRandomizedTest : public ::testing::TestWithParam<Shape> {};
@@ -32,6 +35,7 @@ TEST_P(SchedulerRandomizedTest, EveryRequestCompletesAndFollowersAgree) {
   const Shape shape = GetParam();
   int64_t total_preemptions = 0;
   int64_t total_prefix_hits = 0;
+  int64_t longest_finished = 0;
   for (uint32_t seed = 1; seed <= 6; ++seed) {
     SCOPED_TRACE(absl::StrCat("seed ", seed));
     std::mt19937 rng(seed);
@@ -39,8 +43,10 @@ TEST_P(SchedulerRandomizedTest, EveryRequestCompletesAndFollowersAgree) {
     auto kv = *kvcache::KvCacheManager::Create({.num_blocks = shape.num_blocks,
                                                 .block_size = shape.block_size,
                                                 .enable_prefix_caching = true,
-                                                .watermark_blocks = shape.watermark});
-    const int32_t max_model_len = (shape.num_blocks - 1) * shape.block_size;
+                                                .watermark_blocks = shape.watermark,
+                                                .sliding_window = shape.window});
+    const int32_t pool_tokens = (shape.num_blocks - 1) * shape.block_size;
+    const int32_t max_model_len = shape.window > 0 ? 4 * pool_tokens : pool_tokens;
     Scheduler scheduler({.max_num_seqs = shape.max_num_seqs,
                          .max_num_batched_tokens = shape.budget,
                          .max_model_len = max_model_len,
@@ -57,6 +63,7 @@ TEST_P(SchedulerRandomizedTest, EveryRequestCompletesAndFollowersAgree) {
     std::map<int64_t, int32_t> expected_tokens;  // id -> max_tokens, for requests not aborted
     std::map<int64_t, int32_t> produced;
     std::map<int64_t, int32_t> priority;
+    std::map<int64_t, int64_t> prompt_len;
     std::map<int64_t, std::vector<kvcache::BlockId>> follower;
     int64_t next_id = 1;
     int arrivals = 0;
@@ -68,9 +75,10 @@ TEST_P(SchedulerRandomizedTest, EveryRequestCompletesAndFollowersAgree) {
         r.prompt = system_prompts[static_cast<size_t>(uniform(0, 2))];
         const int extra = uniform(1, 4 * shape.block_size);
         for (int t = 0; t < extra; ++t) r.prompt.push_back(uniform(0, 998));
-        r.sampling.max_tokens = uniform(1, 6 * shape.block_size);
+        r.sampling.max_tokens = uniform(1, (shape.window > 0 ? 40 : 6) * shape.block_size);
         if (shape.policy == SchedulingPolicy::kPriority) r.priority = uniform(-2, 2);
         priority[r.id.value()] = r.priority;
+        prompt_len[r.id.value()] = static_cast<int64_t>(r.prompt.size());
         if (scheduler.AddRequest(r).ok()) expected_tokens[r.id.value()] = r.sampling.max_tokens;
       }
       if (!expected_tokens.empty() && uniform(0, 40) == 0) {  // abort a random live request
@@ -96,8 +104,17 @@ TEST_P(SchedulerRandomizedTest, EveryRequestCompletesAndFollowersAgree) {
       for (const ScheduledSequence& s : plan.sequences) {
         auto& table = follower[s.id.value()];
         table.insert(table.end(), s.new_block_ids.begin(), s.new_block_ids.end());
-        ASSERT_LE(s.num_computed_tokens + static_cast<int64_t>(s.token_ids.size()),
-                  static_cast<int64_t>(table.size()) * shape.block_size);
+        ASSERT_LE(static_cast<size_t>(s.num_released_blocks), table.size());
+        std::fill(table.begin(), table.begin() + s.num_released_blocks, kvcache::kNullBlockId);
+        const int32_t end = s.num_computed_tokens + static_cast<int32_t>(s.token_ids.size());
+        ASSERT_LE(end, static_cast<int64_t>(table.size()) * shape.block_size);
+        // The keys this step's queries read, and the slots of its tokens, are in real blocks.
+        const int32_t first_read =
+            shape.window > 0 ? std::max(0, s.num_computed_tokens - shape.window + 1) : 0;
+        for (int32_t p = first_read; p < end; ++p) {
+          ASSERT_NE(table[static_cast<size_t>(p / shape.block_size)], kvcache::kNullBlockId)
+              << "request " << s.id.value() << " position " << p;
+        }
         if (s.sample) sampled.push_back(uniform(0, 998));
       }
       for (RequestId id : scheduler.RunningIds()) {
@@ -105,7 +122,13 @@ TEST_P(SchedulerRandomizedTest, EveryRequestCompletesAndFollowersAgree) {
         ASSERT_EQ(std::vector<kvcache::BlockId>(leader.begin(), leader.end()),
                   follower[id.value()]);
       }
-      for (const TokenOutput& out : scheduler.Update(plan, sampled)) ++produced[out.id.value()];
+      for (const TokenOutput& out : scheduler.Update(plan, sampled)) {
+        ++produced[out.id.value()];
+        if (out.finish != FinishReason::kNone) {
+          longest_finished = std::max<int64_t>(
+              longest_finished, prompt_len[out.id.value()] + produced[out.id.value()]);
+        }
+      }
       ASSERT_TRUE(kv->CheckInvariants().ok()) << kv->CheckInvariants();
     }
     ASSERT_FALSE(scheduler.HasWork()) << "requests left after the step limit";
@@ -118,19 +141,27 @@ TEST_P(SchedulerRandomizedTest, EveryRequestCompletesAndFollowersAgree) {
   }
   EXPECT_GT(total_preemptions, 0) << "the pools never ran dry: nothing was tested";
   EXPECT_GT(total_prefix_hits, 0);
+  if (shape.window > 0) {
+    EXPECT_GT(longest_finished, (shape.num_blocks - 1) * shape.block_size)
+        << "no request outran the pool";
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(TinyPools, SchedulerRandomizedTest,
                          ::testing::Values(Shape{24, 4, 8, 16, 0}, Shape{40, 4, 16, 32, 2},
                                            Shape{17, 8, 4, 8, 1}, Shape{64, 16, 32, 64, 1},
                                            Shape{24, 4, 8, 16, 0, SchedulingPolicy::kPriority},
-                                           Shape{40, 4, 16, 32, 2, SchedulingPolicy::kPriority}),
+                                           Shape{40, 4, 16, 32, 2, SchedulingPolicy::kPriority},
+                                           Shape{24, 4, 8, 16, 0, SchedulingPolicy::kFcfs, 6},
+                                           Shape{13, 8, 4, 8, 1, SchedulingPolicy::kFcfs, 20},
+                                           Shape{40, 4, 16, 32, 2, SchedulingPolicy::kPriority, 9}),
                          [](const ::testing::TestParamInfo<Shape>& param_info) {
                            const Shape& s = param_info.param;
                            return absl::StrCat(
                                "blocks", s.num_blocks, "_bs", s.block_size, "_seqs", s.max_num_seqs,
                                "_budget", s.budget, "_wm", s.watermark,
-                               s.policy == SchedulingPolicy::kPriority ? "_priority" : "");
+                               s.policy == SchedulingPolicy::kPriority ? "_priority" : "",
+                               s.window > 0 ? absl::StrCat("_window", s.window) : "");
                          });
 
 }  // namespace

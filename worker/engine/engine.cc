@@ -139,12 +139,12 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const ModelConfig& config
   std::unique_ptr<Engine> engine(new Engine(o, backend, comm));
   const int32_t usable = o.num_kv_blocks - 1;
   HR_ASSIGN_OR_RETURN(
-      engine->kv_,
-      kvcache::KvCacheManager::Create(
-          {.num_blocks = o.num_kv_blocks,
-           .block_size = o.block_size,
-           .enable_prefix_caching = o.enable_prefix_caching,
-           .watermark_blocks = static_cast<int32_t>(std::floor(o.watermark * usable))}));
+      engine->kv_, kvcache::KvCacheManager::Create(
+                       {.num_blocks = o.num_kv_blocks,
+                        .block_size = o.block_size,
+                        .enable_prefix_caching = o.enable_prefix_caching,
+                        .watermark_blocks = static_cast<int32_t>(std::floor(o.watermark * usable)),
+                        .sliding_window = static_cast<int32_t>(KvCacheSlidingWindow(config))}));
   if (o.max_num_seqs <= 0 || o.max_num_batched_tokens < o.max_num_seqs) {
     return absl::InvalidArgumentError(
         absl::StrCat("--max-num-batched-tokens (", o.max_num_batched_tokens,

@@ -73,7 +73,7 @@ absl::Status ReadIds(Reader& r, const char* what, std::vector<RequestId>* ids) {
 absl::Status ReadPlan(Reader& r, StepPlan* plan) {
   HR_ASSIGN_OR_RETURN(plan->step, r.Get<int64_t>("step"));
   HR_ASSIGN_OR_RETURN(plan->num_tokens, r.Get<int32_t>("num_tokens"));
-  HR_ASSIGN_OR_RETURN(const uint32_t seqs, r.Count("sequences", 25));
+  HR_ASSIGN_OR_RETURN(const uint32_t seqs, r.Count("sequences", 29));
   for (uint32_t s = 0; s < seqs; ++s) {
     ScheduledSequence& seq = plan->sequences.emplace_back();
     HR_ASSIGN_OR_RETURN(const int64_t id, r.Get<int64_t>("sequence id"));
@@ -89,6 +89,7 @@ absl::Status ReadPlan(Reader& r, StepPlan* plan) {
       HR_ASSIGN_OR_RETURN(const int32_t block, r.Get<int32_t>("block id"));
       seq.new_block_ids.push_back(kvcache::BlockId{block});
     }
+    HR_ASSIGN_OR_RETURN(seq.num_released_blocks, r.Get<int32_t>("num_released_blocks"));
     HR_ASSIGN_OR_RETURN(const uint8_t sample, r.Get<uint8_t>("sample"));
     seq.sample = sample != 0;
     HR_ASSIGN_OR_RETURN(seq.prompt_logprobs_end, r.Get<int32_t>("prompt_logprobs_end"));
@@ -112,6 +113,7 @@ std::string EncodeGroupMessage(const GroupMessage& message) {
     w.Put(seq.num_computed_tokens);
     w.PutList(seq.token_ids, [&](int32_t token) { w.Put(token); });
     w.PutList(seq.new_block_ids, [&](kvcache::BlockId block) { w.Put(block.value()); });
+    w.Put(seq.num_released_blocks);
     w.Put(static_cast<uint8_t>(seq.sample ? 1 : 0));
     w.Put(seq.prompt_logprobs_end);
   });

@@ -38,9 +38,11 @@ absl::Status Scheduler::AddRequest(Request request) {
                      " tokens; the request needs ", prompt + max_tokens, " (", prompt,
                      " in the prompt, ", max_tokens, " max_tokens)"));
   }
+  // With a sliding window a sequence holds at most its window's blocks plus a chunk's.
+  const int32_t chunk = config_.max_num_batched_tokens;
   const int64_t usable = kv_->pool().num_usable_blocks();
-  const int64_t needed = kv_->BlocksForTokens(prompt + max_tokens);
-  const int64_t prompt_blocks = kv_->BlocksForTokens(prompt);
+  const int64_t needed = kv_->PeakBlocks(prompt + max_tokens, chunk);
+  const int64_t prompt_blocks = kv_->PeakBlocks(prompt, chunk);
   if (needed > usable || prompt_blocks + kv_->watermark_blocks() > usable) {
     return absl::InvalidArgumentError(
         absl::StrCat("the request can never fit the KV cache: ", prompt + max_tokens, " tokens (",
@@ -130,6 +132,7 @@ void Scheduler::EmitScheduled(Sequence& s, int32_t num_new, size_t blocks_before
   out.token_ids.assign(first, first + num_new);
   const absl::Span<const BlockId> table = kv_->BlockTable(s.request.id);
   out.new_block_ids.assign(table.begin() + static_cast<std::ptrdiff_t>(blocks_before), table.end());
+  out.num_released_blocks = kv_->NumReleasedBlocks(s.request.id);
   s.num_computed += num_new;
   out.sample = s.num_computed == s.num_tokens();
   if (s.request.sampling.prompt_logprobs >= 0) out.prompt_logprobs_end = s.num_prompt() - 1;
@@ -140,7 +143,8 @@ int32_t Scheduler::ReservedPrefillBlocks() const {
   int32_t reserved = 0;
   for (const Sequence* s : running_) {
     if (s->num_computed < s->num_tokens()) {
-      reserved += kv_->BlocksToAppend(s->request.id, s->num_tokens() - s->num_computed);
+      reserved +=
+          kv_->BlocksToReach(s->request.id, s->num_tokens(), config_.max_num_batched_tokens);
     }
   }
   return reserved;
@@ -155,8 +159,11 @@ void Scheduler::AdmitWaiting(int32_t& budget, StepPlan& plan) {
     // logits).
     const PrefixHit hit = kv_->FindCachedPrefix(s.tokens, s.request.cache_salt,
                                                 /*lookup=*/s.request.sampling.prompt_logprobs < 0);
-    // The whole current context must fit (anti-thrash), beyond what admitted prefills still need.
-    const int32_t whole = kv_->BlocksToAdmit(hit, s.num_tokens());
+    // The whole current context must fit (anti-thrash), beyond what admitted prefills still need;
+    // behind a sliding window that is the most blocks it holds at once. Either bounds what the
+    // first chunk's admission below takes.
+    const int32_t whole =
+        std::min(kv_->BlocksToAdmit(hit, s.num_tokens()), kv_->PeakBlocks(s.num_tokens(), budget));
     if (!kv_->CanAdmit(whole + reserved)) break;
     const int32_t first = std::min(s.num_tokens(), hit.num_cached_tokens + budget);
     const absl::Status status = kv_->AddSequence(
@@ -168,7 +175,7 @@ void Scheduler::AdmitWaiting(int32_t& budget, StepPlan& plan) {
     s.num_computed = hit.num_cached_tokens;
     EmitScheduled(s, first - hit.num_cached_tokens, 0, plan);
     budget -= first - hit.num_cached_tokens;
-    reserved += kv_->BlocksToAppend(s.request.id, s.num_tokens() - s.num_computed);
+    reserved += kv_->BlocksToReach(s.request.id, s.num_tokens(), config_.max_num_batched_tokens);
   }
 }
 
@@ -276,7 +283,7 @@ SchedulerStats Scheduler::Stats() const {
   stats.num_running = static_cast<int32_t>(running_.size());
   stats.num_waiting = static_cast<int32_t>(waiting_.size());
   for (const Sequence* s : waiting_)
-    stats.waiting_demand_blocks += kv_->BlocksForTokens(s->num_tokens());
+    stats.waiting_demand_blocks += kv_->PeakBlocks(s->num_tokens(), config_.max_num_batched_tokens);
   stats.num_preemptions = num_preemptions_;
   return stats;
 }

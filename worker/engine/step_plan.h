@@ -22,6 +22,9 @@ struct ScheduledSequence {
   // Blocks appended to this sequence's block table in this step (for a newly admitted sequence:
   // its whole table, cached prefix blocks first).
   std::vector<kvcache::BlockId> new_block_ids;
+  // Leading entries of the block table released behind the sliding window so far (they are
+  // kvcache::kNullBlockId from now on; never decreases while the sequence runs).
+  int32_t num_released_blocks = 0;
   // This step reaches the end of the sequence's known tokens: compute logits of the last token
   // and sample the next one.
   bool sample = false;

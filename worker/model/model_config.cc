@@ -489,6 +489,16 @@ int64_t LayerSlidingWindow(const ModelConfig& config, int64_t layer) {
   return *config.sliding_window;
 }
 
+int64_t KvCacheSlidingWindow(const ModelConfig& config) {
+  int64_t window = 0;
+  for (int64_t layer = 0; layer < config.num_hidden_layers; ++layer) {
+    const int64_t layer_window = LayerSlidingWindow(config, layer);
+    if (layer_window == 0) return 0;
+    window = std::max(window, layer_window);
+  }
+  return window;
+}
+
 absl::StatusOr<ModelConfig> ParseModelConfigJson(std::string_view json_text,
                                                  std::string_view path) {
   Json root;

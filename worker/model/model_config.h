@@ -107,6 +107,9 @@ struct ModelConfig {
 
 // The sliding window of decoder layer `layer` (0: the layer attends the whole context).
 [[nodiscard]] int64_t LayerSlidingWindow(const ModelConfig& config, int64_t layer);
+// The window behind which the KV cache may release blocks: the largest layer window when every
+// layer has one (Mistral-7B-v0.1, Phi-3-mini), else 0 (a layer reads the whole context).
+[[nodiscard]] int64_t KvCacheSlidingWindow(const ModelConfig& config);
 
 // Architectures LoadModelConfig accepts, in the order error messages list them.
 [[nodiscard]] const std::vector<std::string>& SupportedArchitectures();

@@ -25,7 +25,8 @@ kvcache::ModelDims ModelDimsOf(const ModelConfig& config) {
                             .qk_norm = config.qk_norm,
                             .sandwich_norms = config.sandwich_norms,
                             .num_experts = config.num_experts,
-                            .num_experts_per_tok = config.num_experts_per_tok};
+                            .num_experts_per_tok = config.num_experts_per_tok,
+                            .kv_sliding_window = KvCacheSlidingWindow(config)};
 }
 
 absl::Status CheckShardable(const ModelConfig& config, ShardSpec shard) {
