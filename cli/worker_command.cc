@@ -32,6 +32,7 @@
 #include "common/status_macros.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/health_check_service_interface.h"
+#include "kvcache/sliding_window.h"
 #include "nlohmann/json.hpp"
 #include "router/tokenizer/byte_tokenizer.h"
 #include "router/tokenizer/tokenizer.h"
@@ -190,8 +191,10 @@ absl::StatusOr<EngineSetup> ParseEngineSetup(const FlagSet& flags) {
   if (flags.GetInt64("num-gpu-blocks-override").has_value()) {
     HR_ASSIGN_OR_RETURN(options.num_kv_blocks, Int32Flag(flags, "num-gpu-blocks-override", 2));
   } else {
-    const int64_t blocks_per_seq =
-        (options.max_model_len + options.block_size - 1) / options.block_size;
+    // Every running sequence at its longest (with a sliding window: its window and a chunk).
+    const int64_t blocks_per_seq = kvcache::PeakBlocksPerSequence(
+        options.max_model_len, options.block_size, worker::KvCacheSlidingWindow(config),
+        options.max_num_batched_tokens);
     const int64_t blocks = 1 + int64_t{options.max_num_seqs} * blocks_per_seq;
     if (blocks > INT32_MAX) {
       return absl::InvalidArgumentError(
@@ -375,6 +378,8 @@ absl::Status Serve(const FlagSet& flags, const sigset_t& stop_signals, std::ostr
       {.model = model,
        .max_model_len = options.max_model_len,
        .block_size = options.block_size,
+       .sliding_window = static_cast<int32_t>(worker::KvCacheSlidingWindow(setup.config)),
+       .max_num_batched_tokens = options.max_num_batched_tokens,
        .priority_scheduling = options.scheduling_policy == worker::SchedulingPolicy::kPriority,
        .observer = &worker_metrics,
        .sampling_defaults = sampling_defaults});

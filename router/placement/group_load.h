@@ -27,6 +27,10 @@ struct GroupLoad {
   // KV blocks the group's own waiting queue will need.
   int64_t waiting_demand_blocks = 0;
   int32_t max_model_len = 0;
+  // Every layer of the group's model attends at most this many positions back (0: none), and its
+  // largest prefill chunk: a request holds at most PeakBlocksPerSequence blocks there.
+  int32_t sliding_window = 0;
+  int32_t max_num_batched_tokens = 0;
   // The group schedules by request priority; only such groups take a priority other than 0.
   bool priority_scheduling = false;
   // Blocks this router has sent to the group that the last report does not reflect yet.

@@ -65,6 +65,8 @@ void GroupTable::ApplyReport(size_t group, const v1::LoadReport& report, absl::T
   load.waiting = report.waiting();
   load.waiting_demand_blocks = report.waiting_demand_blocks();
   load.max_model_len = report.max_model_len();
+  load.sliding_window = report.sliding_window();
+  load.max_num_batched_tokens = report.max_num_batched_tokens();
   load.priority_scheduling = report.priority_scheduling();
   reports_[group] = report;
   last_report_[group] = now;

@@ -12,6 +12,7 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <fstream>
 #include <memory>
 #include <optional>
 #include <string>
@@ -28,6 +29,7 @@
 #include "headroom/v1/inference.grpc.pb.h"
 #include "headroom/v1/worker.grpc.pb.h"
 #include "http_client.h"
+#include "nlohmann/json.hpp"
 
 extern char** environ;
 
@@ -486,6 +488,34 @@ std::vector<std::vector<int32_t>> FourBlockPrompts(int count, int a, int b, int 
     prompts.push_back(std::move(tokens));
   }
   return prompts;
+}
+
+// The phi3-fused fixture attends 12 positions back in every layer. Its worker gets 8 usable KV
+// blocks of 4 tokens (32 slots) and prefill chunks of 8; the fixture's 61-token prompt plus 32
+// tokens needs 93 slots. The router places it (the worker reports its window), the worker runs it
+// by releasing the blocks behind the window, and the tokens are transformers' greedy ones.
+TEST(RouterSlidingWindowE2eTest, ARequestLongerThanTheWholeKvPoolGetsTransformersTokens) {
+  const std::filesystem::path fixture = worker::testdata::FixtureDir("phi3-fused");
+  std::ifstream in(fixture / "expected.json");
+  const nlohmann::json longest = nlohmann::json::parse(in)["prompts"].back();
+  const auto prompt = longest["ids"].get<std::vector<int32_t>>();
+  const auto greedy = longest["greedy"].get<std::vector<int32_t>>();
+  ASSERT_EQ(greedy.size(), 32u);
+  ASSERT_GT(prompt.size() + greedy.size(), 8u * 4);
+  Child worker("worker",
+               {"--model", fixture.string(), "--port", "0", "--metrics-port", "-1",
+                "--num-gpu-blocks-override", "9", "--block-size", "4", "--max-num-seqs", "1",
+                "--max-num-batched-tokens", "8", "--max-model-len", "128", "--threads", "1"});
+  ASSERT_FALSE(worker.address().empty());
+  Child router("router", {"--grpc-port", "0", "--http-port", "-1", "--workers", worker.address()});
+  ASSERT_FALSE(router.address().empty());
+  auto stub = v1::Inference::NewStub(
+      grpc::CreateChannel(router.address(), grpc::InsecureChannelCredentials()));
+  ASSERT_TRUE(e2e::GroupsUp(*stub, 1, std::chrono::seconds(10)));
+  const Result r = Generate(*stub, Greedy(prompt, 32));
+  ASSERT_TRUE(r.status.ok()) << r.status.error_message();
+  EXPECT_EQ(r.finish, v1::FINISH_REASON_LENGTH);
+  EXPECT_EQ(r.tokens, greedy);
 }
 
 TEST(RouterPrefixAffinityE2eTest, RepeatedPromptsGoBackToTheGroupThatCachedThem) {

@@ -391,6 +391,8 @@ void WorkerService::SetReady(EngineLoop* loop) {
   base.set_model(options_.model);
   base.set_block_size(options_.block_size);
   base.set_max_model_len(options_.max_model_len);
+  base.set_sliding_window(options_.sliding_window);
+  base.set_max_num_batched_tokens(options_.max_num_batched_tokens);
   base.set_priority_scheduling(options_.priority_scheduling);
   {
     std::lock_guard<std::mutex> lock(mu_);

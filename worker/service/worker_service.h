@@ -82,6 +82,10 @@ struct WorkerServiceOptions {
   // Reported in every LoadReport.
   int32_t max_model_len = 0;
   int32_t block_size = 16;
+  // KvCacheSlidingWindow of the model (0: none) and --max-num-batched-tokens: with them a router
+  // counts the blocks a request holds at most.
+  int32_t sliding_window = 0;
+  int32_t max_num_batched_tokens = 0;
   // --scheduling-policy priority (reported in LoadReport.priority_scheduling).
   bool priority_scheduling = false;
   // Changes are reported at most this often...

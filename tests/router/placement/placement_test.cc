@@ -102,6 +102,32 @@ TEST(PlacementTest, Table) {
   }
 }
 
+// A group whose model attends 64 positions back in every layer (prefill chunks of up to 32): a
+// request holds at most the 64 - 1 + 32 positions of a chunk and the window before it, which
+// touch at most ceil(95 / 16) + 1 = 7 blocks, so a request longer than the whole pool fits.
+TEST(PlacementTest, ASlidingWindowGroupCountsOnlyTheWindowsBlocks) {
+  GroupLoad windowed = Group("windowed", 10, 10);
+  windowed.sliding_window = 64;
+  windowed.max_num_batched_tokens = 32;
+  PlacementDecision d = LeastLoadedByBlocks{}(std::vector<GroupLoad>{windowed},
+                                              {.max_total_tokens = 4000, .cached_blocks = {}});
+  ASSERT_EQ(d.outcome, PlacementOutcome::kPlaced);
+  EXPECT_EQ(d.demand_blocks, 7);
+  // A short request holds all of its blocks, as anywhere.
+  d = LeastLoadedByBlocks{}(std::vector<GroupLoad>{windowed},
+                            {.max_total_tokens = 33, .cached_blocks = {}});
+  EXPECT_EQ(d.demand_blocks, 3);
+  // 6 free blocks: it waits; the same pool without a window can never hold it.
+  windowed.free_blocks = 6;
+  d = LeastLoadedByBlocks{}(std::vector<GroupLoad>{windowed},
+                            {.max_total_tokens = 4000, .cached_blocks = {}});
+  EXPECT_EQ(d.outcome, PlacementOutcome::kWait);
+  windowed.sliding_window = 0;
+  d = LeastLoadedByBlocks{}(std::vector<GroupLoad>{windowed},
+                            {.max_total_tokens = 4000, .cached_blocks = {}});
+  EXPECT_EQ(d.outcome, PlacementOutcome::kNeverFits);
+}
+
 TEST(PlacementTest, NeverFitsReportsTheLargestLimits) {
   GroupLoad a = Group("a", 10, 10);
   a.max_model_len = 2048;
