@@ -68,6 +68,10 @@ PrefixHit KvCacheManager::FindCachedPrefix(absl::Span<const int32_t> prompt,
   const size_t block_size = static_cast<size_t>(config_.block_size);
   // The last prompt token is always computed, so at most (size - 1) tokens can be served.
   const size_t max_blocks = (prompt.size() - 1) / block_size;
+  if (config_.sliding_window > 0) {
+    FindCachedWindow(prompt, max_blocks, hit);
+    return hit;
+  }
   for (size_t i = 0; i < max_blocks; ++i) {
     const BlockHash hash = HashBlock(hit.next_parent, prompt.subspan(i * block_size, block_size));
     const std::optional<BlockId> block = pool_.Lookup(hash);
@@ -78,6 +82,41 @@ PrefixHit KvCacheManager::FindCachedPrefix(absl::Span<const int32_t> prompt,
   }
   hit.num_cached_tokens = static_cast<int32_t>(hit.blocks.size() * block_size);
   return hit;
+}
+
+void KvCacheManager::FindCachedWindow(absl::Span<const int32_t> prompt, size_t max_blocks,
+                                      PrefixHit& hit) const {
+  const size_t block_size = static_cast<size_t>(config_.block_size);
+  std::vector<BlockHash> hashes;
+  std::vector<BlockId> blocks;
+  hashes.reserve(max_blocks);
+  blocks.reserve(max_blocks);
+  BlockHash parent = hit.next_parent;
+  size_t best = 0;
+  size_t run = 0;  // cached blocks ending at block i
+  for (size_t i = 0; i < max_blocks; ++i) {
+    parent = HashBlock(parent, prompt.subspan(i * block_size, block_size));
+    const std::optional<BlockId> block = pool_.Lookup(parent);
+    hashes.push_back(parent);
+    blocks.push_back(block.value_or(kNullBlockId));
+    run = block ? run + 1 : 0;
+    // A hit of i + 1 blocks needs the blocks its first computed token still reads, and at least
+    // its last one (so a window shorter than a block does not make a hit of nothing).
+    const auto tokens = static_cast<int64_t>((i + 1) * block_size);
+    const auto dead =
+        static_cast<size_t>(DeadBlocks(tokens, config_.block_size, config_.sliding_window));
+    if (run >= std::max<size_t>(1, i + 1 - dead)) best = i + 1;
+  }
+  if (best == 0) return;
+  const auto tokens = static_cast<int64_t>(best * block_size);
+  const auto dead =
+      static_cast<size_t>(DeadBlocks(tokens, config_.block_size, config_.sliding_window));
+  hit.blocks.assign(blocks.begin(), blocks.begin() + static_cast<std::ptrdiff_t>(best));
+  std::fill(hit.blocks.begin(), hit.blocks.begin() + static_cast<std::ptrdiff_t>(dead),
+            kNullBlockId);
+  hit.hashes.assign(hashes.begin(), hashes.begin() + static_cast<std::ptrdiff_t>(best));
+  hit.next_parent = hit.hashes.back();
+  hit.num_cached_tokens = static_cast<int32_t>(tokens);
 }
 
 int32_t KvCacheManager::BlocksToAdmit(const PrefixHit& hit, int32_t num_tokens) const {
@@ -157,7 +196,8 @@ absl::Status KvCacheManager::AddSequence(SequenceId seq, const PrefixHit& hit,
     return absl::FailedPreconditionError(absl::StrCat("sequence ", seq.value(), " exists"));
   }
   HR_CHECK(hit.blocks.size() == hit.hashes.size());
-  for (size_t i = 0; i < hit.blocks.size(); ++i) {
+  // Hit blocks behind the window need not be cached (they are not taken).
+  for (size_t i = DeadHitBlocks(hit); i < hit.blocks.size(); ++i) {
     if (pool_.hash(hit.blocks[i]) != hit.hashes[i]) {
       return absl::FailedPreconditionError(absl::StrCat(
           "prefix hit is stale: block ", hit.blocks[i].value(), " was evicted; look up again"));

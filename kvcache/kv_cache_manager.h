@@ -106,6 +106,8 @@ class KvCacheManager {
 
   // The longest cached prefix of `prompt` under `cache_salt`: whole blocks only, and at most
   // prompt.size() - 1 tokens so the last prompt token is always computed (its logits are needed).
+  // With a sliding window only the blocks the prefix's next token still reads must be cached;
+  // the hit's blocks behind that window are kNullBlockId.
   // `lookup` false: no cached block (the hit a sequence that must compute its whole prompt is
   // admitted with; its blocks are still hashed under the salt and cached).
   [[nodiscard]] PrefixHit FindCachedPrefix(absl::Span<const int32_t> prompt,
@@ -181,6 +183,9 @@ class KvCacheManager {
   void FillSlots(Sequence& seq, absl::Span<const int32_t> tokens);
   // Blocks `s` lacks to hold `num_new_tokens` more tokens.
   [[nodiscard]] int32_t NewBlocksFor(const Sequence& s, int32_t num_new_tokens) const;
+  // FindCachedPrefix under a sliding window: the most blocks (of the first `max_blocks`) whose
+  // blocks inside the window of the token after them are all cached.
+  void FindCachedWindow(absl::Span<const int32_t> prompt, size_t max_blocks, PrefixHit& hit) const;
   // Leading blocks of `hit` behind the window of a sequence admitted with it.
   [[nodiscard]] size_t DeadHitBlocks(const PrefixHit& hit) const;
   // Blocks of `s` behind its window that are still held: entries [num_released_blocks, end).

@@ -34,6 +34,7 @@ struct Coverage {
   int64_t refusals = 0;         // admissions or appends refused for lack of blocks
   int64_t evictions = 0;        // cached blocks reclaimed by allocation
   int64_t released_blocks = 0;  // blocks released behind a sliding window
+  int64_t windowed_hits = 0;    // hits whose first block is no longer cached (window only)
 };
 
 class Driver {
@@ -130,6 +131,7 @@ class Driver {
     ++coverage_.admissions;
     coverage_.prefix_hits += hit.blocks.empty() ? 0 : 1;
     coverage_.revived_blocks += revived;
+    coverage_.windowed_hits += !hit.blocks.empty() && !kv_->pool().Lookup(hit.hashes[0]) ? 1 : 0;
     coverage_.released_blocks += kv_->NumReleasedBlocks(SequenceId{id});
     Live& live = live_[id];
     live.tokens.assign(prompt.begin(), prompt.begin() + static_cast<long>(cached + chunk));
@@ -228,6 +230,7 @@ TEST_P(KvCacheRandomizedTest, AgreesWithReferenceAndKeepsInvariants) {
     total.refusals += driver.coverage().refusals;
     total.evictions += driver.coverage().evictions;
     total.released_blocks += driver.coverage().released_blocks;
+    total.windowed_hits += driver.coverage().windowed_hits;
   }
   // The workload must have reached the paths it is meant to check.
   EXPECT_GT(total.admissions, 1000);
@@ -241,8 +244,12 @@ TEST_P(KvCacheRandomizedTest, AgreesWithReferenceAndKeepsInvariants) {
   }
   if (GetParam().window > 0) {
     EXPECT_GT(total.released_blocks, 100);
+    if (GetParam().caching) {
+      EXPECT_GT(total.windowed_hits, 0);
+    }
   } else {
     EXPECT_EQ(total.released_blocks, 0);
+    EXPECT_EQ(total.windowed_hits, 0);
   }
 }
 

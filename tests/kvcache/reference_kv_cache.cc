@@ -23,20 +23,38 @@ int32_t ReferenceKvCache::BlocksFor(size_t tokens) const {
                               static_cast<size_t>(block_size_));
 }
 
-ReferenceKvCache::Hit ReferenceKvCache::FindCachedPrefix(const std::vector<int32_t>& prompt,
-                                                         const std::string& salt) const {
-  Hit hit;
-  if (!caching_ || prompt.empty()) return hit;
+std::vector<BlockHash> ReferenceKvCache::LookupHashes(const std::vector<int32_t>& prompt,
+                                                      const std::string& salt) const {
+  std::vector<BlockHash> hashes;
+  if (prompt.empty()) return hashes;
   BlockHash parent = RootBlockHash(salt);
   const size_t bs = static_cast<size_t>(block_size_);
   for (size_t start = 0; start + bs <= prompt.size() - 1; start += bs) {
     parent =
         HashBlock(parent, std::vector<int32_t>(prompt.begin() + static_cast<long>(start),
                                                prompt.begin() + static_cast<long>(start + bs)));
-    auto it = index_.find(Key(parent));
-    if (it == index_.end()) break;
-    hit.blocks.push_back(it->second);
-    hit.num_cached_tokens += block_size_;
+    hashes.push_back(parent);
+  }
+  return hashes;
+}
+
+ReferenceKvCache::Hit ReferenceKvCache::FindCachedPrefix(const std::vector<int32_t>& prompt,
+                                                         const std::string& salt) const {
+  Hit hit;
+  if (!caching_) return hit;
+  const std::vector<BlockHash> hashes = LookupHashes(prompt, salt);
+  // The longest prefix of n blocks whose blocks from DeadEnd(n blocks' tokens) on, and at least
+  // the last, are all indexed (all of them without a window); the dead ones are 0.
+  for (size_t n = hashes.size(); n > 0; --n) {
+    const size_t dead = std::min(DeadEnd(n * static_cast<size_t>(block_size_)), n);
+    bool cached = true;
+    for (size_t i = std::min(dead, n - 1); i < n; ++i) {
+      cached = cached && index_.count(Key(hashes[i])) != 0;
+    }
+    if (!cached) continue;
+    for (size_t i = 0; i < n; ++i) hit.blocks.push_back(i < dead ? 0 : index_.at(Key(hashes[i])));
+    hit.num_cached_tokens = static_cast<int32_t>(n) * block_size_;
+    break;
   }
   return hit;
 }
@@ -111,14 +129,16 @@ void ReferenceKvCache::CacheFullBlocks(Seq& seq) {
 bool ReferenceKvCache::AddSequence(int64_t seq, const std::vector<int32_t>& prompt_prefix,
                                    const Hit& hit, const std::vector<int32_t>& new_tokens,
                                    const std::string& salt) {
-  // Re-validate the hit: every block must still be indexed under the prefix it was found for.
-  const Hit again = FindCachedPrefix(prompt_prefix, salt);
-  for (size_t i = 0; i < hit.blocks.size(); ++i) {
-    if (i >= again.blocks.size() || again.blocks[i] != hit.blocks[i]) return false;
-  }
   // Hit blocks behind the window of the query at num_cached_tokens are not taken.
   const size_t dead =
       std::min(DeadEnd(static_cast<size_t>(hit.num_cached_tokens)), hit.blocks.size());
+  // Re-validate the hit: every block taken must still be indexed under the prefix it was found
+  // for.
+  const std::vector<BlockHash> hashes = LookupHashes(prompt_prefix, salt);
+  for (size_t i = dead; i < hit.blocks.size(); ++i) {
+    auto it = index_.find(Key(hashes[i]));
+    if (it == index_.end() || it->second != hit.blocks[i]) return false;
+  }
   int32_t revived = 0;
   for (size_t i = dead; i < hit.blocks.size(); ++i) {
     revived += ref_[static_cast<size_t>(hit.blocks[i])] == 0 ? 1 : 0;

@@ -63,6 +63,9 @@ class ReferenceKvCache {
   // How many blocks Release(seq) would free (dead entries no other sequence holds).
   int32_t FreeingRelease(const Seq& seq) const;
 
+  // The chained hashes of the prompt's blocks a lookup may serve (all but the last token's).
+  std::vector<BlockHash> LookupHashes(const std::vector<int32_t>& prompt,
+                                      const std::string& salt) const;
   std::vector<int32_t> Take(int32_t n);
   void Touch(int32_t block);
   void CacheFullBlocks(Seq& seq);

@@ -179,6 +179,8 @@ TEST(SlidingWindowKvCacheTest, AdmissionLeavesHitBlocksBehindTheWindowInThePool)
   auto kv = MakeWindowed(/*num_blocks=*/8, kBlockSize, /*window=*/5);
   const SequenceId first{1};
   ASSERT_TRUE(kv->AddSequence(first, kv->FindCachedPrefix(Iota(17)), Iota(17)).ok());
+  const std::vector<BlockId> first_table(kv->BlockTable(first).begin(),
+                                         kv->BlockTable(first).end());
   ASSERT_TRUE(kv->Free(first));
   ASSERT_EQ(kv->num_free_blocks(), 7);
   // A longer prompt with the same start hits 4 blocks (16 tokens); its first query is at 16 and
@@ -186,6 +188,8 @@ TEST(SlidingWindowKvCacheTest, AdmissionLeavesHitBlocksBehindTheWindowInThePool)
   const std::vector<int32_t> prompt = Iota(20);
   const PrefixHit hit = kv->FindCachedPrefix(prompt);
   ASSERT_EQ(hit.num_cached_tokens, 16);
+  EXPECT_EQ(hit.blocks[0], kNullBlockId) << "a hit names only the blocks the window reads";
+  EXPECT_EQ(hit.blocks[3], first_table[3]);
   EXPECT_EQ(kv->BlocksToAdmit(hit, 20), 1 + 1);  // block 3 revived + one new block for 16..19
   const SequenceId second{2};
   ASSERT_TRUE(kv->AddSequence(second, hit, prompt).ok());
@@ -195,9 +199,9 @@ TEST(SlidingWindowKvCacheTest, AdmissionLeavesHitBlocksBehindTheWindowInThePool)
   EXPECT_EQ(table[2], kNullBlockId);
   EXPECT_EQ(table[3], hit.blocks[3]);
   EXPECT_EQ(kv->num_free_blocks(), 5);
-  for (int i = 0; i < 3; ++i) {
-    EXPECT_EQ(kv->pool().ref_count(hit.blocks[static_cast<size_t>(i)]), 0);
-    EXPECT_TRUE(kv->pool().hash(hit.blocks[static_cast<size_t>(i)]).has_value());
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(kv->pool().ref_count(first_table[i]), 0);
+    EXPECT_TRUE(kv->pool().hash(first_table[i]).has_value()) << "still cached";
   }
   EXPECT_EQ(kv->Stats().num_tokens, 20 - 3 * kBlockSize);
   EXPECT_EQ(kv->Stats().prefix_hits, 16) << "the whole hit is served, dead blocks included";
@@ -214,6 +218,40 @@ TEST(SlidingWindowKvCacheTest, PeakAndReachFollowTheWindow) {
   EXPECT_EQ(kv->BlocksToReach(seq, 1000, 16), kv->PeakBlocks(1000, 16) - 1);
   // A short growth is what appending it at once takes.
   EXPECT_EQ(kv->BlocksToReach(seq, 9, 16), kv->BlocksToAppend(seq, 5));
+}
+
+// Decoding past a pool of 4 blocks reuses the block of tokens 0..3 (its hash is evicted), yet
+// a follow-up prompt hits all 20 tokens: its next token (20) reads only 16..20, whose block is
+// still cached. A lookup that needed the whole chain would hit nothing.
+TEST(SlidingWindowKvCacheTest, APrefixHitNeedsOnlyTheBlocksInsideTheWindow) {
+  constexpr int32_t kBlockSize = 4;
+  auto kv = MakeWindowed(/*num_blocks=*/5, kBlockSize, /*window=*/5);
+  const SequenceId a{1};
+  ASSERT_TRUE(kv->AddSequence(a, kv->FindCachedPrefix(Iota(8)), Iota(8)).ok());
+  for (int32_t n = 8; n < 20; ++n) ASSERT_TRUE(kv->Append(a, {n}).ok());
+  ASSERT_TRUE(kv->Free(a));
+  std::vector<int32_t> prompt = Iota(20);
+  prompt.push_back(99);
+  const std::vector<BlockHash> hashes = PromptBlockHashes(prompt, kBlockSize, "");
+  ASSERT_EQ(hashes.size(), 5u);
+  EXPECT_FALSE(kv->pool().Lookup(hashes[0]).has_value()) << "tokens 0..3 were evicted";
+  const PrefixHit hit = kv->FindCachedPrefix(prompt);
+  ASSERT_EQ(hit.num_cached_tokens, 20);
+  ASSERT_EQ(hit.blocks.size(), 5u);
+  for (size_t i = 0; i < 4; ++i) EXPECT_EQ(hit.blocks[i], kNullBlockId) << i;
+  EXPECT_EQ(kv->pool().hash(hit.blocks[4]), hashes[4]);
+  EXPECT_EQ(kv->BlocksToAdmit(hit, 21), 2);  // block 4 revived, one new for token 20
+  const SequenceId b{2};
+  ASSERT_TRUE(kv->AddSequence(b, hit, prompt).ok());
+  EXPECT_EQ(kv->NumReleasedBlocks(b), 4);
+  EXPECT_EQ(kv->num_free_blocks(), 2);
+  EXPECT_EQ(kv->Stats().prefix_hits, 20);
+  EXPECT_TRUE(kv->CheckInvariants().ok()) << kv->CheckInvariants();
+
+  // A window shorter than a block still needs the hit's last block cached: nothing is a hit of
+  // nothing.
+  auto tiny = MakeWindowed(/*num_blocks=*/4, kBlockSize, /*window=*/1);
+  EXPECT_EQ(tiny->FindCachedPrefix(Iota(30)).num_cached_tokens, 0);
 }
 
 }  // namespace
