@@ -100,8 +100,8 @@ std::string AttentionExtras(const worker::ModelConfig& c) {
   return extras;
 }
 
-std::string ModelSummary(const worker::ModelConfig& c, worker::DType dtype,
-                         worker::DType kv_dtype) {
+std::string ModelSummary(const worker::ModelConfig& c, worker::DType dtype, worker::DType kv_dtype,
+                         int64_t max_model_len) {
   std::string summary = absl::StrFormat("Model %s (%s)\n", c.source, c.architecture);
   absl::StrAppendFormat(&summary, "  layers %d, hidden %d, intermediate %d, vocab %d (%s)\n",
                         c.num_hidden_layers, c.hidden_size, c.intermediate_size, c.vocab_size,
@@ -115,11 +115,20 @@ std::string ModelSummary(const worker::ModelConfig& c, worker::DType dtype,
         &summary, "  mixture of experts: %d experts of intermediate %d, top %d%s\n", c.num_experts,
         c.intermediate_size, c.num_experts_per_tok, c.norm_topk_prob ? " (renormalized)" : "");
   }
+  std::string rope_scaling;
+  if (c.rope_scaling) {
+    rope_scaling = absl::StrFormat(", llama3 rope scaling x%g", c.rope_scaling->factor);
+  } else if (c.long_rope) {
+    // The list LlamaModel picks for this --max-model-len (docs/engine.md, LongRoPE).
+    const int64_t original = c.long_rope->original_max_position_embeddings;
+    rope_scaling = absl::StrFormat(
+        ", longrope: its %s factors at --max-model-len %d (pretrained at %d), attention factor "
+        "%.4f",
+        max_model_len > original ? "long" : "short", max_model_len, original,
+        c.long_rope->attention_factor);
+  }
   absl::StrAppendFormat(&summary, "  max_position_embeddings %d, rope_theta %g%s\n",
-                        c.max_position_embeddings, c.rope_theta,
-                        c.rope_scaling
-                            ? absl::StrFormat(", llama3 rope scaling x%g", c.rope_scaling->factor)
-                            : std::string());
+                        c.max_position_embeddings, c.rope_theta, rope_scaling);
   absl::StrAppendFormat(&summary, "  parameters %s; weights %s, KV cache %s (checkpoint %s)\n",
                         Count(kvcache::WeightParamsPerRank(worker::ModelDimsOf(c), 1)),
                         worker::DTypeName(dtype), worker::DTypeName(kv_dtype),
@@ -158,7 +167,8 @@ absl::StatusOr<std::string> Plan(const FlagSet& flags) {
       static_cast<int64_t>(std::llround(*gpu_memory_gib * static_cast<double>(kGiB)));
 
   HR_ASSIGN_OR_RETURN(const kvcache::MemoryPlan plan, kvcache::PlanMemory(input));
-  return absl::StrCat(ModelSummary(config, dtype, kv_dtype), "\n", kvcache::FormatPlan(plan));
+  return absl::StrCat(ModelSummary(config, dtype, kv_dtype, input.max_model_len), "\n",
+                      kvcache::FormatPlan(plan));
 }
 
 }  // namespace

@@ -55,6 +55,12 @@ Writes tests/worker/fixtures/<name>/ for three small SEEDED RANDOM checkpoints:
               [2 intermediate, hidden], GQA 4/2, untied, and a 12-token sliding window on every
               layer (Phi-3-mini-4k's 2047, scaled down) that the longer prompts exceed; saved in
               bfloat16 and sharded into 2 files.
+  phi3-longrope Phi3ForCausalLM with LongRoPE (Phi-3.5 / Phi-3-128k's rope scaling) in
+              transformers' own Phi3LongRoPEScaledRotaryEmbedding: pretrained length 16, maximum
+              256, 8 short and 8 long per-dimension factors far from 1, attention factor sqrt 2;
+              no window. transformers picks the list per forward by the sequence's length (long
+              beyond 16) and recomputes the whole sequence at each greedy step here, so the
+              prompts of 1 and 7 tokens start short and those of 23 and 61 are long throughout.
   qwen3-moe   Qwen3MoeForCausalLM (Qwen3-30B-A3B's layout): qwen3-qknorm's attention, untied, and
               8 experts of intermediate 32, top 2, norm_topk_prob. The reference is transformers
               4.46's Qwen2MoeForCausalLM (the same sparse block: softmax, top-k, renormalized
@@ -177,6 +183,24 @@ def phi3_config():
         initializer_range=INIT_STD, bos_token_id=1, eos_token_id=2, pad_token_id=0)
 
 
+# Phi-3.5's LongRoPE scaled down: pretrained at 16 positions, extended to 256 (attention factor
+# sqrt(1 + ln 16 / ln 16) = sqrt 2), 8 factors per list (head_dim 16). Short factors near 1..6,
+# long ones up to 64 (Phi-3.5-mini's reach 1..64 too), so either list changes the logits.
+LONGROPE_SHORT = [1.0, 1.25, 1.6, 2.0, 2.6, 3.3, 4.4, 5.8]
+LONGROPE_LONG = [1.0, 1.9, 3.7, 7.5, 13.0, 23.0, 39.0, 64.0]
+
+
+def phi3_longrope_config():
+    return Phi3Config(
+        vocab_size=256, hidden_size=64, intermediate_size=96, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256,
+        original_max_position_embeddings=16, rope_theta=10000.0, rms_norm_eps=1e-5,
+        tie_word_embeddings=False, sliding_window=None,
+        rope_scaling={"type": "longrope", "short_factor": LONGROPE_SHORT,
+                      "long_factor": LONGROPE_LONG},
+        initializer_range=INIT_STD, bos_token_id=1, eos_token_id=2, pad_token_id=0)
+
+
 # What granite-mup and granite-moe share: the shape but for the MLP, and the four multipliers.
 GRANITE_COMMON = dict(
     vocab_size=256, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
@@ -203,6 +227,7 @@ MODELS = [
     ("mixtral-moe", mixtral_moe_config, torch.bfloat16, 1, 2468),
     ("gemma2-softcap", gemma2_config, torch.bfloat16, 1, 1357),
     ("phi3-fused", phi3_config, torch.bfloat16, 2, 8643),
+    ("phi3-longrope", phi3_longrope_config, torch.bfloat16, 1, 8644),
     ("granite-mup", granite_config, torch.bfloat16, 1, 9753),
     ("granite-moe", granite_moe_config, torch.bfloat16, 1, 8642),
 ]
@@ -576,8 +601,10 @@ def generate_model(name, make_config, dtype, shards, seed):
         assert "lm_head.weight" not in saved
         assert ref.lm_head.weight.data_ptr() == ref.model.embed_tokens.weight.data_ptr()
 
-    if config.model_type in ("gemma2", "phi3"):
+    if config.model_type in ("gemma2", "phi3") and config.sliding_window:
         check_window_bites(ref, config)
+    if config.rope_scaling and config.rope_scaling.get("type") == "longrope":
+        check_longrope_bites(ref, config)
     finish_fixture(name, out_dir, ref, config.vocab_size, seed, dtype, files, saved)
 
 
@@ -605,6 +632,42 @@ def check_window_bites(model, config):
     diff = float((windowed[w:] - unwindowed[w:]).abs().max())
     assert diff > 1e-2, f"the window does not change the logits past it ({diff})"
     print(f"  sliding window {w}: max logit change past it {diff:.3f}")
+
+
+def check_longrope_bites(model, config):
+    """Each part of LongRoPE must change the logits: the short factors (a prompt within the
+    pretrained length), the long factors (a longer prompt), and the attention factor."""
+    original = config.original_max_position_embeddings
+    rotary = [layer.self_attn.rotary_emb for layer in model.model.layers]
+    short_ids = torch.arange(3, 3 + original).remainder(config.vocab_size)[None]
+    long_ids = torch.arange(3, 3 + 3 * original).remainder(config.vocab_size)[None]
+
+    def logits(ids):
+        with torch.no_grad():
+            return model(input_ids=ids, use_cache=False).logits[0]
+
+    def change(ids, **override):
+        saved = {k: [getattr(r, k) for r in rotary] for k in override}
+        base = logits(ids)
+        for r in rotary:
+            for k, v in override.items():
+                setattr(r, k, v)
+        changed = logits(ids)
+        for k, values in saved.items():
+            for r, v in zip(rotary, values):
+                setattr(r, k, v)
+        return float((base - changed).abs().max())
+
+    ones = [1.0] * len(LONGROPE_SHORT)
+    short = change(short_ids, short_factor=ones)
+    long = change(long_ids, long_factor=LONGROPE_SHORT)
+    # Without the attention factor: the same rotation, unscaled (max_position = original).
+    attention = change(short_ids, max_position_embeddings=original)
+    for what, diff in (("short factors", short), ("long factors", long),
+                       ("attention factor", attention)):
+        assert diff > 1e-2, f"LongRoPE's {what} do not change the logits ({diff})"
+    print(f"  longrope: max logit change without the short factors {short:.3f}, with the short "
+          f"factors for the long ones {long:.3f}, without the attention factor {attention:.3f}")
 
 
 def dtype_patterns():

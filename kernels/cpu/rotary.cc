@@ -34,23 +34,31 @@ void RotateHeads(float* x, int64_t num_heads, int64_t head_dim,
   }
 }
 
+// theta^(2i / head_dim) for i < head_dim / 2 as HF forms base ** (arange(0, dim, 2).float() / dim):
+// all fp32, the base an fp32 scalar, the power correctly rounded to fp32.
+absl::StatusOr<std::vector<float>> RopePowers(absl::string_view op, int64_t head_dim,
+                                              double theta) {
+  HR_RETURN_IF_ERROR(CheckHeadDim(op, head_dim));
+  if (!(theta > 1.0) || !std::isfinite(theta)) {
+    return absl::InvalidArgumentError(absl::StrCat(op, ": theta must be > 1, got ", theta));
+  }
+  const int64_t half = head_dim / 2;
+  std::vector<float> powers(static_cast<size_t>(half));
+  const double base = static_cast<double>(static_cast<float>(theta));
+  for (int64_t i = 0; i < half; ++i) {
+    const float exponent = static_cast<float>(2 * i) / static_cast<float>(head_dim);
+    powers[static_cast<size_t>(i)] =
+        static_cast<float>(std::pow(base, static_cast<double>(exponent)));
+  }
+  return powers;
+}
+
 }  // namespace
 
 absl::StatusOr<std::vector<float>> RopeInvFreq(int64_t head_dim, double theta,
                                                const std::optional<Llama3RopeScaling>& scaling) {
-  HR_RETURN_IF_ERROR(CheckHeadDim("RopeInvFreq", head_dim));
-  if (!(theta > 1.0) || !std::isfinite(theta)) {
-    return absl::InvalidArgumentError(absl::StrCat("RopeInvFreq: theta must be > 1, got ", theta));
-  }
-  const int64_t half = head_dim / 2;
-  std::vector<float> inv_freq(static_cast<size_t>(half));
-  // HF: base ** (arange(0, dim, 2).float() / dim), all fp32; the base is an fp32 scalar.
-  const double base = static_cast<double>(static_cast<float>(theta));
-  for (int64_t i = 0; i < half; ++i) {
-    const float exponent = static_cast<float>(2 * i) / static_cast<float>(head_dim);
-    const float power = static_cast<float>(std::pow(base, static_cast<double>(exponent)));
-    inv_freq[static_cast<size_t>(i)] = 1.0f / power;
-  }
+  HR_ASSIGN_OR_RETURN(std::vector<float> inv_freq, RopePowers("RopeInvFreq", head_dim, theta));
+  for (float& f : inv_freq) f = 1.0f / f;
   if (!scaling.has_value()) return inv_freq;
 
   const Llama3RopeScaling& s = *scaling;
@@ -77,6 +85,24 @@ absl::StatusOr<std::vector<float>> RopeInvFreq(int64_t head_dim, double theta,
       scaled = (1.0 - smooth) * freq / s.factor + smooth * freq;
     }
     f = static_cast<float>(scaled);
+  }
+  return inv_freq;
+}
+
+absl::StatusOr<std::vector<float>> LongRopeInvFreq(int64_t head_dim, double theta,
+                                                   const std::vector<double>& ext_factors) {
+  HR_ASSIGN_OR_RETURN(std::vector<float> inv_freq, RopePowers("LongRopeInvFreq", head_dim, theta));
+  if (ext_factors.size() != inv_freq.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("LongRopeInvFreq: ", ext_factors.size(),
+                                                   " factors for head_dim ", head_dim, " (need ",
+                                                   inv_freq.size(), ")"));
+  }
+  for (size_t i = 0; i < inv_freq.size(); ++i) {
+    if (!(ext_factors[i] > 0) || !std::isfinite(ext_factors[i])) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("LongRopeInvFreq: factor ", i, " must be positive, got ", ext_factors[i]));
+    }
+    inv_freq[i] = 1.0f / (static_cast<float>(ext_factors[i]) * inv_freq[i]);
   }
   return inv_freq;
 }

@@ -48,6 +48,13 @@ struct Llama3RopeScaling {
 [[nodiscard]] absl::StatusOr<std::vector<float>> RopeInvFreq(
     int64_t head_dim, double theta, const std::optional<Llama3RopeScaling>& scaling);
 
+// LongRoPE (Phi-3.5): inv_freq[i] = 1 / (ext_factors[i] * theta^(2i / head_dim)), like
+// transformers' Phi3LongRoPEScaledRotaryEmbedding: the power as in RopeInvFreq, the factor rounded
+// to fp32, product and reciprocal in fp32. InvalidArgument for an odd or non-positive head_dim,
+// theta <= 1, or ext_factors not head_dim / 2 positive numbers.
+[[nodiscard]] absl::StatusOr<std::vector<float>> LongRopeInvFreq(
+    int64_t head_dim, double theta, const std::vector<double>& ext_factors);
+
 // Rotates q and k in place. InvalidArgument for bad sizes, an odd head_dim or a negative position.
 [[nodiscard]] absl::Status Rotary(const int64_t* positions,  // [num_tokens]
                                   int64_t num_tokens,

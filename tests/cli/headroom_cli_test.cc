@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "fixtures.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -166,6 +167,20 @@ TEST(HeadroomCliTest, PlanSummaryNamesSlidingWindowsAndSoftcaps) {
   result = RunHeadroom({"plan", "--model", "dummy:mistral-7b", "--gpu-memory-gib", "24"});
   EXPECT_EQ(result.exit_code, 0) << result.err;
   EXPECT_THAT(result.out, HasSubstr("head_dim 128, sliding window 4096\n"));
+}
+
+// Which LongRoPE list a server uses follows --max-model-len (the fixture is pretrained at 16).
+TEST(HeadroomCliTest, PlanSummarySaysWhichLongRopeFactorsAServerUses) {
+  const std::string model = worker::testdata::FixtureDir("phi3-longrope").string();
+  RunResult result =
+      RunHeadroom({"plan", "--model", model, "--gpu-memory-gib", "2", "--max-model-len", "16"});
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_THAT(result.out,
+              HasSubstr("longrope: its short factors at --max-model-len 16 (pretrained at 16), "
+                        "attention factor 1.4142"));
+  result = RunHeadroom({"plan", "--model", model, "--gpu-memory-gib", "2"});
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_THAT(result.out, HasSubstr("longrope: its long factors at --max-model-len 256"));
 }
 
 TEST(HeadroomCliTest, Llama3_8BAt128kOn24GiBIsRefusedWithFixes) {

@@ -81,6 +81,29 @@ TEST(RopeInvFreqTest, InvalidArguments) {
             absl::StatusCode::kInvalidArgument);
 }
 
+TEST(RopeInvFreqTest, LongRopeDividesEachFrequencyByItsFactor) {
+  // Phi-3.5-mini's shape: head_dim 96, theta 10000; factors from 1 to ~60 as its long list spans.
+  std::vector<double> factors;
+  for (int i = 0; i < 48; ++i) factors.push_back(1.0 + 1.25 * i);
+  const absl::StatusOr<std::vector<float>> inv_freq = LongRopeInvFreq(96, 10000.0, factors);
+  ASSERT_TRUE(inv_freq.ok()) << inv_freq.status();
+  ASSERT_EQ(inv_freq->size(), 48u);
+  for (size_t i = 0; i < inv_freq->size(); ++i) {
+    const double want = 1.0 / (factors[i] * std::pow(10000.0, static_cast<double>(2 * i) / 96.0));
+    EXPECT_NEAR(static_cast<double>((*inv_freq)[i]), want, 4e-7 * want) << i;
+  }
+  // Factors of 1 are the default frequencies, bit for bit.
+  EXPECT_EQ(*LongRopeInvFreq(16, 10000.0, std::vector<double>(8, 1.0)), InvFreq(16, 10000.0));
+
+  EXPECT_EQ(LongRopeInvFreq(96, 10000.0, {1.0, 2.0}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  std::vector<double> bad(8, 1.0);
+  bad[3] = 0.0;
+  EXPECT_EQ(LongRopeInvFreq(16, 10000.0, bad).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(LongRopeInvFreq(15, 10000.0, std::vector<double>(7, 1.0)).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
 TEST(RotaryTest, HandComputedSmallCase) {
   // head_dim 4, theta 10000 -> inv_freq {1, 0.01}; pairs are (0, 2) and (1, 3).
   const std::vector<float> inv_freq = InvFreq(4, 10000.0);

@@ -461,9 +461,9 @@ TEST(CheckpointTest, ExpectedWeightsFollowsTheConfig) {
 
 // The fixtures' reference outputs are well-formed (the forward-pass tests rely on them).
 TEST(CheckpointTest, ExpectedJsonIsWellFormed) {
-  for (const char* name :
-       {"llama-gqa", "qwen2-bias", "llama-tied", "qwen3-qknorm", "mixtral-moe", "qwen3-moe",
-        "gemma2-softcap", "gemma3-local-rope", "granite-mup", "phi3-fused", "granite-moe"}) {
+  for (const char* name : {"llama-gqa", "qwen2-bias", "llama-tied", "qwen3-qknorm", "mixtral-moe",
+                           "qwen3-moe", "gemma2-softcap", "gemma3-local-rope", "granite-mup",
+                           "phi3-fused", "granite-moe", "phi3-longrope"}) {
     SCOPED_TRACE(name);
     const Json expected = ReadJson(testdata::FixtureDir(name) / "expected.json");
     ASSERT_EQ(expected.at("prompts").size(), 4u);

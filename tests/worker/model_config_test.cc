@@ -824,13 +824,7 @@ TEST_F(ModelDirTest, LoadsPhi3WithFusedProjectionsAndAWindowOnEveryLayer) {
   EXPECT_FALSE(unwindowed->sliding_window.has_value());
   EXPECT_EQ(LayerSlidingWindow(*unwindowed, 0), 0);
 
-  // The 128k variants' LongRoPE and Phi-4-mini's partial rotary embedding are refused by name.
-  ExpectError(
-      LoadModelConfig(WriteConfig(ReplaceAll(
-          kPhi3MiniConfig, R"("rope_scaling": null)",
-          R"("rope_scaling": {"type": "longrope", "short_factor": [1.0], "long_factor": [1.0]})"))),
-      absl::StatusCode::kInvalidArgument,
-      {"unsupported rope scaling \"longrope\"", "supported: default, llama3"});
+  // Phi-4-mini's partial rotary embedding is refused by name.
   ExpectError(LoadModelConfig(
                   WriteConfig(ReplaceAll(kPhi3MiniConfig, R"("resid_pdrop": 0.0,)",
                                          R"("resid_pdrop": 0.0, "partial_rotary_factor": 0.75,)"))),
@@ -946,6 +940,59 @@ TEST_F(ModelDirTest, Gemma3NewerKeysAndRefusals) {
       absl::StatusCode::kInvalidArgument, {"\"layer_types\" must list one type per layer (26)"});
 }
 
+// Phi-3.5-mini-instruct's LongRoPE: 48 factors per list (head_dim 96), pretrained at 4096,
+// extended to 131072; its attention factor is sqrt(1 + ln(131072 / 4096) / ln(4096)).
+TEST_F(ModelDirTest, LoadsPhi35LongRope) {
+  std::string shorts;
+  std::string longs;
+  for (int i = 0; i < 48; ++i) {
+    absl::StrAppend(&shorts, i > 0 ? ", " : "", 1.0 + 0.01 * i);
+    absl::StrAppend(&longs, i > 0 ? ", " : "", 1.0 + 1.3 * i);
+  }
+  const std::string longrope =
+      absl::StrCat(R"("rope_scaling": {"type": "longrope", "short_factor": [)", shorts,
+                   R"(], "long_factor": [)", longs, "]}");
+  const std::string phi35 =
+      ReplaceAll(ReplaceAll(kPhi3MiniConfig, R"("max_position_embeddings": 4096)",
+                            R"("max_position_embeddings": 131072)"),
+                 R"("rope_scaling": null)", longrope);
+  const absl::StatusOr<ModelConfig> config = LoadModelConfig(WriteConfig(phi35));
+  ASSERT_TRUE(config.ok()) << config.status();
+  ASSERT_TRUE(config->long_rope.has_value());
+  EXPECT_FALSE(config->rope_scaling.has_value());
+  EXPECT_EQ(config->long_rope->original_max_position_embeddings, 4096);
+  ASSERT_EQ(config->long_rope->short_factor.size(), 48u);
+  EXPECT_DOUBLE_EQ(config->long_rope->short_factor[47], 1.47);
+  EXPECT_DOUBLE_EQ(config->long_rope->long_factor[47], 1.0 + 1.3 * 47);
+  EXPECT_NEAR(config->long_rope->attention_factor, 1.1902380714238083, 1e-15);
+  // The old name "su" is the same scaling; an explicit attention_factor wins.
+  const absl::StatusOr<ModelConfig> su = LoadModelConfig(
+      WriteConfig(ReplaceAll(ReplaceAll(phi35, R"("type": "longrope")", R"("type": "su")"),
+                             R"("short_factor")", R"("attention_factor": 1.5, "short_factor")")));
+  ASSERT_TRUE(su.ok()) << su.status();
+  EXPECT_DOUBLE_EQ(su->long_rope->attention_factor, 1.5);
+  // No extension (max_position_embeddings = the original): no attention factor.
+  const absl::StatusOr<ModelConfig> unextended = LoadModelConfig(
+      WriteConfig(ReplaceAll(kPhi3MiniConfig, R"("rope_scaling": null)", longrope)));
+  ASSERT_TRUE(unextended.ok()) << unextended.status();
+  EXPECT_DOUBLE_EQ(unextended->long_rope->attention_factor, 1.0);
+
+  ExpectError(
+      LoadModelConfig(WriteConfig(ReplaceAll(phi35, absl::StrCat("[", shorts, "]"), "[1.0, 2.0]"))),
+      absl::StatusCode::kInvalidArgument,
+      {"\"rope_scaling.short_factor\" must be a list of 48 numbers"});
+  ExpectError(LoadModelConfig(WriteConfig(ReplaceAll(phi35, "[1, ", "[0, "))),
+              absl::StatusCode::kInvalidArgument, {"must hold positive numbers, got 0"});
+  ExpectError(LoadModelConfig(WriteConfig(ReplaceAll(phi35, R"("short_factor")",
+                                                     R"("short_mscale": 1.1, "short_factor")"))),
+              absl::StatusCode::kInvalidArgument,
+              {"\"rope_scaling.short_mscale\" is not supported"});
+  ExpectError(LoadModelConfig(WriteConfig(
+                  ReplaceAll(phi35, R"("original_max_position_embeddings": 4096,)", ""))),
+              absl::StatusCode::kInvalidArgument,
+              {"\"original_max_position_embeddings\" is required by longrope scaling"});
+}
+
 TEST_F(ModelDirTest, LoadsGraniteMultipliers) {
   // A GraniteForCausalLM config.json with Granite 3.x's muP multipliers.
   const std::string json = ReplaceAll(
@@ -1002,7 +1049,7 @@ TEST_F(ModelDirTest, UnsupportedActivationDtypeAndRopeScaling) {
           R"("rope_scaling": null)", R"("rope_scaling": {"type": "yarn", "factor": 4.0})"))),
       absl::StatusCode::kInvalidArgument,
       {"field \"rope_scaling.rope_type\" names unsupported rope scaling \"yarn\"",
-       "supported: default, llama3"});
+       "supported: default, llama3, longrope"});
   ExpectError(
       LoadModelConfig(WriteConfig(Llama3With(
           R"("rope_scaling": null)", R"("rope_scaling": {"rope_type": "llama3", "factor": 8.0})"))),

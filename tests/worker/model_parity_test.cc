@@ -39,65 +39,86 @@ Loaded Load(const std::string& name) {
 
 class ModelParityTest : public ::testing::TestWithParam<std::string> {};
 
-TEST_P(ModelParityTest, PromptLogitsMatchTransformers) {
-  const Loaded m = Load(GetParam());
-  CpuBackend backend(1);
-  constexpr int32_t kBlockSize = 16;
+constexpr int32_t kLogitsBlockSize = 16;
+
+// A model that computes prompts of up to 128 tokens whole, as a server of `max_model_len`.
+std::unique_ptr<LlamaModel> LogitsModel(const Loaded& m, Backend* backend,
+                                        int32_t max_model_len = 128) {
   auto model = LlamaModel::Create(m.config, m.weights,
                                   {.max_num_batched_tokens = 128,
                                    .max_num_seqs = 128,
-                                   .max_model_len = 128,
+                                   .max_model_len = max_model_len,
                                    .num_kv_blocks = 16,
-                                   .block_size = kBlockSize},
-                                  &backend);
-  ASSERT_TRUE(model.ok()) << model.status();
+                                   .block_size = kLogitsBlockSize},
+                                  backend);
+  EXPECT_TRUE(model.ok()) << model.status();
+  return model.ok() ? *std::move(model) : nullptr;
+}
+
+// The prompt's logits within the tolerance of transformers' (its "logits" rows), computed as one
+// sequence in blocks 1, 2, ... (block 0 is the null block) with logits for every row.
+void ExpectPromptLogitsMatch(LlamaModel& model, const json& prompt, int64_t vocab) {
+  const std::vector<int32_t> ids = prompt["ids"].get<std::vector<int32_t>>();
+  const int32_t n = static_cast<int32_t>(ids.size());
+  ForwardInput input;
+  input.token_ids = ids;
+  for (int32_t i = 0; i < n; ++i) {
+    input.positions.push_back(i);
+    input.slot_mapping.push_back(int64_t{1 + i / kLogitsBlockSize} * kLogitsBlockSize +
+                                 i % kLogitsBlockSize);
+    input.logits_rows.push_back(i);
+  }
+  input.query_start = {0, n};
+  input.context_lens = {n};
+  input.block_tables.assign(static_cast<size_t>(model.max_blocks_per_seq()), 0);
+  for (int32_t b = 0; b * kLogitsBlockSize < n; ++b) {
+    input.block_tables[static_cast<size_t>(b)] = 1 + b;
+  }
+  std::vector<float> logits;
+  const absl::Status status = model.Forward(input, &logits);
+  ASSERT_TRUE(status.ok()) << status;
+  const auto& hf = prompt["logits"];
+  ASSERT_EQ(hf.size(), ids.size());
+  double max_error = 0;
+  for (size_t row = 0; row < hf.size(); ++row) {
+    ASSERT_EQ(hf[row].size(), static_cast<size_t>(vocab));
+    for (size_t v = 0; v < hf[row].size(); ++v) {
+      const double want = hf[row][v].get<double>();
+      const double got = logits[row * hf[row].size() + v];
+      max_error = std::max(max_error, std::abs(got - want));
+      ASSERT_LE(std::abs(got - want), 1e-4 + 1e-4 * std::abs(want))
+          << "prompt of " << n << " tokens, row " << row << ", token " << v;
+    }
+  }
+  ::testing::Test::RecordProperty(absl::StrCat("max_abs_error_len", n), std::to_string(max_error));
+}
+
+TEST_P(ModelParityTest, PromptLogitsMatchTransformers) {
+  const Loaded m = Load(GetParam());
+  CpuBackend backend(1);
+  const std::unique_ptr<LlamaModel> model = LogitsModel(m, &backend);
+  ASSERT_NE(model, nullptr);
   int checked_prompts = 0;
   for (const json& prompt : m.expected["prompts"]) {
     if (!prompt.contains("logits")) continue;
-    const std::vector<int32_t> ids = prompt["ids"].get<std::vector<int32_t>>();
-    const int32_t n = static_cast<int32_t>(ids.size());
-    // One sequence in blocks 1, 2, ... (block 0 is the null block), logits for every row.
-    ForwardInput input;
-    input.token_ids = ids;
-    for (int32_t i = 0; i < n; ++i) {
-      input.positions.push_back(i);
-      input.slot_mapping.push_back(int64_t{1 + i / kBlockSize} * kBlockSize + i % kBlockSize);
-      input.logits_rows.push_back(i);
-    }
-    input.query_start = {0, n};
-    input.context_lens = {n};
-    input.block_tables.assign(static_cast<size_t>((*model)->max_blocks_per_seq()), 0);
-    for (int32_t b = 0; b * kBlockSize < n; ++b) input.block_tables[static_cast<size_t>(b)] = 1 + b;
-    std::vector<float> logits;
-    const absl::Status status = (*model)->Forward(input, &logits);
-    ASSERT_TRUE(status.ok()) << status;
-    const auto& hf = prompt["logits"];
-    ASSERT_EQ(hf.size(), ids.size());
-    double max_error = 0;
-    for (size_t row = 0; row < hf.size(); ++row) {
-      ASSERT_EQ(hf[row].size(), static_cast<size_t>(m.config.vocab_size));
-      for (size_t v = 0; v < hf[row].size(); ++v) {
-        const double want = hf[row][v].get<double>();
-        const double got = logits[row * hf[row].size() + v];
-        max_error = std::max(max_error, std::abs(got - want));
-        ASSERT_LE(std::abs(got - want), 1e-4 + 1e-4 * std::abs(want))
-            << "prompt of " << n << " tokens, row " << row << ", token " << v;
-      }
-    }
-    RecordProperty(absl::StrCat("max_abs_error_len", n), std::to_string(max_error));
+    ExpectPromptLogitsMatch(*model, prompt, m.config.vocab_size);
     ++checked_prompts;
   }
   EXPECT_GT(checked_prompts, 0) << "fixture has no prompt logits";
 }
 
-// Runs every fixture prompt to 32 greedy tokens (with top-5 logprobs) on `engine`.
-std::vector<std::vector<StepToken>> RunGreedy(Engine& engine, const json& prompts) {
+// Runs fixture prompt i to max_tokens[i] greedy tokens (with top-5 logprobs) on `engine`; none
+// when max_tokens[i] is 0. Empty max_tokens: 32 for every prompt.
+std::vector<std::vector<StepToken>> RunGreedy(Engine& engine, const json& prompts,
+                                              std::vector<int32_t> max_tokens = {}) {
+  if (max_tokens.empty()) max_tokens.assign(prompts.size(), 32);
   for (size_t i = 0; i < prompts.size(); ++i) {
+    if (max_tokens[i] == 0) continue;
     Request r;
     r.id = RequestId{static_cast<int64_t>(i)};
     r.prompt = prompts[i]["ids"].get<std::vector<int32_t>>();
     r.sampling.temperature = 0;
-    r.sampling.max_tokens = 32;
+    r.sampling.max_tokens = max_tokens[i];
     r.sampling.ignore_eos = true;
     r.sampling.logprobs = 5;
     const absl::Status added = engine.AddRequest(r);
@@ -110,19 +131,21 @@ std::vector<std::vector<StepToken>> RunGreedy(Engine& engine, const json& prompt
     if (!step.ok()) break;
     for (StepToken& t : *step) out[static_cast<size_t>(t.id.value())].push_back(std::move(t));
   }
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    EXPECT_EQ(out[i].size(), static_cast<size_t>(max_tokens[i])) << "prompt " << i;
+  }
   return out;
 }
 
-// The greedy tokens equal transformers' (see the rule at the top); returns the prompts that
-// diverged within it.
+// Our greedy tokens are transformers' first ones (see the rule at the top); returns the prompts
+// that diverged within it.
 int ExpectGreedyMatches(const json& prompts, const std::vector<std::vector<StepToken>>& out) {
   int diverged = 0;
   for (size_t i = 0; i < prompts.size(); ++i) {
     SCOPED_TRACE(absl::StrCat("prompt ", i));
     const auto hf_tokens = prompts[i]["greedy"].get<std::vector<int32_t>>();
-    EXPECT_EQ(out[i].size(), hf_tokens.size());
-    if (out[i].size() != hf_tokens.size()) continue;
-    for (size_t step = 0; step < hf_tokens.size(); ++step) {
+    EXPECT_LE(out[i].size(), hf_tokens.size());
+    for (size_t step = 0; step < std::min(out[i].size(), hf_tokens.size()); ++step) {
       const json& hf_top = prompts[i]["top5"][step];
       const StepToken& ours = out[i][step];
       if (ours.token == hf_tokens[step]) {
@@ -175,6 +198,57 @@ TEST(SlidingWindowParityTest, SequencesLongerThanTheWholeKvPoolMatchTransformers
   ASSERT_GT(prompts.back()["ids"].size() + 32, 8u * 4) << "the longest must outrun the pool";
   EXPECT_EQ(ExpectGreedyMatches(prompts, RunGreedy(**engine, prompts)), 0);
   EXPECT_EQ((*engine)->Stats().scheduler.num_preemptions, 0);
+}
+
+// Phi-3.5's LongRoPE (phi3-longrope: pretrained at 16 positions, maximum 256). transformers picks
+// the factor list per forward by the sequence's length, and its greedy steps here recompute the
+// whole sequence; headroom picks one list per server by max_model_len (the long one beyond 16),
+// so a sequence's cached keys never mix two rotations. Each comparison runs where the two agree:
+// a server of max_model_len 16 against the prompts and tokens within 16 positions (short
+// factors), one of 128 against the prompts longer than 16 (long factors throughout). Both also
+// check the attention factor (sqrt 2 here).
+TEST(LongRopeParityTest, TheShortAndTheLongFactorsMatchTransformersWhereItUsesThem) {
+  const Loaded m = Load("phi3-longrope");
+  ASSERT_TRUE(m.config.long_rope.has_value());
+  const int32_t original =
+      static_cast<int32_t>(m.config.long_rope->original_max_position_embeddings);
+  ASSERT_EQ(original, 16);
+  const json& prompts = m.expected["prompts"];
+  int logits_checked[2] = {0, 0};
+  int greedy_checked[2] = {0, 0};
+  for (const bool long_context : {false, true}) {
+    SCOPED_TRACE(long_context ? "long factors" : "short factors");
+    const int32_t max_model_len = long_context ? 128 : original;
+    CpuBackend backend(1);
+    const std::unique_ptr<LlamaModel> model = LogitsModel(m, &backend, max_model_len);
+    ASSERT_NE(model, nullptr);
+    std::vector<int32_t> max_tokens;
+    for (const json& prompt : prompts) {
+      const auto length = static_cast<int32_t>(prompt["ids"].size());
+      const bool prompt_is_long = length > original;
+      if (prompt.contains("logits") && prompt_is_long == long_context) {
+        ExpectPromptLogitsMatch(*model, prompt, m.config.vocab_size);
+        ++logits_checked[long_context];
+      }
+      // Short: the tokens up to position 15; long: all 32 of a prompt past 16.
+      max_tokens.push_back(long_context ? (prompt_is_long ? 32 : 0)
+                                        : std::max(0, original - length));
+      greedy_checked[long_context] += max_tokens.back() > 0 ? 1 : 0;
+    }
+    auto engine = Engine::Create(m.config, m.weights,
+                                 {.max_num_seqs = 4,
+                                  .max_num_batched_tokens = 128,
+                                  .max_model_len = max_model_len,
+                                  .block_size = 16,
+                                  .num_kv_blocks = 64},
+                                 &backend);
+    ASSERT_TRUE(engine.ok()) << engine.status();
+    EXPECT_EQ(ExpectGreedyMatches(prompts, RunGreedy(**engine, prompts, max_tokens)), 0);
+  }
+  EXPECT_EQ(logits_checked[0], 1) << "the 7-token prompt";
+  EXPECT_EQ(logits_checked[1], 1) << "the 23-token prompt";
+  EXPECT_EQ(greedy_checked[0], 2) << "the prompts of 1 and 7 tokens";
+  EXPECT_EQ(greedy_checked[1], 2) << "the prompts of 23 and 61 tokens";
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, ModelParityTest,

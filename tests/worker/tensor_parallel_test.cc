@@ -169,7 +169,7 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(Case{"llama-gqa", 2}, Case{"llama-gqa", 4}, Case{"qwen2-bias", 2},
                       Case{"qwen2-bias", 4}, Case{"llama-tied", 2}, Case{"llama-tied", 4},
                       Case{"qwen3-qknorm", 2}, Case{"mixtral-moe", 2}, Case{"qwen3-moe", 2},
-                      Case{"gemma2-softcap", 2}, Case{"phi3-fused", 2},
+                      Case{"gemma2-softcap", 2}, Case{"phi3-fused", 2}, Case{"phi3-longrope", 2},
                       Case{"gemma3-local-rope", 2}, Case{"granite-mup", 2}, Case{"granite-moe", 2}),
     [](const auto& param_info) {
       std::string name = absl::StrCat(param_info.param.fixture, "_tp", param_info.param.tp);

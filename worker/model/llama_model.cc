@@ -123,8 +123,21 @@ absl::Status LlamaModel::Upload(const ModelWeights& w) {
         .high_freq_factor = config_.rope_scaling->high_freq_factor,
         .original_max_position_embeddings = config_.rope_scaling->original_max_position_embeddings};
   }
-  HR_ASSIGN_OR_RETURN(const std::vector<float> inv_freq,
-                      kernels::cpu::RopeInvFreq(config_.head_dim, config_.rope_theta, scaling));
+  // LongRoPE: one factor list for the whole life of the server, so a sequence's cached keys are
+  // never rotated with two of them (docs/engine.md): the long factors when max_model_len exceeds
+  // the pretrained context, else the short ones.
+  std::vector<float> inv_freq;
+  if (config_.long_rope) {
+    const LongRope& long_rope = *config_.long_rope;
+    const bool long_context = limits_.max_model_len > long_rope.original_max_position_embeddings;
+    HR_ASSIGN_OR_RETURN(inv_freq,
+                        kernels::cpu::LongRopeInvFreq(
+                            config_.head_dim, config_.rope_theta,
+                            long_context ? long_rope.long_factor : long_rope.short_factor));
+  } else {
+    HR_ASSIGN_OR_RETURN(inv_freq,
+                        kernels::cpu::RopeInvFreq(config_.head_dim, config_.rope_theta, scaling));
+  }
   HR_ASSIGN_OR_RETURN(inv_freq_, UploadTensor(inv_freq, "rope inv_freq"));
   // Gemma 3: the sliding-window layers rotate with a base of their own, unscaled.
   const float* local_inv_freq = inv_freq_;
@@ -170,9 +183,15 @@ absl::Status LlamaModel::Upload(const ModelWeights& w) {
     const double score_scalar = config_.query_pre_attn_scalar > 0
                                     ? config_.query_pre_attn_scalar
                                     : static_cast<double>(config_.head_dim);
-    const float scale = config_.attention_multiplier > 0
-                            ? static_cast<float>(config_.attention_multiplier)
-                            : 1.0f / std::sqrt(static_cast<float>(score_scalar));
+    float scale = config_.attention_multiplier > 0
+                      ? static_cast<float>(config_.attention_multiplier)
+                      : 1.0f / std::sqrt(static_cast<float>(score_scalar));
+    // LongRoPE multiplies cos and sin, so q and k, by the attention factor: their product, by its
+    // square.
+    if (config_.long_rope) {
+      const double factor = config_.long_rope->attention_factor;
+      scale = static_cast<float>(static_cast<double>(scale) * factor * factor);
+    }
     d.attention = AttentionParams{.scale = scale,
                                   .softcap = static_cast<float>(config_.attn_logit_softcapping),
                                   .sliding_window = static_cast<int32_t>(std::min<int64_t>(

@@ -123,6 +123,25 @@ class FieldReader {
     return *value;
   }
 
+  // A required list of `size` positive numbers.
+  [[nodiscard]] absl::StatusOr<std::vector<double>> PositiveNumbers(std::string_view field,
+                                                                    size_t size) const {
+    const Json* value = Find(field);
+    if (value == nullptr) return Error(field, "is required but missing");
+    if (!value->is_array() || value->size() != size) {
+      return Error(field,
+                   absl::StrCat("must be a list of ", size, " numbers, got ", Describe(*value)));
+    }
+    std::vector<double> numbers;
+    for (const Json& item : *value) {
+      if (!item.is_number() || !(item.get<double>() > 0)) {
+        return Error(field, absl::StrCat("must hold positive numbers, got ", item.dump()));
+      }
+      numbers.push_back(item.get<double>());
+    }
+    return numbers;
+  }
+
   [[nodiscard]] absl::StatusOr<bool> Bool(std::string_view field, bool default_value) const {
     const Json* value = Find(field);
     if (value == nullptr) return default_value;
@@ -164,8 +183,49 @@ absl::StatusOr<std::string> ReadArchitecture(const FieldReader& reader, const Js
                                                     absl::StrJoin(SupportedArchitectures(), ", ")));
 }
 
-// rope_scaling (transformers < 5) or rope_parameters (transformers >= 5): only "llama3" scaling
-// changes the rotary frequencies; "default" (or no type) means none.
+// LongRoPE as Phi-3.5's config.json gives it: the two factor lists in rope_scaling, the pretrained
+// length at the top level (Phi3Config) or in rope_scaling.
+absl::Status ReadLongRope(const FieldReader& reader, const FieldReader& rope, ModelConfig& config) {
+  for (std::string_view unsupported : {"short_mscale", "long_mscale"}) {
+    if (rope.Find(unsupported) != nullptr) {
+      return rope.Error(unsupported,
+                        "is not supported (only the default attention factor or "
+                        "rope_scaling.attention_factor)");
+    }
+  }
+  LongRope long_rope;
+  const auto half = static_cast<size_t>(config.head_dim / 2);
+  HR_ASSIGN_OR_RETURN(long_rope.short_factor, rope.PositiveNumbers("short_factor", half));
+  HR_ASSIGN_OR_RETURN(long_rope.long_factor, rope.PositiveNumbers("long_factor", half));
+  HR_ASSIGN_OR_RETURN(std::optional<int64_t> original,
+                      reader.OptionalPositiveInt("original_max_position_embeddings"));
+  if (!original) {
+    HR_ASSIGN_OR_RETURN(original, rope.OptionalPositiveInt("original_max_position_embeddings"));
+  }
+  if (!original) {
+    return reader.Error("original_max_position_embeddings", "is required by longrope scaling");
+  }
+  long_rope.original_max_position_embeddings = *original;
+  HR_ASSIGN_OR_RETURN(const std::optional<double> attention_factor,
+                      rope.OptionalNumber("attention_factor"));
+  const double scale =
+      static_cast<double>(config.max_position_embeddings) / static_cast<double>(*original);
+  if (attention_factor) {
+    if (!(*attention_factor > 0)) {
+      return rope.Error("attention_factor",
+                        absl::StrCat("must be positive, got ", *attention_factor));
+    }
+    long_rope.attention_factor = *attention_factor;
+  } else if (scale > 1.0) {
+    long_rope.attention_factor =
+        std::sqrt(1.0 + std::log(scale) / std::log(static_cast<double>(*original)));
+  }
+  config.long_rope = std::move(long_rope);
+  return absl::OkStatus();
+}
+
+// rope_scaling (transformers < 5) or rope_parameters (transformers >= 5): "llama3" and "longrope"
+// (or its old name "su") change the rotary frequencies; "default" (or no type) means none.
 absl::Status ReadRopeScaling(const FieldReader& reader, std::string_view path,
                              ModelConfig& config) {
   for (std::string_view key :
@@ -184,9 +244,13 @@ absl::Status ReadRopeScaling(const FieldReader& reader, std::string_view path,
       HR_ASSIGN_OR_RETURN(type, rope.OptionalString("type"));
     }
     if (!type || *type == "default") continue;
+    if (*type == "longrope" || *type == "su") {
+      HR_RETURN_IF_ERROR(ReadLongRope(reader, rope, config));
+      continue;
+    }
     if (*type != "llama3") {
       return rope.Error("rope_type", absl::StrCat("names unsupported rope scaling \"", *type,
-                                                  "\"; supported: default, llama3"));
+                                                  "\"; supported: default, llama3, longrope"));
     }
     RopeScaling scaling;
     HR_ASSIGN_OR_RETURN(scaling.factor, rope.PositiveNumber("factor", 0));

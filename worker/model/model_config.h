@@ -29,6 +29,18 @@ struct RopeScaling {
   int64_t original_max_position_embeddings = 0;  // Context the model was pretrained at (8192).
 };
 
+// Phi-3's LongRoPE (`"type": "longrope"`, formerly "su"): the rotary frequencies are divided per
+// dimension by one factor list within the pretrained context and by another beyond it, and cos
+// and sin are multiplied by a constant attention factor.
+struct LongRope {
+  std::vector<double> short_factor;  // [head_dim / 2], for contexts up to the original length.
+  std::vector<double> long_factor;   // [head_dim / 2], beyond it.
+  int64_t original_max_position_embeddings = 0;  // Context the model was pretrained at (4096).
+  // rope_scaling's attention_factor, or sqrt(1 + ln(max_position / original) / ln(original))
+  // (1 when max_position_embeddings does not exceed the original).
+  double attention_factor = 1.0;
+};
+
 // The gate activation of the MLP: out = act(gate) * up.
 enum class Activation : uint8_t {
   kSilu,      // "silu" (Llama, Mistral, Qwen)
@@ -53,6 +65,7 @@ struct ModelConfig {
   double rms_norm_eps = 1e-6;               // RMSNorm epsilon.
   double rope_theta = 10000.0;              // Rotary base.
   std::optional<RopeScaling> rope_scaling;  // Set only for "llama3" scaling.
+  std::optional<LongRope> long_rope;        // Set only for "longrope" scaling (Phi-3.5).
   bool qkv_bias = false;     // q/k/v projections have a bias (Qwen2; Llama's attention_bias).
   bool o_proj_bias = false;  // Output projection has a bias (Llama's attention_bias only).
   bool mlp_bias = false;     // gate/up/down have biases (Llama's mlp_bias).
