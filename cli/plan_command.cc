@@ -117,7 +117,10 @@ std::string ModelSummary(const worker::ModelConfig& c, worker::DType dtype, work
   }
   std::string rope_scaling;
   if (c.rope_scaling) {
-    rope_scaling = absl::StrFormat(", llama3 rope scaling x%g", c.rope_scaling->factor);
+    rope_scaling = absl::StrFormat(
+        ", %s rope scaling x%g",
+        c.rope_scaling->type == worker::RopeScalingType::kLinear ? "linear" : "llama3",
+        c.rope_scaling->factor);
   } else if (c.long_rope) {
     // The list LlamaModel picks for this --max-model-len (docs/engine.md, LongRoPE).
     const int64_t original = c.long_rope->original_max_position_embeddings;

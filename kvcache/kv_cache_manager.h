@@ -96,8 +96,6 @@ class KvCacheManager {
   void RecordCacheEvents(size_t capacity) { pool_.RecordCacheEvents(capacity); }
   bool TakeCacheEvents(std::vector<CacheEvent>* out) { return pool_.TakeCacheEvents(out); }
 
-  [[nodiscard]] int32_t sliding_window() const { return config_.sliding_window; }
-
   // Blocks needed to hold `num_tokens` tokens.
   [[nodiscard]] int32_t BlocksForTokens(int64_t num_tokens) const;
   // The most blocks one sequence of `num_tokens` tokens holds at once when each step adds at most

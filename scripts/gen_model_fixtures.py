@@ -40,6 +40,13 @@ Writes tests/worker/fixtures/<name>/ for three small SEEDED RANDOM checkpoints:
               norms applied to q_proj's and k_proj's outputs by forward hooks: transformers'
               Gemma3Attention is exactly `q_norm(q_proj(x).view(..., head_dim))` (likewise k)
               before apply_rotary_pos_emb, with Gemma3RMSNorm = Gemma2RMSNorm.
+  gemma3-mm-text  Gemma3ForConditionalGeneration (Gemma 3 4B/12B/27B's layout) served as text:
+              gemma3-local-rope's model with the global layer's rotary scaled linearly by 8 (its
+              frequencies divided by 8, as transformers' "linear" rope_type; the sliding layers
+              unscaled, as Gemma3's rotary_emb_local), saved as the multimodal checkpoint:
+              config.json with the language model's settings in text_config (leaving out those
+              that equal Gemma3TextConfig's defaults), the tensors under "language_model.model.",
+              and two small vision tensors the server must ignore. Same hooked-Gemma2 reference.
   granite-mup GraniteForCausalLM (Granite 3.x's layout) with transformers' own Granite: Llama's
               block with its four muP multipliers, each far from 1 so that dropping one changes
               the tokens (embedding_multiplier 12, attention_multiplier 0.1 in place of
@@ -451,8 +458,8 @@ def gemma_rms_norm(x, weight, eps):
     return (out * (1.0 + weight.float())).type_as(x)
 
 
-def generate_gemma3(name, seed):
-    """gemma3-local-rope: see the module docstring."""
+def generate_gemma3(name, seed, multimodal=False):
+    """gemma3-local-rope, or with multimodal gemma3-mm-text: see the module docstring."""
     from transformers.models.gemma2.modeling_gemma2 import Gemma2RotaryEmbedding
     out_dir = os.path.join(OUT, name)
     if os.path.isdir(out_dir):
@@ -493,10 +500,42 @@ def generate_gemma3(name, seed):
         attention.sliding_window = window if is_sliding else None
         attention.rotary_emb = Gemma2RotaryEmbedding(
             head_dim, max_position_embeddings=256, base=local_base if is_sliding else global_base)
+        if multimodal and not is_sliding:
+            attention.rotary_emb.inv_freq = attention.rotary_emb.inv_freq / LINEAR_ROPE_FACTOR
     assert sliding == [True] * 5 + [False]
     check_gemma3_reference(model, window)
+    if multimodal:
+        check_linear_rope_bites(model, window)
 
     files = ["model.safetensors"]
+    if multimodal:
+        saved = {f"language_model.{k}": v for k, v in state.items()}
+        vision = torch.Generator().manual_seed(seed + 2)
+        saved["vision_tower.vision_model.embeddings.patch_embedding.weight"] = torch.randn(
+            8, 3, 2, 2, generator=vision).to(torch.bfloat16)
+        saved["multi_modal_projector.mm_input_projection_weight"] = torch.randn(
+            8, 64, generator=vision).to(torch.bfloat16)
+        save_file(saved, os.path.join(out_dir, files[0]), metadata={"format": "pt"})
+        write_json_pretty(os.path.join(out_dir, "config.json"), {
+            "architectures": ["Gemma3ForConditionalGeneration"], "boi_token_index": 255,
+            "eoi_token_index": 254, "eos_token_id": [1, 2], "image_token_index": 253,
+            "initializer_range": INIT_STD, "mm_tokens_per_image": 4, "model_type": "gemma3",
+            "text_config": {
+                "head_dim": head_dim, "hidden_size": 64, "intermediate_size": 128,
+                "max_position_embeddings": 256, "model_type": "gemma3_text",
+                "num_attention_heads": heads, "num_hidden_layers": layers,
+                "num_key_value_heads": kv_heads, "query_pre_attn_scalar": 24,
+                "rope_scaling": {"factor": LINEAR_ROPE_FACTOR, "rope_type": "linear"},
+                "sliding_window": window, "vocab_size": 256},
+            "torch_dtype": "bfloat16",
+            "vision_config": {"hidden_size": 8, "image_size": 4, "model_type": "siglip_vision_model",
+                              "num_attention_heads": 1, "num_hidden_layers": 1, "patch_size": 2,
+                              "vision_use_head": False}})
+        finish_fixture(name, out_dir, model, config.vocab_size, seed, torch.bfloat16, files, saved,
+                       reference_note="transformers Gemma2ForCausalLM, softcaps off, Gemma 3's "
+                                      "layer types, local rotary base and linear scaling of the "
+                                      "global layer, + q/k norm hooks (Gemma3)")
+        return
     save_file(state, os.path.join(out_dir, files[0]), metadata={"format": "pt"})
     config_json = {
         "architectures": ["Gemma3ForCausalLM"], "attention_bias": False,
@@ -513,6 +552,25 @@ def generate_gemma3(name, seed):
     finish_fixture(name, out_dir, model, config.vocab_size, seed, torch.bfloat16, files, state,
                    reference_note="transformers Gemma2ForCausalLM, softcaps off, Gemma 3's "
                                   "layer types and local rotary base, + q/k norm hooks (Gemma3)")
+
+
+LINEAR_ROPE_FACTOR = 8.0  # Gemma 3 4B+'s
+
+
+def check_linear_rope_bites(model, window):
+    """The global layer's linear rope scaling must change the logits of a prompt longer than the
+    window (where only the global layer sees far positions)."""
+    ids = torch.arange(5, 5 + 3 * window).remainder(model.config.vocab_size)[None]
+    rotary = model.model.layers[5].self_attn.rotary_emb
+    with torch.no_grad():
+        scaled = model(input_ids=ids, use_cache=False).logits[0]
+        saved = rotary.inv_freq
+        rotary.inv_freq = saved * LINEAR_ROPE_FACTOR
+        unscaled = model(input_ids=ids, use_cache=False).logits[0]
+        rotary.inv_freq = saved
+    diff = float((scaled - unscaled).abs().max())
+    assert diff > 1e-2, f"the linear rope scaling does not change the logits ({diff})"
+    print(f"  linear rope x{LINEAR_ROPE_FACTOR}: max logit change without it {diff:.3f}")
 
 
 def check_gemma3_reference(model, window):
@@ -747,6 +805,8 @@ def main():
         generate_qwen3("qwen3-moe", 4567, moe=True)
     if not only or "gemma3-local-rope" in only:
         generate_gemma3("gemma3-local-rope", 7531)
+    if not only or "gemma3-mm-text" in only:
+        generate_gemma3("gemma3-mm-text", 7532, multimodal=True)
     if not only or "safetensors" in only:
         generate_dtypes()
     total = 0

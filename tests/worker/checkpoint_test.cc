@@ -459,11 +459,46 @@ TEST(CheckpointTest, ExpectedWeightsFollowsTheConfig) {
   EXPECT_EQ(ExpectedWeights(bad).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+// Gemma 3 4B+'s multimodal checkpoint: the language model's tensors are found under
+// "language_model." (transformers < 4.52, the published checkpoints) or, renamed as later
+// versions save them, "model.language_model."; the vision tensors are left alone. Both forms load
+// the same weights; a checkpoint with neither names the first form.
+TEST(CheckpointTest, MultimodalCheckpointsKeepTheLanguageModelUnderEitherPrefix) {
+  const ModelConfig config = FixtureConfig("gemma3-mm-text");
+  ASSERT_TRUE(config.language_model_of_multimodal);
+  const absl::StatusOr<ModelWeights> published =
+      LoadWeights(config, testdata::FixtureDir("gemma3-mm-text").string());
+  ASSERT_TRUE(published.ok()) << published.status();
+
+  FixtureCopy renamed("gemma3-mm-text");
+  EditFile(renamed.dir() / "model.safetensors", [](std::vector<RawTensor>& tensors) {
+    for (RawTensor& tensor : tensors) {
+      if (tensor.name.starts_with("language_model.model.")) {
+        tensor.name = "model.language_model." + tensor.name.substr(21);
+      }
+    }
+  });
+  const absl::StatusOr<ModelWeights> newer = LoadWeights(config, renamed.dir().string());
+  ASSERT_TRUE(newer.ok()) << newer.status();
+  EXPECT_EQ(newer->embed_tokens.data, published->embed_tokens.data);
+  EXPECT_EQ(newer->layers[5].q_proj.data, published->layers[5].q_proj.data);
+  EXPECT_EQ(newer->norm.data, published->norm.data);
+
+  FixtureCopy stripped("gemma3-mm-text");
+  EditFile(stripped.dir() / "model.safetensors", [](std::vector<RawTensor>& tensors) {
+    for (RawTensor& tensor : tensors) {
+      if (tensor.name.starts_with("language_model.")) tensor.name = tensor.name.substr(15);
+    }
+  });
+  EXPECT_THAT(std::string(LoadStatus(config, stripped.dir()).message()),
+              HasSubstr("missing tensor \"language_model.model."));
+}
+
 // The fixtures' reference outputs are well-formed (the forward-pass tests rely on them).
 TEST(CheckpointTest, ExpectedJsonIsWellFormed) {
   for (const char* name : {"llama-gqa", "qwen2-bias", "llama-tied", "qwen3-qknorm", "mixtral-moe",
                            "qwen3-moe", "gemma2-softcap", "gemma3-local-rope", "granite-mup",
-                           "phi3-fused", "granite-moe", "phi3-longrope"}) {
+                           "phi3-fused", "granite-moe", "phi3-longrope", "gemma3-mm-text"}) {
     SCOPED_TRACE(name);
     const Json expected = ReadJson(testdata::FixtureDir(name) / "expected.json");
     ASSERT_EQ(expected.at("prompts").size(), 4u);

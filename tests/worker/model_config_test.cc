@@ -929,15 +929,78 @@ TEST_F(ModelDirTest, Gemma3NewerKeysAndRefusals) {
                              R"("use_cache": true, "use_bidirectional_attention": true,)"))),
               absl::StatusCode::kInvalidArgument,
               {ConfigPath(), "\"use_bidirectional_attention\" is true"});
-  // Gemma 3 4B+'s linear scaling of the global layers' rotary is not supported.
+  // Gemma 3 4B+'s linear scaling of the global layers' rotary (as text-only conversions such as
+  // gemma-3-12b-it-text-only keep it), from rope_scaling or transformers 5's rope_parameters.
+  const absl::StatusOr<ModelConfig> linear = LoadModelConfig(
+      WriteConfig(ReplaceAll(kGemma3_1BConfig, R"("rope_scaling": null)",
+                             R"("rope_scaling": {"factor": 8.0, "rope_type": "linear"})")));
+  ASSERT_TRUE(linear.ok()) << linear.status();
+  ASSERT_TRUE(linear->rope_scaling.has_value());
+  EXPECT_EQ(linear->rope_scaling->type, RopeScalingType::kLinear);
+  EXPECT_DOUBLE_EQ(linear->rope_scaling->factor, 8.0);
   ExpectError(LoadModelConfig(WriteConfig(
                   ReplaceAll(kGemma3_1BConfig, R"("rope_scaling": null)",
-                             R"("rope_scaling": {"factor": 8.0, "rope_type": "linear"})"))),
-              absl::StatusCode::kInvalidArgument, {"unsupported rope scaling \"linear\""});
+                             R"("rope_scaling": {"rope_type": "linear"})"))),
+              absl::StatusCode::kInvalidArgument,
+              {"\"rope_scaling.factor\" is required for linear rope scaling"});
   ExpectError(
       LoadModelConfig(WriteConfig(ReplaceAll(kGemma3_1BConfig, R"("sliding_window_pattern": 6,)",
                                              R"("layer_types": ["sliding_attention"],)"))),
       absl::StatusCode::kInvalidArgument, {"\"layer_types\" must list one type per layer (26)"});
+}
+
+// google/gemma-3-4b-it's config.json (the vision settings cut): Gemma3ForConditionalGeneration
+// with a sparse text_config; the rest are Gemma3TextConfig's defaults.
+TEST_F(ModelDirTest, LoadsGemma3_4BLanguageModelFromItsMultimodalConfig) {
+  constexpr std::string_view kGemma3_4B = R"({
+  "architectures": ["Gemma3ForConditionalGeneration"],
+  "boi_token_index": 255999,
+  "eoi_token_index": 256000,
+  "eos_token_id": [1, 106],
+  "image_token_index": 262144,
+  "initializer_range": 0.02,
+  "mm_tokens_per_image": 256,
+  "model_type": "gemma3",
+  "text_config": {
+    "hidden_size": 2560,
+    "intermediate_size": 10240,
+    "model_type": "gemma3_text",
+    "num_hidden_layers": 34,
+    "rope_scaling": {"factor": 8.0, "rope_type": "linear"},
+    "sliding_window": 1024
+  },
+  "torch_dtype": "bfloat16",
+  "transformers_version": "4.50.0.dev0",
+  "vision_config": {"hidden_size": 1152, "image_size": 896, "model_type": "siglip_vision_model"}
+})";
+  const absl::StatusOr<ModelConfig> config = LoadModelConfig(WriteConfig(kGemma3_4B));
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->architecture, "Gemma3ForConditionalGeneration");
+  EXPECT_TRUE(config->language_model_of_multimodal);
+  EXPECT_EQ(config->hidden_size, 2560);
+  EXPECT_EQ(config->intermediate_size, 10240);
+  EXPECT_EQ(config->num_hidden_layers, 34);
+  EXPECT_EQ(config->num_attention_heads, 8);
+  EXPECT_EQ(config->num_key_value_heads, 4);
+  EXPECT_EQ(config->head_dim, 256);
+  EXPECT_EQ(config->vocab_size, 262208);
+  EXPECT_EQ(config->max_position_embeddings, 131072);
+  EXPECT_TRUE(config->tie_word_embeddings);
+  EXPECT_TRUE(config->qk_norm);
+  EXPECT_DOUBLE_EQ(config->rope_theta, 1000000.0);
+  EXPECT_DOUBLE_EQ(config->rope_local_theta, 10000.0);
+  EXPECT_DOUBLE_EQ(config->query_pre_attn_scalar, 256.0);
+  EXPECT_EQ(config->sliding_window, 1024);
+  EXPECT_EQ(LayerSlidingWindow(*config, 4), 1024);
+  EXPECT_EQ(LayerSlidingWindow(*config, 5), 0);
+  ASSERT_TRUE(config->rope_scaling.has_value());
+  EXPECT_EQ(config->rope_scaling->type, RopeScalingType::kLinear);
+  EXPECT_DOUBLE_EQ(config->rope_scaling->factor, 8.0);
+  EXPECT_EQ(config->torch_dtype, DType::kBFloat16);
+
+  ExpectError(LoadModelConfig(WriteConfig(ReplaceAll(kGemma3_4B, R"("text_config")",
+                                                     R"("language_config")"))),
+              absl::StatusCode::kInvalidArgument, {"field \"text_config\" must be an object"});
 }
 
 // Phi-3.5-mini-instruct's LongRoPE: 48 factors per list (head_dim 96), pretrained at 4096,
@@ -1049,7 +1112,7 @@ TEST_F(ModelDirTest, UnsupportedActivationDtypeAndRopeScaling) {
           R"("rope_scaling": null)", R"("rope_scaling": {"type": "yarn", "factor": 4.0})"))),
       absl::StatusCode::kInvalidArgument,
       {"field \"rope_scaling.rope_type\" names unsupported rope scaling \"yarn\"",
-       "supported: default, llama3, longrope"});
+       "supported: default, linear, llama3, longrope"});
   ExpectError(
       LoadModelConfig(WriteConfig(Llama3With(
           R"("rope_scaling": null)", R"("rope_scaling": {"rope_type": "llama3", "factor": 8.0})"))),

@@ -445,6 +445,12 @@ class CheckpointFiles {
                                             " nor ", kIndexFile, " exists", hint));
   }
 
+  // Whether the checkpoint lists `name` (no file is opened).
+  [[nodiscard]] bool Has(const std::string& name) const {
+    if (sharded_) return weight_map_.contains(name);
+    return shards_.begin()->second.Find(name) != nullptr;
+  }
+
   // Finds `name`; the file that holds it is opened on first use.
   absl::StatusOr<std::pair<const SafetensorsFile*, const SafetensorsTensor*>> Find(
       const std::string& name) {
@@ -612,14 +618,37 @@ std::vector<NamedWeight> ListWeights(const ModelWeights& weights) {
   return named;
 }
 
+namespace {
+
+// A multimodal checkpoint's name for the language model's tensor `name` ("model.layers.0...",
+// "lm_head.weight"): "language_model." + name as transformers < 4.52 saved Gemma 3 4B+ (the
+// published checkpoints), else "model.language_model." + the rest as later versions save it; the
+// first the checkpoint lists, or the first form (whose absence then names it).
+std::string LanguageModelTensorName(const CheckpointFiles& files, const std::string& name) {
+  const std::string old_form = absl::StrCat("language_model.", name);
+  if (files.Has(old_form)) return old_form;
+  if (name.starts_with("model.")) {
+    std::string new_form = absl::StrCat("model.language_model.", name.substr(6));
+    if (files.Has(new_form)) return new_form;
+  } else if (files.Has(name)) {
+    return name;  // transformers >= 4.52 keeps lm_head.weight at the top
+  }
+  return old_form;
+}
+
+}  // namespace
+
 absl::StatusOr<ModelWeights> LoadWeights(const ModelConfig& config, std::string_view dir,
                                          ShardSpec shard) {
   const fs::path dir_path{std::string(dir)};
   ModelWeights weights;
-  HR_ASSIGN_OR_RETURN(const std::vector<Slot> slots, MakeSlots(config, shard, weights));
+  HR_ASSIGN_OR_RETURN(std::vector<Slot> slots, MakeSlots(config, shard, weights));
   HR_RETURN_IF_ERROR(CheckHostMemory(slots, absl::StrCat("checkpoint ", dir_path.string())));
   HR_ASSIGN_OR_RETURN(CheckpointFiles files, CheckpointFiles::Open(dir_path));
-  for (const Slot& slot : slots) {
+  for (Slot& slot : slots) {
+    if (config.language_model_of_multimodal) {
+      slot.tensor_name = LanguageModelTensorName(files, slot.tensor_name);
+    }
     absl::StatusOr<std::pair<const SafetensorsFile*, const SafetensorsTensor*>> found =
         files.Find(slot.tensor_name);
     if (!found.ok()) {

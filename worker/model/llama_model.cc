@@ -116,7 +116,7 @@ absl::Status LlamaModel::Upload(const ModelWeights& w) {
     HR_ASSIGN_OR_RETURN(lm_head_, UploadTensor(w.lm_head.data, "lm_head"));
   }
   std::optional<kernels::cpu::Llama3RopeScaling> scaling;
-  if (config_.rope_scaling) {
+  if (config_.rope_scaling && config_.rope_scaling->type == RopeScalingType::kLlama3) {
     scaling = kernels::cpu::Llama3RopeScaling{
         .factor = config_.rope_scaling->factor,
         .low_freq_factor = config_.rope_scaling->low_freq_factor,
@@ -137,6 +137,10 @@ absl::Status LlamaModel::Upload(const ModelWeights& w) {
   } else {
     HR_ASSIGN_OR_RETURN(inv_freq,
                         kernels::cpu::RopeInvFreq(config_.head_dim, config_.rope_theta, scaling));
+    // Linear: transformers divides the fp32 frequencies by the factor in fp32.
+    if (config_.rope_scaling && config_.rope_scaling->type == RopeScalingType::kLinear) {
+      for (float& f : inv_freq) f /= static_cast<float>(config_.rope_scaling->factor);
+    }
   }
   HR_ASSIGN_OR_RETURN(inv_freq_, UploadTensor(inv_freq, "rope inv_freq"));
   // Gemma 3: the sliding-window layers rotate with a base of their own, unscaled.

@@ -28,6 +28,7 @@ inline constexpr std::string_view kMixtral = "MixtralForCausalLM";
 inline constexpr std::string_view kQwen3Moe = "Qwen3MoeForCausalLM";
 inline constexpr std::string_view kGemma2 = "Gemma2ForCausalLM";
 inline constexpr std::string_view kGemma3 = "Gemma3ForCausalLM";
+inline constexpr std::string_view kGemma3Multimodal = "Gemma3ForConditionalGeneration";
 inline constexpr std::string_view kPhi3 = "Phi3ForCausalLM";
 inline constexpr std::string_view kGranite = "GraniteForCausalLM";
 inline constexpr std::string_view kGraniteMoe = "GraniteMoeForCausalLM";
@@ -183,6 +184,14 @@ absl::StatusOr<std::string> ReadArchitecture(const FieldReader& reader, const Js
                                                     absl::StrJoin(SupportedArchitectures(), ", ")));
 }
 
+// "linear" scaling: every rotary frequency divided by the required `factor`.
+absl::StatusOr<RopeScaling> ReadLinearScaling(const FieldReader& rope) {
+  RopeScaling scaling{.type = RopeScalingType::kLinear};
+  HR_ASSIGN_OR_RETURN(scaling.factor, rope.PositiveNumber("factor", 0));
+  if (scaling.factor == 0) return rope.Error("factor", "is required for linear rope scaling");
+  return scaling;
+}
+
 // LongRoPE as Phi-3.5's config.json gives it: the two factor lists in rope_scaling, the pretrained
 // length at the top level (Phi3Config) or in rope_scaling.
 absl::Status ReadLongRope(const FieldReader& reader, const FieldReader& rope, ModelConfig& config) {
@@ -248,9 +257,14 @@ absl::Status ReadRopeScaling(const FieldReader& reader, std::string_view path,
       HR_RETURN_IF_ERROR(ReadLongRope(reader, rope, config));
       continue;
     }
+    if (*type == "linear") {
+      HR_ASSIGN_OR_RETURN(config.rope_scaling, ReadLinearScaling(rope));
+      continue;
+    }
     if (*type != "llama3") {
-      return rope.Error("rope_type", absl::StrCat("names unsupported rope scaling \"", *type,
-                                                  "\"; supported: default, llama3, longrope"));
+      return rope.Error("rope_type",
+                        absl::StrCat("names unsupported rope scaling \"", *type,
+                                     "\"; supported: default, linear, llama3, longrope"));
     }
     RopeScaling scaling;
     HR_ASSIGN_OR_RETURN(scaling.factor, rope.PositiveNumber("factor", 0));
@@ -427,9 +441,13 @@ absl::Status ReadGemma3RopeParameters(const FieldReader& reader, std::string_vie
     HR_ASSIGN_OR_RETURN(*theta, rope.PositiveNumber("rope_theta", *theta));
     HR_ASSIGN_OR_RETURN(const std::optional<std::string> rope_type,
                         rope.OptionalString("rope_type"));
-    if (rope_type && *rope_type != "default") {
+    // Gemma 3 4B+ scale the full-attention layers' rotary linearly; the sliding ones never.
+    if (rope_type && *rope_type == "linear" && type == "full_attention") {
+      HR_ASSIGN_OR_RETURN(config.rope_scaling, ReadLinearScaling(rope));
+    } else if (rope_type && *rope_type != "default") {
       return rope.Error("rope_type", absl::StrCat("names unsupported rope scaling \"", *rope_type,
-                                                  "\"; supported for Gemma 3: default"));
+                                                  "\"; supported for Gemma 3: default, and "
+                                                  "linear for full_attention"));
     }
   }
   return absl::OkStatus();
@@ -535,9 +553,10 @@ absl::Status ReadExperts(const FieldReader& reader, ModelConfig& config) {
 
 const std::vector<std::string>& SupportedArchitectures() {
   static const std::vector<std::string>* const kArchitectures = new std::vector<std::string>{
-      std::string(kLlama), std::string(kMistral),  std::string(kMixtral),   std::string(kQwen2),
-      std::string(kQwen3), std::string(kQwen3Moe), std::string(kGemma2),    std::string(kGemma3),
-      std::string(kPhi3),  std::string(kGranite),  std::string(kGraniteMoe)};
+      std::string(kLlama),   std::string(kMistral),    std::string(kMixtral),
+      std::string(kQwen2),   std::string(kQwen3),      std::string(kQwen3Moe),
+      std::string(kGemma2),  std::string(kGemma3),     std::string(kPhi3),
+      std::string(kGranite), std::string(kGraniteMoe), std::string(kGemma3Multimodal)};
   return *kArchitectures;
 }
 
@@ -563,6 +582,44 @@ int64_t KvCacheSlidingWindow(const ModelConfig& config) {
   return window;
 }
 
+namespace {
+
+// Gemma 3 4B+'s config.json: the language model's settings in text_config, which leaves out what
+// equals Gemma3TextConfig's defaults (the published 4B's lacks vocab_size and rope_theta). The
+// result is a Gemma3ForCausalLM config.json; the dtype comes from the top level when text_config
+// has none.
+absl::StatusOr<Json> Gemma3TextConfigJson(const Json& root, std::string_view path) {
+  const auto text_config = root.find("text_config");
+  if (text_config == root.end() || !text_config->is_object()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        std::string(path), ": field \"text_config\" must be an object (",
+        std::string(kGemma3Multimodal), " keeps its language model's settings there)"));
+  }
+  Json text = {{"vocab_size", 262208},
+               {"hidden_size", 2304},
+               {"intermediate_size", 9216},
+               {"num_hidden_layers", 26},
+               {"num_attention_heads", 8},
+               {"num_key_value_heads", 4},
+               {"head_dim", 256},
+               {"hidden_activation", "gelu_pytorch_tanh"},
+               {"max_position_embeddings", 131072},
+               {"rms_norm_eps", 1e-6},
+               {"rope_theta", 1000000.0},
+               {"rope_local_base_freq", 10000.0},
+               {"query_pre_attn_scalar", 256},
+               {"sliding_window", 4096},
+               {"sliding_window_pattern", 6}};
+  for (const auto& [key, value] : text_config->items()) text[key] = value;
+  text["architectures"] = Json::array({std::string(kGemma3)});
+  for (const char* dtype : {"torch_dtype", "dtype"}) {
+    if (!text.contains(dtype) && root.contains(dtype)) text[dtype] = root[dtype];
+  }
+  return text;
+}
+
+}  // namespace
+
 absl::StatusOr<ModelConfig> ParseModelConfigJson(std::string_view json_text,
                                                  std::string_view path) {
   Json root;
@@ -581,6 +638,16 @@ absl::StatusOr<ModelConfig> ParseModelConfigJson(std::string_view json_text,
   if (!root.is_object()) {
     return absl::InvalidArgumentError(absl::StrCat(
         std::string(path), ": expected a JSON object at the top level, got ", Describe(root)));
+  }
+
+  if (const auto architectures = root.find("architectures");
+      architectures != root.end() && architectures->is_array() && !architectures->empty() &&
+      (*architectures)[0] == kGemma3Multimodal) {
+    HR_ASSIGN_OR_RETURN(const Json text, Gemma3TextConfigJson(root, path));
+    HR_ASSIGN_OR_RETURN(ModelConfig config, ParseModelConfigJson(text.dump(), path));
+    config.architecture = std::string(kGemma3Multimodal);
+    config.language_model_of_multimodal = true;
+    return config;
   }
 
   const FieldReader reader(root, path);

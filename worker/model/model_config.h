@@ -20,9 +20,14 @@
 
 namespace headroom::worker {
 
-// Llama-3.1 style rope scaling (`"rope_type": "llama3"`): frequencies below a band are divided by
-// `factor`, above it kept, in between interpolated.
+// Rope scaling of the rotary frequencies (Gemma 3's sliding layers are never scaled):
+//   kLlama3 (`"rope_type": "llama3"`, Llama-3.1): frequencies below a band are divided by
+//     `factor`, above it kept, in between interpolated;
+//   kLinear (`"rope_type": "linear"`, Gemma 3 4B+, position-interpolation fine-tunes): every
+//     frequency divided by `factor`; the other fields are unused.
+enum class RopeScalingType : uint8_t { kLlama3, kLinear };
 struct RopeScaling {
+  RopeScalingType type = RopeScalingType::kLlama3;
   double factor = 1.0;            // Divisor for low frequencies (8.0 for Llama-3.1).
   double low_freq_factor = 1.0;   // Band edge: wavelengths above orig/low scale fully.
   double high_freq_factor = 1.0;  // Band edge: wavelengths below orig/high untouched.
@@ -64,7 +69,7 @@ struct ModelConfig {
   DType torch_dtype = DType::kFloat32;      // Checkpoint dtype; float32 when config.json omits it.
   double rms_norm_eps = 1e-6;               // RMSNorm epsilon.
   double rope_theta = 10000.0;              // Rotary base.
-  std::optional<RopeScaling> rope_scaling;  // Set only for "llama3" scaling.
+  std::optional<RopeScaling> rope_scaling;  // Set for "llama3" and "linear" scaling.
   std::optional<LongRope> long_rope;        // Set only for "longrope" scaling (Phi-3.5).
   bool qkv_bias = false;     // q/k/v projections have a bias (Qwen2; Llama's attention_bias).
   bool o_proj_bias = false;  // Output projection has a bias (Llama's attention_bias only).
@@ -116,6 +121,11 @@ struct ModelConfig {
   // Phi-3 / Phi-4: the checkpoint stores q, k and v as one qkv_proj [q + 2 kv, hidden] and gate
   // and up as one gate_up_proj [2 intermediate, hidden]; the loader reads each part's rows.
   bool fused_projections = false;
+  // Gemma3ForConditionalGeneration (Gemma 3 4B+): the settings came from config.json's
+  // text_config and the checkpoint keeps the language model's tensors under a prefix
+  // ("language_model.model.*", or "model.language_model.*" since transformers 4.52); the vision
+  // tower is not loaded (text-only serving).
+  bool language_model_of_multimodal = false;
 };
 
 // The sliding window of decoder layer `layer` (0: the layer attends the whole context).
