@@ -1,12 +1,12 @@
 // Randomized scheduler soak: random arrivals, prompt lengths, shared prefixes and aborts on tiny
-// KV pools, with a simulated tensor-parallel follower that rebuilds block tables only from the
-// StepPlans. After every step: the step respects its token budget and max_num_seqs, the follower's
-// tables equal the leader's, every scheduled token has a slot, and the KV invariants hold. At the
-// end every request that was not aborted has produced exactly max_tokens tokens. Under priority
-// scheduling (random priorities) the same, and a step never preempts a sequence of higher
-// priority than one it scheduled. With a sliding window the requests outrun the whole pool: the
-// follower nulls the released entries the plans name, and every key a scheduled query reads is
-// still in a block.
+// KV pools, with a tensor-parallel follower's block tables rebuilt only from the
+// StepPlans by ApplyToBlockTable (what Follower runs). After every step: the step respects its
+// token budget and max_num_seqs, the follower's tables equal the leader's, every scheduled token
+// has a slot, and the KV invariants hold. At the end every request that was not aborted has
+// produced exactly max_tokens tokens. Under priority scheduling (random priorities) the same, and a
+// step never preempts a sequence of higher priority than one it scheduled. With a sliding window
+// the requests outrun the whole pool: the follower nulls the released entries the plans name, and
+// every key a scheduled query reads is still in a block.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -103,9 +103,7 @@ TEST_P(SchedulerRandomizedTest, EveryRequestCompletesAndFollowersAgree) {
       std::vector<int32_t> sampled;
       for (const ScheduledSequence& s : plan.sequences) {
         auto& table = follower[s.id.value()];
-        table.insert(table.end(), s.new_block_ids.begin(), s.new_block_ids.end());
-        ASSERT_LE(static_cast<size_t>(s.num_released_blocks), table.size());
-        std::fill(table.begin(), table.begin() + s.num_released_blocks, kvcache::kNullBlockId);
+        ASSERT_TRUE(ApplyToBlockTable(s, table));  // what a real follower runs
         const int32_t end = s.num_computed_tokens + static_cast<int32_t>(s.token_ids.size());
         ASSERT_LE(end, static_cast<int64_t>(table.size()) * shape.block_size);
         // The keys this step's queries read, and the slots of its tokens, are in real blocks.

@@ -37,17 +37,10 @@ absl::StatusOr<bool> Follower::Apply(const GroupMessage& message) {
   for (const RequestId id : plan.released) tables_.erase(id);
   for (const ScheduledSequence& seq : plan.sequences) {
     std::vector<kvcache::BlockId>& table = tables_[seq.id];
-    table.insert(table.end(), seq.new_block_ids.begin(), seq.new_block_ids.end());
-    if (seq.num_released_blocks < 0 ||
-        static_cast<size_t>(seq.num_released_blocks) > table.size()) {
+    if (!ApplyToBlockTable(seq, table)) {
       return absl::DataLossError(absl::StrCat("step ", plan.step, " releases ",
                                               seq.num_released_blocks, " blocks of sequence ",
                                               seq.id.value(), ", whose table has ", table.size()));
-    }
-    // Released entries form a prefix that only grows: clear back to the previous release.
-    for (auto b = static_cast<size_t>(seq.num_released_blocks);
-         b > 0 && table[b - 1] != kvcache::kNullBlockId; --b) {
-      table[b - 1] = kvcache::kNullBlockId;
     }
     if (table.size() > static_cast<size_t>(model_->max_blocks_per_seq())) {
       return absl::DataLossError(absl::StrCat(

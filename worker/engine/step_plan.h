@@ -49,4 +49,10 @@ struct StepPlan {
   [[nodiscard]] bool empty() const { return sequences.empty(); }
 };
 
+// Applies what `seq` says of its block table to a follower's copy: appends its new blocks and
+// nulls the entries released behind the sliding window. False (table unchanged beyond the
+// append) when it releases more entries than the table has.
+[[nodiscard]] bool ApplyToBlockTable(const ScheduledSequence& seq,
+                                     std::vector<kvcache::BlockId>& table);
+
 }  // namespace headroom::worker
