@@ -40,6 +40,13 @@ BlockHash HashBlock(const BlockHash& parent, absl::Span<const int32_t> token_ids
   return hash_buffer(buffer.data());
 }
 
+BlockHash LayerGroupHash(const BlockHash& hash, int32_t group) {
+  if (group == 0) return hash;
+  // XOR with a per-group 128-bit constant: equal to another block's hash only by a 2^-128 chance.
+  const XXH128_hash_t mix = XXH3_128bits(&group, sizeof(group));
+  return BlockHash{hash.low ^ mix.low64, hash.high ^ mix.high64};
+}
+
 std::vector<BlockHash> PromptBlockHashes(absl::Span<const int32_t> tokens, int32_t block_size,
                                          std::string_view salt) {
   std::vector<BlockHash> hashes;

@@ -40,6 +40,11 @@ static_assert(sizeof(BlockHash) == 16 && std::is_trivially_copyable_v<BlockHash>
 // The hash of a full block with the given parent hash and token ids.
 [[nodiscard]] BlockHash HashBlock(const BlockHash& parent, absl::Span<const int32_t> token_ids);
 
+// The hash a block of layer group `group` is cached under when its chained hash is `hash`: the
+// same tokens in different layer groups are different blocks (kv_cache_manager.h). Group 0's is
+// `hash` itself, so its hashes are the ones a router matches (PromptBlockHashes).
+[[nodiscard]] BlockHash LayerGroupHash(const BlockHash& hash, int32_t group);
+
 // The chained hashes of the full blocks of `tokens` under `salt`: what a worker's prefix cache
 // registers them as (a partial last block has none), and what a router matches against it.
 // Empty when block_size <= 0.

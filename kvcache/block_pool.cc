@@ -60,14 +60,17 @@ bool BlockPool::TakeCacheEvents(std::vector<CacheEvent>* out) {
 std::vector<BlockHash> BlockPool::CachedHashes() const {
   std::vector<BlockHash> hashes;
   hashes.reserve(cached_.size());
-  for (const auto& [hash, block] : cached_) hashes.push_back(hash);
+  for (const auto& [hash, block] : cached_) {
+    if (Meta(block).reported) hashes.push_back(hash);
+  }
   return hashes;
 }
 
 void BlockPool::Evict(BlockMeta& meta) {
-  Record(meta.hash, false);
+  if (meta.reported) Record(meta.hash, false);
   cached_.erase(meta.hash);
   meta.cached = false;
+  meta.reported = false;
   meta.hash = BlockHash{};
 }
 
@@ -119,7 +122,7 @@ void BlockPool::Free(absl::Span<const BlockId> blocks) {
   }
 }
 
-bool BlockPool::Cache(BlockId block, const BlockHash& hash) {
+bool BlockPool::Cache(BlockId block, const BlockHash& hash, bool report) {
   if (!enable_caching_) return false;
   BlockMeta& meta = Meta(block);
   HR_CHECK_MSG(meta.ref_count > 0 && block != kNullBlockId, "only used blocks are cached");
@@ -127,7 +130,8 @@ bool BlockPool::Cache(BlockId block, const BlockHash& hash) {
   if (!cached_.try_emplace(hash, block).second) return false;
   meta.cached = true;
   meta.hash = hash;
-  Record(hash, true);
+  meta.reported = report;
+  if (report) Record(hash, true);
   return true;
 }
 

@@ -65,8 +65,9 @@ class BlockPool {
 
   // Registers used block `block`, whose slots are all filled, under `hash`. Returns false and
   // leaves it uncached when caching is off, the block is already cached, or another block holds
-  // the same hash (no dedup: both stay valid, only one is findable).
-  bool Cache(BlockId block, const BlockHash& hash);
+  // the same hash (no dedup: both stay valid, only one is findable). `report` false keeps the
+  // hash out of the change log and CachedHashes() (the layer groups a router never matches).
+  bool Cache(BlockId block, const BlockHash& hash, bool report = true);
 
   // Records the prefix cache's changes (Cache registering a hash, Allocate evicting one) from now
   // on, up to `capacity` of them between two TakeCacheEvents; past that the log is dropped and
@@ -75,7 +76,7 @@ class BlockPool {
   // Appends the recorded events to `out` in order and empties the log. False when the log
   // overflowed since the last call: events were lost, re-read CachedHashes().
   bool TakeCacheEvents(std::vector<CacheEvent>* out);
-  // Every hash in the prefix cache (used and free blocks); O(cached blocks).
+  // Every reported hash in the prefix cache (used and free blocks); O(cached blocks).
   [[nodiscard]] std::vector<BlockHash> CachedHashes() const;
 
   // Front-to-back free order (the eviction order); O(n), for tests and debugging.
@@ -88,6 +89,7 @@ class BlockPool {
   struct BlockMeta {
     int32_t ref_count = 0;
     bool cached = false;
+    bool reported = false;  // Cache(..., report): its caching and eviction are logged
     BlockHash hash;
   };
 

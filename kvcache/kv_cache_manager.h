@@ -8,6 +8,9 @@
 // With a sliding window (every layer attends only the last `sliding_window` positions) each
 // admission and append first releases the blocks no later query of that sequence reads: their
 // block-table entries become the null block (sliding_window.h, docs/kvcache.md).
+// With layer groups (layers attending different windows: layer_groups.h) every sequence has one
+// block table per group, all of the same length, all drawn from the one pool; a group's window
+// releases only its own table's blocks, and the counts this class returns are totals over groups.
 // A failed AddSequence/Append changes nothing. Token ids are passed with every allocation so full
 // blocks are hashed and registered in the prefix cache as soon as their slots are assigned (their
 // KV is written by the same step that uses them, layer by layer before attention reads it).
@@ -38,15 +41,20 @@ struct KvCacheConfig {
   // Free blocks an admission must leave untouched, so running sequences can keep growing.
   int32_t watermark_blocks = 0;
   // Every layer attends at most this many positions back, its own included; 0 = no window. The
-  // blocks before a sequence's window are released as it grows.
+  // blocks before a sequence's window are released as it grows. 0 when group_windows is set.
   int32_t sliding_window = 0;
+  // Layer groups (LayerGroups::windows): one block table per group, each releasing the blocks
+  // behind its own window (0 = none). Empty: one group attending `sliding_window`.
+  std::vector<int32_t> group_windows = {};
 };
 
 // The cached prefix of a prompt: block aligned, never the whole prompt.
 struct PrefixHit {
-  // Cached blocks holding the first num_cached_tokens tokens, in order.
-  std::vector<BlockId> blocks;
-  // Hash of each block in `blocks` (re-checked at admission in case one was evicted since).
+  // Per layer group: the cached blocks holding the first num_cached_tokens tokens, in order (the
+  // ones behind the group's window kNullBlockId).
+  std::vector<std::vector<BlockId>> blocks;
+  // Chained hash of each block (a group caches block i under LayerGroupHash(hashes[i], group);
+  // re-checked at admission in case one was evicted since).
   std::vector<BlockHash> hashes;
   // Parent hash for the block after the hit: the last hit block's hash, or the salt's root.
   BlockHash next_parent;
@@ -69,8 +77,8 @@ struct KvCacheStats {
   double usage = 0.0;
   // Sequences holding blocks.
   int32_t num_sequences = 0;
-  // Tokens whose KV slots the sequences hold (shared prefix blocks counted once per sequence;
-  // tokens in blocks released behind a sliding window not counted).
+  // Tokens whose KV slots the sequences hold (shared prefix blocks counted once per sequence,
+  // every layer group's slots counted; tokens in blocks released behind a sliding window not).
   int64_t num_tokens = 0;
   // Assigned but unused slots in the sequences' last blocks (internal fragmentation).
   int64_t internal_waste_slots = 0;
@@ -90,16 +98,19 @@ class KvCacheManager {
 
   [[nodiscard]] int32_t block_size() const { return config_.block_size; }
   [[nodiscard]] int32_t watermark_blocks() const { return config_.watermark_blocks; }
+  // Block tables per sequence (layer groups); at least 1.
+  [[nodiscard]] int32_t num_groups() const { return static_cast<int32_t>(windows_.size()); }
   [[nodiscard]] int32_t num_free_blocks() const { return pool_.num_free_blocks(); }
   [[nodiscard]] const BlockPool& pool() const { return pool_; }
   // The pool's prefix-cache change log (BlockPool::RecordCacheEvents / TakeCacheEvents).
   void RecordCacheEvents(size_t capacity) { pool_.RecordCacheEvents(capacity); }
   bool TakeCacheEvents(std::vector<CacheEvent>* out) { return pool_.TakeCacheEvents(out); }
 
-  // Blocks needed to hold `num_tokens` tokens.
+  // Block-table entries (per group) needed to hold `num_tokens` tokens.
   [[nodiscard]] int32_t BlocksForTokens(int64_t num_tokens) const;
-  // The most blocks one sequence of `num_tokens` tokens holds at once when each step adds at most
-  // `max_chunk` of them: BlocksForTokens(num_tokens) without a sliding window.
+  // The most blocks one sequence of `num_tokens` tokens holds at once, summed over its groups, when
+  // each step adds at most `max_chunk` of them: num_groups * BlocksForTokens(num_tokens) without a
+  // sliding window.
   [[nodiscard]] int32_t PeakBlocks(int64_t num_tokens, int32_t max_chunk) const;
 
   // The longest cached prefix of `prompt` under `cache_salt`: whole blocks only, and at most
@@ -138,18 +149,19 @@ class KvCacheManager {
   // sequence.
   [[nodiscard]] absl::Status Append(SequenceId seq, absl::Span<const int32_t> new_tokens);
 
-  // Releases every block of `seq`, last block first so a prefix's tail is evicted before its
-  // head. Returns false for an unknown sequence.
+  // Releases every block of `seq`, last position first (every group's block of a position
+  // together) so a prefix's tail is evicted before its head. Returns false for an unknown sequence.
   bool Free(SequenceId seq);
 
   [[nodiscard]] bool Contains(SequenceId seq) const { return sequences_.contains(seq); }
-  // The block table of `seq` (must exist): block i holds its tokens [i*bs, (i+1)*bs).
-  [[nodiscard]] absl::Span<const BlockId> BlockTable(SequenceId seq) const;
+  // The block table of `seq` (must exist) in layer group `group`: block i holds its tokens
+  // [i*bs, (i+1)*bs).
+  [[nodiscard]] absl::Span<const BlockId> BlockTable(SequenceId seq, int32_t group = 0) const;
   // Tokens `seq` (must exist) has been assigned slots for, released ones included.
   [[nodiscard]] int32_t NumTokens(SequenceId seq) const;
-  // Leading entries of the block table of `seq` (must exist) released behind its sliding window:
-  // they are kNullBlockId.
-  [[nodiscard]] int32_t NumReleasedBlocks(SequenceId seq) const;
+  // Leading entries of the block table of `seq` (must exist) in `group` released behind the
+  // group's sliding window: they are kNullBlockId.
+  [[nodiscard]] int32_t NumReleasedBlocks(SequenceId seq, int32_t group = 0) const;
 
   [[nodiscard]] KvCacheStats Stats() const;
 
@@ -158,12 +170,22 @@ class KvCacheManager {
   [[nodiscard]] absl::Status CheckInvariants() const;
 
  private:
-  struct Sequence {
-    // Block table: block i holds tokens [i * block_size, (i + 1) * block_size); the first
-    // num_released_blocks entries are kNullBlockId.
+  // One layer group's block table of a sequence.
+  struct GroupTable {
+    // Block i holds tokens [i * block_size, (i + 1) * block_size); the first num_released_blocks
+    // entries are kNullBlockId.
     std::vector<BlockId> blocks;
-    // Leading blocks released behind the sliding window.
+    // Leading blocks released behind the group's sliding window.
     int32_t num_released_blocks = 0;
+  };
+  struct Sequence {
+    // One table per layer group, all of the same length.
+    std::vector<GroupTable> groups;
+    // That length (kept here so the decode path does not reach into `groups`).
+    int32_t table_size = 0;
+    // Held tokens at which some group's window next leaves a block behind (ReleaseDeadBlocks has
+    // nothing to do below it; INT32_MAX without a window).
+    int32_t next_release_tokens = 0;
     // Token ids of the last block while it is not full (only kept with prefix caching).
     std::vector<int32_t> tail_tokens;
     // Hash of the last full block, the parent of the next one.
@@ -179,23 +201,30 @@ class KvCacheManager {
   // Assigns slots to `tokens` at the end of `seq`, which has room for them; caches blocks that
   // become full.
   void FillSlots(Sequence& seq, absl::Span<const int32_t> tokens);
-  // Blocks `s` lacks to hold `num_new_tokens` more tokens.
+  // Table entries `s` lacks (per group) to hold `num_new_tokens` more tokens.
   [[nodiscard]] int32_t NewBlocksFor(const Sequence& s, int32_t num_new_tokens) const;
-  // FindCachedPrefix under a sliding window: the most blocks (of the first `max_blocks`) whose
-  // blocks inside the window of the token after them are all cached.
-  void FindCachedWindow(absl::Span<const int32_t> prompt, size_t max_blocks, PrefixHit& hit) const;
-  // Leading blocks of `hit` behind the window of a sequence admitted with it.
-  [[nodiscard]] size_t DeadHitBlocks(const PrefixHit& hit) const;
-  // Blocks of `s` behind its window that are still held: entries [num_released_blocks, end).
-  [[nodiscard]] int32_t DeadHeldBlocks(const Sequence& s) const;
-  // Of those, the ones no other sequence holds (releasing them frees them).
+  // Group `group`'s blocks of `hit` (empty when the hit has none for it).
+  [[nodiscard]] static absl::Span<const BlockId> HitBlocks(const PrefixHit& hit, int32_t group);
+  // Leading blocks of `hit` in `group` behind the window of a sequence admitted with it.
+  [[nodiscard]] size_t DeadHitBlocks(const PrefixHit& hit, int32_t group) const;
+  // Blocks of `s` in `group` behind its window that are still held: entries
+  // [num_released_blocks, end).
+  [[nodiscard]] int32_t DeadHeldBlocks(const Sequence& s, int32_t group) const;
+  // Of those, summed over groups, the ones no other sequence holds (releasing them frees them).
   [[nodiscard]] int32_t DeadBlocksOnlyHeldBy(const Sequence& s) const;
-  // Releases the blocks of `s` behind its window, oldest first.
+  // Releases the blocks of `s` behind each group's window, group by group, oldest first, and
+  // sets s.next_release_tokens.
   void ReleaseDeadBlocks(Sequence& s);
   [[nodiscard]] const Sequence& Get(SequenceId seq) const;
 
   const KvCacheConfig config_;
+  // Per layer group: its window (0 = none).
+  const std::vector<int32_t> windows_;
+  // Some group has a window (blocks are released).
+  const bool any_window_;
   BlockPool pool_;
+  // The blocks Free() returns, in order (kept to avoid an allocation per call).
+  std::vector<BlockId> free_scratch_;
   absl::flat_hash_map<SequenceId, Sequence> sequences_;
   int64_t total_tokens_ = 0;
   int64_t total_slots_ = 0;

@@ -147,6 +147,32 @@ TEST(BlockPoolTest, CacheEventsLogRegistrationsAndEvictionsInOrder) {
   EXPECT_TRUE(pool.TakeCacheEvents(&events)) << "the overflow is reported once";
 }
 
+// Layer groups other than the first cache their blocks unreported: findable, but neither logged
+// nor listed, since a router only ever matches the first group's hashes.
+TEST(BlockPoolTest, UnreportedHashesAreFindableButNeverLogged) {
+  BlockPool pool(3, true);  // 2 usable blocks
+  pool.RecordCacheEvents(8);
+  std::vector<BlockId> blocks;
+  ASSERT_TRUE(pool.Allocate(2, &blocks).ok());
+  EXPECT_TRUE(pool.Cache(blocks[0], HashOf(1), /*report=*/false));
+  EXPECT_TRUE(pool.Cache(blocks[1], HashOf(2)));
+  EXPECT_EQ(pool.Lookup(HashOf(1)), blocks[0]);
+  EXPECT_THAT(pool.CachedHashes(), ElementsAre(HashOf(2)));
+  pool.Free(blocks);
+  blocks.clear();
+  ASSERT_TRUE(pool.Allocate(2, &blocks).ok());  // evicts both
+  std::vector<CacheEvent> events;
+  EXPECT_TRUE(pool.TakeCacheEvents(&events));
+  ASSERT_EQ(events.size(), 2u);
+  EXPECT_EQ(events[0].hash, HashOf(2));
+  EXPECT_TRUE(events[0].cached);
+  EXPECT_EQ(events[1].hash, HashOf(2));
+  EXPECT_FALSE(events[1].cached);
+  // A block reused for a reported hash is reported again.
+  EXPECT_TRUE(pool.Cache(blocks[0], HashOf(3)));
+  EXPECT_THAT(pool.CachedHashes(), ElementsAre(HashOf(3)));
+}
+
 TEST(BlockPoolDeathTest, RejectsMisuse) {
   BlockPool pool(3, true);
   std::vector<BlockId> blocks;

@@ -21,8 +21,8 @@ std::vector<int32_t> Iota(int32_t n, int32_t start = 0) {
   return v;
 }
 
-std::unique_ptr<KvCacheManager> Make(int32_t num_blocks, int32_t block_size,
-                                     int32_t watermark = 0, bool caching = true) {
+std::unique_ptr<KvCacheManager> Make(int32_t num_blocks, int32_t block_size, int32_t watermark = 0,
+                                     bool caching = true) {
   auto manager = KvCacheManager::Create({.num_blocks = num_blocks,
                                          .block_size = block_size,
                                          .enable_prefix_caching = caching,
@@ -99,10 +99,10 @@ TEST(KvCacheManagerTest, SharedPrefixIsServedFromCachedBlocks) {
   other.push_back(555);  // same first 9 tokens: two full blocks in common
   const PrefixHit hit = kv->FindCachedPrefix(other);
   EXPECT_EQ(hit.num_cached_tokens, 8);
-  EXPECT_THAT(hit.blocks, ElementsAreArray(kv->BlockTable(SequenceId{1}).subspan(0, 2)));
+  EXPECT_THAT(hit.blocks[0], ElementsAreArray(kv->BlockTable(SequenceId{1}).subspan(0, 2)));
   EXPECT_EQ(kv->BlocksToAdmit(hit, 10), 1);  // the third block only
   ASSERT_TRUE(kv->AddSequence(SequenceId{2}, hit, other).ok());
-  EXPECT_EQ(kv->pool().ref_count(hit.blocks[0]), 2);
+  EXPECT_EQ(kv->pool().ref_count(hit.blocks[0][0]), 2);
   EXPECT_EQ(kv->Stats().num_used_blocks, 4);
   EXPECT_EQ(kv->Stats().prefix_queries, 20);
   EXPECT_EQ(kv->Stats().prefix_hits, 8);
@@ -135,7 +135,7 @@ TEST(KvCacheManagerTest, BlocksFilledByDecodeAreCachedWithTheirChain) {
   for (int32_t t = 3; t < 9; ++t) ASSERT_TRUE(kv->Append(SequenceId{1}, {t}).ok());
   // Prompt + generated tokens form the same chain as a prompt of those tokens.
   EXPECT_EQ(kv->FindCachedPrefix(Iota(10)).num_cached_tokens, 8);
-  EXPECT_THAT(kv->FindCachedPrefix(Iota(10)).blocks,
+  EXPECT_THAT(kv->FindCachedPrefix(Iota(10)).blocks[0],
               ElementsAreArray(kv->BlockTable(SequenceId{1}).subspan(0, 2)));
 }
 
@@ -156,7 +156,7 @@ TEST(KvCacheManagerTest, FreeEvictsTailBlocksFirst) {
 
 TEST(KvCacheManagerTest, WatermarkHoldsBlocksBackFromAdmissionOnly) {
   auto kv = Make(/*num_blocks=*/7, 4, /*watermark=*/2);  // 6 usable
-  Admit(*kv, 1, Iota(16));  // 4 blocks, 2 left == watermark
+  Admit(*kv, 1, Iota(16));                               // 4 blocks, 2 left == watermark
   const PrefixHit hit = kv->FindCachedPrefix(Iota(2, 500));
   EXPECT_FALSE(kv->CanAdmit(kv->BlocksToAdmit(hit, 2)));
   const absl::Status refused = kv->AddSequence(SequenceId{2}, hit, Iota(2, 500));
@@ -175,15 +175,15 @@ TEST(KvCacheManagerTest, WatermarkHoldsBlocksBackFromAdmissionOnly) {
 
 TEST(KvCacheManagerTest, RevivingCachedHitBlocksCountsAgainstFreeBlocks) {
   auto kv = Make(/*num_blocks=*/4, 4);  // 3 usable
-  Admit(*kv, 1, Iota(9));  // 3 blocks
+  Admit(*kv, 1, Iota(9));               // 3 blocks
   ASSERT_TRUE(kv->Free(SequenceId{1}));
   const PrefixHit hit = kv->FindCachedPrefix(Iota(9));
-  ASSERT_EQ(hit.blocks.size(), 2u);
+  ASSERT_EQ(hit.blocks[0].size(), 2u);
   // Two revived blocks plus one new block: all three free blocks.
   EXPECT_EQ(kv->BlocksToAdmit(hit, 9), 3);
   ASSERT_TRUE(kv->AddSequence(SequenceId{2}, hit, Iota(9)).ok());
   EXPECT_EQ(kv->num_free_blocks(), 0);
-  EXPECT_THAT(kv->BlockTable(SequenceId{2}).subspan(0, 2), ElementsAreArray(hit.blocks));
+  EXPECT_THAT(kv->BlockTable(SequenceId{2}).subspan(0, 2), ElementsAreArray(hit.blocks[0]));
   EXPECT_TRUE(kv->CheckInvariants().ok());
 }
 
@@ -192,7 +192,7 @@ TEST(KvCacheManagerTest, StaleHitIsRefused) {
   Admit(*kv, 1, Iota(5));
   ASSERT_TRUE(kv->Free(SequenceId{1}));
   const PrefixHit hit = kv->FindCachedPrefix(Iota(5));
-  ASSERT_EQ(hit.blocks.size(), 1u);
+  ASSERT_EQ(hit.blocks[0].size(), 1u);
   Admit(*kv, 2, Iota(8, 100));  // takes both blocks, evicting the hit
   ASSERT_TRUE(kv->Free(SequenceId{2}));
   const absl::Status status = kv->AddSequence(SequenceId{3}, hit, Iota(5));
@@ -223,7 +223,7 @@ TEST(KvCacheManagerTest, PrefixCachingOffNeverHits) {
   auto kv = Make(10, 4, 0, /*caching=*/false);
   Admit(*kv, 1, Iota(9));
   ASSERT_TRUE(kv->Free(SequenceId{1}));
-  EXPECT_THAT(kv->FindCachedPrefix(Iota(9)).blocks, IsEmpty());
+  EXPECT_THAT(kv->FindCachedPrefix(Iota(9)).blocks[0], IsEmpty());
   EXPECT_EQ(kv->Stats().num_evictable_blocks, 0);
 }
 

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "kvcache/kv_cache_manager.h"
 #include "kvcache/sliding_window.h"
 #include "reference_kv_cache.h"
@@ -24,6 +25,18 @@ struct Scenario {
   int32_t watermark;
   bool caching;
   int32_t window = 0;  // sliding window (0: none)
+  // Layer groups' windows (empty: one group attending `window`).
+  std::vector<int32_t> groups = {};
+
+  [[nodiscard]] std::vector<int32_t> Windows() const {
+    return groups.empty() ? std::vector<int32_t>{window} : groups;
+  }
+  [[nodiscard]] bool AnyWindow() const {
+    for (const int32_t w : Windows()) {
+      if (w > 0) return true;
+    }
+    return false;
+  }
 };
 
 // What a run exercised, so the test can require that its workload reached every path.
@@ -42,12 +55,13 @@ class Driver {
   Driver(const Scenario& sc, uint32_t seed)
       : sc_(sc),
         rng_(seed),
-        ref_(sc.num_blocks, sc.block_size, sc.watermark, sc.caching, sc.window) {
+        ref_(sc.num_blocks, sc.block_size, sc.watermark, sc.caching, sc.Windows()) {
     auto kv = KvCacheManager::Create({.num_blocks = sc.num_blocks,
                                       .block_size = sc.block_size,
                                       .enable_prefix_caching = sc.caching,
                                       .watermark_blocks = sc.watermark,
-                                      .sliding_window = sc.window});
+                                      .sliding_window = sc.window,
+                                      .group_windows = sc.groups});
     EXPECT_TRUE(kv.ok());
     kv_ = *std::move(kv);
     kv_->RecordCacheEvents(size_t{1} << 16);
@@ -105,16 +119,21 @@ class Driver {
     const auto ref_hit = ref_.FindCachedPrefix(prompt, salt);
     ASSERT_EQ(hit.num_cached_tokens, ref_hit.num_cached_tokens);
     ASSERT_EQ(hit.blocks.size(), ref_hit.blocks.size());
-    for (size_t i = 0; i < hit.blocks.size(); ++i)
-      ASSERT_EQ(hit.blocks[i].value(), ref_hit.blocks[i]);
-    const size_t cached = static_cast<size_t>(hit.num_cached_tokens);
-    // Hit blocks behind the window are not taken: they are released, not revived.
-    const auto dead =
-        static_cast<size_t>(DeadBlocks(hit.num_cached_tokens, sc_.block_size, sc_.window));
+    const std::vector<int32_t> windows = sc_.Windows();
     int32_t revived = 0;
-    for (size_t i = dead; i < hit.blocks.size(); ++i) {
-      revived += kv_->pool().ref_count(hit.blocks[i]) == 0 ? 1 : 0;
+    for (size_t g = 0; g < hit.blocks.size(); ++g) {
+      ASSERT_EQ(hit.blocks[g].size(), ref_hit.blocks[g].size());
+      for (size_t i = 0; i < hit.blocks[g].size(); ++i) {
+        ASSERT_EQ(hit.blocks[g][i].value(), ref_hit.blocks[g][i]);
+      }
+      // Hit blocks behind the window are not taken: they are released, not revived.
+      const auto dead =
+          static_cast<size_t>(DeadBlocks(hit.num_cached_tokens, sc_.block_size, windows[g]));
+      for (size_t i = dead; i < hit.blocks[g].size(); ++i) {
+        revived += kv_->pool().ref_count(hit.blocks[g][i]) == 0 ? 1 : 0;
+      }
     }
+    const size_t cached = static_cast<size_t>(hit.num_cached_tokens);
     const size_t chunk = static_cast<size_t>(Uniform(1, static_cast<int>(prompt.size() - cached)));
     const std::vector<int32_t> first(prompt.begin() + static_cast<long>(cached),
                                      prompt.begin() + static_cast<long>(cached + chunk));
@@ -129,10 +148,15 @@ class Driver {
       return;
     }
     ++coverage_.admissions;
-    coverage_.prefix_hits += hit.blocks.empty() ? 0 : 1;
+    coverage_.prefix_hits += hit.num_cached_tokens > 0 ? 1 : 0;
     coverage_.revived_blocks += revived;
-    coverage_.windowed_hits += !hit.blocks.empty() && !kv_->pool().Lookup(hit.hashes[0]) ? 1 : 0;
-    coverage_.released_blocks += kv_->NumReleasedBlocks(SequenceId{id});
+    for (size_t g = 0; g < windows.size(); ++g) {
+      const bool head_evicted =
+          hit.num_cached_tokens > 0 &&
+          !kv_->pool().Lookup(LayerGroupHash(hit.hashes[0], static_cast<int32_t>(g)));
+      coverage_.windowed_hits += head_evicted ? 1 : 0;
+    }
+    coverage_.released_blocks += ReleasedBlocks(id);
     Live& live = live_[id];
     live.tokens.assign(prompt.begin(), prompt.begin() + static_cast<long>(cached + chunk));
     live.pending.assign(prompt.begin() + static_cast<long>(cached + chunk), prompt.end());
@@ -148,7 +172,7 @@ class Driver {
     } else {  // decode: one sampled token, sometimes a few (speculative-style)
       tokens = RandomTokens(Uniform(0, 7) == 0 ? Uniform(2, 2 * sc_.block_size) : 1);
     }
-    const int32_t released_before = kv_->NumReleasedBlocks(SequenceId{id});
+    const int32_t released_before = ReleasedBlocks(id);
     const absl::Status status = kv_->Append(SequenceId{id}, tokens);
     ASSERT_EQ(status.ok(), ref_.Append(id, tokens)) << status;
     if (!status.ok()) {
@@ -156,11 +180,19 @@ class Driver {
       ++coverage_.refusals;
       return;
     }
-    coverage_.released_blocks += kv_->NumReleasedBlocks(SequenceId{id}) - released_before;
+    coverage_.released_blocks += ReleasedBlocks(id) - released_before;
     live.tokens.insert(live.tokens.end(), tokens.begin(), tokens.end());
     if (!live.pending.empty())
       live.pending.erase(live.pending.begin(),
                          live.pending.begin() + static_cast<long>(tokens.size()));
+  }
+
+  int32_t ReleasedBlocks(int64_t id) const {
+    int32_t released = 0;
+    for (int32_t g = 0; g < kv_->num_groups(); ++g) {
+      released += kv_->NumReleasedBlocks(SequenceId{id}, g);
+    }
+    return released;
   }
 
   void FreeSeq(int64_t id) {
@@ -197,10 +229,12 @@ class Driver {
     ASSERT_EQ(order, ref_.FreeOrder());
     for (const auto& [id, live] : live_) {
       ASSERT_EQ(kv_->NumTokens(SequenceId{id}), static_cast<int32_t>(live.tokens.size()));
-      const auto table = kv_->BlockTable(SequenceId{id});
-      const auto& ref_table = ref_.BlockTable(id);
-      ASSERT_EQ(table.size(), ref_table.size());
-      for (size_t i = 0; i < table.size(); ++i) ASSERT_EQ(table[i].value(), ref_table[i]);
+      for (int32_t g = 0; g < kv_->num_groups(); ++g) {
+        const auto table = kv_->BlockTable(SequenceId{id}, g);
+        const auto& ref_table = ref_.BlockTable(id, static_cast<size_t>(g));
+        ASSERT_EQ(table.size(), ref_table.size());
+        for (size_t i = 0; i < table.size(); ++i) ASSERT_EQ(table[i].value(), ref_table[i]);
+      }
     }
   }
 
@@ -242,7 +276,7 @@ TEST_P(KvCacheRandomizedTest, AgreesWithReferenceAndKeepsInvariants) {
   } else {
     EXPECT_EQ(total.prefix_hits, 0);
   }
-  if (GetParam().window > 0) {
+  if (GetParam().AnyWindow()) {
     EXPECT_GT(total.released_blocks, 100);
     if (GetParam().caching) {
       EXPECT_GT(total.windowed_hits, 0);
@@ -259,12 +293,19 @@ INSTANTIATE_TEST_SUITE_P(
                       Scenario{40, 3, 1, true}, Scenario{24, 4, 0, false},
                       Scenario{200, 8, 4, true}, Scenario{24, 4, 0, true, 6},
                       Scenario{16, 1, 1, true, 3}, Scenario{40, 3, 1, true, 10},
-                      Scenario{24, 4, 0, false, 5}, Scenario{64, 16, 2, true, 16}),
+                      Scenario{24, 4, 0, false, 5}, Scenario{64, 16, 2, true, 16},
+                      // Layer groups: full-attention and windowed tables from one pool.
+                      Scenario{48, 4, 0, true, 0, {0, 6}},
+                      Scenario{64, 3, 2, true, 0, {0, 0, 7, 7}},
+                      Scenario{40, 1, 1, true, 0, {2, 0, 5}}, Scenario{48, 4, 0, false, 0, {0, 6}},
+                      Scenario{128, 8, 4, true, 0, {0, 0}}),
     [](const ::testing::TestParamInfo<Scenario>& param_info) {
       const Scenario& sc = param_info.param;
-      return absl::StrCat("blocks", sc.num_blocks, "_bs", sc.block_size, "_wm", sc.watermark,
-                          sc.caching ? "_cached" : "_nocache",
-                          sc.window > 0 ? absl::StrCat("_window", sc.window) : "");
+      return absl::StrCat(
+          "blocks", sc.num_blocks, "_bs", sc.block_size, "_wm", sc.watermark,
+          sc.caching ? "_cached" : "_nocache",
+          sc.window > 0 ? absl::StrCat("_window", sc.window) : "",
+          sc.groups.empty() ? "" : absl::StrCat("_groups", absl::StrJoin(sc.groups, "x")));
     });
 
 }  // namespace

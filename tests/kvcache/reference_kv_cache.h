@@ -18,15 +18,18 @@ namespace headroom::kvcache::testing {
 class ReferenceKvCache {
  public:
   struct Hit {
-    std::vector<int32_t> blocks;
+    std::vector<std::vector<int32_t>> blocks;  // per layer group
     int32_t num_cached_tokens = 0;
   };
 
-  // `window` > 0: every query attends its last `window` positions; a sequence's block-table
-  // entries whose positions all lie before (computed tokens - window + 1) are released (set to 0,
-  // the null block, oldest first) before each admission or append assigns new slots.
+  // One block table per entry of `windows` (layer groups), each caching block i under
+  // LayerGroupHash(chained hash i, group). A window w > 0: the group's queries attend their last
+  // w positions; its block-table entries whose positions all lie before (computed tokens - w + 1)
+  // are released (set to 0, the null block, oldest first) before each admission or append assigns
+  // new slots. New blocks are taken and released group by group; Free returns the last position's
+  // blocks first, every group's at that position in group order.
   ReferenceKvCache(int32_t num_blocks, int32_t block_size, int32_t watermark, bool caching,
-                   int32_t window = 0);
+                   std::vector<int32_t> windows);
 
   Hit FindCachedPrefix(const std::vector<int32_t>& prompt, const std::string& salt) const;
   // Returns false (and changes nothing) when the admission does not fit above the watermark or a
@@ -37,7 +40,9 @@ class ReferenceKvCache {
   void Free(int64_t seq);
 
   bool Contains(int64_t seq) const { return seqs_.count(seq) != 0; }
-  const std::vector<int32_t>& BlockTable(int64_t seq) const { return seqs_.at(seq).blocks; }
+  const std::vector<int32_t>& BlockTable(int64_t seq, size_t group) const {
+    return seqs_.at(seq).tables.at(group);
+  }
   const std::vector<int32_t>& FreeOrder() const { return free_; }
   int32_t NumFree() const { return static_cast<int32_t>(free_.size()); }
   int32_t NumEvictable() const;
@@ -50,18 +55,19 @@ class ReferenceKvCache {
  private:
   struct Seq {
     std::vector<int32_t> tokens;
-    std::vector<int32_t> blocks;
+    std::vector<std::vector<int32_t>> tables;  // per group
     std::string salt;
     size_t num_blocks_offered_to_cache = 0;
   };
 
-  // Table entries [0, DeadEnd(n)) of a sequence whose first n tokens are computed hold only
-  // positions no later query reads.
-  size_t DeadEnd(size_t num_tokens) const;
-  // Drops the references of the dead entries of `seq` and nulls them.
+  // Table entries [0, DeadEnd(n, w)) of a sequence whose first n tokens are computed hold only
+  // positions no later query of a group with window w reads.
+  size_t DeadEnd(size_t num_tokens, int32_t window) const;
+  // Drops the references of the dead entries of every table of `seq` and nulls them.
   void Release(Seq& seq);
   // How many blocks Release(seq) would free (dead entries no other sequence holds).
   int32_t FreeingRelease(const Seq& seq) const;
+  bool Indexed(const BlockHash& chained, size_t group, int32_t block) const;
 
   // The chained hashes of the prompt's blocks a lookup may serve (all but the last token's).
   std::vector<BlockHash> LookupHashes(const std::vector<int32_t>& prompt,
@@ -74,7 +80,7 @@ class ReferenceKvCache {
   int32_t block_size_;
   int32_t watermark_;
   bool caching_;
-  int32_t window_;
+  std::vector<int32_t> windows_;
   std::vector<int32_t> ref_;                    // per block; block 0 is the null block
   std::vector<std::optional<BlockHash>> hash_;  // per block
   std::vector<int32_t> free_;                   // front = evicted first

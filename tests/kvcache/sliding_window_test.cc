@@ -188,8 +188,8 @@ TEST(SlidingWindowKvCacheTest, AdmissionLeavesHitBlocksBehindTheWindowInThePool)
   const std::vector<int32_t> prompt = Iota(20);
   const PrefixHit hit = kv->FindCachedPrefix(prompt);
   ASSERT_EQ(hit.num_cached_tokens, 16);
-  EXPECT_EQ(hit.blocks[0], kNullBlockId) << "a hit names only the blocks the window reads";
-  EXPECT_EQ(hit.blocks[3], first_table[3]);
+  EXPECT_EQ(hit.blocks[0][0], kNullBlockId) << "a hit names only the blocks the window reads";
+  EXPECT_EQ(hit.blocks[0][3], first_table[3]);
   EXPECT_EQ(kv->BlocksToAdmit(hit, 20), 1 + 1);  // block 3 revived + one new block for 16..19
   const SequenceId second{2};
   ASSERT_TRUE(kv->AddSequence(second, hit, prompt).ok());
@@ -197,7 +197,7 @@ TEST(SlidingWindowKvCacheTest, AdmissionLeavesHitBlocksBehindTheWindowInThePool)
   ASSERT_EQ(table.size(), 5u);
   EXPECT_EQ(table[0], kNullBlockId);
   EXPECT_EQ(table[2], kNullBlockId);
-  EXPECT_EQ(table[3], hit.blocks[3]);
+  EXPECT_EQ(table[3], hit.blocks[0][3]);
   EXPECT_EQ(kv->num_free_blocks(), 5);
   for (size_t i = 0; i < 3; ++i) {
     EXPECT_EQ(kv->pool().ref_count(first_table[i]), 0);
@@ -237,9 +237,9 @@ TEST(SlidingWindowKvCacheTest, APrefixHitNeedsOnlyTheBlocksInsideTheWindow) {
   EXPECT_FALSE(kv->pool().Lookup(hashes[0]).has_value()) << "tokens 0..3 were evicted";
   const PrefixHit hit = kv->FindCachedPrefix(prompt);
   ASSERT_EQ(hit.num_cached_tokens, 20);
-  ASSERT_EQ(hit.blocks.size(), 5u);
-  for (size_t i = 0; i < 4; ++i) EXPECT_EQ(hit.blocks[i], kNullBlockId) << i;
-  EXPECT_EQ(kv->pool().hash(hit.blocks[4]), hashes[4]);
+  ASSERT_EQ(hit.blocks[0].size(), 5u);
+  for (size_t i = 0; i < 4; ++i) EXPECT_EQ(hit.blocks[0][i], kNullBlockId) << i;
+  EXPECT_EQ(kv->pool().hash(hit.blocks[0][4]), hashes[4]);
   EXPECT_EQ(kv->BlocksToAdmit(hit, 21), 2);  // block 4 revived, one new for token 20
   const SequenceId b{2};
   ASSERT_TRUE(kv->AddSequence(b, hit, prompt).ok());
