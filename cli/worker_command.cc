@@ -192,8 +192,8 @@ absl::StatusOr<EngineSetup> ParseEngineSetup(const FlagSet& flags) {
     HR_ASSIGN_OR_RETURN(options.num_kv_blocks, Int32Flag(flags, "num-gpu-blocks-override", 2));
   } else {
     // Every running sequence at its longest (with a sliding window: its window and a chunk).
-    const int64_t blocks_per_seq = kvcache::PeakBlocksPerSequence(
-        options.max_model_len, options.block_size, worker::KvCacheSlidingWindow(config),
+    const int64_t blocks_per_seq = kvcache::PeakBlocksOverGroups(
+        options.max_model_len, options.block_size, worker::KvCacheLayerGroups(config).windows, 0,
         options.max_num_batched_tokens);
     const int64_t blocks = 1 + int64_t{options.max_num_seqs} * blocks_per_seq;
     if (blocks > INT32_MAX) {
@@ -379,6 +379,7 @@ absl::Status Serve(const FlagSet& flags, const sigset_t& stop_signals, std::ostr
        .max_model_len = options.max_model_len,
        .block_size = options.block_size,
        .sliding_window = static_cast<int32_t>(worker::KvCacheSlidingWindow(setup.config)),
+       .kv_group_windows = worker::KvCacheLayerGroups(setup.config).windows,
        .max_num_batched_tokens = options.max_num_batched_tokens,
        .priority_scheduling = options.scheduling_policy == worker::SchedulingPolicy::kPriority,
        .observer = &worker_metrics,

@@ -181,10 +181,11 @@ Evaluation Evaluate(const MemoryPlanInput& in) {
   p.weights_bytes = p.weight_params_per_rank * in.weight_dtype_bytes;
   p.blocks_per_max_len_seq = CeilDiv(in.max_model_len, in.block_size);
   p.kv_sliding_window = m.kv_sliding_window;
-  p.peak_blocks_per_seq = PeakBlocksPerSequence(in.max_model_len, in.block_size,
-                                                m.kv_sliding_window, in.max_num_batched_tokens);
-  p.decode_blocks_per_seq =
-      PeakBlocksPerSequence(in.max_model_len, in.block_size, m.kv_sliding_window, 1);
+  p.kv_group_windows = m.kv_group_windows;
+  p.peak_blocks_per_seq = PeakBlocksOverGroups(in.max_model_len, in.block_size, m.kv_group_windows,
+                                               m.kv_sliding_window, in.max_num_batched_tokens);
+  p.decode_blocks_per_seq = PeakBlocksOverGroups(in.max_model_len, in.block_size,
+                                                 m.kv_group_windows, m.kv_sliding_window, 1);
   p.arena = ArenaOf(in, shard, p.blocks_per_max_len_seq);
   p.cublas_workspace_bytes = kCublasWorkspaceBytes;
   p.nccl_bytes = in.tensor_parallel_size > 1 ? kNcclBufferBytes : 0;
@@ -196,7 +197,8 @@ Evaluation Evaluate(const MemoryPlanInput& in) {
                      p.cuda_context_bytes - p.cuda_graph_bytes - p.safety_margin_bytes;
 
   p.kv_heads_per_rank = shard.kv_heads;
-  p.kv_bytes_per_token = 2 * m.num_layers * shard.kv_heads * m.head_dim * in.kv_cache_dtype_bytes;
+  const int64_t block_layers = m.kv_group_size > 0 ? m.kv_group_size : m.num_layers;
+  p.kv_bytes_per_token = 2 * block_layers * shard.kv_heads * m.head_dim * in.kv_cache_dtype_bytes;
   p.kv_bytes_per_block = p.kv_bytes_per_token * in.block_size;
   p.num_blocks = p.kv_cache_bytes > 0 ? p.kv_cache_bytes / p.kv_bytes_per_block : 0;
   p.num_usable_blocks = std::max<int64_t>(0, p.num_blocks - kNumReservedBlocks);
@@ -204,9 +206,10 @@ Evaluation Evaluate(const MemoryPlanInput& in) {
   p.max_concurrency =
       static_cast<double>(p.num_usable_blocks) / static_cast<double>(p.decode_blocks_per_seq);
   p.typical_request_tokens = std::min(kTypicalRequestTokens, in.max_model_len);
-  p.max_concurrency_typical = static_cast<double>(p.num_usable_blocks) /
-                              static_cast<double>(PeakBlocksPerSequence(
-                                  p.typical_request_tokens, in.block_size, m.kv_sliding_window, 1));
+  p.max_concurrency_typical =
+      static_cast<double>(p.num_usable_blocks) /
+      static_cast<double>(PeakBlocksOverGroups(p.typical_request_tokens, in.block_size,
+                                               m.kv_group_windows, m.kv_sliding_window, 1));
 
   if (p.weights_bytes > p.budget_bytes) {
     e.outcome = Outcome::kWeightsExceedBudget;

@@ -49,6 +49,11 @@ struct ModelDims {
   // Every layer attends at most this many positions back (Mistral-7B-v0.1): a sequence holds
   // only its window's blocks (sliding_window.h); 0 = some layer reads the whole context.
   int64_t kv_sliding_window = 0;
+  // Layer groups of the KV cache (layer_groups.h) when the layers attend different windows
+  // (Gemma 2/3): each group's window, and the layers a pool block holds (the group size).
+  // Empty / 0: one group of every layer attending kv_sliding_window.
+  std::vector<int32_t> kv_group_windows = {};
+  int64_t kv_group_size = 0;
 };
 
 struct MemoryPlanInput {
@@ -97,15 +102,19 @@ struct MemoryPlan {
   int64_t safety_margin_bytes = 0;     // Held back for allocator rounding and lazy driver memory.
   int64_t kv_cache_bytes = 0;     // Budget left for the KV pool (may exceed the pool by < 1 block).
   int64_t kv_heads_per_rank = 0;  // KV heads this rank stores (split or replicated).
-  int64_t kv_bytes_per_token = 0;  // 2 * layers * kv_heads_per_rank * head_dim * kv dtype bytes.
+  // 2 * layers * kv_heads_per_rank * head_dim * kv dtype bytes; with layer groups, the layers of
+  // one group (a block holds one group's KV, a token one block slot per group).
+  int64_t kv_bytes_per_token = 0;
   int64_t kv_bytes_per_block = 0;  // kv_bytes_per_token * block_size.
   int64_t num_blocks = 0;          // floor(kv_cache_bytes / kv_bytes_per_block), reserved included.
   int64_t num_usable_blocks = 0;   // num_blocks - kNumReservedBlocks: what requests can get.
   int64_t num_tokens = 0;          // num_usable_blocks * block_size.
-  int64_t blocks_per_max_len_seq = 0;  // ceil(max_model_len / block_size): a block table row.
-  int64_t kv_sliding_window = 0;       // Echo of ModelDims::kv_sliding_window.
+  int64_t blocks_per_max_len_seq = 0;     // ceil(max_model_len / block_size): a block table row.
+  int64_t kv_sliding_window = 0;          // Echo of ModelDims::kv_sliding_window.
+  std::vector<int32_t> kv_group_windows;  // Echo of ModelDims::kv_group_windows.
   // Most blocks one sequence of max_model_len holds at once (a prefill chunk of
-  // max_num_batched_tokens included); blocks_per_max_len_seq without a sliding window.
+  // max_num_batched_tokens included), summed over layer groups; blocks_per_max_len_seq without a
+  // sliding window.
   int64_t peak_blocks_per_seq = 0;
   // Blocks a decoding sequence of max_model_len holds; blocks_per_max_len_seq without a window.
   int64_t decode_blocks_per_seq = 0;

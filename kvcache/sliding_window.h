@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <vector>
 
 namespace headroom::kvcache {
 
@@ -30,6 +31,21 @@ namespace headroom::kvcache {
   if (window <= 0) return all;
   const int64_t span = window - 1 + std::max<int64_t>(1, max_chunk);
   return std::min(all, (span + block_size - 1) / block_size + 1);
+}
+
+// PeakBlocksPerSequence summed over a sequence's block tables, one per layer group attending
+// `group_windows[g]` (kv_cache_manager.h, layer_groups.h); an empty list is one group of
+// `window`.
+[[nodiscard]] inline int64_t PeakBlocksOverGroups(int64_t num_tokens, int64_t block_size,
+                                                  const std::vector<int32_t>& group_windows,
+                                                  int64_t window, int64_t max_chunk) {
+  if (group_windows.empty())
+    return PeakBlocksPerSequence(num_tokens, block_size, window, max_chunk);
+  int64_t peak = 0;
+  for (const int32_t w : group_windows) {
+    peak += PeakBlocksPerSequence(num_tokens, block_size, w, max_chunk);
+  }
+  return peak;
 }
 
 }  // namespace headroom::kvcache

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace headroom::router {
 
@@ -31,6 +32,8 @@ struct GroupLoad {
   // largest prefill chunk: a request holds at most PeakBlocksPerSequence blocks there.
   int32_t sliding_window = 0;
   int32_t max_num_batched_tokens = 0;
+  // Its KV cache's layer groups' windows (empty: one group attending sliding_window).
+  std::vector<int32_t> kv_group_windows = {};
   // The group schedules by request priority; only such groups take a priority other than 0.
   bool priority_scheduling = false;
   // Blocks this router has sent to the group that the last report does not reflect yet.

@@ -23,9 +23,10 @@ PlacementDecision LeastLoadedByBlocks::operator()(absl::Span<const GroupLoad> gr
         std::max(decision.largest_pool_tokens, int64_t{g.total_blocks} * g.block_size);
     decision.largest_max_model_len = std::max(decision.largest_max_model_len, g.max_model_len);
     // The most blocks the request holds at once there: all of them, or behind a sliding window
-    // the window's and a prefill chunk's.
-    const int64_t demand = kvcache::PeakBlocksPerSequence(
-        request.max_total_tokens, g.block_size, g.sliding_window, g.max_num_batched_tokens);
+    // the window's and a prefill chunk's, summed over the KV cache's layer groups.
+    const int64_t demand =
+        kvcache::PeakBlocksOverGroups(request.max_total_tokens, g.block_size, g.kv_group_windows,
+                                      g.sliding_window, g.max_num_batched_tokens);
     if (request.needs_priority && !g.priority_scheduling) continue;
     any_priority_group = true;
     if (request.max_total_tokens > g.max_model_len || demand > g.total_blocks) continue;

@@ -66,6 +66,7 @@ void GroupTable::ApplyReport(size_t group, const v1::LoadReport& report, absl::T
   load.waiting_demand_blocks = report.waiting_demand_blocks();
   load.max_model_len = report.max_model_len();
   load.sliding_window = report.sliding_window();
+  load.kv_group_windows.assign(report.kv_group_windows().begin(), report.kv_group_windows().end());
   load.max_num_batched_tokens = report.max_num_batched_tokens();
   load.priority_scheduling = report.priority_scheduling();
   reports_[group] = report;

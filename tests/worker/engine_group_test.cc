@@ -4,6 +4,7 @@
 // UNAVAILABLE and reports the failure, never a hang).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <future>
 #include <map>
@@ -76,12 +77,18 @@ Tokens RunAll(Engine& engine, int64_t* preemptions = nullptr, PromptLogprobs* pr
 // llama-gqa attends everything; phi3-fused attends 12 positions back in every layer, so it runs
 // in a pool smaller than its longest request: the leader's KV cache releases blocks behind the
 // window and reuses them, and the followers' tables follow (StepPlan::num_released_blocks).
+// gemma3-local-rope has 6 layer groups (one global layer, five windowed ones): the followers keep
+// six tables per sequence from the plans' per-group runs and release counts.
 class EngineGroupTokensTest : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(EngineGroupTokensTest, AGroupOfTwoAndOfFourGivesTheTokensOfOneRank) {
   const std::string fixture = GetParam();
   const testdata::FixtureModel& m = testdata::LoadFixtureModel(fixture);
-  const EngineOptions options = Options(KvCacheSlidingWindow(m.config) > 0 ? 16 : 40);
+  // gemma3-local-rope's blocks hold one layer each (six per position): its longest request peaks
+  // at 16 + 5 * 13 = 81 of them, so 100 still preempts.
+  const int32_t groups = KvCacheLayerGroups(m.config).num_groups();
+  const EngineOptions options =
+      Options(KvCacheSlidingWindow(m.config) > 0 ? 16 : (groups > 1 ? 100 : 40));
   CpuBackend backend(1);
   auto single = Engine::Create(m.config, m.weights, options, &backend);
   ASSERT_TRUE(single.ok()) << single.status();
@@ -149,9 +156,11 @@ TEST_P(EngineGroupTokensTest, AGroupOfTwoAndOfFourGivesTheTokensOfOneRank) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, EngineGroupTokensTest,
-                         ::testing::Values("llama-gqa", "phi3-fused"),
+                         ::testing::Values("llama-gqa", "phi3-fused", "gemma3-local-rope"),
                          [](const ::testing::TestParamInfo<std::string>& param_info) {
-                           return param_info.param == "llama-gqa" ? "llama_gqa" : "phi3_fused";
+                           std::string name = param_info.param;
+                           std::replace(name.begin(), name.end(), '-', '_');
+                           return name;
                          });
 
 TEST(EngineGroupTest, AFollowerThatDiesFailsTheLeadersRequestsAndReportsIt) {
@@ -204,7 +213,7 @@ TEST(GroupMessageTest, PlansRoundTripAndMalformedBytesAreDataLoss) {
                                     .num_computed_tokens = 16,
                                     .token_ids = {5, 6},
                                     .new_block_ids = {kvcache::BlockId{9}},
-                                    .num_released_blocks = 3,
+                                    .num_released_blocks = {3, 0},
                                     .sample = true,
                                     .prompt_logprobs_end = 12});
   message.plan.sequences.push_back({.id = RequestId{-2},
@@ -226,7 +235,7 @@ TEST(GroupMessageTest, PlansRoundTripAndMalformedBytesAreDataLoss) {
   EXPECT_EQ(decoded->plan.sequences[0].token_ids, (std::vector<int32_t>{5, 6}));
   EXPECT_EQ(decoded->plan.sequences[0].new_block_ids,
             (std::vector<kvcache::BlockId>{kvcache::BlockId{9}}));
-  EXPECT_EQ(decoded->plan.sequences[0].num_released_blocks, 3);
+  EXPECT_EQ(decoded->plan.sequences[0].num_released_blocks, (std::vector<int32_t>{3, 0}));
   EXPECT_TRUE(decoded->plan.sequences[0].sample);
   EXPECT_EQ(decoded->plan.sequences[0].prompt_logprobs_end, 12);
   EXPECT_EQ(decoded->plan.sequences[1].id, RequestId{-2});

@@ -15,6 +15,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "fixture_model.h"
+#include "kv_groups_input.h"
 #include "nlohmann/json.hpp"
 #include "worker/backend/cpu_backend.h"
 #include "worker/engine/engine.h"
@@ -40,17 +41,20 @@ Loaded Load(const std::string& name) {
 class ModelParityTest : public ::testing::TestWithParam<std::string> {};
 
 constexpr int32_t kLogitsBlockSize = 16;
+// Blocks per KV layer group in LogitsModel: 128 tokens.
+constexpr int32_t kLogitsStride = 128 / kLogitsBlockSize;
 
 // A model that computes prompts of up to 128 tokens whole, as a server of `max_model_len`.
 std::unique_ptr<LlamaModel> LogitsModel(const Loaded& m, Backend* backend,
                                         int32_t max_model_len = 128) {
-  auto model = LlamaModel::Create(m.config, m.weights,
-                                  {.max_num_batched_tokens = 128,
-                                   .max_num_seqs = 128,
-                                   .max_model_len = max_model_len,
-                                   .num_kv_blocks = 16,
-                                   .block_size = kLogitsBlockSize},
-                                  backend);
+  auto model = LlamaModel::Create(
+      m.config, m.weights,
+      {.max_num_batched_tokens = 128,
+       .max_num_seqs = 128,
+       .max_model_len = max_model_len,
+       .num_kv_blocks = 1 + kLogitsStride * KvCacheLayerGroups(m.config).num_groups(),
+       .block_size = kLogitsBlockSize},
+      backend);
   EXPECT_TRUE(model.ok()) << model.status();
   return model.ok() ? *std::move(model) : nullptr;
 }
@@ -74,6 +78,8 @@ void ExpectPromptLogitsMatch(LlamaModel& model, const json& prompt, int64_t voca
   for (int32_t b = 0; b * kLogitsBlockSize < n; ++b) {
     input.block_tables[static_cast<size_t>(b)] = 1 + b;
   }
+  testing::SpreadOverKvGroups(model.kv_groups().num_groups(), kLogitsStride, kLogitsBlockSize,
+                              input);
   std::vector<float> logits;
   const absl::Status status = model.Forward(input, &logits);
   ASSERT_TRUE(status.ok()) << status;
@@ -199,6 +205,45 @@ TEST(SlidingWindowParityTest, SequencesLongerThanTheWholeKvPoolMatchTransformers
   EXPECT_EQ(ExpectGreedyMatches(prompts, RunGreedy(**engine, prompts)), 0);
   EXPECT_EQ((*engine)->Stats().scheduler.num_preemptions, 0);
 }
+
+// Gemma 2 and 3 mix windowed layers (16 positions) with global ones, so the KV cache keeps one
+// block table per layer group (gemma2-softcap: one global and one windowed layer, 2 groups;
+// gemma3-local-rope: 1 global and 5 windowed layers, 6 groups of one layer) and releases the
+// windowed groups' blocks behind the window. Each prompt plus its 32 tokens (up to 93) runs alone
+// through a pool smaller than keeping every group's every block would need, without preemption,
+// and the tokens stay transformers'.
+class LayerGroupParityTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(LayerGroupParityTest, WindowedGroupsReleaseBlocksAndTheTokensMatchTransformers) {
+  const Loaded m = Load(GetParam());
+  const kvcache::LayerGroups groups = KvCacheLayerGroups(m.config);
+  ASSERT_GT(groups.num_groups(), 1);
+  const json& prompts = m.expected["prompts"];
+  const int64_t longest = static_cast<int64_t>(prompts.back()["ids"].size()) + 32;
+  constexpr int32_t kBlock = 4;
+  constexpr int32_t kChunk = 8;
+  // The global group keeps every block; each windowed one at most ceil((16 - 1 + 8) / 4) + 1.
+  const int32_t windowed = groups.num_groups() - 1;
+  const int32_t usable = static_cast<int32_t>((longest + kBlock - 1) / kBlock) + windowed * 7;
+  const int64_t keep_every_block = (longest + kBlock - 1) / kBlock * groups.num_groups();
+  ASSERT_GT(keep_every_block, usable) << "the pool must be too small to keep every block";
+  CpuBackend backend(1);
+  EngineOptions options{.max_num_seqs = 1,
+                        .max_num_batched_tokens = kChunk,
+                        .max_model_len = 128,
+                        .block_size = kBlock,
+                        .num_kv_blocks = usable + 1};
+  auto engine = Engine::Create(m.config, m.weights, options, &backend);
+  ASSERT_TRUE(engine.ok()) << engine.status();
+  EXPECT_EQ(ExpectGreedyMatches(prompts, RunGreedy(**engine, prompts)), 0);
+  EXPECT_EQ((*engine)->Stats().scheduler.num_preemptions, 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Gemma, LayerGroupParityTest,
+                         ::testing::Values("gemma2-softcap", "gemma3-local-rope"),
+                         [](const ::testing::TestParamInfo<std::string>& param_info) {
+                           return param_info.param == "gemma2-softcap" ? "gemma2" : "gemma3";
+                         });
 
 // Phi-3.5's LongRoPE (phi3-longrope: pretrained at 16 positions, maximum 256). transformers picks
 // the factor list per forward by the sequence's length, and its greedy steps here recompute the

@@ -64,7 +64,7 @@ TEST_P(SchedulerRandomizedTest, EveryRequestCompletesAndFollowersAgree) {
     std::map<int64_t, int32_t> produced;
     std::map<int64_t, int32_t> priority;
     std::map<int64_t, int64_t> prompt_len;
-    std::map<int64_t, std::vector<kvcache::BlockId>> follower;
+    std::map<int64_t, BlockTables> follower;
     int64_t next_id = 1;
     int arrivals = 0;
     for (int step = 0; step < 20000 && (arrivals < 100 || scheduler.HasWork()); ++step) {
@@ -102,8 +102,10 @@ TEST_P(SchedulerRandomizedTest, EveryRequestCompletesAndFollowersAgree) {
       for (RequestId id : plan.released) follower.erase(id.value());
       std::vector<int32_t> sampled;
       for (const ScheduledSequence& s : plan.sequences) {
-        auto& table = follower[s.id.value()];
-        ASSERT_TRUE(ApplyToBlockTable(s, table));  // what a real follower runs
+        BlockTables& tables = follower[s.id.value()];
+        tables.resize(static_cast<size_t>(kv->num_groups()));
+        ASSERT_TRUE(ApplyToBlockTable(s, tables));  // what a real follower runs
+        const std::vector<kvcache::BlockId>& table = tables.front();
         const int32_t end = s.num_computed_tokens + static_cast<int32_t>(s.token_ids.size());
         ASSERT_LE(end, static_cast<int64_t>(table.size()) * shape.block_size);
         // The keys this step's queries read, and the slots of its tokens, are in real blocks.
@@ -116,9 +118,11 @@ TEST_P(SchedulerRandomizedTest, EveryRequestCompletesAndFollowersAgree) {
         if (s.sample) sampled.push_back(uniform(0, 998));
       }
       for (RequestId id : scheduler.RunningIds()) {
-        const auto leader = kv->BlockTable(id);
-        ASSERT_EQ(std::vector<kvcache::BlockId>(leader.begin(), leader.end()),
-                  follower[id.value()]);
+        for (int32_t g = 0; g < kv->num_groups(); ++g) {
+          const auto leader = kv->BlockTable(id, g);
+          ASSERT_EQ(std::vector<kvcache::BlockId>(leader.begin(), leader.end()),
+                    follower[id.value()][static_cast<size_t>(g)]);
+        }
       }
       for (const TokenOutput& out : scheduler.Update(plan, sampled)) {
         ++produced[out.id.value()];

@@ -19,6 +19,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "fixture_model.h"
+#include "kv_groups_input.h"
 #include "worker/backend/cpu_backend.h"
 #include "worker/comm/gloo_communicator.h"
 #include "worker/comm/rendezvous_store.h"
@@ -39,7 +40,11 @@ struct Sequence {
 };
 
 // The next step of every sequence: the rest of the prompt on the first step, then one token.
-ForwardInput NextStep(const std::vector<Sequence>& seqs, int32_t max_blocks_per_seq) {
+// Blocks per KV layer group: both sequences' tables.
+constexpr int32_t kGroupStride = 2 * kMaxModelLen / kBlockSize;
+
+ForwardInput NextStep(const std::vector<Sequence>& seqs, int32_t max_blocks_per_seq,
+                      int32_t kv_groups) {
   ForwardInput in;
   in.query_start.push_back(0);
   for (const Sequence& s : seqs) {
@@ -57,6 +62,7 @@ ForwardInput NextStep(const std::vector<Sequence>& seqs, int32_t max_blocks_per_
       in.block_tables.push_back(b * kBlockSize < end ? s.first_block + b : 0);
     }
   }
+  testing::SpreadOverKvGroups(kv_groups, kGroupStride, kBlockSize, in);
   return in;
 }
 
@@ -82,13 +88,14 @@ DecodeRun Decode(const std::string& fixture, Communicator* comm) {
       comm == nullptr ? m.weights
                       : testdata::LoadFixtureShard(fixture, comm->world_size(), comm->rank());
   CpuBackend backend(1);
-  auto model = LlamaModel::Create(m.config, shard,
-                                  {.max_num_batched_tokens = 256,
-                                   .max_num_seqs = 4,
-                                   .max_model_len = kMaxModelLen,
-                                   .num_kv_blocks = 32,
-                                   .block_size = kBlockSize},
-                                  &backend, comm);
+  auto model = LlamaModel::Create(
+      m.config, shard,
+      {.max_num_batched_tokens = 256,
+       .max_num_seqs = 4,
+       .max_model_len = kMaxModelLen,
+       .num_kv_blocks = 1 + kGroupStride * KvCacheLayerGroups(m.config).num_groups(),
+       .block_size = kBlockSize},
+      &backend, comm);
   EXPECT_TRUE(model.ok()) << model.status();
   if (!model.ok()) return run;
   // Two sequences batched together (prompts of 21 and 5 tokens, each id < the vocab of 256).
@@ -99,7 +106,8 @@ DecodeRun Decode(const std::string& fixture, Communicator* comm) {
   seqs[1].first_block = 1 + kMaxModelLen / kBlockSize;
   const int64_t vocab = m.config.vocab_size;
   for (int step = 0; step < kNewTokens; ++step) {
-    const ForwardInput in = NextStep(seqs, (*model)->max_blocks_per_seq());
+    const ForwardInput in =
+        NextStep(seqs, (*model)->max_blocks_per_seq(), (*model)->kv_groups().num_groups());
     std::vector<float> logits;
     const absl::Status status = (*model)->Forward(in, &logits);
     EXPECT_TRUE(status.ok()) << status;

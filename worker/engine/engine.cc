@@ -144,7 +144,7 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const ModelConfig& config
                         .block_size = o.block_size,
                         .enable_prefix_caching = o.enable_prefix_caching,
                         .watermark_blocks = static_cast<int32_t>(std::floor(o.watermark * usable)),
-                        .sliding_window = static_cast<int32_t>(KvCacheSlidingWindow(config))}));
+                        .group_windows = KvCacheLayerGroups(config).windows}));
   if (o.max_num_seqs <= 0 || o.max_num_batched_tokens < o.max_num_seqs) {
     return absl::InvalidArgumentError(
         absl::StrCat("--max-num-batched-tokens (", o.max_num_batched_tokens,
@@ -353,8 +353,8 @@ absl::StatusOr<std::vector<StepToken>> Engine::Step() {
                      .num_allowed_tokens = static_cast<int64_t>(allowed->size())});
   }
   BuildForwardInput(
-      plan, [this](RequestId id) { return kv_->BlockTable(id); }, options_.block_size,
-      model_->max_blocks_per_seq(), &input_);
+      plan, [this](RequestId id, int32_t group) { return kv_->BlockTable(id, group); },
+      kv_->num_groups(), options_.block_size, model_->max_blocks_per_seq(), &input_);
   HR_RETURN_IF_ERROR(model_->Forward(
       input_, &logits_, [this, &plan](size_t first, int64_t count, const float* logits) {
         return OnPromptLogits(plan, first, count, logits);

@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/status_macros.h"
 #include "worker/engine/forward_input_builder.h"
 
@@ -36,22 +37,27 @@ absl::StatusOr<bool> Follower::Apply(const GroupMessage& message) {
   const StepPlan& plan = message.plan;
   for (const RequestId id : plan.released) tables_.erase(id);
   for (const ScheduledSequence& seq : plan.sequences) {
-    std::vector<kvcache::BlockId>& table = tables_[seq.id];
-    if (!ApplyToBlockTable(seq, table)) {
-      return absl::DataLossError(absl::StrCat("step ", plan.step, " releases ",
-                                              seq.num_released_blocks, " blocks of sequence ",
-                                              seq.id.value(), ", whose table has ", table.size()));
-    }
-    if (table.size() > static_cast<size_t>(model_->max_blocks_per_seq())) {
+    BlockTables& tables = tables_[seq.id];
+    tables.resize(static_cast<size_t>(model_->kv_groups().num_groups()));
+    if (!ApplyToBlockTable(seq, tables)) {
       return absl::DataLossError(absl::StrCat(
-          "step ", plan.step, " gives sequence ", seq.id.value(), " ", table.size(),
+          "step ", plan.step, " gives sequence ", seq.id.value(), " ", seq.new_block_ids.size(),
+          " new blocks and releases [", absl::StrJoin(seq.num_released_blocks, ", "),
+          "] blocks of its ", tables.size(), " tables of ", tables.front().size(), " blocks"));
+    }
+    if (tables.front().size() > static_cast<size_t>(model_->max_blocks_per_seq())) {
+      return absl::DataLossError(absl::StrCat(
+          "step ", plan.step, " gives sequence ", seq.id.value(), " ", tables.front().size(),
           " blocks, more than the ", model_->max_blocks_per_seq(), " max_model_len allows"));
     }
   }
   if (plan.empty()) return true;
   BuildForwardInput(
-      plan, [this](RequestId id) -> absl::Span<const kvcache::BlockId> { return tables_.at(id); },
-      options_.block_size, model_->max_blocks_per_seq(), &input_);
+      plan,
+      [this](RequestId id, int32_t group) -> absl::Span<const kvcache::BlockId> {
+        return tables_.at(id)[static_cast<size_t>(group)];
+      },
+      model_->kv_groups().num_groups(), options_.block_size, model_->max_blocks_per_seq(), &input_);
   HR_RETURN_IF_ERROR(model_->Forward(input_, &logits_));
   ++steps_;
   return true;

@@ -48,7 +48,7 @@ class Follower {
   const EngineOptions options_;
   Communicator* const comm_;
   std::unique_ptr<LlamaModel> model_;
-  absl::flat_hash_map<RequestId, std::vector<kvcache::BlockId>> tables_;
+  absl::flat_hash_map<RequestId, BlockTables> tables_;
   std::string message_;
   ForwardInput input_;
   std::vector<float> logits_;

@@ -89,7 +89,11 @@ absl::Status ReadPlan(Reader& r, StepPlan* plan) {
       HR_ASSIGN_OR_RETURN(const int32_t block, r.Get<int32_t>("block id"));
       seq.new_block_ids.push_back(kvcache::BlockId{block});
     }
-    HR_ASSIGN_OR_RETURN(seq.num_released_blocks, r.Get<int32_t>("num_released_blocks"));
+    HR_ASSIGN_OR_RETURN(const uint32_t groups, r.Count("layer groups", sizeof(int32_t)));
+    for (uint32_t g = 0; g < groups; ++g) {
+      HR_ASSIGN_OR_RETURN(const int32_t released, r.Get<int32_t>("num_released_blocks"));
+      seq.num_released_blocks.push_back(released);
+    }
     HR_ASSIGN_OR_RETURN(const uint8_t sample, r.Get<uint8_t>("sample"));
     seq.sample = sample != 0;
     HR_ASSIGN_OR_RETURN(seq.prompt_logprobs_end, r.Get<int32_t>("prompt_logprobs_end"));
@@ -113,7 +117,7 @@ std::string EncodeGroupMessage(const GroupMessage& message) {
     w.Put(seq.num_computed_tokens);
     w.PutList(seq.token_ids, [&](int32_t token) { w.Put(token); });
     w.PutList(seq.new_block_ids, [&](kvcache::BlockId block) { w.Put(block.value()); });
-    w.Put(seq.num_released_blocks);
+    w.PutList(seq.num_released_blocks, [&](int32_t released) { w.Put(released); });
     w.Put(static_cast<uint8_t>(seq.sample ? 1 : 0));
     w.Put(seq.prompt_logprobs_end);
   });

@@ -4,7 +4,8 @@
 // Wire format (little-endian, what every rank of a group runs, so no versioning):
 //   u32 magic "HRGM", u8 kind, then for kPlan:
 //   i64 step, i32 num_tokens, u32 #sequences, each: i64 id, i32 num_computed_tokens,
-//   u32 #token_ids, i32..., u32 #new_block_ids, i32..., i32 num_released_blocks, u8 sample,
+//   u32 #token_ids, i32..., u32 #new_block_ids, i32... (group by group), u32 #layer groups,
+//   i32 num_released_blocks per group, u8 sample,
 //   i32 prompt_logprobs_end;
 //   u32 #released, i64...; u32 #preempted, i64...
 #pragma once

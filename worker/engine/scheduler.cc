@@ -130,9 +130,15 @@ void Scheduler::EmitScheduled(Sequence& s, int32_t num_new, size_t blocks_before
   out.num_computed_tokens = s.num_computed;
   const auto first = s.tokens.begin() + s.num_computed;
   out.token_ids.assign(first, first + num_new);
-  const absl::Span<const BlockId> table = kv_->BlockTable(s.request.id);
-  out.new_block_ids.assign(table.begin() + static_cast<std::ptrdiff_t>(blocks_before), table.end());
-  out.num_released_blocks = kv_->NumReleasedBlocks(s.request.id);
+  out.new_block_ids.clear();
+  out.num_released_blocks.clear();
+  for (int32_t g = 0; g < kv_->num_groups(); ++g) {
+    const absl::Span<const BlockId> table = kv_->BlockTable(s.request.id, g);
+    out.new_block_ids.insert(out.new_block_ids.end(),
+                             table.begin() + static_cast<std::ptrdiff_t>(blocks_before),
+                             table.end());
+    out.num_released_blocks.push_back(kv_->NumReleasedBlocks(s.request.id, g));
+  }
   s.num_computed += num_new;
   out.sample = s.num_computed == s.num_tokens();
   if (s.request.sampling.prompt_logprobs >= 0) out.prompt_logprobs_end = s.num_prompt() - 1;

@@ -19,12 +19,13 @@ struct ScheduledSequence {
   int32_t num_computed_tokens = 0;
   // Tokens computed in this step: a prefill chunk, or the one token sampled last step.
   std::vector<int32_t> token_ids;
-  // Blocks appended to this sequence's block table in this step (for a newly admitted sequence:
-  // its whole table, cached prefix blocks first).
+  // Blocks appended to this sequence's block tables in this step, layer group by layer group:
+  // num_groups runs of equal length (for a newly admitted sequence: its whole tables, cached
+  // prefix blocks first).
   std::vector<kvcache::BlockId> new_block_ids;
-  // Leading entries of the block table released behind the sliding window so far (they are
-  // kvcache::kNullBlockId from now on; never decreases while the sequence runs).
-  int32_t num_released_blocks = 0;
+  // Per layer group: leading entries of its block table released behind its sliding window so far
+  // (they are kvcache::kNullBlockId from now on; never decreases while the sequence runs).
+  std::vector<int32_t> num_released_blocks = {};
   // This step reaches the end of the sequence's known tokens: compute logits of the last token
   // and sample the next one.
   bool sample = false;
@@ -49,10 +50,13 @@ struct StepPlan {
   [[nodiscard]] bool empty() const { return sequences.empty(); }
 };
 
-// Applies what `seq` says of its block table to a follower's copy: appends its new blocks and
-// nulls the entries released behind the sliding window. False (table unchanged beyond the
-// append) when it releases more entries than the table has.
-[[nodiscard]] bool ApplyToBlockTable(const ScheduledSequence& seq,
-                                     std::vector<kvcache::BlockId>& table);
+// A sequence's block tables, one per layer group (a follower's copy of the leader's).
+using BlockTables = std::vector<std::vector<kvcache::BlockId>>;
+
+// Applies what `seq` says of its block tables to a follower's copy (`tables` has one per layer
+// group): appends each group's new blocks and nulls the entries released behind its sliding
+// window. False when `seq` does not have one run of new blocks and one release count per group or
+// releases more entries than a table has (the tables may then be partly updated).
+[[nodiscard]] bool ApplyToBlockTable(const ScheduledSequence& seq, BlockTables& tables);
 
 }  // namespace headroom::worker

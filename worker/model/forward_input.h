@@ -11,11 +11,13 @@ namespace headroom::worker {
 struct ForwardInput {
   std::vector<int32_t> token_ids;  // [n]: every token computed in this step, sequence by sequence
   std::vector<int64_t> positions;  // [n]: position of each token in its sequence
-  std::vector<int64_t> slot_mapping;  // [n]: KV slot (block * block_size + offset) of each token
+  // [groups, n]: KV slot (block * block_size + offset) of each token in each layer group's table
+  std::vector<int64_t> slot_mapping;
   std::vector<int32_t> query_start;   // [num_seqs + 1]: rows of sequence s are [qs[s], qs[s+1])
   std::vector<int32_t> context_lens;  // [num_seqs]: tokens in the KV cache after this step
-  std::vector<int32_t> block_tables;  // [num_seqs, max_blocks_per_seq], padded with the null block
-  std::vector<int32_t> logits_rows;   // rows whose logits are needed (one per sampling sequence)
+  // [groups, num_seqs, max_blocks_per_seq], padded with the null block
+  std::vector<int32_t> block_tables;
+  std::vector<int32_t> logits_rows;  // rows whose logits are needed (one per sampling sequence)
   // Rows whose logits predict the next prompt token (prompt logprobs), in row order.
   std::vector<int32_t> prompt_logits_rows;
 

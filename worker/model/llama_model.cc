@@ -40,7 +40,8 @@ LlamaModel::LlamaModel(const ModelConfig& config, const ModelLimits& limits, Bac
       tp_(comm_->world_size()),
       shard_(kvcache::ShardOf(ModelDimsOf(config), tp_)),
       offsets_(kvcache::ShardOffsetsOf(ModelDimsOf(config), tp_, comm_->rank())),
-      max_blocks_per_seq_((limits.max_model_len + limits.block_size - 1) / limits.block_size) {}
+      max_blocks_per_seq_((limits.max_model_len + limits.block_size - 1) / limits.block_size),
+      kv_groups_(KvCacheLayerGroups(config)) {}
 
 absl::StatusOr<float*> LlamaModel::AllocateFloats(int64_t count, const std::string& what) {
   HR_ASSIGN_OR_RETURN(void* buffer,
@@ -152,7 +153,19 @@ absl::Status LlamaModel::Upload(const ModelWeights& w) {
     HR_ASSIGN_OR_RETURN(local_inv_freq, UploadTensor(local, "rope inv_freq (sliding layers)"));
   }
 
+  // The pool: one K and one V tensor per slot of a layer group; a layer uses its slot's tensor
+  // at the block ids of its group's tables (kvcache/layer_groups.h).
   const int64_t kv_floats = int64_t{limits_.num_kv_blocks} * limits_.block_size * shard_.kv_dim;
+  std::vector<KvCacheLayer> pool(static_cast<size_t>(kv_groups_.group_size));
+  for (size_t t = 0; t < pool.size(); ++t) {
+    const std::string what = absl::StrCat("KV pool tensor ", t, " ");
+    HR_ASSIGN_OR_RETURN(pool[t].k_cache, AllocateFloats(kv_floats, what + "k_cache"));
+    HR_ASSIGN_OR_RETURN(pool[t].v_cache, AllocateFloats(kv_floats, what + "v_cache"));
+    pool[t].num_blocks = limits_.num_kv_blocks;
+    pool[t].block_size = limits_.block_size;
+    pool[t].num_kv_heads = static_cast<int32_t>(shard_.kv_heads);
+    pool[t].head_dim = static_cast<int32_t>(config_.head_dim);
+  }
   for (size_t i = 0; i < w.layers.size(); ++i) {
     const LayerWeights& lw = w.layers[i];
     const std::string p = absl::StrCat("layer ", i, " ");
@@ -215,12 +228,8 @@ absl::Status LlamaModel::Upload(const ModelWeights& w) {
     HR_ASSIGN_OR_RETURN(d.down_bias,
                         UploadScaled(lw.down_proj_bias.data, residual, p + "down_bias"));
     if (!lw.experts.empty()) HR_RETURN_IF_ERROR(UploadExperts(lw, p, d.moe));
-    HR_ASSIGN_OR_RETURN(d.kv.k_cache, AllocateFloats(kv_floats, p + "k_cache"));
-    HR_ASSIGN_OR_RETURN(d.kv.v_cache, AllocateFloats(kv_floats, p + "v_cache"));
-    d.kv.num_blocks = limits_.num_kv_blocks;
-    d.kv.block_size = limits_.block_size;
-    d.kv.num_kv_heads = static_cast<int32_t>(shard_.kv_heads);
-    d.kv.head_dim = static_cast<int32_t>(config_.head_dim);
+    d.kv = pool[static_cast<size_t>(kv_groups_.layer_slot[i])];
+    d.kv_group = kv_groups_.layer_group[i];
     layers_.push_back(d);
   }
   return absl::OkStatus();
@@ -262,11 +271,13 @@ absl::Status LlamaModel::AllocateArena() {
   HR_ASSIGN_OR_RETURN(arena_.token_ids, ints(t, "token_ids"));
   HR_ASSIGN_OR_RETURN(void* positions, backend_->Allocate(static_cast<size_t>(t) * 8, "positions"));
   arena_.positions = static_cast<int64_t*>(positions);
-  HR_ASSIGN_OR_RETURN(void* slots, backend_->Allocate(static_cast<size_t>(t) * 8, "slot_mapping"));
+  const int64_t groups = kv_groups_.num_groups();
+  HR_ASSIGN_OR_RETURN(void* slots,
+                      backend_->Allocate(static_cast<size_t>(groups * t) * 8, "slot_mapping"));
   arena_.slot_mapping = static_cast<int64_t*>(slots);
   HR_ASSIGN_OR_RETURN(arena_.query_start, ints(s + 1, "query_start"));
   HR_ASSIGN_OR_RETURN(arena_.context_lens, ints(s, "context_lens"));
-  HR_ASSIGN_OR_RETURN(arena_.block_tables, ints(s * max_blocks_per_seq_, "block_tables"));
+  HR_ASSIGN_OR_RETURN(arena_.block_tables, ints(groups * s * max_blocks_per_seq_, "block_tables"));
   HR_ASSIGN_OR_RETURN(arena_.logits_rows, ints(s, "logits_rows"));
   HR_ASSIGN_OR_RETURN(arena_.residual, AllocateFloats(t * hidden, "residual"));
   HR_ASSIGN_OR_RETURN(arena_.hidden, AllocateFloats(t * hidden, "hidden"));
@@ -292,8 +303,11 @@ absl::Status LlamaModel::CopyInput(const ForwardInput& in) {
   const int32_t seqs = in.num_seqs();
   if (n == 0 || n > limits_.max_num_batched_tokens || seqs > limits_.max_num_seqs ||
       static_cast<int32_t>(in.logits_rows.size()) > limits_.max_num_seqs ||
-      in.block_tables.size() !=
-          static_cast<size_t>(seqs) * static_cast<size_t>(max_blocks_per_seq_)) {
+      in.block_tables.size() != static_cast<size_t>(kv_groups_.num_groups()) *
+                                    static_cast<size_t>(seqs) *
+                                    static_cast<size_t>(max_blocks_per_seq_) ||
+      in.slot_mapping.size() !=
+          static_cast<size_t>(kv_groups_.num_groups()) * in.token_ids.size()) {
     return absl::InvalidArgumentError(
         absl::StrCat("step of ", n, " tokens in ", seqs, " sequences with ", in.logits_rows.size(),
                      " logits rows exceeds the model's limits (", limits_.max_num_batched_tokens,
@@ -330,7 +344,8 @@ absl::Status LlamaModel::CopyInput(const ForwardInput& in) {
   return absl::OkStatus();
 }
 
-absl::Status LlamaModel::Layer(const DeviceLayer& l, int64_t n, const AttentionBatch& batch) {
+absl::Status LlamaModel::Layer(const DeviceLayer& l, int64_t n, const int64_t* slot_mapping,
+                               const AttentionBatch& batch) {
   const int64_t hidden = config_.hidden_size;
   const int64_t heads = shard_.heads;
   const int64_t kv_heads = shard_.kv_heads;
@@ -352,7 +367,7 @@ absl::Status LlamaModel::Layer(const DeviceLayer& l, int64_t n, const AttentionB
   }
   HR_RETURN_IF_ERROR(
       b.Rotary(arena_.q, arena_.k, arena_.positions, l.inv_freq, n, heads, kv_heads, head_dim));
-  HR_RETURN_IF_ERROR(b.WriteKvCache(arena_.k, arena_.v, arena_.slot_mapping, n, l.kv));
+  HR_RETURN_IF_ERROR(b.WriteKvCache(arena_.k, arena_.v, slot_mapping, n, l.kv));
   HR_RETURN_IF_ERROR(b.PagedAttention(arena_.q, l.kv, batch, n, heads, l.attention, arena_.attn));
   HR_RETURN_IF_ERROR(
       b.Linear(arena_.attn, l.o_proj, l.o_bias, n, hidden, heads * head_dim, arena_.proj));
@@ -394,11 +409,16 @@ absl::Status LlamaModel::Forward(const ForwardInput& input, std::vector<float>* 
   const int64_t n = input.num_tokens();
   const int64_t hidden = config_.hidden_size;
   const float eps = static_cast<float>(config_.rms_norm_eps);
-  const AttentionBatch batch{.query_start = arena_.query_start,
-                             .context_lens = arena_.context_lens,
-                             .block_tables = arena_.block_tables,
-                             .num_seqs = input.num_seqs(),
-                             .max_blocks_per_seq = max_blocks_per_seq_};
+  // Each layer group's block tables and slot mapping ([groups, S, max_blocks] and [groups, n]).
+  batches_.clear();
+  for (int32_t g = 0; g < kv_groups_.num_groups(); ++g) {
+    batches_.push_back(AttentionBatch{
+        .query_start = arena_.query_start,
+        .context_lens = arena_.context_lens,
+        .block_tables = arena_.block_tables + int64_t{g} * input.num_seqs() * max_blocks_per_seq_,
+        .num_seqs = input.num_seqs(),
+        .max_blocks_per_seq = max_blocks_per_seq_});
+  }
   Backend& b = *backend_;
   const int64_t embed_rows = tp_ == 1 ? config_.vocab_size : shard_.vocab_rows + 1;
   HR_RETURN_IF_ERROR(b.Embedding(embed_tokens_, arena_.token_ids, n, embed_rows, hidden,
@@ -407,7 +427,10 @@ absl::Status LlamaModel::Forward(const ForwardInput& input, std::vector<float>* 
   HR_RETURN_IF_ERROR(
       b.RmsNorm(arena_.residual, layers_.front().input_norm, n, hidden, eps, arena_.hidden));
   for (size_t i = 0; i < layers_.size(); ++i) {
-    HR_RETURN_IF_ERROR(Layer(layers_[i], n, batch));
+    const DeviceLayer& layer = layers_[i];
+    const auto group = static_cast<size_t>(layer.kv_group);
+    HR_RETURN_IF_ERROR(
+        Layer(layer, n, arena_.slot_mapping + static_cast<int64_t>(group) * n, batches_[group]));
     // x += MLP out; h = the next layer's norm1(x), or the final norm.
     const float* next_norm = i + 1 < layers_.size() ? layers_[i + 1].input_norm : final_norm_;
     HR_RETURN_IF_ERROR(

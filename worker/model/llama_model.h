@@ -85,6 +85,9 @@ class LlamaModel {
   [[nodiscard]] const ModelConfig& config() const { return config_; }
   [[nodiscard]] const ModelLimits& limits() const { return limits_; }
   [[nodiscard]] int32_t max_blocks_per_seq() const { return max_blocks_per_seq_; }
+  // The KV cache's layer groups (one block table each); the pool holds group_size layers' KV
+  // tensors, each of limits().num_kv_blocks blocks.
+  [[nodiscard]] const kvcache::LayerGroups& kv_groups() const { return kv_groups_; }
 
  private:
   struct DeviceLayer {
@@ -111,7 +114,8 @@ class LlamaModel {
     // [experts, hidden], each expert's gate_up [experts, 2 * intermediate, hidden] and down
     // [experts, hidden, intermediate].
     MoeExperts moe;
-    KvCacheLayer kv;
+    KvCacheLayer kv;                  // the pool tensor at this layer's slot in its group
+    int32_t kv_group = 0;             // whose block tables and slot mapping address it
     AttentionParams attention;        // score scale, softcap and this layer's sliding window
     const float* inv_freq = nullptr;  // [head_dim / 2]: the model's, or the sliding layers' own
   };
@@ -120,10 +124,10 @@ class LlamaModel {
   struct Arena {
     int32_t* token_ids = nullptr;     // [T]
     int64_t* positions = nullptr;     // [T]
-    int64_t* slot_mapping = nullptr;  // [T]
+    int64_t* slot_mapping = nullptr;  // [groups, T]
     int32_t* query_start = nullptr;   // [S + 1]
     int32_t* context_lens = nullptr;  // [S]
-    int32_t* block_tables = nullptr;  // [S, max_blocks_per_seq]
+    int32_t* block_tables = nullptr;  // [groups, S, max_blocks_per_seq]
     int32_t* logits_rows = nullptr;   // [S]
     float* residual = nullptr;        // [T, hidden]
     float* hidden = nullptr;          // [T, hidden]
@@ -160,7 +164,9 @@ class LlamaModel {
   absl::Status NormalizeOutput(const float* norm, int64_t n);
   absl::Status CheckShard(const ModelWeights& weights) const;
   absl::Status CopyInput(const ForwardInput& input);
-  absl::Status Layer(const DeviceLayer& layer, int64_t n, const AttentionBatch& batch);
+  // `slot_mapping` and `batch` are those of the layer's KV group.
+  absl::Status Layer(const DeviceLayer& layer, int64_t n, const int64_t* slot_mapping,
+                     const AttentionBatch& batch);
   // Sums a [n, hidden] partial result over the ranks (nothing to do with one rank).
   absl::Status AllReduce(float* data, int64_t n);
   // The LM head over `rows` gathered rows, and the full [rows, vocab] logits on the host.
@@ -175,6 +181,7 @@ class LlamaModel {
   const kvcache::TensorParallelShard shard_;
   const kvcache::ShardOffsets offsets_;
   const int32_t max_blocks_per_seq_;
+  const kvcache::LayerGroups kv_groups_;
   // [vocab_rows + 1, hidden] with tp > 1: the rank's slice, then a zero row that ids of other
   // slices read; [vocab, hidden] otherwise.
   const float* embed_tokens_ = nullptr;
@@ -185,9 +192,10 @@ class LlamaModel {
   float embed_scale_ = 1.0f;  // ModelConfig::embedding_multiplier
   std::vector<DeviceLayer> layers_;
   Arena arena_;
-  std::vector<int32_t> local_ids_;    // [T] host: token ids as rows of embed_tokens_ (tp > 1)
-  std::vector<float> gathered_host_;  // [tp, S, vocab_rows] host (tp > 1)
-  std::vector<float> prompt_logits_;  // [<= S, vocab] host: one slice of prompt logits
+  std::vector<int32_t> local_ids_;       // [T] host: token ids as rows of embed_tokens_ (tp > 1)
+  std::vector<float> gathered_host_;     // [tp, S, vocab_rows] host (tp > 1)
+  std::vector<AttentionBatch> batches_;  // per KV layer group, rebuilt each step
+  std::vector<float> prompt_logits_;     // [<= S, vocab] host: one slice of prompt logits
 };
 
 }  // namespace headroom::worker

@@ -572,6 +572,15 @@ int64_t LayerSlidingWindow(const ModelConfig& config, int64_t layer) {
   return *config.sliding_window;
 }
 
+kvcache::LayerGroups KvCacheLayerGroups(const ModelConfig& config) {
+  std::vector<int32_t> windows;
+  for (int64_t layer = 0; layer < config.num_hidden_layers; ++layer) {
+    windows.push_back(static_cast<int32_t>(
+        std::min<int64_t>(LayerSlidingWindow(config, layer), std::numeric_limits<int32_t>::max())));
+  }
+  return kvcache::PlanLayerGroups(windows);
+}
+
 int64_t KvCacheSlidingWindow(const ModelConfig& config) {
   int64_t window = 0;
   for (int64_t layer = 0; layer < config.num_hidden_layers; ++layer) {

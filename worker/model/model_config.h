@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "kvcache/layer_groups.h"
 #include "worker/model/dtype.h"
 
 namespace headroom::worker {
@@ -133,6 +134,9 @@ struct ModelConfig {
 // The window behind which the KV cache may release blocks: the largest layer window when every
 // layer has one (Mistral-7B-v0.1, Phi-3-mini), else 0 (a layer reads the whole context).
 [[nodiscard]] int64_t KvCacheSlidingWindow(const ModelConfig& config);
+// How the KV cache groups the layers by window (kvcache/layer_groups.h): one group of every layer
+// when they all attend the same window (or none); Gemma 2/3: full-attention and windowed groups.
+[[nodiscard]] kvcache::LayerGroups KvCacheLayerGroups(const ModelConfig& config);
 
 // Architectures LoadModelConfig accepts, in the order error messages list them.
 [[nodiscard]] const std::vector<std::string>& SupportedArchitectures();

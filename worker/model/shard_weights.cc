@@ -26,7 +26,9 @@ kvcache::ModelDims ModelDimsOf(const ModelConfig& config) {
                             .sandwich_norms = config.sandwich_norms,
                             .num_experts = config.num_experts,
                             .num_experts_per_tok = config.num_experts_per_tok,
-                            .kv_sliding_window = KvCacheSlidingWindow(config)};
+                            .kv_sliding_window = KvCacheSlidingWindow(config),
+                            .kv_group_windows = KvCacheLayerGroups(config).windows,
+                            .kv_group_size = KvCacheLayerGroups(config).group_size};
 }
 
 absl::Status CheckShardable(const ModelConfig& config, ShardSpec shard) {

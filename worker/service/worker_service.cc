@@ -392,6 +392,7 @@ void WorkerService::SetReady(EngineLoop* loop) {
   base.set_block_size(options_.block_size);
   base.set_max_model_len(options_.max_model_len);
   base.set_sliding_window(options_.sliding_window);
+  for (const int32_t window : options_.kv_group_windows) base.add_kv_group_windows(window);
   base.set_max_num_batched_tokens(options_.max_num_batched_tokens);
   base.set_priority_scheduling(options_.priority_scheduling);
   {

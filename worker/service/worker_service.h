@@ -23,6 +23,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/time/time.h"
@@ -85,6 +86,8 @@ struct WorkerServiceOptions {
   // KvCacheSlidingWindow of the model (0: none) and --max-num-batched-tokens: with them a router
   // counts the blocks a request holds at most.
   int32_t sliding_window = 0;
+  // The KV cache's layer groups' windows (LoadReport.kv_group_windows; empty: one group).
+  std::vector<int32_t> kv_group_windows = {};
   int32_t max_num_batched_tokens = 0;
   // --scheduling-policy priority (reported in LoadReport.priority_scheduling).
   bool priority_scheduling = false;
