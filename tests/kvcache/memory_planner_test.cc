@@ -739,6 +739,28 @@ TEST(MemoryPlannerTest, OneSequenceDoesNotFit) {
   ExpectFixesWork(input, fixes);
 }
 
+// Layer groups (Gemma 3: one global layer per five windowed ones): a block holds one group's
+// layers, and a sequence holds every block in each global group but only its window's in each
+// windowed group. Hand-computed for 12 layers split as 2 global + 10 windowed of 1024 = groups of
+// 2 (1 global group, 5 windowed): a 32768-token decode holds 2048 + 5 x (ceil(1024 / 16) + 1).
+TEST(MemoryPlannerTest, LayerGroupsSumTheirBlocksAndABlockHoldsOneGroup) {
+  ModelDims grouped = Mistral7B();
+  grouped.num_layers = 12;
+  grouped.kv_group_windows = {0, 1024, 1024, 1024, 1024, 1024};
+  grouped.kv_group_size = 2;
+  ModelDims all = Mistral7B();
+  all.num_layers = 12;
+  const MemoryPlan plan = MustPlan(Input(grouped, 80, 32768));
+  const MemoryPlan every_block = MustPlan(Input(all, 80, 32768));
+  EXPECT_EQ(plan.kv_bytes_per_token * 6, every_block.kv_bytes_per_token) << "2 of 12 layers";
+  EXPECT_EQ(plan.decode_blocks_per_seq, 2048 + 5 * 65);
+  // A prefill chunk of 8192 adds its positions to the 1023 before it in each windowed group.
+  EXPECT_EQ(plan.peak_blocks_per_seq, 2048 + 5 * ((1023 + 8192 + 15) / 16 + 1));
+  EXPECT_DOUBLE_EQ(plan.max_concurrency,
+                   static_cast<double>(plan.num_usable_blocks) / (2048 + 5 * 65));
+  EXPECT_GT(plan.max_concurrency, 2 * every_block.max_concurrency);
+}
+
 // Mistral-7B-v0.1 attends 4096 positions back in every layer, so a sequence of its full 32k
 // context holds only its window's blocks: a decoding query reads 4096 positions, which touch at
 // most 256 + 1 blocks of 16; a prefill chunk of 8192 adds its own 8192 positions to the 4095
