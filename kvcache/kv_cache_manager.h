@@ -183,8 +183,8 @@ class KvCacheManager {
     std::vector<GroupTable> groups;
     // That length (kept here so the decode path does not reach into `groups`).
     int32_t table_size = 0;
-    // Held tokens at which some group's window next leaves a block behind (ReleaseDeadBlocks has
-    // nothing to do below it; INT32_MAX without a window).
+    // Held tokens at which some group's window next leaves a block behind: ReleaseDeadBlocks has
+    // nothing to do below it. 0 until the first Append computes it; INT32_MAX without a window.
     int32_t next_release_tokens = 0;
     // Token ids of the last block while it is not full (only kept with prefix caching).
     std::vector<int32_t> tail_tokens;

@@ -10,6 +10,7 @@
 namespace headroom::worker {
 
 kvcache::ModelDims ModelDimsOf(const ModelConfig& config) {
+  const kvcache::LayerGroups groups = KvCacheLayerGroups(config);
   return kvcache::ModelDims{.num_layers = config.num_hidden_layers,
                             .hidden_size = config.hidden_size,
                             .intermediate_size = config.intermediate_size,
@@ -27,8 +28,8 @@ kvcache::ModelDims ModelDimsOf(const ModelConfig& config) {
                             .num_experts = config.num_experts,
                             .num_experts_per_tok = config.num_experts_per_tok,
                             .kv_sliding_window = KvCacheSlidingWindow(config),
-                            .kv_group_windows = KvCacheLayerGroups(config).windows,
-                            .kv_group_size = KvCacheLayerGroups(config).group_size};
+                            .kv_group_windows = groups.windows,
+                            .kv_group_size = groups.group_size};
 }
 
 absl::Status CheckShardable(const ModelConfig& config, ShardSpec shard) {

@@ -128,6 +128,29 @@ TEST(PlacementTest, ASlidingWindowGroupCountsOnlyTheWindowsBlocks) {
   EXPECT_EQ(d.outcome, PlacementOutcome::kNeverFits);
 }
 
+// A group whose KV cache has layer groups (Gemma 2/3: one table per group, LoadReport
+// kv_group_windows) counts a request's blocks in every group: all of them in the full-attention
+// group, at most the 7 of the window above in each windowed one.
+TEST(PlacementTest, LayerGroupsSumEachGroupsBlocks) {
+  GroupLoad grouped = Group("grouped", 300, 300);
+  grouped.kv_group_windows = {0, 64, 64};
+  grouped.max_num_batched_tokens = 32;
+  PlacementDecision d = LeastLoadedByBlocks{}(std::vector<GroupLoad>{grouped},
+                                              {.max_total_tokens = 4000, .cached_blocks = {}});
+  ASSERT_EQ(d.outcome, PlacementOutcome::kPlaced);
+  EXPECT_EQ(d.demand_blocks, 250 + 2 * 7);
+  // A short request holds all of its blocks in each of the three groups.
+  d = LeastLoadedByBlocks{}(std::vector<GroupLoad>{grouped},
+                            {.max_total_tokens = 33, .cached_blocks = {}});
+  EXPECT_EQ(d.demand_blocks, 3 * 3);
+  // 260 blocks hold 4000 tokens in one group, not in three.
+  grouped.total_blocks = 260;
+  grouped.free_blocks = 260;
+  d = LeastLoadedByBlocks{}(std::vector<GroupLoad>{grouped},
+                            {.max_total_tokens = 4000, .cached_blocks = {}});
+  EXPECT_EQ(d.outcome, PlacementOutcome::kNeverFits);
+}
+
 TEST(PlacementTest, NeverFitsReportsTheLargestLimits) {
   GroupLoad a = Group("a", 10, 10);
   a.max_model_len = 2048;
