@@ -48,6 +48,21 @@ std::string BudgetLine(const MemoryPlan& p) {
                             : absl::StrCat("no KV cache (short by ", GiB(-p.kv_cache_bytes), ")"));
 }
 
+// What one sequence's peak demand is made of, after the blocks in the refusal's parenthesis.
+std::string NeedBreakdown(const MemoryPlan& p) {
+  if (p.kv_group_windows.size() > 1) {
+    return absl::StrCat("; layer groups ", DescribeLayerGroups(p), ": ",
+                        GroupBlocksSum(p, p.max_model_len, p.max_num_batched_tokens),
+                        " blocks, a windowed group holding its window plus a prefill chunk of ",
+                        p.max_num_batched_tokens);
+  }
+  if (p.kv_sliding_window > 0) {
+    return absl::StrCat("; the sliding window of ", p.kv_sliding_window,
+                        " tokens plus a prefill chunk of ", p.max_num_batched_tokens);
+  }
+  return "";
+}
+
 // The "Fixes" block of a refusal: one line per setting that fits on its own.
 std::string FixLines(const MemoryPlanInput& in, const MemoryPlan& p, const MemoryFixes& fixes,
                      bool suggest_limits) {
@@ -153,12 +168,8 @@ absl::Status Refuse(const MemoryPlanInput& in, const Evaluation& e) {
           "cache per GPU (%d blocks of %d tokens x %s%s), available %s (%d usable blocks, %d "
           "tokens).\n%s",
           p.max_model_len, GiB(p.peak_blocks_per_seq * p.kv_bytes_per_block), p.peak_blocks_per_seq,
-          p.block_size, FormatBytes(p.kv_bytes_per_block),
-          p.kv_sliding_window > 0
-              ? absl::StrCat("; the sliding window of ", p.kv_sliding_window,
-                             " tokens plus a prefill chunk of ", p.max_num_batched_tokens)
-              : "",
-          GiB(p.kv_cache_bytes), p.num_usable_blocks, p.num_tokens, BudgetLine(p));
+          p.block_size, FormatBytes(p.kv_bytes_per_block), NeedBreakdown(p), GiB(p.kv_cache_bytes),
+          p.num_usable_blocks, p.num_tokens, BudgetLine(p));
       break;
     case Outcome::kFits:
       return absl::OkStatus();

@@ -1,11 +1,15 @@
 // FormatPlan: the memory plan as the aligned table `headroom plan` and the worker print.
 #include <algorithm>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "kvcache/memory_planner.h"
+#include "kvcache/memory_planner_internal.h"
+#include "kvcache/sliding_window.h"
 
 namespace headroom::kvcache {
 namespace {
@@ -29,10 +33,81 @@ std::string Count(int64_t value) {
   return value < 0 ? absl::StrCat("-", out) : out;
 }
 
+// Distinct values in order of first appearance, each with how often it appears.
+template <typename T>
+std::vector<std::pair<T, int64_t>> CountInOrder(const std::vector<T>& values) {
+  std::vector<std::pair<T, int64_t>> counts;
+  for (const T& value : values) {
+    auto it = std::find_if(counts.begin(), counts.end(),
+                           [&](const auto& entry) { return entry.first == value; });
+    if (it == counts.end()) {
+      counts.emplace_back(value, 1);
+    } else {
+      ++it->second;
+    }
+  }
+  return counts;
+}
+
+bool HasLayerGroups(const MemoryPlan& p) { return p.kv_group_windows.size() > 1; }
+
+// "2246 = 1 x 2048 + 6 x 33" with groups, "2048" without.
+std::string BlocksWithSum(const MemoryPlan& p, int64_t blocks, int64_t num_tokens,
+                          int64_t max_chunk) {
+  if (!HasLayerGroups(p)) return absl::StrCat(blocks);
+  return absl::StrCat(blocks, " = ", internal::GroupBlocksSum(p, num_tokens, max_chunk));
+}
+
+// The note of the max-concurrency row at --max-model-len: what one sequence holds.
+std::string MaxLenConcurrencyNote(const MemoryPlan& p) {
+  if (HasLayerGroups(p)) {
+    return absl::StrCat(
+        "at --max-model-len; a sequence holds ",
+        BlocksWithSum(p, p.decode_blocks_per_seq, p.max_model_len, 1), " blocks decoding, ",
+        BlocksWithSum(p, p.peak_blocks_per_seq, p.max_model_len, p.max_num_batched_tokens),
+        " at most");
+  }
+  if (p.kv_sliding_window > 0) {
+    return absl::StrCat("at --max-model-len; sliding window ", p.kv_sliding_window,
+                        ": a sequence holds ", p.decode_blocks_per_seq, " blocks decoding, ",
+                        p.peak_blocks_per_seq, " at most");
+  }
+  return "at --max-model-len";
+}
+
 }  // namespace
+
+namespace internal {
+
+std::string DescribeLayerGroups(const MemoryPlan& p) {
+  if (!HasLayerGroups(p)) return "";
+  std::vector<std::string> parts;
+  for (const auto& [window, count] : CountInOrder(p.kv_group_windows)) {
+    parts.push_back(window == 0 ? absl::StrCat(count, " full attention")
+                                : absl::StrCat(count, " windowed (", window, " tokens)"));
+  }
+  return absl::StrJoin(parts, " + ");
+}
+
+std::string GroupBlocksSum(const MemoryPlan& p, int64_t num_tokens, int64_t max_chunk) {
+  if (!HasLayerGroups(p)) return "";
+  std::vector<int64_t> blocks;
+  for (const int32_t window : p.kv_group_windows) {
+    blocks.push_back(PeakBlocksPerSequence(num_tokens, p.block_size, window, max_chunk));
+  }
+  std::vector<std::string> parts;
+  for (const auto& [count, groups] : CountInOrder(blocks)) {
+    parts.push_back(absl::StrCat(groups, " x ", count));
+  }
+  return absl::StrJoin(parts, " + ");
+}
+
+}  // namespace internal
 
 std::string FormatPlan(const MemoryPlan& p) {
   const ActivationArena& a = p.arena;
+  const bool grouped = HasLayerGroups(p);
+  const int64_t num_groups = static_cast<int64_t>(p.kv_group_windows.size());
   std::vector<Row> rows = {
       {"device memory", GiBValue(p.device_memory_bytes), ""},
       {absl::StrFormat("budget (utilization %.2f)", p.gpu_memory_utilization),
@@ -56,24 +131,44 @@ std::string FormatPlan(const MemoryPlan& p) {
                     FormatBytes(p.cuda_graph_bytes))},
       {"safety margin", GiBValue(p.safety_margin_bytes), ""},
       {"KV cache available", GiBValue(p.kv_cache_bytes), "budget minus everything above"},
-      {"KV per token", FormatBytes(p.kv_bytes_per_token),
+  };
+  if (grouped) {
+    rows.push_back(
+        {"layer groups", Count(num_groups),
+         absl::StrCat(
+             internal::DescribeLayerGroups(p), "; a block holds one group's ", p.kv_group_size,
+             " layers",
+             p.kv_group_padding_slots > 0
+                 ? absl::StrCat(" (", p.kv_group_padding_slots,
+                                p.kv_group_padding_slots == 1 ? " slot" : " slots", " unused)")
+                 : "")});
+  }
+  const std::vector<Row> kv_rows = {
+      {grouped ? "KV per token per group" : "KV per token", FormatBytes(p.kv_bytes_per_token),
        absl::StrCat(p.kv_heads_per_rank, " KV heads per rank")},
       {absl::StrCat("KV per block (block size ", p.block_size, ")"),
        FormatBytes(p.kv_bytes_per_block), ""},
       {"blocks", Count(p.num_blocks),
        absl::StrCat(Count(p.num_usable_blocks), " usable + ", kNumReservedBlocks,
                     " reserved null block")},
-      {"tokens", Count(p.num_tokens), "usable blocks x block size"},
+      {"tokens", Count(p.num_tokens),
+       grouped ? absl::StrCat("usable blocks / ", num_groups,
+                              " groups x block size (a token takes a slot in every group)")
+               : "usable blocks x block size"},
       {absl::StrCat("max concurrency @ ", p.max_model_len, " tokens"),
-       absl::StrFormat("%.2fx", p.max_concurrency),
-       p.kv_sliding_window > 0
-           ? absl::StrCat("at --max-model-len; sliding window ", p.kv_sliding_window,
-                          ": a sequence holds ", p.decode_blocks_per_seq, " blocks decoding, ",
-                          p.peak_blocks_per_seq, " at most")
-           : "at --max-model-len"},
+       absl::StrFormat("%.2fx", p.max_concurrency), MaxLenConcurrencyNote(p)},
       {absl::StrCat("max concurrency @ ", p.typical_request_tokens, " tokens"),
-       absl::StrFormat("%.2fx", p.max_concurrency_typical), "typical request"},
+       absl::StrFormat("%.2fx", p.max_concurrency_typical),
+       grouped
+           ? absl::StrCat("typical request: a sequence holds ",
+                          BlocksWithSum(p,
+                                        PeakBlocksOverGroups(p.typical_request_tokens, p.block_size,
+                                                             p.kv_group_windows, 0, 1),
+                                        p.typical_request_tokens, 1),
+                          " blocks")
+           : "typical request"},
   };
+  rows.insert(rows.end(), kv_rows.begin(), kv_rows.end());
 
   size_t label_width = 0;
   size_t value_width = 0;

@@ -56,6 +56,26 @@ absl::Status ValidateModel(const ModelDims& m) {
                                                    ") must divide num_attention_heads (",
                                                    m.num_attention_heads, ")"));
   }
+  // Layer groups: every layer has a slot, and every group a block of kv_group_size layers.
+  const int64_t groups = static_cast<int64_t>(m.kv_group_windows.size());
+  if (groups == 0 && m.kv_group_size != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("model kv_group_size must be 0 without layer groups, got ", m.kv_group_size));
+  }
+  if (groups > 0) {
+    HR_RETURN_IF_ERROR(CheckRange("model kv_group_size", m.kv_group_size, 1, m.num_layers));
+    if (groups * m.kv_group_size < m.num_layers) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("model layer groups hold ", groups, " x ", m.kv_group_size, " = ",
+                       groups * m.kv_group_size, " layers, fewer than the model's ", m.num_layers));
+    }
+    for (const int32_t window : m.kv_group_windows) {
+      if (window < 0) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("model layer group windows must be 0 (none) or positive, got ", window));
+      }
+    }
+  }
   return absl::OkStatus();
 }
 
@@ -182,6 +202,11 @@ Evaluation Evaluate(const MemoryPlanInput& in) {
   p.blocks_per_max_len_seq = CeilDiv(in.max_model_len, in.block_size);
   p.kv_sliding_window = m.kv_sliding_window;
   p.kv_group_windows = m.kv_group_windows;
+  if (!m.kv_group_windows.empty()) {
+    p.kv_group_size = m.kv_group_size;
+    p.kv_group_padding_slots =
+        static_cast<int64_t>(m.kv_group_windows.size()) * m.kv_group_size - m.num_layers;
+  }
   p.peak_blocks_per_seq = PeakBlocksOverGroups(in.max_model_len, in.block_size, m.kv_group_windows,
                                                m.kv_sliding_window, in.max_num_batched_tokens);
   p.decode_blocks_per_seq = PeakBlocksOverGroups(in.max_model_len, in.block_size,
@@ -202,7 +227,9 @@ Evaluation Evaluate(const MemoryPlanInput& in) {
   p.kv_bytes_per_block = p.kv_bytes_per_token * in.block_size;
   p.num_blocks = p.kv_cache_bytes > 0 ? p.kv_cache_bytes / p.kv_bytes_per_block : 0;
   p.num_usable_blocks = std::max<int64_t>(0, p.num_blocks - kNumReservedBlocks);
-  p.num_tokens = p.num_usable_blocks * in.block_size;
+  p.num_tokens = p.num_usable_blocks /
+                 std::max<int64_t>(1, static_cast<int64_t>(m.kv_group_windows.size())) *
+                 in.block_size;
   p.max_concurrency =
       static_cast<double>(p.num_usable_blocks) / static_cast<double>(p.decode_blocks_per_seq);
   p.typical_request_tokens = std::min(kTypicalRequestTokens, in.max_model_len);

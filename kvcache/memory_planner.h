@@ -108,10 +108,14 @@ struct MemoryPlan {
   int64_t kv_bytes_per_block = 0;  // kv_bytes_per_token * block_size.
   int64_t num_blocks = 0;          // floor(kv_cache_bytes / kv_bytes_per_block), reserved included.
   int64_t num_usable_blocks = 0;   // num_blocks - kNumReservedBlocks: what requests can get.
-  int64_t num_tokens = 0;          // num_usable_blocks * block_size.
+  // Tokens whose KV the pool holds when no block is released: num_usable_blocks * block_size,
+  // divided by the layer groups (a token takes one block slot in every group).
+  int64_t num_tokens = 0;
   int64_t blocks_per_max_len_seq = 0;     // ceil(max_model_len / block_size): a block table row.
   int64_t kv_sliding_window = 0;          // Echo of ModelDims::kv_sliding_window.
   std::vector<int32_t> kv_group_windows;  // Echo of ModelDims::kv_group_windows.
+  int64_t kv_group_size = 0;              // Echo of ModelDims::kv_group_size.
+  int64_t kv_group_padding_slots = 0;     // Group slots no layer uses: groups x size - layers.
   // Most blocks one sequence of max_model_len holds at once (a prefill chunk of
   // max_num_batched_tokens included), summed over layer groups; blocks_per_max_len_seq without a
   // sliding window.

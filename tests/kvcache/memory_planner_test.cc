@@ -761,6 +761,74 @@ TEST(MemoryPlannerTest, LayerGroupsSumTheirBlocksAndABlockHoldsOneGroup) {
   EXPECT_GT(plan.max_concurrency, 2 * every_block.max_concurrency);
 }
 
+// The table and the refusal explain a grouped plan: the groups, what one sequence holds in each,
+// and tokens that are not counted once per group. Same 12-layer model as above (6 groups of 2
+// layers, no padding), so its pool holds about the tokens of the same model without groups: a
+// token takes 6 block slots of 2 layers instead of 1 slot of 12.
+TEST(MemoryPlannerTest, GroupedPlanExplainsItsGroupsAndCountsTokensOnce) {
+  ModelDims grouped = Mistral7B();
+  grouped.num_layers = 12;
+  grouped.kv_group_windows = {0, 1024, 1024, 1024, 1024, 1024};
+  grouped.kv_group_size = 2;
+  ModelDims all = Mistral7B();
+  all.num_layers = 12;
+  const MemoryPlan plan = MustPlan(Input(grouped, 80, 32768));
+  const MemoryPlan every_block = MustPlan(Input(all, 80, 32768));
+  ASSERT_EQ(plan.kv_cache_bytes, every_block.kv_cache_bytes);
+  // Rounding differs (smaller blocks, a smaller null block, the division): within 2 blocks.
+  EXPECT_LE(std::abs(plan.num_tokens - every_block.num_tokens), 2 * 16);
+  EXPECT_EQ(plan.kv_group_padding_slots, 0);
+
+  const std::string table = FormatPlan(plan);
+  EXPECT_THAT(table,
+              AllOf(HasSubstr("layer groups"),
+                    HasSubstr("1 full attention + 5 windowed (1024 tokens); a block holds one "
+                              "group's 2 layers\n"),
+                    HasSubstr("usable blocks / 6 groups x block size"),
+                    HasSubstr("a sequence holds 2373 = 1 x 2048 + 5 x 65 blocks decoding, "),
+                    // 1024 tokens fit each window: 64 blocks in every group.
+                    HasSubstr("typical request: a sequence holds 384 = 6 x 64 blocks")));
+  EXPECT_THAT(FormatPlan(every_block), Not(HasSubstr("layer groups")));
+
+  // 13 layers in 7 groups of 2 leave one slot unused; the windows differ.
+  ModelDims padded = grouped;
+  padded.num_layers = 13;
+  padded.kv_group_windows = {0, 512, 512, 512, 2048, 2048, 2048};
+  const MemoryPlan padded_plan = MustPlan(Input(padded, 80, 32768));
+  EXPECT_EQ(padded_plan.kv_group_padding_slots, 1);
+  EXPECT_THAT(FormatPlan(padded_plan),
+              AllOf(HasSubstr("1 full attention + 3 windowed (512 tokens) + 3 windowed (2048 "
+                              "tokens); a block holds one group's 2 layers (1 slot unused)"),
+                    HasSubstr("2048 + 3 x 33 + 3 x 129 blocks decoding")));
+
+  // Where one sequence does not fit, the refusal sums the groups' peaks: 2048 in the full group,
+  // ceil((1023 + 8192) / 16) + 1 = 577 in each windowed one.
+  const absl::Status refused = Refusal(Input(grouped, 8.9, 32768));
+  EXPECT_THAT(std::string(refused.message()),
+              HasSubstr("(4933 blocks of 16 tokens x 128.00 KiB; layer groups 1 full attention + "
+                        "5 windowed (1024 tokens): 1 x 2048 + 5 x 577 blocks, a windowed group "
+                        "holding its window plus a prefill chunk of 8192)"));
+}
+
+TEST(MemoryPlannerTest, LayerGroupsMustCoverEveryLayer) {
+  ModelDims grouped = Mistral7B();
+  grouped.num_layers = 12;
+  grouped.kv_group_windows = {0, 1024, 1024};
+  grouped.kv_group_size = 3;
+  ExpectInvalid(Input(grouped, 80, 32768),
+                "model layer groups hold 3 x 3 = 9 layers, fewer than the model's 12");
+  grouped.kv_group_size = 0;
+  ExpectInvalid(Input(grouped, 80, 32768), "model kv_group_size must be between 1 and 12, got 0");
+  grouped.kv_group_size = 4;
+  grouped.kv_group_windows = {0, -1, 1024};
+  ExpectInvalid(Input(grouped, 80, 32768),
+                "model layer group windows must be 0 (none) or positive, got -1");
+  ModelDims no_groups = Mistral7B();
+  no_groups.kv_group_size = 4;
+  ExpectInvalid(Input(no_groups, 80, 32768),
+                "model kv_group_size must be 0 without layer groups, got 4");
+}
+
 // Mistral-7B-v0.1 attends 4096 positions back in every layer, so a sequence of its full 32k
 // context holds only its window's blocks: a decoding query reads 4096 positions, which touch at
 // most 256 + 1 blocks of 16; a prefill chunk of 8192 adds its own 8192 positions to the 4095
