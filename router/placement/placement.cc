@@ -1,8 +1,10 @@
 #include "router/placement/placement.h"
 
 #include <algorithm>
+#include <string>
 #include <tuple>
 
+#include "absl/strings/str_cat.h"
 #include "kvcache/sliding_window.h"
 
 namespace headroom::router {
@@ -19,8 +21,6 @@ PlacementDecision LeastLoadedByBlocks::operator()(absl::Span<const GroupLoad> gr
     const GroupLoad& g = groups[i];
     if (!g.up || g.draining || g.block_size <= 0) continue;
     any_up = true;
-    decision.largest_pool_tokens =
-        std::max(decision.largest_pool_tokens, int64_t{g.total_blocks} * g.block_size);
     decision.largest_max_model_len = std::max(decision.largest_max_model_len, g.max_model_len);
     // The most blocks the request holds at once there: all of them, or behind a sliding window
     // the window's and a prefill chunk's, summed over the KV cache's layer groups.
@@ -29,7 +29,18 @@ PlacementDecision LeastLoadedByBlocks::operator()(absl::Span<const GroupLoad> gr
                                       g.sliding_window, g.max_num_batched_tokens);
     if (request.needs_priority && !g.priority_scheduling) continue;
     any_priority_group = true;
-    if (request.max_total_tokens > g.max_model_len || demand > g.total_blocks) continue;
+    if (request.max_total_tokens > g.max_model_len) continue;
+    if (demand > g.total_blocks) {
+      if (decision.closest_pool_blocks < 0 ||
+          demand - g.total_blocks < decision.closest_demand_blocks - decision.closest_pool_blocks) {
+        decision.closest_demand_blocks = demand;
+        decision.closest_pool_blocks = g.total_blocks;
+        decision.closest_block_size = g.block_size;
+        decision.closest_kv_groups =
+            std::max<int32_t>(1, static_cast<int32_t>(g.kv_group_windows.size()));
+      }
+      continue;
+    }
     any_candidate = true;
     const int64_t left = g.available_blocks() - demand;
     if (left < 0) continue;
@@ -61,6 +72,22 @@ PlacementDecision LeastLoadedByBlocks::operator()(absl::Span<const GroupLoad> gr
     decision.no_priority_group = any_up && !any_priority_group;
   }
   return decision;
+}
+
+std::string NeverFitsMessage(int64_t max_total_tokens, const PlacementDecision& d) {
+  if (d.closest_pool_blocks < 0) {
+    return absl::StrCat("prompt + max_tokens = ", max_total_tokens,
+                        " tokens exceed every worker group's max_model_len (largest ",
+                        d.largest_max_model_len, ")");
+  }
+  return absl::StrCat("prompt + max_tokens = ", max_total_tokens,
+                      " tokens can never fit a worker group: they need ", d.closest_demand_blocks,
+                      " KV blocks of ", d.closest_block_size, " tokens at most",
+                      d.closest_kv_groups > 1
+                          ? absl::StrCat(" (summed over ", d.closest_kv_groups, " layer groups)")
+                          : "",
+                      ", the closest group's pool has ", d.closest_pool_blocks,
+                      " usable blocks (largest max_model_len ", d.largest_max_model_len, ")");
 }
 
 }  // namespace headroom::router

@@ -45,12 +45,23 @@ struct PlacementDecision {
   size_t group = 0;
   // Blocks the request needs on the chosen group (its block size), for kPlaced.
   int64_t demand_blocks = 0;
-  // The largest pool / max_model_len among up groups, for kNeverFits messages.
-  int64_t largest_pool_tokens = 0;
+  // For kNeverFits messages: the largest max_model_len among up groups, and the up group that
+  // comes closest to holding the request (least short of blocks among those whose max_model_len
+  // admits it): the blocks the request would hold there at most, the usable blocks of its pool,
+  // its block size and KV-cache layer groups. closest_pool_blocks is -1 when no such group.
   int32_t largest_max_model_len = 0;
+  int64_t closest_demand_blocks = 0;
+  int64_t closest_pool_blocks = -1;
+  int32_t closest_block_size = 0;
+  int32_t closest_kv_groups = 1;
   // kNeverFits because no up group schedules by priority (the request needs it).
   bool no_priority_group = false;
 };
+
+// The INVALID_ARGUMENT text for a kNeverFits decision not caused by priority: which limit the
+// request of `max_total_tokens` (prompt + max_tokens) exceeds, with the numbers.
+[[nodiscard]] std::string NeverFitsMessage(int64_t max_total_tokens,
+                                           const PlacementDecision& decision);
 
 class LeastLoadedByBlocks {
  public:

@@ -305,10 +305,7 @@ std::vector<Dispatcher::Delivery> Dispatcher::PassLocked(absl::Time now) {
                                   " needs priority scheduling and no worker group serving now "
                                   "schedules by priority (start workers with "
                                   "--scheduling-policy priority)")
-                   : absl::StrCat("prompt + max_tokens = ", p.max_total_tokens,
-                                  " tokens can never fit a worker group (largest pool ",
-                                  d.largest_pool_tokens, " tokens, largest max_model_len ",
-                                  d.largest_max_model_len, ")"))});
+                   : NeverFitsMessage(p.max_total_tokens, d))});
     }
     queued_.erase(it);
   }

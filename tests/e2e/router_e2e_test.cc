@@ -518,6 +518,65 @@ TEST(RouterSlidingWindowE2eTest, ARequestLongerThanTheWholeKvPoolGetsTransformer
   EXPECT_EQ(r.tokens, greedy);
 }
 
+// Gemma 2 and 3 keep one block table per layer group and release the windowed groups' blocks
+// behind their 16-position window (gemma2-softcap: 2 groups, gemma3-local-rope: 6). The worker
+// gets a pool that holds the longest prompt plus 32 tokens only with that release (the global
+// group's blocks plus ceil((16 - 1 + 8) / 4) + 1 = 7 per windowed group), far fewer than keeping
+// every group's every block. The router places each prompt (the tokens are transformers'), and
+// by the groups' demand the worker reports it refuses, itself, a request no such pool can hold.
+class RouterLayerGroupsE2eTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(RouterLayerGroupsE2eTest, EveryPromptGetsTransformersTokensThroughASmallPool) {
+  const std::filesystem::path fixture = worker::testdata::FixtureDir(GetParam());
+  std::ifstream in(fixture / "expected.json");
+  const nlohmann::json prompts = nlohmann::json::parse(in)["prompts"];
+  const nlohmann::json config = nlohmann::json::parse(std::ifstream(fixture / "config.json"));
+  const int groups = GetParam() == "gemma2-softcap" ? 2 : 6;  // Global + windowed layer kinds.
+  ASSERT_EQ(config["sliding_window"].get<int>(), 16);
+  constexpr int kBlock = 4;
+  const int longest = static_cast<int>(prompts.back()["ids"].size()) + 32;
+  const int usable = (longest + kBlock - 1) / kBlock + (groups - 1) * 7;
+  ASSERT_GT((longest + kBlock - 1) / kBlock * groups, usable) << "the pool must be too small";
+  Child worker("worker", {"--model", fixture.string(), "--port", "0", "--metrics-port", "-1",
+                          "--num-gpu-blocks-override", std::to_string(usable + 1), "--block-size",
+                          "4", "--max-num-seqs", "1", "--max-num-batched-tokens", "8",
+                          "--max-model-len", "128", "--threads", "1"});
+  ASSERT_FALSE(worker.address().empty());
+  Child router("router", {"--grpc-port", "0", "--http-port", "-1", "--workers", worker.address()});
+  ASSERT_FALSE(router.address().empty());
+  auto stub = v1::Inference::NewStub(
+      grpc::CreateChannel(router.address(), grpc::InsecureChannelCredentials()));
+  ASSERT_TRUE(e2e::GroupsUp(*stub, 1, std::chrono::seconds(10)));
+  for (const nlohmann::json& prompt : prompts) {
+    const auto ids = prompt["ids"].get<std::vector<int32_t>>();
+    const auto greedy = prompt["greedy"].get<std::vector<int32_t>>();
+    ASSERT_EQ(greedy.size(), 32u);
+    const Result r = Generate(*stub, Greedy(ids, 32));
+    ASSERT_TRUE(r.status.ok()) << ids.size() << " prompt tokens: " << r.status.error_message();
+    EXPECT_EQ(r.finish, v1::FINISH_REASON_LENGTH);
+    EXPECT_EQ(r.tokens, greedy) << ids.size() << " prompt tokens";
+  }
+  // Filling max_model_len needs more blocks than the pool has once every group counts; the
+  // router refuses it itself, with the numbers, instead of placing it on a worker that cannot run
+  // it: 32 in the global group, 7 in each windowed one.
+  const auto ids = prompts.back()["ids"].get<std::vector<int32_t>>();
+  const int max_tokens = 128 - static_cast<int>(ids.size());
+  const Result refused = Generate(*stub, Greedy(ids, max_tokens));
+  EXPECT_EQ(refused.status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(
+      refused.status.error_message(),
+      absl::StrCat("prompt + max_tokens = 128 tokens can never fit a worker group: they need ",
+                   32 + (groups - 1) * 7, " KV blocks of 4 tokens at most (summed over ", groups,
+                   " layer groups), the closest group's pool has ", usable,
+                   " usable blocks (largest max_model_len 128)"));
+}
+
+INSTANTIATE_TEST_SUITE_P(Gemma, RouterLayerGroupsE2eTest,
+                         ::testing::Values("gemma2-softcap", "gemma3-local-rope"),
+                         [](const ::testing::TestParamInfo<std::string>& param_info) {
+                           return param_info.param == "gemma2-softcap" ? "gemma2" : "gemma3";
+                         });
+
 TEST(RouterPrefixAffinityE2eTest, RepeatedPromptsGoBackToTheGroupThatCachedThem) {
   // Eight prompts of four full blocks, no block shared between two of them; each sent once
   // concurrently (they spread over both groups), then each again, one after the other. With

@@ -143,23 +143,37 @@ TEST(PlacementTest, LayerGroupsSumEachGroupsBlocks) {
   d = LeastLoadedByBlocks{}(std::vector<GroupLoad>{grouped},
                             {.max_total_tokens = 33, .cached_blocks = {}});
   EXPECT_EQ(d.demand_blocks, 3 * 3);
-  // 260 blocks hold 4000 tokens in one group, not in three.
+  // 260 blocks hold 4000 tokens in one group, not in three, and the refusal says so.
   grouped.total_blocks = 260;
   grouped.free_blocks = 260;
   d = LeastLoadedByBlocks{}(std::vector<GroupLoad>{grouped},
                             {.max_total_tokens = 4000, .cached_blocks = {}});
   EXPECT_EQ(d.outcome, PlacementOutcome::kNeverFits);
+  EXPECT_EQ(NeverFitsMessage(4000, d),
+            "prompt + max_tokens = 4000 tokens can never fit a worker group: they need 264 KV "
+            "blocks of 16 tokens at most (summed over 3 layer groups), the closest group's pool "
+            "has 260 usable blocks (largest max_model_len 4096)");
 }
 
-TEST(PlacementTest, NeverFitsReportsTheLargestLimits) {
-  GroupLoad a = Group("a", 10, 10);
+// A request no group can hold is told which limit it exceeds: every max_model_len, or the pool
+// of the group least short of blocks (4000 tokens = 250 blocks of 16: "c" is 50 short, "b" 230;
+// "a" cannot take 4000 tokens at all, however large its pool).
+TEST(PlacementTest, NeverFitsNamesTheLimitAndTheClosestPool) {
+  GroupLoad a = Group("a", 1000, 1000);
   a.max_model_len = 2048;
-  const PlacementDecision d =
-      LeastLoadedByBlocks{}(std::vector<GroupLoad>{a, Group("b", 20, 20)},
-                            {.max_total_tokens = 5000, .cached_blocks = {}});
+  const std::vector<GroupLoad> groups = {a, Group("b", 20, 20), Group("c", 200, 200)};
+  PlacementDecision d =
+      LeastLoadedByBlocks{}(groups, {.max_total_tokens = 5000, .cached_blocks = {}});
   EXPECT_EQ(d.outcome, PlacementOutcome::kNeverFits);
-  EXPECT_EQ(d.largest_pool_tokens, 320);
-  EXPECT_EQ(d.largest_max_model_len, 4096);
+  EXPECT_EQ(NeverFitsMessage(5000, d),
+            "prompt + max_tokens = 5000 tokens exceed every worker group's max_model_len "
+            "(largest 4096)");
+  d = LeastLoadedByBlocks{}(groups, {.max_total_tokens = 4000, .cached_blocks = {}});
+  EXPECT_EQ(d.outcome, PlacementOutcome::kNeverFits);
+  EXPECT_EQ(NeverFitsMessage(4000, d),
+            "prompt + max_tokens = 4000 tokens can never fit a worker group: they need 250 KV "
+            "blocks of 16 tokens at most, the closest group's pool has 200 usable blocks "
+            "(largest max_model_len 4096)");
 }
 
 // A request with a priority goes only to groups that schedule by priority, even when another has
