@@ -68,6 +68,15 @@ Writes tests/worker/fixtures/<name>/ for three small SEEDED RANDOM checkpoints:
               no window. transformers picks the list per forward by the sequence's length (long
               beyond 16) and recomputes the whole sequence at each greedy step here, so the
               prompts of 1 and 7 tokens start short and those of 23 and 61 are long throughout.
+  phi4-partial-rotary Phi3ForCausalLM with Phi-4-mini's partial rotary embedding
+              (partial_rotary_factor 0.75: the leading 12 of each head's 16 values turn, the last
+              4 pass through) and LongRoPE over those 12 (6 short and 6 long factors, pretrained
+              length 16, maximum 256), tied embeddings as in Phi-4-mini, GQA 4/2, saved in
+              bfloat16. transformers 4.46's Phi3 rotates whole heads, so the reference is its
+              Phi3ForCausalLM with each layer's Phi3LongRoPEScaledRotaryEmbedding built for 12
+              dimensions and apply_rotary_pos_emb applied to the leading 12 values of q and k
+              (the rest concatenated back unchanged), which is what transformers' Phi3 does for
+              partial_rotary_factor since 4.49.
   qwen3-moe   Qwen3MoeForCausalLM (Qwen3-30B-A3B's layout): qwen3-qknorm's attention, untied, and
               8 experts of intermediate 32, top 2, norm_topk_prob. The reference is transformers
               4.46's Qwen2MoeForCausalLM (the same sparse block: softmax, top-k, renormalized
@@ -452,6 +461,83 @@ def generate_qwen3(name, seed, moe=False):
                    reference_note=f"transformers {base} + q/k norm hooks (Qwen3)")
 
 
+PARTIAL_ROTARY_FACTOR = 0.75  # Phi-4-mini's
+PARTIAL_SHORT = [1.0, 1.4, 2.0, 2.9, 4.1, 5.8]
+PARTIAL_LONG = [1.0, 2.7, 7.5, 16.0, 34.0, 64.0]
+
+
+def generate_phi4_partial(name, seed):
+    """phi4-partial-rotary: see the module docstring."""
+    out_dir = os.path.join(OUT, name)
+    if os.path.isdir(out_dir):
+        shutil.rmtree(out_dir)
+    os.makedirs(out_dir)
+    heads, kv_heads, head_dim, original = 4, 2, 16, 16
+    rotary_dim = int(head_dim * PARTIAL_ROTARY_FACTOR)
+    assert rotary_dim == 2 * len(PARTIAL_SHORT) == 2 * len(PARTIAL_LONG)
+    # transformers 4.46's Phi3Config wants head_dim / 2 factors; the layers get their own below.
+    whole_head = [1.0] * (head_dim // 2)
+    config = Phi3Config(
+        vocab_size=256, hidden_size=64, intermediate_size=96, num_hidden_layers=2,
+        num_attention_heads=heads, num_key_value_heads=kv_heads, max_position_embeddings=256,
+        original_max_position_embeddings=original, rope_theta=10000.0, rms_norm_eps=1e-5,
+        tie_word_embeddings=True, sliding_window=None,
+        rope_scaling={"type": "longrope", "short_factor": whole_head, "long_factor": whole_head},
+        initializer_range=INIT_STD, bos_token_id=1, eos_token_id=2, pad_token_id=0)
+    model = build_model(config, seed)
+    with torch.no_grad():  # The reference runs on exactly what is saved.
+        for param in model.parameters():
+            param.copy_(param.to(torch.bfloat16).float())
+    state = {tensor_name: t.to(torch.bfloat16).contiguous()
+             for tensor_name, t in model.state_dict().items() if tensor_name != "lm_head.weight"}
+    assert model.lm_head.weight.data_ptr() == model.model.embed_tokens.weight.data_ptr()
+
+    ids = torch.arange(3, 3 + 3 * original).remainder(config.vocab_size)[None]
+    with torch.no_grad():
+        whole = model(input_ids=ids, use_cache=False).logits[0]
+    phi3 = transformers.models.phi3.modeling_phi3
+    rotate = phi3.apply_rotary_pos_emb
+
+    def partial_rotary(q, k, cos, sin, position_ids=None, unsqueeze_dim=1):
+        d = cos.shape[-1]
+        q_rot, k_rot = rotate(q[..., :d], k[..., :d], cos, sin, position_ids, unsqueeze_dim)
+        return torch.cat((q_rot, q[..., d:]), dim=-1), torch.cat((k_rot, k[..., d:]), dim=-1)
+
+    phi3.apply_rotary_pos_emb = partial_rotary
+    for layer in model.model.layers:
+        rotary = phi3.Phi3LongRoPEScaledRotaryEmbedding(rotary_dim, config)
+        rotary.short_factor = PARTIAL_SHORT
+        rotary.long_factor = PARTIAL_LONG
+        layer.self_attn.rotary_emb = rotary
+    with torch.no_grad():
+        partial = model(input_ids=ids, use_cache=False).logits[0]
+    diff = float((partial - whole).abs().max())
+    assert diff > 1e-2, f"partial rotary does not change the logits ({diff})"
+    print(f"  partial rotary: max logit change against whole-head rotary {diff:.3f}")
+
+    files = ["model.safetensors"]
+    save_file(state, os.path.join(out_dir, files[0]), metadata={"format": "pt"})
+    config_json = {
+        "architectures": ["Phi3ForCausalLM"], "attention_bias": False,
+        "attention_dropout": 0.0, "bos_token_id": 1, "embd_pdrop": 0.0, "eos_token_id": 2,
+        "hidden_act": "silu", "hidden_size": 64, "initializer_range": INIT_STD,
+        "intermediate_size": 96, "max_position_embeddings": 256, "model_type": "phi3",
+        "num_attention_heads": heads, "num_hidden_layers": 2, "num_key_value_heads": kv_heads,
+        "original_max_position_embeddings": original, "pad_token_id": 0,
+        "partial_rotary_factor": PARTIAL_ROTARY_FACTOR, "resid_pdrop": 0.0, "rms_norm_eps": 1e-5,
+        "rope_scaling": {"type": "longrope", "short_factor": PARTIAL_SHORT,
+                         "long_factor": PARTIAL_LONG},
+        "rope_theta": 10000.0, "sliding_window": None, "tie_word_embeddings": True,
+        "torch_dtype": "bfloat16", "use_cache": True, "vocab_size": 256}
+    write_json_pretty(os.path.join(out_dir, "config.json"), config_json)
+    try:
+        finish_fixture(name, out_dir, model, config.vocab_size, seed, torch.bfloat16, files, state,
+                       reference_note=(f"transformers {transformers.__version__} "
+                                       "Phi3ForCausalLM + partial rotary (leading 12 of 16)"))
+    finally:
+        phi3.apply_rotary_pos_emb = rotate
+
+
 def gemma_rms_norm(x, weight, eps):
     """Gemma2RMSNorm / Gemma3RMSNorm over the last dimension: (1 + w), in float32."""
     out = x.float() * torch.rsqrt(x.float().pow(2).mean(-1, keepdim=True) + eps)
@@ -803,6 +889,8 @@ def main():
         generate_qwen3("qwen3-qknorm", 3456)
     if not only or "qwen3-moe" in only:
         generate_qwen3("qwen3-moe", 4567, moe=True)
+    if not only or "phi4-partial-rotary" in only:
+        generate_phi4_partial("phi4-partial-rotary", 8645)
     if not only or "gemma3-local-rope" in only:
         generate_gemma3("gemma3-local-rope", 7531)
     if not only or "gemma3-mm-text" in only:

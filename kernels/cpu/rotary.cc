@@ -18,11 +18,11 @@ absl::Status CheckHeadDim(absl::string_view op, int64_t head_dim) {
   return absl::OkStatus();
 }
 
-// Rotates every head of one token: x [num_heads, head_dim].
-void RotateHeads(float* x, int64_t num_heads, int64_t head_dim,
-                 const float* cos_values,    // [head_dim / 2]
-                 const float* sin_values) {  // [head_dim / 2]
-  const int64_t half = head_dim / 2;
+// Rotates the leading rotary_dim values of every head of one token: x [num_heads, head_dim].
+void RotateHeads(float* x, int64_t num_heads, int64_t head_dim, int64_t rotary_dim,
+                 const float* cos_values,    // [rotary_dim / 2]
+                 const float* sin_values) {  // [rotary_dim / 2]
+  const int64_t half = rotary_dim / 2;
   for (int64_t h = 0; h < num_heads; ++h) {
     float* head = x + h * head_dim;
     for (int64_t i = 0; i < half; ++i) {
@@ -108,36 +108,47 @@ absl::StatusOr<std::vector<float>> LongRopeInvFreq(int64_t head_dim, double thet
 }
 
 absl::Status Rotary(const int64_t* positions, int64_t num_tokens, float* q, int64_t num_heads,
-                    float* k, int64_t num_kv_heads, int64_t head_dim, const float* inv_freq) {
+                    float* k, int64_t num_kv_heads, int64_t head_dim, int64_t rotary_dim,
+                    const float* inv_freq, float scale) {
   constexpr absl::string_view kOp = "Rotary";
   HR_RETURN_IF_ERROR(internal::CheckNonNegative(kOp, "num_tokens", num_tokens));
   HR_RETURN_IF_ERROR(internal::CheckNonNegative(kOp, "num_heads", num_heads));
   HR_RETURN_IF_ERROR(internal::CheckNonNegative(kOp, "num_kv_heads", num_kv_heads));
-  HR_RETURN_IF_ERROR(CheckHeadDim(kOp, head_dim));
+  if (rotary_dim <= 0 || rotary_dim % 2 != 0 || rotary_dim > head_dim) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(kOp, ": rotary_dim must be positive, even and at most head_dim (", head_dim,
+                     "), got ", rotary_dim));
+  }
+  if (!(scale > 0.0f) || !std::isfinite(scale)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(kOp, ": scale must be positive and finite, got ", scale));
+  }
   HR_RETURN_IF_ERROR(internal::CheckPointer(kOp, "positions", positions, num_tokens));
   HR_RETURN_IF_ERROR(internal::CheckPointer(kOp, "q", q, num_tokens * num_heads * head_dim));
   HR_RETURN_IF_ERROR(internal::CheckPointer(kOp, "k", k, num_tokens * num_kv_heads * head_dim));
-  HR_RETURN_IF_ERROR(internal::CheckPointer(kOp, "inv_freq", inv_freq, head_dim / 2));
+  HR_RETURN_IF_ERROR(internal::CheckPointer(kOp, "inv_freq", inv_freq, rotary_dim / 2));
   for (int64_t t = 0; t < num_tokens; ++t) {
     if (positions[t] < 0) {
       return absl::InvalidArgumentError(
           absl::StrCat("Rotary: position ", positions[t], " at token ", t, " is negative"));
     }
   }
-  const int64_t half = head_dim / 2;
+  const int64_t half = rotary_dim / 2;
   std::vector<float> cos_values(static_cast<size_t>(half));
   std::vector<float> sin_values(static_cast<size_t>(half));
   for (int64_t t = 0; t < num_tokens; ++t) {
     const float position = static_cast<float>(positions[t]);
     for (int64_t i = 0; i < half; ++i) {
       const float angle = inv_freq[i] * position;  // fp32 product, as HF forms it
-      cos_values[static_cast<size_t>(i)] = static_cast<float>(std::cos(static_cast<double>(angle)));
-      sin_values[static_cast<size_t>(i)] = static_cast<float>(std::sin(static_cast<double>(angle)));
+      cos_values[static_cast<size_t>(i)] =
+          static_cast<float>(std::cos(static_cast<double>(angle))) * scale;
+      sin_values[static_cast<size_t>(i)] =
+          static_cast<float>(std::sin(static_cast<double>(angle))) * scale;
     }
-    RotateHeads(q + t * num_heads * head_dim, num_heads, head_dim, cos_values.data(),
+    RotateHeads(q + t * num_heads * head_dim, num_heads, head_dim, rotary_dim, cos_values.data(),
                 sin_values.data());
-    RotateHeads(k + t * num_kv_heads * head_dim, num_kv_heads, head_dim, cos_values.data(),
-                sin_values.data());
+    RotateHeads(k + t * num_kv_heads * head_dim, num_kv_heads, head_dim, rotary_dim,
+                cos_values.data(), sin_values.data());
   }
   return absl::OkStatus();
 }

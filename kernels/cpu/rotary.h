@@ -55,13 +55,20 @@ struct Llama3RopeScaling {
 [[nodiscard]] absl::StatusOr<std::vector<float>> LongRopeInvFreq(
     int64_t head_dim, double theta, const std::vector<double>& ext_factors);
 
-// Rotates q and k in place. InvalidArgument for bad sizes, an odd head_dim or a negative position.
+// Rotates q and k in place. Only the leading `rotary_dim` values of each head rotate (half =
+// rotary_dim / 2 pairs (i, i + half)); the rest pass through unchanged: transformers' partial
+// rotary (Phi-4-mini's partial_rotary_factor 0.75), whose inv_freq is computed for rotary_dim.
+// rotary_dim == head_dim is the whole head. cos and sin are multiplied by `scale` (fp32, after
+// rounding them), as transformers' Phi3LongRoPEScaledRotaryEmbedding applies LongRoPE's attention
+// factor; 1 otherwise. InvalidArgument for bad sizes, a rotary_dim that is odd, not positive or
+// above head_dim, a scale that is not positive and finite, or a negative position.
 [[nodiscard]] absl::Status Rotary(const int64_t* positions,  // [num_tokens]
                                   int64_t num_tokens,
                                   float* q,  // [num_tokens, num_heads, head_dim], in/out
                                   int64_t num_heads,
                                   float* k,  // [num_tokens, num_kv_heads, head_dim], in/out
-                                  int64_t num_kv_heads, int64_t head_dim,
-                                  const float* inv_freq);  // [head_dim / 2]
+                                  int64_t num_kv_heads, int64_t head_dim, int64_t rotary_dim,
+                                  const float* inv_freq,  // [rotary_dim / 2]
+                                  float scale);
 
 }  // namespace headroom::kernels::cpu

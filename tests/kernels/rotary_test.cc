@@ -1,12 +1,16 @@
 #include "kernels/cpu/rotary.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <numbers>
 #include <random>
+#include <string>
+#include <utility>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "test_util.h"
 
 namespace headroom::kernels::cpu {
@@ -71,8 +75,7 @@ TEST(RopeInvFreqTest, InvalidArguments) {
             absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(RopeInvFreq(0, 10000.0, std::nullopt).status().code(),
             absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(RopeInvFreq(64, 0.5, std::nullopt).status().code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(RopeInvFreq(64, 0.5, std::nullopt).status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(RopeInvFreq(64, 10000.0, Llama3RopeScaling{8.0, 4.0, 1.0, 8192}).status().code(),
             absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(RopeInvFreq(64, 10000.0, Llama3RopeScaling{0.0, 1.0, 4.0, 8192}).status().code(),
@@ -110,7 +113,8 @@ TEST(RotaryTest, HandComputedSmallCase) {
   const std::vector<int64_t> positions = {1, 3};
   std::vector<float> q = {1, 2, 3, 4, /*token 1*/ 1, 0, 0, 0};  // [2 tokens, 1 head, 4]
   std::vector<float> k = {0, 0, 0, 0, /*token 1*/ 0.5f, -1, 2, 0.25f};
-  ASSERT_TRUE(Rotary(positions.data(), 2, q.data(), 1, k.data(), 1, 4, inv_freq.data()).ok());
+  ASSERT_TRUE(
+      Rotary(positions.data(), 2, q.data(), 1, k.data(), 1, 4, 4, inv_freq.data(), 1.0f).ok());
   // Position 1: angles 1 and 0.01.
   //   q0 = 1 cos 1 - 3 sin 1,  q1 = 2 cos .01 - 4 sin .01,
   //   q2 = 3 cos 1 + 1 sin 1,  q3 = 4 cos .01 + 2 sin .01.
@@ -138,7 +142,8 @@ TEST(RotaryTest, PositionZeroIsIdentity) {
   std::vector<float> q = q0;
   std::vector<float> k = k0;
   const std::vector<int64_t> positions = {0, 0, 0};
-  ASSERT_TRUE(Rotary(positions.data(), 3, q.data(), 4, k.data(), 2, 64, inv_freq.data()).ok());
+  ASSERT_TRUE(
+      Rotary(positions.data(), 3, q.data(), 4, k.data(), 2, 64, 64, inv_freq.data(), 1.0f).ok());
   EXPECT_EQ(q, q0);
   EXPECT_EQ(k, k0);
 }
@@ -160,7 +165,7 @@ TEST(RotaryTest, MatchesHfFormulaAndPreservesNormUpTo8k) {
     std::vector<float> q = q0;
     std::vector<float> k = k0;
     ASSERT_TRUE(Rotary(positions.data(), tokens, q.data(), heads, k.data(), kv_heads, head_dim,
-                       inv_freq.data())
+                       head_dim, inv_freq.data(), 1.0f)
                     .ok());
     for (int64_t t = 0; t < tokens; ++t) {
       for (int64_t h = 0; h < heads; ++h) {
@@ -195,9 +200,11 @@ TEST(RotaryTest, DotProductDependsOnlyOnRelativePosition) {
     std::vector<float> unused_k(static_cast<size_t>(head_dim));
     std::vector<float> unused_q(static_cast<size_t>(head_dim));
     EXPECT_TRUE(
-        Rotary(&m, 1, q.data(), 1, unused_k.data(), 1, head_dim, inv_freq.data()).ok());
+        Rotary(&m, 1, q.data(), 1, unused_k.data(), 1, head_dim, head_dim, inv_freq.data(), 1.0f)
+            .ok());
     EXPECT_TRUE(
-        Rotary(&n, 1, unused_q.data(), 1, k.data(), 1, head_dim, inv_freq.data()).ok());
+        Rotary(&n, 1, unused_q.data(), 1, k.data(), 1, head_dim, head_dim, inv_freq.data(), 1.0f)
+            .ok());
     double dot = 0.0;
     for (int64_t d = 0; d < head_dim; ++d) {
       dot += static_cast<double>(q[static_cast<size_t>(d)]) *
@@ -214,18 +221,114 @@ TEST(RotaryTest, DotProductDependsOnlyOnRelativePosition) {
   }
 }
 
+// Partial rotary (Phi-4-mini: 96 of 128): the leading rotary_dim values of each head turn
+// exactly as a whole head of rotary_dim would (frequencies computed for rotary_dim, as
+// transformers does), and the rest keep their bits. Odd head_dim is fine when rotary_dim is even.
+TEST(RotaryTest, PartialRotaryTurnsTheLeadingValuesAndPassesTheRest) {
+  std::mt19937_64 rng(34);
+  for (const auto& [head_dim, rotary_dim] :
+       {std::pair<int64_t, int64_t>{128, 96}, {16, 12}, {7, 2}, {64, 64}}) {
+    SCOPED_TRACE(absl::StrCat(rotary_dim, " of ", head_dim));
+    const int64_t heads = 3;
+    const int64_t kv_heads = 2;
+    const std::vector<float> inv_freq = InvFreq(rotary_dim, 10000.0);
+    const std::vector<int64_t> positions = {0, 5, 77, 4099};
+    const int64_t tokens = static_cast<int64_t>(positions.size());
+    const std::vector<float> q0 = RandomFloats(rng, tokens * heads * head_dim);
+    const std::vector<float> k0 = RandomFloats(rng, tokens * kv_heads * head_dim);
+    std::vector<float> q = q0;
+    std::vector<float> k = k0;
+    ASSERT_TRUE(Rotary(positions.data(), tokens, q.data(), heads, k.data(), kv_heads, head_dim,
+                       rotary_dim, inv_freq.data(), 1.0f)
+                    .ok());
+    // The leading values, cut out into heads of rotary_dim and rotated whole.
+    auto leading = [&](const std::vector<float>& x, int64_t rows) {
+      std::vector<float> out;
+      for (int64_t r = 0; r < rows; ++r) {
+        out.insert(out.end(), x.begin() + r * head_dim, x.begin() + r * head_dim + rotary_dim);
+      }
+      return out;
+    };
+    std::vector<float> q_whole = leading(q0, tokens * heads);
+    std::vector<float> k_whole = leading(k0, tokens * kv_heads);
+    ASSERT_TRUE(Rotary(positions.data(), tokens, q_whole.data(), heads, k_whole.data(), kv_heads,
+                       rotary_dim, rotary_dim, inv_freq.data(), 1.0f)
+                    .ok());
+    EXPECT_EQ(leading(q, tokens * heads), q_whole);
+    EXPECT_EQ(leading(k, tokens * kv_heads), k_whole);
+    for (int64_t r = 0; r < tokens * heads; ++r) {
+      for (int64_t d = rotary_dim; d < head_dim; ++d) {
+        const auto i = static_cast<size_t>(r * head_dim + d);
+        ASSERT_EQ(q[i], q0[i]) << "row " << r << " dim " << d;
+      }
+    }
+    for (int64_t r = 0; r < tokens * kv_heads; ++r) {
+      for (int64_t d = rotary_dim; d < head_dim; ++d) {
+        const auto i = static_cast<size_t>(r * head_dim + d);
+        ASSERT_EQ(k[i], k0[i]) << "row " << r << " dim " << d;
+      }
+    }
+    EXPECT_NE(q, q0) << "the leading values must turn";
+  }
+}
+
+TEST(RotaryTest, PartialRotaryHandComputed) {
+  // head_dim 6, rotary_dim 4: HandComputedSmallCase's pairs (0, 2), (1, 3); 4 and 5 pass.
+  const std::vector<float> inv_freq = InvFreq(4, 10000.0);
+  const int64_t position = 1;
+  std::vector<float> q = {1, 2, 3, 4, 9, -9};
+  std::vector<float> k = {0, 0, 0, 0, 0.5f, 0.25f};
+  ASSERT_TRUE(Rotary(&position, 1, q.data(), 1, k.data(), 1, 6, 4, inv_freq.data(), 1.0f).ok());
+  EXPECT_NEAR(q[0], -1.9841106485555495, 1e-6);
+  EXPECT_NEAR(q[1], 1.959900667496664, 1e-6);
+  EXPECT_NEAR(q[2], 2.4623779024123156, 1e-6);
+  EXPECT_NEAR(q[3], 4.019799668334994, 1e-6);
+  EXPECT_EQ(q[4], 9.0f);
+  EXPECT_EQ(q[5], -9.0f);
+  EXPECT_EQ(k, (std::vector<float>{0, 0, 0, 0, 0.5f, 0.25f}));
+
+  // LongRoPE's attention factor multiplies cos and sin: the rotated values scale by it, the
+  // passed ones do not (so it cannot be folded into the attention scale).
+  const float factor = std::sqrt(2.0f);
+  std::vector<float> scaled = {1, 2, 3, 4, 9, -9};
+  ASSERT_TRUE(
+      Rotary(&position, 1, scaled.data(), 1, k.data(), 1, 6, 4, inv_freq.data(), factor).ok());
+  EXPECT_NEAR(scaled[0], -1.9841106485555495 * std::sqrt(2.0), 1e-5);
+  EXPECT_NEAR(scaled[3], 4.019799668334994 * std::sqrt(2.0), 1e-5);
+  EXPECT_EQ(scaled[4], 9.0f);
+  EXPECT_EQ(scaled[5], -9.0f);
+}
+
 TEST(RotaryTest, InvalidArguments) {
   const std::vector<float> inv_freq = {1.0f, 0.1f};
   std::vector<float> q(8);
   std::vector<float> k(8);
   const std::vector<int64_t> negative = {-1, 0};
-  EXPECT_EQ(Rotary(negative.data(), 2, q.data(), 1, k.data(), 1, 4, inv_freq.data()).code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(
+      Rotary(negative.data(), 2, q.data(), 1, k.data(), 1, 4, 4, inv_freq.data(), 1.0f).code(),
+      absl::StatusCode::kInvalidArgument);
   const std::vector<int64_t> positions = {0, 1};
-  EXPECT_EQ(Rotary(positions.data(), 2, q.data(), 1, k.data(), 1, 3, inv_freq.data()).code(),
+  EXPECT_EQ(
+      Rotary(positions.data(), 2, q.data(), 1, k.data(), 1, 3, 3, inv_freq.data(), 1.0f).code(),
+      absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(Rotary(positions.data(), 2, q.data(), 1, k.data(), 1, 4, 4, nullptr, 1.0f).code(),
             absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(Rotary(positions.data(), 2, q.data(), 1, k.data(), 1, 4, nullptr).code(),
-            absl::StatusCode::kInvalidArgument);
+  for (const float scale : {0.0f, -1.0f, std::nanf(""), INFINITY}) {
+    const absl::Status status =
+        Rotary(positions.data(), 2, q.data(), 1, k.data(), 1, 4, 4, inv_freq.data(), scale);
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << scale;
+    EXPECT_THAT(std::string(status.message()),
+                ::testing::HasSubstr("scale must be positive and finite"));
+  }
+  for (const int64_t rotary_dim : {0, -2, 3, 6}) {
+    const absl::Status status =
+        Rotary(positions.data(), 2, q.data(), 1, k.data(), 1, 4, rotary_dim, inv_freq.data(), 1.0f);
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << rotary_dim;
+    EXPECT_THAT(
+        std::string(status.message()),
+        ::testing::HasSubstr(absl::StrCat(
+            "rotary_dim must be positive, even and at most head_dim (4), got ", rotary_dim)));
+  }
 }
 
 }  // namespace

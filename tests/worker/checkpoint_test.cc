@@ -496,9 +496,10 @@ TEST(CheckpointTest, MultimodalCheckpointsKeepTheLanguageModelUnderEitherPrefix)
 
 // The fixtures' reference outputs are well-formed (the forward-pass tests rely on them).
 TEST(CheckpointTest, ExpectedJsonIsWellFormed) {
-  for (const char* name : {"llama-gqa", "qwen2-bias", "llama-tied", "qwen3-qknorm", "mixtral-moe",
-                           "qwen3-moe", "gemma2-softcap", "gemma3-local-rope", "granite-mup",
-                           "phi3-fused", "granite-moe", "phi3-longrope", "gemma3-mm-text"}) {
+  for (const char* name :
+       {"llama-gqa", "qwen2-bias", "llama-tied", "qwen3-qknorm", "mixtral-moe", "qwen3-moe",
+        "gemma2-softcap", "gemma3-local-rope", "granite-mup", "phi3-fused", "granite-moe",
+        "phi3-longrope", "gemma3-mm-text", "phi4-partial-rotary"}) {
     SCOPED_TRACE(name);
     const Json expected = ReadJson(testdata::FixtureDir(name) / "expected.json");
     ASSERT_EQ(expected.at("prompts").size(), 4u);

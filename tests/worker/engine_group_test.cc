@@ -156,7 +156,8 @@ TEST_P(EngineGroupTokensTest, AGroupOfTwoAndOfFourGivesTheTokensOfOneRank) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, EngineGroupTokensTest,
-                         ::testing::Values("llama-gqa", "phi3-fused", "gemma3-local-rope"),
+                         ::testing::Values("llama-gqa", "phi3-fused", "gemma3-local-rope",
+                                           "phi4-partial-rotary"),
                          [](const ::testing::TestParamInfo<std::string>& param_info) {
                            std::string name = param_info.param;
                            std::replace(name.begin(), name.end(), '-', '_');

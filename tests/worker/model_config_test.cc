@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "worker/model/dtype.h"
@@ -824,17 +825,54 @@ TEST_F(ModelDirTest, LoadsPhi3WithFusedProjectionsAndAWindowOnEveryLayer) {
   EXPECT_FALSE(unwindowed->sliding_window.has_value());
   EXPECT_EQ(LayerSlidingWindow(*unwindowed, 0), 0);
 
-  // Phi-4-mini's partial rotary embedding is refused by name.
-  ExpectError(LoadModelConfig(
-                  WriteConfig(ReplaceAll(kPhi3MiniConfig, R"("resid_pdrop": 0.0,)",
-                                         R"("resid_pdrop": 0.0, "partial_rotary_factor": 0.75,)"))),
+  EXPECT_EQ(config->rotary_dim, 0) << "the whole head";
+  EXPECT_EQ(RotaryDim(*config), 96);
+
+  // Phi-4-mini rotates 0.75 of each head: int(96 x 0.75) = 72 values here (96 of 128 there), and
+  // its LongRoPE factor lists are for those (36 each); whole-head lists are refused.
+  auto with_partial = [](const char* factor) {
+    return ReplaceAll(
+        kPhi3MiniConfig, R"("resid_pdrop": 0.0,)",
+        absl::StrCat(R"("resid_pdrop": 0.0, "partial_rotary_factor": )", factor, ","));
+  };
+  const absl::StatusOr<ModelConfig> partial = LoadModelConfig(WriteConfig(with_partial("0.75")));
+  ASSERT_TRUE(partial.ok()) << partial.status();
+  EXPECT_EQ(RotaryDim(*partial), 72);
+  auto longrope = [](int factors) {
+    std::vector<std::string> ones(static_cast<size_t>(factors), "1.0");
+    return absl::StrCat(R"("rope_scaling": {"type": "longrope", "short_factor": [)",
+                        absl::StrJoin(ones, ","), R"(], "long_factor": [)",
+                        absl::StrJoin(ones, ","), "]}");
+  };
+  const std::string partial_longrope =
+      ReplaceAll(ReplaceAll(with_partial("0.75"), R"("rope_scaling": null)", longrope(36)),
+                 R"("max_position_embeddings": 4096)", R"("max_position_embeddings": 131072)");
+  const absl::StatusOr<ModelConfig> phi4_mini = LoadModelConfig(WriteConfig(partial_longrope));
+  ASSERT_TRUE(phi4_mini.ok()) << phi4_mini.status();
+  ASSERT_TRUE(phi4_mini->long_rope.has_value());
+  EXPECT_EQ(phi4_mini->long_rope->long_factor.size(), 36u);
+  ExpectError(
+      LoadModelConfig(WriteConfig(ReplaceAll(partial_longrope, longrope(36), longrope(48)))),
+      absl::StatusCode::kInvalidArgument, {"short_factor"});
+  const absl::StatusOr<ModelConfig> whole = LoadModelConfig(WriteConfig(with_partial("1.0")));
+  ASSERT_TRUE(whole.ok()) << whole.status();
+  EXPECT_EQ(RotaryDim(*whole), 96);
+  // int(96 x 0.52) = int(49.92) = 49 is odd; int(96 x 0.01) = 0 rotates nothing.
+  ExpectError(LoadModelConfig(WriteConfig(with_partial("0.52"))),
               absl::StatusCode::kInvalidArgument,
-              {ConfigPath(), "\"partial_rotary_factor\" is 0.75",
-               "only rotary embedding over the whole head"});
-  const absl::StatusOr<ModelConfig> whole = LoadModelConfig(
-      WriteConfig(ReplaceAll(kPhi3MiniConfig, R"("resid_pdrop": 0.0,)",
-                             R"("resid_pdrop": 0.0, "partial_rotary_factor": 1.0,)")));
-  EXPECT_TRUE(whole.ok()) << whole.status();
+              {"\"partial_rotary_factor\" is 0.52: int(head_dim 96 x 0.52) = 49 rotated values "
+               "per head, which must be even and at least 2"});
+  ExpectError(LoadModelConfig(WriteConfig(with_partial("0.01"))),
+              absl::StatusCode::kInvalidArgument, {"= 0 rotated values per head"});
+  ExpectError(LoadModelConfig(WriteConfig(with_partial("1.5"))), absl::StatusCode::kInvalidArgument,
+              {"\"partial_rotary_factor\" must be in (0, 1], got 1.5"});
+  // Llama's attention rotates whole heads: a factor there is refused, not ignored.
+  ExpectError(LoadModelConfig(WriteConfig(Llama3With(R"("hidden_act": "silu",)",
+                                                     R"("hidden_act": "silu", )"
+                                                     R"("partial_rotary_factor": 0.5,)"))),
+              absl::StatusCode::kInvalidArgument,
+              {"\"partial_rotary_factor\" is 0.5; partial rotary embedding is supported for "
+               "Phi3ForCausalLM only"});
 
   // dummy:phi-4 is Phi-4's shape with the same layout.
   const absl::StatusOr<ModelConfig> phi4 = LoadModelConfig("dummy:phi-4");
@@ -938,11 +976,11 @@ TEST_F(ModelDirTest, Gemma3NewerKeysAndRefusals) {
   ASSERT_TRUE(linear->rope_scaling.has_value());
   EXPECT_EQ(linear->rope_scaling->type, RopeScalingType::kLinear);
   EXPECT_DOUBLE_EQ(linear->rope_scaling->factor, 8.0);
-  ExpectError(LoadModelConfig(WriteConfig(
-                  ReplaceAll(kGemma3_1BConfig, R"("rope_scaling": null)",
-                             R"("rope_scaling": {"rope_type": "linear"})"))),
-              absl::StatusCode::kInvalidArgument,
-              {"\"rope_scaling.factor\" is required for linear rope scaling"});
+  ExpectError(
+      LoadModelConfig(WriteConfig(ReplaceAll(kGemma3_1BConfig, R"("rope_scaling": null)",
+                                             R"("rope_scaling": {"rope_type": "linear"})"))),
+      absl::StatusCode::kInvalidArgument,
+      {"\"rope_scaling.factor\" is required for linear rope scaling"});
   ExpectError(
       LoadModelConfig(WriteConfig(ReplaceAll(kGemma3_1BConfig, R"("sliding_window_pattern": 6,)",
                                              R"("layer_types": ["sliding_attention"],)"))),
@@ -998,8 +1036,8 @@ TEST_F(ModelDirTest, LoadsGemma3_4BLanguageModelFromItsMultimodalConfig) {
   EXPECT_DOUBLE_EQ(config->rope_scaling->factor, 8.0);
   EXPECT_EQ(config->torch_dtype, DType::kBFloat16);
 
-  ExpectError(LoadModelConfig(WriteConfig(ReplaceAll(kGemma3_4B, R"("text_config")",
-                                                     R"("language_config")"))),
+  ExpectError(LoadModelConfig(
+                  WriteConfig(ReplaceAll(kGemma3_4B, R"("text_config")", R"("language_config")"))),
               absl::StatusCode::kInvalidArgument, {"field \"text_config\" must be an object"});
 }
 

@@ -251,9 +251,12 @@ INSTANTIATE_TEST_SUITE_P(Gemma, LayerGroupParityTest,
 // so a sequence's cached keys never mix two rotations. Each comparison runs where the two agree:
 // a server of max_model_len 16 against the prompts and tokens within 16 positions (short
 // factors), one of 128 against the prompts longer than 16 (long factors throughout). Both also
-// check the attention factor (sqrt 2 here).
-TEST(LongRopeParityTest, TheShortAndTheLongFactorsMatchTransformersWhereItUsesThem) {
-  const Loaded m = Load("phi3-longrope");
+// check the attention factor (sqrt 2 here). phi4-partial-rotary is the same with Phi-4-mini's
+// partial rotary: the factors and the rotation cover the leading 12 of each head's 16 values.
+class LongRopeParityTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(LongRopeParityTest, TheShortAndTheLongFactorsMatchTransformersWhereItUsesThem) {
+  const Loaded m = Load(GetParam());
   ASSERT_TRUE(m.config.long_rope.has_value());
   const int32_t original =
       static_cast<int32_t>(m.config.long_rope->original_max_position_embeddings);
@@ -295,6 +298,13 @@ TEST(LongRopeParityTest, TheShortAndTheLongFactorsMatchTransformersWhereItUsesTh
   EXPECT_EQ(greedy_checked[0], 2) << "the prompts of 1 and 7 tokens";
   EXPECT_EQ(greedy_checked[1], 2) << "the prompts of 23 and 61 tokens";
 }
+
+INSTANTIATE_TEST_SUITE_P(Phi, LongRopeParityTest,
+                         ::testing::Values("phi3-longrope", "phi4-partial-rotary"),
+                         [](const ::testing::TestParamInfo<std::string>& param_info) {
+                           return param_info.param == "phi3-longrope" ? "phi35_whole_head"
+                                                                      : "phi4_mini_partial";
+                         });
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, ModelParityTest,
                          ::testing::Values("llama-gqa", "qwen2-bias", "llama-tied", "qwen3-qknorm",

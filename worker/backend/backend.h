@@ -73,13 +73,15 @@ class Backend {
                                             const float* bias,  // [n] or nullptr
                                             int64_t m, int64_t n, int64_t k,
                                             float* out) = 0;  // [m, n]
-  // Rotary embedding in place (HF rotate-half convention).
+  // Rotary embedding in place (HF rotate-half convention) of each head's leading rotary_dim
+  // values; the rest pass through (partial rotary; rotary_dim == head_dim: the whole head).
+  // cos and sin are multiplied by `scale` (LongRoPE's attention factor; 1 otherwise).
   [[nodiscard]] virtual absl::Status Rotary(float* q,  // [n, num_heads, head_dim]
                                             float* k,  // [n, num_kv_heads, head_dim]
                                             const int64_t* positions,  // [n]
-                                            const float* inv_freq,     // [head_dim / 2]
+                                            const float* inv_freq,     // [rotary_dim / 2]
                                             int64_t n, int64_t num_heads, int64_t num_kv_heads,
-                                            int64_t head_dim) = 0;
+                                            int64_t head_dim, int64_t rotary_dim, float scale) = 0;
   // Writes k/v rows into their slots (slot = block * block_size + offset; negative = skip).
   [[nodiscard]] virtual absl::Status WriteKvCache(const float* k,               // [n, kv_heads, hd]
                                                   const float* v,               // [n, kv_heads, hd]

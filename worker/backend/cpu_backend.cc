@@ -71,8 +71,9 @@ absl::Status CpuBackend::Linear(const float* x, const float* w, const float* bia
 
 absl::Status CpuBackend::Rotary(float* q, float* k, const int64_t* positions, const float* inv_freq,
                                 int64_t n, int64_t num_heads, int64_t num_kv_heads,
-                                int64_t head_dim) {
-  return kernels::cpu::Rotary(positions, n, q, num_heads, k, num_kv_heads, head_dim, inv_freq);
+                                int64_t head_dim, int64_t rotary_dim, float scale) {
+  return kernels::cpu::Rotary(positions, n, q, num_heads, k, num_kv_heads, head_dim, rotary_dim,
+                              inv_freq, scale);
 }
 
 absl::Status CpuBackend::WriteKvCache(const float* k, const float* v, const int64_t* slot_mapping,

@@ -37,7 +37,8 @@ class CpuBackend final : public Backend {
                                     int64_t n, int64_t k, float* out) override;
   [[nodiscard]] absl::Status Rotary(float* q, float* k, const int64_t* positions,
                                     const float* inv_freq, int64_t n, int64_t num_heads,
-                                    int64_t num_kv_heads, int64_t head_dim) override;
+                                    int64_t num_kv_heads, int64_t head_dim, int64_t rotary_dim,
+                                    float scale) override;
   [[nodiscard]] absl::Status WriteKvCache(const float* k, const float* v,
                                           const int64_t* slot_mapping, int64_t n,
                                           const KvCacheLayer& cache) override;

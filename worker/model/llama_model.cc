@@ -127,29 +127,36 @@ absl::Status LlamaModel::Upload(const ModelWeights& w) {
   // LongRoPE: one factor list for the whole life of the server, so a sequence's cached keys are
   // never rotated with two of them (docs/engine.md): the long factors when max_model_len exceeds
   // the pretrained context, else the short ones.
+  // Frequencies for the rotated values of a head (Phi-4-mini: 96 of 128), as transformers
+  // computes them for partial_rotary_factor.
+  const int64_t rotary_dim = RotaryDim(config_);
   std::vector<float> inv_freq;
   if (config_.long_rope) {
     const LongRope& long_rope = *config_.long_rope;
     const bool long_context = limits_.max_model_len > long_rope.original_max_position_embeddings;
     HR_ASSIGN_OR_RETURN(inv_freq,
                         kernels::cpu::LongRopeInvFreq(
-                            config_.head_dim, config_.rope_theta,
+                            rotary_dim, config_.rope_theta,
                             long_context ? long_rope.long_factor : long_rope.short_factor));
   } else {
     HR_ASSIGN_OR_RETURN(inv_freq,
-                        kernels::cpu::RopeInvFreq(config_.head_dim, config_.rope_theta, scaling));
+                        kernels::cpu::RopeInvFreq(rotary_dim, config_.rope_theta, scaling));
     // Linear: transformers divides the fp32 frequencies by the factor in fp32.
     if (config_.rope_scaling && config_.rope_scaling->type == RopeScalingType::kLinear) {
       for (float& f : inv_freq) f /= static_cast<float>(config_.rope_scaling->factor);
     }
   }
   HR_ASSIGN_OR_RETURN(inv_freq_, UploadTensor(inv_freq, "rope inv_freq"));
+  // LongRoPE's attention factor multiplies cos and sin, so only the rotated values of q and k (a
+  // partial rotary's others stay as they are): it cannot be folded into the attention scale.
+  rotary_scale_ =
+      config_.long_rope ? static_cast<float>(config_.long_rope->attention_factor) : 1.0f;
   // Gemma 3: the sliding-window layers rotate with a base of their own, unscaled.
   const float* local_inv_freq = inv_freq_;
   if (config_.rope_local_theta > 0) {
     HR_ASSIGN_OR_RETURN(
         const std::vector<float> local,
-        kernels::cpu::RopeInvFreq(config_.head_dim, config_.rope_local_theta, std::nullopt));
+        kernels::cpu::RopeInvFreq(rotary_dim, config_.rope_local_theta, std::nullopt));
     HR_ASSIGN_OR_RETURN(local_inv_freq, UploadTensor(local, "rope inv_freq (sliding layers)"));
   }
 
@@ -203,12 +210,6 @@ absl::Status LlamaModel::Upload(const ModelWeights& w) {
     float scale = config_.attention_multiplier > 0
                       ? static_cast<float>(config_.attention_multiplier)
                       : 1.0f / std::sqrt(static_cast<float>(score_scalar));
-    // LongRoPE multiplies cos and sin, so q and k, by the attention factor: their product, by its
-    // square.
-    if (config_.long_rope) {
-      const double factor = config_.long_rope->attention_factor;
-      scale = static_cast<float>(static_cast<double>(scale) * factor * factor);
-    }
     d.attention = AttentionParams{.scale = scale,
                                   .softcap = static_cast<float>(config_.attn_logit_softcapping),
                                   .sliding_window = static_cast<int32_t>(std::min<int64_t>(
@@ -365,8 +366,8 @@ absl::Status LlamaModel::Layer(const DeviceLayer& l, int64_t n, const int64_t* s
     HR_RETURN_IF_ERROR(b.RmsNorm(arena_.q, l.q_norm, n * heads, head_dim, eps, arena_.q));
     HR_RETURN_IF_ERROR(b.RmsNorm(arena_.k, l.k_norm, n * kv_heads, head_dim, eps, arena_.k));
   }
-  HR_RETURN_IF_ERROR(
-      b.Rotary(arena_.q, arena_.k, arena_.positions, l.inv_freq, n, heads, kv_heads, head_dim));
+  HR_RETURN_IF_ERROR(b.Rotary(arena_.q, arena_.k, arena_.positions, l.inv_freq, n, heads, kv_heads,
+                              head_dim, RotaryDim(config_), rotary_scale_));
   HR_RETURN_IF_ERROR(b.WriteKvCache(arena_.k, arena_.v, slot_mapping, n, l.kv));
   HR_RETURN_IF_ERROR(b.PagedAttention(arena_.q, l.kv, batch, n, heads, l.attention, arena_.attn));
   HR_RETURN_IF_ERROR(

@@ -192,6 +192,33 @@ absl::StatusOr<RopeScaling> ReadLinearScaling(const FieldReader& rope) {
   return scaling;
 }
 
+// rotary_dim from partial_rotary_factor (Phi-4-mini's 0.75), as transformers forms it:
+// int(head_dim * factor), rotating that many leading values of each head (Phi3 only: the other
+// architectures' attention rotates whole heads, so a factor there is refused).
+absl::Status ReadRotaryDim(const FieldReader& reader, ModelConfig& config) {
+  config.rotary_dim = 0;
+  HR_ASSIGN_OR_RETURN(const std::optional<double> factor,
+                      reader.OptionalNumber("partial_rotary_factor"));
+  if (!factor || *factor == 1.0) return absl::OkStatus();
+  if (config.architecture != kPhi3) {
+    return reader.Error("partial_rotary_factor",
+                        absl::StrCat("is ", *factor, "; partial rotary embedding is supported for ",
+                                     std::string(kPhi3), " only"));
+  }
+  if (!(*factor > 0.0 && *factor < 1.0)) {
+    return reader.Error("partial_rotary_factor", absl::StrCat("must be in (0, 1], got ", *factor));
+  }
+  const auto rotary_dim = static_cast<int64_t>(static_cast<double>(config.head_dim) * *factor);
+  if (rotary_dim < 2 || rotary_dim % 2 != 0) {
+    return reader.Error(
+        "partial_rotary_factor",
+        absl::StrCat("is ", *factor, ": int(head_dim ", config.head_dim, " x ", *factor, ") = ",
+                     rotary_dim, " rotated values per head, which must be even and at least 2"));
+  }
+  config.rotary_dim = rotary_dim;
+  return absl::OkStatus();
+}
+
 // LongRoPE as Phi-3.5's config.json gives it: the two factor lists in rope_scaling, the pretrained
 // length at the top level (Phi3Config) or in rope_scaling.
 absl::Status ReadLongRope(const FieldReader& reader, const FieldReader& rope, ModelConfig& config) {
@@ -203,7 +230,7 @@ absl::Status ReadLongRope(const FieldReader& reader, const FieldReader& rope, Mo
     }
   }
   LongRope long_rope;
-  const auto half = static_cast<size_t>(config.head_dim / 2);
+  const auto half = static_cast<size_t>(RotaryDim(config) / 2);
   HR_ASSIGN_OR_RETURN(long_rope.short_factor, rope.PositiveNumbers("short_factor", half));
   HR_ASSIGN_OR_RETURN(long_rope.long_factor, rope.PositiveNumbers("long_factor", half));
   HR_ASSIGN_OR_RETURN(std::optional<int64_t> original,
@@ -311,17 +338,9 @@ absl::Status ReadBiasesAndWindow(const FieldReader& reader, ModelConfig& config)
     HR_ASSIGN_OR_RETURN(config.mlp_bias, reader.Bool("mlp_bias", false));
   } else if (config.architecture == kPhi3) {
     // Phi-3 / Phi-4: fused projections, no biases, a window on every layer when set (Phi-3-mini-4k:
-    // 2047; Phi3Config's default is none). Phi-4-mini's partial rotary embedding is not supported.
+    // 2047; Phi3Config's default is none).
     config.fused_projections = true;
     HR_ASSIGN_OR_RETURN(config.sliding_window, reader.OptionalPositiveInt("sliding_window"));
-    HR_ASSIGN_OR_RETURN(const std::optional<double> partial,
-                        reader.OptionalNumber("partial_rotary_factor"));
-    if (partial && *partial != 1.0) {
-      return reader.Error("partial_rotary_factor",
-                          absl::StrCat("is ", *partial,
-                                       "; only rotary embedding over the whole head (1.0) is "
-                                       "supported"));
-    }
   } else if (config.architecture == kGranite || config.architecture == kGraniteMoe) {
     // Granite (3.x): Llama's block with muP multipliers on the embeddings, the attention scores,
     // the residual branches and the logits; all 1 in GraniteConfig when absent.
@@ -698,6 +717,7 @@ absl::StatusOr<ModelConfig> ParseModelConfigJson(std::string_view json_text,
                                                              config.architecture == kGemma3));
   HR_ASSIGN_OR_RETURN(config.rms_norm_eps, reader.PositiveNumber("rms_norm_eps", 1e-6));
   HR_ASSIGN_OR_RETURN(config.rope_theta, reader.PositiveNumber("rope_theta", 10000.0));
+  HR_RETURN_IF_ERROR(ReadRotaryDim(reader, config));
   HR_RETURN_IF_ERROR(ReadRopeScaling(reader, path, config));
 
   // transformers >= 4.56 writes "dtype"; older versions "torch_dtype". Absent means float32.

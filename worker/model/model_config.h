@@ -39,8 +39,8 @@ struct RopeScaling {
 // dimension by one factor list within the pretrained context and by another beyond it, and cos
 // and sin are multiplied by a constant attention factor.
 struct LongRope {
-  std::vector<double> short_factor;  // [head_dim / 2], for contexts up to the original length.
-  std::vector<double> long_factor;   // [head_dim / 2], beyond it.
+  std::vector<double> short_factor;  // [rotary_dim / 2], for contexts up to the original length.
+  std::vector<double> long_factor;   // [rotary_dim / 2], beyond it.
   int64_t original_max_position_embeddings = 0;  // Context the model was pretrained at (4096).
   // rope_scaling's attention_factor, or sqrt(1 + ln(max_position / original) / ln(original))
   // (1 when max_position_embeddings does not exceed the original).
@@ -65,6 +65,10 @@ struct ModelConfig {
   int64_t num_attention_heads = 0;  // Query heads.
   int64_t num_key_value_heads = 0;  // KV heads (GQA); equals num_attention_heads for MHA.
   int64_t head_dim = 0;             // Per-head width; hidden_size / num_attention_heads if absent.
+  // Leading values of each q/k head that rotary turns, the rest passing through:
+  // int(head_dim x partial_rotary_factor) (Phi-4-mini: 0.75 of 128 = 96), even; 0: the whole
+  // head (read it through RotaryDim).
+  int64_t rotary_dim = 0;
   int64_t max_position_embeddings = 0;      // Longest context the checkpoint supports.
   bool tie_word_embeddings = false;         // LM head shares the embedding matrix.
   DType torch_dtype = DType::kFloat32;      // Checkpoint dtype; float32 when config.json omits it.
@@ -129,6 +133,10 @@ struct ModelConfig {
   bool language_model_of_multimodal = false;
 };
 
+// The leading values of each q/k head that rotary turns (rotary_dim, or head_dim when 0).
+[[nodiscard]] inline int64_t RotaryDim(const ModelConfig& config) {
+  return config.rotary_dim > 0 ? config.rotary_dim : config.head_dim;
+}
 // The sliding window of decoder layer `layer` (0: the layer attends the whole context).
 [[nodiscard]] int64_t LayerSlidingWindow(const ModelConfig& config, int64_t layer);
 // The window behind which the KV cache may release blocks: the largest layer window when every
