@@ -151,6 +151,38 @@ void BM_AdmissionOfferPlace(benchmark::State& state) {
 }
 BENCHMARK(BM_AdmissionOfferPlace);
 
+// The pass held groups make longer: 1,000 queued requests of 6,000 tokens that only group 0 (the
+// one group serving 8,192 tokens, full) can take wait there, and each cycle offers one short
+// request that the other 7 groups (max_model_len 4,096) place. Every pass decides each waiting
+// request again (none holds the other groups), so this is the cost per queued request of a
+// cluster whose groups differ.
+void BM_AdmissionPlaceBehindHeldGroup(benchmark::State& state) {
+  constexpr int64_t kQueued = 1000;
+  constexpr int64_t kGroups = 8;
+  AdmissionQueue queue({.high_watermark = 2048, .low_watermark = 1536});
+  std::vector<GroupLoad> groups = Groups(kGroups, PodAddress);
+  for (GroupLoad& g : groups) {
+    g.waiting_demand_blocks = 0;
+    g.max_model_len = 4096;
+  }
+  groups[0].max_model_len = 8192;
+  groups[0].reserved_blocks = groups[0].free_blocks;  // full
+  const LeastLoadedByBlocks policy;
+  int64_t id = 0;
+  for (; id < kQueued; ++id) HR_CHECK(queue.Offer(id, 6000, absl::InfiniteFuture()).accepted);
+  int64_t placed = 0;
+  for (auto _ : state) {
+    for (size_t g = 1; g < groups.size(); ++g) groups[g].reserved_blocks = 0;
+    HR_CHECK(queue.Offer(id++, 512, absl::InfiniteFuture()).accepted);
+    const std::vector<PlacedRequest> out = queue.Place(absl::MakeSpan(groups), policy, absl::Now());
+    placed += static_cast<int64_t>(out.size());
+  }
+  HR_CHECK(placed == state.iterations());
+  HR_CHECK(queue.size() == kQueued);
+  state.SetItemsProcessed(placed);
+}
+BENCHMARK(BM_AdmissionPlaceBehindHeldGroup);
+
 // Counts placements; the benchmark thread waits on `placed` (C++20 atomic wait, a futex).
 class CountingListener : public PlacementListener {
  public:

@@ -64,8 +64,12 @@ std::vector<PlacedRequest> AdmissionQueue::Place(absl::Span<GroupLoad> groups,
                                                  absl::Time now) {
   return Place(
       groups,
-      [&policy](absl::Span<const GroupLoad> view, int64_t /*id*/, int64_t max_total_tokens) {
-        return policy(view, {.max_total_tokens = max_total_tokens, .cached_blocks = {}});
+      [&policy](absl::Span<const GroupLoad> view, int64_t /*id*/, int64_t max_total_tokens,
+                absl::Span<const bool> held) {
+        return policy(view, {.max_total_tokens = max_total_tokens,
+                             .cached_blocks = {},
+                             .needs_priority = false,
+                             .held = held});
       },
       now);
 }
@@ -73,19 +77,30 @@ std::vector<PlacedRequest> AdmissionQueue::Place(absl::Span<GroupLoad> groups,
 std::vector<PlacedRequest> AdmissionQueue::Place(absl::Span<GroupLoad> groups, Placer place,
                                                  absl::Time now) {
   std::vector<PlacedRequest> placed;
-  while (!entries_.empty()) {
-    const Entry& head = entries_.front();
-    const PlacementDecision d = place(groups, head.id, head.max_total_tokens);
-    if (d.outcome == PlacementOutcome::kWait || d.outcome == PlacementOutcome::kNoGroup) break;
+  held_.assign(groups.size(), false);  // Kept between passes: no allocation per pass.
+  size_t num_held = 0;
+  for (auto it = entries_.begin(); it != entries_.end() && num_held < groups.size();) {
+    const PlacementDecision d = place(groups, it->id, it->max_total_tokens, held_);
+    if (d.outcome == PlacementOutcome::kNoGroup) break;
+    if (d.outcome == PlacementOutcome::kWait) {
+      for (const size_t g : d.wait_groups) {
+        if (!held_[g]) {
+          held_[g] = true;
+          ++num_held;
+        }
+      }
+      ++it;
+      continue;
+    }
     PlacedRequest& p = placed.emplace_back();
-    p.id = head.id;
+    p.id = it->id;
     p.outcome = d.outcome;
     if (d.outcome == PlacementOutcome::kPlaced) {
       p.group = d.group;
       p.demand_blocks = d.demand_blocks;
       groups[d.group].reserved_blocks += d.demand_blocks;
     }
-    entries_.pop_front();
+    it = entries_.erase(it);
   }
   if (!placed.empty()) RecordDrained(static_cast<int32_t>(placed.size()), now);
   UpdateAccepting();

@@ -1,18 +1,22 @@
 // AdmissionQueue: the router's bounded queue of requests no group can take yet.
 //
 // Requests wait in priority order (lower values first, vLLM's convention), FCFS among equal
-// priorities (all 0 unless clients set them), with their deadlines. Place() hands the head to the
-// placement policy as long as it places (the first that must wait stops the pass, so a large
-// request is not starved by small ones behind it) and charges its blocks to the group's
-// reservations. Backpressure with hysteresis: once the queue holds high_watermark requests, Offer()
-// refuses (RESOURCE_EXHAUSTED / HTTP 429 with Retry-After) until it has drained to low_watermark,
-// so a full router does not flap between accepting and refusing on every request.
+// priorities (all 0 unless clients set them), with their deadlines. Place() hands the requests to
+// the placement policy in that order and charges each placed one's blocks to the group's
+// reservations. A request that must wait holds the groups it waits for: no request behind it is
+// placed on them, so a large request is not starved by small ones behind it. Requests behind it
+// still go to groups it cannot use (a request needing a priority-scheduling group, or a longer
+// max_model_len, does not stop the others from using the rest of the cluster). Backpressure with
+// hysteresis: once the queue holds high_watermark requests, Offer() refuses (RESOURCE_EXHAUSTED /
+// HTTP 429 with Retry-After) until it has drained to low_watermark, so a full router does not flap
+// between accepting and refusing on every request.
 #pragma once
 
 #include <cstdint>
 #include <deque>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/functional/function_ref.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
@@ -50,12 +54,15 @@ class AdmissionQueue {
   // queue is refusing (see the hysteresis above).
   OfferResult Offer(int64_t id, int64_t max_total_tokens, absl::Time deadline,
                     int32_t priority = 0);
-  // Decides one queued request: (groups, id, max_total_tokens) -> decision.
-  using Placer = absl::FunctionRef<PlacementDecision(absl::Span<const GroupLoad>, int64_t id,
-                                                     int64_t max_total_tokens)>;
-  // Places from the head while `place` places; adds each placed request's demand to
-  // groups[group].reserved_blocks. Requests that can no longer fit any group are returned with
-  // kNeverFits (the groups changed since they were queued).
+  // Decides one queued request: (groups, id, max_total_tokens, held) -> decision, where `held`
+  // is PlacementRequest::held (the groups earlier waiting requests wait for).
+  using Placer =
+      absl::FunctionRef<PlacementDecision(absl::Span<const GroupLoad>, int64_t id,
+                                          int64_t max_total_tokens, absl::Span<const bool> held)>;
+  // Places the queued requests in order, each waiting one holding its wait_groups for the rest of
+  // the pass; adds each placed request's demand to groups[group].reserved_blocks. Requests that
+  // can no longer fit any group are returned with kNeverFits (the groups changed since they were
+  // queued). The pass stops when every group is held or none is up.
   std::vector<PlacedRequest> Place(absl::Span<GroupLoad> groups, Placer place, absl::Time now);
   // The same with `policy` and no prefix information.
   std::vector<PlacedRequest> Place(absl::Span<GroupLoad> groups, const LeastLoadedByBlocks& policy,
@@ -81,6 +88,9 @@ class AdmissionQueue {
 
   const AdmissionConfig config_;
   std::deque<Entry> entries_;
+  // Place()'s held groups, per group (absl::InlinedVector<bool> is contiguous, so it makes the
+  // Span the policy reads; std::vector<bool> is not).
+  absl::InlinedVector<bool, 16> held_;
   bool accepting_ = true;
   // Requests leaving the queue by placement, per second (exponential moving average).
   double drain_rate_ = 0;

@@ -43,7 +43,10 @@ PlacementDecision LeastLoadedByBlocks::operator()(absl::Span<const GroupLoad> gr
     }
     any_candidate = true;
     const int64_t left = g.available_blocks() - demand;
-    if (left < 0) continue;
+    if (left < 0 || (i < request.held.size() && request.held[i])) {
+      decision.wait_groups.push_back(i);
+      continue;
+    }
     const int64_t cached = i < request.cached_blocks.size() ? request.cached_blocks[i] : 0;
     const double score =
         static_cast<double>(left) + prefix_affinity_weight_ * static_cast<double>(cached);
@@ -65,6 +68,7 @@ PlacementDecision LeastLoadedByBlocks::operator()(absl::Span<const GroupLoad> gr
   if (best) {
     decision.outcome = PlacementOutcome::kPlaced;
     decision.group = *best;
+    decision.wait_groups.clear();
   } else if (any_candidate) {
     decision.outcome = PlacementOutcome::kWait;
   } else {

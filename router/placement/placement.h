@@ -16,7 +16,9 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/types/span.h"
 #include "router/placement/group_load.h"
 
@@ -30,6 +32,10 @@ struct PlacementRequest {
   absl::Span<const int64_t> cached_blocks;
   // The request has a priority other than 0: only groups that schedule by priority can take it.
   bool needs_priority = false;
+  // Per group (empty: none): an earlier queued request waits for its blocks. Such a group still
+  // counts as a candidate (the request waits rather than being refused) but is not chosen, so a
+  // request does not take blocks ahead of one queued before it (AdmissionQueue).
+  absl::Span<const bool> held = {};
 };
 
 enum class PlacementOutcome {
@@ -56,6 +62,9 @@ struct PlacementDecision {
   int32_t closest_kv_groups = 1;
   // kNeverFits because no up group schedules by priority (the request needs it).
   bool no_priority_group = false;
+  // For kWait: the candidate groups it waits for (held, or without the blocks now). Inline for
+  // up to 8 groups: a decision allocates nothing in the common case.
+  absl::InlinedVector<size_t, 8> wait_groups;
 };
 
 // The INVALID_ARGUMENT text for a kNeverFits decision not caused by priority: which limit the

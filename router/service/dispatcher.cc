@@ -208,7 +208,8 @@ absl::Span<const kvcache::BlockHash> Dispatcher::HashesFor(Pending& p, int32_t b
   return p.hashes;
 }
 
-PlacementDecision Dispatcher::PlaceLocked(absl::Span<const GroupLoad> groups, Pending& p) {
+PlacementDecision Dispatcher::PlaceLocked(absl::Span<const GroupLoad> groups, Pending& p,
+                                          absl::Span<const bool> held) {
   std::vector<int64_t> cached;
   if (options_.prefix_affinity_weight > 0 && !p.prompt.tokens.empty()) {
     cached.assign(groups.size(), 0);
@@ -220,7 +221,8 @@ PlacementDecision Dispatcher::PlaceLocked(absl::Span<const GroupLoad> groups, Pe
   }
   return policy_(groups, {.max_total_tokens = p.max_total_tokens,
                           .cached_blocks = cached,
-                          .needs_priority = p.priority != 0});
+                          .needs_priority = p.priority != 0,
+                          .held = held});
 }
 
 void Dispatcher::RecordPlacementLocked(size_t group, Pending& p) {
@@ -277,11 +279,15 @@ std::vector<Dispatcher::Delivery> Dispatcher::PassLocked(absl::Time now) {
     it = retries_.erase(it);
   }
   const auto place = [this](absl::Span<const GroupLoad> groups, int64_t id,
-                            int64_t max_total_tokens) {
+                            int64_t max_total_tokens, absl::Span<const bool> held) {
     auto it = queued_.find(id);
-    if (it == queued_.end())
-      return policy_(groups, {.max_total_tokens = max_total_tokens, .cached_blocks = {}});
-    return PlaceLocked(groups, it->second);
+    if (it == queued_.end()) {
+      return policy_(groups, {.max_total_tokens = max_total_tokens,
+                              .cached_blocks = {},
+                              .needs_priority = false,
+                              .held = held});
+    }
+    return PlaceLocked(groups, it->second, held);
   };
   for (const PlacedRequest& placed : queue_.Place(table_.loads(), place, now)) {
     auto it = queued_.find(placed.id);

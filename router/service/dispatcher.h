@@ -142,8 +142,10 @@ class Dispatcher {
   void Run();
   // The prompt block hashes of `p` for `block_size` (memoized in `p`).
   absl::Span<const kvcache::BlockHash> HashesFor(Pending& p, int32_t block_size);
-  // Places `p` on `groups` (the loads, or a view of them) with its cached prefix per group.
-  PlacementDecision PlaceLocked(absl::Span<const GroupLoad> groups, Pending& p);
+  // Places `p` on `groups` (the loads, or a view of them) with its cached prefix per group, on
+  // none of the `held` ones (PlacementRequest::held).
+  PlacementDecision PlaceLocked(absl::Span<const GroupLoad> groups, Pending& p,
+                                absl::Span<const bool> held = {});
   // `p` was placed on `group`: its prompt's blocks are now cached there.
   void RecordPlacementLocked(size_t group, Pending& p);
   // One pass under mu_; returns what to deliver.

@@ -155,6 +155,34 @@ TEST(PlacementTest, LayerGroupsSumEachGroupsBlocks) {
             "has 260 usable blocks (largest max_model_len 4096)");
 }
 
+// A held group (an earlier queued request waits for it) is a candidate that is never chosen: the
+// request goes elsewhere, or waits for it rather than being refused; wait_groups lists what it
+// waits for, held or short of blocks.
+TEST(PlacementTest, HeldGroupsAreCandidatesButNotChosen) {
+  const std::vector<GroupLoad> groups = {Group("a", 100, 90), Group("b", 100, 20),
+                                         Group("c", 100, 5)};
+  const bool hold_a[] = {true, false, false};
+  PlacementDecision d = LeastLoadedByBlocks{}(
+      groups,
+      {.max_total_tokens = 160, .cached_blocks = {}, .needs_priority = false, .held = hold_a});
+  ASSERT_EQ(d.outcome, PlacementOutcome::kPlaced);
+  EXPECT_EQ(d.group, 1u) << "a has the most room but is held";
+  EXPECT_TRUE(d.wait_groups.empty());
+  const bool hold_a_b[] = {true, true, false};
+  d = LeastLoadedByBlocks{}(
+      groups,
+      {.max_total_tokens = 160, .cached_blocks = {}, .needs_priority = false, .held = hold_a_b});
+  EXPECT_EQ(d.outcome, PlacementOutcome::kWait);
+  EXPECT_EQ(std::vector<size_t>(d.wait_groups.begin(), d.wait_groups.end()),
+            (std::vector<size_t>{0, 1, 2}))
+      << "held a, b; c short of blocks";
+  // Held or not, a request no group can hold is refused.
+  d = LeastLoadedByBlocks{}(
+      groups,
+      {.max_total_tokens = 5000, .cached_blocks = {}, .needs_priority = false, .held = hold_a_b});
+  EXPECT_EQ(d.outcome, PlacementOutcome::kNeverFits);
+}
+
 // A request no group can hold is told which limit it exceeds: every max_model_len, or the pool
 // of the group least short of blocks (4000 tokens = 250 blocks of 16: "c" is 50 short, "b" 230;
 // "a" cannot take 4000 tokens at all, however large its pool).

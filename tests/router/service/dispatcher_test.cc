@@ -101,6 +101,29 @@ TEST(DispatcherSetGroupsTest, QueuedRequestGoesToTheRemainingGroupAndARemovedOne
   dispatcher.Stop();
 }
 
+// A request with a priority waits for the only group that schedules by priority (full); a plain
+// request queued after it goes to the other group meanwhile rather than waiting behind it.
+TEST(DispatcherQueueTest, APriorityRequestWaitingForItsGroupDoesNotHoldBackTheOthers) {
+  Dispatcher dispatcher(Options({"priority:1", "fcfs:2"}));
+  dispatcher.Start();
+  v1::LoadReport priority = Report(1, 2);
+  priority.set_priority_scheduling(true);
+  dispatcher.OnReport(0, priority);
+  dispatcher.OnReport(1, Report(1, 100));
+  auto waiting = std::make_shared<Listener>();
+  ASSERT_TRUE(
+      dispatcher.Submit(1, 64, absl::Now() + absl::Seconds(30), waiting, {}, -1).status.ok());
+  auto plain = std::make_shared<Listener>();
+  ASSERT_TRUE(dispatcher.Submit(2, 64, absl::Now() + absl::Seconds(30), plain).status.ok());
+  EXPECT_EQ(plain->Placed(std::chrono::seconds(5)), std::optional<size_t>(1));
+  EXPECT_FALSE(waiting->Placed(std::chrono::milliseconds(100)).has_value());
+  priority.set_sequence(2);
+  priority.set_free_blocks(100);
+  dispatcher.OnReport(0, priority);
+  EXPECT_EQ(waiting->Placed(std::chrono::seconds(5)), std::optional<size_t>(0));
+  dispatcher.Stop();
+}
+
 TEST(DispatcherSetGroupsTest, StartsEmptyAndRefusesUntilAGroupIsListedAndReports) {
   Dispatcher dispatcher(Options({}));
   dispatcher.Start();
