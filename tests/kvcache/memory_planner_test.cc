@@ -739,17 +739,28 @@ TEST(MemoryPlannerTest, OneSequenceDoesNotFit) {
   ExpectFixesWork(input, fixes);
 }
 
+// Mistral-7B's layer shape, 12 layers, every layer attending the whole context.
+ModelDims TwelveLayers() {
+  ModelDims dims = Mistral7B();
+  dims.num_layers = 12;
+  return dims;
+}
+
+// The same 12 layers as Gemma 3 groups them: 2 global + 10 windowed of 1024, in 6 groups of 2.
+ModelDims TwelveLayersInSixGroups() {
+  ModelDims dims = TwelveLayers();
+  dims.kv_group_windows = {0, 1024, 1024, 1024, 1024, 1024};
+  dims.kv_group_size = 2;
+  return dims;
+}
+
 // Layer groups (Gemma 3: one global layer per five windowed ones): a block holds one group's
 // layers, and a sequence holds every block in each global group but only its window's in each
 // windowed group. Hand-computed for 12 layers split as 2 global + 10 windowed of 1024 = groups of
 // 2 (1 global group, 5 windowed): a 32768-token decode holds 2048 + 5 x (ceil(1024 / 16) + 1).
 TEST(MemoryPlannerTest, LayerGroupsSumTheirBlocksAndABlockHoldsOneGroup) {
-  ModelDims grouped = Mistral7B();
-  grouped.num_layers = 12;
-  grouped.kv_group_windows = {0, 1024, 1024, 1024, 1024, 1024};
-  grouped.kv_group_size = 2;
-  ModelDims all = Mistral7B();
-  all.num_layers = 12;
+  const ModelDims all = TwelveLayers();
+  const ModelDims grouped = TwelveLayersInSixGroups();
   const MemoryPlan plan = MustPlan(Input(grouped, 80, 32768));
   const MemoryPlan every_block = MustPlan(Input(all, 80, 32768));
   EXPECT_EQ(plan.kv_bytes_per_token * 6, every_block.kv_bytes_per_token) << "2 of 12 layers";
@@ -766,12 +777,8 @@ TEST(MemoryPlannerTest, LayerGroupsSumTheirBlocksAndABlockHoldsOneGroup) {
 // layers, no padding), so its pool holds about the tokens of the same model without groups: a
 // token takes 6 block slots of 2 layers instead of 1 slot of 12.
 TEST(MemoryPlannerTest, GroupedPlanExplainsItsGroupsAndCountsTokensOnce) {
-  ModelDims grouped = Mistral7B();
-  grouped.num_layers = 12;
-  grouped.kv_group_windows = {0, 1024, 1024, 1024, 1024, 1024};
-  grouped.kv_group_size = 2;
-  ModelDims all = Mistral7B();
-  all.num_layers = 12;
+  const ModelDims grouped = TwelveLayersInSixGroups();
+  const ModelDims all = TwelveLayers();
   const MemoryPlan plan = MustPlan(Input(grouped, 80, 32768));
   const MemoryPlan every_block = MustPlan(Input(all, 80, 32768));
   ASSERT_EQ(plan.kv_cache_bytes, every_block.kv_cache_bytes);
