@@ -124,12 +124,12 @@ absl::Status LlamaModel::Upload(const ModelWeights& w) {
         .high_freq_factor = config_.rope_scaling->high_freq_factor,
         .original_max_position_embeddings = config_.rope_scaling->original_max_position_embeddings};
   }
-  // LongRoPE: one factor list for the whole life of the server, so a sequence's cached keys are
-  // never rotated with two of them (docs/engine.md): the long factors when max_model_len exceeds
-  // the pretrained context, else the short ones.
   // Frequencies for the rotated values of a head (Phi-4-mini: 96 of 128), as transformers
   // computes them for partial_rotary_factor.
   const int64_t rotary_dim = RotaryDim(config_);
+  // LongRoPE: one factor list for the whole life of the server, so a sequence's cached keys are
+  // never rotated with two of them (docs/engine.md): the long factors when max_model_len exceeds
+  // the pretrained context, else the short ones.
   std::vector<float> inv_freq;
   if (config_.long_rope) {
     const LongRope& long_rope = *config_.long_rope;
