@@ -76,7 +76,7 @@ Writes tests/worker/fixtures/<name>/ for three small SEEDED RANDOM checkpoints:
               Phi3ForCausalLM with each layer's Phi3LongRoPEScaledRotaryEmbedding built for 12
               dimensions and apply_rotary_pos_emb applied to the leading 12 values of q and k
               (the rest concatenated back unchanged), which is what transformers' Phi3 does for
-              partial_rotary_factor since 4.49.
+              partial_rotary_factor in the releases that load Phi-4-mini.
   qwen3-moe   Qwen3MoeForCausalLM (Qwen3-30B-A3B's layout): qwen3-qknorm's attention, untied, and
               8 experts of intermediate 32, top 2, norm_topk_prob. The reference is transformers
               4.46's Qwen2MoeForCausalLM (the same sparse block: softmax, top-k, renormalized
@@ -513,7 +513,7 @@ def generate_phi4_partial(name, seed):
         partial = model(input_ids=ids, use_cache=False).logits[0]
     diff = float((partial - whole).abs().max())
     assert diff > 1e-2, f"partial rotary does not change the logits ({diff})"
-    print(f"  partial rotary: max logit change against whole-head rotary {diff:.3f}")
+    print(f"  partial rotary: max logit change against whole-head rotary with unit factors {diff:.3f}")
 
     files = ["model.safetensors"]
     save_file(state, os.path.join(out_dir, files[0]), metadata={"format": "pt"})
