@@ -57,11 +57,8 @@ int32_t KvCacheManager::BlocksForTokens(int64_t num_tokens) const {
 }
 
 int32_t KvCacheManager::PeakBlocks(int64_t num_tokens, int32_t max_chunk) const {
-  int64_t peak = 0;
-  for (const int32_t window : windows_) {
-    peak += PeakBlocksPerSequence(num_tokens, config_.block_size, window, max_chunk);
-  }
-  return static_cast<int32_t>(peak);
+  return static_cast<int32_t>(
+      PeakBlocksOverGroups(num_tokens, config_.block_size, windows_, 0, max_chunk));
 }
 
 const KvCacheManager::Sequence& KvCacheManager::Get(SequenceId seq) const {

@@ -207,9 +207,9 @@ absl::Status LlamaModel::Upload(const ModelWeights& w) {
     const double score_scalar = config_.query_pre_attn_scalar > 0
                                     ? config_.query_pre_attn_scalar
                                     : static_cast<double>(config_.head_dim);
-    float scale = config_.attention_multiplier > 0
-                      ? static_cast<float>(config_.attention_multiplier)
-                      : 1.0f / std::sqrt(static_cast<float>(score_scalar));
+    const float scale = config_.attention_multiplier > 0
+                            ? static_cast<float>(config_.attention_multiplier)
+                            : 1.0f / std::sqrt(static_cast<float>(score_scalar));
     d.attention = AttentionParams{.scale = scale,
                                   .softcap = static_cast<float>(config_.attn_logit_softcapping),
                                   .sliding_window = static_cast<int32_t>(std::min<int64_t>(

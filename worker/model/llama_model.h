@@ -117,7 +117,7 @@ class LlamaModel {
     KvCacheLayer kv;                  // the pool tensor at this layer's slot in its group
     int32_t kv_group = 0;             // whose block tables and slot mapping address it
     AttentionParams attention;        // score scale, softcap and this layer's sliding window
-    const float* inv_freq = nullptr;  // [head_dim / 2]: the model's, or the sliding layers' own
+    const float* inv_freq = nullptr;  // [rotary_dim / 2]: the model's, or the sliding layers' own
   };
 
   // The activation arena and per-step metadata, sized by ModelLimits.

@@ -196,7 +196,6 @@ absl::StatusOr<RopeScaling> ReadLinearScaling(const FieldReader& rope) {
 // int(head_dim * factor), rotating that many leading values of each head (Phi3 only: the other
 // architectures' attention rotates whole heads, so a factor there is refused).
 absl::Status ReadRotaryDim(const FieldReader& reader, ModelConfig& config) {
-  config.rotary_dim = 0;
   HR_ASSIGN_OR_RETURN(const std::optional<double> factor,
                       reader.OptionalNumber("partial_rotary_factor"));
   if (!factor || *factor == 1.0) return absl::OkStatus();

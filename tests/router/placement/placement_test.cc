@@ -184,21 +184,31 @@ TEST(PlacementTest, HeldGroupsAreCandidatesButNotChosen) {
 }
 
 // A request no group can hold is told which limit it exceeds: every max_model_len, or the pool
-// of the group least short of blocks (4000 tokens = 250 blocks of 16: "c" is 50 short, "b" 230;
-// "a" cannot take 4000 tokens at all, however large its pool).
+// of the group least short of blocks. 4000 tokens are 250 blocks of 16 ("b" is 230 short, "c"
+// 50) or 125 blocks of 32 ("d", 25 short: the closest, though "c" has the larger pool); "a"
+// cannot take 4000 tokens at all, however large its pool.
 TEST(PlacementTest, NeverFitsNamesTheLimitAndTheClosestPool) {
   GroupLoad a = Group("a", 1000, 1000);
   a.max_model_len = 2048;
-  const std::vector<GroupLoad> groups = {a, Group("b", 20, 20), Group("c", 200, 200)};
-  PlacementDecision d =
+  GroupLoad d = Group("d", 100, 100);
+  d.block_size = 32;
+  std::vector<GroupLoad> groups = {a, Group("b", 20, 20), Group("c", 200, 200), d};
+  PlacementDecision decision =
       LeastLoadedByBlocks{}(groups, {.max_total_tokens = 5000, .cached_blocks = {}});
-  EXPECT_EQ(d.outcome, PlacementOutcome::kNeverFits);
-  EXPECT_EQ(NeverFitsMessage(5000, d),
+  EXPECT_EQ(decision.outcome, PlacementOutcome::kNeverFits);
+  EXPECT_EQ(NeverFitsMessage(5000, decision),
             "prompt + max_tokens = 5000 tokens exceed every worker group's max_model_len "
             "(largest 4096)");
-  d = LeastLoadedByBlocks{}(groups, {.max_total_tokens = 4000, .cached_blocks = {}});
-  EXPECT_EQ(d.outcome, PlacementOutcome::kNeverFits);
-  EXPECT_EQ(NeverFitsMessage(4000, d),
+  decision = LeastLoadedByBlocks{}(groups, {.max_total_tokens = 4000, .cached_blocks = {}});
+  EXPECT_EQ(decision.outcome, PlacementOutcome::kNeverFits);
+  EXPECT_EQ(NeverFitsMessage(4000, decision),
+            "prompt + max_tokens = 4000 tokens can never fit a worker group: they need 125 KV "
+            "blocks of 32 tokens at most, the closest group's pool has 100 usable blocks "
+            "(largest max_model_len 4096)");
+  // Without "d", "c" is the closest.
+  groups.pop_back();
+  decision = LeastLoadedByBlocks{}(groups, {.max_total_tokens = 4000, .cached_blocks = {}});
+  EXPECT_EQ(NeverFitsMessage(4000, decision),
             "prompt + max_tokens = 4000 tokens can never fit a worker group: they need 250 KV "
             "blocks of 16 tokens at most, the closest group's pool has 200 usable blocks "
             "(largest max_model_len 4096)");
