@@ -75,9 +75,13 @@ absl::StatusOr<worker::DType> DTypeFlag(const FlagSet& flags, const char* name,
   return dtype;
 }
 
-// Sliding window and soft-capping, as the summary's attention line lists them.
+// Partial rotary, sliding window and soft-capping, as the summary's attention line lists them.
 std::string AttentionExtras(const worker::ModelConfig& c) {
   std::string extras;
+  if (worker::RotaryDim(c) < c.head_dim) {
+    absl::StrAppend(&extras, ", rotary on ", worker::RotaryDim(c), " of ", c.head_dim,
+                    " values per head");
+  }
   if (c.sliding_window) {
     int64_t sliding = 0;
     for (int64_t layer = 0; layer < c.num_hidden_layers; ++layer) {

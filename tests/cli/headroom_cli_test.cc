@@ -169,6 +169,22 @@ TEST(HeadroomCliTest, PlanSummaryNamesSlidingWindowsAndSoftcaps) {
   EXPECT_THAT(result.out, HasSubstr("head_dim 128, sliding window 4096\n"));
 }
 
+// Phi-4-mini rotates 96 of each head's 128 values, and its 262144-token window over 131072
+// positions is no window. Its parameters, from the published shapes: embedding 200064 x 3072 (tied)
+// + 32 layers x (qkv 5120 x 3072 + o 3072 x 3072 + gate_up 16384 x 3072 + down 3072 x 8192 + two
+// norms of 3072) + the final norm = 614,596,608 + 32 x 100,669,440 + 3072.
+TEST(HeadroomCliTest, PlanSummaryOfPhi4MiniNamesItsPartialRotary) {
+  const RunResult result = RunHeadroom(
+      {"plan", "--model", "dummy:phi-4-mini", "--gpu-memory-gib", "24", "--max-model-len", "32768"});
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_THAT(result.out,
+              AllOf(HasSubstr("head_dim 128, rotary on 96 of 128 values per head\n"),
+                    HasSubstr("longrope: its long factors at --max-model-len 32768 (pretrained at "
+                              "4096), attention factor 1.1902"),
+                    HasSubstr("3,836,021,760 parameters")));
+  EXPECT_THAT(result.out, Not(HasSubstr("sliding window")));
+}
+
 // Which LongRoPE list a server uses follows --max-model-len (the fixture is pretrained at 16).
 TEST(HeadroomCliTest, PlanSummarySaysWhichLongRopeFactorsAServerUses) {
   const std::string model = worker::testdata::FixtureDir("phi3-longrope").string();

@@ -254,6 +254,48 @@ constexpr std::string_view kPhi3MiniConfig = R"({
   "vocab_size": 32064
 })";
 
+// microsoft/Phi-4-mini-instruct config.json, as published (its lists on one line): 96 of 128
+// values per head rotated, LongRoPE from 4096 to 131072 positions, a 262144-token sliding window.
+constexpr std::string_view kPhi4MiniConfig = R"({
+  "architectures": ["Phi3ForCausalLM"],
+  "attention_bias": false,
+  "attention_dropout": 0.0,
+  "auto_map": {"AutoConfig": "configuration_phi3.Phi3Config", "AutoModelForCausalLM": "modeling_phi3.Phi3ForCausalLM", "AutoTokenizer": "Xenova/gpt-4o"},
+  "bos_token_id": 199999,
+  "embd_pdrop": 0.0,
+  "eos_token_id": 200020,
+  "full_attn_mod": 1,
+  "hidden_act": "silu",
+  "hidden_size": 3072,
+  "initializer_range": 0.02,
+  "intermediate_size": 8192,
+  "interpolate_factor": 1,
+  "lm_head_bias": false,
+  "max_position_embeddings": 131072,
+  "mlp_bias": false,
+  "model_type": "phi3",
+  "num_attention_heads": 24,
+  "num_hidden_layers": 32,
+  "num_key_value_heads": 8,
+  "original_max_position_embeddings": 4096,
+  "pad_token_id": 199999,
+  "partial_rotary_factor": 0.75,
+  "resid_pdrop": 0.0,
+  "rms_norm_eps": 1e-05,
+  "rope_scaling": {
+    "long_factor": [1, 1.118320672, 1.250641126, 1.398617824, 1.564103225, 1.74916897, 1.956131817, 2.187582649, 2.446418898, 2.735880826, 3.059592084, 3.421605075, 3.826451687, 4.279200023, 4.785517845, 5.351743533, 5.984965424, 6.693110555, 7.485043894, 8.370679318, 9.36110372, 10.4687158, 11.70738129, 13.09260651, 14.64173252, 16.37415215, 18.31155283, 20.47818807, 22.90118105, 25.61086418, 28.64115884, 32.03, 32.1, 32.13, 32.23, 32.6, 32.61, 32.64, 32.66, 32.7, 32.71, 32.93, 32.97, 33.28, 33.49, 33.5, 44.16, 47.77],
+    "short_factor": [1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0],
+    "type": "longrope"
+  },
+  "rope_theta": 10000.0,
+  "sliding_window": 262144,
+  "tie_word_embeddings": true,
+  "torch_dtype": "bfloat16",
+  "transformers_version": "4.45.0",
+  "use_cache": true,
+  "vocab_size": 200064
+})";
+
 // google/gemma-2-2b config.json, as published (it has no tie_word_embeddings key: Gemma2Config
 // ties by default).
 constexpr std::string_view kGemma2_2BConfig = R"({
@@ -887,6 +929,67 @@ TEST_F(ModelDirTest, LoadsPhi3WithFusedProjectionsAndAWindowOnEveryLayer) {
   EXPECT_FALSE(phi4->tie_word_embeddings);
 }
 
+TEST_F(ModelDirTest, LoadsPhi4MiniAndItsPresetIsThatConfig) {
+  const absl::StatusOr<ModelConfig> config = LoadModelConfig(WriteConfig(kPhi4MiniConfig));
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->architecture, "Phi3ForCausalLM");
+  EXPECT_TRUE(config->fused_projections);
+  EXPECT_TRUE(config->tie_word_embeddings);
+  EXPECT_EQ(config->head_dim, 128);
+  EXPECT_EQ(RotaryDim(*config), 96);  // int(128 x 0.75)
+  ASSERT_TRUE(config->long_rope.has_value());
+  ASSERT_EQ(config->long_rope->long_factor.size(), 48u);
+  EXPECT_DOUBLE_EQ(config->long_rope->long_factor[1], 1.118320672);
+  EXPECT_DOUBLE_EQ(config->long_rope->long_factor[47], 47.77);
+  EXPECT_EQ(config->long_rope->short_factor, std::vector<double>(48, 1.0));
+  EXPECT_EQ(config->long_rope->original_max_position_embeddings, 4096);
+  // ln(131072 / 4096) / ln(4096) = ln(2^5) / ln(2^12) = 5 / 12.
+  EXPECT_NEAR(config->long_rope->attention_factor, std::sqrt(1.0 + 5.0 / 12.0), 1e-15);
+  // A 262144-token window over 131072 positions never masks a key: served as none, so the plan
+  // and the KV cache have one full-attention group.
+  EXPECT_FALSE(config->sliding_window.has_value());
+  EXPECT_EQ(LayerSlidingWindow(*config, 0), 0);
+  EXPECT_EQ(KvCacheLayerGroups(*config).windows, std::vector<int32_t>{0});
+  // One token short of the positions still masks the first key at the last position: kept.
+  const absl::StatusOr<ModelConfig> windowed = LoadModelConfig(WriteConfig(
+      ReplaceAll(kPhi4MiniConfig, R"("sliding_window": 262144)", R"("sliding_window": 131071)")));
+  ASSERT_TRUE(windowed.ok()) << windowed.status();
+  EXPECT_EQ(windowed->sliding_window, 131071);
+  const absl::StatusOr<ModelConfig> exact = LoadModelConfig(WriteConfig(
+      ReplaceAll(kPhi4MiniConfig, R"("sliding_window": 262144)", R"("sliding_window": 131072)")));
+  ASSERT_TRUE(exact.ok()) << exact.status();
+  EXPECT_FALSE(exact->sliding_window.has_value());
+
+  // dummy:phi-4-mini is this config, field by field.
+  const absl::StatusOr<ModelConfig> preset = LoadModelConfig("dummy:phi-4-mini");
+  ASSERT_TRUE(preset.ok()) << preset.status();
+  EXPECT_EQ(preset->architecture, config->architecture);
+  EXPECT_EQ(preset->num_hidden_layers, config->num_hidden_layers);
+  EXPECT_EQ(preset->hidden_size, config->hidden_size);
+  EXPECT_EQ(preset->intermediate_size, config->intermediate_size);
+  EXPECT_EQ(preset->num_attention_heads, config->num_attention_heads);
+  EXPECT_EQ(preset->num_key_value_heads, config->num_key_value_heads);
+  EXPECT_EQ(preset->head_dim, config->head_dim);
+  EXPECT_EQ(preset->rotary_dim, config->rotary_dim);
+  EXPECT_EQ(preset->vocab_size, config->vocab_size);
+  EXPECT_EQ(preset->max_position_embeddings, config->max_position_embeddings);
+  EXPECT_EQ(preset->tie_word_embeddings, config->tie_word_embeddings);
+  EXPECT_EQ(preset->fused_projections, config->fused_projections);
+  EXPECT_EQ(preset->qkv_bias, config->qkv_bias);
+  EXPECT_EQ(preset->torch_dtype, config->torch_dtype);
+  EXPECT_EQ(preset->hidden_activation, config->hidden_activation);
+  EXPECT_EQ(preset->sliding_window, config->sliding_window);
+  EXPECT_DOUBLE_EQ(preset->rms_norm_eps, config->rms_norm_eps);
+  EXPECT_DOUBLE_EQ(preset->rope_theta, config->rope_theta);
+  EXPECT_FALSE(preset->rope_scaling.has_value());
+  ASSERT_TRUE(preset->long_rope.has_value());
+  EXPECT_EQ(preset->long_rope->short_factor, config->long_rope->short_factor);
+  EXPECT_EQ(preset->long_rope->long_factor, config->long_rope->long_factor);
+  EXPECT_EQ(preset->long_rope->original_max_position_embeddings,
+            config->long_rope->original_max_position_embeddings);
+  EXPECT_DOUBLE_EQ(preset->long_rope->attention_factor, config->long_rope->attention_factor);
+}
+
 TEST_F(ModelDirTest, LoadsGemma3_1BWithLocalRopeAndFiveSlidingLayersInSix) {
   const absl::StatusOr<ModelConfig> config = LoadModelConfig(WriteConfig(kGemma3_1BConfig));
   ASSERT_TRUE(config.ok()) << config.status();
@@ -1236,7 +1339,7 @@ TEST(ModelConfigTest, UnknownPresetListsThePresets) {
               {"unknown preset \"dummy:llama-4\"",
                "presets: gemma-2-2b, gemma-3-1b, llama-2-7b, llama-3-70b, llama-3-8b, "
                "llama-3.1-8b, mistral-7b, "
-               "mixtral-8x7b, phi-4, qwen2-7b, qwen3-30b-a3b, qwen3-8b, small, tiny"});
+               "mixtral-8x7b, phi-4, phi-4-mini, qwen2-7b, qwen3-30b-a3b, qwen3-8b, small, tiny"});
   ExpectError(LoadModelConfig("dummy:"), absl::StatusCode::kNotFound, {"unknown preset"});
 }
 

@@ -368,6 +368,12 @@ absl::Status ReadBiasesAndWindow(const FieldReader& reader, ModelConfig& config)
     config.sliding_window =
         reader.Has("sliding_window") ? window : std::optional(kMistralDefaultSlidingWindow);
   }
+  // A window of at least max_position_embeddings never masks a key: a sequence's tokens are
+  // fewer than that apart (--max-model-len may not exceed it). Phi-3-mini-128k, Phi-3.5-mini and
+  // Phi-4-mini declare 262144 with 131072 positions; they are planned and served without one.
+  if (config.sliding_window && *config.sliding_window >= config.max_position_embeddings) {
+    config.sliding_window.reset();
+  }
   return absl::OkStatus();
 }
 

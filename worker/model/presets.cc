@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -171,6 +172,29 @@ std::vector<Preset> MakePresets() {
   phi4.rope_theta = 250000.0;
   phi4.fused_projections = true;
   presets.push_back({"phi-4", phi4});
+
+  // microsoft/Phi-4-mini-instruct: 24 heads over 8 KV heads of 128, 96 of them rotated
+  // (partial_rotary_factor 0.75), tied 200064-row vocabulary, LongRoPE from 4096 pretrained
+  // positions to 131072 (its sliding_window 262144 never masks a key: none).
+  ModelConfig phi4_mini = Llama(32, 3072, 24, 8, 8192, 200064, 131072);
+  phi4_mini.architecture = "Phi3ForCausalLM";
+  phi4_mini.fused_projections = true;
+  phi4_mini.tie_word_embeddings = true;
+  phi4_mini.rotary_dim = 96;
+  phi4_mini.long_rope = LongRope{
+      .short_factor = std::vector<double>(48, 1.0),
+      .long_factor = {1.0,         1.118320672, 1.250641126, 1.398617824, 1.564103225, 1.74916897,
+                      1.956131817, 2.187582649, 2.446418898, 2.735880826, 3.059592084, 3.421605075,
+                      3.826451687, 4.279200023, 4.785517845, 5.351743533, 5.984965424, 6.693110555,
+                      7.485043894, 8.370679318, 9.36110372,  10.4687158,  11.70738129, 13.09260651,
+                      14.64173252, 16.37415215, 18.31155283, 20.47818807, 22.90118105, 25.61086418,
+                      28.64115884, 32.03,       32.1,        32.13,       32.23,       32.6,
+                      32.61,       32.64,       32.66,       32.7,        32.71,       32.93,
+                      32.97,       33.28,       33.49,       33.5,        44.16,       47.77},
+      .original_max_position_embeddings = 4096,
+      // sqrt(1 + ln(131072 / 4096) / ln(4096)), Phi3Config's default.
+      .attention_factor = std::sqrt(1.0 + std::log(32.0) / std::log(4096.0))};
+  presets.push_back({"phi-4-mini", phi4_mini});
 
   for (Preset& preset : presets)
     preset.config.source = absl::StrCat("dummy:", std::string(preset.name));
