@@ -1558,6 +1558,14 @@ COMMAND_R_PLUS_TOOL_USE_TEMPLATE = (
     '{%- endif %}\n'
 )
 
+PHI4_MINI_TEMPLATE = (
+    "{% for message in messages %}{% if message['role'] == 'system' and 'tools' in message and "
+    "message['tools'] is not none %}{{ '<|' + message['role'] + '|>' + message['content'] + "
+    "'<|tool|>' + message['tools'] + '<|/tool|>' + '<|end|>' }}{% else %}{{ '<|' + message['role'] "
+    "+ '|>' + message['content'] + '<|end|>' }}{% endif %}{% endfor %}{% if add_generation_prompt %}"
+    "{{ '<|assistant|>' }}{% else %}{{ eos_token }}{% endif %}"
+)
+
 
 # ---- conversations for the real chat templates ----
 def _m(role, content, **kw):
@@ -1774,6 +1782,22 @@ CHAT_TEMPLATES = [
      "special_tokens": {"bos_token": "<s>", "eos_token": "<|endoftext|>", "unk_token": "<unk>",
                         "pad_token": "<|endoftext|>"},
      "cases": basic_cases()},
+    {"name": "phi4-mini", "model": "microsoft/Phi-4-mini-instruct",
+     "source": "quoted verbatim from the model's tokenizer_config.json by several public repositories (a "
+               "function-calling benchmark's model handler, an inference library's chat-template cache that "
+               "links tokenizer_config.json#L104, and test suites that copy it from "
+               "mlx-community/Phi-4-mini-instruct-4bit); the same text in each",
+     "template": PHI4_MINI_TEMPLATE,
+     "special_tokens": {"bos_token": "<|endoftext|>", "eos_token": "<|endoftext|>",
+                        "unk_token": "<|endoftext|>", "pad_token": "<|endoftext|>"},
+     "cases": basic_cases() + [
+         # Phi-4-mini's own way to give tools: a JSON string in the system message's "tools" key.
+         case("system_message_tools",
+              [_m("system", "You are a helpful assistant with some tools.",
+                  tools=json.dumps([t["function"] for t in TOOLS])), U_TOOL], True),
+         case("system_message_tools_none", [_m("system", "No tools.", tools=None), U1], True),
+         case("tool_result_role", [U_TOOL, A_FINAL, T_RESULT], True),
+     ]},
     {"name": "deepseek-r1-distill", "model": "deepseek-ai/DeepSeek-R1-Distill-Qwen-32B",
      "source": LLAMA_CPP.format("deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja")
      + "; byte-identical to llama.cpp's deepseek-ai-DeepSeek-R1-Distill-Llama-8B.jinja",

@@ -130,7 +130,7 @@ TEST(ChatTemplateTest, RealTemplatesRenderLikeTransformers) {
       ++checked;
     }
   }
-  EXPECT_EQ(checked, 245);
+  EXPECT_EQ(checked, 259);
 }
 
 TEST(ChatTemplateTest, EndOfTurnIsTheTemplatesTurnToken) {
