@@ -92,7 +92,9 @@ BENCHMARK(BM_Placement)->Arg(2)->Arg(8)->Arg(64)->Arg(512);
 void BM_PlacementShortNames(benchmark::State& state) { RunPlacement(state, ShortAddress); }
 BENCHMARK(BM_PlacementShortNames)->Arg(2)->Arg(8)->Arg(64)->Arg(512);
 
-void BM_PrefixAffinePlacement(benchmark::State& state) {
+// One decision for a 2048-token prompt over n groups: hash it, match it on every group (whose
+// model attends `window` positions, 0 = all), place it and record it.
+void RunPrefixAffinePlacement(benchmark::State& state, int32_t window) {
   const int64_t n = state.range(0);
   const std::vector<GroupLoad> groups = Groups(n, PodAddress);
   std::vector<int32_t> prompt(2048);
@@ -111,7 +113,7 @@ void BM_PrefixAffinePlacement(benchmark::State& state) {
   std::vector<int64_t> cached(groups.size());
   for (auto _ : state) {
     const std::vector<kvcache::BlockHash> hashes = kvcache::PromptBlockHashes(prompt, 16, "");
-    for (size_t g = 0; g < groups.size(); ++g) cached[g] = index.Match(g, hashes);
+    for (size_t g = 0; g < groups.size(); ++g) cached[g] = index.Match(g, hashes, 16, window);
     const PlacementDecision d =
         policy(groups, {.max_total_tokens = 2048 + 256, .cached_blocks = cached});
     index.Record(d.group, hashes, 4096);
@@ -120,7 +122,16 @@ void BM_PrefixAffinePlacement(benchmark::State& state) {
   HR_CHECK(cached[home] == 128);
   state.SetItemsProcessed(state.iterations());
 }
+
+void BM_PrefixAffinePlacement(benchmark::State& state) { RunPrefixAffinePlacement(state, 0); }
 BENCHMARK(BM_PrefixAffinePlacement)->Arg(2)->Arg(8)->Arg(64);
+
+// The same with a 4096-token window (Mistral-7B-v0.1): a group that misses the first block still
+// looks up every block, since its window could hold the prompt's last ones.
+void BM_PrefixAffinePlacementWindowed(benchmark::State& state) {
+  RunPrefixAffinePlacement(state, 4096);
+}
+BENCHMARK(BM_PrefixAffinePlacementWindowed)->Arg(2)->Arg(8)->Arg(64);
 
 void BM_AdmissionOfferPlace(benchmark::State& state) {
   constexpr int64_t kQueued = 1000;

@@ -39,6 +39,12 @@ struct GroupLoad {
   // Blocks this router has sent to the group that the last report does not reflect yet.
   int64_t reserved_blocks = 0;
 
+  // The window of the layer group whose blocks the group reports in its prefix cache (group 0:
+  // full attention whenever some layer has none).
+  [[nodiscard]] int32_t prefix_cache_window() const {
+    return kv_group_windows.empty() ? sliding_window : kv_group_windows.front();
+  }
+
   // Blocks a new request can count on now: free, minus what the group's queue and this
   // router's unreported requests will take.
   [[nodiscard]] int64_t available_blocks() const {

@@ -2,17 +2,32 @@
 
 #include <algorithm>
 
+#include "kvcache/sliding_window.h"
+
 namespace headroom::router {
 
-int64_t PrefixIndex::Match(size_t group, absl::Span<const kvcache::BlockHash> hashes) const {
+int64_t PrefixIndex::Match(size_t group, absl::Span<const kvcache::BlockHash> hashes,
+                           int32_t block_size, int32_t window) const {
   if (group >= groups_.size()) return 0;
   const Group& g = groups_[group];
-  int64_t matched = 0;
-  for (const kvcache::BlockHash& hash : hashes) {
-    if (!g.where.contains(hash)) break;
-    ++matched;
+  if (window <= 0 || block_size <= 0) {
+    int64_t matched = 0;
+    for (const kvcache::BlockHash& hash : hashes) {
+      if (!g.where.contains(hash)) break;
+      ++matched;
+    }
+    return matched;
   }
-  return matched;
+  // n blocks serve when the run of recorded blocks ending at block n - 1 covers the blocks the
+  // token after them still reads (at least one), whatever precedes them.
+  int64_t run = 0;
+  int64_t best = 0;
+  for (int64_t n = 1; n <= static_cast<int64_t>(hashes.size()); ++n) {
+    run = g.where.contains(hashes[static_cast<size_t>(n - 1)]) ? run + 1 : 0;
+    const int64_t read = n - kvcache::DeadBlocks(n * block_size, block_size, window);
+    if (run >= std::max<int64_t>(1, read)) best = n;
+  }
+  return best;
 }
 
 void PrefixIndex::Record(size_t group, absl::Span<const kvcache::BlockHash> hashes,

@@ -6,7 +6,8 @@
 // worker's BlockPool caches them under):
 //   - what the group's worker reports (LoadReport.prefix_cache: blocks cached and evicted, by
 //     this router's placements or anyone else's), applied with Record and Forget;
-//   - what this router places there (kvcache::PromptBlockHashes of the prompt), recorded at once, since
+//   - what this router places there (kvcache::PromptBlockHashes of the prompt), recorded at once,
+//   since
 //     the worker's report comes up to 50 ms later.
 // A phantom entry (placed but never cached, e.g. a request cancelled while queued) stays until
 // it is least recently used beyond the group's pool size; it costs a missed cache hit, never a
@@ -29,8 +30,14 @@ namespace headroom::router {
 
 class PrefixIndex {
  public:
-  // How many leading entries of `hashes` are recorded for `group` (0 for an unknown group).
-  [[nodiscard]] int64_t Match(size_t group, absl::Span<const kvcache::BlockHash> hashes) const;
+  // How many leading blocks of the prompt whose block hashes are `hashes` the group can serve
+  // from its cache (0 for an unknown group), by the worker's rule (KvCacheManager::
+  // FindCachedPrefix): without a window, the leading recorded entries; when the group's cache
+  // attends `window` positions of `block_size`-token blocks, the longest n whose blocks inside
+  // the window of the token after them are recorded, so a long conversation whose first blocks
+  // were evicted still matches its recent window.
+  [[nodiscard]] int64_t Match(size_t group, absl::Span<const kvcache::BlockHash> hashes,
+                              int32_t block_size = 0, int32_t window = 0) const;
 
   // Records `hashes` (a prompt's, in order) as placed on `group`, the first most recently used,
   // and forgets the least recently used entries beyond `capacity` (the group's pool size).

@@ -215,7 +215,8 @@ PlacementDecision Dispatcher::PlaceLocked(absl::Span<const GroupLoad> groups, Pe
     cached.assign(groups.size(), 0);
     for (size_t g = 0; g < groups.size(); ++g) {
       if (groups[g].up && groups[g].block_size > 0) {
-        cached[g] = prefixes_.Match(g, HashesFor(p, groups[g].block_size));
+        cached[g] = prefixes_.Match(g, HashesFor(p, groups[g].block_size), groups[g].block_size,
+                                    groups[g].prefix_cache_window());
       }
     }
   }

@@ -12,6 +12,8 @@
 #include <thread>
 
 #include "absl/time/clock.h"
+#include "absl/types/span.h"
+#include "kvcache/block_hash.h"
 #include "load_report.h"
 
 namespace headroom::router {
@@ -121,6 +123,42 @@ TEST(DispatcherQueueTest, APriorityRequestWaitingForItsGroupDoesNotHoldBackTheOt
   priority.set_free_blocks(100);
   dispatcher.OnReport(0, priority);
   EXPECT_EQ(waiting->Placed(std::chrono::seconds(5)), std::optional<size_t>(0));
+  dispatcher.Stop();
+}
+
+// Two groups whose model attends 32 positions (blocks of 16): a conversation of 8 blocks and a
+// token whose first 5 blocks group 0 evicted is still a hit of 8 blocks there (its next token reads
+// only blocks 6 and 7), so affinity sends it to group 0 over the freer group 1. Counting only the
+// leading cached blocks would see nothing there and pick group 1.
+TEST(DispatcherQueueTest, AffinityCountsAWindowedGroupsBlocksInsideTheWindow) {
+  DispatcherOptions options = Options({"evicted-head:1", "empty:2"});
+  options.prefix_affinity_weight = 10;
+  Dispatcher dispatcher(options);
+  dispatcher.Start();
+  std::vector<int32_t> prompt(8 * 16 + 1);
+  for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = static_cast<int32_t>(i * 7 % 251);
+  const std::vector<kvcache::BlockHash> hashes = kvcache::PromptBlockHashes(prompt, 16, "");
+  ASSERT_EQ(hashes.size(), 8u);
+  const auto windowed = [](uint64_t sequence, int32_t free_blocks) {
+    v1::LoadReport r = Report(sequence, free_blocks);
+    r.set_sliding_window(32);
+    r.add_kv_group_windows(32);
+    r.set_max_num_batched_tokens(64);
+    return r;
+  };
+  v1::LoadReport cached = windowed(1, 80);
+  cached.mutable_prefix_cache()->set_reset(true);
+  cached.mutable_prefix_cache()->set_added(
+      kvcache::PackBlockHashes(absl::MakeConstSpan(hashes).subspan(5)));
+  dispatcher.OnReport(0, cached);
+  dispatcher.OnReport(1, windowed(1, 100));
+  auto listener = std::make_shared<Listener>();
+  ASSERT_TRUE(dispatcher
+                  .Submit(1, static_cast<int64_t>(prompt.size()) + 16,
+                          absl::Now() + absl::Seconds(30), listener,
+                          {.tokens = prompt, .cache_salt = ""})
+                  .status.ok());
+  EXPECT_EQ(listener->Placed(std::chrono::seconds(5)), std::optional<size_t>(0));
   dispatcher.Stop();
 }
 
