@@ -2,7 +2,7 @@
 """Builds the tokenizer parity fixtures with Hugging Face `tokenizers`.
 
 Writes tests/router/tokenizer/fixtures/<name>/{tokenizer.json, tokenizer_config.json,
-expected.jsonl, decode.jsonl} for five small tokenizers that mirror the families real checkpoints
+expected.jsonl, decode.jsonl} for seven small tokenizers that mirror the families real checkpoints
 ship:
 
   gpt2      byte-level BPE, ByteLevel pre-tokenizer with GPT-2's regex (incl. `\\s+(?!\\S)`)
@@ -12,6 +12,9 @@ ship:
             Fuse/Strip decoder, BOS template (the legacy Llama-2 / Mistral v0.1 layout)
   mistral   the same model with a Metaspace(prepend_scheme=first) pre-tokenizer and a Metaspace
             decoder (the layout newer conversions use)
+  phi4      byte-level BPE, Split(o200k regex: tiktoken's o200k_base pattern, with case-split
+            words, `(?i:'s|...)` suffixes and `[\\r\\n/]*`) + ByteLevel, as GPT-4o's and
+            microsoft/Phi-4-mini-instruct's tokenizer.json; Phi-4-mini's specials and chat template
   gemma     the same model in Gemma's layout: a Replace(" " -> "▁") normalizer with no
             prefix, a Split(" ", MergedWithPrevious) pre-tokenizer (a no-op after the normalizer,
             as in Gemma's files), a Replace/ByteFallback/Fuse decoder with no Strip, and the
@@ -45,6 +48,26 @@ LLAMA3_PATTERN = (r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N
                   r""" ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+""")
 QWEN2_PATTERN = (r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}|"""
                  r""" ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+""")
+# tiktoken's o200k_base pattern (GPT-4o; Phi-4-mini's tokenizer.json splits with it).
+O200K_PATTERN = "|".join([
+    r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+    r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+    r"""\p{N}{1,3}""",
+    r""" ?[^\s\p{L}\p{N}]+[\r\n/]*""",
+    r"""\s*[\r\n]+""",
+    r"""\s+(?!\S)""",
+    r"""\s+""",
+])
+
+# microsoft/Phi-4-mini-instruct's chat template (tokenizer_config.json; the same text as in
+# scripts/gen_jinja_fixtures.py).
+PHI4_MINI_CHAT_TEMPLATE = (
+    "{% for message in messages %}{% if message['role'] == 'system' and 'tools' in message and "
+    "message['tools'] is not none %}{{ '<|' + message['role'] + '|>' + message['content'] + "
+    "'<|tool|>' + message['tools'] + '<|/tool|>' + '<|end|>' }}{% else %}{{ '<|' + message['role'] "
+    "+ '|>' + message['content'] + '<|end|>' }}{% endif %}{% endfor %}{% if add_generation_prompt %}"
+    "{{ '<|assistant|>' }}{% else %}{{ eos_token }}{% endif %}"
+)
 
 # Training text, composed for this repository (no third-party text).
 TRAINING_PARAGRAPHS = [
@@ -187,6 +210,9 @@ SPECIAL_TEXTS = {
     "llama2": ["Hi <s> there", "<s>Hello</s>", "a</s>b", "<unk>", "x <s>", "I said wow!", "wowza",
                "[INST] question [/INST] answer", "<0x41> is not a byte token in text"],
     "mistral": ["[INST] Hello [/INST] Hi", "<s>[INST]x[/INST]", "a </s> b", "[INST]", "</s>"],
+    "phi4": ["<|system|>You are helpful.<|end|><|user|>Hi<|end|><|assistant|>", "<|end|>",
+             "a<|endoftext|>b", "HTTPServer's URLs/paths/ and CamelCaseWords WE'LL", "x/\n/y",
+             "ÉCOLE d'été ǅungla ÀÉ", "<|tool|>[]<|/tool|>", "<|end"],
     "gemma": ["<start_of_turn>user\nHi<end_of_turn>\n<start_of_turn>model\n", " leading space",
               "trailing space ", "  two leading", "<end_of_turn>", "a<start_of_turn>b"],
 }
@@ -254,6 +280,12 @@ def byte_level_tokenizer(name):
             pre_tokenizers.ByteLevel(add_prefix_space=False, trim_offsets=True, use_regex=False)])
         specials = ["<|begin_of_text|>", "<|end_of_text|>", "<|reserved_special_token_0|>",
                     "<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>"]
+    elif name == "phi4":
+        tok.pre_tokenizer = pre_tokenizers.Sequence([
+            pre_tokenizers.Split(Regex(O200K_PATTERN), behavior="isolated", invert=False),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, trim_offsets=True, use_regex=False)])
+        specials = ["<|endoftext|>", "<|system|>", "<|end|>", "<|user|>", "<|assistant|>",
+                    "<|tool|>", "<|/tool|>", "<|tool_call|>", "<|/tool_call|>"]
     else:
         tok.normalizer = normalizers.NFC()
         tok.pre_tokenizer = pre_tokenizers.Sequence([
@@ -289,6 +321,12 @@ def byte_level_tokenizer(name):
                       "{{ message['content'] | trim }}{{ '<|eot_id|>' }}{% endfor %}"
                       "{% if add_generation_prompt %}"
                       "{{ '<|start_header_id|>assistant<|end_header_id|>\\n\\n' }}{% endif %}")}
+    elif name == "phi4":
+        tok.post_processor = processors.ByteLevel(trim_offsets=False)
+        config = {"bos_token": "<|endoftext|>", "eos_token": "<|endoftext|>",
+                  "pad_token": "<|endoftext|>", "unk_token": "<|endoftext|>",
+                  "add_bos_token": False, "add_eos_token": False, "model_max_length": 131072,
+                  "tokenizer_class": "GPT2Tokenizer", "chat_template": PHI4_MINI_CHAT_TEMPLATE}
     else:
         tok.post_processor = processors.ByteLevel(trim_offsets=False)
         tok.add_tokens([AddedToken("foo", single_word=True, normalized=False)])
@@ -415,8 +453,8 @@ def main():
     corpus_base = (CORPUS + whitespace_runs() + MULTILINGUAL + CODE_SNIPPETS +
                    random_strings(random.Random(1122)))
     # New layouts go last: decode_cases draws from one shared rng in this order.
-    for name in ["gpt2", "llama3", "qwen2", "llama2", "mistral", "gemma"]:
-        if name in ("gpt2", "llama3", "qwen2"):
+    for name in ["gpt2", "llama3", "qwen2", "llama2", "mistral", "gemma", "phi4"]:
+        if name in ("gpt2", "llama3", "qwen2", "phi4"):
             tok, config = byte_level_tokenizer(name)
         else:
             tok, config = sentencepiece_tokenizer(name)

@@ -234,7 +234,7 @@ TEST_F(ChatTemplateFilesTest, FlagTakesNamesFilesAndTemplateText) {
 TEST(ChatTemplateTest, CommittedTokenizerFixturesLoad) {
   // Each tokenizer fixture that carries a template renders it (llama2 / mistral's [INST] ones
   // included, which the two native formats of before could not).
-  for (const char* dir : {"qwen2", "llama3", "llama2", "mistral", "gemma"}) {
+  for (const char* dir : {"qwen2", "llama3", "llama2", "mistral", "gemma", "phi4"}) {
     absl::StatusOr<std::optional<ChatTemplate>> t =
         LoadChatTemplate(SourceDir() + "/tests/router/tokenizer/fixtures/" + dir);
     ASSERT_TRUE(t.ok()) << dir << ": " << t.status();
@@ -255,6 +255,15 @@ TEST(ChatTemplateTest, CommittedTokenizerFixturesLoad) {
   EXPECT_EQ(system.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(system.status().message().find("System role not supported"), std::string_view::npos)
       << system.status();
+  // Phi-4-mini's: no BOS, <|end|> closes each turn (and is the token a chat stops on), and
+  // without a generation prompt the eos_token ends the text.
+  absl::StatusOr<std::optional<ChatTemplate>> phi4 =
+      LoadChatTemplate(SourceDir() + "/tests/router/tokenizer/fixtures/phi4");
+  ASSERT_TRUE(phi4.ok() && phi4->has_value()) << phi4.status();
+  EXPECT_EQ(*(*phi4)->Render({{"system", "be brief"}, {"user", "hi"}}, true),
+            "<|system|>be brief<|end|><|user|>hi<|end|><|assistant|>");
+  EXPECT_EQ(*(*phi4)->Render({{"user", "hi"}}, false), "<|user|>hi<|end|><|endoftext|>");
+  EXPECT_EQ((*phi4)->end_of_turn(), "<|end|>");
 }
 
 }  // namespace

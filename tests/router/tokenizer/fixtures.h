@@ -15,8 +15,8 @@ namespace headroom::router::testing {
 
 // The fixtures made by scripts/gen_tokenizer_fixtures.py.
 inline const std::vector<std::string>& FixtureNames() {
-  static const std::vector<std::string> names = {"gpt2",   "llama3",  "qwen2",
-                                                 "llama2", "mistral", "gemma"};
+  static const std::vector<std::string> names = {"gpt2",    "llama3", "qwen2", "llama2",
+                                                 "mistral", "gemma",  "phi4"};
   return names;
 }
 
