@@ -87,7 +87,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), std::min<size_t>(size, 2048));
   for (const ToolCallParser parser :
        {ToolCallParser::kHermes, ToolCallParser::kLlama3Json, ToolCallParser::kMistral,
-        ToolCallParser::kPythonic, ToolCallParser::kQwen3Coder, ToolCallParser::kGranite}) {
+        ToolCallParser::kPythonic, ToolCallParser::kQwen3Coder, ToolCallParser::kGranite,
+        ToolCallParser::kPhi4MiniJson}) {
     const ParsedToolOutput parsed =
         headroom::router::openai::ParseToolCalls(parser, text, &Tools());
     if (parser == ToolCallParser::kQwen3Coder) CheckQwen3CoderStream(text, parsed);
@@ -117,7 +118,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (const ToolCallStreamer::Framing framing :
        {ToolCallStreamer::Framing::kHermes, ToolCallStreamer::Framing::kLlama3,
         ToolCallStreamer::Framing::kMistral, ToolCallStreamer::Framing::kJsonArray,
-        ToolCallStreamer::Framing::kGranite}) {
+        ToolCallStreamer::Framing::kGranite, ToolCallStreamer::Framing::kPhi4Mini}) {
     ToolCallStreamer streamer(framing);
     for (size_t n = 0; n <= text.size(); ++n) streamer.Read(text.substr(0, n));
   }

@@ -423,6 +423,8 @@ std::optional<ToolCallStreamer::Framing> ToolCallStreamer::FramingOf(ToolCallPar
       return Framing::kQwen3Coder;
     case ToolCallParser::kGranite:
       return Framing::kGranite;
+    case ToolCallParser::kPhi4MiniJson:
+      return Framing::kPhi4Mini;
   }
   return std::nullopt;
 }
@@ -436,10 +438,10 @@ void ToolCallStreamer::StartObject() {
   // The whole parse reads an object alone (hermes, llama3) or in its array (mistral,
   // "required"): what the object may nest is what that leaves of kMaxJsonNesting.
   const bool in_array = framing_ == Framing::kMistral || framing_ == Framing::kJsonArray ||
-                        framing_ == Framing::kGranite;
-  object_.emplace(framing_ == Framing::kLlama3      ? Key::kEither
-                  : framing_ == Framing::kJsonArray ? Key::kParameters
-                                                    : Key::kArguments,
+                        framing_ == Framing::kGranite || framing_ == Framing::kPhi4Mini;
+  object_.emplace(framing_ == Framing::kLlama3 || framing_ == Framing::kPhi4Mini ? Key::kEither
+                  : framing_ == Framing::kJsonArray                              ? Key::kParameters
+                                                                                 : Key::kArguments,
                   kMaxJsonNesting - (in_array ? 1 : 0));
   frame_ = Frame::kObject;
 }
@@ -493,7 +495,8 @@ bool ToolCallStreamer::Seek(std::string_view text) {
       return true;
     case Framing::kMistral:
     case Framing::kJsonArray:
-    case Framing::kGranite: {
+    case Framing::kGranite:
+    case Framing::kPhi4Mini: {
       if (!in_array_) {
         size_t at = pos_;
         if (framing_ == Framing::kGranite) {
@@ -505,13 +508,16 @@ bool ToolCallStreamer::Seek(std::string_view text) {
             if (!found.has_value()) return false;
           }
         }
-        if (framing_ == Framing::kMistral) {
-          const size_t tag = text.find(kMistralStart, pos_);
+        if (framing_ == Framing::kMistral || framing_ == Framing::kPhi4Mini) {
+          const std::string_view start =
+              framing_ == Framing::kMistral ? kMistralStart : kPhi4MiniStart;
+          const size_t tag = text.find(start, pos_);
           if (tag == std::string_view::npos) {
-            pos_ = std::max(pos_, text.size() - std::min(text.size(), kMistralStart.size() - 1));
+            pos_ = std::max(pos_, text.size() - std::min(text.size(), start.size() - 1));
             return false;
           }
-          at = tag + kMistralStart.size();
+          // Phi-4-mini's tag ends with the array's '['.
+          at = tag + start.size() - (framing_ == Framing::kPhi4Mini ? 1 : 0);
         }
         if (!SkipSpace(text, at)) return false;
         if (text[at] != '[') {
@@ -547,7 +553,8 @@ bool ToolCallStreamer::AfterObject(std::string_view text) {
   ++pos_;
   if (next == ']') {
     in_array_ = false;
-    if (framing_ == Framing::kJsonArray || framing_ == Framing::kGranite) {
+    if (framing_ == Framing::kJsonArray || framing_ == Framing::kGranite ||
+        framing_ == Framing::kPhi4Mini) {
       frame_ = Frame::kStopped;  // one array
       return true;
     }

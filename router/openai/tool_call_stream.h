@@ -154,6 +154,7 @@ class ToolCallStreamer {
     kJsonArray,   // [{"name", "parameters"}, ...]: tool_choice "required"
     kQwen3Coder,  // <tool_call><function=NAME><parameter=KEY>value</parameter>...
     kGranite,     // [<|tool_call|>][<tool_call>] [{...}, {...}]: the whole reply
+    kPhi4Mini,    // functools[{...}, {...}]  ("arguments" or "parameters"), one array
   };
   // nullopt for pythonic replies, whose calls come whole in the last event.
   static std::optional<Framing> FramingOf(ToolCallParser parser);
@@ -183,7 +184,7 @@ class ToolCallStreamer {
   const Framing framing_;
   Frame frame_ = Frame::kSeek;
   size_t pos_ = 0;          // bytes of the text read
-  bool in_array_ = false;   // kMistral, kJsonArray, kGranite: inside the array
+  bool in_array_ = false;   // kMistral, kJsonArray, kGranite, kPhi4Mini: inside the array
   bool streaming_ = false;  // the object being read is calls_.back()
   std::optional<ToolCallObjectStream> object_;
   std::vector<Call> calls_;

@@ -18,5 +18,6 @@ inline constexpr std::string_view kQwenParameterStart = "<parameter=";
 inline constexpr std::string_view kQwenParameterEnd = "</parameter>";
 inline constexpr std::string_view kGraniteToken = "<|tool_call|>";  // Granite 3.0 (special token)
 // Granite 3.1 and later write <tool_call> (kHermesStart) before their array, with no end tag.
+inline constexpr std::string_view kPhi4MiniStart = "functools[";  // Phi-4-mini: opens the array
 
 }  // namespace headroom::router::openai

@@ -79,8 +79,7 @@ size_t SkipSpaces(std::string_view text, size_t at) {
 
 // A Llama call object: {"name": ..., "arguments": {...}} or "parameters" in place of
 // "arguments" (Llama 3.1's template asks for "parameters").
-std::optional<ToolCall> LlamaCall(std::string_view object) {
-  const Json call = ParseJson(object);
+std::optional<ToolCall> CallWithEitherKey(const Json& call) {
   if (!call.is_object()) return std::nullopt;
   // Whichever of the two comes first (an object with both is read as it streams).
   for (auto it = call.begin(); it != call.end(); ++it) {
@@ -88,6 +87,9 @@ std::optional<ToolCall> LlamaCall(std::string_view object) {
       return ToolCallFromJson(call, it.key());
   }
   return std::nullopt;
+}
+std::optional<ToolCall> LlamaCall(std::string_view object) {
+  return CallWithEitherKey(ParseJson(object));
 }
 
 // Calls written one after another from text[at] ('{'), separated by ';' (Llama 3.1/3.2's
@@ -199,6 +201,27 @@ ParsedToolOutput ParseGranite(std::string_view text) {
   return out;
 }
 
+// Phi-4-mini: `functools[` opens a JSON array of calls; the text before it is content and what
+// follows the array is dropped. vLLM reads up to the first ']' (a call whose arguments hold an
+// array does not parse there); the array is read whole here.
+ParsedToolOutput ParsePhi4Mini(std::string_view text) {
+  const size_t tag = text.find(kPhi4MiniStart);
+  if (tag == std::string_view::npos) return PlainContent(text);
+  const size_t open = tag + kPhi4MiniStart.size() - 1;
+  const size_t end = ObjectEnd(text, open);
+  if (end == std::string_view::npos) return PlainContent(text);
+  const std::optional<Json> calls = JsonLoads(text.substr(open, end - open));
+  if (!calls.has_value() || !calls->is_array() || calls->empty()) return PlainContent(text);
+  ParsedToolOutput out;
+  for (const Json& call : *calls) {
+    std::optional<ToolCall> one = CallWithEitherKey(call);
+    if (!one.has_value()) return PlainContent(text);
+    out.calls.push_back(*std::move(one));
+  }
+  out.content = ContentBefore(text, tag);
+  return out;
+}
+
 // How many bytes of `text` are content for sure when a call starts with `tag`: everything
 // before the tag, or before a tail that may still become it.
 size_t BeforeTag(std::string_view text, std::string_view tag) {
@@ -226,6 +249,7 @@ absl::StatusOr<ToolCallParser> ParseToolCallParserName(std::string_view name) {
   if (name == "pythonic" || name == "llama4_pythonic") return ToolCallParser::kPythonic;
   if (name == "qwen3_coder") return ToolCallParser::kQwen3Coder;
   if (name == "granite") return ToolCallParser::kGranite;
+  if (name == "phi4_mini_json") return ToolCallParser::kPhi4MiniJson;
   return absl::InvalidArgumentError(absl::StrCat("unknown tool-call parser \"", Sv(name),
                                                  "\" (supported: ", kToolCallParserNames, ")"));
 }
@@ -248,6 +272,8 @@ ParsedToolOutput ParseToolCalls(ToolCallParser parser, std::string_view text, co
       return ParseQwen3CoderCalls(text, tools);
     case ToolCallParser::kGranite:
       return ParseGranite(text);
+    case ToolCallParser::kPhi4MiniJson:
+      return ParsePhi4Mini(text);
   }
   return PlainContent(text);
 }
@@ -258,6 +284,8 @@ size_t StreamableContent(ToolCallParser parser, std::string_view text, bool repl
       return BeforeTag(text, kHermesStart);
     case ToolCallParser::kMistral:
       return BeforeTag(text, kMistralStart);
+    case ToolCallParser::kPhi4MiniJson:
+      return BeforeTag(text, kPhi4MiniStart);
     case ToolCallParser::kLlama3Json: {
       // A call may start at any '{' (or the tag): the text before the first one is content, but
       // for the whitespace just before it (TextBefore drops a reply's lone line break).
@@ -286,6 +314,8 @@ bool HoldsCallStart(ToolCallParser parser, std::string_view held) {
       return held.find(kHermesStart) != std::string_view::npos;
     case ToolCallParser::kMistral:
       return held.find(kMistralStart) != std::string_view::npos;
+    case ToolCallParser::kPhi4MiniJson:
+      return held.find(kPhi4MiniStart) != std::string_view::npos;
     case ToolCallParser::kLlama3Json:
       return held.find('{') != std::string_view::npos ||
              held.find(kPythonTag) != std::string_view::npos;

@@ -21,6 +21,9 @@
 //   granite      Granite 3.x: the whole reply a JSON array of {"name", "arguments"}, after
 //                <|tool_call|> (3.0's special token, when kept) and/or <tool_call> (3.1+); a
 //                reply that is anything else is content whole, as vLLM reads it.
+//   phi4_mini_json  Phi-4-mini: `functools[` then the rest of a JSON array of {"name",
+//                "arguments"} ("parameters" also read); the text before it is content, what
+//                follows the array is dropped (vLLM drops it too).
 // Pure functions.
 #pragma once
 
@@ -37,7 +40,8 @@ namespace headroom::router::openai {
 
 // The names --tool-call-parser takes.
 inline constexpr char kToolCallParserNames[] =
-    "hermes, llama3_json, llama4_json, mistral, pythonic, llama4_pythonic, qwen3_coder, granite";
+    "hermes, llama3_json, llama4_json, mistral, pythonic, llama4_pythonic, qwen3_coder, granite, "
+    "phi4_mini_json";
 
 // "hermes" -> kHermes, ...; InvalidArgument naming the supported parsers otherwise.
 absl::StatusOr<ToolCallParser> ParseToolCallParserName(std::string_view name);

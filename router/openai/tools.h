@@ -17,7 +17,15 @@
 namespace headroom::router::openai {
 
 // How a model writes tool calls in free text (tool_parser.h): the router's --tool-call-parser.
-enum class ToolCallParser { kHermes, kLlama3Json, kMistral, kPythonic, kQwen3Coder, kGranite };
+enum class ToolCallParser {
+  kHermes,
+  kLlama3Json,
+  kMistral,
+  kPythonic,
+  kQwen3Coder,
+  kGranite,
+  kPhi4MiniJson,
+};
 
 struct ToolChoice {
   enum class Kind { kNone, kAuto, kRequired, kFunction };

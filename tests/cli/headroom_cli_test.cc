@@ -336,7 +336,7 @@ TEST(HeadroomCliTest, RouterAutoToolChoiceNeedsAKnownParser) {
   ExpectRefused(r);
   EXPECT_THAT(r.err, HasSubstr("unknown tool-call parser \"glm45\" (supported: hermes, "
                                "llama3_json, llama4_json, mistral, pythonic, llama4_pythonic, "
-                               "qwen3_coder, granite)"));
+                               "qwen3_coder, granite, phi4_mini_json)"));
 }
 
 TEST(HeadroomCliTest, RouterReasoningParserMustBeKnown) {

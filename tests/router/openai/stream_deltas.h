@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -82,10 +83,13 @@ inline std::vector<JoinedCall> JoinCalls(const std::vector<nlohmann::ordered_jso
 inline std::string StreamInPieces(ResponseBuilder& stream, const std::string& reply, size_t step,
                                   v1::FinishReason reason) {
   std::string sse;
-  for (size_t at = 0; at < reply.size(); at += step) {
-    const std::string piece = reply.substr(at, step);
-    sse +=
-        stream.StreamEvents(0, at + step >= reply.size() ? LastPiece(piece, reason) : Piece(piece));
+  for (size_t at = 0; at < reply.size();) {
+    // Pieces end on character boundaries, as the worker's incremental detokenizer hands them out.
+    size_t end = std::min(reply.size(), at + step);
+    while (end < reply.size() && (static_cast<uint8_t>(reply[end]) & 0xC0) == 0x80) ++end;
+    const std::string piece = reply.substr(at, end - at);
+    sse += stream.StreamEvents(0, end >= reply.size() ? LastPiece(piece, reason) : Piece(piece));
+    at = end;
   }
   return sse;
 }
