@@ -38,7 +38,7 @@ import platform
 import random
 
 import text_mutation
-from router_json import fits, write_cases
+from router_json import fits, random_value, write_cases
 
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "router", "openai",
                    "fixtures", "granite_calls.json")
@@ -135,27 +135,11 @@ def generated_replies(rng, count):
     """Valid call arrays of random calls, written with json.dumps' and other spacings."""
     names = ["get_weather", "search", "send_email", "f", "lookup_2", "x"]
     keys = ["city", "q", "n", "to", "body", "opts", "tags", "ok"]
-
-    def value(depth):
-        kind = rng.randrange(7 if depth < 3 else 5)
-        if kind == 0:
-            return rng.choice(["Paris", "a b", "", "quote \" and \\ back", "line\nbreak", "é☕"])
-        if kind == 1:
-            return rng.randint(-10**6, 10**6)
-        if kind == 2:
-            return rng.choice([0.5, -3.25, 1e-7, 2.0, 123456.789])
-        if kind == 3:
-            return rng.choice([True, False, None])
-        if kind == 4:
-            return rng.randint(0, 9)
-        if kind == 5:
-            return [value(depth + 1) for _ in range(rng.randint(0, 3))]
-        return {rng.choice(keys): value(depth + 1) for _ in range(rng.randint(0, 3))}
-
     out = []
     for _ in range(count):
         calls = [{"name": rng.choice(names),
-                  "arguments": {rng.choice(keys): value(1) for _ in range(rng.randint(0, 4))}}
+                  "arguments": {rng.choice(keys): random_value(rng, 1)
+                                for _ in range(rng.randint(0, 4))}}
                  for _ in range(rng.randint(1, 3))]
         style = rng.randrange(3)
         if style == 0:

@@ -1,8 +1,31 @@
 """For the tool-call parsers' fixture generators (gen_pythonic_fixtures.py,
-gen_qwen3_coder_fixtures.py, gen_granite_fixtures.py): what JSON the router holds, and writing the
-labelled cases."""
+gen_qwen3_coder_fixtures.py, gen_granite_fixtures.py, gen_phi4_mini_fixtures.py): what JSON the
+router holds, random argument values, and writing the labelled cases."""
 import json
 import math
+
+STRINGS = ["Paris", "a b", "", "quote \" and \\ back", "line\nbreak", "é☕"]
+
+
+def random_value(rng, depth, strings=STRINGS):
+    """A random JSON value for a generated call's arguments: strings, integers, floats, literals,
+    and below depth 3 lists and objects of such values."""
+    keys = ["city", "q", "n", "to", "body", "opts", "tags", "ok"]
+    kind = rng.randrange(7 if depth < 3 else 5)
+    if kind == 0:
+        return rng.choice(strings)
+    if kind == 1:
+        return rng.randint(-10**6, 10**6)
+    if kind == 2:
+        return rng.choice([0.5, -3.25, 1e-7, 2.0, 123456.789])
+    if kind == 3:
+        return rng.choice([True, False, None])
+    if kind == 4:
+        return rng.randint(0, 9)
+    if kind == 5:
+        return [random_value(rng, depth + 1, strings) for _ in range(rng.randint(0, 3))]
+    return {rng.choice(keys): random_value(rng, depth + 1, strings)
+            for _ in range(rng.randint(0, 3))}
 
 
 def fits(value, depth=0):

@@ -6,9 +6,8 @@
 // worker's BlockPool caches them under):
 //   - what the group's worker reports (LoadReport.prefix_cache: blocks cached and evicted, by
 //     this router's placements or anyone else's), applied with Record and Forget;
-//   - what this router places there (kvcache::PromptBlockHashes of the prompt), recorded at once,
-//   since
-//     the worker's report comes up to 50 ms later.
+//   - what this router places there (kvcache::PromptBlockHashes of the prompt), recorded at
+//     once, since the worker's report comes up to 50 ms later.
 // A phantom entry (placed but never cached, e.g. a request cancelled while queued) stays until
 // it is least recently used beyond the group's pool size; it costs a missed cache hit, never a
 // wrong answer (the worker looks the prefix up itself).

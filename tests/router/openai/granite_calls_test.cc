@@ -1,8 +1,6 @@
 // The granite tool-call parser against vLLM's algorithm run by Python's own str and json
 // (scripts/gen_granite_fixtures.py): whole replies, and the same replies streamed in pieces
 // through the response builder, as a client joins them.
-#include <cstdlib>
-#include <fstream>
 #include <string>
 
 #include "gtest/gtest.h"
@@ -17,24 +15,12 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-Json Fixture() {
-  const char* root = std::getenv("HEADROOM_SOURCE_DIR");
-  std::ifstream in(std::string(root != nullptr ? root : ".") +
-                   "/tests/router/openai/fixtures/granite_calls.json");
-  EXPECT_TRUE(in.good()) << "missing fixture granite_calls.json (is HEADROOM_SOURCE_DIR set?)";
-  return in.good() ? Json::parse(in) : Json::object();
-}
+Json Fixture() { return CallsFixture("granite_calls.json"); }
 
 // A chat request with one tool and tool_choice "auto" read by the granite parser.
 ParsedRequest AutoRequest(bool stream) {
-  absl::StatusOr<ParsedRequest> r = ParseChatRequest(Json{
-      {"messages", {{{"role", "user"}, {"content", "Go."}}}},
-      {"tools", {{{"type", "function"}, {"function", {{"name", "get_weather"}}}}}},
-      {"stream", stream}}.dump());
-  EXPECT_TRUE(r.ok()) << r.status();
-  if (!r.ok()) return {};
-  r->tools.choice.parser = ToolCallParser::kGranite;
-  return *std::move(r);
+  return AutoToolRequest(ToolCallParser::kGranite,
+                         {{{"type", "function"}, {"function", {{"name", "get_weather"}}}}}, stream);
 }
 
 // Every reply of the fixture (hand-written, generated and mutated) gives the content and the
@@ -61,34 +47,11 @@ TEST(GraniteCallsTest, ReadsWhatVllmsAlgorithmReadsInPython) {
 TEST(GraniteCallsTest, StreamedCallsJoinToTheWholeReplys) {
   const Json fixture = Fixture();
   ASSERT_TRUE(fixture.contains("cases"));
-  int early = 0;
-  int streamed_then_refused = 0;
-  for (const Json& c : fixture["cases"]) {
-    const std::string reply = c["text"].get<std::string>();
-    for (size_t step = 1; step <= 9; step += 4) {
-      const StreamedAndWhole r =
-          StreamAndAnswerWhole(AutoRequest(false), AutoRequest(true), reply, step);
-      if (!r.same) {
-        if (c["repeated_key"].get<bool>()) {
-          // A key given twice: the stream sent the first; the calls are the same ones.
-          ASSERT_EQ(r.calls.size(), r.expected.size()) << reply;
-          for (size_t k = 0; k < r.calls.size(); ++k) {
-            EXPECT_EQ(r.calls[k].name, r.expected[k]["function"]["name"]) << reply;
-          }
-          continue;
-        }
-        EXPECT_TRUE(c["calls"].empty()) << "step " << step << ": " << reply << "\n" << r.sse;
-        EXPECT_EQ(r.content, "") << reply;
-        EXPECT_FALSE(r.calls.empty()) << reply;
-        ++streamed_then_refused;
-        continue;
-      }
-      if (step == 1 && !r.calls.empty() && r.calls[0].first_event + 1 < r.events) ++early;
-    }
-  }
-  EXPECT_GT(early, 150) << "calls came whole at the end";
-  EXPECT_GT(streamed_then_refused, 0);
-  RecordProperty("streamed_then_refused", streamed_then_refused);
+  const FixtureStreamCounts counts =
+      StreamFixtureCases(fixture, AutoRequest, /*refused_sends_no_content=*/true);
+  EXPECT_GT(counts.early, 150) << "calls came whole at the end";
+  EXPECT_GT(counts.streamed_then_refused, 0);
+  RecordProperty("streamed_then_refused", counts.streamed_then_refused);
 }
 
 // The array streams call by call: the first call's arguments go out before the second call

@@ -4,8 +4,6 @@
 #include "router/openai/qwen3_coder_calls.h"
 
 #include <algorithm>
-#include <cstdlib>
-#include <fstream>
 #include <string>
 
 #include "gtest/gtest.h"
@@ -20,23 +18,11 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-Json Fixture() {
-  std::ifstream in(std::string(std::getenv("HEADROOM_SOURCE_DIR")) +
-                   "/tests/router/openai/fixtures/qwen3_coder_calls.json");
-  EXPECT_TRUE(in.good()) << "missing fixture qwen3_coder_calls.json";
-  return in.good() ? Json::parse(in) : Json::object();
-}
+Json Fixture() { return CallsFixture("qwen3_coder_calls.json"); }
 
 // A chat request with the fixture's tools and tool_choice "auto" read by qwen3_coder.
 ParsedRequest AutoRequest(const Json& tools, bool stream) {
-  absl::StatusOr<ParsedRequest> r = ParseChatRequest(Json{
-      {"messages", {{{"role", "user"}, {"content", "Go."}}}},
-      {"tools", tools},
-      {"stream", stream}}.dump());
-  EXPECT_TRUE(r.ok()) << r.status();
-  if (!r.ok()) return {};
-  r->tools.choice.parser = ToolCallParser::kQwen3Coder;
-  return *std::move(r);
+  return AutoToolRequest(ToolCallParser::kQwen3Coder, tools, stream);
 }
 
 // Every reply of the fixture (hand-written and mutated) gives the content and the calls Python

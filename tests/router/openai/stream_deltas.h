@@ -1,12 +1,15 @@
 // Test helpers for streamed OpenAI responses: the router's messages a reply is fed as, the
-// deltas of an SSE stream, tool calls joined from them as a client joins them, and the
-// comparisons the tool-call parsers' fixture tests make (a case's whole parse against Python's
-// labels; a reply streamed against the same reply answered whole).
+// deltas of an SSE stream, tool calls joined from them as a client joins them, and what the
+// tool-call parsers' fixture tests share (loading a fixture, a chat request read by a parser, a
+// case's whole parse against Python's labels, a reply streamed against the same reply answered
+// whole).
 #pragma once
 
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -18,6 +21,28 @@
 #include "router/openai/tool_parser.h"
 
 namespace headroom::router::openai {
+
+// tests/router/openai/fixtures/`name` (under HEADROOM_SOURCE_DIR); an empty object when missing.
+inline nlohmann::ordered_json CallsFixture(const std::string& name) {
+  const char* root = std::getenv("HEADROOM_SOURCE_DIR");
+  std::ifstream in(std::string(root != nullptr ? root : ".") + "/tests/router/openai/fixtures/" +
+                   name);
+  EXPECT_TRUE(in.good()) << "missing fixture " << name << " (is HEADROOM_SOURCE_DIR set?)";
+  return in.good() ? nlohmann::ordered_json::parse(in) : nlohmann::ordered_json::object();
+}
+
+// A chat request with `tools` and tool_choice "auto", its reply read by `parser`.
+inline ParsedRequest AutoToolRequest(ToolCallParser parser, const nlohmann::ordered_json& tools,
+                                     bool stream) {
+  absl::StatusOr<ParsedRequest> r = ParseChatRequest(nlohmann::ordered_json{
+      {"messages", {{{"role", "user"}, {"content", "Go."}}}},
+      {"tools", tools},
+      {"stream", stream}}.dump());
+  EXPECT_TRUE(r.ok()) << r.status();
+  if (!r.ok()) return {};
+  r->tools.choice.parser = parser;
+  return *std::move(r);
+}
 
 inline v1::GenerateResponse Piece(const std::string& text) {
   v1::GenerateResponse m;
@@ -147,6 +172,48 @@ inline StreamedAndWhole StreamAndAnswerWhole(const ParsedRequest& whole_request,
                out.calls[k].arguments == out.expected[k]["function"]["arguments"];
   }
   return out;
+}
+
+// What streaming every reply of a calls fixture showed.
+struct FixtureStreamCounts {
+  int early = 0;                  // replies whose first call went out before their last event
+  int streamed_then_refused = 0;  // replies labelled content whose stream had sent a call
+};
+
+// Streams every case's reply of `fixture` at piece sizes 1, 5 and 9 (under `request(true)`,
+// against the same reply answered whole under `request(false)`) and expects the stream to join to
+// the whole answer, but for two cases a stream cannot follow: a key given twice (the stream sent
+// its first value: the same calls by name), and a reply labelled content whose stream had sent a
+// call before the reply broke (the stream keeps its calls, as vLLM's streaming does; with
+// `refused_sends_no_content`, it sent none of the reply's text as content either).
+template <typename RequestFn>
+FixtureStreamCounts StreamFixtureCases(const nlohmann::ordered_json& fixture, RequestFn request,
+                                       bool refused_sends_no_content) {
+  FixtureStreamCounts counts;
+  for (const nlohmann::ordered_json& c : fixture["cases"]) {
+    const std::string reply = c["text"].get<std::string>();
+    for (size_t step = 1; step <= 9; step += 4) {
+      const StreamedAndWhole r = StreamAndAnswerWhole(request(false), request(true), reply, step);
+      if (!r.same) {
+        if (c["repeated_key"].get<bool>()) {
+          EXPECT_EQ(r.calls.size(), r.expected.size()) << reply;
+          for (size_t k = 0; k < std::min(r.calls.size(), r.expected.size()); ++k) {
+            EXPECT_EQ(r.calls[k].name, r.expected[k]["function"]["name"]) << reply;
+          }
+          continue;
+        }
+        EXPECT_TRUE(c["calls"].empty()) << "step " << step << ": " << reply << "\n" << r.sse;
+        if (refused_sends_no_content) {
+          EXPECT_EQ(r.content, "") << reply;
+        }
+        EXPECT_FALSE(r.calls.empty()) << reply;
+        ++counts.streamed_then_refused;
+        continue;
+      }
+      if (step == 1 && !r.calls.empty() && r.calls[0].first_event + 1 < r.events) ++counts.early;
+    }
+  }
+  return counts;
 }
 
 }  // namespace headroom::router::openai
