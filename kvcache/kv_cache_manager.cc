@@ -102,12 +102,10 @@ PrefixHit KvCacheManager::FindCachedPrefix(absl::Span<const int32_t> prompt,
           pool_.Lookup(LayerGroupHash(parent, static_cast<int32_t>(g)));
       hit.blocks[g].push_back(block.value_or(kNullBlockId));
       run[g] = block ? run[g] + 1 : 0;
-      // A hit of i + 1 blocks needs the blocks its first computed token still reads (every block
-      // without a window), and at least its last one (so a window shorter than a block does not
-      // make a hit of nothing).
-      const auto tokens = static_cast<int64_t>((i + 1) * block_size);
-      const auto dead = static_cast<size_t>(DeadBlocks(tokens, config_.block_size, windows_[g]));
-      servable = servable && run[g] >= std::max<size_t>(1, i + 1 - dead);
+      // A hit of i + 1 blocks needs the blocks its first computed token still reads.
+      servable = servable &&
+                 static_cast<int64_t>(run[g]) >=
+                     HitBlocksRead(static_cast<int64_t>(i + 1), config_.block_size, windows_[g]);
       full_group_missed = full_group_missed || (windows_[g] == 0 && !block);
     }
     if (servable) best = i + 1;

@@ -21,6 +21,16 @@ namespace headroom::kvcache {
   return std::max<int64_t>(0, num_computed - window + 1) / block_size;
 }
 
+// The blocks of an n-block (n >= 1) cached prefix that the token after it still reads, which a
+// prefix cache must hold to serve that prefix: all n without a window, else the last ones inside
+// the window (at least the last block, so a window shorter than a block does not serve nothing).
+// The worker's lookup (KvCacheManager::FindCachedPrefix) and the router's (PrefixIndex::Match)
+// both decide a hit by it.
+[[nodiscard]] constexpr int64_t HitBlocksRead(int64_t hit_blocks, int64_t block_size,
+                                              int64_t window) {
+  return std::max<int64_t>(1, hit_blocks - DeadBlocks(hit_blocks * block_size, block_size, window));
+}
+
 // The most blocks one sequence of `num_tokens` tokens holds at once when each step adds at most
 // `max_chunk` of them and dead blocks are released before a step's slots are assigned. A step
 // starting at n holds the positions [n - window + 1, n + chunk): window - 1 + chunk positions,

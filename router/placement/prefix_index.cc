@@ -10,22 +10,19 @@ int64_t PrefixIndex::Match(size_t group, absl::Span<const kvcache::BlockHash> ha
                            int32_t block_size, int32_t window) const {
   if (group >= groups_.size()) return 0;
   const Group& g = groups_[group];
-  if (window <= 0 || block_size <= 0) {
-    int64_t matched = 0;
-    for (const kvcache::BlockHash& hash : hashes) {
-      if (!g.where.contains(hash)) break;
-      ++matched;
-    }
-    return matched;
-  }
+  if (block_size <= 0) window = 0;
   // n blocks serve when the run of recorded blocks ending at block n - 1 covers the blocks the
-  // token after them still reads (at least one), whatever precedes them.
+  // token after them still reads, whatever precedes them; without a window that is all n, so the
+  // first miss ends the match.
   int64_t run = 0;
   int64_t best = 0;
   for (int64_t n = 1; n <= static_cast<int64_t>(hashes.size()); ++n) {
     run = g.where.contains(hashes[static_cast<size_t>(n - 1)]) ? run + 1 : 0;
-    const int64_t read = n - kvcache::DeadBlocks(n * block_size, block_size, window);
-    if (run >= std::max<int64_t>(1, read)) best = n;
+    if (run >= kvcache::HitBlocksRead(n, block_size, window)) {
+      best = n;
+    } else if (window <= 0) {
+      break;
+    }
   }
   return best;
 }

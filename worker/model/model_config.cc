@@ -243,17 +243,14 @@ absl::Status ReadLongRope(const FieldReader& reader, const FieldReader& rope, Mo
   long_rope.original_max_position_embeddings = *original;
   HR_ASSIGN_OR_RETURN(const std::optional<double> attention_factor,
                       rope.OptionalNumber("attention_factor"));
-  const double scale =
-      static_cast<double>(config.max_position_embeddings) / static_cast<double>(*original);
   if (attention_factor) {
     if (!(*attention_factor > 0)) {
       return rope.Error("attention_factor",
                         absl::StrCat("must be positive, got ", *attention_factor));
     }
     long_rope.attention_factor = *attention_factor;
-  } else if (scale > 1.0) {
-    long_rope.attention_factor =
-        std::sqrt(1.0 + std::log(scale) / std::log(static_cast<double>(*original)));
+  } else {
+    long_rope.attention_factor = LongRopeAttentionFactor(config.max_position_embeddings, *original);
   }
   config.long_rope = std::move(long_rope);
   return absl::OkStatus();

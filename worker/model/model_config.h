@@ -9,6 +9,7 @@
 // unknown preset (the supported values are listed).
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -42,10 +43,21 @@ struct LongRope {
   std::vector<double> short_factor;  // [rotary_dim / 2], for contexts up to the original length.
   std::vector<double> long_factor;   // [rotary_dim / 2], beyond it.
   int64_t original_max_position_embeddings = 0;  // Context the model was pretrained at (4096).
-  // rope_scaling's attention_factor, or sqrt(1 + ln(max_position / original) / ln(original))
-  // (1 when max_position_embeddings does not exceed the original).
+  // rope_scaling's attention_factor, or LongRopeAttentionFactor's default.
   double attention_factor = 1.0;
 };
+
+// Phi3Config's default LongRoPE attention factor: sqrt(1 + ln(max_position / original) /
+// ln(original)), 1 when max_position_embeddings does not exceed the original (1.19 for 131072
+// over 4096).
+[[nodiscard]] inline double LongRopeAttentionFactor(int64_t max_position_embeddings,
+                                                    int64_t original_max_position_embeddings) {
+  const double scale = static_cast<double>(max_position_embeddings) /
+                       static_cast<double>(original_max_position_embeddings);
+  if (scale <= 1.0) return 1.0;
+  return std::sqrt(1.0 + std::log(scale) /
+                             std::log(static_cast<double>(original_max_position_embeddings)));
+}
 
 // The gate activation of the MLP: out = act(gate) * up.
 enum class Activation : uint8_t {

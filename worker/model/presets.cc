@@ -192,8 +192,7 @@ std::vector<Preset> MakePresets() {
                       32.61,       32.64,       32.66,       32.7,        32.71,       32.93,
                       32.97,       33.28,       33.49,       33.5,        44.16,       47.77},
       .original_max_position_embeddings = 4096,
-      // sqrt(1 + ln(131072 / 4096) / ln(4096)), Phi3Config's default.
-      .attention_factor = std::sqrt(1.0 + std::log(32.0) / std::log(4096.0))};
+      .attention_factor = LongRopeAttentionFactor(131072, 4096)};
   presets.push_back({"phi-4-mini", phi4_mini});
 
   for (Preset& preset : presets)
