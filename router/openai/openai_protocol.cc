@@ -315,6 +315,13 @@ absl::Status ParseCommon(const Json& obj, ParsedRequest& out) {
       }
       out.include_usage = usage->get<bool>();
     }
+    if (const Json* continuous = Member(*options, "continuous_usage_stats");
+        continuous != nullptr) {
+      if (!continuous->is_boolean()) {
+        return WrongType("stream_options.continuous_usage_stats", "a boolean", *continuous);
+      }
+      out.continuous_usage = continuous->get<bool>();
+    }
   }
   return absl::OkStatus();
 }

@@ -57,6 +57,9 @@ struct ParsedRequest {
   bool echo = false;
   // stream_options.include_usage: a last chunk with usage and no choices.
   bool include_usage = false;
+  // stream_options.continuous_usage_stats (vLLM's): with include_usage, every chunk's usage is its
+  // choice's so far (the prompt's tokens and the tokens that choice generated).
+  bool continuous_usage = false;
   // Return logprobs (chat: "logprobs": true; completions: "logprobs": N given).
   bool logprobs = false;
   // Alternatives per token (chat top_logprobs / completions logprobs N); sampling.logprobs too.

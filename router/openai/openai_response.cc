@@ -52,6 +52,7 @@ ResponseBuilder::ResponseBuilder(const ParsedRequest& request, std::string id, i
                                  std::string model, const Tokenizer* tokenizer)
     : endpoint_(request.endpoint),
       include_usage_(request.include_usage),
+      continuous_usage_(request.include_usage && request.continuous_usage),
       logprobs_(request.logprobs),
       top_logprobs_(request.top_logprobs),
       prompt_logprobs_(request.prompt_logprobs),
@@ -206,6 +207,16 @@ ResponseBuilder::Json ResponseBuilder::StopReasonJson(const Choice& choice) {
   }
 }
 
+namespace {
+
+nlohmann::ordered_json UsageObject(int64_t prompt_tokens, int64_t completion_tokens) {
+  return {{"prompt_tokens", prompt_tokens},
+          {"completion_tokens", completion_tokens},
+          {"total_tokens", prompt_tokens + completion_tokens}};
+}
+
+}  // namespace
+
 ResponseBuilder::Json ResponseBuilder::UsageJson() const {
   int64_t prompt_tokens = 0;
   int64_t completion_tokens = 0;
@@ -214,9 +225,11 @@ ResponseBuilder::Json ResponseBuilder::UsageJson() const {
     if (i % static_cast<size_t>(n_) == 0) prompt_tokens += choices_[i].prompt_tokens;
     completion_tokens += choices_[i].completion_tokens;
   }
-  return Json{{"prompt_tokens", prompt_tokens},
-              {"completion_tokens", completion_tokens},
-              {"total_tokens", prompt_tokens + completion_tokens}};
+  return UsageObject(prompt_tokens, completion_tokens);
+}
+
+ResponseBuilder::Json ResponseBuilder::UsageJson(const Choice& choice) {
+  return UsageObject(choice.prompt_tokens, choice.completion_tokens);
 }
 
 ResponseBuilder::Json ResponseBuilder::ChunkEnvelope() const {
@@ -332,7 +345,7 @@ std::string ResponseBuilder::StreamEvents(int32_t index, const v1::GenerateRespo
 
   Json chunk = ChunkEnvelope();
   chunk["choices"] = Json::array({std::move(choice)});
-  if (include_usage_) chunk["usage"] = nullptr;
+  if (include_usage_) chunk["usage"] = continuous_usage_ ? UsageJson(state) : Json(nullptr);
   return Event(chunk);
 }
 

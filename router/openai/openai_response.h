@@ -39,8 +39,9 @@ class ResponseBuilder {
   // "assistant", its first completions event the prompt when echo; the one for its last message
   // carries finish_reason and stop_reason.
   [[nodiscard]] std::string StreamEvents(int32_t choice, const v1::GenerateResponse& message);
-  // After every choice's last message: the usage event (choices []) when include_usage, then
-  // "data: [DONE]\n\n".
+  // With include_usage every event has "usage": null, or with continuous_usage_stats the usage
+  // of its choice so far. After every choice's last message: the usage event (choices []) when
+  // include_usage, then "data: [DONE]\n\n".
   [[nodiscard]] std::string StreamDone() const;
 
   // Non-streaming: folds one message of `choice` in; Body() is the complete JSON response once
@@ -92,6 +93,9 @@ class ResponseBuilder {
   // Usage of the whole request: each prompt's tokens once (its n samples share it), every
   // choice's completion tokens.
   [[nodiscard]] Json UsageJson() const;
+  // Usage of one choice so far (continuous_usage_stats): its prompt's tokens and its own
+  // completion tokens, as vLLM counts them per choice.
+  [[nodiscard]] static Json UsageJson(const Choice& choice);
   [[nodiscard]] std::string TokenString(int32_t id) const;
   // Appends the message's logprobs to `logprobs` (the completions or chat shape), advancing
   // `text_offset` for the completions shape; with echo, the prompt's first (the message that
@@ -138,6 +142,7 @@ class ResponseBuilder {
 
   Endpoint endpoint_;
   bool include_usage_;
+  bool continuous_usage_;
   bool logprobs_;
   int32_t top_logprobs_;
   int32_t prompt_logprobs_;

@@ -237,9 +237,10 @@ class GenerateReactor final : public grpc::ServerWriteReactor<v1::GenerateRespon
           }
         }
       }
+      // Every message says how far the request got (vLLM's continuous_usage_stats reads it).
+      out.mutable_usage()->set_prompt_tokens(static_cast<int32_t>(req_.prompt.size()));
+      out.mutable_usage()->set_completion_tokens(completion_tokens_);
       if (out.finish_reason() != v1::FINISH_REASON_UNSPECIFIED) {
-        out.mutable_usage()->set_prompt_tokens(static_cast<int32_t>(req_.prompt.size()));
-        out.mutable_usage()->set_completion_tokens(completion_tokens_);
         finish_ = grpc::Status::OK;
         finished_tokens = completion_tokens_;
       }

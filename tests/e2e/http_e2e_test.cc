@@ -322,6 +322,41 @@ TEST_F(HttpE2eTest, NSamplesEachEqualTheGrpcGenerationSeededSeedPlusIndex) {
   EXPECT_EQ(usage["usage"]["completion_tokens"], 36);
 }
 
+// vLLM's stream_options.continuous_usage_stats: every chunk's usage is its own choice's so far,
+// counted here by the per-token logprobs each chunk carries; the prompt is its 11 bytes.
+TEST_F(HttpE2eTest, ContinuousUsageCountsEachChoicesTokensSoFar) {
+  const Json request = {
+      {"prompt", "Hello world"},
+      {"max_tokens", 12},
+      {"temperature", 1.0},
+      {"seed", 99},
+      {"n", 2},
+      {"logprobs", 0},
+      {"ignore_eos", true},
+      {"stream", true},
+      {"stream_options", {{"include_usage", true}, {"continuous_usage_stats", true}}}};
+  const HttpResponse streamed = cluster_->Post("/v1/completions", request.dump());
+  ASSERT_EQ(streamed.status, 200) << streamed.body;
+  const std::vector<std::string> events = streamed.Events();
+  ASSERT_GE(events.size(), 3u);
+  std::array<size_t, 2> tokens = {0, 0};
+  for (size_t i = 0; i + 2 < events.size(); ++i) {  // the usage event and [DONE] are last
+    const Json chunk = Json::parse(events[i]);
+    ASSERT_EQ(chunk["choices"].size(), 1u) << events[i];
+    const auto c = chunk["choices"][0]["index"].get<size_t>();
+    ASSERT_LT(c, 2u);
+    tokens[c] += chunk["choices"][0]["logprobs"]["tokens"].size();
+    EXPECT_EQ(chunk["usage"]["prompt_tokens"], 11) << events[i];
+    EXPECT_EQ(chunk["usage"]["completion_tokens"], tokens[c]) << events[i];
+    EXPECT_EQ(chunk["usage"]["total_tokens"], 11 + tokens[c]) << events[i];
+  }
+  EXPECT_EQ(tokens, (std::array<size_t, 2>{12, 12}));
+  const Json usage = Json::parse(events[events.size() - 2]);
+  EXPECT_TRUE(usage["choices"].empty());
+  EXPECT_EQ(usage["usage"]["prompt_tokens"], 11);
+  EXPECT_EQ(usage["usage"]["completion_tokens"], 24);
+}
+
 // The router exports vLLM's request-level n metrics: one observation per request (per prompt of a
 // list), with its n and the most tokens one of its samples generated; a gRPC Generate is a request
 // with n = 1, and the n calls of an OpenAI request are not counted again as requests of their own.

@@ -72,6 +72,8 @@ TEST(OpenAiProtocolTest, BadCompletionBodies) {
        "must be an object"},
       {R"({"prompt": "x", "stream": true, "stream_options": {"include_usage": 1}})",
        "stream_options.include_usage", "must be a boolean"},
+      {R"({"prompt": "x", "stream": true, "stream_options": {"continuous_usage_stats": "y"}})",
+       "stream_options.continuous_usage_stats", "must be a boolean, got string"},
       {R"({"prompt": "x", "n": 0})", "n", "n must be in [1, 128], got 0"},
       {R"({"prompt": "x", "n": 129})", "n", "n must be in [1, 128], got 129"},
       {R"({"prompt": "x", "n": "1"})", "n", "n must be an integer"},
@@ -248,7 +250,8 @@ TEST(OpenAiProtocolTest, CompletionFieldsMapToGenerateRequest) {
     "model": "llama", "prompt": "Hello", "max_tokens": 32, "temperature": 0, "top_p": 0.9,
     "top_k": 40, "seed": 7, "stop": "\n\n", "stop_token_ids": [2, 3], "ignore_eos": true,
     "include_stop_str_in_output": true, "cache_salt": "tenant-a", "stream": true,
-    "stream_options": {"include_usage": true}, "n": 1, "best_of": 1, "presence_penalty": 0.5,
+    "stream_options": {"include_usage": true, "continuous_usage_stats": true}, "n": 1,
+    "best_of": 1, "presence_penalty": 0.5,
     "frequency_penalty": -0.25, "repetition_penalty": 1.2, "min_p": 0.05, "min_tokens": 4, "logprobs": 3,
     "logit_bias": {"5": 1.5, "70": -100},
     "echo": false, "user": "u-1", "unknown_field": [1], "priority": -3,
@@ -299,6 +302,7 @@ TEST(OpenAiProtocolTest, CompletionFieldsMapToGenerateRequest) {
   EXPECT_EQ(g.truncate_prompt_tokens(), 12);
   EXPECT_TRUE(r->stream);
   EXPECT_TRUE(r->include_usage);
+  EXPECT_TRUE(r->continuous_usage);
   EXPECT_TRUE(r->logprobs);
   EXPECT_EQ(r->top_logprobs, 3);
 }

@@ -339,6 +339,65 @@ TEST_F(ResponseBuilderTest, SeveralChoicesInterleaveAndUsageCountsEachPromptOnce
   }
 }
 
+// continuous_usage_stats: every chunk's usage is its own choice's so far, read from the usage the
+// Inference service puts on every message; without include_usage there is no usage at all.
+TEST_F(ResponseBuilderTest, ContinuousUsageIsEachChoicesOwnSoFar) {
+  for (const Endpoint endpoint : {Endpoint::kChat, Endpoint::kCompletions}) {
+    for (const bool include_usage : {false, true}) {
+      ParsedRequest request = Request(endpoint, true, include_usage, false, 0);
+      request.continuous_usage = true;
+      request.n = 2;
+      request.more_prompts.emplace_back().set_text("second prompt");
+      // Choices 0 and 1 share a prompt of 7 tokens, 2 and 3 one of 5; each message carries the
+      // service's usage: its choice's prompt and the tokens it has generated so far.
+      const std::vector<int32_t> prompt_tokens = {7, 7, 5, 5};
+      std::vector<int32_t> generated(4, 0);
+      std::vector<std::pair<size_t, v1::GenerateResponse>> messages;
+      for (const char* part : {"ab", "c", "defg"}) {
+        for (const size_t c : {2u, 0u, 3u, 1u}) {
+          v1::GenerateResponse m = Delta(std::string(part).substr(0, 1 + c % 3));
+          generated[c] += m.token_ids_size();
+          m.mutable_usage()->set_prompt_tokens(prompt_tokens[c]);
+          m.mutable_usage()->set_completion_tokens(generated[c]);
+          messages.emplace_back(c, std::move(m));
+        }
+      }
+      for (const size_t c : {1u, 3u, 0u, 2u}) {
+        messages.emplace_back(c,
+                              Last("", v1::FINISH_REASON_LENGTH, prompt_tokens[c], generated[c]));
+      }
+
+      ResponseBuilder stream(request, "id", 1, "m", tokenizer_.get());
+      std::vector<int64_t> seen(4, 0);  // tokens of each choice's events so far
+      size_t checked = 0;
+      for (const auto& [c, m] : messages) {
+        seen[c] += m.token_ids_size();
+        for (const Json& e : Events(stream.StreamEvents(static_cast<int32_t>(c), m))) {
+          ASSERT_EQ(e["choices"].size(), 1u) << e.dump();
+          ASSERT_EQ(e["choices"][0]["index"], c);
+          if (!include_usage) {
+            EXPECT_FALSE(e.contains("usage")) << e.dump();
+            continue;
+          }
+          EXPECT_EQ(e["usage"]["prompt_tokens"], prompt_tokens[c]) << e.dump();
+          EXPECT_EQ(e["usage"]["completion_tokens"], seen[c]) << e.dump();
+          EXPECT_EQ(e["usage"]["total_tokens"], prompt_tokens[c] + seen[c]) << e.dump();
+          ++checked;
+        }
+      }
+      EXPECT_EQ(checked, include_usage ? 16u : 0u);  // 12 deltas and 4 finishes
+      // The last usage event is still the whole request's.
+      const std::vector<Json> done = Events(stream.StreamDone());
+      ASSERT_EQ(done.size(), include_usage ? 2u : 1u);
+      if (include_usage) {
+        EXPECT_EQ(done[0]["usage"]["prompt_tokens"], 12);
+        EXPECT_EQ(done[0]["usage"]["completion_tokens"],
+                  generated[0] + generated[1] + generated[2] + generated[3]);
+      }
+    }
+  }
+}
+
 // Echo: each choice's text starts with its prompt (a token id prompt decoded), streamed in the
 // choice's first event even when its first message has no text.
 TEST_F(ResponseBuilderTest, EchoStartsEachChoiceWithItsPrompt) {
