@@ -327,7 +327,8 @@ absl::Status Serve(const FlagSet& flags, const sigset_t& stop_signals, std::ostr
         .on_request_finished =
             [&router_metrics](const std::string& model, int32_t n, int64_t max_generation_tokens) {
               router_metrics.OnRequestFinished(model, n, max_generation_tokens);
-            }});
+            },
+        .grpc_load = [&service] { return service.OpenRequests(); }});
     router::http::HttpServerOptions http_options;
     http_options.host = host;
     http_options.port = static_cast<int>(http_port);

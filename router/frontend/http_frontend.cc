@@ -71,6 +71,15 @@ std::pair<std::string, std::string> HttpFrontend::ErrorBody(int status,
   return {kJson, openai::ErrorBody(status, message)};
 }
 
+int64_t HttpFrontend::ServerLoad() {
+  int64_t open = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    open = open_calls_;
+  }
+  return parsing_.load() + open + (options_.grpc_load ? options_.grpc_load() : 0);
+}
+
 bool HttpFrontend::Authorized(const http::HttpRequest& request) const {
   if (options_.api_key.empty()) return true;
   const std::optional<std::string> header = request.Header("authorization");
@@ -89,6 +98,11 @@ void HttpFrontend::Handle(http::HttpRequest request, std::shared_ptr<http::Respo
   }
   if (path == "/version" && get) {
     writer->Respond(200, kJson, Json{{"version", HEADROOM_VERSION}}.dump());
+    return;
+  }
+  if (path == "/load" && get) {
+    // vLLM's load route: the generation requests this router holds, HTTP and gRPC.
+    writer->Respond(200, kJson, Json{{"server_load", ServerLoad()}}.dump());
     return;
   }
   if (path == "/metrics" && get) {
@@ -121,13 +135,17 @@ void HttpFrontend::Handle(http::HttpRequest request, std::shared_ptr<http::Respo
   if (!post) return RespondOpenAiError(*writer, 405, absl::StrCat("use POST for ", path));
   // Parsing and tokenizing a body of up to 1 MiB takes up to hundreds of ms: on the pool.
   std::shared_ptr<http::ResponseWriter> refused = writer;
+  const bool generation = path == "/v1/completions" || path == "/v1/chat/completions";
+  if (generation) parsing_.fetch_add(1);
   const bool queued =
       pool_.Post([this, request = std::move(request), writer = std::move(writer)]() mutable {
         if (request.path == "/tokenize") return Tokenize(request, *writer);
         if (request.path == "/detokenize") return Detokenize(request, *writer);
         Generate(request, request.path == "/v1/chat/completions", std::move(writer));
+        parsing_.fetch_sub(1);
       });
   if (!queued) {
+    if (generation) parsing_.fetch_sub(1);
     if (options_.on_busy) options_.on_busy();
     RespondOpenAiError(*refused, 429,
                        absl::StrCat("the router's HTTP handlers are busy: ", pool_.max_queued(),

@@ -5,6 +5,7 @@
 //   POST /tokenize, /detokenize                 (vLLM's shapes)
 //   GET  /health                                 (liveness: 200 until the router stops)
 //   GET  /metrics                                (Prometheus text, the router's registry)
+//   GET  /load                                   (vLLM's {"server_load": generation requests open})
 //
 // Every generation goes through the router's own headroom.v1.Inference service over an
 // in-process gRPC channel, so HTTP and gRPC clients share one implementation of validation,
@@ -28,6 +29,7 @@
 // BeginShutdown no new Generation starts (503), so none can end after WaitForIdle returned true.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -81,6 +83,9 @@ struct HttpFrontendOptions {
   // OnRequestFinished). May be empty.
   std::function<void(const std::string& model, int32_t n, int64_t max_generation_tokens)>
       on_request_finished;
+  // gRPC Generate calls the router holds for clients of its own (InferenceService::
+  // OpenRequests), added to the HTTP requests in /load. May be empty.
+  std::function<int64_t()> grpc_load;
 };
 
 class HttpFrontend {
@@ -114,13 +119,19 @@ class HttpFrontend {
   bool Authorized(const http::HttpRequest& request) const;
   void CallEnded();
   bool ShuttingDown();
+  // /load: generation requests open here, as vLLM counts them (one per HTTP request, whatever its
+  // n or prompts, from its arrival to its answer), plus options_.grpc_load(). A request is
+  // counted twice for the moment between its Generation starting and its pool job returning.
+  int64_t ServerLoad();
 
   const HttpFrontendOptions options_;
   std::unique_ptr<v1::Inference::Stub> stub_;
 
   std::mutex mu_;
   std::condition_variable idle_;
-  int64_t open_calls_ = 0;      // guarded by mu_
+  int64_t open_calls_ = 0;  // guarded by mu_
+  // Generation requests queued for or running on the pool (parsed, rendered, tokenized).
+  std::atomic<int64_t> parsing_{0};
   bool shutting_down_ = false;  // guarded by mu_
   // Last: destroyed first, so its queued jobs still find every member above.
   HandlerPool pool_;

@@ -80,7 +80,9 @@ class GenerateReactor final : public grpc::ServerWriteReactor<v1::GenerateRespon
         context_(context),
         id_(static_cast<int64_t>(service->NextRequestId())),
         counts_as_request_(context->client_metadata().find(kOpenAiChoiceMetadataKey) ==
-                           context->client_metadata().end()) {}
+                           context->client_metadata().end()) {
+    if (counts_as_request_) service_->open_requests_.fetch_add(1);
+  }
 
   // Holds the reactor until OnDone; called once right after construction, before gRPC sees it.
   void Hold(std::shared_ptr<GenerateReactor> self) { self_ = std::move(self); }
@@ -325,6 +327,7 @@ class GenerateReactor final : public grpc::ServerWriteReactor<v1::GenerateRespon
     }
     service_->dispatcher_->Cancel(id_);
     if (call != nullptr) call->Cancel();  // e.g. the write failed: nobody reads the rest
+    if (counts_as_request_) service_->open_requests_.fetch_sub(1);
     service_->ReleaseOne();
     self_.reset();  // may destroy this
   }

@@ -73,6 +73,10 @@ class InferenceService final : public v1::Inference::CallbackService {
   // The served model id ("" when unknown yet).
   [[nodiscard]] std::string ModelName() const;
 
+  // Generate calls open from clients of this router's own (not the HTTP front's choices, which
+  // it counts itself), from their arrival to their end: vLLM's /load.
+  [[nodiscard]] int64_t OpenRequests() const { return open_requests_.load(); }
+
  private:
   friend class GenerateReactor;
   friend class WorkerCall;
@@ -85,6 +89,7 @@ class InferenceService final : public v1::Inference::CallbackService {
   Dispatcher* const dispatcher_;
   GroupMonitor* const monitor_;
   std::atomic<uint64_t> next_request_id_;
+  std::atomic<int64_t> open_requests_{0};
 
   std::mutex mu_;
   std::condition_variable idle_;

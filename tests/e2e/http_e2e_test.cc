@@ -1403,6 +1403,67 @@ TEST(HttpOverloadE2eTest, EveryRequestCompletesOrGets429WithRetryAfterAndMetrics
   EXPECT_EQ(MetricSample(metrics.body, "headroom:router_placement_latency_seconds_count"), ok);
 }
 
+// vLLM's GET /load (no key needed): the generation requests the router holds, one per HTTP
+// request whatever its n, plus each gRPC Generate of its own clients. The workers are stopped
+// (SIGSTOP) so the requests certainly stay open until they are let go.
+TEST(HttpLoadE2eTest, LoadCountsTheOpenHttpAndGrpcRequestsAndFallsBackToZero) {
+  Cluster cluster;
+  ASSERT_TRUE(cluster.Start(64));
+  const auto load = [&cluster] {
+    const HttpResponse r = HttpRequestTo(cluster.http_port, "GET", "/load");
+    EXPECT_EQ(r.status, 200) << r.body;
+    const Json body = Json::parse(r.body, nullptr, false);
+    return body.is_object() ? body.value("server_load", int64_t{-1}) : int64_t{-1};
+  };
+  // Polls /load until it reads `want` (the requests reach the router on other threads) or 10 s.
+  const auto await_load = [&load](int64_t want) {
+    int64_t got = load();
+    for (int i = 0; i < 200 && got != want; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      got = load();
+    }
+    return got;
+  };
+  EXPECT_EQ(load(), 0);
+
+  cluster.worker_a->Signal(SIGSTOP);
+  cluster.worker_b->Signal(SIGSTOP);
+  std::vector<HttpResponse> http(2);
+  std::vector<grpc::Status> grpc_status(2);
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < 2; ++i) {
+    threads.emplace_back([&, i] {
+      // Three samples of one prompt, and two prompts: still one request each.
+      const Json request =
+          i == 0 ? Json{{"prompt", "Hello"}, {"max_tokens", 4}, {"n", 3}, {"stream", true}}
+                 : Json{{"prompt", {"one", "two"}}, {"max_tokens", 4}};
+      http[i] = cluster.Post("/v1/completions", request.dump());
+    });
+    threads.emplace_back([&, i] {
+      v1::GenerateRequest request;
+      request.set_text(i == 0 ? "first" : "second");
+      request.mutable_sampling()->set_max_tokens(4);
+      grpc::ClientContext context;
+      context.set_deadline(std::chrono::system_clock::now() + seconds(60));
+      std::unique_ptr<grpc::ClientReader<v1::GenerateResponse>> reader =
+          cluster.stub->Generate(&context, request);
+      v1::GenerateResponse response;
+      while (reader->Read(&response)) {
+      }
+      grpc_status[i] = reader->Finish();
+    });
+  }
+  EXPECT_EQ(await_load(4), 4);
+  cluster.worker_a->Signal(SIGCONT);
+  cluster.worker_b->Signal(SIGCONT);
+  for (std::thread& t : threads) t.join();
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(http[i].status, 200) << http[i].body;
+    EXPECT_TRUE(grpc_status[i].ok()) << grpc_status[i].error_message();
+  }
+  EXPECT_EQ(await_load(0), 0);
+}
+
 TEST(HttpShutdownE2eTest, RequestsCutByTheShutdownDeadlineGet503WithRetryAfter) {
   // Requests still open when the router's shutdown deadline passes are ended by the router's own
   // gRPC server: CANCELLED after a deadline of 1 s, a closed transport for 0 s. Neither is the

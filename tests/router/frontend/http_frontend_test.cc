@@ -106,7 +106,8 @@ class HttpFrontendTest : public ::testing::Test {
         .handler_threads = 1,
         .max_queued_requests = max_queued,
         .on_busy = [this] { ++busy_; },
-        .on_request_finished = nullptr});
+        .on_request_finished = nullptr,
+        .grpc_load = nullptr});
   }
 
   std::unique_ptr<Tokenizer> tokenizer_ = *MakeByteTokenizer(256);
