@@ -7,10 +7,10 @@
 //     StreamableContent stops within the content the whole reply's parse gives;
 //   - a mistral id is 9 letters and digits;
 //   - streaming calls (ToolCallStreamer, fed a byte at a time) never crashes or runs past the
-//     text; for qwen3_coder (values converted by the tools' types below) each call it finished
-//     reads as the same JSON value as the whole reply's call, and JsonDumpsStream, wherever a value
-//     may start, gives out only JSON that reads as the same value as the text it read (json.loads
-//     of either is equal).
+//     text; for qwen3_coder (values converted by the tools' types below) and pythonic each call it
+//     finished reads as the same JSON value as the whole reply's call, and JsonDumpsStream,
+//     wherever a value may start, gives out only JSON that reads as the same value as the text it
+//     read (json.loads of either is equal).
 #include <cctype>
 #include <cstdint>
 #include <cstdio>
@@ -47,27 +47,28 @@ const nlohmann::ordered_json& Tools() {
   return *tools;
 }
 
-// Qwen3-Coder's calls streamed a byte at a time: each call the stream finished (all but a last
-// one still open) reads as the same JSON value as the whole reply's call, when that has calls (a
-// reply that raises is content, and what went out stays).
-void CheckQwen3CoderStream(std::string_view text, const ParsedToolOutput& parsed) {
-  ToolCallStreamer streamer(ToolCallStreamer::Framing::kQwen3Coder, &Tools());
-  const size_t from = std::min(text.find("<tool_call>"), text.find("<function="));
+// Calls streamed a byte at a time from byte `from` of the reply (where `framing`'s calls may
+// begin): each call the stream finished (all but a last one still open) reads as the same JSON
+// value as the whole reply's call, when that has calls (a reply that does not parse is content,
+// and what went out stays).
+void CheckStreamedCalls(ToolCallParser parser, ToolCallStreamer::Framing framing, size_t from,
+                        std::string_view text, const ParsedToolOutput& parsed) {
   if (from == std::string_view::npos) return;
+  ToolCallStreamer streamer(framing, &Tools());
   for (size_t n = from; n <= text.size(); ++n) streamer.Read(text.substr(from, n - from));
   if (parsed.calls.empty()) return;
   const auto& calls = streamer.calls();
   if (calls.size() > parsed.calls.size()) {
-    Fail("more calls streamed than the reply has", ToolCallParser::kQwen3Coder, text);
+    Fail("more calls streamed than the reply has", parser, text);
   }
   for (size_t k = 0; k < calls.size(); ++k) {
     if (calls[k].name != parsed.calls[k].name) {
-      Fail("a streamed call's name differs", ToolCallParser::kQwen3Coder, text);
+      Fail("a streamed call's name differs", parser, text);
     }
     const auto streamed = nlohmann::ordered_json::parse(calls[k].arguments, nullptr, false);
     if (streamed.is_discarded() && k + 1 == calls.size()) continue;  // still open
     if (streamed != nlohmann::ordered_json::parse(parsed.calls[k].arguments)) {
-      Fail("a streamed call's arguments differ", ToolCallParser::kQwen3Coder, text);
+      Fail("a streamed call's arguments differ", parser, text);
     }
   }
 }
@@ -91,7 +92,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         ToolCallParser::kPhi4MiniJson}) {
     const ParsedToolOutput parsed =
         headroom::router::openai::ParseToolCalls(parser, text, &Tools());
-    if (parser == ToolCallParser::kQwen3Coder) CheckQwen3CoderStream(text, parsed);
+    if (parser == ToolCallParser::kQwen3Coder) {
+      CheckStreamedCalls(parser, ToolCallStreamer::Framing::kQwen3Coder,
+                         std::min(text.find("<tool_call>"), text.find("<function=")), text, parsed);
+    }
+    if (parser == ToolCallParser::kPythonic) {
+      CheckStreamedCalls(parser, ToolCallStreamer::Framing::kPythonic, 0, text, parsed);
+    }
     size_t content_end = text.size();
     if (parsed.calls.empty()) {
       const std::string all =

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Builds the fixtures for the pythonic tool-call parser (router/openai/tool_parser.h;
-tests/router/openai/tools_test.cc).
+tests/router/openai/tools_test.cc, whole replies; pythonic_calls_test.cc, streamed).
 
 vLLM's `pythonic` and `llama4_pythonic` parsers (Llama 3.2, Llama 4, ToolACE) read a reply that
 is a Python list of calls with keyword arguments, `[get_weather(city="Paris", days=3)]`, as
@@ -18,7 +18,9 @@ dicts and tuples, unary signs) and random mutations of them (a character dropped
 inserted), which probe the edges of the syntax.
 
 Writes tests/router/openai/fixtures/pythonic_calls.json: {generator, cases: [{text, calls:
-[{name, arguments}] or null}]}. Standard library only; deterministic (seeded).
+[{name, arguments}] or null, repeated_key}]}; repeated_key says a call of the reply gives a keyword
+twice (the dict keeps its first place and its last value, which a stream that sent the first
+cannot follow). Standard library only; deterministic (seeded).
 """
 import ast
 import json
@@ -99,14 +101,20 @@ REPLIES = [
 ALPHABET = "[](){},=:'\"\\ abcfnx0123._-+eTN\n"
 
 
-def expected(text):
-    """What the router must read out of `text`: its calls, or None (the reply is content)."""
+def list_body(text):
+    """The reply without the whitespace and Llama 4's tags around it."""
     body = text.strip()
     if body.startswith("<|python_start|>"):
         body = body[len("<|python_start|>"):]
         if body.endswith("<|python_end|>"):
             body = body[:-len("<|python_end|>")]
         body = body.strip()
+    return body
+
+
+def expected(text):
+    """What the router must read out of `text`: its calls, or None (the reply is content)."""
+    body = list_body(text)
     if not body.startswith("["):
         return None
     try:
@@ -141,11 +149,20 @@ def expected(text):
     return calls
 
 
+def repeated_key(text, calls):
+    """Some call of the reply `calls` were read from gives a keyword twice."""
+    if calls is None:
+        return False
+    return any(len({k.arg for k in call.keywords}) < len(call.keywords)
+               for call in ast.parse(list_body(text)).body[0].value.elts)
+
+
 def main():
     rng = random.Random(20261124)
     cases = []
     for text in text_mutation.with_mutations(rng, REPLIES, ALPHABET):
-        cases.append({"text": text, "calls": expected(text)})
+        calls = expected(text)
+        cases.append({"text": text, "calls": calls, "repeated_key": repeated_key(text, calls)})
     fixture = {"generator": f"scripts/gen_pythonic_fixtures.py, Python {platform.python_version()}",
                "cases": cases}
     with open(OUT, "w", encoding="utf-8") as f:

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
 #include "common/json_depth.h"
 #include "nlohmann/json.hpp"
 #include "router/jinja/value.h"
@@ -26,6 +27,13 @@ constexpr std::array<std::string_view, 35> kKeywords = {
     "class", "continue", "def",   "del",    "elif", "else",   "except", "finally",  "for",
     "from",  "global",   "if",    "import", "in",   "is",     "lambda", "nonlocal", "not",
     "or",    "pass",     "raise", "return", "try",  "while",  "with",   "yield"};
+
+bool IsKeyword(std::string_view name) {
+  for (const std::string_view k : kKeywords) {
+    if (name == k) return true;
+  }
+  return false;
+}
 
 bool IsNameStart(char c) { return absl::ascii_isalpha(static_cast<unsigned char>(c)) || c == '_'; }
 bool IsNameChar(char c) { return absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '_'; }
@@ -59,6 +67,16 @@ class Reader {
     SkipSpace();
     if (pos_ != text_.size() || calls.empty()) return std::nullopt;
     return calls;
+  }
+
+  // A keyword argument's value inside a call's parentheses (where line breaks are whitespace),
+  // with the whitespace and comments around it: what the whole text must be.
+  std::optional<Json> ArgumentValue() {
+    const Open open(brackets_);
+    std::optional<Json> value = Value(0);
+    SkipSpace();
+    if (!value.has_value() || pos_ != text_.size()) return std::nullopt;
+    return value;
   }
 
   // ast.literal_eval(text): one expression (a tuple when its items are separated by commas),
@@ -147,12 +165,6 @@ class Reader {
     if (!IsNameStart(Peek())) return {};
     while (IsNameChar(Peek())) ++pos_;
     return text_.substr(start, pos_ - start);
-  }
-  static bool IsKeyword(std::string_view name) {
-    for (const std::string_view k : kKeywords) {
-      if (name == k) return true;
-    }
-    return false;
   }
 
   // name(kw=value, ...)
@@ -532,6 +544,237 @@ std::optional<std::vector<ToolCall>> ParsePythonicCalls(std::string_view text) {
   }
   if (body.empty() || body.front() != '[') return std::nullopt;
   return Reader(body).Calls();
+}
+
+void PythonicCallStream::Read(std::string_view text) {
+  if (mode_ == Mode::kStopped) return;
+  // Only what is new is turned into source; a '\r' at the end waits for what follows it.
+  for (; consumed_ < text.size(); ++consumed_) {
+    const char c = text[consumed_];
+    if (c == '\0') {
+      mode_ = Mode::kStopped;  // Python refuses to compile it
+      return;
+    }
+    if (c != '\r') {
+      source_.push_back(c);
+    } else if (consumed_ + 1 == text.size()) {
+      break;
+    } else if (text[consumed_ + 1] != '\n') {
+      source_.push_back('\n');
+    }
+  }
+  const std::string_view source = source_;
+  while (true) {
+    switch (mode_) {
+      case Mode::kStart: {
+        while (pos_ < source.size() &&
+               absl::ascii_isspace(static_cast<unsigned char>(source[pos_])))
+          ++pos_;
+        const std::string_view rest = source.substr(pos_);
+        if (rest.empty()) return;
+        if (rest.front() == '[') {
+          ++pos_;
+          mode_ = Mode::kCall;
+          break;
+        }
+        if (!tagged_ && rest.substr(0, kPythonStart.size()) == kPythonStart) {
+          pos_ += kPythonStart.size();
+          tagged_ = true;
+          break;
+        }
+        if (!tagged_ && kPythonStart.substr(0, rest.size()) == rest) return;
+        mode_ = Mode::kStopped;
+        return;
+      }
+      case Mode::kCall: {
+        if (!SkipSpace()) return;
+        if (source[pos_] == ']') {
+          mode_ = Mode::kStopped;  // the list's end
+          return;
+        }
+        const std::optional<std::string_view> name = NameAt();
+        if (!name.has_value()) return;
+        if (name->empty()) {
+          mode_ = Mode::kStopped;
+          return;
+        }
+        name_ = std::string(*name);
+        mode_ = Mode::kOpen;
+        break;
+      }
+      case Mode::kOpen:
+        if (!SkipSpace()) return;
+        if (source[pos_] != '(') {
+          mode_ = Mode::kStopped;
+          return;
+        }
+        ++pos_;
+        arguments_ = 0;
+        mode_ = Mode::kKeyword;
+        break;
+      case Mode::kKeyword: {
+        if (!SkipSpace()) return;
+        if (source[pos_] == ')') {
+          CloseCall();
+          break;
+        }
+        const std::optional<std::string_view> keyword = NameAt();
+        if (!keyword.has_value()) return;
+        if (keyword->empty()) {
+          mode_ = Mode::kStopped;  // positional, **, ...
+          return;
+        }
+        keyword_ = std::string(*keyword);
+        mode_ = Mode::kEquals;
+        break;
+      }
+      case Mode::kEquals:
+        if (!SkipSpace()) return;
+        if (pos_ + 1 >= source.size()) return;  // '=' or not, and "==" or not
+        if (source[pos_] != '=' || source[pos_ + 1] == '=') {
+          mode_ = Mode::kStopped;
+          return;
+        }
+        value_start_ = scan_ = ++pos_;
+        depth_ = 0;
+        quote_ = 0;
+        escaped_ = false;
+        mode_ = Mode::kValue;
+        break;
+      case Mode::kValue:
+        if (!ScanValue()) return;
+        if (mode_ == Mode::kStopped) return;
+        if (!AppendArgument()) {
+          mode_ = Mode::kStopped;
+          return;
+        }
+        pos_ = scan_;
+        if (source[pos_] == ')') {
+          CloseCall();
+        } else {
+          ++pos_;  // the ','
+          mode_ = Mode::kKeyword;
+        }
+        break;
+      case Mode::kAfterCall:
+        if (!SkipSpace()) return;
+        if (source[pos_] == ',') {
+          ++pos_;
+          mode_ = Mode::kCall;
+          break;
+        }
+        mode_ = Mode::kStopped;  // ']' ends the list; anything else is not a list of calls
+        return;
+      case Mode::kStopped:
+        return;
+    }
+  }
+}
+
+bool PythonicCallStream::SkipSpace() {
+  while (pos_ < source_.size()) {
+    const char c = source_[pos_];
+    if (c == ' ' || c == '\t' || c == '\f' || c == '\n') {
+      ++pos_;
+    } else if (c == '\\') {
+      if (pos_ + 1 == source_.size()) return false;
+      if (source_[pos_ + 1] != '\n') return true;  // not a continuation: what follows refuses it
+      pos_ += 2;
+    } else if (c == '#') {
+      const size_t end = source_.find('\n', pos_);
+      if (end == std::string::npos) return false;
+      pos_ = end;
+    } else {
+      return true;
+    }
+  }
+  return false;
+}
+
+std::optional<std::string_view> PythonicCallStream::NameAt() {
+  const std::string_view source = source_;
+  if (!IsNameStart(source[pos_])) return std::string_view();
+  size_t end = pos_;
+  while (end < source.size() && IsNameChar(source[end])) ++end;
+  if (end == source.size()) return std::nullopt;
+  const std::string_view name = source.substr(pos_, end - pos_);
+  if (IsKeyword(name)) return std::string_view();
+  pos_ = end;
+  return name;
+}
+
+bool PythonicCallStream::ScanValue() {
+  for (; scan_ < source_.size(); ++scan_) {
+    const char c = source_[scan_];
+    if (quote_ != 0) {
+      if (escaped_) {
+        escaped_ = false;
+      } else if (c == '\\') {
+        escaped_ = true;
+      } else if (c == '\n' && !triple_) {
+        mode_ = Mode::kStopped;  // a line break ends a one-line string: not Python
+        return true;
+      } else if (c == quote_ && !triple_) {
+        quote_ = 0;
+      } else if (c == quote_ && scan_ + 2 < source_.size() && source_[scan_ + 1] == quote_ &&
+                 source_[scan_ + 2] == quote_) {
+        quote_ = 0;
+        scan_ += 2;
+      } else if (c == quote_ && scan_ + 2 >= source_.size()) {
+        return false;  // may be the closing triple quote: wait for the rest of it
+      }
+      continue;
+    }
+    if (c == '\'' || c == '"') {
+      if (scan_ + 2 >= source_.size()) return false;  // one quote or three
+      quote_ = c;
+      triple_ = source_[scan_ + 1] == c && source_[scan_ + 2] == c;
+      if (triple_) scan_ += 2;
+    } else if (c == '#') {
+      const size_t end = source_.find('\n', scan_);
+      if (end == std::string::npos) return false;
+      scan_ = end;
+    } else if (c == '(' || c == '[' || c == '{') {
+      ++depth_;
+    } else if (c == ')' && depth_ == 0) {
+      return true;
+    } else if (c == ')' || c == ']' || c == '}') {
+      if (depth_ == 0) {
+        mode_ = Mode::kStopped;
+        return true;
+      }
+      --depth_;
+    } else if (c == ',' && depth_ == 0) {
+      return true;
+    }
+  }
+  return false;
+}
+
+bool PythonicCallStream::AppendArgument() {
+  std::optional<Json> value =
+      Reader(std::string_view(source_).substr(value_start_, scan_ - value_start_)).ArgumentValue();
+  if (!value.has_value()) return false;
+  absl::StatusOr<std::string> key = jinja::ToJson(jinja::Value::String(keyword_), {});
+  absl::StatusOr<std::string> text = jinja::ToJson(jinja::Value::FromJson(*value), {});
+  if (!key.ok() || !text.ok()) return false;
+  const std::string member = absl::StrCat(*key, ": ", *text);
+  if (arguments_++ == 0) {
+    calls_.push_back({name_, absl::StrCat("{", member)});
+  } else {
+    absl::StrAppend(&calls_.back().arguments, ", ", member);
+  }
+  return true;
+}
+
+void PythonicCallStream::CloseCall() {
+  if (arguments_ == 0) {
+    calls_.push_back({name_, "{}"});
+  } else {
+    calls_.back().arguments.push_back('}');
+  }
+  ++pos_;
+  mode_ = Mode::kAfterCall;
 }
 
 std::optional<nlohmann::ordered_json> ParsePythonLiteral(std::string_view text) {

@@ -13,7 +13,10 @@
 // dict keys that are not strings, and nesting deeper than kMaxJsonNesting.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -24,6 +27,62 @@ namespace headroom::router::openai {
 
 // The calls of a pythonic reply, or nullopt when the reply is not one.
 std::optional<std::vector<ToolCall>> ParsePythonicCalls(std::string_view reply);
+
+// A pythonic reply's calls read as the model writes them (tool_choice "auto", streamed), each
+// argument whole once its value ends, as vLLM's qwen3_coder streams parameters: a call appears
+// once its first keyword argument is read (or at its ')' when it has none), then each further
+// argument is appended, and '}' at the ')'. The arguments so far are json.dumps's text of the dict
+// being built, so a call's pieces joined are what ParsePythonicCalls gives it, but for a keyword
+// given twice (the dict keeps its first place and its last value; the stream sent the first).
+// Stops for good at the list's ']' and at anything the whole parse refuses there.
+class PythonicCallStream {
+ public:
+  // `text`: the reply so far from its start; it only grows.
+  void Read(std::string_view text);
+  [[nodiscard]] const std::vector<ToolCall>& calls() const { return calls_; }
+
+ private:
+  enum class Mode : uint8_t {
+    kStart,      // before the list: whitespace, Llama 4's tag
+    kCall,       // after '[' or a call's ',': a call's name, or ']'
+    kOpen,       // after the name: '('
+    kKeyword,    // after '(' or an argument's ',': a keyword, or ')'
+    kEquals,     // after the keyword: '='
+    kValue,      // the value, up to the ',' or ')' after it
+    kAfterCall,  // after ')': ',' or ']'
+    kStopped,
+  };
+  // Whitespace, comments and line continuations at pos_ (inside the list line breaks are
+  // whitespace); false when the text ends before what follows them shows.
+  bool SkipSpace();
+  // The name at pos_ once it ended (pos_ moves past it); nullopt when the text ends inside it, ""
+  // when none starts there or it is a Python keyword.
+  std::optional<std::string_view> NameAt();
+  // Scans the value from scan_ to the ',' or ')' that ends it; false when the text ends first.
+  bool ScanValue();
+  // The value of source_[value_start_, scan_) read, its argument appended; false when it is not
+  // one Python reads.
+  bool AppendArgument();
+  void CloseCall();
+
+  std::string source_;   // the reply as Python compiles it (line ends made "\n")
+  size_t consumed_ = 0;  // bytes of the reply turned into source_
+  Mode mode_ = Mode::kStart;
+  size_t pos_ = 0;
+  bool tagged_ = false;  // Llama 4's <|python_start|> was read
+  std::string name_;     // the call being read
+  std::string keyword_;  // the argument being read
+  int arguments_ = 0;    // arguments of the call read so far
+  // kValue: where the value starts, how far it was scanned, the brackets open there and the
+  // string it is in (its quote, 0 for none; whether tripled; a backslash just read).
+  size_t value_start_ = 0;
+  size_t scan_ = 0;
+  int depth_ = 0;
+  char quote_ = 0;
+  bool triple_ = false;
+  bool escaped_ = false;
+  std::vector<ToolCall> calls_;
+};
 
 // ast.literal_eval(text) as JSON (tuples as arrays), with the refusals above: the leading spaces
 // and tabs literal_eval strips, then one expression (several separated by commas make a tuple),

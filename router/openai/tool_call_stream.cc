@@ -378,6 +378,10 @@ void ToolCallStreamer::Read(std::string_view text) {
     qwen3_coder_->Read(text);
     return;
   }
+  if (pythonic_.has_value()) {
+    pythonic_->Read(text);
+    return;
+  }
   while (frame_ != Frame::kStopped) {
     if (frame_ == Frame::kSeek) {
       if (!Seek(text)) return;
@@ -418,7 +422,7 @@ std::optional<ToolCallStreamer::Framing> ToolCallStreamer::FramingOf(ToolCallPar
     case ToolCallParser::kMistral:
       return Framing::kMistral;
     case ToolCallParser::kPythonic:
-      return std::nullopt;
+      return Framing::kPythonic;
     case ToolCallParser::kQwen3Coder:
       return Framing::kQwen3Coder;
     case ToolCallParser::kGranite:
@@ -431,6 +435,7 @@ std::optional<ToolCallStreamer::Framing> ToolCallStreamer::FramingOf(ToolCallPar
 
 ToolCallStreamer::ToolCallStreamer(Framing framing, const Json* tools) : framing_(framing) {
   if (framing == Framing::kQwen3Coder) qwen3_coder_.emplace(tools);
+  if (framing == Framing::kPythonic) pythonic_.emplace();
 }
 
 void ToolCallStreamer::StartObject() {
@@ -491,6 +496,7 @@ bool ToolCallStreamer::Seek(std::string_view text) {
       break;
     }
     case Framing::kQwen3Coder:  // read by qwen3_coder_
+    case Framing::kPythonic:    // read by pythonic_
       frame_ = Frame::kStopped;
       return true;
     case Framing::kMistral:

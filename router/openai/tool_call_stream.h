@@ -13,7 +13,8 @@
 //   ToolCallStreamer     the calls of a reply after its content, framed as the parser's family
 //                        writes them (hermes <tool_call> tags, llama3_json objects separated by
 //                        ';', mistral's [TOOL_CALLS] array, Granite's array after its optional
-//                        tags, Qwen3-Coder's XML-like tags through Qwen3CoderCallStream), or as
+//                        tags, Qwen3-Coder's XML-like tags through Qwen3CoderCallStream, the
+//                        pythonic list through PythonicCallStream), or as
 //                        tool_choice "required" has them written (a JSON array of {"name",
 //                        "parameters"}).
 //
@@ -31,6 +32,7 @@
 
 #include "common/json_depth.h"
 #include "nlohmann/json.hpp"
+#include "router/openai/pythonic_calls.h"
 #include "router/openai/qwen3_coder_calls.h"
 #include "router/openai/tools.h"
 
@@ -155,8 +157,8 @@ class ToolCallStreamer {
     kQwen3Coder,  // <tool_call><function=NAME><parameter=KEY>value</parameter>...
     kGranite,     // [<|tool_call|>][<tool_call>] [{...}, {...}]: the whole reply
     kPhi4Mini,    // functools[{...}, {...}]  ("arguments" or "parameters"), one array
+    kPythonic,    // [name(key=value, ...), ...], the whole reply
   };
-  // nullopt for pythonic replies, whose calls come whole in the last event.
   static std::optional<Framing> FramingOf(ToolCallParser parser);
 
   // `tools`: the request's tools, which kQwen3Coder converts values by (they must outlive it).
@@ -170,7 +172,8 @@ class ToolCallStreamer {
   // text StreamableContent held back) and only grows; each call reads only what is new.
   void Read(std::string_view text);
   [[nodiscard]] const std::vector<Call>& calls() const {
-    return qwen3_coder_.has_value() ? qwen3_coder_->calls() : calls_;
+    if (qwen3_coder_.has_value()) return qwen3_coder_->calls();
+    return pythonic_.has_value() ? pythonic_->calls() : calls_;
   }
 
  private:
@@ -189,6 +192,7 @@ class ToolCallStreamer {
   std::optional<ToolCallObjectStream> object_;
   std::vector<Call> calls_;
   std::optional<Qwen3CoderCallStream> qwen3_coder_;  // kQwen3Coder reads with it
+  std::optional<PythonicCallStream> pythonic_;       // kPythonic reads with it
 };
 
 }  // namespace headroom::router::openai
