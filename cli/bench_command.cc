@@ -8,6 +8,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "cli/bench_serve.h"
 #include "cli/exit_codes.h"
 #include "cli/load_format_flag.h"
 #include "cli/parse_flags.h"
@@ -26,7 +27,8 @@ FlagSet MakeBenchFlags() {
                 "Offline throughput: --num-prompts random prompts of --input-len tokens, each "
                 "generating --output-len tokens (EOS ignored), all queued at once, run to "
                 "completion on the CPU backend. Prints requests/s, output and total tokens/s and "
-                "preemptions.");
+                "preemptions. `headroom bench serve --help`: the online benchmark against a "
+                "running router.");
   flags.AddString("model", std::nullopt,
                   "Hugging Face model directory or dummy:<preset> (seeded random weights).");
   flags.AddInt64("num-prompts", 100, "Requests to run.");
@@ -134,6 +136,7 @@ absl::Status Bench(const FlagSet& flags, std::ostream& out) {
 }  // namespace
 
 int RunBenchCommand(absl::Span<const std::string_view> args, std::ostream& out, std::ostream& err) {
+  if (!args.empty() && args[0] == "serve") return RunBenchServe(args.subspan(1), out, err);
   FlagSet flags = MakeBenchFlags();
   if (const std::optional<int> done = ParseFlagsOrExit(flags, args, out, err)) return *done;
   if (absl::Status status = Bench(flags, out); !status.ok()) {

@@ -1333,6 +1333,83 @@ TEST_F(HttpE2eTest, ModelsHealthAndMetricsShowTheCluster) {
   EXPECT_EQ(Json::parse(text.body)["prompt"], "Hi");
 }
 
+// `headroom bench serve` against the real router: every request's prompt is exactly the asked
+// length and it streams exactly the asked tokens (the usage the router reports), every latency it
+// reports is consistent with the per-request numbers it wrote, and nothing failed.
+TEST_F(HttpE2eTest, BenchServeCountsEveryTokenOfEveryRequest) {
+  const std::string result = (std::filesystem::temp_directory_path() /
+                              ("headroom_bench_serve_" + std::to_string(::getpid()) + ".json"))
+                                 .string();
+  ChildProcess bench(
+      "bench", {"serve", "--base-url", "http://127.0.0.1:" + std::to_string(cluster_->http_port),
+                "--api-key", kApiKey, "--num-prompts", "12", "--random-input-len", "20",
+                "--random-output-len", "8", "--ignore-eos", "--max-concurrency", "4",
+                "--request-rate", "100", "--result-json", result});
+  ASSERT_EQ(bench.WaitExit(seconds(60)), 0);
+  std::ifstream file(result);
+  const Json r = Json::parse(file, nullptr, false);
+  std::filesystem::remove(result);
+  ASSERT_TRUE(r.is_object());
+  EXPECT_EQ(r["model_id"], ModelId());
+  EXPECT_EQ(r["completed"], 12);
+  EXPECT_EQ(r["failed"], 0);
+  EXPECT_EQ(r["total_input_tokens"], 12 * 20);
+  EXPECT_EQ(r["total_output_tokens"], 12 * 8);
+  EXPECT_EQ(r["input_lens"], Json(std::vector<int>(12, 20)));
+  EXPECT_EQ(r["output_lens"], Json(std::vector<int>(12, 8)));
+  EXPECT_EQ(r["errors"], Json(std::vector<std::string>(12, "")));
+  EXPECT_EQ(r["max_concurrency"], 4);
+  double ttft_sum = 0;
+  for (size_t i = 0; i < 12; ++i) {
+    const double ttft = r["ttfts"][i].get<double>();
+    EXPECT_GT(ttft, 0.0);
+    EXPECT_LT(ttft, r["duration"].get<double>());
+    ttft_sum += ttft;
+    // At most one gap per token after the first (fewer when a token's text is held back).
+    EXPECT_LE(r["itls"][i].size(), 7u);
+  }
+  EXPECT_NEAR(r["mean_ttft_ms"].get<double>(), ttft_sum / 12 * 1000, 1e-6);
+  EXPECT_LE(r["median_ttft_ms"].get<double>(), r["p99_ttft_ms"].get<double>());
+  EXPECT_NEAR(r["output_throughput"].get<double>(), 96 / r["duration"].get<double>(), 1e-6);
+  EXPECT_NEAR(r["request_throughput"].get<double>(), 12 / r["duration"].get<double>(), 1e-6);
+}
+
+// Requests the router refuses are counted as failures, with the router's reason, and the exit
+// status says so; a bad flag is refused before anything is sent.
+TEST_F(HttpE2eTest, BenchServeReportsRefusedRequestsAndBadFlags) {
+  const std::string url = "http://127.0.0.1:" + std::to_string(cluster_->http_port);
+  const std::string result = (std::filesystem::temp_directory_path() /
+                              ("headroom_bench_refused_" + std::to_string(::getpid()) + ".json"))
+                                 .string();
+  {
+    // 250 prompt tokens + 8 > max_model_len 256.
+    ChildProcess bench("bench", {"serve", "--base-url", url, "--api-key", kApiKey, "--num-prompts",
+                                 "3", "--random-input-len", "250", "--random-output-len", "8",
+                                 "--result-json", result});
+    EXPECT_EQ(bench.WaitExit(seconds(60)), 1);
+    std::ifstream file(result);
+    const Json r = Json::parse(file, nullptr, false);
+    std::filesystem::remove(result);
+    ASSERT_TRUE(r.is_object());
+    EXPECT_EQ(r["completed"], 0);
+    EXPECT_EQ(r["failed"], 3);
+    for (const Json& error : r["errors"]) {
+      EXPECT_TRUE(error.get<std::string>().starts_with("HTTP 400: ")) << error;
+      EXPECT_NE(error.get<std::string>().find("exceeds max_model_len 256"), std::string::npos)
+          << error;
+    }
+  }
+  for (const std::vector<std::string>& flags :
+       std::vector<std::vector<std::string>>{{"--request-rate", "0"},
+                                             {"--random-input-len", "0"},
+                                             {"--base-url", "https://127.0.0.1:1"}}) {
+    std::vector<std::string> args = {"serve", "--api-key", kApiKey};
+    args.insert(args.end(), flags.begin(), flags.end());
+    ChildProcess bench("bench", args);
+    EXPECT_EQ(bench.WaitExit(seconds(20)), 2) << flags[0];
+  }
+}
+
 TEST_F(HttpE2eTest, OfficialOpenAiPythonClientCompletesChatsAndStreams) {
   const std::string source = HEADROOM_SOURCE_DIR;
   const std::string python = VenvPython(source);
