@@ -1,6 +1,7 @@
 #include "worker/service/worker_service.h"
 
 #include <algorithm>
+#include <atomic>
 #include <deque>
 #include <limits>
 #include <optional>
@@ -23,9 +24,11 @@ namespace headroom::worker {
 //   cancelled_: the client went away (or its deadline passed): the request is aborted in the
 //              engine, the queue is dropped, and the stream finishes CANCELLED on the terminal
 //              event the abort produces.
-// Lifetime: gRPC owns the reactor; it deletes itself in OnDone, which gRPC calls after Finish.
-// Finish is only called after the engine's terminal event, so no EngineLoop callback can run
-// after OnDone. Actions (StartWrite, Finish) are the last thing a method does, outside mu_.
+// Lifetime: two owners, gRPC (until OnDone, which it calls after Finish) and the engine (until
+// its terminal event's callback returns); the last to let go deletes the reactor. Finish is only
+// called after the terminal event was queued, but that callback may still be inside Advance()
+// when another thread's Finish leads to OnDone, so OnDone alone must not delete (ASan saw it).
+// Actions (StartWrite, Finish) are the last thing a method does, outside mu_.
 class SubmitReactor final : public grpc::ServerWriteReactor<v1::SubmitResponse> {
  public:
   SubmitReactor(WorkerService* service, EngineLoop* loop, Request request)
@@ -59,28 +62,34 @@ class SubmitReactor final : public grpc::ServerWriteReactor<v1::SubmitResponse> 
     Advance();
   }
 
-  void OnDone() override {
-    WorkerService* service = service_;
-    delete this;
-    service->StreamDone();
-  }
+  void OnDone() override { Release(); }
 
  private:
-  // Engine thread.
+  // Engine thread (or Submit's caller, for a refusal). The terminal event's call is the engine's
+  // last touch: it lets go of the reactor when it returns.
   void OnEngineEvent(const absl::StatusOr<StepToken>& event) {
     if (observer_ != nullptr) Observe(event);
+    const bool last = !event.ok() || event->finish != FinishReason::kNone;
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (!event.ok()) {
-        terminal_ = true;
         status_ = ToGrpcStatus(event.status());
       } else {
         if (!cancelled_) queue_.push_back(*event);
         ++completion_tokens_;
-        if (event->finish != FinishReason::kNone) terminal_ = true;
       }
+      if (last) terminal_ = true;
     }
     Advance();
+    if (last) Release();
+  }
+
+  // One owner lets go; the last one deletes the reactor and tells the service.
+  void Release() {
+    if (owners_.fetch_sub(1) != 1) return;
+    WorkerService* service = service_;
+    delete this;
+    service->StreamDone();
   }
 
   // Engine thread: tells the observer (timing fields are only touched here, so no lock).
@@ -167,6 +176,8 @@ class SubmitReactor final : public grpc::ServerWriteReactor<v1::SubmitResponse> 
   absl::Time last_token_;        // engine thread only
   int32_t observed_tokens_ = 0;  // engine thread only
   int32_t num_preemptions_ = 0;  // engine thread only: as of the last token
+
+  std::atomic<int> owners_{2};  // gRPC and the engine
 
   std::mutex mu_;
   std::deque<StepToken> queue_;  // tokens not yet written
