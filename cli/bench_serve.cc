@@ -10,6 +10,8 @@
 #include <random>
 #include <string>
 #include <thread>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -77,8 +79,7 @@ struct Settings {
 };
 
 struct RequestResult {
-  bool ok = false;
-  std::string error;
+  std::string error;         // empty: it succeeded
   int64_t input_tokens = 0;  // the usage the server reported
   int64_t output_tokens = 0;
   double ttft_s = 0;          // to the first event with text
@@ -222,7 +223,6 @@ RequestResult RunOne(const Settings& s, const std::vector<int32_t>& prompt) {
   } else if (result.error.empty() && first) {
     result.error = "the stream ended without text";
   }
-  result.ok = result.error.empty();
   return result;
 }
 
@@ -262,7 +262,7 @@ Json Summarize(const Settings& s, const std::vector<RequestResult>& results, dou
     output_lens.push_back(r.output_tokens);
     ttfts.push_back(r.ttft_s);
     itls.push_back(r.itl_s);
-    if (!r.ok) continue;
+    if (!r.error.empty()) continue;
     ++completed;
     input_tokens += r.input_tokens;
     output_tokens += r.output_tokens;
@@ -326,11 +326,9 @@ void PrintReport(const Json& r, std::ostream& out) {
         std::tuple{"Time per Output Token (excl. 1st token)", "tpot", "TPOT"},
         std::tuple{"Inter-token Latency", "itl", "ITL"}}) {
     section(title);
-    for (const char* stat : {"mean", "median", "p99"}) {
-      const std::string label = absl::StrCat(stat == std::string("mean")     ? "Mean"
-                                             : stat == std::string("median") ? "Median"
-                                                                             : "P99",
-                                             " ", upper, " (ms):");
+    for (const auto& [stat, shown] :
+         {std::pair{"mean", "Mean"}, std::pair{"median", "Median"}, std::pair{"p99", "P99"}}) {
+      const std::string label = absl::StrCat(shown, " ", upper, " (ms):");
       row(label.c_str(),
           absl::StrFormat("%.2f", r[absl::StrCat(stat, "_", name, "_ms")].get<double>()));
     }
@@ -338,7 +336,7 @@ void PrintReport(const Json& r, std::ostream& out) {
   out << std::string(50, '=') << "\n";
 }
 
-absl::Status BenchServe(const FlagSet& flags, std::ostream& out, bool& all_ok) {
+absl::Status BenchServe(const FlagSet& flags, std::ostream& out) {
   HR_ASSIGN_OR_RETURN(Settings s, ReadSettings(flags));
   if (s.model.empty()) {
     HR_ASSIGN_OR_RETURN(const Json models, Call(s, "GET", "/v1/models"));
@@ -378,13 +376,10 @@ absl::Status BenchServe(const FlagSet& flags, std::ostream& out, bool& all_ok) {
     file << report.dump(1) << "\n";
     if (!file.good()) return absl::UnavailableError(absl::StrCat("cannot write ", *path));
   }
-  all_ok = report["failed"].get<int64_t>() == 0;
-  if (!all_ok) {
-    for (const RequestResult& r : results) {
-      if (r.ok) continue;
-      return absl::AbortedError(absl::StrCat(report["failed"].get<int64_t>(), " of ", s.num_prompts,
-                                             " requests failed; the first: ", r.error));
-    }
+  for (const RequestResult& r : results) {
+    if (r.error.empty()) continue;
+    return absl::AbortedError(absl::StrCat(report["failed"].get<int64_t>(), " of ", s.num_prompts,
+                                           " requests failed; the first: ", r.error));
   }
   return absl::OkStatus();
 }
@@ -394,8 +389,7 @@ absl::Status BenchServe(const FlagSet& flags, std::ostream& out, bool& all_ok) {
 int RunBenchServe(absl::Span<const std::string_view> args, std::ostream& out, std::ostream& err) {
   FlagSet flags = MakeFlags();
   if (const std::optional<int> done = ParseFlagsOrExit(flags, args, out, err)) return *done;
-  bool all_ok = false;
-  if (absl::Status status = BenchServe(flags, out, all_ok); !status.ok()) {
+  if (absl::Status status = BenchServe(flags, out); !status.ok()) {
     err << "error: " << status.message() << "\n";
     return status.code() == absl::StatusCode::kInvalidArgument ? kExitRefused : 1;
   }

@@ -38,7 +38,7 @@ import platform
 import random
 
 import text_mutation
-from router_json import fits, random_value, write_cases
+from router_json import dumps_in_random_style, fits, random_calls, write_cases
 
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "router", "openai",
                    "fixtures", "granite_calls.json")
@@ -133,21 +133,9 @@ REPLIES = [
 
 def generated_replies(rng, count):
     """Valid call arrays of random calls, written with json.dumps' and other spacings."""
-    names = ["get_weather", "search", "send_email", "f", "lookup_2", "x"]
-    keys = ["city", "q", "n", "to", "body", "opts", "tags", "ok"]
     out = []
     for _ in range(count):
-        calls = [{"name": rng.choice(names),
-                  "arguments": {rng.choice(keys): random_value(rng, 1)
-                                for _ in range(rng.randint(0, 4))}}
-                 for _ in range(rng.randint(1, 3))]
-        style = rng.randrange(3)
-        if style == 0:
-            body = json.dumps(calls, ensure_ascii=False)
-        elif style == 1:
-            body = json.dumps(calls, ensure_ascii=False, indent=2)
-        else:
-            body = json.dumps(calls, separators=(",", ":"))
+        body = dumps_in_random_style(rng, random_calls(rng, "arguments"))
         out.append(rng.choice(["", BOT_STRING, BOT_STRING + "\n", " "]) + body +
                    rng.choice(["", "\n", " \n\n"]))
     return out

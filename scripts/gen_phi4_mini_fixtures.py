@@ -39,7 +39,7 @@ import platform
 import random
 
 import text_mutation
-from router_json import STRINGS, fits, random_value, write_cases
+from router_json import STRINGS, dumps_in_random_style, fits, random_calls, write_cases
 
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "router", "openai",
                    "fixtures", "phi4_mini_calls.json")
@@ -147,23 +147,11 @@ REPLIES = [
 
 def generated_replies(rng, count):
     """Valid call arrays of random calls, written with json.dumps' and other spacings."""
-    names = ["get_weather", "search", "send_email", "f", "lookup_2", "x"]
-    keys = ["city", "q", "n", "to", "body", "opts", "tags", "ok"]
     strings = STRINGS + ["x]y", "[z"]  # brackets inside strings
     out = []
     for _ in range(count):
         key = rng.choice(["arguments", "arguments", "parameters"])
-        calls = [{"name": rng.choice(names),
-                  key: {rng.choice(keys): random_value(rng, 1, strings)
-                        for _ in range(rng.randint(0, 4))}}
-                 for _ in range(rng.randint(1, 3))]
-        style = rng.randrange(3)
-        if style == 0:
-            body = json.dumps(calls, ensure_ascii=False)
-        elif style == 1:
-            body = json.dumps(calls, ensure_ascii=False, indent=2)
-        else:
-            body = json.dumps(calls, separators=(",", ":"))
+        body = dumps_in_random_style(rng, random_calls(rng, key, strings))
         out.append(rng.choice(["", "", "Let me check.\n", " "]) + "functools" + body +
                    rng.choice(["", "\n", " done"]))
     return out

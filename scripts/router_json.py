@@ -5,12 +5,13 @@ import json
 import math
 
 STRINGS = ["Paris", "a b", "", "quote \" and \\ back", "line\nbreak", "é☕"]
+CALL_NAMES = ["get_weather", "search", "send_email", "f", "lookup_2", "x"]
+ARGUMENT_KEYS = ["city", "q", "n", "to", "body", "opts", "tags", "ok"]
 
 
 def random_value(rng, depth, strings=STRINGS):
     """A random JSON value for a generated call's arguments: strings, integers, floats, literals,
     and below depth 3 lists and objects of such values."""
-    keys = ["city", "q", "n", "to", "body", "opts", "tags", "ok"]
     kind = rng.randrange(7 if depth < 3 else 5)
     if kind == 0:
         return rng.choice(strings)
@@ -24,8 +25,26 @@ def random_value(rng, depth, strings=STRINGS):
         return rng.randint(0, 9)
     if kind == 5:
         return [random_value(rng, depth + 1, strings) for _ in range(rng.randint(0, 3))]
-    return {rng.choice(keys): random_value(rng, depth + 1, strings)
+    return {rng.choice(ARGUMENT_KEYS): random_value(rng, depth + 1, strings)
             for _ in range(rng.randint(0, 3))}
+
+
+def random_calls(rng, arguments_key, strings=STRINGS):
+    """One to three calls {"name", arguments_key: {...}} with random names and arguments."""
+    return [{"name": rng.choice(CALL_NAMES),
+             arguments_key: {rng.choice(ARGUMENT_KEYS): random_value(rng, 1, strings)
+                             for _ in range(rng.randint(0, 4))}}
+            for _ in range(rng.randint(1, 3))]
+
+
+def dumps_in_random_style(rng, value):
+    """`value` as json.dumps writes it by default, indented, or compact (ASCII only)."""
+    style = rng.randrange(3)
+    if style == 0:
+        return json.dumps(value, ensure_ascii=False)
+    if style == 1:
+        return json.dumps(value, ensure_ascii=False, indent=2)
+    return json.dumps(value, separators=(",", ":"))
 
 
 def fits(value, depth=0):
