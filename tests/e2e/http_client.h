@@ -63,6 +63,21 @@ inline std::string DecodeChunked(const std::string& raw) {
   return out;
 }
 
+// A TCP connection to 127.0.0.1:`port`; -1 when it cannot be made.
+inline int ConnectLoopback(int port) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return -1;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
 // Sends `method path` with `body` to 127.0.0.1:`port`; `extra_headers` are full lines without
 // CRLF ("Authorization: Bearer k"). `raw_request`, when set, is sent verbatim instead.
 inline HttpResponse HttpRequestTo(int port, const std::string& method, const std::string& path,
@@ -71,16 +86,8 @@ inline HttpResponse HttpRequestTo(int port, const std::string& method, const std
                                   int timeout_s = 60,
                                   const std::optional<std::string>& raw_request = std::nullopt) {
   HttpResponse response;
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  const int fd = ConnectLoopback(port);
   if (fd < 0) return response;
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-    close(fd);
-    return response;
-  }
   std::string request;
   if (raw_request.has_value()) {
     request = *raw_request;
@@ -88,8 +95,9 @@ inline HttpResponse HttpRequestTo(int port, const std::string& method, const std
     request = method + " " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n";
     for (const std::string& h : extra_headers) request += h + "\r\n";
     if (!body.empty() || method == "POST") {
-      request += "Content-Type: application/json\r\nContent-Length: " +
-                 std::to_string(body.size()) + "\r\n";
+      request +=
+          "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
+          "\r\n";
     }
     request += "\r\n" + body;
   }
@@ -136,9 +144,42 @@ inline HttpResponse HttpRequestTo(int port, const std::string& method, const std
   }
   const std::string rest = raw.substr(header_end + 4);
   const std::optional<std::string> te = response.Header("transfer-encoding");
-  response.body = te.has_value() && te->find("chunked") != std::string::npos ? DecodeChunked(rest)
-                                                                              : rest;
+  response.body =
+      te.has_value() && te->find("chunked") != std::string::npos ? DecodeChunked(rest) : rest;
   return response;
+}
+
+// Sends a streaming POST of `body` to `path` and closes the connection as soon as the first
+// "data: " event arrived (a client that goes away mid-stream); returns the response's status
+// (0 when none came within `timeout_s`).
+inline int HttpStreamThenHangUp(int port, const std::string& path, const std::string& body,
+                                const std::vector<std::string>& extra_headers = {},
+                                int timeout_s = 60) {
+  const int fd = ConnectLoopback(port);
+  if (fd < 0) return 0;
+  std::string request = "POST " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\n";
+  for (const std::string& h : extra_headers) request += h + "\r\n";
+  request += "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
+             "\r\n\r\n" + body;
+  if (send(fd, request.data(), request.size(), MSG_NOSIGNAL) !=
+      static_cast<ssize_t>(request.size())) {
+    close(fd);
+    return 0;
+  }
+  std::string raw;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
+  char buffer[4096];
+  while (raw.find("data: ") == std::string::npos) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    pollfd p{fd, POLLIN, 0};
+    if (left.count() <= 0 || poll(&p, 1, static_cast<int>(left.count())) <= 0) break;
+    const ssize_t n = recv(fd, buffer, sizeof(buffer), 0);
+    if (n <= 0) break;
+    raw.append(buffer, static_cast<size_t>(n));
+  }
+  close(fd);
+  return raw.size() >= 12 && raw.rfind("HTTP/1.1 ", 0) == 0 ? std::stoi(raw.substr(9, 3)) : 0;
 }
 
 // The value of the Prometheus sample whose line starts with `series` (name and labels) followed
