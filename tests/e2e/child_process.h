@@ -49,9 +49,9 @@ class ChildProcess {
       pid_ = -1;
       return;
     }
-    const std::string line = NextLine(std::chrono::seconds(60));
+    first_line_ = NextLine(std::chrono::seconds(60));
     const std::string prefix = "headroom " + command + " listening on ";
-    if (line.rfind(prefix, 0) == 0) address_ = line.substr(prefix.size());
+    if (first_line_.rfind(prefix, 0) == 0) address_ = first_line_.substr(prefix.size());
   }
 
   ~ChildProcess() {
@@ -67,6 +67,9 @@ class ChildProcess {
 
   // "127.0.0.1:PORT", empty if the process did not come up.
   [[nodiscard]] const std::string& address() const { return address_; }
+
+  // The line the constructor waited for (for a command that prints no ready line, its first).
+  [[nodiscard]] const std::string& first_line() const { return first_line_; }
 
   [[nodiscard]] pid_t pid() const { return pid_; }
 
@@ -111,6 +114,7 @@ class ChildProcess {
  private:
   pid_t pid_ = -1;
   int stdout_fd_ = -1;
+  std::string first_line_;
   std::string address_;
   std::optional<int> exit_status_;
 };

@@ -1,0 +1,213 @@
+#include "cli/bench_workload.h"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "nlohmann/json.hpp"
+
+namespace headroom::cli {
+namespace {
+
+using Json = nlohmann::json;
+
+// Builds only what SampleShareGpt needs from a ShareGPT file: for each conversation (an object
+// in the top-level list), the "value" strings of its first two turns and how many turns it has.
+// Depths count the containers open around an event: 1 inside the list, 2 inside a conversation,
+// 3 inside its "conversations" list, 4 inside a turn.
+class ShareGptReader : public nlohmann::json_sax<Json> {
+ public:
+  std::vector<ShareGptPair> pairs;
+  std::string error;
+
+  bool null() override { return true; }
+  bool boolean(bool) override { return true; }
+  bool number_integer(number_integer_t) override { return true; }
+  bool number_unsigned(number_unsigned_t) override { return true; }
+  bool number_float(number_float_t, const string_t&) override { return true; }
+  bool binary(binary_t&) override { return true; }
+
+  bool string(string_t& value) override {
+    if (depth_ == 4 && in_turns_ && turn_key_ == "value" && turns_ <= 2) {
+      (turns_ == 1 ? prompt_ : completion_) = std::move(value);
+      (turns_ == 1 ? has_prompt_ : has_completion_) = true;
+    }
+    return true;
+  }
+
+  bool key(string_t& name) override {
+    if (depth_ == 2) entry_key_ = name;
+    if (depth_ == 4) turn_key_ = name;
+    return true;
+  }
+
+  bool start_object(std::size_t) override {
+    if (depth_ == 0) return Fail("the file must be a JSON list of conversations, not an object");
+    if (depth_ == 1) {
+      entry_key_.clear();
+      turns_ = 0;
+      has_prompt_ = has_completion_ = false;
+    }
+    if (depth_ == 3 && in_turns_) {
+      ++turns_;
+      turn_key_.clear();
+    }
+    ++depth_;
+    return true;
+  }
+
+  bool end_object() override {
+    --depth_;
+    if (depth_ == 1 && turns_ >= 2 && has_prompt_ && has_completion_) {
+      pairs.push_back({std::move(prompt_), std::move(completion_)});
+    }
+    return true;
+  }
+
+  bool start_array(std::size_t) override {
+    if (depth_ == 2 && entry_key_ == "conversations") in_turns_ = true;
+    ++depth_;
+    return true;
+  }
+
+  bool end_array() override {
+    --depth_;
+    if (depth_ == 2) in_turns_ = false;
+    return true;
+  }
+
+  bool parse_error(std::size_t position, const std::string&,
+                   const nlohmann::detail::exception& e) override {
+    return Fail(absl::StrCat("not JSON at byte ", position, ": ", e.what()));
+  }
+
+ private:
+  bool Fail(std::string message) {
+    error = std::move(message);
+    return false;
+  }
+
+  int depth_ = 0;
+  bool in_turns_ = false;
+  int turns_ = 0;
+  std::string entry_key_, turn_key_;
+  std::string prompt_, completion_;
+  bool has_prompt_ = false, has_completion_ = false;
+};
+
+}  // namespace
+
+absl::StatusOr<std::vector<BenchRequest>> MakeRandomRequests(const RandomDataset& dataset,
+                                                             const ServerTokenizer& tokenizer) {
+  std::mt19937_64 rng(dataset.seed);
+  std::uniform_int_distribution<int> letter('a', 'z');
+  std::uniform_int_distribution<int> word_len(2, 8);
+  std::vector<BenchRequest> requests;
+  for (int64_t p = 0; p < dataset.num_prompts; ++p) {
+    std::string text;
+    std::vector<int32_t> ids;
+    for (int round = 0; static_cast<int64_t>(ids.size()) < dataset.input_len; ++round) {
+      if (round == 8) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "/tokenize gave ", ids.size(), " tokens for ", text.size(),
+            " bytes of words; cannot make a prompt of ", dataset.input_len, " tokens"));
+      }
+      for (int64_t w = 0; w < dataset.input_len; ++w) {
+        if (!text.empty()) text.push_back(' ');
+        for (int c = word_len(rng); c > 0; --c) text.push_back(static_cast<char>(letter(rng)));
+      }
+      HR_ASSIGN_OR_RETURN(ids, tokenizer.tokenize(text, /*add_special_tokens=*/false));
+    }
+    ids.resize(static_cast<size_t>(dataset.input_len));
+    BenchRequest& r = requests.emplace_back();
+    if (dataset.as_text) {
+      HR_ASSIGN_OR_RETURN(r.text, tokenizer.detokenize(ids));
+    }
+    r.ids = std::move(ids);
+    r.prompt_len = dataset.input_len;
+    r.output_len = dataset.output_len;
+  }
+  return requests;
+}
+
+absl::StatusOr<std::vector<ShareGptPair>> LoadShareGpt(const std::string& path) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file) return absl::InvalidArgumentError(absl::StrCat("cannot open ShareGPT file ", path));
+  ShareGptReader reader;
+  if (!Json::sax_parse(file, &reader) || !reader.error.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "ShareGPT file ", path, ": ", reader.error.empty() ? "not JSON" : reader.error));
+  }
+  return std::move(reader.pairs);
+}
+
+absl::StatusOr<std::vector<BenchRequest>> SampleShareGpt(std::vector<ShareGptPair> pairs,
+                                                         const ShareGptSampling& sampling,
+                                                         const ServerTokenizer& tokenizer) {
+  std::mt19937_64 rng(sampling.seed);
+  if (sampling.shuffle) std::shuffle(pairs.begin(), pairs.end(), rng);
+  std::vector<BenchRequest> requests;
+  for (ShareGptPair& pair : pairs) {
+    if (static_cast<int64_t>(requests.size()) >= sampling.num_prompts) break;
+    HR_ASSIGN_OR_RETURN(const std::vector<int32_t> prompt, tokenizer.tokenize(pair.prompt, true));
+    const auto prompt_len = static_cast<int64_t>(prompt.size());
+    int64_t output_len = 0;
+    if (sampling.output_len.has_value()) {
+      output_len = *sampling.output_len;
+    } else {
+      HR_ASSIGN_OR_RETURN(const std::vector<int32_t> reply,
+                          tokenizer.tokenize(pair.completion, true));
+      output_len = static_cast<int64_t>(reply.size());
+      if (output_len < kShareGptMinLen) continue;
+    }
+    if (prompt_len < kShareGptMinLen || prompt_len > kShareGptMaxPromptLen ||
+        prompt_len + output_len > kShareGptMaxTotalLen) {
+      continue;
+    }
+    requests.push_back({.text = std::move(pair.prompt),
+                        .ids = {},
+                        .prompt_len = prompt_len,
+                        .output_len = output_len});
+  }
+  if (requests.empty()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "none of the ", pairs.size(), " conversations of two or more turns has a prompt of ",
+        kShareGptMinLen, " to ", kShareGptMaxPromptLen, " tokens, a reply of at least ",
+        kShareGptMinLen, " and at most ", kShareGptMaxTotalLen, " tokens in all"));
+  }
+  if (sampling.oversample) {
+    std::uniform_int_distribution<size_t> pick(0, requests.size() - 1);  // those that passed
+    while (static_cast<int64_t>(requests.size()) < sampling.num_prompts) {
+      BenchRequest again = requests[pick(rng)];
+      requests.push_back(std::move(again));
+    }
+  }
+  return requests;
+}
+
+std::vector<double> ArrivalOffsets(int64_t n, double rate, double burstiness, uint64_t seed) {
+  std::vector<double> at(static_cast<size_t>(std::max<int64_t>(n, 0)), 0.0);
+  if (at.empty() || std::isinf(rate)) return at;
+  std::mt19937_64 rng(seed);
+  std::gamma_distribution<double> gap(std::isinf(burstiness) ? 1.0 : burstiness,
+                                      std::isinf(burstiness) ? 1.0 : 1.0 / (rate * burstiness));
+  double sum = 0;
+  for (double& t : at) {
+    sum += std::isinf(burstiness) ? 1.0 / rate : gap(rng);
+    t = sum;
+  }
+  // The sum of the gaps drifts from n / rate by a few percent from seed to seed; vLLM scales it
+  // back so that runs of different seeds send at the same average rate.
+  const double scale = static_cast<double>(n) / rate / at.back();
+  for (double& t : at) t *= scale;
+  return at;
+}
+
+}  // namespace headroom::cli

@@ -1,0 +1,270 @@
+// `headroom bench serve` against a real router and two workers (the llama-gqa fixture, byte
+// tokenizer, max_model_len 256): what it counts is what the router reports, on both datasets and
+// both APIs, and bad flags are refused before anything is sent.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "child_process.h"
+#include "fixtures.h"
+#include "http_client.h"
+#include "http_cluster.h"
+#include "nlohmann/json.hpp"
+
+namespace headroom::e2e {
+namespace {
+
+using Json = nlohmann::json;
+using std::chrono::seconds;
+
+std::filesystem::path TempPath(const std::string& name) {
+  return std::filesystem::temp_directory_path() /
+         ("headroom_" + name + "_" + std::to_string(::getpid()) + ".json");
+}
+
+struct BenchRun {
+  std::optional<int> exit_status;
+  std::vector<std::string> stdout_lines;
+  Json result;  // --result-json, or discarded
+};
+
+class BenchServeE2eTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    cluster_ = new Cluster();
+    if (!cluster_->Start(64)) {
+      delete cluster_;
+      cluster_ = nullptr;
+    }
+  }
+  static void TearDownTestSuite() {
+    delete cluster_;
+    cluster_ = nullptr;
+  }
+  void SetUp() override { ASSERT_NE(cluster_, nullptr) << "the cluster did not start"; }
+
+  static std::string Url() { return "http://127.0.0.1:" + std::to_string(cluster_->http_port); }
+
+  // `headroom bench serve FLAGS` against the cluster, with its result file read back.
+  static BenchRun Run(const std::vector<std::string>& flags) {
+    const std::filesystem::path result = TempPath("bench_result");
+    std::vector<std::string> args = {"serve", "--base-url",    Url(),          "--api-key",
+                                     kApiKey, "--result-json", result.string()};
+    args.insert(args.end(), flags.begin(), flags.end());
+    ChildProcess bench("bench", args);
+    BenchRun run;
+    run.exit_status = bench.WaitExit(seconds(60));
+    run.stdout_lines.push_back(bench.first_line());
+    for (std::string line = bench.NextLine(seconds(1)); !line.empty();
+         line = bench.NextLine(seconds(1))) {
+      run.stdout_lines.push_back(line);
+    }
+    std::ifstream file(result);
+    run.result = Json::parse(file, nullptr, false);
+    std::filesystem::remove(result);
+    return run;
+  }
+
+  // The tokens the router's /tokenize counts in `text` (special tokens added, as vLLM counts a
+  // ShareGPT turn).
+  static int64_t Tokens(const std::string& text) {
+    const HttpResponse r = cluster_->Post("/tokenize", Json{{"prompt", text}}.dump());
+    EXPECT_EQ(r.status, 200) << r.body;
+    return Json::parse(r.body)["count"].get<int64_t>();
+  }
+
+  static Cluster* cluster_;
+};
+Cluster* BenchServeE2eTest::cluster_ = nullptr;
+
+bool HasLine(const BenchRun& run, const std::string& start) {
+  for (const std::string& line : run.stdout_lines) {
+    if (line.rfind(start, 0) == 0) return true;
+  }
+  return false;
+}
+
+// Every request's prompt is exactly the asked length and it streams exactly the asked tokens (the
+// usage the router reports), every latency reported is consistent with the per-request numbers
+// written, and nothing failed.
+TEST_F(BenchServeE2eTest, CountsEveryTokenOfEveryRequest) {
+  const BenchRun run =
+      Run({"--num-prompts", "12", "--random-input-len", "20", "--random-output-len", "8",
+           "--ignore-eos", "--max-concurrency", "4", "--request-rate", "100"});
+  ASSERT_EQ(run.exit_status, 0);
+  const Json& r = run.result;
+  ASSERT_TRUE(r.is_object());
+  EXPECT_EQ(r["model_id"], worker::testdata::FixtureDir("llama-gqa").string());
+  EXPECT_EQ(r["completed"], 12);
+  EXPECT_EQ(r["failed"], 0);
+  EXPECT_EQ(r["total_input_tokens"], 12 * 20);
+  EXPECT_EQ(r["total_output_tokens"], 12 * 8);
+  EXPECT_EQ(r["input_lens"], Json(std::vector<int>(12, 20)));
+  EXPECT_EQ(r["output_lens"], Json(std::vector<int>(12, 8)));
+  EXPECT_EQ(r["errors"], Json(std::vector<std::string>(12, "")));
+  EXPECT_EQ(r["max_concurrency"], 4);
+  double ttft_sum = 0;
+  for (size_t i = 0; i < 12; ++i) {
+    const double ttft = r["ttfts"][i].get<double>();
+    EXPECT_GT(ttft, 0.0);
+    EXPECT_LT(ttft, r["duration"].get<double>());
+    ttft_sum += ttft;
+    // At most one gap per token after the first (fewer when a token's text is held back).
+    EXPECT_LE(r["itls"][i].size(), 7u);
+  }
+  EXPECT_NEAR(r["mean_ttft_ms"].get<double>(), ttft_sum / 12 * 1000, 1e-6);
+  EXPECT_LE(r["median_ttft_ms"].get<double>(), r["p99_ttft_ms"].get<double>());
+  EXPECT_NEAR(r["output_throughput"].get<double>(), 96 / r["duration"].get<double>(), 1e-6);
+  EXPECT_NEAR(r["request_throughput"].get<double>(), 12 / r["duration"].get<double>(), 1e-6);
+  EXPECT_TRUE(r["request_goodput"].is_null());
+}
+
+// A ShareGPT file: only the conversations vLLM's filter passes are sent (a prompt over 1024
+// tokens would also be over the workers' max_model_len 256 and fail), each asking for as many
+// tokens as the router counts in its reply; with more prompts than pass, samples repeat, and
+// with --no-oversample the run is shorter and says so.
+TEST_F(BenchServeE2eTest, ShareGptSendsWhatPassesTheFilterAskingForTheRepliesLength) {
+  const std::vector<std::pair<std::string, std::string>> valid = {
+      {"Tell me about the sea.", "The sea is wide and deep."},
+      {"What is two plus two?", "Four, of course."},
+      {"Why is the sky blue?", "Because of scattering."}};
+  Json conversations = Json::array();
+  const auto add = [&](std::vector<std::string> turns) {
+    Json entry = {{"id", conversations.size()}, {"conversations", Json::array()}};
+    for (size_t i = 0; i < turns.size(); ++i) {
+      entry["conversations"].push_back(
+          {{"from", i % 2 == 0 ? "human" : "gpt"}, {"value", turns[i]}});
+    }
+    conversations.push_back(entry);
+  };
+  add({valid[0].first, valid[0].second});
+  add({"Hi", "Hello there, friend."});  // prompt under 4 tokens
+  add({valid[1].first, valid[1].second});
+  add({"Name a color please.", "ok"});                // reply under 4 tokens
+  add({"A question left alone."});                    // one turn
+  add({std::string(1100, 'a'), "Too long to ask."});  // prompt over 1024 tokens
+  add({valid[2].first, valid[2].second, "And why is the sunset red?"});
+  const std::filesystem::path dataset = TempPath("sharegpt");
+  std::ofstream(dataset) << conversations.dump();
+
+  int64_t input_tokens = 0, output_tokens = 0;
+  std::multiset<int64_t> prompt_lens;
+  for (const auto& [prompt, reply] : valid) {
+    input_tokens += Tokens(prompt);
+    output_tokens += Tokens(reply);
+    prompt_lens.insert(Tokens(prompt));
+  }
+  const std::vector<std::string> sharegpt = {
+      "--dataset-name", "sharegpt", "--dataset-path", dataset.string(), "--ignore-eos",
+      "--seed",         "7"};
+  const auto with = [&](std::vector<std::string> more) {
+    more.insert(more.begin(), sharegpt.begin(), sharegpt.end());
+    return more;
+  };
+
+  const BenchRun exact = Run(with({"--num-prompts", "3"}));
+  ASSERT_EQ(exact.exit_status, 0);
+  EXPECT_EQ(exact.result["dataset_name"], "sharegpt");
+  EXPECT_EQ(exact.result["completed"], 3);
+  EXPECT_EQ(exact.result["total_input_tokens"], input_tokens);
+  EXPECT_EQ(exact.result["total_output_tokens"], output_tokens);
+
+  const BenchRun repeated = Run(with({"--num-prompts", "8"}));
+  ASSERT_EQ(repeated.exit_status, 0);
+  EXPECT_EQ(repeated.result["completed"], 8);
+  for (const Json& len : repeated.result["input_lens"]) {
+    EXPECT_EQ(prompt_lens.count(len.get<int64_t>()), 1u) << len;
+  }
+
+  const BenchRun shorter = Run(with({"--num-prompts", "8", "--no-oversample"}));
+  std::filesystem::remove(dataset);
+  ASSERT_EQ(shorter.exit_status, 0);
+  EXPECT_EQ(shorter.result["completed"], 3);
+  EXPECT_EQ(shorter.result["num_prompts"], 3);
+  EXPECT_TRUE(HasLine(shorter, "only 3 ShareGPT conversations pass the filter"));
+}
+
+// --backend openai-chat: the random prompts go as the user's message (the router's chat template
+// adds its own tokens to each, the same for all) and each streams the asked tokens.
+TEST_F(BenchServeE2eTest, ChatBackendStreamsTheAskedTokensForEachMessage) {
+  const BenchRun run = Run({"--backend", "openai-chat", "--num-prompts", "6", "--random-input-len",
+                            "20", "--random-output-len", "8", "--ignore-eos"});
+  ASSERT_EQ(run.exit_status, 0) << (run.result.is_object() ? run.result["errors"].dump() : "");
+  EXPECT_EQ(run.result["endpoint"], "/v1/chat/completions");
+  EXPECT_EQ(run.result["completed"], 6);
+  EXPECT_EQ(run.result["total_output_tokens"], 6 * 8);
+  const int64_t first = run.result["input_lens"][0].get<int64_t>();
+  EXPECT_GT(first, 20);
+  EXPECT_EQ(run.result["input_lens"], Json(std::vector<int64_t>(6, first)));
+}
+
+// --goodput, --percentile-metrics and --metric-percentiles, as vLLM spells them: SLOs no request
+// can miss give goodput = throughput, one every request misses gives 0; the chosen metrics and
+// percentiles are reported and written, the others are not.
+TEST_F(BenchServeE2eTest, GoodputAndChosenPercentilesAreReportedAsVllmNamesThem) {
+  const BenchRun met = Run({"--num-prompts", "5", "--random-input-len", "10", "--random-output-len",
+                            "4", "--goodput", "ttft:600000", "e2el:600000", "--percentile-metrics",
+                            "ttft,e2el", "--metric-percentiles", "50,90"});
+  ASSERT_EQ(met.exit_status, 0);
+  EXPECT_DOUBLE_EQ(met.result["request_goodput"].get<double>(),
+                   met.result["request_throughput"].get<double>());
+  EXPECT_TRUE(met.result.contains("p90_e2el_ms"));
+  EXPECT_TRUE(met.result.contains("p50_ttft_ms"));
+  EXPECT_FALSE(met.result.contains("p99_ttft_ms"));
+  EXPECT_FALSE(met.result.contains("mean_itl_ms"));
+  EXPECT_LE(met.result["p50_e2el_ms"].get<double>(), met.result["p90_e2el_ms"].get<double>());
+  EXPECT_TRUE(HasLine(met, "Request goodput (req/s):"));
+  EXPECT_TRUE(HasLine(met, "P90 E2EL (ms):"));
+  EXPECT_FALSE(HasLine(met, "Mean ITL (ms):"));
+
+  const BenchRun missed = Run({"--num-prompts", "3", "--random-input-len", "10",
+                               "--random-output-len", "4", "--goodput", "ttft:0"});
+  ASSERT_EQ(missed.exit_status, 0);
+  EXPECT_EQ(missed.result["request_goodput"].get<double>(), 0.0);
+}
+
+// Requests the router refuses are counted as failures, with the router's reason, and the exit
+// status says so; a bad flag or dataset is refused (exit 2) before anything is sent.
+TEST_F(BenchServeE2eTest, ReportsRefusedRequestsAndRefusesBadFlags) {
+  // 250 prompt tokens + 8 > max_model_len 256.
+  const BenchRun refused =
+      Run({"--num-prompts", "3", "--random-input-len", "250", "--random-output-len", "8"});
+  EXPECT_EQ(refused.exit_status, 1);
+  ASSERT_TRUE(refused.result.is_object());
+  EXPECT_EQ(refused.result["completed"], 0);
+  EXPECT_EQ(refused.result["failed"], 3);
+  for (const Json& error : refused.result["errors"]) {
+    EXPECT_TRUE(error.get<std::string>().starts_with("HTTP 400: ")) << error;
+    EXPECT_NE(error.get<std::string>().find("exceeds max_model_len 256"), std::string::npos)
+        << error;
+  }
+  const std::filesystem::path not_sharegpt = TempPath("not_sharegpt");
+  std::ofstream(not_sharegpt) << R"({"conversations": []})";
+  for (const std::vector<std::string>& flags : std::vector<std::vector<std::string>>{
+           {"--request-rate", "0"},
+           {"--random-input-len", "0"},
+           {"--base-url", "https://127.0.0.1:1"},
+           {"--burstiness", "0"},
+           {"--dataset-name", "sharegpt"},
+           {"--dataset-name", "sharegpt", "--dataset-path", "/nonexistent/sharegpt.json"},
+           {"--dataset-name", "sharegpt", "--dataset-path", not_sharegpt.string()},
+           {"--dataset-name", "sonnet"},
+           {"--backend", "openai-chat", "--endpoint", "/v1/completions"},
+           {"--goodput", "itl:5"},
+           {"--percentile-metrics", "ttft,latency"}}) {
+    const BenchRun run = Run(flags);
+    EXPECT_EQ(run.exit_status, 2) << flags[0] << " " << flags[1];
+    EXPECT_TRUE(run.result.is_discarded()) << flags[0];  // nothing was run
+  }
+  std::filesystem::remove(not_sharegpt);
+}
+
+}  // namespace
+}  // namespace headroom::e2e
