@@ -25,6 +25,7 @@
 #include "cli/stop_signals.h"
 #include "common/flags.h"
 #include "common/metrics.h"
+#include "common/open_files.h"
 #include "common/status_macros.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/health_check_service_interface.h"
@@ -99,6 +100,10 @@ FlagSet MakeRouterFlags() {
                  "Requests the admission queue holds before refusing with RESOURCE_EXHAUSTED "
                  "(accepts again at 3/4 of it).");
   flags.AddInt64("request-timeout-s", 600, "Deadline of requests whose client sets none.");
+  flags.AddInt64("max-connections", 0,
+                 "Most open HTTP connections; one more is answered 429 (Retry-After) at once. "
+                 "0 = the open-file limit (raised to its hard limit at start) less 256 kept for "
+                 "gRPC and files.");
   flags.AddDouble("prefix-affinity-weight", 1.0,
                   "Placement weighs each leading prompt block a group has cached (by this "
                   "router's placements) as this many free blocks; 0 = place by free blocks only.");
@@ -107,6 +112,43 @@ FlagSet MakeRouterFlags() {
   flags.AddInt64("shutdown-timeout-s", 30,
                  "On SIGTERM/SIGINT, seconds to let open streams finish before cancelling.");
   return flags;
+}
+
+// Descriptors the HTTP server leaves to the rest of the router: gRPC clients and worker channels,
+// the listeners, files.
+constexpr int64_t kReservedDescriptors = 256;
+
+// --max-connections, or what the open-file limit allows (raised to the hard limit first).
+absl::StatusOr<int> HttpMaxConnections(const FlagSet& flags) {
+  const OpenFileLimit limit = RaiseOpenFileLimit();
+  const auto allowed =
+      static_cast<int64_t>(std::min<uint64_t>(limit.soft, INT32_MAX)) - kReservedDescriptors;
+  const int64_t asked = *flags.GetInt64("max-connections");
+  if (asked < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--max-connections must be >= 0 (0: from the open-file limit), got ", asked));
+  }
+  if (asked == 0) {
+    if (allowed < 1) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "the open-file limit is ", limit.soft, " (hard limit ", limit.hard, "), too low to keep ",
+          kReservedDescriptors,
+          " for gRPC and files and still serve HTTP; raise it (ulimit -n, or the container's "
+          "nofile limit)"));
+    }
+    return static_cast<int>(allowed);
+  }
+  if (asked > allowed) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--max-connections ", asked, " needs ", asked + kReservedDescriptors,
+                     " open files with the ", kReservedDescriptors,
+                     " kept for gRPC and files, but the limit "
+                     "is ",
+                     limit.soft, " (hard limit ", limit.hard,
+                     "); raise it (ulimit -n, or the "
+                     "container's nofile limit) or lower --max-connections"));
+  }
+  return static_cast<int>(asked);
 }
 
 // --api-key or --api-key-file ("" = none); both is an error.
@@ -231,6 +273,7 @@ absl::Status Serve(const FlagSet& flags, const sigset_t& stop_signals, std::ostr
     return absl::InvalidArgumentError(
         absl::StrCat("--http-port must be -1 (none) or in [0, 65535], got ", http_port));
   }
+  HR_ASSIGN_OR_RETURN(const int max_connections, HttpMaxConnections(flags));
   HR_ASSIGN_OR_RETURN(const std::string api_key, ApiKey(flags));
   HR_ASSIGN_OR_RETURN(std::optional<router::openai::ChatTemplate> chat_template,
                       ChatTemplate(flags, *tokenizer));
@@ -333,6 +376,7 @@ absl::Status Serve(const FlagSet& flags, const sigset_t& stop_signals, std::ostr
     http_options.host = host;
     http_options.port = static_cast<int>(http_port);
     http_options.error_body = router::HttpFrontend::ErrorBody;
+    http_options.max_connections = max_connections;
     absl::StatusOr<std::unique_ptr<router::http::HttpServer>> started =
         router::http::HttpServer::Start(
             http_options, [&frontend](router::http::HttpRequest request,
@@ -352,6 +396,8 @@ absl::Status Serve(const FlagSet& flags, const sigset_t& stop_signals, std::ostr
       << " (resume at " << max_queue * 3 / 4 << ")\n";
   out << "headroom router listening on " << host << ":" << selected_port << std::endl;
   if (http_server != nullptr) {
+    err << "headroom router: HTTP serves at most " << max_connections
+        << " connections (open-file limit " << CurrentOpenFileLimit().soft << ")\n";
     out << "headroom router HTTP on " << host << ":" << http_server->port() << std::endl;
   }
 

@@ -216,6 +216,14 @@ class Connection : public std::enable_shared_from_this<Connection> {
     ReadRequest();
   }
 
+  // Refuses the connection at once (the server is at max_connections): 429 with Retry-After,
+  // then close, without reading a request.
+  void Refuse(const std::string& message) {
+    beast::error_code ignored;
+    socket_.set_option(tcp::no_delay(true), ignored);
+    WriteError(429, message, {{"Retry-After", "1"}});
+  }
+
   // Writes what `state` has queued, if it is still this connection's response.
   void Flush(const std::shared_ptr<ResponseState>& state) {
     {
@@ -521,14 +529,14 @@ class Connection : public std::enable_shared_from_this<Connection> {
   }
 
   // A server-generated error response, then close.
-  void WriteError(int status, const std::string& message) {
+  void WriteError(int status, const std::string& message, const Headers& extra = {}) {
     stage_ = Stage::kClosing;
     ArmTimer(std::min(options_.idle_timeout, absl::FromChrono(kLingerTime)));
     auto [content_type, body] = server_->shared->ErrorBody(status, message);
     HeadFraming framing;
     framing.content_length = body.size();
     framing.keep_alive = false;
-    error_out_ = BuildHead(status, content_type, {}, framing) + body;
+    error_out_ = BuildHead(status, content_type, extra, framing) + body;
     writing_ = true;
     asio::async_write(socket_, asio::buffer(error_out_),
                       [self = shared_from_this()](beast::error_code ec, size_t) {
@@ -744,14 +752,28 @@ void HttpServer::Impl::Accept() {
       return;
     }
     std::shared_ptr<Connection> connection;
+    std::string refusal;  // non-empty: over max_connections
     {
       std::lock_guard lock(connections_mu);
       if (stopping) return;  // `socket` closes here
+      const int limit = shared->options.max_connections;
+      if (limit > 0 && connections.size() >= static_cast<size_t>(limit)) {
+        refusal =
+            absl::StrCat("the server has ", connections.size(), " open connections, its limit (",
+                         limit, "); retry after 1 s or on another replica");
+      }
+      // A refused connection is registered too, so Stop() closes it while it lingers.
       connection = std::make_shared<Connection>(std::move(socket), this);
       connections.emplace(connection.get(), connection);
     }
     asio::any_io_executor executor = connection->executor();
-    asio::post(executor, [connection = std::move(connection)] { connection->Start(); });
+    if (refusal.empty()) {
+      asio::post(executor, [connection = std::move(connection)] { connection->Start(); });
+    } else {
+      asio::post(executor, [connection = std::move(connection), refusal = std::move(refusal)] {
+        connection->Refuse(refusal);
+      });
+    }
     Accept();
   });
 }
@@ -808,6 +830,10 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(HttpServerOptions 
   }
   if (options.max_header_bytes == 0) {
     return absl::InvalidArgumentError("http max_header_bytes must be positive");
+  }
+  if (options.max_connections < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "http max_connections must be >= 0 (0: no limit), got ", options.max_connections));
   }
   if (handler == nullptr) return absl::InvalidArgumentError("http server needs a handler");
   const std::string host = options.host;

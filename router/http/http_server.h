@@ -12,6 +12,7 @@
 //
 // Server-generated errors (the body from `error_body`, then the connection is closed):
 //   400 malformed request, 413 body over max_body_bytes, 431 headers over max_header_bytes,
+//   429 (Retry-After: 1) for a connection beyond max_connections,
 //   500 "handler did not respond" when the writer is destroyed without a response (or the
 //   handler throws before responding). The server never answers 404 itself.
 //
@@ -107,7 +108,12 @@ struct HttpServerOptions {
   // The time a client has to take the bytes of one write (see the file comment). A client
   // reading at 140 KB/s takes the largest write (8 MiB) in 60 s.
   absl::Duration send_timeout = absl::Seconds(60);
-  // Body of server-generated errors (400 malformed, 413, 431, 500 no response; the server never
+  // Most open connections (0: no limit). A connection beyond it is answered at once, without
+  // reading its request: 429 with Retry-After: 1 and error_body, then closed. Refused
+  // connections count while they close (at most kLingerTime), so a flood of them is refused too.
+  int max_connections = 0;
+  // Body of server-generated errors (400 malformed, 413, 429 over max_connections, 431, 500 no
+  // response; the server never
   // 404s itself). Returns {content_type, body}. Default: text/plain with the message.
   std::function<std::pair<std::string, std::string>(int status, const std::string& message)>
       error_body;

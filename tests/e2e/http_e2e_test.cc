@@ -1224,6 +1224,39 @@ TEST_F(HttpE2eTest, BadInputGetsTheRightStatusAndAMessageNamingTheFieldAndLimit)
   EXPECT_EQ(good.status, 200) << good.body;
 }
 
+// --max-connections: a connection past the limit gets the OpenAI error JSON with 429 and
+// Retry-After at once (not a wait in the kernel's accept queue); a closed connection makes room.
+// A limit the open-file limit cannot hold is refused at start.
+TEST_F(HttpE2eTest, ConnectionsPastMaxConnectionsGet429AtOnce) {
+  const ExtraRouter router = StartRouterOver(*cluster_, {"--max-connections", "2"});
+  ASSERT_NE(router.http_port, 0) << "the router did not start";
+  std::vector<int> idle = {ConnectLoopback(router.http_port), ConnectLoopback(router.http_port)};
+  ASSERT_GE(idle[0], 0);
+  ASSERT_GE(idle[1], 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // both accepted
+  const HttpResponse refused = HttpRequestTo(router.http_port, "GET", "/health", "", {}, 10);
+  EXPECT_EQ(refused.status, 429) << refused.body;
+  EXPECT_EQ(refused.Header("retry-after"), "1");
+  const Json error = Json::parse(refused.body, nullptr, false);
+  ASSERT_TRUE(error.is_object()) << refused.body;
+  EXPECT_NE(error["error"]["message"].get<std::string>().find("2 open connections"),
+            std::string::npos)
+      << refused.body;
+  close(idle[0]);
+  int status = 0;
+  for (int attempt = 0; attempt < 100 && status != 200; ++attempt) {
+    status = HttpRequestTo(router.http_port, "GET", "/health", "", {}, 10).status;
+    if (status != 200) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_EQ(status, 200);
+  close(idle[1]);
+
+  ChildProcess too_many(
+      "router", {"--grpc-port", "0", "--http-port", "0", "--workers", cluster_->worker_a->address(),
+                 "--max-connections", "1000000000"});
+  EXPECT_EQ(too_many.WaitExit(seconds(20)), 2);
+}
+
 TEST_F(HttpE2eTest, ModelsHealthAndMetricsShowTheCluster) {
   const HttpResponse models = cluster_->Get("/v1/models");
   ASSERT_EQ(models.status, 200) << models.body;

@@ -352,6 +352,47 @@ TEST_F(HttpServerTest, ExpectContinueGetsAnInterimResponse) {
   EXPECT_EQ(client.ReadResponse().body, "POST /up? x-test=<none> body=hello");
 }
 
+// Past max_connections a new connection gets 429 with Retry-After and the numbers at once, not a
+// wait in the accept queue; once a connection closes, the next one is served.
+TEST_F(HttpServerTest, ConnectionsPastTheLimitGet429AndRoomIsMadeWhenOneCloses) {
+  HttpServerOptions options;
+  options.max_connections = 3;
+  StartServer(Echo, options);
+  std::vector<std::unique_ptr<Client>> open;
+  for (int i = 0; i < 3; ++i) {
+    open.push_back(std::make_unique<Client>(port()));
+    ASSERT_TRUE(open.back()->Send(Get("/kept")));
+    EXPECT_EQ(open.back()->ReadResponse().head.status, 200);  // and kept alive
+  }
+  Client refused(port());
+  ASSERT_TRUE(refused.connected());
+  ASSERT_TRUE(refused.Send(Get("/refused")));
+  const Response response = refused.ReadResponse();
+  EXPECT_EQ(response.head.status, 429);
+  EXPECT_EQ(response.head.Get("retry-after"), "1");
+  EXPECT_NE(response.body.find("has 3 open connections, its limit (3)"), std::string::npos)
+      << response.body;
+  EXPECT_TRUE(refused.AtEof());
+  refused.Close();
+
+  // The three still work; close one and a new connection is served (the server notices the
+  // close, and the refused connection's own close, asynchronously).
+  ASSERT_TRUE(open[1]->Send(Get("/still")));
+  EXPECT_EQ(open[1]->ReadResponse().head.status, 200);
+  open[0]->Close();
+  int status = 0;
+  for (const auto deadline = std::chrono::steady_clock::now() + kWait;
+       status != 200 && std::chrono::steady_clock::now() < deadline;) {
+    Client next(port());
+    if (next.Send(Get("/next"))) status = next.ReadResponse().head.status;
+    if (status != 200) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_EQ(status, 200);
+
+  options.max_connections = -1;
+  EXPECT_EQ(HttpServer::Start(options, Echo).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
 TEST_F(HttpServerTest, OversizedBodyGets413NamingTheNumbers) {
   std::atomic<int> handled{0};
   HttpServerOptions options;
