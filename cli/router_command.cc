@@ -377,6 +377,9 @@ absl::Status Serve(const FlagSet& flags, const sigset_t& stop_signals, std::ostr
     http_options.port = static_cast<int>(http_port);
     http_options.error_body = router::HttpFrontend::ErrorBody;
     http_options.max_connections = max_connections;
+    http_options.on_refused_connection = [&router_metrics] {
+      router_metrics.OnRefused(router::RefusalReason::kConnections);
+    };
     absl::StatusOr<std::unique_ptr<router::http::HttpServer>> started =
         router::http::HttpServer::Start(
             http_options, [&frontend](router::http::HttpRequest request,

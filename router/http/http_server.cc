@@ -770,6 +770,7 @@ void HttpServer::Impl::Accept() {
     if (refusal.empty()) {
       asio::post(executor, [connection = std::move(connection)] { connection->Start(); });
     } else {
+      if (shared->options.on_refused_connection) shared->options.on_refused_connection();
       asio::post(executor, [connection = std::move(connection), refusal = std::move(refusal)] {
         connection->Refuse(refusal);
       });

@@ -112,6 +112,8 @@ struct HttpServerOptions {
   // reading its request: 429 with Retry-After: 1 and error_body, then closed. Refused
   // connections count while they close (at most kLingerTime), so a flood of them is refused too.
   int max_connections = 0;
+  // Called (on a server thread) for each connection refused that way, e.g. to count it.
+  std::function<void()> on_refused_connection;
   // Body of server-generated errors (400 malformed, 413, 429 over max_connections, 431, 500 no
   // response; the server never
   // 404s itself). Returns {content_type, body}. Default: text/plain with the message.

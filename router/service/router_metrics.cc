@@ -7,9 +7,10 @@
 namespace headroom::router {
 namespace {
 
-constexpr RefusalReason kAllReasons[] = {RefusalReason::kInvalid,   RefusalReason::kUnknownModel,
-                                         RefusalReason::kQueueFull, RefusalReason::kNoGroup,
-                                         RefusalReason::kDeadline,  RefusalReason::kBusy};
+constexpr RefusalReason kAllReasons[] = {RefusalReason::kInvalid,    RefusalReason::kUnknownModel,
+                                         RefusalReason::kQueueFull,  RefusalReason::kNoGroup,
+                                         RefusalReason::kDeadline,   RefusalReason::kBusy,
+                                         RefusalReason::kConnections};
 
 // Placement waits: from immediate (a group has room) to the default request deadline.
 const std::vector<double> kPlacementBounds = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
@@ -38,6 +39,8 @@ const char* RefusalReasonLabel(RefusalReason reason) {
       return "deadline";
     case RefusalReason::kBusy:
       return "busy";
+    case RefusalReason::kConnections:
+      return "connections";
   }
   return "invalid";
 }

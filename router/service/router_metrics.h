@@ -30,6 +30,7 @@ enum class RefusalReason {
   kNoGroup,       // UNAVAILABLE: no group up (or none left to fail over to)
   kDeadline,      // DEADLINE_EXCEEDED while queued
   kBusy,          // RESOURCE_EXHAUSTED: too many calls wait to be parsed or tokenized (HandlerPool)
+  kConnections,   // HTTP 429: a connection past --max-connections (refused before any request)
 };
 const char* RefusalReasonLabel(RefusalReason reason);
 // The reason for a status a request ended with before placement; kInvalid for codes not listed.
