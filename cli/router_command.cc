@@ -100,6 +100,11 @@ FlagSet MakeRouterFlags() {
                  "Requests the admission queue holds before refusing with RESOURCE_EXHAUSTED "
                  "(accepts again at 3/4 of it).");
   flags.AddInt64("request-timeout-s", 600, "Deadline of requests whose client sets none.");
+  flags.AddString("allowed-origins", "[\"*\"]",
+                  "CORS: origins a browser page may call from, a JSON list (vLLM's flag).");
+  flags.AddString("allowed-methods", "[\"*\"]", "CORS: allowed methods, a JSON list.");
+  flags.AddString("allowed-headers", "[\"*\"]", "CORS: allowed request headers, a JSON list.");
+  flags.AddBool("allow-credentials", false, "CORS: allow credentials (cookies) cross-origin.");
   flags.AddInt64("max-connections", 0,
                  "Most open HTTP connections; one more is answered 429 (Retry-After) at once. "
                  "0 = the open-file limit (raised to its hard limit at start) less 256 kept for "
@@ -274,6 +279,14 @@ absl::Status Serve(const FlagSet& flags, const sigset_t& stop_signals, std::ostr
         absl::StrCat("--http-port must be -1 (none) or in [0, 65535], got ", http_port));
   }
   HR_ASSIGN_OR_RETURN(const int max_connections, HttpMaxConnections(flags));
+  router::CorsPolicy cors;
+  HR_ASSIGN_OR_RETURN(cors.origins, router::ParseJsonStringList(
+                                        "allowed-origins", *flags.GetString("allowed-origins")));
+  HR_ASSIGN_OR_RETURN(cors.methods, router::ParseJsonStringList(
+                                        "allowed-methods", *flags.GetString("allowed-methods")));
+  HR_ASSIGN_OR_RETURN(cors.headers, router::ParseJsonStringList(
+                                        "allowed-headers", *flags.GetString("allowed-headers")));
+  cors.credentials = flags.GetBool("allow-credentials");
   HR_ASSIGN_OR_RETURN(const std::string api_key, ApiKey(flags));
   HR_ASSIGN_OR_RETURN(std::optional<router::openai::ChatTemplate> chat_template,
                       ChatTemplate(flags, *tokenizer));
@@ -371,7 +384,8 @@ absl::Status Serve(const FlagSet& flags, const sigset_t& stop_signals, std::ostr
             [&router_metrics](const std::string& model, int32_t n, int64_t max_generation_tokens) {
               router_metrics.OnRequestFinished(model, n, max_generation_tokens);
             },
-        .grpc_load = [&service] { return service.OpenRequests(); }});
+        .grpc_load = [&service] { return service.OpenRequests(); },
+        .cors = cors});
     router::http::HttpServerOptions http_options;
     http_options.host = host;
     http_options.port = static_cast<int>(http_port);

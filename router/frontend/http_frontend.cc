@@ -87,6 +87,15 @@ bool HttpFrontend::Authorized(const http::HttpRequest& request) const {
 }
 
 void HttpFrontend::Handle(http::HttpRequest request, std::shared_ptr<http::ResponseWriter> writer) {
+  // CORS first, as vLLM's middleware wraps its routes: a preflight carries no API key.
+  if (options_.cors.has_value() && request.Header("origin").has_value()) {
+    if (std::optional<CorsPreflight> preflight = CorsPreflightAnswer(*options_.cors, request)) {
+      writer->Respond(preflight->status, "text/plain; charset=utf-8", std::move(preflight->body),
+                      std::move(preflight->headers));
+      return;
+    }
+    writer = WithHeaders(std::move(writer), CorsResponseHeaders(*options_.cors, request));
+  }
   const std::string& path = request.path;
   const bool get = request.method == "GET";
   const bool post = request.method == "POST";

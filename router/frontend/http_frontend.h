@@ -43,6 +43,7 @@
 #include "common/metrics.h"
 #include "grpcpp/grpcpp.h"
 #include "headroom/v1/inference.grpc.pb.h"
+#include "router/frontend/cors.h"
 #include "router/http/http_server.h"
 #include "router/openai/chat_template.h"
 #include "router/openai/openai_protocol.h"
@@ -86,6 +87,9 @@ struct HttpFrontendOptions {
   // gRPC Generate calls the router holds for clients of its own (InferenceService::
   // OpenRequests), added to the HTTP requests in /load. May be empty.
   std::function<int64_t()> grpc_load;
+  // CORS (cors.h): preflights answered, responses to a request with Origin given the policy's
+  // headers; nullopt: no CORS headers at all.
+  std::optional<CorsPolicy> cors;
 };
 
 class HttpFrontend {

@@ -1273,6 +1273,56 @@ TEST_F(HttpE2eTest, ConnectionsPastMaxConnectionsGet429AtOnce) {
   EXPECT_EQ(too_many.WaitExit(seconds(20)), 2);
 }
 
+// CORS as vLLM serves it (its defaults: every origin, method and header): a browser's preflight
+// is answered without the API key, and every answer to a request with Origin, errors and
+// streams included, carries Access-Control-Allow-Origin. A router with listed origins and
+// --allow-credentials refuses other origins' preflights and names the allowed one.
+TEST_F(HttpE2eTest, CorsPreflightsAndHeadersAsVllmsDefaults) {
+  const std::string origin = "Origin: https://app.example";
+  const HttpResponse preflight =
+      HttpRequestTo(cluster_->http_port, "OPTIONS", "/v1/chat/completions", "",
+                    {origin, "Access-Control-Request-Method: POST",
+                     "Access-Control-Request-Headers: authorization, content-type"});
+  EXPECT_EQ(preflight.status, 200) << preflight.body;
+  EXPECT_EQ(preflight.body, "OK");
+  EXPECT_EQ(preflight.Header("access-control-allow-origin"), "*");
+  EXPECT_EQ(preflight.Header("access-control-allow-headers"), "authorization, content-type");
+  EXPECT_NE(preflight.Header("access-control-allow-methods").value_or("").find("POST"),
+            std::string::npos);
+
+  const Json request = {{"prompt", "Hi"}, {"max_tokens", 3}, {"stream", true}};
+  const HttpResponse streamed = HttpRequestTo(cluster_->http_port, "POST", "/v1/completions",
+                                              request.dump(), {kAuth, origin});
+  EXPECT_EQ(streamed.status, 200) << streamed.body;
+  EXPECT_EQ(streamed.Header("access-control-allow-origin"), "*");
+  const HttpResponse unauthorized =
+      HttpRequestTo(cluster_->http_port, "POST", "/v1/completions", request.dump(), {origin});
+  EXPECT_EQ(unauthorized.status, 401);
+  EXPECT_EQ(unauthorized.Header("access-control-allow-origin"), "*");
+  EXPECT_FALSE(cluster_->Get("/v1/models").Header("access-control-allow-origin").has_value());
+
+  const ExtraRouter listed = StartRouterOver(
+      *cluster_, {"--allowed-origins", R"(["https://app.example"])", "--allow-credentials"});
+  ASSERT_NE(listed.http_port, 0) << "the router did not start";
+  const HttpResponse refused =
+      HttpRequestTo(listed.http_port, "OPTIONS", "/v1/completions", "",
+                    {"Origin: https://evil.example", "Access-Control-Request-Method: POST"});
+  EXPECT_EQ(refused.status, 400);
+  EXPECT_EQ(refused.body, "Disallowed CORS origin");
+  const HttpResponse allowed =
+      HttpRequestTo(listed.http_port, "POST", "/v1/completions",
+                    Json{{"prompt", "Hi"}, {"max_tokens", 2}}.dump(), {origin});
+  EXPECT_EQ(allowed.status, 200) << allowed.body;
+  EXPECT_EQ(allowed.Header("access-control-allow-origin"), "https://app.example");
+  EXPECT_EQ(allowed.Header("access-control-allow-credentials"), "true");
+  EXPECT_EQ(allowed.Header("vary"), "Origin");
+
+  ChildProcess bad(
+      "router", {"--grpc-port", "0", "--http-port", "0", "--workers", cluster_->worker_a->address(),
+                 "--allowed-origins", "https://app.example"});
+  EXPECT_EQ(bad.WaitExit(seconds(20)), 2);
+}
+
 TEST_F(HttpE2eTest, ModelsHealthAndMetricsShowTheCluster) {
   const HttpResponse models = cluster_->Get("/v1/models");
   ASSERT_EQ(models.status, 200) << models.body;

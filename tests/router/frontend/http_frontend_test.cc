@@ -107,7 +107,8 @@ class HttpFrontendTest : public ::testing::Test {
         .max_queued_requests = max_queued,
         .on_busy = [this] { ++busy_; },
         .on_request_finished = nullptr,
-        .grpc_load = nullptr});
+        .grpc_load = nullptr,
+        .cors = std::nullopt});
   }
 
   std::unique_ptr<Tokenizer> tokenizer_ = *MakeByteTokenizer(256);
