@@ -784,8 +784,9 @@ TEST_F(HttpE2eTest, ChatWithoutATemplateIs400NamingTheWayOut) {
 // The random fixture model, made to write a call in the parser's format by a guided_regex: the
 // router reads it as a model's decision to call (tool_calls, finish_reason "tool_calls"), whole
 // and streamed.
-void ExpectForcedCallIsRead(int port, Json chat, const std::string& call_regex) {
-  chat["max_tokens"] = 96;
+void ExpectForcedCallIsRead(int port, Json chat, const std::string& call_regex,
+                            int max_tokens = 96) {
+  chat["max_tokens"] = max_tokens;
   chat["guided_regex"] = call_regex;
   for (const bool stream : {false, true}) {
     SCOPED_TRACE(stream ? "streamed" : "whole");
@@ -838,7 +839,8 @@ void ExpectForcedCallIsRead(int port, Json chat, const std::string& call_regex) 
 // tool_choice "auto" (the default with tools) is served only by a router started with
 // --enable-auto-tool-choice --tool-call-parser hermes (vLLM's flags): the shared router refuses it
 // saying so, this one answers (the fixture model writes no call, so the reply is content), and a
-// call it is made to write is read, as is one in Llama's format by a llama3_json router.
+// call it is made to write is read, whole and streamed; so is one in each other parser's format
+// (llama3_json, mistral, pythonic, qwen3_coder, granite, phi4_mini_json) by a router using it.
 TEST_F(HttpE2eTest, AutoToolChoiceNeedsTheParserFlags) {
   const Json chat = {{"messages", {{{"role", "user"}, {"content", "Weather?"}}}},
                      {"max_tokens", 4},
@@ -869,6 +871,29 @@ TEST_F(HttpE2eTest, AutoToolChoiceNeedsTheParserFlags) {
   ExpectForcedCallIsRead(
       llama.http_port, chat,
       R"re(\{"name": "get_weather", "parameters": \{"city": "(Paris|Oslo)"\}\})re");
+  llama.process->Signal(SIGTERM);
+  EXPECT_EQ(llama.process->WaitExit(std::chrono::seconds(20)), 0);
+
+  // Every other parser, each reading a call forced in its family's format.
+  const std::string call_object =
+      R"re(\{"name": "get_weather", "arguments": \{"city": "(Paris|Oslo)"\}\})re";
+  const std::vector<std::pair<std::string, std::string>> formats = {
+      {"mistral", "\\[TOOL_CALLS\\]\\[" + call_object + "\\]"},
+      {"pythonic", R"re(\[get_weather\(city="(Paris|Oslo)"\)\])re"},
+      {"qwen3_coder",
+       "<tool_call>\n<function=get_weather>\n<parameter=city>\n(Paris|Oslo)\n</parameter>\n"
+       "</function>\n</tool_call>"},
+      {"granite", "<tool_call>\\[" + call_object + "\\]"},
+      {"phi4_mini_json", "functools\\[" + call_object + "\\]"}};
+  for (const auto& [parser, call_regex] : formats) {
+    SCOPED_TRACE(parser);
+    const ExtraRouter other =
+        StartRouterOver(*cluster_, {"--enable-auto-tool-choice", "--tool-call-parser", parser});
+    ASSERT_NE(other.http_port, 0) << "the router did not start";
+    ExpectForcedCallIsRead(other.http_port, chat, call_regex, 100);
+    other.process->Signal(SIGTERM);
+    EXPECT_EQ(other.process->WaitExit(std::chrono::seconds(20)), 0);
+  }
 }
 
 // --reasoning-parser qwen3, with a template whose end (a chat_template_kwargs variable) opens or
