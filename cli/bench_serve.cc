@@ -274,8 +274,8 @@ Json RequestBody(const Settings& s, const BenchRequest& request) {
   return body;
 }
 
-// The text a streamed chunk carries: choices[0].text (completions) or choices[0].delta's content
-// or reasoning (chat).
+// Whether a streamed chunk carries text: choices[0].text (completions), or choices[0].delta's
+// content or reasoning (chat).
 bool HasText(const Json& chunk) {
   const Json& choices = chunk.value("choices", Json::array());
   if (choices.empty() || !choices[0].is_object()) return false;

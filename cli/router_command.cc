@@ -144,14 +144,11 @@ absl::StatusOr<int> HttpMaxConnections(const FlagSet& flags) {
     return static_cast<int>(allowed);
   }
   if (asked > allowed) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--max-connections ", asked, " needs ", asked + kReservedDescriptors,
-                     " open files with the ", kReservedDescriptors,
-                     " kept for gRPC and files, but the limit "
-                     "is ",
-                     limit.soft, " (hard limit ", limit.hard,
-                     "); raise it (ulimit -n, or the "
-                     "container's nofile limit) or lower --max-connections"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--max-connections ", asked, " needs ", asked + kReservedDescriptors,
+        " open files with the ", kReservedDescriptors,
+        " kept for gRPC and files, but the limit is ", limit.soft, " (hard limit ", limit.hard,
+        "); raise it (ulimit -n, or the container's nofile limit) or lower --max-connections"));
   }
   return static_cast<int>(asked);
 }

@@ -35,21 +35,8 @@ struct BenchRun {
   Json result;  // --result-json, or discarded
 };
 
-class BenchServeE2eTest : public ::testing::Test {
+class BenchServeE2eTest : public SharedClusterTest<BenchServeE2eTest> {
  protected:
-  static void SetUpTestSuite() {
-    cluster_ = new Cluster();
-    if (!cluster_->Start(64)) {
-      delete cluster_;
-      cluster_ = nullptr;
-    }
-  }
-  static void TearDownTestSuite() {
-    delete cluster_;
-    cluster_ = nullptr;
-  }
-  void SetUp() override { ASSERT_NE(cluster_, nullptr) << "the cluster did not start"; }
-
   static std::string Url() { return "http://127.0.0.1:" + std::to_string(cluster_->http_port); }
 
   // `headroom bench serve FLAGS` against the cluster, with its result file read back.
@@ -79,10 +66,7 @@ class BenchServeE2eTest : public ::testing::Test {
     EXPECT_EQ(r.status, 200) << r.body;
     return Json::parse(r.body)["count"].get<int64_t>();
   }
-
-  static Cluster* cluster_;
 };
-Cluster* BenchServeE2eTest::cluster_ = nullptr;
 
 bool HasLine(const BenchRun& run, const std::string& start) {
   for (const std::string& line : run.stdout_lines) {

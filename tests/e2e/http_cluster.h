@@ -3,6 +3,8 @@
 // with an HTTP port and an API key in front of them.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <chrono>
 #include <memory>
 #include <string>
@@ -77,5 +79,26 @@ inline ExtraRouter StartRouterOver(const Cluster& cluster, const std::vector<std
   if (port != 0 && e2e::GroupsUp(*stub, 2, std::chrono::seconds(10))) router.http_port = port;
   return router;
 }
+
+// A test suite whose tests share one Cluster (workers of 64 KV blocks), started once for the
+// suite; each test fails at SetUp when it did not start. `Suite` gives each suite its own.
+template <typename Suite>
+class SharedClusterTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    cluster_ = new Cluster();
+    if (!cluster_->Start(64)) {
+      delete cluster_;
+      cluster_ = nullptr;
+    }
+  }
+  static void TearDownTestSuite() {
+    delete cluster_;
+    cluster_ = nullptr;
+  }
+  void SetUp() override { ASSERT_NE(cluster_, nullptr) << "the cluster did not start"; }
+
+  static inline Cluster* cluster_ = nullptr;
+};
 
 }  // namespace headroom::e2e

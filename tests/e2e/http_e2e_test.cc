@@ -118,21 +118,8 @@ bool FixturePromptWithNextLogits(std::vector<int32_t>* ids, std::vector<double>*
   return false;
 }
 
-class HttpE2eTest : public ::testing::Test {
+class HttpE2eTest : public SharedClusterTest<HttpE2eTest> {
  protected:
-  static void SetUpTestSuite() {
-    cluster_ = new Cluster();
-    if (!cluster_->Start(64)) {
-      delete cluster_;
-      cluster_ = nullptr;
-    }
-  }
-  static void TearDownTestSuite() {
-    delete cluster_;
-    cluster_ = nullptr;
-  }
-  void SetUp() override { ASSERT_NE(cluster_, nullptr) << "the cluster did not start"; }
-
   // `chat` streamed gives `content` and finish_reason "stop".
   static void ExpectStreamedChatStopsWith(Json chat, const std::string& content) {
     chat["stream"] = true;
@@ -142,10 +129,7 @@ class HttpE2eTest : public ::testing::Test {
     EXPECT_EQ(StreamedText(response, /*chat=*/true, &finish), content);
     EXPECT_EQ(finish, "stop");
   }
-
-  static Cluster* cluster_;
 };
-Cluster* HttpE2eTest::cluster_ = nullptr;
 
 TEST_F(HttpE2eTest, CompletionsStreamingAndNotEqualGrpcGenerate) {
   const std::string expected = GrpcText(*cluster_->stub, "Hello world", 24);
