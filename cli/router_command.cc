@@ -100,6 +100,10 @@ FlagSet MakeRouterFlags() {
                  "Requests the admission queue holds before refusing with RESOURCE_EXHAUSTED "
                  "(accepts again at 3/4 of it).");
   flags.AddInt64("request-timeout-s", 600, "Deadline of requests whose client sets none.");
+  flags.AddInt64("group-silence-timeout-s", 10,
+                 "A worker group that sends no load report for this long is taken as hung or cut "
+                 "off: its requests that have not streamed a token go to another group, the "
+                 "others end UNAVAILABLE instead of waiting for their deadline (0 = never).");
   flags.AddString("allowed-origins", "[\"*\"]",
                   "CORS: origins a browser page may call from, a JSON list (vLLM's flag).");
   flags.AddString("allowed-methods", "[\"*\"]", "CORS: allowed methods, a JSON list.");
@@ -253,6 +257,13 @@ absl::Status Serve(const FlagSet& flags, const sigset_t& stop_signals, std::ostr
     return absl::InvalidArgumentError(
         absl::StrCat("--max-queue-len must be in [2, 2^31), got ", max_queue));
   }
+  const int64_t silence_timeout_s = *flags.GetInt64("group-silence-timeout-s");
+  if (silence_timeout_s != 0 && silence_timeout_s < 3) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--group-silence-timeout-s must be 0 (never) or >= 3 (a group is already out of "
+        "placement after 2 s without a report), got ",
+        silence_timeout_s));
+  }
   const int64_t timeout_s = *flags.GetInt64("request-timeout-s");
   if (timeout_s < 1) {
     return absl::InvalidArgumentError(
@@ -313,6 +324,9 @@ absl::Status Serve(const FlagSet& flags, const sigset_t& stop_signals, std::ostr
   dispatch_options.prefix_affinity_weight = prefix_affinity_weight;
   dispatch_options.admission.high_watermark = static_cast<int32_t>(max_queue);
   dispatch_options.admission.low_watermark = static_cast<int32_t>(max_queue * 3 / 4);
+  dispatch_options.silence_timeout = silence_timeout_s == 0
+                                         ? absl::InfiniteDuration()
+                                         : absl::Seconds(static_cast<double>(silence_timeout_s));
   router::Dispatcher dispatcher(dispatch_options);
   router::GroupMonitor monitor(workers, &dispatcher);
   metrics::Registry registry;

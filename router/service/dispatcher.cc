@@ -235,6 +235,18 @@ void Dispatcher::RecordPlacementLocked(size_t group, Pending& p) {
 std::vector<Dispatcher::Delivery> Dispatcher::PassLocked(absl::Time now) {
   std::vector<Delivery> out;
   table_.ExpireStale(now);
+  for (const size_t g : table_.NewlySilent(now, options_.silence_timeout)) {
+    for (const auto& [id, call] : placed_) {
+      if (call.group == g) {
+        out.push_back({.listener = call.listener,
+                       .id = id,
+                       .placed = false,
+                       .group = g,
+                       .status = absl::OkStatus(),
+                       .group_lost = true});
+      }
+    }
+  }
   for (int64_t id : queue_.Expire(now)) {
     auto it = queued_.find(id);
     if (it == queued_.end()) continue;
@@ -266,7 +278,7 @@ std::vector<Dispatcher::Delivery> Dispatcher::PassLocked(absl::Time now) {
       RecordPlacementLocked(d.group, p);
       table_.loads()[d.group].reserved_blocks += d.demand_blocks;
       table_.Track(id, d.group, d.demand_blocks);
-      placed_.insert(id);
+      placed_[id] = PlacedCall{.group = d.group, .listener = p.listener};
       ++in_flight_;
       out.push_back({p.listener, id, true, d.group, absl::OkStatus()});
     } else {
@@ -296,7 +308,7 @@ std::vector<Dispatcher::Delivery> Dispatcher::PassLocked(absl::Time now) {
     if (placed.outcome == PlacementOutcome::kPlaced) {
       RecordPlacementLocked(placed.group, it->second);
       table_.Track(placed.id, placed.group, placed.demand_blocks);
-      placed_.insert(placed.id);
+      placed_[placed.id] = PlacedCall{.group = placed.group, .listener = it->second.listener};
       ++in_flight_;
       out.push_back({it->second.listener, placed.id, true, placed.group, absl::OkStatus()});
     } else {
@@ -335,7 +347,9 @@ void Dispatcher::Run() {
         if (d.placed) Finished(d.id);  // the request ended meanwhile
         continue;
       }
-      if (d.placed) {
+      if (d.group_lost) {
+        listener->OnGroupLost(d.group, options_.silence_timeout);
+      } else if (d.placed) {
         listener->OnPlaced(d.group);
       } else {
         listener->OnRejected(d.status);

@@ -48,6 +48,12 @@ class PlacementListener {
   virtual void OnPlaced(size_t group) = 0;
   // The request will not run: DEADLINE_EXCEEDED, INVALID_ARGUMENT (never fits), UNAVAILABLE.
   virtual void OnRejected(const absl::Status& status) = 0;
+  // The group it was placed on has sent no load report for `silence` (DispatcherOptions::
+  // silence_timeout): the process is hung or cut off, and the request should give it up.
+  virtual void OnGroupLost(size_t group, absl::Duration silence) {
+    static_cast<void>(group);
+    static_cast<void>(silence);
+  }
 };
 
 struct DispatcherOptions {
@@ -57,6 +63,9 @@ struct DispatcherOptions {
   double prefix_affinity_weight = 1.0;
   // A group whose last report is older than this is down.
   absl::Duration stale_after = absl::Seconds(2);
+  // A group silent this long is taken as hung: each request placed there and not yet finished is
+  // told OnGroupLost, once per silence. Infinite: never.
+  absl::Duration silence_timeout = absl::Seconds(10);
   absl::Duration tick = absl::Milliseconds(50);
 };
 
@@ -137,6 +146,12 @@ class Dispatcher {
     bool placed = false;
     size_t group = 0;
     absl::Status status;
+    bool group_lost = false;  // OnGroupLost(group) instead of a placement decision
+  };
+  // A request sent to a worker whose stream has not ended (Finished).
+  struct PlacedCall {
+    size_t group = 0;
+    std::weak_ptr<PlacementListener> listener;
   };
 
   void Run();
@@ -157,19 +172,19 @@ class Dispatcher {
 
   mutable std::mutex mu_;
   std::condition_variable wake_;
-  bool dirty_ = false;                              // guarded by mu_
-  bool stopping_ = false;                           // guarded by mu_
-  GroupTable table_;                                // guarded by mu_
-  PrefixIndex prefixes_;                            // guarded by mu_
-  AdmissionQueue queue_;                            // guarded by mu_
-  absl::flat_hash_map<int64_t, Pending> queued_;    // guarded by mu_
-  std::deque<int64_t> retries_;                     // guarded by mu_ (ids in failover_)
-  absl::flat_hash_map<int64_t, Pending> failover_;  // guarded by mu_
-  int64_t refused_ = 0;                             // guarded by mu_
-  int32_t in_flight_ = 0;                           // guarded by mu_
-  absl::flat_hash_set<int64_t> placed_;             // guarded by mu_
-  std::function<void(bool)> up_listener_;           // set before Start
-  bool last_any_up_ = false;                        // dispatch thread only
+  bool dirty_ = false;                               // guarded by mu_
+  bool stopping_ = false;                            // guarded by mu_
+  GroupTable table_;                                 // guarded by mu_
+  PrefixIndex prefixes_;                             // guarded by mu_
+  AdmissionQueue queue_;                             // guarded by mu_
+  absl::flat_hash_map<int64_t, Pending> queued_;     // guarded by mu_
+  std::deque<int64_t> retries_;                      // guarded by mu_ (ids in failover_)
+  absl::flat_hash_map<int64_t, Pending> failover_;   // guarded by mu_
+  int64_t refused_ = 0;                              // guarded by mu_
+  int32_t in_flight_ = 0;                            // guarded by mu_
+  absl::flat_hash_map<int64_t, PlacedCall> placed_;  // guarded by mu_
+  std::function<void(bool)> up_listener_;            // set before Start
+  bool last_any_up_ = false;                         // dispatch thread only
   std::thread thread_;
 };
 

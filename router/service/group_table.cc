@@ -21,6 +21,7 @@ GroupChange GroupTable::SetGroups(const std::vector<std::string>& addresses) {
       load.group = address;
       reports_.emplace_back();
       last_report_.push_back(absl::InfinitePast());
+      silence_noticed_.push_back(1);  // a silence starts at a report
       current_.push_back(0);
       listed.push_back(0);
     }
@@ -28,7 +29,8 @@ GroupChange GroupTable::SetGroups(const std::vector<std::string>& addresses) {
     listed[group] = 1;
     if (current_[group] == 0) {
       current_[group] = 1;
-      loads_[group].up = false;  // until its first report
+      loads_[group].up = false;     // until its first report
+      silence_noticed_[group] = 1;  // the silence before it was not watched
       change.added.push_back(group);
     }
   }
@@ -71,6 +73,7 @@ void GroupTable::ApplyReport(size_t group, const v1::LoadReport& report, absl::T
   load.priority_scheduling = report.priority_scheduling();
   reports_[group] = report;
   last_report_[group] = now;
+  silence_noticed_[group] = 0;
   for (auto it = reservations_.begin(); it != reservations_.end();) {
     const Reservation& r = it->second;
     if (r.group == group && r.release_after.has_value() && report.sequence() > *r.release_after) {
@@ -93,6 +96,17 @@ int GroupTable::ExpireStale(absl::Time now) {
     }
   }
   return expired;
+}
+
+std::vector<size_t> GroupTable::NewlySilent(absl::Time now, absl::Duration silence) {
+  std::vector<size_t> out;
+  for (size_t g = 0; g < loads_.size(); ++g) {
+    if (current_[g] != 0 && silence_noticed_[g] == 0 && now - last_report_[g] > silence) {
+      silence_noticed_[g] = 1;
+      out.push_back(g);
+    }
+  }
+  return out;
 }
 
 void GroupTable::Track(int64_t request, size_t group, int64_t blocks) {

@@ -84,6 +84,10 @@ class GroupTable {
   void MarkDown(size_t group);
   // Marks down the up groups whose last report is older than stale_after; returns how many.
   int ExpireStale(absl::Time now);
+  // The current groups whose last report is older than `silence`, each returned once per silence
+  // (a report ends it). A silence starts at a report: a group not heard from since SetGroups
+  // listed it, and a retired one (its watcher stopped), are never returned.
+  std::vector<size_t> NewlySilent(absl::Time now, absl::Duration silence);
 
   // Records a reservation of `blocks` on `group` already added to its reserved_blocks.
   void Track(int64_t request, size_t group, int64_t blocks);
@@ -110,6 +114,7 @@ class GroupTable {
   std::vector<GroupLoad> loads_;
   std::vector<std::optional<v1::LoadReport>> reports_;
   std::vector<absl::Time> last_report_;
+  std::vector<char> silence_noticed_;  // NewlySilent returned the group since its last report
   std::vector<char> current_;  // 1 = listed by the last SetGroups (not vector<bool>: plain bytes)
   absl::flat_hash_map<std::string, size_t> slot_of_;
   absl::flat_hash_map<int64_t, Reservation> reservations_;

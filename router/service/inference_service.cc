@@ -152,6 +152,7 @@ class GenerateReactor final : public grpc::ServerWriteReactor<v1::GenerateRespon
       } else {
         first_placement = tried_.empty();
         group_ = group;
+        lost_after_.reset();
         tried_.insert(group);
         call = std::make_shared<WorkerCall>(shared_from_this(), group);
         v1::SubmitRequest& submit = call->request();
@@ -177,6 +178,19 @@ class GenerateReactor final : public grpc::ServerWriteReactor<v1::GenerateRespon
   void OnRejected(const absl::Status& status) override {
     Refused(RefusalReasonOf(status.code()));
     End(ToGrpc(status));
+  }
+
+  // The group serving this request went silent: give the call up. Its OnWorkerDone then fails
+  // over (no token yet) or ends the request UNAVAILABLE saying why.
+  void OnGroupLost(size_t group, absl::Duration silence) override {
+    std::shared_ptr<WorkerCall> call;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (finish_.has_value() || group != group_ || worker_call_ == nullptr) return;
+      lost_after_ = silence;
+      call = worker_call_;
+    }
+    call->Cancel();
   }
 
   // The service's pool is full: refused before tokenization.
@@ -278,10 +292,15 @@ class GenerateReactor final : public grpc::ServerWriteReactor<v1::GenerateRespon
       } else if (worker_failed && completion_tokens_ == 0 && !cancelled_) {
         failover = true;
       } else if (worker_failed && !cancelled_) {
+        const std::string why =
+            lost_after_.has_value()
+                ? absl::StrCat("it sent no load report for ", absl::FormatDuration(*lost_after_),
+                               ": hung or cut off")
+                : status.error_message();
         end = grpc::Status(
             grpc::StatusCode::UNAVAILABLE,
             absl::StrCat("worker group ", service_->monitor_->address(group), " failed after ",
-                         completion_tokens_, " tokens were streamed (", status.error_message(),
+                         completion_tokens_, " tokens were streamed (", why,
                          "); a partly streamed request is not retried"));
       } else {
         end = status;
@@ -415,8 +434,10 @@ class GenerateReactor final : public grpc::ServerWriteReactor<v1::GenerateRespon
   bool cancelled_ = false;                             // guarded by mu_: client cancelled
   int32_t completion_tokens_ = 0;                      // guarded by mu_
   size_t group_ = 0;                                   // guarded by mu_
-  absl::flat_hash_set<size_t> tried_;                  // guarded by mu_
-  std::shared_ptr<WorkerCall> worker_call_;            // guarded by mu_
+  // Set when the dispatcher found group_ silent and the worker call was cancelled for it.
+  std::optional<absl::Duration> lost_after_;  // guarded by mu_
+  absl::flat_hash_set<size_t> tried_;         // guarded by mu_
+  std::shared_ptr<WorkerCall> worker_call_;   // guarded by mu_
 };
 
 void WorkerCall::OnReadDone(bool ok) {

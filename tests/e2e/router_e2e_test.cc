@@ -277,6 +277,36 @@ TEST_F(RouterE2eTest, KilledWorkerRequestsCompleteOnTheOtherOne) {
   EXPECT_EQ(router_->WaitExit(std::chrono::seconds(20)), 0);
 }
 
+// A worker frozen (SIGSTOP: no reports, no tokens, the connection still open) does not hold its
+// requests until their deadline. Those placed on it in the 2 s before the router saw it go quiet,
+// with no token yet, go to the other group once it has been silent --group-silence-timeout-s,
+// and complete there.
+TEST_F(RouterE2eTest, RequestsOnAFrozenWorkerFailOverAfterTheSilenceTimeout) {
+  StartCluster(20, {"--group-silence-timeout-s", "3"});  // 19 usable blocks: 3 requests each
+  worker_a_->Signal(SIGSTOP);
+  const auto start = std::chrono::steady_clock::now();
+  constexpr int kRequests = 6;  // 5 blocks each: about half are placed on the frozen worker
+  std::vector<Result> results(kRequests);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kRequests; ++i) {
+    threads.emplace_back([&, i] {
+      results[static_cast<size_t>(i)] =
+          Generate(*stub_, Greedy(std::vector<int32_t>(20, 40 + i), 60), 60);
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  const auto elapsed = std::chrono::steady_clock::now() - start;
+  for (const Result& r : results) {
+    EXPECT_TRUE(r.status.ok()) << r.status.error_message();
+    EXPECT_EQ(r.tokens.size(), 60u);
+  }
+  // Some waited for the silence timeout (so they had been placed on the frozen worker), and none
+  // for its 60 s deadline.
+  EXPECT_GE(elapsed, seconds(3));
+  EXPECT_LT(elapsed, seconds(30));
+  worker_a_->Signal(SIGCONT);
+}
+
 TEST_F(RouterE2eTest, BadInputIsInvalidArgumentNamingTheField) {
   StartCluster(64);
   v1::GenerateRequest empty = Greedy({}, 4);
@@ -375,6 +405,41 @@ TEST_F(RouterE2eTest, DnsDiscoveryOfLocalhostFindsTheWorker) {
 
 // dummy:small (vocabulary 32000) behind the byte tokenizer of that size, where id 256 is the
 // special <|bos|>.
+// A worker frozen mid-stream: the stream ends UNAVAILABLE naming the silence a few seconds later,
+// instead of stalling until its deadline. dummy:small (~25 ms a token on one CPU thread) is slow
+// enough that the 400-token stream is still running when the worker is stopped.
+TEST(RouterFrozenWorkerE2eTest, AStreamCutByAFrozenWorkerEndsUnavailableNamingTheSilence) {
+  Child worker("worker",
+               {"--model", "dummy:small", "--port", "0", "--metrics-port", "-1",
+                "--num-gpu-blocks-override", "64", "--max-num-seqs", "2", "--threads", "1"});
+  ASSERT_FALSE(worker.address().empty());
+  Child router("router", {"--grpc-port", "0", "--http-port", "-1", "--workers", worker.address(),
+                          "--byte-tokenizer-vocab", "32000", "--group-silence-timeout-s", "3"});
+  ASSERT_FALSE(router.address().empty());
+  auto stub = v1::Inference::NewStub(
+      grpc::CreateChannel(router.address(), grpc::InsecureChannelCredentials()));
+  ASSERT_TRUE(e2e::GroupsUp(*stub, 1, std::chrono::seconds(30)));
+
+  auto context = Context(120);
+  auto reader = stub->Generate(context.get(), Greedy({1, 2, 3, 4}, 400));
+  v1::GenerateResponse response;
+  ASSERT_TRUE(reader->Read(&response));  // streaming
+  worker.Signal(SIGSTOP);
+  const auto stopped = std::chrono::steady_clock::now();
+  size_t tokens = static_cast<size_t>(response.token_ids_size());
+  while (reader->Read(&response)) tokens += static_cast<size_t>(response.token_ids_size());
+  const grpc::Status status = reader->Finish();
+  const auto waited = std::chrono::steady_clock::now() - stopped;
+  worker.Signal(SIGCONT);
+  EXPECT_LT(tokens, 400u);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAVAILABLE) << status.error_message();
+  EXPECT_NE(status.error_message().find("sent no load report for 3s"), std::string::npos)
+      << status.error_message();
+  // The silence counts from the last report, sent at most 1 s before the stop.
+  EXPECT_GE(waited, seconds(2));
+  EXPECT_LT(waited, seconds(20));
+}
+
 class RouterSpecialTokensE2eTest : public ::testing::Test {
  protected:
   void SetUp() override {

@@ -10,6 +10,8 @@
 #include <mutex>
 #include <optional>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "absl/time/clock.h"
 #include "absl/types/span.h"
@@ -31,6 +33,18 @@ class Listener : public PlacementListener {
     rejected_ = status;
     cv_.notify_all();
   }
+  void OnGroupLost(size_t group, absl::Duration silence) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    lost_.emplace_back(group, silence);
+    cv_.notify_all();
+  }
+  // The OnGroupLost calls so far, after waiting up to `timeout` for at least `count`.
+  std::vector<std::pair<size_t, absl::Duration>> Lost(size_t count,
+                                                      std::chrono::milliseconds timeout) {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait_for(lock, timeout, [&] { return lost_.size() >= count; });
+    return lost_;
+  }
   // The group it was placed on, once decided within `timeout` (nullopt: not placed).
   std::optional<size_t> Placed(std::chrono::milliseconds timeout) {
     std::unique_lock<std::mutex> lock(mu_);
@@ -44,6 +58,7 @@ class Listener : public PlacementListener {
   std::condition_variable cv_;
   std::optional<size_t> placed_;
   std::optional<absl::Status> rejected_;
+  std::vector<std::pair<size_t, absl::Duration>> lost_;
 };
 
 DispatcherOptions Options(std::vector<std::string> groups) {
@@ -100,6 +115,52 @@ TEST(DispatcherSetGroupsTest, QueuedRequestGoesToTheRemainingGroupAndARemovedOne
   EXPECT_EQ(Addresses(state), std::vector<std::string>{"a:1"});
   ASSERT_EQ(state.groups_size(), 1);
   EXPECT_TRUE(state.groups(0).healthy());
+  dispatcher.Stop();
+}
+
+// A group that sends no report for silence_timeout is lost: each request placed there and not
+// finished is told, once per silence; requests on a group that keeps reporting, and finished
+// ones, are not. A report and a new silence tell again.
+TEST(DispatcherSilenceTest, RequestsOnAGroupSilentPastTheTimeoutAreToldOncePerSilence) {
+  DispatcherOptions options = Options({"a:1", "b:2"});
+  options.silence_timeout = absl::Milliseconds(600);
+  Dispatcher dispatcher(options);
+  dispatcher.Start();
+  dispatcher.OnReport(0, Report(1, 100));
+  dispatcher.OnReport(1, Report(1, 2));  // b has no room: the first requests go to a
+  auto on_a = std::make_shared<Listener>();
+  auto finished = std::make_shared<Listener>();
+  ASSERT_TRUE(dispatcher.Submit(1, 64, absl::Now() + absl::Seconds(30), on_a).status.ok());
+  ASSERT_TRUE(dispatcher.Submit(2, 64, absl::Now() + absl::Seconds(30), finished).status.ok());
+  ASSERT_EQ(on_a->Placed(std::chrono::seconds(5)), std::optional<size_t>(0));
+  ASSERT_EQ(finished->Placed(std::chrono::seconds(5)), std::optional<size_t>(0));
+  dispatcher.Finished(2);
+  uint64_t b_sequence = 2;
+  dispatcher.OnReport(1, Report(b_sequence++, 100));
+  auto on_b = std::make_shared<Listener>();
+  ASSERT_TRUE(dispatcher.Submit(3, 64, absl::Now() + absl::Seconds(30), on_b).status.ok());
+  ASSERT_EQ(on_b->Placed(std::chrono::seconds(5)), std::optional<size_t>(1));
+
+  // b keeps reporting every 50 ms; a says nothing.
+  const auto report_b_for = [&](std::chrono::milliseconds span) {
+    for (const auto end = std::chrono::steady_clock::now() + span;
+         std::chrono::steady_clock::now() < end;) {
+      dispatcher.OnReport(1, Report(b_sequence++, 96));
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  };
+  report_b_for(std::chrono::milliseconds(1500));
+  const auto lost = on_a->Lost(1, std::chrono::milliseconds(0));
+  ASSERT_EQ(lost.size(), 1u);
+  EXPECT_EQ(lost[0].first, 0u);
+  EXPECT_EQ(lost[0].second, absl::Milliseconds(600));
+  EXPECT_TRUE(finished->Lost(1, std::chrono::milliseconds(0)).empty());
+  EXPECT_TRUE(on_b->Lost(1, std::chrono::milliseconds(0)).empty());
+
+  dispatcher.OnReport(0, Report(2, 92));  // a speaks again, then falls silent again
+  report_b_for(std::chrono::milliseconds(1500));
+  EXPECT_EQ(on_a->Lost(2, std::chrono::milliseconds(0)).size(), 2u);
+  EXPECT_TRUE(on_b->Lost(1, std::chrono::milliseconds(0)).empty());
   dispatcher.Stop();
 }
 

@@ -23,6 +23,23 @@ TEST(GroupTableTest, ReportMarksUpAndStalenessMarksDown) {
   EXPECT_FALSE(table.load(0).up);
 }
 
+// A silence is noticed once, from a report on; a new report starts a new one. A group never heard
+// from since it was listed, and a retired one, are never silent.
+TEST(GroupTableTest, SilenceIsNoticedOncePerQuietSpellOfAReportingCurrentGroup) {
+  GroupTable table({"a:1", "b:2", "c:3"}, absl::Seconds(2));
+  const absl::Time t0 = absl::Now();
+  const absl::Duration silence = absl::Seconds(10);
+  table.ApplyReport(0, Report(1, 50), t0);
+  table.ApplyReport(2, Report(1, 50), t0);
+  table.SetGroups({"a:1", "b:2"});  // c retired
+  EXPECT_TRUE(table.NewlySilent(t0 + absl::Seconds(9), silence).empty());
+  EXPECT_EQ(table.NewlySilent(t0 + absl::Seconds(11), silence), std::vector<size_t>{0});
+  EXPECT_TRUE(table.NewlySilent(t0 + absl::Seconds(30), silence).empty());  // noticed already
+  table.ApplyReport(0, Report(2, 50), t0 + absl::Seconds(31));
+  EXPECT_TRUE(table.NewlySilent(t0 + absl::Seconds(40), silence).empty());
+  EXPECT_EQ(table.NewlySilent(t0 + absl::Seconds(42), silence), std::vector<size_t>{0});
+}
+
 TEST(GroupTableTest, ReservationGoesAtStreamEnd) {
   GroupTable table({"a:1"}, absl::Seconds(2));
   table.ApplyReport(0, Report(1, 50), absl::Now());
@@ -50,7 +67,6 @@ TEST(GroupTableTest, ReservationGoesAtTheFirstReportNewerThanTheFirstToken) {
   table.Release(1);  // the stream end after that changes nothing
   EXPECT_EQ(table.load(0).reserved_blocks, 0);
 }
-
 
 TEST(GroupTableTest, SetGroupsRetiresAndRevivesStableSlots) {
   GroupTable table({"a:1", "b:2"}, absl::Seconds(2));
