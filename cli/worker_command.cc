@@ -84,6 +84,11 @@ FlagSet MakeWorkerFlags() {
   flags.AddInt64("threads", 0, "CPU threads (0 = all).");
   flags.AddInt64("drain-timeout-s", 30,
                  "On SIGTERM/SIGINT, seconds to let running requests finish before cancelling.");
+  flags.AddInt64("step-stall-timeout-s", 60,
+                 "An engine step running longer is taken as a hung engine (a kernel or a "
+                 "collective that never returns): load reports stop until it ends, so routers "
+                 "stop placing here and give up its requests (0 = never). Raise it above the "
+                 "longest step: a full --max-num-batched-tokens prefill of a big model on CPU.");
   flags.AddInt64("eos-token-id", std::nullopt,
                  "End-of-sequence token (default: config.json's eos_token_id, the first if a "
                  "list; -1 = none). The model's other eos ids (config.json's and "
@@ -352,6 +357,14 @@ absl::Status Serve(const FlagSet& flags, const sigset_t& stop_signals, std::ostr
            "defaults\n";
   }
   const int64_t drain_timeout_s = *flags.GetInt64("drain-timeout-s");
+  const int64_t step_stall_s = *flags.GetInt64("step-stall-timeout-s");
+  if (step_stall_s < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--step-stall-timeout-s must be >= 0 (0: never), got ", step_stall_s));
+  }
+  const absl::Duration step_stall_timeout = step_stall_s == 0
+                                                ? absl::InfiniteDuration()
+                                                : absl::Seconds(static_cast<double>(step_stall_s));
   const int64_t port = *flags.GetInt64("port");
   if (port < 0 || port > 65535) {
     return absl::InvalidArgumentError(absl::StrCat("--port must be in [0, 65535], got ", port));
@@ -382,6 +395,7 @@ absl::Status Serve(const FlagSet& flags, const sigset_t& stop_signals, std::ostr
        .kv_group_windows = worker::KvCacheLayerGroups(setup.config).windows,
        .max_num_batched_tokens = options.max_num_batched_tokens,
        .priority_scheduling = options.scheduling_policy == worker::SchedulingPolicy::kPriority,
+       .step_stall_timeout = step_stall_timeout,
        .observer = &worker_metrics,
        .sampling_defaults = sampling_defaults});
   grpc::EnableDefaultHealthCheckService(true);

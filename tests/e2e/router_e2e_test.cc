@@ -283,6 +283,19 @@ TEST_F(RouterE2eTest, KilledWorkerRequestsCompleteOnTheOtherOne) {
 // and complete there.
 TEST_F(RouterE2eTest, RequestsOnAFrozenWorkerFailOverAfterTheSilenceTimeout) {
   StartCluster(20, {"--group-silence-timeout-s", "3"});  // 19 usable blocks: 3 requests each
+  // Freeze worker a just after a report of it arrived: the router takes 2 s to notice, and the
+  // requests below are placed well within them.
+  const auto sequence_of_a = [this] {
+    const v1::ClusterState state = State();
+    for (const v1::GroupState& g : state.groups()) {
+      if (g.address() == worker_a_->address()) return g.load().sequence();
+    }
+    return uint64_t{0};
+  };
+  const uint64_t before = sequence_of_a();
+  for (int i = 0; i < 300 && sequence_of_a() == before; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
   worker_a_->Signal(SIGSTOP);
   const auto start = std::chrono::steady_clock::now();
   constexpr int kRequests = 6;  // 5 blocks each: about half are placed on the frozen worker
@@ -438,6 +451,36 @@ TEST(RouterFrozenWorkerE2eTest, AStreamCutByAFrozenWorkerEndsUnavailableNamingTh
   // The silence counts from the last report, sent at most 1 s before the stop.
   EXPECT_GE(waited, seconds(2));
   EXPECT_LT(waited, seconds(20));
+}
+
+// A worker whose engine is stuck in a step (its process and gRPC threads still running) stops
+// reporting once the step outlasts --step-stall-timeout-s, so the router gives its requests up as
+// it does a frozen worker's. The "stuck" step here is a real one made long on purpose: one
+// 4000-token prefill of dummy:small on one CPU thread (~12 s), against a 1 s stall timeout.
+TEST(RouterFrozenWorkerE2eTest, AWorkerStuckInAStepStopsReportingAndItsRequestIsGivenUp) {
+  Child worker("worker", {"--model", "dummy:small", "--port", "0", "--metrics-port", "-1",
+                          "--num-gpu-blocks-override", "256", "--max-num-batched-tokens", "4096",
+                          "--max-num-seqs", "2", "--threads", "1", "--step-stall-timeout-s", "1"});
+  ASSERT_FALSE(worker.address().empty());
+  Child router("router", {"--grpc-port", "0", "--http-port", "-1", "--workers", worker.address(),
+                          "--byte-tokenizer-vocab", "32000", "--group-silence-timeout-s", "3"});
+  ASSERT_FALSE(router.address().empty());
+  auto stub = v1::Inference::NewStub(
+      grpc::CreateChannel(router.address(), grpc::InsecureChannelCredentials()));
+  ASSERT_TRUE(e2e::GroupsUp(*stub, 1, std::chrono::seconds(30)));
+
+  const auto start = std::chrono::steady_clock::now();
+  const Result result = Generate(*stub, Greedy(std::vector<int32_t>(4000, 5), 2), 120);
+  const auto waited = std::chrono::steady_clock::now() - start;
+  // No token yet, and no other group to fail over to.
+  EXPECT_EQ(result.status.error_code(), grpc::StatusCode::UNAVAILABLE)
+      << result.status.error_message();
+  EXPECT_TRUE(result.tokens.empty());
+  EXPECT_NE(result.status.error_message().find("no other group can take the request"),
+            std::string::npos)
+      << result.status.error_message();
+  EXPECT_GE(waited, seconds(3));
+  EXPECT_LT(waited, seconds(11));  // before the step itself would have ended
 }
 
 class RouterSpecialTokensE2eTest : public ::testing::Test {

@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 
 namespace headroom::worker {
 
@@ -59,6 +60,11 @@ void EngineLoop::Stop() {
 EngineStats EngineLoop::Stats() const {
   std::lock_guard<std::mutex> lock(mu_);
   return stats_;
+}
+
+absl::Duration EngineLoop::StepRunningFor() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return step_started_.has_value() ? absl::Now() - *step_started_ : absl::ZeroDuration();
 }
 
 kvcache::PrefixCacheDelta EngineLoop::TakePrefixCacheDelta() {
@@ -153,11 +159,16 @@ void EngineLoop::Run() {
       PublishLocked();
       continue;
     }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      step_started_ = absl::Now();
+    }
     absl::StatusOr<std::vector<StepToken>> tokens = engine_->Step();
     {
       // Publish before delivering: whoever sees a request's last token also sees its blocks
       // freed and it gone from the running count.
       std::lock_guard<std::mutex> lock(mu_);
+      step_started_.reset();
       PublishLocked();
     }
     if (!tokens.ok() && engine_->leads_group() &&

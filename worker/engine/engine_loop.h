@@ -20,6 +20,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -59,6 +60,9 @@ class EngineLoop {
 
   // Statistics as of the last step.
   [[nodiscard]] EngineStats Stats() const;
+  // How long the step now running has run (zero between steps): a step that never ends is a
+  // hung engine (a kernel or a collective that does not return).
+  [[nodiscard]] absl::Duration StepRunningFor() const;
   // The prefix cache's changes since the last call, as of the last step (a reset delta, the
   // whole cache, when they outgrew their bound); and the whole cache. For LoadReports.
   [[nodiscard]] kvcache::PrefixCacheDelta TakePrefixCacheDelta();
@@ -91,6 +95,7 @@ class EngineLoop {
   bool stopping_ = false;                     // guarded by mu_
   absl::Status failure_;                      // guarded by mu_; set when the group failed
   EngineStats stats_;                         // guarded by mu_
+  std::optional<absl::Time> step_started_;    // guarded by mu_; set while a step runs
   kvcache::PrefixCacheTracker prefix_cache_;  // guarded by mu_
 
   std::thread thread_;

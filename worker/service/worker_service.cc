@@ -3,12 +3,15 @@
 #include <algorithm>
 #include <atomic>
 #include <deque>
+#include <iostream>
 #include <limits>
 #include <optional>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "common/check.h"
 #include "worker/service/conversions.h"
 
@@ -359,6 +362,19 @@ void LoadPublisher::Run() {
     wake_.wait_for(lock, absl::ToChronoMilliseconds(options_.min_report_interval),
                    [this] { return stopping_; });
     if (stopping_) break;
+    // A step that does not end: say nothing (the prefix-cache changes wait for the next report).
+    if (const absl::Duration step = loop_->StepRunningFor(); step > options_.step_stall_timeout) {
+      if (!stalled_) {
+        std::cerr << "headroom worker: an engine step has run for " << absl::FormatDuration(step)
+                  << ", over --step-stall-timeout-s; load reports stop until it ends\n";
+      }
+      stalled_ = true;
+      continue;
+    }
+    if (stalled_) {
+      std::cerr << "headroom worker: the stalled engine step ended; load reports resume\n";
+      stalled_ = false;
+    }
     // Under mu_ (Subscribe's snapshot and the deltas must not interleave); both calls only copy
     // what the engine loop published after its last step.
     v1::LoadReport report = Poll();

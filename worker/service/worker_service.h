@@ -95,6 +95,10 @@ struct WorkerServiceOptions {
   absl::Duration min_report_interval = absl::Milliseconds(50);
   // ...and a report is sent at least this often.
   absl::Duration max_report_interval = absl::Seconds(1);
+  // A step running longer than this is taken as a hung engine: no report is sent until it ends,
+  // so routers stop placing here and, after their --group-silence-timeout-s, give up the
+  // requests they placed here (docs/worker_service.md). Infinite: never.
+  absl::Duration step_stall_timeout = absl::InfiniteDuration();
   // Told about every Submit's tokens (null: nobody); must outlive the service's streams.
   RequestObserver* observer = nullptr;
   // What a Submit's unset sampling fields take (--generation-config).
@@ -132,8 +136,9 @@ class LoadPublisher {
 
   std::mutex mu_;
   std::condition_variable wake_;
-  bool stopping_ = false;                               // guarded by mu_
-  v1::LoadReport latest_;                               // guarded by mu_
+  bool stopping_ = false;  // guarded by mu_
+  v1::LoadReport latest_;  // guarded by mu_
+  bool stalled_ = false;   // Run's thread only: reports are held back for a stalled step
   absl::flat_hash_set<WatchLoadReactor*> subscribers_;  // guarded by mu_
   std::thread thread_;
 };
