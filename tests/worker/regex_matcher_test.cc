@@ -284,5 +284,36 @@ TEST(RegexMatcherTest, RefusedPatternsSayWhy) {
             "groups nest more than 100 levels deep");
 }
 
+// A pattern's text must be well-formed UTF-8 (RFC 3629). A byte sequence that decodes leniently
+// to a code point no UTF-8 text can spell used to compile into a matcher with nothing to accept
+// (found by fuzz/json_schema_fuzz.cc: `\xFD\x9D\x83\x9F`).
+TEST(RegexMatcherTest, PatternsThatAreNotWellFormedUtf8AreRefused) {
+  for (const std::string& bad : {std::string("\xFD\x9D\x83\x9F"),  // lead byte above 0xF4
+                                 std::string("\xF4\x90\x80\x80"),  // above U+10FFFF
+                                 std::string("\xC0\x80"),          // overlong NUL
+                                 std::string("\xE0\x80\x80"),      // overlong
+                                 std::string("\xED\xA0\x80"),      // a surrogate
+                                 std::string("a\xFF"
+                                             "b"),
+                                 std::string("\xE2\x82")}) {
+    const absl::StatusOr<JsonRegex> regex = CompileGuidedRegex(bad);
+    EXPECT_EQ(regex.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_NE(regex.status().message().find("not valid UTF-8"), std::string::npos)
+        << regex.status();
+  }
+  // Well-formed patterns at the edges of the ranges, each with a text it matches.
+  for (const auto& [pattern, text] : std::vector<std::pair<std::string, std::string>>{
+           {"\xC3\xA9+", "\xC3\xA9\xC3\xA9"},         // U+00E9, repeated
+           {"\xF0\x9F\x98\x80", "\xF0\x9F\x98\x80"},  // U+1F600
+           {"\xF4\x8F\xBF\xBF", "\xF4\x8F\xBF\xBF"},  // U+10FFFF, the last code point
+           {"\xEF\xBF\xBD", "\xEF\xBF\xBD"}}) {       // U+FFFD
+    const absl::StatusOr<JsonRegex> regex = CompileGuidedRegex(pattern);
+    ASSERT_TRUE(regex.ok()) << regex.status();
+    RegexMatcher matcher(&*regex);
+    for (const char c : text) EXPECT_TRUE(matcher.Feed(static_cast<uint8_t>(c))) << pattern;
+    EXPECT_TRUE(matcher.CanEnd()) << pattern;
+  }
+}
+
 }  // namespace
 }  // namespace headroom::worker

@@ -68,11 +68,19 @@ const Set& Dot() {
   return set;
 }
 
-// Decodes UTF-8 (valid: the pattern came from JSON) into code points; false on a bad sequence.
+// Decodes UTF-8 into code points; false on anything but well-formed UTF-8 (RFC 3629: no lead
+// byte above 0xF4, no overlong form, no surrogate, nothing above U+10FFFF). A pattern from JSON
+// is well formed; a code point no UTF-8 text can spell would leave the matcher nothing to accept.
 bool Decode(std::string_view text, std::vector<uint32_t>* out) {
+  static constexpr uint32_t kSmallest[5] = {0, 0, 0x80, 0x800, 0x10000};  // by length
   for (size_t i = 0; i < text.size();) {
     const auto b = static_cast<uint8_t>(text[i]);
-    const int length = b < 0x80 ? 1 : b >= 0xF0 ? 4 : b >= 0xE0 ? 3 : b >= 0xC0 ? 2 : 0;
+    const int length = b < 0x80    ? 1
+                       : b >= 0xF5 ? 0
+                       : b >= 0xF0 ? 4
+                       : b >= 0xE0 ? 3
+                       : b >= 0xC2 ? 2
+                                   : 0;
     if (length == 0 || i + static_cast<size_t>(length) > text.size()) return false;
     uint32_t cp = length == 1 ? b : b & (0x7Fu >> length);
     for (int k = 1; k < length; ++k) {
@@ -80,6 +88,7 @@ bool Decode(std::string_view text, std::vector<uint32_t>* out) {
       if ((c & 0xC0) != 0x80) return false;
       cp = cp << 6 | (c & 0x3Fu);
     }
+    if (cp < kSmallest[length] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
     out->push_back(cp);
     i += static_cast<size_t>(length);
   }
