@@ -416,22 +416,42 @@ TEST_F(RouterE2eTest, DnsDiscoveryOfLocalhostFindsTheWorker) {
   EXPECT_EQ(router_->WaitExit(std::chrono::seconds(20)), 0);
 }
 
-// dummy:small (vocabulary 32000) behind the byte tokenizer of that size, where id 256 is the
-// special <|bos|>.
+// One `headroom worker` of dummy:small (vocabulary 32000; ~25 ms a token on one CPU thread) with
+// `worker_flags`, and a router over it with `router_flags` and the byte tokenizer of that size,
+// where id 256 is the special <|bos|>. `up` once the router sees the worker.
+struct SmallModelCluster {
+  SmallModelCluster(const std::vector<std::string>& worker_flags,
+                    const std::vector<std::string>& router_flags) {
+    std::vector<std::string> w = {
+        "--model", "dummy:small",    "--port", "0",         "--metrics-port",
+        "-1",      "--max-num-seqs", "2",      "--threads", "1"};
+    w.insert(w.end(), worker_flags.begin(), worker_flags.end());
+    worker = std::make_unique<Child>("worker", w);
+    if (worker->address().empty()) return;
+    std::vector<std::string> r = {"--grpc-port", "0", "--http-port", "-1", "--byte-tokenizer-vocab",
+                                  "32000"};
+    r.insert(r.end(), {"--workers", worker->address()});
+    r.insert(r.end(), router_flags.begin(), router_flags.end());
+    router = std::make_unique<Child>("router", r);
+    if (router->address().empty()) return;
+    stub = v1::Inference::NewStub(
+        grpc::CreateChannel(router->address(), grpc::InsecureChannelCredentials()));
+    up = e2e::GroupsUp(*stub, 1, std::chrono::seconds(30));
+  }
+
+  std::unique_ptr<Child> worker, router;
+  std::unique_ptr<v1::Inference::Stub> stub;
+  bool up = false;
+};
+
 // A worker frozen mid-stream: the stream ends UNAVAILABLE naming the silence a few seconds later,
 // instead of stalling until its deadline. dummy:small (~25 ms a token on one CPU thread) is slow
 // enough that the 400-token stream is still running when the worker is stopped.
 TEST(RouterFrozenWorkerE2eTest, AStreamCutByAFrozenWorkerEndsUnavailableNamingTheSilence) {
-  Child worker("worker",
-               {"--model", "dummy:small", "--port", "0", "--metrics-port", "-1",
-                "--num-gpu-blocks-override", "64", "--max-num-seqs", "2", "--threads", "1"});
-  ASSERT_FALSE(worker.address().empty());
-  Child router("router", {"--grpc-port", "0", "--http-port", "-1", "--workers", worker.address(),
-                          "--byte-tokenizer-vocab", "32000", "--group-silence-timeout-s", "3"});
-  ASSERT_FALSE(router.address().empty());
-  auto stub = v1::Inference::NewStub(
-      grpc::CreateChannel(router.address(), grpc::InsecureChannelCredentials()));
-  ASSERT_TRUE(e2e::GroupsUp(*stub, 1, std::chrono::seconds(30)));
+  SmallModelCluster small({"--num-gpu-blocks-override", "64"}, {"--group-silence-timeout-s", "3"});
+  ASSERT_TRUE(small.up) << "the worker or the router did not come up";
+  v1::Inference::Stub* stub = small.stub.get();
+  Child& worker = *small.worker;
 
   auto context = Context(120);
   auto reader = stub->Generate(context.get(), Greedy({1, 2, 3, 4}, 400));
@@ -458,19 +478,14 @@ TEST(RouterFrozenWorkerE2eTest, AStreamCutByAFrozenWorkerEndsUnavailableNamingTh
 // it does a frozen worker's. The "stuck" step here is a real one made long on purpose: one
 // 4000-token prefill of dummy:small on one CPU thread (~12 s), against a 1 s stall timeout.
 TEST(RouterFrozenWorkerE2eTest, AWorkerStuckInAStepStopsReportingAndItsRequestIsGivenUp) {
-  Child worker("worker", {"--model", "dummy:small", "--port", "0", "--metrics-port", "-1",
-                          "--num-gpu-blocks-override", "256", "--max-num-batched-tokens", "4096",
-                          "--max-num-seqs", "2", "--threads", "1", "--step-stall-timeout-s", "1"});
-  ASSERT_FALSE(worker.address().empty());
-  Child router("router", {"--grpc-port", "0", "--http-port", "-1", "--workers", worker.address(),
-                          "--byte-tokenizer-vocab", "32000", "--group-silence-timeout-s", "3"});
-  ASSERT_FALSE(router.address().empty());
-  auto stub = v1::Inference::NewStub(
-      grpc::CreateChannel(router.address(), grpc::InsecureChannelCredentials()));
-  ASSERT_TRUE(e2e::GroupsUp(*stub, 1, std::chrono::seconds(30)));
+  SmallModelCluster small({"--num-gpu-blocks-override", "256", "--max-num-batched-tokens", "4096",
+                           "--step-stall-timeout-s", "1"},
+                          {"--group-silence-timeout-s", "3"});
+  ASSERT_TRUE(small.up) << "the worker or the router did not come up";
+  v1::Inference::Stub& stub = *small.stub;
 
   const auto start = std::chrono::steady_clock::now();
-  const Result result = Generate(*stub, Greedy(std::vector<int32_t>(4000, 5), 2), 120);
+  const Result result = Generate(stub, Greedy(std::vector<int32_t>(4000, 5), 2), 120);
   const auto waited = std::chrono::steady_clock::now() - start;
   // No token yet, and no other group to fail over to.
   EXPECT_EQ(result.status.error_code(), grpc::StatusCode::UNAVAILABLE)
@@ -486,29 +501,23 @@ TEST(RouterFrozenWorkerE2eTest, AWorkerStuckInAStepStopsReportingAndItsRequestIs
 class RouterSpecialTokensE2eTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    worker_ = std::make_unique<Child>(
-        "worker",
-        std::vector<std::string>{"--model", "dummy:small", "--port", "0", "--metrics-port", "-1",
-                                 "--num-gpu-blocks-override", "16", "--block-size", "16",
-                                 "--max-num-seqs", "2", "--max-model-len", "64", "--threads", "1"});
-    ASSERT_FALSE(worker_->address().empty());
-    router_ = std::make_unique<Child>(
-        "router", std::vector<std::string>{"--grpc-port", "0", "--http-port", "-1", "--workers",
-                                           worker_->address(), "--byte-tokenizer-vocab", "32000"});
-    ASSERT_FALSE(router_->address().empty());
-    stub_ = v1::Inference::NewStub(
-        grpc::CreateChannel(router_->address(), grpc::InsecureChannelCredentials()));
-    ASSERT_TRUE(e2e::GroupsUp(*stub_, 1));
+    small_ = std::make_unique<SmallModelCluster>(
+        std::vector<std::string>{"--num-gpu-blocks-override", "16", "--block-size", "16",
+                                 "--max-model-len", "64"},
+        std::vector<std::string>{});
+    ASSERT_TRUE(small_->up) << "the worker or the router did not come up";
+    stub_ = small_->stub.get();
   }
   void TearDown() override {
-    if (router_ == nullptr || router_->address().empty()) return;
-    router_->Signal(SIGTERM);
-    EXPECT_EQ(router_->WaitExit(std::chrono::seconds(20)), 0);
+    if (small_ == nullptr || small_->router == nullptr || small_->router->address().empty()) {
+      return;
+    }
+    small_->router->Signal(SIGTERM);
+    EXPECT_EQ(small_->router->WaitExit(std::chrono::seconds(20)), 0);
   }
 
-  std::unique_ptr<Child> worker_;
-  std::unique_ptr<Child> router_;
-  std::unique_ptr<v1::Inference::Stub> stub_;
+  std::unique_ptr<SmallModelCluster> small_;
+  v1::Inference::Stub* stub_ = nullptr;
 };
 
 // skip_special_tokens: sampling only <|bos|> (allowed_token_ids), the text leaves it out by
