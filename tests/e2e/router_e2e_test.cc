@@ -496,6 +496,26 @@ TEST(RouterFrozenWorkerE2eTest, AWorkerStuckInAStepStopsReportingAndItsRequestIs
       << result.status.error_message();
   EXPECT_GE(waited, seconds(3));
   EXPECT_LT(waited, seconds(11));  // before the step itself would have ended
+
+  // The worker's health says NOT_SERVING while the step runs (a liveness probe would restart it)
+  // and SERVING again once it ended.
+  auto health = grpc::health::v1::Health::NewStub(
+      grpc::CreateChannel(small.worker->address(), grpc::InsecureChannelCredentials()));
+  const auto status_of_worker = [&health] {
+    grpc::health::v1::HealthCheckRequest request;
+    grpc::health::v1::HealthCheckResponse response;
+    auto context = Context(5);
+    return health->Check(context.get(), request, &response).ok()
+               ? response.status()
+               : grpc::health::v1::HealthCheckResponse::UNKNOWN;
+  };
+  EXPECT_EQ(status_of_worker(), grpc::health::v1::HealthCheckResponse::NOT_SERVING);
+  auto serving = status_of_worker();
+  for (int i = 0; i < 600 && serving != grpc::health::v1::HealthCheckResponse::SERVING; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    serving = status_of_worker();
+  }
+  EXPECT_EQ(serving, grpc::health::v1::HealthCheckResponse::SERVING);
 }
 
 class RouterSpecialTokensE2eTest : public ::testing::Test {

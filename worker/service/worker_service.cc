@@ -308,8 +308,13 @@ class WatchLoadReactor final : public grpc::ServerWriteReactor<v1::LoadReport> {
 };
 
 LoadPublisher::LoadPublisher(EngineLoop* loop, v1::LoadReport base,
-                             const WorkerServiceOptions& options, const std::atomic<bool>* draining)
-    : loop_(loop), base_(std::move(base)), options_(options), draining_(draining) {
+                             const WorkerServiceOptions& options, const std::atomic<bool>* draining,
+                             std::function<void(bool stalled)> on_stall)
+    : loop_(loop),
+      base_(std::move(base)),
+      options_(options),
+      draining_(draining),
+      on_stall_(std::move(on_stall)) {
   latest_ = Poll();
   latest_.set_sequence(1);
   thread_ = std::thread([this] { Run(); });
@@ -362,19 +367,26 @@ void LoadPublisher::Run() {
     wake_.wait_for(lock, absl::ToChronoMilliseconds(options_.min_report_interval),
                    [this] { return stopping_; });
     if (stopping_) break;
-    // A step that does not end: say nothing (the prefix-cache changes wait for the next report).
-    if (const absl::Duration step = loop_->StepRunningFor(); step > options_.step_stall_timeout) {
-      if (!stalled_) {
-        std::cerr << "headroom worker: an engine step has run for " << absl::FormatDuration(step)
-                  << ", over --step-stall-timeout-s; load reports stop until it ends\n";
+    // A step that does not end: say nothing (the prefix-cache changes wait for the next report)
+    // and let health say NOT_SERVING. The callback runs unlocked: it takes the service's lock,
+    // which Shutdown holds while it stops this publisher.
+    const absl::Duration step = loop_->StepRunningFor();
+    if (const bool stalled = step > options_.step_stall_timeout; stalled != stalled_) {
+      stalled_ = stalled;
+      std::cerr << (stalled ? absl::StrCat("headroom worker: an engine step has run for ",
+                                           absl::FormatDuration(step),
+                                           ", over --step-stall-timeout-s; load reports stop and "
+                                           "health is NOT_SERVING until it ends\n")
+                            : std::string("headroom worker: the stalled engine step ended; load "
+                                          "reports and health resume\n"));
+      if (on_stall_) {
+        lock.unlock();
+        on_stall_(stalled);
+        lock.lock();
+        if (stopping_) break;
       }
-      stalled_ = true;
-      continue;
     }
-    if (stalled_) {
-      std::cerr << "headroom worker: the stalled engine step ended; load reports resume\n";
-      stalled_ = false;
-    }
+    if (stalled_) continue;
     // Under mu_ (Subscribe's snapshot and the deltas must not interleave); both calls only copy
     // what the engine loop published after its last step.
     v1::LoadReport report = Poll();
@@ -406,7 +418,8 @@ void WorkerService::SetHealthService(grpc::HealthCheckServiceInterface* health) 
 }
 
 void WorkerService::UpdateHealth() {
-  const bool serving = loop_.load() != nullptr && !draining_.load() && !shut_down_.load();
+  const bool serving =
+      loop_.load() != nullptr && !draining_.load() && !shut_down_.load() && !stalled_.load();
   std::lock_guard<std::mutex> lock(mu_);
   if (health_ == nullptr) return;
   health_->SetServingStatus(kWorkerServiceName, serving);
@@ -424,7 +437,11 @@ void WorkerService::SetReady(EngineLoop* loop) {
   base.set_priority_scheduling(options_.priority_scheduling);
   {
     std::lock_guard<std::mutex> lock(mu_);
-    publisher_ = std::make_unique<LoadPublisher>(loop, std::move(base), options_, &draining_);
+    publisher_ = std::make_unique<LoadPublisher>(loop, std::move(base), options_, &draining_,
+                                                 [this](bool stalled) {
+                                                   stalled_.store(stalled);
+                                                   UpdateHealth();
+                                                 });
   }
   loop_.store(loop);
   UpdateHealth();

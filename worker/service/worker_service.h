@@ -18,6 +18,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -110,8 +111,10 @@ class WatchLoadReactor;
 // Polls the engine's statistics and sends reports to every WatchLoad stream.
 class LoadPublisher {
  public:
+  // `on_stall(stalled)` is called on the publisher's thread, with no lock held, when a step
+  // starts or stops outlasting options.step_stall_timeout.
   LoadPublisher(EngineLoop* loop, v1::LoadReport base, const WorkerServiceOptions& options,
-                const std::atomic<bool>* draining);
+                const std::atomic<bool>* draining, std::function<void(bool stalled)> on_stall);
   // Stops (if not yet) and joins.
   ~LoadPublisher();
 
@@ -133,6 +136,7 @@ class LoadPublisher {
   const v1::LoadReport base_;  // model, block_size, max_model_len
   const WorkerServiceOptions options_;
   const std::atomic<bool>* const draining_;
+  const std::function<void(bool stalled)> on_stall_;
 
   std::mutex mu_;
   std::condition_variable wake_;
@@ -186,6 +190,7 @@ class WorkerService final : public v1::Worker::CallbackService {
   std::atomic<EngineLoop*> loop_{nullptr};
   std::atomic<bool> draining_{false};
   std::atomic<bool> shut_down_{false};
+  std::atomic<bool> stalled_{false};  // an engine step outlasts options_.step_stall_timeout
   // Ids for requests that bring none: negative, so they never collide with a router's.
   std::atomic<int64_t> next_local_id_{-1};
 
