@@ -510,6 +510,10 @@ TEST(RouterFrozenWorkerE2eTest, AWorkerStuckInAStepStopsReportingAndItsRequestIs
                : grpc::health::v1::HealthCheckResponse::UNKNOWN;
   };
   EXPECT_EQ(status_of_worker(), grpc::health::v1::HealthCheckResponse::NOT_SERVING);
+#if defined(__SANITIZE_ADDRESS__)
+  // Under AddressSanitizer the step takes minutes; its end is checked in the plain build.
+  return;
+#endif
   auto serving = status_of_worker();
   for (int i = 0; i < 600 && serving != grpc::health::v1::HealthCheckResponse::SERVING; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
