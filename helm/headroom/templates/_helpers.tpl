@@ -117,6 +117,7 @@ app.kubernetes.io/component: {{ .component }}
 {{- $args := list "worker" "--model" (include "headroom.modelArg" .) -}}
 {{- $args = concat $args (fromYamlArray (include "headroom.engineArgs" .)) -}}
 {{- $args = concat $args (list "--port" (toString .Values.ports.worker) "--metrics-port" (toString .Values.ports.workerMetrics) "--drain-timeout-s" (toString (int .Values.group.drainTimeoutS))) -}}
+{{- $args = concat $args (list "--step-stall-timeout-s" (toString (int .Values.group.stepStallTimeoutS))) -}}
 {{- $args = concat $args .Values.group.extraArgs -}}
 {{- toYaml $args -}}
 {{- end -}}
@@ -154,6 +155,14 @@ app.kubernetes.io/component: {{ .component }}
 {{- end -}}
 {{- $args = concat $args (list "--shutdown-timeout-s" (toString (int .Values.router.shutdownTimeoutS))) -}}
 {{- $args = concat $args (list "--prefix-affinity-weight" (toString .Values.router.prefixAffinityWeight)) -}}
+{{- $silence := int .Values.router.groupSilenceTimeoutS -}}
+{{- if and (gt $silence 0) (lt $silence 3) -}}
+{{- fail (printf "router.groupSilenceTimeoutS (%d) must be 0 (never) or at least 3: a group is out of placement after 2 s without a report" $silence) -}}
+{{- end -}}
+{{- $args = concat $args (list "--group-silence-timeout-s" (toString $silence)) -}}
+{{- if .Values.router.maxConnections -}}
+{{- $args = concat $args (list "--max-connections" (toString (int .Values.router.maxConnections))) -}}
+{{- end -}}
 {{- $args = concat $args .Values.router.extraArgs -}}
 {{- toYaml $args -}}
 {{- end -}}

@@ -331,6 +331,21 @@ def main():
         assert arg_value(a, "--prefix-affinity-weight") == "3"
 
     @test
+    def hang_and_connection_limits_pass_through():
+        router = container(one(ci("tp1-values.yaml"), "Deployment"), "router")["args"]
+        assert arg_value(router, "--group-silence-timeout-s") == "10"
+        assert "--max-connections" not in router, "0 leaves the router's own default"
+        docs = render(sets=["router.groupSilenceTimeoutS=0", "router.maxConnections=5000",
+                            "group.stepStallTimeoutS=300"])
+        router = container(one(docs, "Deployment"), "router")["args"]
+        assert arg_value(router, "--group-silence-timeout-s") == "0"
+        assert arg_value(router, "--max-connections") == "5000"
+        worker = container(one(docs, "StatefulSet"), "worker")["args"]
+        assert arg_value(worker, "--step-stall-timeout-s") == "300"
+        p = render(sets=["router.groupSilenceTimeoutS=2"], check=False)
+        assert p.returncode != 0 and "groupSilenceTimeoutS" in p.stderr, p.stderr
+
+    @test
     def router_grace_period_below_shutdown_is_refused():
         p = render(sets=["router.shutdownTimeoutS=600", "router.terminationGracePeriodSeconds=300"], check=False)
         assert p.returncode != 0 and "shutdownTimeoutS" in p.stderr, p.stderr
