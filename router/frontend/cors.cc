@@ -1,13 +1,13 @@
 #include "router/frontend/cors.h"
 
 #include <algorithm>
-#include <cctype>
 #include <set>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
@@ -26,17 +26,6 @@ constexpr char kMaxAgeSeconds[] = "600";
 
 bool Contains(const std::vector<std::string>& list, const std::string& value) {
   return std::find(list.begin(), list.end(), value) != list.end();
-}
-
-std::string Lower(std::string text) {
-  for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return text;
-}
-
-std::string Trim(const std::string& text) {
-  const size_t first = text.find_first_not_of(" \t");
-  if (first == std::string::npos) return "";
-  return text.substr(first, text.find_last_not_of(" \t") - first + 1);
 }
 
 bool AllOrigins(const CorsPolicy& p) { return Contains(p.origins, "*"); }
@@ -117,10 +106,11 @@ std::optional<CorsPreflight> CorsPreflightAnswer(const CorsPolicy& policy,
     answer.headers.emplace_back("Access-Control-Allow-Headers", *asked);  // mirrored
   } else if (asked.has_value()) {
     std::set<std::string> allowed_lower;
-    for (const std::string& h : allowed) allowed_lower.insert(Lower(h));
+    for (const std::string& h : allowed) allowed_lower.insert(absl::AsciiStrToLower(h));
     const std::vector<std::string> names = absl::StrSplit(*asked, ',');
     for (const std::string& h : names) {
-      if (allowed_lower.count(Trim(Lower(h))) == 0) {
+      if (allowed_lower.count(absl::AsciiStrToLower(std::string(absl::StripAsciiWhitespace(h)))) ==
+          0) {
         failures.emplace_back("headers");
         break;
       }

@@ -238,19 +238,14 @@ std::vector<Dispatcher::Delivery> Dispatcher::PassLocked(absl::Time now) {
   for (const size_t g : table_.NewlySilent(now, options_.silence_timeout)) {
     for (const auto& [id, call] : placed_) {
       if (call.group == g) {
-        out.push_back({.listener = call.listener,
-                       .id = id,
-                       .placed = false,
-                       .group = g,
-                       .status = absl::OkStatus(),
-                       .group_lost = true});
+        out.push_back({call.listener, id, Delivery::Kind::kGroupLost, g, absl::OkStatus()});
       }
     }
   }
   for (int64_t id : queue_.Expire(now)) {
     auto it = queued_.find(id);
     if (it == queued_.end()) continue;
-    out.push_back({it->second.listener, id, false, 0,
+    out.push_back({it->second.listener, id, Delivery::Kind::kRejected, 0,
                    absl::DeadlineExceededError(
                        "the request's deadline passed while it waited for a worker group")});
     queued_.erase(it);
@@ -260,7 +255,7 @@ std::vector<Dispatcher::Delivery> Dispatcher::PassLocked(absl::Time now) {
     const int64_t id = *it;
     Pending& p = failover_[id];
     if (p.deadline <= now) {
-      out.push_back({p.listener, id, false, 0,
+      out.push_back({p.listener, id, Delivery::Kind::kRejected, 0,
                      absl::DeadlineExceededError(
                          "the request's deadline passed while it waited for another group")});
       failover_.erase(id);
@@ -280,9 +275,9 @@ std::vector<Dispatcher::Delivery> Dispatcher::PassLocked(absl::Time now) {
       table_.Track(id, d.group, d.demand_blocks);
       placed_[id] = PlacedCall{.group = d.group, .listener = p.listener};
       ++in_flight_;
-      out.push_back({p.listener, id, true, d.group, absl::OkStatus()});
+      out.push_back({p.listener, id, Delivery::Kind::kPlaced, d.group, absl::OkStatus()});
     } else {
-      out.push_back({p.listener, id, false, 0,
+      out.push_back({p.listener, id, Delivery::Kind::kRejected, 0,
                      absl::UnavailableError(absl::StrCat(
                          "the worker group failed before the first token and no other group "
                          "can take the request (tried ",
@@ -310,14 +305,15 @@ std::vector<Dispatcher::Delivery> Dispatcher::PassLocked(absl::Time now) {
       table_.Track(placed.id, placed.group, placed.demand_blocks);
       placed_[placed.id] = PlacedCall{.group = placed.group, .listener = it->second.listener};
       ++in_flight_;
-      out.push_back({it->second.listener, placed.id, true, placed.group, absl::OkStatus()});
+      out.push_back({it->second.listener, placed.id, Delivery::Kind::kPlaced, placed.group,
+                     absl::OkStatus()});
     } else {
       const Pending& p = it->second;
       const PlacementDecision d = policy_(table_.loads(), {.max_total_tokens = p.max_total_tokens,
                                                            .cached_blocks = {},
                                                            .needs_priority = p.priority != 0});
       out.push_back(
-          {p.listener, placed.id, false, 0,
+          {p.listener, placed.id, Delivery::Kind::kRejected, 0,
            absl::InvalidArgumentError(
                d.no_priority_group
                    ? absl::StrCat("priority ", p.priority,
@@ -344,15 +340,19 @@ void Dispatcher::Run() {
     for (Delivery& d : deliveries) {
       std::shared_ptr<PlacementListener> listener = d.listener.lock();
       if (listener == nullptr) {
-        if (d.placed) Finished(d.id);  // the request ended meanwhile
+        if (d.kind == Delivery::Kind::kPlaced) Finished(d.id);  // the request ended meanwhile
         continue;
       }
-      if (d.group_lost) {
-        listener->OnGroupLost(d.group, options_.silence_timeout);
-      } else if (d.placed) {
-        listener->OnPlaced(d.group);
-      } else {
-        listener->OnRejected(d.status);
+      switch (d.kind) {
+        case Delivery::Kind::kPlaced:
+          listener->OnPlaced(d.group);
+          break;
+        case Delivery::Kind::kRejected:
+          listener->OnRejected(d.status);
+          break;
+        case Delivery::Kind::kGroupLost:
+          listener->OnGroupLost(d.group, options_.silence_timeout);
+          break;
       }
     }
     if (any_up != last_any_up_) {

@@ -141,12 +141,16 @@ class Dispatcher {
     std::vector<kvcache::BlockHash> hashes;
   };
   struct Delivery {
+    enum class Kind : uint8_t {
+      kPlaced,     // OnPlaced(group)
+      kRejected,   // OnRejected(status)
+      kGroupLost,  // OnGroupLost(group): the group it was placed on went silent
+    };
     std::weak_ptr<PlacementListener> listener;
     int64_t id = 0;
-    bool placed = false;
+    Kind kind = Kind::kRejected;
     size_t group = 0;
     absl::Status status;
-    bool group_lost = false;  // OnGroupLost(group) instead of a placement decision
   };
   // A request sent to a worker whose stream has not ended (Finished).
   struct PlacedCall {

@@ -4,7 +4,6 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -25,6 +24,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "common/open_files.h"
 #include "gtest/gtest.h"
 
 namespace headroom::router::http {
@@ -209,16 +209,6 @@ void Echo(const HttpRequest& request, std::shared_ptr<ResponseWriter> writer) {
                   absl::StrCat(request.method, " ", request.path, "?", request.query, " x-test=",
                                request.Header("x-test").value_or("<none>"), " body=", request.body),
                   {{"X-Served-By", "echo"}});
-}
-
-// Raises the open-file limit to the hard limit; returns the limit now in force.
-rlim_t RaiseFileLimit() {
-  rlimit limit{};
-  getrlimit(RLIMIT_NOFILE, &limit);
-  limit.rlim_cur = limit.rlim_max;
-  setrlimit(RLIMIT_NOFILE, &limit);
-  getrlimit(RLIMIT_NOFILE, &limit);
-  return limit.rlim_cur;
 }
 
 // Counts events and lets a test wait for a count.
@@ -792,8 +782,8 @@ TEST_F(HttpServerTest, WriterOutlivingTheServerBeforeResponding) {
 TEST_F(HttpServerTest, ThousandsOfConcurrentStreamsOnTwoThreads) {
   // Each stream needs two descriptors here (client and server side). With a hard limit below
   // ~4200 the count is scaled down to what fits.
-  const rlim_t limit = RaiseFileLimit();
-  const int streams = static_cast<int>(std::min<rlim_t>(2000, (limit - 200) / 2));
+  const uint64_t limit = RaiseOpenFileLimit().soft;
+  const int streams = static_cast<int>(std::min<uint64_t>(2000, (limit - 200) / 2));
   ASSERT_GE(streams, 100) << "RLIMIT_NOFILE " << limit << " is too low for this test";
 
   std::mutex mu;
