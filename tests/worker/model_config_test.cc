@@ -691,6 +691,33 @@ TEST_F(ModelDirTest, MissingDirectory) {
                "llama-3-8b"});
 }
 
+// vLLM's Matryoshka fields (Qwen3-Embedding served with dimensions): is_matryoshka allows any
+// size, a matryoshka_dimensions list implies it and names the sizes; a bad list is refused.
+TEST_F(ModelDirTest, ReadsMatryoshkaFields) {
+  const absl::StatusOr<ModelConfig> plain = LoadModelConfig(WriteConfig(kQwen3_8BConfig));
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_FALSE(plain->is_matryoshka);
+  EXPECT_TRUE(plain->matryoshka_dimensions.empty());
+  const std::string tie = R"("tie_word_embeddings": false,)";
+  const absl::StatusOr<ModelConfig> flagged = LoadModelConfig(WriteConfig(
+      ReplaceAll(kQwen3_8BConfig, tie, absl::StrCat(tie, R"( "is_matryoshka": true,)"))));
+  ASSERT_TRUE(flagged.ok()) << flagged.status();
+  EXPECT_TRUE(flagged->is_matryoshka);
+  const absl::StatusOr<ModelConfig> listed = LoadModelConfig(WriteConfig(ReplaceAll(
+      kQwen3_8BConfig, tie, absl::StrCat(tie, R"( "matryoshka_dimensions": [64, 1024, 4096],)"))));
+  ASSERT_TRUE(listed.ok()) << listed.status();
+  EXPECT_TRUE(listed->is_matryoshka);
+  EXPECT_EQ(listed->matryoshka_dimensions, (std::vector<int64_t>{64, 1024, 4096}));
+  const absl::StatusOr<ModelConfig> wide = LoadModelConfig(WriteConfig(ReplaceAll(
+      kQwen3_8BConfig, tie, absl::StrCat(tie, R"( "matryoshka_dimensions": [64, 8192],)"))));
+  ASSERT_FALSE(wide.ok());
+  EXPECT_NE(wide.status().message().find(
+                "\"matryoshka_dimensions\" must be a list of sizes in [1, hidden_size (4096)], got "
+                "8192"),
+            std::string::npos)
+      << wide.status();
+}
+
 TEST(ModelConfigTest, HubIdGetsADownloadHint) {
   ExpectError(LoadModelConfig("meta-llama/Meta-Llama-3-8B"), absl::StatusCode::kNotFound,
               {"does not exist", "huggingface-cli download meta-llama/Meta-Llama-3-8B"});

@@ -110,6 +110,43 @@ TEST(AppendToken, CarriesLogprobsAndFinishOnlyOnTheLast) {
   EXPECT_EQ(response.finish_reason(), v1::FINISH_REASON_LENGTH);
 }
 
+// An embedding request carries its pooling parameters; a plain one has none. Its answer is the
+// vector alone: no token (the one the engine sampled means nothing).
+TEST(RequestFromProto, PoolingMakesAnEmbedding) {
+  v1::SubmitRequest proto;
+  proto.add_prompt_token_ids(3);
+  absl::StatusOr<Request> plain = RequestFromProto(proto, RequestId{1});
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_FALSE(plain->embedding.has_value());
+  proto.mutable_pooling()->set_dimensions(32);
+  proto.mutable_pooling()->set_normalize(true);
+  absl::StatusOr<Request> embedding = RequestFromProto(proto, RequestId{2});
+  ASSERT_TRUE(embedding.ok()) << embedding.status();
+  ASSERT_TRUE(embedding->embedding.has_value());
+  EXPECT_EQ(embedding->embedding->dimensions, 32);
+  EXPECT_TRUE(embedding->embedding->normalize);
+  proto.mutable_pooling()->set_normalize(false);
+  EXPECT_FALSE(RequestFromProto(proto, RequestId{3})->embedding->normalize);
+}
+
+TEST(AppendToken, AnEmbeddingCarriesItsVectorAndNoToken) {
+  v1::SubmitResponse response;
+  AppendToken({.id = RequestId{1},
+               .token = 10,
+               .logprob = -0.5f,
+               .top_logprobs = {},
+               .finish = FinishReason::kStop,
+               .stop_token = true,
+               .embedding = {0.6f, -0.8f}},
+              response);
+  EXPECT_EQ(response.tokens_size(), 0);
+  ASSERT_EQ(response.embedding_size(), 2);
+  EXPECT_FLOAT_EQ(response.embedding(0), 0.6f);
+  EXPECT_FLOAT_EQ(response.embedding(1), -0.8f);
+  EXPECT_EQ(response.finish_reason(), v1::FINISH_REASON_STOP);
+  EXPECT_FALSE(response.stop_token());
+}
+
 TEST(FinishReasonToProto, MapsEveryReason) {
   EXPECT_EQ(FinishReasonToProto(FinishReason::kNone), v1::FINISH_REASON_UNSPECIFIED);
   EXPECT_EQ(FinishReasonToProto(FinishReason::kStop), v1::FINISH_REASON_STOP);

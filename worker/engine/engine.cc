@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/check.h"
 #include "common/status_macros.h"
 #include "kernels/cpu/sampling.h"
@@ -195,7 +196,57 @@ absl::Status Engine::StopFollowers() {
   return Broadcast({.kind = GroupMessageKind::kStop, .plan = {}});
 }
 
+absl::Status Engine::ValidateEmbedding(const EmbeddingParams& params) const {
+  const ModelConfig& config = model_->config();
+  if (params.dimensions == 0) return absl::OkStatus();
+  // vLLM's checks and words: truncating a model not trained for it gives poor embeddings.
+  if (!config.is_matryoshka) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "model \"", config.source,
+        "\" does not support matryoshka representation, changing output dimensions will lead "
+        "to poor results (config.json sets neither is_matryoshka nor matryoshka_dimensions)"));
+  }
+  if (params.dimensions < 1 || params.dimensions > config.hidden_size) {
+    return absl::InvalidArgumentError(absl::StrCat("dimensions must be in [1, ",
+                                                   config.hidden_size, "] (the model's hidden "
+                                                   "size), got ",
+                                                   params.dimensions));
+  }
+  const std::vector<int64_t>& sizes = config.matryoshka_dimensions;
+  if (!sizes.empty() && std::find(sizes.begin(), sizes.end(), params.dimensions) == sizes.end()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("model \"", config.source, "\" only supports [", absl::StrJoin(sizes, ", "),
+                     "] matryoshka dimensions, use other output dimensions will lead to poor "
+                     "results; got ",
+                     params.dimensions));
+  }
+  return absl::OkStatus();
+}
+
+std::vector<float> Engine::EmbeddingOf(const float* hidden, int64_t hidden_size,
+                                       const EmbeddingParams& params) {
+  const int64_t size = params.dimensions > 0 ? params.dimensions : hidden_size;
+  std::vector<float> out(hidden, hidden + size);
+  if (params.normalize) {
+    double squares = 0;
+    for (const float v : out) squares += static_cast<double>(v) * static_cast<double>(v);
+    // As torch.nn.functional.normalize (sentence-transformers' Normalize): the norm clamped to
+    // 1e-12, so a zero vector stays zero.
+    const double norm = std::max(std::sqrt(squares), 1e-12);
+    for (float& v : out) v = static_cast<float>(static_cast<double>(v) / norm);
+  }
+  return out;
+}
+
 absl::Status Engine::AddRequest(Request request) {
+  if (request.embedding.has_value()) {
+    HR_RETURN_IF_ERROR(ValidateEmbedding(*request.embedding));
+    // One greedy token from the last row: the cheapest pass through the sampler, whose token is
+    // dropped (the scheduler ends an embedding after it).
+    request.sampling = SamplingParams{};
+    request.sampling.temperature = 0.0f;
+    request.sampling.max_tokens = 1;
+  }
   HR_RETURN_IF_ERROR(ValidateSamplingParams(request.sampling, model_->config().vocab_size));
   if (!request.sampling.ignore_eos) {
     std::vector<int32_t>& stops = request.sampling.stop_token_ids;
@@ -222,7 +273,8 @@ absl::Status Engine::AddRequest(Request request) {
                     .constraint_on = p.constraint_after.empty(),
                     .awaited_tail = {},
                     .constrained_allowed = {},
-                    .prompt_logprobs = {}};
+                    .prompt_logprobs = {},
+                    .embedding = request.embedding};
   if (p.repetition_penalty != 1.0f || p.prompt_logprobs >= 0) sampling.prompt = request.prompt;
   if (p.prompt_logprobs >= 0) sampling.prompt_logprobs.reserve(request.prompt.size());
   if (p.min_tokens > 0) {
@@ -304,11 +356,13 @@ absl::StatusOr<std::vector<StepToken>> Engine::Step() {
   const absl::Time step_start = absl::Now();
   rows_.clear();
   row_sampling_.clear();
+  bool embeds = false;
   for (const ScheduledSequence& seq : plan.sequences) {
     Sampling& s = sampling_.at(seq.id);
     if (s.first_scheduled == absl::InfinitePast()) s.first_scheduled = step_start;
     if (!seq.sample) continue;
     row_sampling_.push_back(&s);
+    embeds = embeds || s.embedding.has_value();
     const bool below_min_tokens = s.generated < s.params.min_tokens;
     const std::vector<int32_t>* allowed = &s.params.allowed_token_ids;
     if (!s.constraint_on) {
@@ -356,9 +410,11 @@ absl::StatusOr<std::vector<StepToken>> Engine::Step() {
       plan, [this](RequestId id, int32_t group) { return kv_->BlockTable(id, group); },
       kv_->num_groups(), options_.block_size, model_->max_blocks_per_seq(), &input_);
   HR_RETURN_IF_ERROR(model_->Forward(
-      input_, &logits_, [this, &plan](size_t first, int64_t count, const float* logits) {
+      input_, &logits_,
+      [this, &plan](size_t first, int64_t count, const float* logits) {
         return OnPromptLogits(plan, first, count, logits);
-      }));
+      },
+      embeds ? &hidden_ : nullptr));
 
   const size_t num_rows = rows_.size();
   tokens_.resize(num_rows);
@@ -411,6 +467,11 @@ absl::StatusOr<std::vector<StepToken>> Engine::Step() {
     if (s.generated == 0) {
       t.first_scheduled = s.first_scheduled;
       t.prompt_logprobs = std::move(s.prompt_logprobs);
+    }
+    if (s.embedding.has_value()) {
+      const int64_t hidden = model_->config().hidden_size;
+      t.embedding = EmbeddingOf(hidden_.data() + static_cast<int64_t>(i) * hidden, hidden,
+                                *s.embedding);
     }
     if (t.finish == FinishReason::kNone) {
       ++s.generated;

@@ -107,6 +107,9 @@ struct StepToken {
   // On the request's first token only, when it asked for prompt logprobs: prompt tokens 1.. in
   // order (the first prompt token has no logprob).
   std::vector<PromptTokenLogprob> prompt_logprobs = {};
+  // An embedding request's vector (its only StepToken, whose token means nothing): the
+  // final-normed hidden state of its last prompt token, truncated and normalized as it asked.
+  std::vector<float> embedding = {};
 };
 
 struct EngineStats {
@@ -204,6 +207,8 @@ class Engine {
     // Prompt logprobs computed so far (entry i is prompt token i + 1); a recomputation after a
     // preemption does not add them again.
     std::vector<PromptTokenLogprob> prompt_logprobs;
+    // An embedding request: how to shape its vector (Request::embedding).
+    std::optional<EmbeddingParams> embedding;
   };
 
   // JSON mode and json_schema: the tokens whose bytes continue the output as `matcher` reads
@@ -252,6 +257,12 @@ class Engine {
   // ends the request (the constraint refuses those bytes, or is satisfied by them).
   bool AwaitConstraint(Sampling& s, int32_t token) const;
 
+  // Refuses embedding parameters the model cannot honour (INVALID_ARGUMENT with the sizes).
+  absl::Status ValidateEmbedding(const EmbeddingParams& params) const;
+  // `hidden` ([hidden_size]) shaped as `params` asks: truncated, then L2-normalized.
+  static std::vector<float> EmbeddingOf(const float* hidden, int64_t hidden_size,
+                                        const EmbeddingParams& params);
+
   // The model's prompt-logits sink: logprobs of the prompt tokens that `logits` predict.
   absl::Status OnPromptLogits(const StepPlan& plan, size_t first, int64_t count,
                               const float* logits);
@@ -269,6 +280,8 @@ class Engine {
   // Per-step buffers, reused: the step's tensors, its logits, the sampler's rows and outputs.
   ForwardInput input_;
   std::vector<float> logits_;
+  // The hidden states of the sampler's rows, in steps with an embedding request (else empty).
+  std::vector<float> hidden_;
   std::vector<kernels::cpu::SamplingParams> rows_;
   // The request of each sampler row (valid during a step).
   std::vector<Sampling*> row_sampling_;

@@ -81,6 +81,15 @@ struct SamplingParams {
   int32_t prompt_logprobs = -1;
 };
 
+// An embedding request (vLLM's pooling runner with last-token pooling): the prompt is computed and
+// the final-normed hidden state of its last token is returned instead of generated tokens.
+struct EmbeddingParams {
+  // Keep only the first `dimensions` values (Matryoshka); 0 keeps all. Applied before normalize.
+  int32_t dimensions = 0;
+  // Divide the vector by its L2 norm (vLLM's and sentence-transformers' default).
+  bool normalize = true;
+};
+
 struct Request {
   RequestId id;
   std::vector<int32_t> prompt;
@@ -90,6 +99,8 @@ struct Request {
   // vLLM's priority: lower values are served first (SchedulingPolicy::kPriority only; 0 under
   // kFcfs).
   int32_t priority = 0;
+  // Set for an embedding: `sampling` is then ignored, and the scheduler admits the prompt alone.
+  std::optional<EmbeddingParams> embedding;
   // Compiled by EngineLoop::Submit on the submitting thread; Engine::AddRequest compiles what is
   // missing.
   CompiledConstraints constraints;

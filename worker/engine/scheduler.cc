@@ -20,7 +20,10 @@ Scheduler::Scheduler(const SchedulerConfig& config, kvcache::KvCacheManager* kv)
 
 absl::Status Scheduler::AddRequest(Request request) {
   const int64_t prompt = static_cast<int64_t>(request.prompt.size());
-  const int64_t max_tokens = request.sampling.max_tokens;
+  // An embedding generates nothing (the engine samples one token from its last row and drops it;
+  // that token never needs a KV slot).
+  const bool embedding = request.embedding.has_value();
+  const int64_t max_tokens = embedding ? 0 : request.sampling.max_tokens;
   if (prompt == 0) return absl::InvalidArgumentError("the prompt is empty");
   for (const int32_t token : request.prompt) {
     if (token < 0 || token >= config_.vocab_size) {
@@ -28,9 +31,14 @@ absl::Status Scheduler::AddRequest(Request request) {
           "token id ", token, " is out of vocabulary (size ", config_.vocab_size, ")"));
     }
   }
-  if (max_tokens < 1) {
+  if (max_tokens < 1 && !embedding) {
     return absl::InvalidArgumentError(
         absl::StrCat("max_tokens must be at least 1, got ", max_tokens));
+  }
+  if (embedding && prompt > config_.max_model_len) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("this model's maximum context length is ", config_.max_model_len,
+                     " tokens; the input to embed has ", prompt, " tokens"));
   }
   if (prompt + max_tokens > config_.max_model_len) {
     return absl::InvalidArgumentError(
@@ -223,6 +231,7 @@ void Scheduler::InsertWaiting(Sequence& s, bool preempted) {
 }
 
 FinishReason Scheduler::CheckStop(const Sequence& s, int32_t token) const {
+  if (s.request.embedding.has_value()) return FinishReason::kStop;  // its one pass is done (vLLM)
   const SamplingParams& p = s.request.sampling;
   if (token == config_.eos_token_id && !p.ignore_eos) return FinishReason::kStop;
   if (std::find(p.stop_token_ids.begin(), p.stop_token_ids.end(), token) !=

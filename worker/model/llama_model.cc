@@ -405,7 +405,8 @@ absl::Status LlamaModel::AllReduce(float* data, int64_t n) {
 }
 
 absl::Status LlamaModel::Forward(const ForwardInput& input, std::vector<float>* logits,
-                                 const PromptLogitsSink& prompt_sink) {
+                                 const PromptLogitsSink& prompt_sink,
+                                 std::vector<float>* hidden_states) {
   HR_RETURN_IF_ERROR(CopyInput(input));
   const int64_t n = input.num_tokens();
   const int64_t hidden = config_.hidden_size;
@@ -439,9 +440,16 @@ absl::Status LlamaModel::Forward(const ForwardInput& input, std::vector<float>* 
   }
   const int64_t rows = static_cast<int64_t>(input.logits_rows.size());
   logits->resize(static_cast<size_t>(rows * config_.vocab_size));
+  // Host memory (at most max_num_seqs x hidden, grown on first use).
+  if (hidden_states != nullptr) hidden_states->resize(static_cast<size_t>(rows * hidden));
   if (rows > 0) {
     HR_RETURN_IF_ERROR(
         b.GatherRows(arena_.hidden, arena_.logits_rows, rows, hidden, arena_.last_hidden));
+    if (hidden_states != nullptr) {
+      // Queued before the LM head, whose copy of the logits synchronizes the stream for both.
+      b.CopyToHost(hidden_states->data(), arena_.last_hidden,
+                   hidden_states->size() * sizeof(float));
+    }
     HR_RETURN_IF_ERROR(Logits(rows, logits));
   }
   // Prompt logprobs: the same gather and LM head, max_num_seqs rows at a time.

@@ -78,9 +78,13 @@ class LlamaModel {
   // Then the logits of input.prompt_logits_rows go to `prompt_sink` in slices of at most
   // max_num_seqs rows, through the same buffers, so prompt logprobs need no memory of their own.
   // Every rank runs the slices (the LM head is collective); followers pass no sink.
+  // With `hidden_states`, the final-normed hidden states of input.logits_rows (what the LM head
+  // reads, and what last-token pooling embeds) also go there, [rows, hidden] on the host; every
+  // rank holds them whole, so only the leader asks.
   // InvalidArgument when the input exceeds the limits (never a crash).
   [[nodiscard]] absl::Status Forward(const ForwardInput& input, std::vector<float>* logits,
-                                     const PromptLogitsSink& prompt_sink = nullptr);
+                                     const PromptLogitsSink& prompt_sink = nullptr,
+                                     std::vector<float>* hidden_states = nullptr);
 
   [[nodiscard]] const ModelConfig& config() const { return config_; }
   [[nodiscard]] const ModelLimits& limits() const { return limits_; }

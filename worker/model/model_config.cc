@@ -505,6 +505,27 @@ absl::Status ReadGemma3(const FieldReader& reader, std::string_view path, ModelC
 
 // The MLP's activation: Gemma reads hidden_activation (transformers ignores its hidden_act), the
 // others hidden_act.
+// is_matryoshka and matryoshka_dimensions (a list implies is_matryoshka), as vLLM reads them.
+absl::Status ReadMatryoshka(const FieldReader& reader, ModelConfig& config) {
+  HR_ASSIGN_OR_RETURN(config.is_matryoshka, reader.Bool("is_matryoshka", false));
+  const Json* dimensions = reader.Find("matryoshka_dimensions");
+  if (dimensions == nullptr) return absl::OkStatus();
+  const std::string expected =
+      absl::StrCat("must be a list of sizes in [1, hidden_size (", config.hidden_size, ")]");
+  if (!dimensions->is_array() || dimensions->empty()) {
+    return reader.Error("matryoshka_dimensions", expected);
+  }
+  for (const Json& size : *dimensions) {
+    if (!size.is_number_integer() || size.get<int64_t>() < 1 ||
+        size.get<int64_t>() > config.hidden_size) {
+      return reader.Error("matryoshka_dimensions", absl::StrCat(expected, ", got ", size.dump()));
+    }
+    config.matryoshka_dimensions.push_back(size.get<int64_t>());
+  }
+  config.is_matryoshka = true;
+  return absl::OkStatus();
+}
+
 absl::Status ReadActivation(const FieldReader& reader, ModelConfig& config) {
   const bool gemma = config.architecture == kGemma2 || config.architecture == kGemma3;
   const std::string_view field = gemma ? "hidden_activation" : "hidden_act";
@@ -738,6 +759,7 @@ absl::StatusOr<ModelConfig> ParseModelConfigJson(std::string_view json_text,
   HR_RETURN_IF_ERROR(ReadBiasesAndWindow(reader, config));
   HR_RETURN_IF_ERROR(ReadExperts(reader, config));
   HR_RETURN_IF_ERROR(ReadActivation(reader, config));
+  HR_RETURN_IF_ERROR(ReadMatryoshka(reader, config));
   if (config.architecture == kGemma2) HR_RETURN_IF_ERROR(ReadGemma2(reader, config));
   if (config.architecture == kGemma3) HR_RETURN_IF_ERROR(ReadGemma3(reader, path, config));
   return config;

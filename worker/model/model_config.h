@@ -83,6 +83,11 @@ struct ModelConfig {
   int64_t rotary_dim = 0;
   int64_t max_position_embeddings = 0;      // Longest context the checkpoint supports.
   bool tie_word_embeddings = false;         // LM head shares the embedding matrix.
+  // Matryoshka embeddings (vLLM's is_matryoshka / matryoshka_dimensions in config.json): an
+  // embedding request may keep only the first `dimensions` values of its vector. With a list,
+  // only its sizes; with is_matryoshka alone, any size in [1, hidden_size].
+  bool is_matryoshka = false;
+  std::vector<int64_t> matryoshka_dimensions;
   DType torch_dtype = DType::kFloat32;      // Checkpoint dtype; float32 when config.json omits it.
   double rms_norm_eps = 1e-6;               // RMSNorm epsilon.
   double rope_theta = 10000.0;              // Rotary base.

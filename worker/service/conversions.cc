@@ -14,6 +14,10 @@ absl::StatusOr<Request> RequestFromProto(const v1::SubmitRequest& proto, Request
   request.prompt.assign(proto.prompt_token_ids().begin(), proto.prompt_token_ids().end());
   request.cache_salt = proto.cache_salt();
   request.priority = proto.priority();
+  if (proto.has_pooling()) {
+    request.embedding = EmbeddingParams{.dimensions = proto.pooling().dimensions(),
+                                        .normalize = proto.pooling().normalize()};
+  }
   const v1::TokenSamplingParams& in = proto.sampling();
   SamplingParams& out = request.sampling;
   // Unset: the model's default (generation_config.json), else vLLM's (SamplingParams).
@@ -84,6 +88,11 @@ void SetGenerated(int32_t token, float logprob, const std::vector<TokenLogprob>&
 }  // namespace
 
 void AppendToken(const StepToken& token, v1::SubmitResponse& response) {
+  if (!token.embedding.empty()) {
+    response.mutable_embedding()->Assign(token.embedding.begin(), token.embedding.end());
+    response.set_finish_reason(FinishReasonToProto(token.finish));
+    return;
+  }
   for (const PromptTokenLogprob& p : token.prompt_logprobs) {
     v1::GeneratedToken& out = *response.add_prompt_logprobs();
     SetGenerated(p.token, p.logprob, p.top_logprobs, out);

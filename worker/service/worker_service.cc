@@ -40,6 +40,7 @@ class SubmitReactor final : public grpc::ServerWriteReactor<v1::SubmitResponse> 
         id_(request.id),
         prompt_tokens_(static_cast<int32_t>(request.prompt.size())),
         max_tokens_(request.sampling.max_tokens),
+        embedding_(request.embedding.has_value()),
         observer_(service->options_.observer),
         arrival_(absl::Now()) {
     loop_->Submit(std::move(request),
@@ -79,7 +80,7 @@ class SubmitReactor final : public grpc::ServerWriteReactor<v1::SubmitResponse> 
         status_ = ToGrpcStatus(event.status());
       } else {
         if (!cancelled_) queue_.push_back(*event);
-        ++completion_tokens_;
+        if (!embedding_) ++completion_tokens_;
       }
       if (last) terminal_ = true;
     }
@@ -102,6 +103,13 @@ class SubmitReactor final : public grpc::ServerWriteReactor<v1::SubmitResponse> 
       if (absl::IsCancelled(event.status())) {
         observer_->OnFinish(Finished(FinishReason::kAbort, now));
       }
+      return;
+    }
+    if (embedding_) {
+      // An embedding has no tokens: no time to first token, and no generation in its counts.
+      scheduled_ = std::clamp(event->first_scheduled, arrival_, now);
+      first_token_ = last_token_ = now;
+      observer_->OnFinish(Finished(event->finish, now));
       return;
     }
     if (observed_tokens_ == 0) {
@@ -128,7 +136,7 @@ class SubmitReactor final : public grpc::ServerWriteReactor<v1::SubmitResponse> 
                              .generation_tokens = observed_tokens_,
                              .max_tokens = max_tokens_,
                              .num_preemptions = num_preemptions_};
-    if (observed_tokens_ > 0) {
+    if (observed_tokens_ > 0 || (embedding_ && reason != FinishReason::kAbort)) {
       finished.phases = RequestPhases{.queue = scheduled_ - arrival_,
                                       .prefill = first_token_ - scheduled_,
                                       .decode = last_token_ - first_token_};
@@ -172,6 +180,7 @@ class SubmitReactor final : public grpc::ServerWriteReactor<v1::SubmitResponse> 
   const RequestId id_;
   const int32_t prompt_tokens_;
   const int32_t max_tokens_;
+  const bool embedding_;  // an embedding request (no tokens)
   RequestObserver* const observer_;
   const absl::Time arrival_;
   absl::Time scheduled_;         // engine thread only: first scheduled (set at the first token)
