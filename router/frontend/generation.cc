@@ -17,9 +17,12 @@ namespace {
 constexpr char kJson[] = "application/json";
 
 // The gRPC side names fields as in the proto ("sampling.max_tokens", "token_ids.ids[3]");
-// HTTP clients sent OpenAI's flat names. Returns the message with those names and the field.
-std::pair<std::string, std::string> OpenAiMessage(const std::string& grpc_message) {
-  std::string message = absl::StrReplaceAll(grpc_message, {{"sampling.", ""}});
+// HTTP clients sent OpenAI's flat names. Returns the message with those names and the field
+// (`prompt_field` for the prompt: "prompt", or embeddings' "input").
+std::pair<std::string, std::string> OpenAiMessage(const std::string& grpc_message,
+                                                  const std::string& prompt_field) {
+  std::string message =
+      absl::StrReplaceAll(grpc_message, {{"sampling.", ""}, {"embedding.dimensions", "dimensions"}});
   size_t end = 0;
   while (end < message.size() &&
          (std::islower(static_cast<unsigned char>(message[end])) != 0 || message[end] == '_')) {
@@ -46,9 +49,10 @@ std::pair<std::string, std::string> OpenAiMessage(const std::string& grpc_messag
                                                            "priority",
                                                            "allowed_token_ids",
                                                            "truncate_prompt_tokens",
-                                                           "guided_choice"};
+                                                           "guided_choice",
+                                                           "dimensions"};
   if (!kFields.contains(param)) param.clear();
-  if (param == "text" || param == "token_ids") param = "prompt";
+  if (param == "text" || param == "token_ids" || param == "prompt") param = prompt_field;
   return {std::move(message), std::move(param)};
 }
 
@@ -149,6 +153,7 @@ Generation::Generation(GenerationHooks hooks, std::shared_ptr<http::ResponseWrit
       stream_(parsed.stream),
       n_(parsed.n),
       several_prompts_(!parsed.more_prompts.empty()),
+      prompt_field_(parsed.endpoint == openai::Endpoint::kEmbeddings ? "input" : "prompt"),
       builder_(parsed, std::move(id), created, std::move(model), hooks_.tokenizer) {
   HR_CHECK(static_cast<int32_t>(choices.size()) == openai::ChoiceCount(parsed));
   for (size_t i = 0; i < choices.size(); ++i) {
@@ -167,7 +172,13 @@ void Generation::Start() {
   writer_->OnDisconnect([weak] {
     if (std::shared_ptr<Generation> generation = weak.lock()) generation->CancelForClient();
   });
-  for (const std::unique_ptr<ChoiceCall>& call : calls_) call->Start(shared_from_this());
+  size_t first_calls = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    first_calls = stream_ ? calls_.size() : std::min(calls_.size(), kMaxCallsInFlight);
+    next_call_ = first_calls;
+  }
+  for (size_t i = 0; i < first_calls; ++i) calls_[i]->Start(shared_from_this());
 }
 
 void Generation::OnMessage(int32_t choice, const v1::GenerateResponse& message) {
@@ -198,6 +209,7 @@ bool Generation::OnCallDone(int32_t choice, const grpc::Status& status,
                             const std::string& retry_after) {
   bool cancel_others = false;
   bool last = false;
+  ChoiceCall* start_next = nullptr;
   {
     std::lock_guard<std::mutex> lock(mu_);
     last = --open_ == 0;
@@ -205,7 +217,12 @@ bool Generation::OnCallDone(int32_t choice, const grpc::Status& status,
       if (!status.ok()) {
         AnswerErrorLocked(choice, status, retry_after);
         answered_ = true;
+        DropUnstartedLocked();
+        last = open_ == 0;
         cancel_others = !last;
+      } else if (next_call_ < calls_.size()) {
+        // A window slot is free (non-streaming only: a stream started every call).
+        start_next = calls_[next_call_++].get();
       } else if (last) {
         // Counted before the answer goes out, so a client that reads the metrics after it
         // sees this request (generated_ is final: every call has ended).
@@ -225,8 +242,15 @@ bool Generation::OnCallDone(int32_t choice, const grpc::Status& status,
       }
     }
   }
+  // Started outside mu_: a refused call may end inline, back in here.
+  if (start_next != nullptr) start_next->Start(shared_from_this());
   if (cancel_others) CancelAll();
   return last;
+}
+
+void Generation::DropUnstartedLocked() {
+  open_ -= static_cast<int32_t>(calls_.size() - next_call_);
+  next_call_ = calls_.size();
 }
 
 void Generation::ReportFinishedPromptsLocked() {
@@ -257,10 +281,10 @@ void Generation::AnswerErrorLocked(int32_t choice, const grpc::Status& status,
     return;
   }
   const int http_status = HttpStatusOf(code);
-  auto [message, param] = OpenAiMessage(status.error_message());
+  auto [message, param] = OpenAiMessage(status.error_message(), prompt_field_);
   if (several_prompts_ && http_status == 400) {
     // Say which prompt of the list it was; the field stays "prompt" or the sampling field.
-    message = absl::StrCat("prompt[", choice / n_, "]: ", message);
+    message = absl::StrCat(prompt_field_, "[", choice / n_, "]: ", message);
   }
   if (!started_) {
     std::vector<std::pair<std::string, std::string>> headers;

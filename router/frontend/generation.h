@@ -13,6 +13,9 @@
 //   one choice; a failure then is one error event and [DONE], and the other calls are cancelled.
 //   With one choice this is exactly a plain stream (its first message starts it).
 // - A client that disconnects (or stops reading) cancels every call.
+// - Non-streaming answers run at most kMaxCallsInFlight calls at once, starting the next as one
+//   ends OK: an embeddings request of 2048 inputs does not flood the router's admission queue
+//   (which would refuse it 429) but goes through as a bounded stream of calls.
 //
 // Threads: ChoiceCall reactions run on gRPC client threads, several at once for several choices;
 // one mutex orders the builder and the writes. The writer is never called back inline (its
@@ -54,6 +57,10 @@ struct GenerationHooks {
 
 class Generation : public std::enable_shared_from_this<Generation> {
  public:
+  // Calls of one non-streaming request running at once (a stream starts all its choices: its
+  // events wait for every choice's first message). kMaxChoices, so completions never wait.
+  static constexpr size_t kMaxCallsInFlight = 128;
+
   // `choices`: the Generate request of each choice (openai::ChoiceRequest, possibly with its text
   // prompt already tokenized); `parsed` shapes the response. `id`: the response id; `model`: the
   // model id reported back.
@@ -81,6 +88,8 @@ class Generation : public std::enable_shared_from_this<Generation> {
                          const std::string& retry_after);
   // Sends the held events behind a 200 SSE header (mu_ held).
   void StartStreamLocked();
+  // After an error: the calls not started yet never will be (mu_ held).
+  void DropUnstartedLocked();
   // The client went away: cancel every call.
   void CancelForClient();
   void CancelAll();
@@ -90,6 +99,8 @@ class Generation : public std::enable_shared_from_this<Generation> {
   const bool stream_;
   const int32_t n_;
   const bool several_prompts_;
+  // What the request calls its prompts in errors: "prompt" (completions, chat) or "input".
+  const std::string prompt_field_;
   std::vector<std::unique_ptr<ChoiceCall>> calls_;  // fixed after the constructor
   std::atomic<bool> client_gone_{false};
 
@@ -99,6 +110,7 @@ class Generation : public std::enable_shared_from_this<Generation> {
   std::vector<int64_t> generated_;   // guarded by mu_: tokens each choice generated
   int32_t unstarted_ = 0;            // guarded by mu_: choices that have not
   int32_t open_ = 0;                 // guarded by mu_: calls whose OnDone has not run
+  size_t next_call_ = 0;             // guarded by mu_: calls [0, next_call_) were started
   std::string held_;                 // guarded by mu_: stream events before the header
   bool started_ = false;             // guarded by mu_: the SSE header was sent
   bool answered_ = false;            // guarded by mu_: the answer (or an error) was written

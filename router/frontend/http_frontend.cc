@@ -119,7 +119,8 @@ void HttpFrontend::Handle(http::HttpRequest request, std::shared_ptr<http::Respo
     return;
   }
   const bool known = path == "/v1/completions" || path == "/v1/chat/completions" ||
-                     path == "/v1/models" || path == "/tokenize" || path == "/detokenize";
+                     path == "/v1/embeddings" || path == "/v1/models" || path == "/tokenize" ||
+                     path == "/detokenize";
   if (!known) {
     RespondOpenAiError(*writer, 404, absl::StrCat("no route ", request.method, " ", path));
     return;
@@ -144,13 +145,18 @@ void HttpFrontend::Handle(http::HttpRequest request, std::shared_ptr<http::Respo
   if (!post) return RespondOpenAiError(*writer, 405, absl::StrCat("use POST for ", path));
   // Parsing and tokenizing a body of up to 1 MiB takes up to hundreds of ms: on the pool.
   std::shared_ptr<http::ResponseWriter> refused = writer;
-  const bool generation = path == "/v1/completions" || path == "/v1/chat/completions";
+  const bool generation =
+      path == "/v1/completions" || path == "/v1/chat/completions" || path == "/v1/embeddings";
   if (generation) parsing_.fetch_add(1);
   const bool queued =
       pool_.Post([this, request = std::move(request), writer = std::move(writer)]() mutable {
         if (request.path == "/tokenize") return Tokenize(request, *writer);
         if (request.path == "/detokenize") return Detokenize(request, *writer);
-        Generate(request, request.path == "/v1/chat/completions", std::move(writer));
+        if (request.path == "/v1/embeddings") {
+          Embed(request, std::move(writer));
+        } else {
+          Generate(request, request.path == "/v1/chat/completions", std::move(writer));
+        }
         parsing_.fetch_sub(1);
       });
   if (!queued) {
@@ -247,7 +253,41 @@ void HttpFrontend::Generate(const http::HttpRequest& request, bool chat,
       choices[j].mutable_token_ids()->mutable_ids()->Assign(ids->begin(), ids->end());
     }
   }
-  std::string model = parsed->generate.model();
+  StartGeneration(*parsed, std::move(choices), chat ? "chatcmpl-" : "cmpl-", std::move(writer));
+}
+
+void HttpFrontend::Embed(const http::HttpRequest& request,
+                         std::shared_ptr<http::ResponseWriter> writer) {
+  absl::StatusOr<openai::ParsedRequest> parsed = openai::ParseEmbeddingRequest(request.body);
+  if (!parsed.ok()) {
+    return RespondOpenAiError(*writer, 400, std::string(parsed.status().message()),
+                              openai::ErrorParam(parsed.status()));
+  }
+  const int32_t inputs = openai::ChoiceCount(*parsed);
+  std::vector<v1::GenerateRequest> choices;
+  choices.reserve(static_cast<size_t>(inputs));
+  for (int32_t i = 0; i < inputs; ++i) {
+    v1::GenerateRequest& choice = choices.emplace_back(openai::ChoiceRequest(*parsed, i));
+    // Text inputs are tokenized here (add_special_tokens as asked), not by the Inference service,
+    // whose handler pool would count each input of a long list as a queued request.
+    if (choice.has_token_ids()) continue;
+    absl::StatusOr<std::vector<int32_t>> ids = options_.tokenizer->Encode(
+        choice.text(), {.add_special_tokens = parsed->add_special_tokens});
+    if (!ids.ok()) {
+      const std::string field = inputs > 1 ? absl::StrCat("input[", i, "]") : "input";
+      return RespondOpenAiError(*writer, 400, absl::StrCat(field, ": ", ids.status().message()),
+                                "input");
+    }
+    choice.mutable_token_ids()->mutable_ids()->Assign(ids->begin(), ids->end());
+  }
+  StartGeneration(*parsed, std::move(choices), "embd-", std::move(writer));
+}
+
+void HttpFrontend::StartGeneration(const openai::ParsedRequest& parsed,
+                                   std::vector<v1::GenerateRequest> choices,
+                                   std::string_view id_prefix,
+                                   std::shared_ptr<http::ResponseWriter> writer) {
+  std::string model = parsed.generate.model();
   if (model.empty()) model = options_.model_name();
   std::function<void(int32_t, int64_t)> finished_prompt;
   if (options_.on_request_finished) {
@@ -264,14 +304,14 @@ void HttpFrontend::Generate(const http::HttpRequest& request, bool chat,
     }
     ++open_calls_;
   }
-  const std::string id = absl::StrCat(chat ? "chatcmpl-" : "cmpl-", RandomHex());
+  const std::string id = absl::StrCat(std::string(id_prefix), RandomHex());
   auto generation = std::make_shared<Generation>(
       GenerationHooks{.stub = stub_.get(),
                       .tokenizer = options_.tokenizer,
                       .shutting_down = [this] { return ShuttingDown(); },
                       .ended = [this] { CallEnded(); },
                       .finished_prompt = std::move(finished_prompt)},
-      std::move(writer), *parsed, std::move(choices), id, UnixSeconds(), std::move(model));
+      std::move(writer), parsed, std::move(choices), id, UnixSeconds(), std::move(model));
   generation->Start();
 }
 

@@ -1,6 +1,7 @@
 // HttpFrontend: the router's OpenAI-compatible HTTP API (docs/router.md, "OpenAI API").
 //
 //   POST /v1/completions, /v1/chat/completions   (stream and not; SSE "data: {...}" + [DONE])
+//   POST /v1/embeddings                          (last-token pooling; one call per input)
 //   GET  /v1/models
 //   POST /tokenize, /detokenize                 (vLLM's shapes)
 //   GET  /health                                 (liveness: 200 until the router stops)
@@ -110,6 +111,12 @@ class HttpFrontend {
  private:
   void Generate(const http::HttpRequest& request, bool chat,
                 std::shared_ptr<http::ResponseWriter> writer);
+  void Embed(const http::HttpRequest& request, std::shared_ptr<http::ResponseWriter> writer);
+  // Runs `choices` (ChoiceRequest of each choice of `parsed`) as one Generation answering
+  // `writer`; its response id is `id_prefix` + random hex.
+  void StartGeneration(const openai::ParsedRequest& parsed,
+                       std::vector<v1::GenerateRequest> choices, std::string_view id_prefix,
+                       std::shared_ptr<http::ResponseWriter> writer);
   void Tokenize(const http::HttpRequest& request, http::ResponseWriter& writer);
   // A chat request's prompt: its messages rendered by the chat template (the text to `rendered`
   // when given) and tokenized; InvalidArgument with the reason (no template, the template's

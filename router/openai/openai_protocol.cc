@@ -338,31 +338,38 @@ absl::Status ParseTokenIds(const Json& ids, const std::string& path, v1::Generat
   return absl::OkStatus();
 }
 
-// OpenAI's prompt: a string, token ids, or a list of either (one choice set per prompt).
-absl::Status ParsePrompts(const Json& obj, ParsedRequest& out) {
-  const Json* prompt = Member(obj, "prompt");
-  if (prompt == nullptr) return Bad("prompt", "prompt is required");
+// OpenAI's prompt (completions' `prompt`, embeddings' `input`, named `field`): a string, token
+// ids, or a list of either (one choice set per prompt).
+absl::Status ParsePrompts(const Json& obj, std::string_view field_view, ParsedRequest& out) {
+  const std::string field(field_view);
+  const Json* prompt = Member(obj, field);
+  if (prompt == nullptr) return Bad(field, absl::StrCat(field, " is required"));
   if (prompt->is_string()) {
     out.generate.set_text(prompt->get<std::string>());
     return absl::OkStatus();
   }
   constexpr std::string_view kShape =
       "a string, an array of token ids, or an array of strings or of token id arrays";
-  if (!prompt->is_array()) return WrongType("prompt", kShape, *prompt);
-  if (prompt->empty()) return Bad("prompt", "prompt must not be an empty array");
+  if (!prompt->is_array()) return WrongType(field, kShape, *prompt);
+  if (prompt->empty()) return Bad(field, absl::StrCat(field, " must not be an empty array"));
   const Json& first = prompt->front();
   if (!first.is_string() && !first.is_array()) {
-    return ParseTokenIds(*prompt, "prompt", out.generate);
+    return ParseTokenIds(*prompt, field, out.generate);
   }
   // A list of prompts (strings, or token id lists).
   const size_t choices = prompt->size() * static_cast<size_t>(out.n);
-  if (choices > static_cast<size_t>(kMaxChoices)) {
-    return Bad("prompt", absl::StrCat("prompts x n must be at most ", kMaxChoices, ", got ",
-                                      prompt->size(), " prompts x n ", out.n, " = ", choices));
+  if (out.endpoint == Endpoint::kEmbeddings) {
+    if (choices > static_cast<size_t>(kMaxEmbeddingInputs)) {
+      return Bad(field, absl::StrCat(field, " may hold at most ", kMaxEmbeddingInputs,
+                                     " inputs, got ", prompt->size()));
+    }
+  } else if (choices > static_cast<size_t>(kMaxChoices)) {
+    return Bad(field, absl::StrCat("prompts x n must be at most ", kMaxChoices, ", got ",
+                                   prompt->size(), " prompts x n ", out.n, " = ", choices));
   }
   for (size_t i = 0; i < prompt->size(); ++i) {
     const Json& p = (*prompt)[i];
-    const std::string path = Path("prompt", i);
+    const std::string path = Path(field, i);
     v1::GenerateRequest& g = i == 0 ? out.generate : out.more_prompts.emplace_back();
     if (p.is_string()) {
       g.set_text(p.get<std::string>());
@@ -448,7 +455,7 @@ absl::StatusOr<ParsedRequest> ParseCompletionRequest(std::string_view body) {
   ParsedRequest out;
   out.endpoint = Endpoint::kCompletions;
   if (absl::Status st = ParseCommon(obj, out); !st.ok()) return st;
-  if (absl::Status st = ParsePrompts(obj, out); !st.ok()) return st;
+  if (absl::Status st = ParsePrompts(obj, "prompt", out); !st.ok()) return st;
   HEADROOM_OPENAI_ASSIGN(suffix, OptString(obj, "suffix"));
   if (suffix.has_value() && !suffix->empty()) return Bad("suffix", "suffix is not supported");
   if (const Json* logprobs = Member(obj, "logprobs"); logprobs != nullptr) {
@@ -467,6 +474,42 @@ absl::StatusOr<ParsedRequest> ParseCompletionRequest(std::string_view body) {
     out.generate.mutable_sampling()->set_prompt_logprobs(
         std::max(out.top_logprobs, out.prompt_logprobs));
   }
+  return out;
+}
+
+absl::StatusOr<ParsedRequest> ParseEmbeddingRequest(std::string_view body) {
+  HEADROOM_OPENAI_ASSIGN(obj, ParseObject(body));
+  ParsedRequest out;
+  out.endpoint = Endpoint::kEmbeddings;
+  v1::GenerateRequest& g = out.generate;
+  HEADROOM_OPENAI_ASSIGN(model, OptString(obj, "model"));
+  if (model.has_value()) g.set_model(*model);
+  if (absl::Status st = ParsePrompts(obj, "input", out); !st.ok()) return st;
+  v1::EmbeddingParams& embedding = *g.mutable_embedding();
+  HEADROOM_OPENAI_ASSIGN(dimensions, OptInt32(obj, "dimensions"));
+  if (dimensions.has_value()) {
+    // OpenAI's and vLLM's floor; the model's width is the worker's to check.
+    if (*dimensions < 1) {
+      return Bad("dimensions", absl::StrCat("dimensions must be at least 1, got ", *dimensions));
+    }
+    embedding.set_dimensions(*dimensions);
+  }
+  HEADROOM_OPENAI_ASSIGN(normalize, OptBool(obj, "normalize"));
+  if (normalize.has_value()) embedding.set_normalize(*normalize);
+  HEADROOM_OPENAI_ASSIGN(format, OptString(obj, "encoding_format"));
+  if (format.has_value() && *format != "float" && *format != "base64") {
+    return Bad("encoding_format", absl::StrCat("encoding_format must be \"float\" or \"base64\", "
+                                               "got \"",
+                                               *format, "\""));
+  }
+  out.embedding_base64 = format == "base64";
+  HEADROOM_OPENAI_ASSIGN(add_special_tokens, OptBool(obj, "add_special_tokens"));
+  out.add_special_tokens = add_special_tokens.value_or(true);
+  HEADROOM_OPENAI_ASSIGN(user, OptString(obj, "user"));  // type-checked, then unused (as vLLM)
+  HEADROOM_OPENAI_ASSIGN(priority, OptInt32(obj, "priority"));
+  if (priority.has_value()) g.set_priority(*priority);
+  HEADROOM_OPENAI_ASSIGN(truncate, OptInt32(obj, "truncate_prompt_tokens"));
+  if (truncate.has_value()) g.set_truncate_prompt_tokens(*truncate);  // range checked later
   return out;
 }
 
@@ -556,9 +599,10 @@ v1::GenerateRequest ChoiceRequest(const ParsedRequest& request, int32_t choice) 
       out.set_text(p.text());
     }
   }
-  v1::SamplingParams& sampling = *out.mutable_sampling();
-  // Wraps at 2^64 like any uint64 seed.
-  if (sampling.has_seed()) sampling.set_seed(sampling.seed() + static_cast<uint64_t>(sample));
+  // Wraps at 2^64 like any uint64 seed. (An embedding has no sampling, and must not get one.)
+  if (out.has_sampling() && out.sampling().has_seed()) {
+    out.mutable_sampling()->set_seed(out.sampling().seed() + static_cast<uint64_t>(sample));
+  }
   return out;
 }
 

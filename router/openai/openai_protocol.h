@@ -21,12 +21,14 @@
 
 namespace headroom::router::openai {
 
-enum class Endpoint { kCompletions, kChat };
+enum class Endpoint { kCompletions, kChat, kEmbeddings };
 
 // Most top-N logprobs a request may ask for (OpenAI's and vLLM's limit).
 inline constexpr int32_t kMaxTopLogprobs = 20;
 // Most choices (prompts x n) one request may ask for: each is a Generate call of its own.
 inline constexpr int32_t kMaxChoices = 128;
+// Most inputs one embeddings request may give (OpenAI's limit); each is a Generate call.
+inline constexpr int32_t kMaxEmbeddingInputs = 2048;
 
 struct ParsedRequest {
   Endpoint endpoint = Endpoint::kCompletions;
@@ -67,6 +69,11 @@ struct ParsedRequest {
   // vLLM's prompt_logprobs field (both endpoints, not streamed): -1 none, else the top-N; the
   // response carries vLLM's `prompt_logprobs` list.
   int32_t prompt_logprobs = -1;
+  // Embeddings: encoding_format "base64" (little-endian float32 bytes) rather than "float".
+  bool embedding_base64 = false;
+  // Embeddings: the caller tokenizes text inputs with or without the tokenizer's special tokens
+  // (vLLM's add_special_tokens, default true).
+  bool add_special_tokens = true;
 };
 
 // Errors are InvalidArgument whose message names the field and the reason or number
@@ -76,6 +83,12 @@ absl::StatusOr<ParsedRequest> ParseCompletionRequest(std::string_view body);
 absl::StatusOr<ParsedRequest> ParseChatRequest(std::string_view body);
 // The same for a body already parsed (a JSON object; its key order is kept for the tools).
 absl::StatusOr<ParsedRequest> ParseChatObject(const nlohmann::ordered_json& body);
+
+// OpenAI /v1/embeddings (with vLLM's extras): `input` (a string, token ids, or a list of either)
+// becomes `generate` and `more_prompts` with GenerateRequest.embedding set (dimensions,
+// normalize); encoding_format, truncate_prompt_tokens, add_special_tokens, priority; `user` is
+// accepted and ignored.
+absl::StatusOr<ParsedRequest> ParseEmbeddingRequest(std::string_view body);
 
 // The offending request field of an error from the parsers; "" when it has none.
 std::string ErrorParam(const absl::Status& status);

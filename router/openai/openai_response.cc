@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "router/openai/embedding_response.h"
 #include "router/openai/tool_parser.h"
 #include "router/tokenizer/string_util.h"
 
@@ -45,12 +46,16 @@ const char* ObjectName(Endpoint endpoint, bool chunk) {
 }  // namespace
 
 std::string MakeResponseId(Endpoint endpoint, uint64_t unique) {
-  return absl::StrFormat("%s-%016x", endpoint == Endpoint::kChat ? "chatcmpl" : "cmpl", unique);
+  const char* prefix = endpoint == Endpoint::kChat         ? "chatcmpl"
+                       : endpoint == Endpoint::kEmbeddings ? "embd"
+                                                           : "cmpl";
+  return absl::StrFormat("%s-%016x", prefix, unique);
 }
 
 ResponseBuilder::ResponseBuilder(const ParsedRequest& request, std::string id, int64_t created,
                                  std::string model, const Tokenizer* tokenizer)
     : endpoint_(request.endpoint),
+      embedding_base64_(request.embedding_base64),
       include_usage_(request.include_usage),
       continuous_usage_(request.include_usage && request.continuous_usage),
       logprobs_(request.logprobs),
@@ -384,6 +389,11 @@ ResponseBuilder::Json ResponseBuilder::PromptLogprobsJson(
 
 void ResponseBuilder::Accumulate(int32_t index, const v1::GenerateResponse& message) {
   Choice& state = choices_.at(static_cast<size_t>(index));
+  if (endpoint_ == Endpoint::kEmbeddings) {
+    state.embedding.assign(message.embedding().begin(), message.embedding().end());
+    NoteFinal(message, state);
+    return;
+  }
   if (prompt_logprobs_ >= 0 && message.prompt_token_ids_size() > 0) {
     state.prompt_logprobs = PromptLogprobsJson(message);
   }
@@ -400,6 +410,15 @@ void ResponseBuilder::Accumulate(int32_t index, const v1::GenerateResponse& mess
 }
 
 std::string ResponseBuilder::Body() const {
+  if (endpoint_ == Endpoint::kEmbeddings) {
+    std::vector<std::vector<float>> embeddings;
+    int64_t prompt_tokens = 0;
+    for (const Choice& choice : choices_) {
+      embeddings.push_back(choice.embedding);
+      prompt_tokens += choice.prompt_tokens;
+    }
+    return EmbeddingsBody(id_, created_, model_, embeddings, prompt_tokens, embedding_base64_);
+  }
   Json choices = Json::array();
   for (size_t i = 0; i < choices_.size(); ++i) {
     const Choice& state = choices_[i];

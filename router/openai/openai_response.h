@@ -21,7 +21,8 @@
 
 namespace headroom::router::openai {
 
-// "cmpl-<16 hex digits>" / "chatcmpl-<16 hex digits>" from a unique number.
+// "cmpl-<16 hex digits>" / "chatcmpl-<16 hex digits>" / "embd-<16 hex digits>" from a unique
+// number.
 std::string MakeResponseId(Endpoint endpoint, uint64_t unique);
 
 // One per request; not thread-safe. Feed either StreamEvents (stream = true) or Accumulate, each
@@ -87,6 +88,8 @@ class ResponseBuilder {
     // vLLM's prompt_logprobs list (when asked): null, then one {token id: {logprob, rank,
     // decoded_token}} per later prompt token.
     Json prompt_logprobs;
+    // Embeddings: the input's vector.
+    std::vector<float> embedding;
   };
 
   [[nodiscard]] Json ChunkEnvelope() const;
@@ -141,6 +144,7 @@ class ResponseBuilder {
   static Json StopReasonJson(const Choice& choice);
 
   Endpoint endpoint_;
+  bool embedding_base64_;
   bool include_usage_;
   bool continuous_usage_;
   bool logprobs_;

@@ -161,6 +161,7 @@ class GenerateReactor final : public grpc::ServerWriteReactor<v1::GenerateRespon
         *submit.mutable_sampling() = req_.sampling;
         submit.set_cache_salt(req_.cache_salt);
         submit.set_priority(req_.priority);
+        if (req_.pooling.has_value()) *submit.mutable_pooling() = *req_.pooling;
         worker_call_ = call;
       }
     }
@@ -227,6 +228,7 @@ class GenerateReactor final : public grpc::ServerWriteReactor<v1::GenerateRespon
         }
       }
       completion_tokens_ += static_cast<int32_t>(ids.size());
+      *out.mutable_embedding() = message.embedding();
       const bool last = message.finish_reason() != v1::FINISH_REASON_UNSPECIFIED;
       // The token that stopped the request (EOS, a stop token) is in token_ids but not in the
       // text unless include_stop_str_in_output, as in vLLM (its text would be "</s>", or a

@@ -44,6 +44,38 @@ absl::Status TokenizeGuidedChoices(const v1::SamplingParams& s, const Tokenizer&
   return absl::OkStatus();
 }
 
+// The rest of an embedding request, its prompt read into `out`: no sampling, a prompt that fits
+// max_model_len by itself, dimensions >= 0 (the worker knows the model's sizes).
+absl::StatusOr<ValidatedRequest> ValidateEmbedding(const v1::GenerateRequest& request,
+                                                   int32_t largest_max_model_len,
+                                                   ValidatedRequest& out) {
+  if (request.has_sampling()) {
+    return absl::InvalidArgumentError(
+        "sampling must be unset for an embedding request (it generates no tokens)");
+  }
+  const v1::EmbeddingParams& e = request.embedding();
+  if (e.dimensions() < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("embedding.dimensions must be >= 1 (0 keeps all), got ", e.dimensions()));
+  }
+  out.max_tokens = 0;
+  if (largest_max_model_len > 0 && out.prompt.size() > static_cast<size_t>(largest_max_model_len)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "this model's maximum context length is ", largest_max_model_len,
+        " tokens (the largest worker group's); the input to embed has ", out.prompt.size(),
+        " tokens. Please reduce the length of the input"));
+  }
+  v1::PoolingParams& pooling = out.pooling.emplace();
+  pooling.set_dimensions(e.dimensions());
+  pooling.set_normalize(!e.has_normalize() || e.normalize());
+  // What the worker runs: one greedy pass whose token it drops.
+  out.sampling.set_temperature(0.0f);
+  out.sampling.set_max_tokens(1);
+  out.cache_salt = request.cache_salt();
+  out.priority = request.priority();
+  return std::move(out);
+}
+
 }  // namespace
 
 absl::StatusOr<ValidatedRequest> ValidateGenerateRequest(const v1::GenerateRequest& request,
@@ -92,6 +124,7 @@ absl::StatusOr<ValidatedRequest> ValidateGenerateRequest(const v1::GenerateReque
     }
   }
 
+  if (request.has_embedding()) return ValidateEmbedding(request, largest_max_model_len, out);
   const v1::SamplingParams& s = request.sampling();
   if (s.has_temperature() && !(s.temperature() >= 0.0f)) {
     return absl::InvalidArgumentError(

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,8 @@ struct ValidatedRequest {
   int32_t priority = 0;
   // Detokenize without special tokens (vLLM's skip_special_tokens, default true).
   bool skip_special_tokens = true;
+  // An embedding (GenerateRequest.embedding), as the worker takes it; max_tokens is then 0.
+  std::optional<v1::PoolingParams> pooling;
 
   // Prompt + max_tokens: what placement reserves for.
   [[nodiscard]] int64_t max_total_tokens() const {
@@ -51,7 +54,7 @@ struct ValidatedRequest {
 
 // Tokenizes and validates `request`. INVALID_ARGUMENT names the field and the numbers: empty
 // prompt, ids outside the vocabulary, temperature < 0, top_p outside (0, 1], top_k < -1,
-// max_tokens < 1, logprobs outside [0, 20], token ids of logit_bias or allowed_token_ids outside
+// max_tokens < 1, sampling given for an embedding, logprobs outside [0, 20], token ids of logit_bias or allowed_token_ids outside
 // the vocabulary, truncate_prompt_tokens other than -1 or >= 1, prompt (after truncation) +
 // max_tokens above `largest_max_model_len` (the largest max_model_len among up groups; 0 skips
 // that check and makes truncate_prompt_tokens -1 keep the whole prompt).

@@ -1204,7 +1204,7 @@ TEST_F(HttpE2eTest, BadInputGetsTheRightStatusAndAMessageNamingTheFieldAndLimit)
        401,
        {"API key"},
        {"Authorization: Bearer nope"}},
-      {"unknown route", "/v1/embeddings", R"({"input": "hi"})", 404, {"/v1/embeddings"}},
+      {"unknown route", "/v1/rerank", R"({"query": "hi"})", 404, {"/v1/rerank"}},
       {"oversized body",
        "/v1/completions",
        Json({{"prompt", std::string(3 << 20, 'a')}}).dump(),

@@ -8,7 +8,8 @@ response_format json_schema answers what pydantic (the client's parse()) and jso
 that
 function calling with a named function or "required" answers calls whose arguments jsonschema
 validates, that vLLM's guided_choice (extra_body) answers one of the choices, that its
-guided_regex / structured_outputs.regex answer what Python's re.fullmatch matches, and that a bad
+guided_regex / structured_outputs.regex answer what Python's re.fullmatch matches, that embeddings
+(base64, the client's default, and float) agree, and that a bad
 request surfaces as openai.BadRequestError naming the field.
 Exits non-zero with the failed check on stderr.
 """
@@ -139,6 +140,31 @@ def check_guided_regex(client, model, messages):
     except openai.BadRequestError as error:
         check("guided_regex: backreferences are not supported" in str(error),
               f"error does not say why: {error}")
+
+
+def check_embeddings(client, model):
+    """/v1/embeddings through the client: its default asks for base64 and decodes the bytes
+    itself, which must give the float format's numbers (to float32 rounding of two runs), unit
+    length, one vector per input in order; dimensions on a model not trained for truncation is a
+    BadRequestError saying so."""
+    inputs = ["the cat sat", "on the mat", "headroom"]
+    default = client.embeddings.create(model=model, input=inputs)
+    floats = client.embeddings.create(model=model, input=inputs, encoding_format="float")
+    check([d.index for d in default.data] == [0, 1, 2], f"embedding indices {default.data}")
+    check(default.usage.prompt_tokens > 0 and
+          default.usage.total_tokens == default.usage.prompt_tokens,
+          f"embedding usage {default.usage}")
+    for i, (a, b) in enumerate(zip(default.data, floats.data)):
+        check(len(a.embedding) == len(b.embedding) > 0, f"embedding {i} sizes")
+        check(all(abs(x - y) <= 1e-4 + 1e-4 * abs(y) for x, y in zip(a.embedding, b.embedding)),
+              f"embedding {i}: base64 {a.embedding[:4]} vs float {b.embedding[:4]}")
+        norm = sum(x * x for x in a.embedding) ** 0.5
+        check(abs(norm - 1) < 1e-4, f"embedding {i} has norm {norm}")
+    try:
+        client.embeddings.create(model=model, input="x", dimensions=8)
+        check(False, "dimensions on a non-Matryoshka model was accepted")
+    except openai.BadRequestError as error:
+        check("matryoshka" in str(error), f"dimensions refusal: {error}")
 
 
 def main():
@@ -281,6 +307,7 @@ def main():
     check(picked.choices[0].text in ("red", "green", "blue"), f"choice {picked.choices[0].text!r}")
 
     check_guided_regex(client, model, messages)
+    check_embeddings(client, model)
 
     try:
         client.completions.create(model=model, prompt="hi", max_tokens=0)

@@ -153,6 +153,63 @@ TEST(OpenAiProtocolTest, BadCompletionBodies) {
   for (const BadBody& c : cases) ExpectBad(ParseCompletionRequest(c.body), c);
 }
 
+TEST(OpenAiProtocolTest, BadEmbeddingBodies) {
+  std::string many = R"({"input": [)";
+  for (int i = 0; i < 2049; ++i) absl::StrAppend(&many, i > 0 ? "," : "", R"("x")");
+  many += "]}";
+  const std::vector<BadBody> cases = {
+      {R"({})", "input", "input is required"},
+      {R"({"input": {}})", "input", "input must be a string, an array"},
+      {R"({"input": []})", "input", "input must not be an empty array"},
+      {R"({"input": ["a", 3]})", "input[1]", "input[1] must be a string or an array of token ids"},
+      {R"({"input": [[1], []]})", "input[1]", "input[1] must not be an empty array"},
+      {many.c_str(), "input", "input may hold at most 2048 inputs, got 2049"},
+      {R"({"input": "a", "dimensions": 0})", "dimensions", "dimensions must be at least 1, got 0"},
+      {R"({"input": "a", "dimensions": "8"})", "dimensions", "dimensions must be an integer"},
+      {R"({"input": "a", "encoding_format": "bytes"})", "encoding_format",
+       "encoding_format must be \"float\" or \"base64\", got \"bytes\""},
+      {R"({"input": "a", "normalize": 1})", "normalize", "normalize must be a boolean"},
+      {R"({"input": "a", "user": 5})", "user", "user must be a string"},
+      {R"({"input": "a", "add_special_tokens": "no"})", "add_special_tokens",
+       "add_special_tokens must be a boolean"},
+  };
+  for (const BadBody& c : cases) ExpectBad(ParseEmbeddingRequest(c.body), c);
+}
+
+// Every input becomes one choice holding the embedding parameters and no sampling.
+TEST(OpenAiProtocolTest, EmbeddingFieldsMapToGenerateRequests) {
+  absl::StatusOr<ParsedRequest> r = ParseEmbeddingRequest(
+      R"({"model": "m", "input": ["a b", [5, 6]], "dimensions": 32, "normalize": false,
+          "encoding_format": "base64", "user": "u", "priority": -2,
+          "truncate_prompt_tokens": 100, "add_special_tokens": false})");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->endpoint, Endpoint::kEmbeddings);
+  EXPECT_TRUE(r->embedding_base64);
+  EXPECT_FALSE(r->add_special_tokens);
+  ASSERT_EQ(ChoiceCount(*r), 2);
+  const v1::GenerateRequest first = ChoiceRequest(*r, 0);
+  const v1::GenerateRequest second = ChoiceRequest(*r, 1);
+  EXPECT_EQ(first.text(), "a b");
+  EXPECT_EQ(second.token_ids().ids_size(), 2);
+  for (const v1::GenerateRequest& g : {first, second}) {
+    EXPECT_EQ(g.model(), "m");
+    EXPECT_FALSE(g.has_sampling());
+    EXPECT_EQ(g.embedding().dimensions(), 32);
+    ASSERT_TRUE(g.embedding().has_normalize());
+    EXPECT_FALSE(g.embedding().normalize());
+    EXPECT_EQ(g.priority(), -2);
+    EXPECT_EQ(g.truncate_prompt_tokens(), 100);
+  }
+  absl::StatusOr<ParsedRequest> plain = ParseEmbeddingRequest(R"({"input": [1, 2, 3]})");
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_FALSE(plain->embedding_base64);
+  EXPECT_TRUE(plain->add_special_tokens);
+  EXPECT_EQ(ChoiceCount(*plain), 1);
+  EXPECT_EQ(plain->generate.token_ids().ids_size(), 3);
+  EXPECT_FALSE(plain->generate.embedding().has_normalize()) << "unset: the router's default";
+  EXPECT_EQ(plain->generate.embedding().dimensions(), 0);
+}
+
 TEST(OpenAiProtocolTest, BadChatBodies) {
   const std::vector<BadBody> cases = {
       {R"({"model": "m"})", "messages", "messages is required"},

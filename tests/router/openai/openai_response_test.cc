@@ -1,5 +1,7 @@
 #include "router/openai/openai_response.h"
 
+#include "router/openai/embedding_response.h"
+
 #include <string>
 #include <vector>
 
@@ -538,6 +540,53 @@ TEST(OpenAiResponseTest, Models) {
   EXPECT_EQ(m["data"][1]["created"], 42);
   EXPECT_EQ(m["data"][1]["owned_by"], "headroom");
   EXPECT_EQ(m["data"][1]["max_model_len"], 32768);
+}
+
+// Python's base64.b64encode(struct.pack('<4f', 1.0, -2.5, 0.1, 1e-40)): little-endian float32, a
+// subnormal included.
+TEST(EmbeddingResponseTest, Base64IsPythonsLittleEndianFloat32) {
+  const std::vector<float> values = {1.0f, -2.5f, 0.1f, 1e-40f};
+  EXPECT_EQ(Float32Base64(values), "AACAPwAAIMDNzMw9whYBAA==");
+  EXPECT_EQ(Float32Base64({}), "");
+}
+
+// OpenAI's list shape with vLLM's id and created, inputs in order, usage of the prompts alone.
+TEST(EmbeddingResponseTest, BodyIsOpenAisList) {
+  const Json body = Json::parse(
+      EmbeddingsBody("embd-1", 1700000000, "m", {{0.5f, -0.25f}, {1.0f, 0.0f}}, 7, false));
+  EXPECT_EQ(body["id"], "embd-1");
+  EXPECT_EQ(body["object"], "list");
+  EXPECT_EQ(body["created"], 1700000000);
+  EXPECT_EQ(body["model"], "m");
+  ASSERT_EQ(body["data"].size(), 2u);
+  EXPECT_EQ(body["data"][1], (Json{{"index", 1}, {"object", "embedding"}, {"embedding", {1.0, 0.0}}}));
+  EXPECT_EQ(body["data"][0]["embedding"], (Json{0.5, -0.25}));
+  EXPECT_EQ(body["usage"]["prompt_tokens"], 7);
+  EXPECT_EQ(body["usage"]["total_tokens"], 7);
+  EXPECT_EQ(body["usage"]["completion_tokens"], 0);
+  const Json base64 =
+      Json::parse(EmbeddingsBody("embd-1", 1, "m", {{1.0f, -2.5f, 0.1f, 1e-40f}}, 4, true));
+  EXPECT_EQ(base64["data"][0]["embedding"], "AACAPwAAIMDNzMw9whYBAA==");
+}
+
+// A ResponseBuilder for embeddings folds each input's one message into that body.
+TEST(EmbeddingResponseTest, BuilderFoldsEachInput) {
+  absl::StatusOr<ParsedRequest> parsed =
+      ParseEmbeddingRequest(R"({"input": ["a", "bc"], "encoding_format": "float"})");
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  ResponseBuilder builder(*parsed, MakeResponseId(Endpoint::kEmbeddings, 255), 9, "m", nullptr);
+  for (int32_t i : {1, 0}) {
+    v1::GenerateResponse message;
+    message.add_embedding(static_cast<float>(i));
+    message.set_finish_reason(v1::FINISH_REASON_STOP);
+    message.mutable_usage()->set_prompt_tokens(i + 1);
+    builder.Accumulate(i, message);
+  }
+  const Json body = Json::parse(builder.Body());
+  EXPECT_EQ(body["id"], "embd-00000000000000ff");
+  EXPECT_EQ(body["data"][0]["embedding"], (Json{0.0}));
+  EXPECT_EQ(body["data"][1]["embedding"], (Json{1.0}));
+  EXPECT_EQ(body["usage"]["prompt_tokens"], 3);
 }
 
 }  // namespace

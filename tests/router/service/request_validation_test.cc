@@ -157,6 +157,53 @@ struct BadCase {
   const char* expected;  // substring of the message
 };
 
+// An embedding: the prompt alone must fit max_model_len (it may fill it), pooling goes to the
+// worker with normalize defaulting on, and the worker runs one greedy pass; sampling is refused.
+TEST_F(RequestValidationTest, EmbeddingsAdmitThePromptAloneAndRefuseSampling) {
+  v1::GenerateRequest request;
+  request.set_text("hi there");
+  request.mutable_embedding()->set_dimensions(4);
+  absl::StatusOr<ValidatedRequest> v = ValidateGenerateRequest(request, *tokenizer_, 8);
+  ASSERT_TRUE(v.ok()) << v.status();
+  EXPECT_EQ(v->max_total_tokens(), 8) << "no room held for output";
+  ASSERT_TRUE(v->pooling.has_value());
+  EXPECT_EQ(v->pooling->dimensions(), 4);
+  EXPECT_TRUE(v->pooling->normalize());
+  EXPECT_EQ(v->sampling.max_tokens(), 1);
+  EXPECT_FLOAT_EQ(v->sampling.temperature(), 0.0f);
+
+  request.mutable_embedding()->set_normalize(false);
+  EXPECT_FALSE(ValidateGenerateRequest(request, *tokenizer_, 8)->pooling->normalize());
+
+  request.set_text("hi there!");
+  absl::StatusOr<ValidatedRequest> long_prompt = ValidateGenerateRequest(request, *tokenizer_, 8);
+  EXPECT_EQ(long_prompt.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(long_prompt.status().message().find(
+                "maximum context length is 8 tokens (the largest worker group's); the input to "
+                "embed has 9 tokens"),
+            std::string::npos)
+      << long_prompt.status();
+
+  request.set_text("hi");
+  request.mutable_embedding()->set_dimensions(-1);
+  EXPECT_NE(ValidateGenerateRequest(request, *tokenizer_, 8)
+                .status()
+                .message()
+                .find("embedding.dimensions must be >= 1 (0 keeps all), got -1"),
+            std::string::npos);
+  request.mutable_embedding()->set_dimensions(0);
+  request.mutable_sampling()->set_max_tokens(3);
+  EXPECT_NE(ValidateGenerateRequest(request, *tokenizer_, 8)
+                .status()
+                .message()
+                .find("sampling must be unset for an embedding request"),
+            std::string::npos);
+
+  v1::GenerateRequest plain;
+  plain.set_text("hi");
+  EXPECT_FALSE(ValidateGenerateRequest(plain, *tokenizer_, 100)->pooling.has_value());
+}
+
 TEST_F(RequestValidationTest, BadRequestsNameTheFieldAndTheNumbers) {
   const BadCase cases[] = {
       {"empty", [](v1::GenerateRequest& r) { r.set_text(""); }, "prompt is empty"},

@@ -1,0 +1,237 @@
+// /v1/embeddings end to end: a real router and two real workers serving the llama-gqa fixture,
+// checked against Hugging Face transformers' last hidden states (tests/worker/fixtures/llama-gqa/
+// embeddings.json, scripts/gen_embedding_fixtures.py), in OpenAI's shapes (float and base64), for
+// lists longer than the router's window of calls in flight, over gRPC too, and with the refusals
+// a vLLM user would get (400 naming the field and the numbers).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/escaping.h"
+#include "http_cluster.h"
+#include "nlohmann/json.hpp"
+
+namespace headroom::e2e {
+namespace {
+
+using Json = nlohmann::json;
+
+struct Reference {
+  std::vector<int32_t> ids;
+  std::vector<double> last_hidden;
+  std::vector<double> normalized;
+};
+
+std::vector<Reference> References() {
+  std::ifstream file(worker::testdata::FixtureDir("llama-gqa") / "embeddings.json");
+  const Json doc = Json::parse(file);
+  std::vector<Reference> out;
+  for (const Json& p : doc["prompts"]) {
+    out.push_back({.ids = p["ids"].get<std::vector<int32_t>>(),
+                   .last_hidden = p["last_hidden"].get<std::vector<double>>(),
+                   .normalized = p["normalized"].get<std::vector<double>>()});
+  }
+  return out;
+}
+
+void ExpectNear(const std::vector<double>& got, const std::vector<double>& want,
+                const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  for (size_t i = 0; i < got.size(); ++i) {
+    ASSERT_NEAR(got[i], want[i], 1e-4 + 1e-4 * std::fabs(want[i])) << what << " value " << i;
+  }
+}
+
+std::vector<float> DecodeFloat32Base64(const std::string& text) {
+  std::string bytes;
+  EXPECT_TRUE(absl::Base64Unescape(text, &bytes)) << text;
+  EXPECT_EQ(bytes.size() % 4, 0u);
+  std::vector<float> out(bytes.size() / 4);
+  for (size_t i = 0; i < out.size(); ++i) {
+    uint32_t bits = 0;
+    for (int b = 3; b >= 0; --b) {  // little-endian
+      bits = (bits << 8) | static_cast<unsigned char>(bytes[i * 4 + static_cast<size_t>(b)]);
+    }
+    std::memcpy(&out[i], &bits, sizeof(bits));
+  }
+  return out;
+}
+
+class EmbeddingsE2eTest : public SharedClusterTest<EmbeddingsE2eTest> {};
+
+// A list of token id inputs: one entry per input in order, each transformers' vector normalized
+// (or raw with normalize false), with usage counting the inputs' tokens.
+TEST_F(EmbeddingsE2eTest, TokenIdInputsMatchTransformers) {
+  const std::vector<Reference> refs = References();
+  Json inputs = Json::array();
+  size_t tokens = 0;
+  for (const Reference& r : refs) {
+    inputs.push_back(r.ids);
+    tokens += r.ids.size();
+  }
+  for (const bool normalize : {true, false}) {
+    const HttpResponse response = cluster_->Post(
+        "/v1/embeddings", Json{{"input", inputs}, {"normalize", normalize}}.dump());
+    ASSERT_EQ(response.status, 200) << response.body;
+    const Json body = Json::parse(response.body);
+    EXPECT_EQ(body["object"], "list");
+    EXPECT_EQ(body["id"].get<std::string>().rfind("embd-", 0), 0u) << body["id"];
+    EXPECT_FALSE(body["model"].get<std::string>().empty());
+    EXPECT_EQ(body["usage"]["prompt_tokens"], tokens);
+    EXPECT_EQ(body["usage"]["total_tokens"], tokens);
+    ASSERT_EQ(body["data"].size(), refs.size());
+    for (size_t i = 0; i < refs.size(); ++i) {
+      const Json& entry = body["data"][i];
+      EXPECT_EQ(entry["object"], "embedding");
+      EXPECT_EQ(entry["index"], i);
+      ExpectNear(entry["embedding"].get<std::vector<double>>(),
+                 normalize ? refs[i].normalized : refs[i].last_hidden,
+                 "input " + std::to_string(i) + (normalize ? " normalized" : " raw"));
+    }
+  }
+}
+
+// encoding_format base64 carries the float32 values, little-endian (as the openai client
+// decodes them: tests/e2e/openai_client_check.py reads them through the real client).
+TEST_F(EmbeddingsE2eTest, Base64CarriesTheSameFloats) {
+  const std::vector<Reference> refs = References();
+  const Json request = {{"input", refs[2].ids}};
+  const HttpResponse floats = cluster_->Post("/v1/embeddings", request.dump());
+  Json base64_request = request;
+  base64_request["encoding_format"] = "base64";
+  const HttpResponse base64 = cluster_->Post("/v1/embeddings", base64_request.dump());
+  ASSERT_EQ(floats.status, 200) << floats.body;
+  ASSERT_EQ(base64.status, 200) << base64.body;
+  const std::vector<double> want =
+      Json::parse(floats.body)["data"][0]["embedding"].get<std::vector<double>>();
+  const std::vector<float> got =
+      DecodeFloat32Base64(Json::parse(base64.body)["data"][0]["embedding"].get<std::string>());
+  // Two runs of one input agree to float rounding, not bit for bit: the second may read the
+  // first's blocks from the prefix cache, or share its step with other requests.
+  ExpectNear(std::vector<double>(got.begin(), got.end()), want, "base64");
+}
+
+// A text input is tokenized as /tokenize tokenizes it, and embeds as those ids do.
+TEST_F(EmbeddingsE2eTest, TextInputEmbedsAsItsTokens) {
+  const std::string text = "headroom never runs out of memory";
+  const HttpResponse tokenized = cluster_->Post("/tokenize", Json{{"prompt", text}}.dump());
+  ASSERT_EQ(tokenized.status, 200) << tokenized.body;
+  const Json ids = Json::parse(tokenized.body)["tokens"];
+  const HttpResponse by_text = cluster_->Post("/v1/embeddings", Json{{"input", text}}.dump());
+  const HttpResponse by_ids = cluster_->Post("/v1/embeddings", Json{{"input", ids}}.dump());
+  ASSERT_EQ(by_text.status, 200) << by_text.body;
+  ASSERT_EQ(by_ids.status, 200) << by_ids.body;
+  const Json text_body = Json::parse(by_text.body);
+  EXPECT_EQ(text_body["usage"]["prompt_tokens"], ids.size());
+  ExpectNear(text_body["data"][0]["embedding"].get<std::vector<double>>(),
+             Json::parse(by_ids.body)["data"][0]["embedding"].get<std::vector<double>>(),
+             "text against its ids");
+}
+
+// 300 inputs, more than the 128 calls a request keeps in flight: every one comes back, in order.
+TEST_F(EmbeddingsE2eTest, LongListsComeBackWholeAndInOrder) {
+  const std::vector<Reference> refs = References();
+  constexpr size_t kInputs = 300;
+  Json inputs = Json::array();
+  for (size_t i = 0; i < kInputs; ++i) inputs.push_back(refs[i % refs.size()].ids);
+  const HttpResponse response = cluster_->Post("/v1/embeddings", Json{{"input", inputs}}.dump());
+  ASSERT_EQ(response.status, 200) << response.body.substr(0, 500);
+  const Json body = Json::parse(response.body);
+  ASSERT_EQ(body["data"].size(), kInputs);
+  for (size_t i = 0; i < kInputs; ++i) {
+    ASSERT_EQ(body["data"][i]["index"], i);
+    ExpectNear(body["data"][i]["embedding"].get<std::vector<double>>(),
+               refs[i % refs.size()].normalized, "input " + std::to_string(i));
+  }
+}
+
+// An embedding's prompt may fill max_model_len (256 here): it generates nothing.
+TEST_F(EmbeddingsE2eTest, InputMayFillMaxModelLenButNotMore) {
+  std::vector<int32_t> ids(256);
+  for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int32_t>(3 + i % 250);
+  const HttpResponse full = cluster_->Post("/v1/embeddings", Json{{"input", ids}}.dump());
+  ASSERT_EQ(full.status, 200) << full.body;
+  EXPECT_EQ(Json::parse(full.body)["data"][0]["embedding"].size(), 64u);
+  ids.push_back(5);
+  const HttpResponse over = cluster_->Post("/v1/embeddings", Json{{"input", ids}}.dump());
+  EXPECT_EQ(over.status, 400) << over.body;
+  EXPECT_NE(over.body.find("maximum context length is 256 tokens"), std::string::npos)
+      << over.body;
+  EXPECT_NE(over.body.find("the input to embed has 257 tokens"), std::string::npos) << over.body;
+}
+
+// Refusals name the field and the reason, as vLLM's do; nothing is run for them.
+TEST_F(EmbeddingsE2eTest, BadRequestsAre400NamingTheField) {
+  const std::vector<Reference> refs = References();
+  struct Case {
+    Json body;
+    std::string param;
+    std::string says;
+  };
+  Json too_many = Json::array();
+  for (int i = 0; i < 2049; ++i) too_many.push_back("x");
+  const std::vector<Case> cases = {
+      {Json::object(), "input", "input is required"},
+      {{{"input", Json::array()}}, "input", "input must not be an empty array"},
+      {{{"input", 7}}, "input", "input must be a string, an array of token ids"},
+      {{{"input", too_many}}, "input", "at most 2048 inputs, got 2049"},
+      {{{"input", {refs[0].ids, {1, 999}}}}, "input", "input[1]: token_ids.ids[1] = 999"},
+      {{{"input", "x"}, {"encoding_format", "hex"}},
+       "encoding_format",
+       "encoding_format must be \"float\" or \"base64\", got \"hex\""},
+      {{{"input", "x"}, {"dimensions", 0}}, "dimensions", "dimensions must be at least 1, got 0"},
+      // The fixture's config.json does not say it was trained for truncation.
+      {{{"input", "x"}, {"dimensions", 16}}, "", "does not support matryoshka representation"},
+  };
+  for (const Case& c : cases) {
+    const HttpResponse response = cluster_->Post("/v1/embeddings", c.body.dump());
+    EXPECT_EQ(response.status, 400) << c.body.dump() << " -> " << response.body;
+    const Json error = Json::parse(response.body)["error"];
+    EXPECT_NE(error["message"].get<std::string>().find(c.says), std::string::npos)
+        << c.body.dump() << " -> " << response.body;
+    if (!c.param.empty()) {
+      EXPECT_EQ(error["param"], c.param) << response.body;
+    }
+  }
+}
+
+// gRPC clients ask with GenerateRequest.embedding: one message, the vector and the usage.
+TEST_F(EmbeddingsE2eTest, GrpcGenerateWithEmbeddingAnswersOneMessage) {
+  const std::vector<Reference> refs = References();
+  v1::GenerateRequest request;
+  request.mutable_token_ids()->mutable_ids()->Assign(refs[1].ids.begin(), refs[1].ids.end());
+  request.mutable_embedding()->set_normalize(false);
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+  auto reader = cluster_->stub->Generate(&context, request);
+  std::vector<v1::GenerateResponse> messages;
+  v1::GenerateResponse message;
+  while (reader->Read(&message)) messages.push_back(message);
+  const grpc::Status status = reader->Finish();
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  ASSERT_EQ(messages.size(), 1u);
+  EXPECT_EQ(messages[0].token_ids_size(), 0);
+  EXPECT_EQ(messages[0].usage().prompt_tokens(), static_cast<int32_t>(refs[1].ids.size()));
+  EXPECT_EQ(messages[0].usage().completion_tokens(), 0);
+  ExpectNear(std::vector<double>(messages[0].embedding().begin(), messages[0].embedding().end()),
+             refs[1].last_hidden, "gRPC");
+
+  // Sampling has no meaning for an embedding: refused rather than ignored.
+  request.mutable_sampling()->set_temperature(0.5f);
+  grpc::ClientContext refused_context;
+  auto refused = cluster_->stub->Generate(&refused_context, request);
+  while (refused->Read(&message)) {
+  }
+  const grpc::Status refusal = refused->Finish();
+  EXPECT_EQ(refusal.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(refusal.error_message().find("sampling must be unset for an embedding request"),
+            std::string::npos)
+      << refusal.error_message();
+}
+
+}  // namespace
+}  // namespace headroom::e2e
