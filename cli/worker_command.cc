@@ -44,6 +44,7 @@
 #include "worker/engine/follower.h"
 #include "worker/model/checkpoint.h"
 #include "worker/model/generation_config.h"
+#include "worker/model/pooling_config.h"
 #include "worker/model/model_config.h"
 #include "worker/model/shard_weights.h"
 #include "worker/service/worker_metrics.h"
@@ -216,6 +217,7 @@ absl::StatusOr<EngineSetup> ParseEngineSetup(const FlagSet& flags) {
         absl::StrCat("--scheduling-policy must be fcfs or priority, got \"", policy, "\""));
   }
   options.seed = static_cast<uint64_t>(*flags.GetInt64("seed"));
+  HR_ASSIGN_OR_RETURN(options.pooling, worker::LoadPoolingConfig(model));
   // The first id is the EOS (constrained decoding offers it where a reply may end); the others
   // stop a request like its stop_token_ids.
   const std::vector<int32_t> eos_ids = ModelEosTokenIds(model);
@@ -355,6 +357,15 @@ absl::Status Serve(const FlagSet& flags, const sigset_t& stop_signals, std::ostr
         << worker::DescribeSamplingDefaults(sampling_defaults)
         << ", the model creator's recommendation); pass --generation-config vllm for vLLM's "
            "defaults\n";
+  }
+  if (!options.pooling.source.empty()) {
+    err << "headroom worker: embeddings "
+        << (options.pooling.last_token()
+                ? absl::StrCat("pool the last token",
+                               options.pooling.normalize ? ", normalized" : ", not normalized")
+                : absl::StrCat("are refused: the model pools by ", options.pooling.mode,
+                               " and headroom by the last token only"))
+        << " (" << options.pooling.source << ")\n";
   }
   const int64_t drain_timeout_s = *flags.GetInt64("drain-timeout-s");
   const int64_t step_stall_s = *flags.GetInt64("step-stall-timeout-s");

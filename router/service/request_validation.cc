@@ -67,7 +67,7 @@ absl::StatusOr<ValidatedRequest> ValidateEmbedding(const v1::GenerateRequest& re
   }
   v1::PoolingParams& pooling = out.pooling.emplace();
   pooling.set_dimensions(e.dimensions());
-  pooling.set_normalize(!e.has_normalize() || e.normalize());
+  if (e.has_normalize()) pooling.set_normalize(e.normalize());  // unset: the model's default
   // What the worker runs: one greedy pass whose token it drops.
   out.sampling.set_temperature(0.0f);
   out.sampling.set_max_tokens(1);

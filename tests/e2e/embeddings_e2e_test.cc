@@ -7,9 +7,12 @@
 
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
+
+#include <unistd.h>
 
 #include "absl/strings/escaping.h"
 #include "http_cluster.h"
@@ -231,6 +234,47 @@ TEST_F(EmbeddingsE2eTest, GrpcGenerateWithEmbeddingAnswersOneMessage) {
   EXPECT_NE(refusal.error_message().find("sampling must be unset for an embedding request"),
             std::string::npos)
       << refusal.error_message();
+}
+
+// A checkpoint whose sentence-transformers files say it pools by mean: its worker refuses
+// embeddings with the reason (the vectors would not be the model's) and still generates.
+TEST(EmbeddingsPoolingE2eTest, AMeanPoolingModelRefusesEmbeddingsAndStillGenerates) {
+  const std::filesystem::path fixture = worker::testdata::FixtureDir("llama-gqa");
+  const std::filesystem::path model =
+      std::filesystem::temp_directory_path() / ("headroom_mean_model_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(model);
+  std::filesystem::create_directories(model / "1_Pooling");
+  for (const auto& entry : std::filesystem::directory_iterator(fixture)) {
+    std::filesystem::copy_file(entry.path(), model / entry.path().filename());
+  }
+  std::ofstream(model / "modules.json") << R"([
+    {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+    {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"}])";
+  std::ofstream(model / "1_Pooling" / "config.json")
+      << R"({"word_embedding_dimension": 64, "pooling_mode_mean_tokens": true})";
+
+  std::vector<std::string> flags = FixtureWorkerFlags(64);
+  flags[1] = model.string();  // --model
+  ChildProcess worker("worker", flags);
+  ASSERT_FALSE(worker.address().empty());
+  ChildProcess router("router", {"--grpc-port", "0", "--http-port", "0", "--workers",
+                                 worker.address()});
+  ASSERT_FALSE(router.address().empty());
+  const int http_port = ReadHttpPort(router);
+  ASSERT_NE(http_port, 0);
+  const auto stub = v1::Inference::NewStub(
+      grpc::CreateChannel(router.address(), grpc::InsecureChannelCredentials()));
+  ASSERT_TRUE(GroupsUp(*stub, 1, std::chrono::seconds(10)));
+
+  const HttpResponse embedding =
+      HttpRequestTo(http_port, "POST", "/v1/embeddings", R"({"input": "hi"})", {});
+  EXPECT_EQ(embedding.status, 400) << embedding.body;
+  EXPECT_NE(embedding.body.find("pools its embeddings by mean_tokens"), std::string::npos)
+      << embedding.body;
+  const HttpResponse completion = HttpRequestTo(http_port, "POST", "/v1/completions",
+                                                R"({"prompt": "hi", "max_tokens": 3})", {});
+  EXPECT_EQ(completion.status, 200) << completion.body;
+  std::filesystem::remove_all(model);
 }
 
 }  // namespace

@@ -256,6 +256,38 @@ TEST(EmbeddingRequestTest, DimensionsOnlyForMatryoshkaModels) {
       (*engine)->AddRequest(Embedding(3, refs[1].ids, {.dimensions = 32, .normalize = true})).ok());
 }
 
+// The model's own pooling files decide: unset normalize follows them (a sentence-transformers
+// model without a Normalize module returns raw vectors), and a model that pools by mean is refused
+// rather than answered with last-token vectors that are not its embeddings.
+TEST(EmbeddingRequestTest, TheModelsPoolingConfigDecides) {
+  const std::vector<Reference> refs = References("llama-gqa");
+  const ModelConfig& config = testdata::LoadFixtureModel("llama-gqa").config;
+  EngineOptions options = Options();
+  options.pooling.normalize = false;
+  options.pooling.source = "modules.json";
+  const EngineRun run = RunEngine(
+      "llama-gqa", config,
+      {Embedding(1, refs[2].ids, {}), Embedding(2, refs[2].ids, {.dimensions = 0, .normalize = true})},
+      options, /*one_at_a_time=*/false);
+  ASSERT_EQ(run.embeddings.size(), 2u);
+  ExpectVectorNear(run.embeddings.at(1), refs[2].last_hidden, "the model's default: raw");
+  ExpectVectorNear(run.embeddings.at(2), refs[2].normalized, "asked: normalized");
+
+  options.pooling.mode = "mean_tokens";
+  options.pooling.source = "/m/1_Pooling/config.json";
+  CpuBackend backend(1);
+  auto engine =
+      Engine::Create(config, testdata::LoadFixtureModel("llama-gqa").weights, options, &backend);
+  ASSERT_TRUE(engine.ok()) << engine.status();
+  const absl::Status refused = (*engine)->AddRequest(Embedding(3, refs[2].ids, {}));
+  EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.message().find("pools its embeddings by mean_tokens (/m/1_Pooling/config.json); "
+                                   "headroom embeds by the last token only"),
+            std::string::npos)
+      << refused;
+  EXPECT_TRUE((*engine)->AddRequest(Greedy(4, refs[2].ids, 4)).ok()) << "it still generates";
+}
+
 // An embedding generates nothing, so its prompt may fill max_model_len (a generating request of
 // that length cannot: it needs room for a token); one token more is refused with the numbers.
 TEST(EmbeddingRequestTest, PromptMayFillMaxModelLen) {

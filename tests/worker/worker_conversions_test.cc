@@ -124,9 +124,12 @@ TEST(RequestFromProto, PoolingMakesAnEmbedding) {
   ASSERT_TRUE(embedding.ok()) << embedding.status();
   ASSERT_TRUE(embedding->embedding.has_value());
   EXPECT_EQ(embedding->embedding->dimensions, 32);
-  EXPECT_TRUE(embedding->embedding->normalize);
+  EXPECT_EQ(embedding->embedding->normalize, std::optional<bool>(true));
   proto.mutable_pooling()->set_normalize(false);
-  EXPECT_FALSE(RequestFromProto(proto, RequestId{3})->embedding->normalize);
+  EXPECT_EQ(RequestFromProto(proto, RequestId{3})->embedding->normalize, std::optional<bool>(false));
+  proto.mutable_pooling()->clear_normalize();
+  EXPECT_EQ(RequestFromProto(proto, RequestId{4})->embedding->normalize, std::nullopt)
+      << "unset: the model's default";
 }
 
 TEST(AppendToken, AnEmbeddingCarriesItsVectorAndNoToken) {

@@ -198,6 +198,12 @@ absl::Status Engine::StopFollowers() {
 
 absl::Status Engine::ValidateEmbedding(const EmbeddingParams& params) const {
   const ModelConfig& config = model_->config();
+  if (!options_.pooling.last_token()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "this model pools its embeddings by ", options_.pooling.mode, " (",
+        options_.pooling.source,
+        "); headroom embeds by the last token only, which would not give this model's vectors"));
+  }
   if (params.dimensions == 0) return absl::OkStatus();
   // vLLM's checks and words: truncating a model not trained for it gives poor embeddings.
   if (!config.is_matryoshka) {
@@ -227,7 +233,7 @@ std::vector<float> Engine::EmbeddingOf(const float* hidden, int64_t hidden_size,
                                        const EmbeddingParams& params) {
   const int64_t size = params.dimensions > 0 ? params.dimensions : hidden_size;
   std::vector<float> out(hidden, hidden + size);
-  if (params.normalize) {
+  if (params.normalize.value_or(true)) {
     double squares = 0;
     for (const float v : out) squares += static_cast<double>(v) * static_cast<double>(v);
     // As torch.nn.functional.normalize (sentence-transformers' Normalize): the norm clamped to
@@ -241,6 +247,9 @@ std::vector<float> Engine::EmbeddingOf(const float* hidden, int64_t hidden_size,
 absl::Status Engine::AddRequest(Request request) {
   if (request.embedding.has_value()) {
     HR_RETURN_IF_ERROR(ValidateEmbedding(*request.embedding));
+    if (!request.embedding->normalize.has_value()) {
+      request.embedding->normalize = options_.pooling.normalize;
+    }
     // One greedy token from the last row: the cheapest pass through the sampler, whose token is
     // dropped (the scheduler ends an embedding after it).
     request.sampling = SamplingParams{};

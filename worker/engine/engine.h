@@ -37,6 +37,7 @@
 #include "worker/model/checkpoint.h"
 #include "worker/model/llama_model.h"
 #include "worker/model/model_config.h"
+#include "worker/model/pooling_config.h"
 
 namespace headroom::worker {
 
@@ -67,6 +68,9 @@ struct EngineOptions {
   // The vocabulary's token bytes (Tokenizer::TokenBytes; "" for special tokens and ids without
   // any), for JSON mode and json_schema; null: requests with either are refused.
   std::shared_ptr<const JsonVocabulary> json_vocabulary = nullptr;
+  // How the model pools embeddings (its sentence-transformers files; LoadPoolingConfig): a model
+  // that pools other than by its last token refuses embedding requests.
+  PoolingConfig pooling = {};
 };
 
 // The buffer sizes the model of an engine with `options` is allocated for (leader and followers
@@ -259,7 +263,8 @@ class Engine {
 
   // Refuses embedding parameters the model cannot honour (INVALID_ARGUMENT with the sizes).
   absl::Status ValidateEmbedding(const EmbeddingParams& params) const;
-  // `hidden` ([hidden_size]) shaped as `params` asks: truncated, then L2-normalized.
+  // `hidden` ([hidden_size]) shaped as `params` asks (normalize resolved): truncated, then
+  // L2-normalized.
   static std::vector<float> EmbeddingOf(const float* hidden, int64_t hidden_size,
                                         const EmbeddingParams& params);
 

@@ -86,8 +86,8 @@ struct SamplingParams {
 struct EmbeddingParams {
   // Keep only the first `dimensions` values (Matryoshka); 0 keeps all. Applied before normalize.
   int32_t dimensions = 0;
-  // Divide the vector by its L2 norm (vLLM's and sentence-transformers' default).
-  bool normalize = true;
+  // Divide the vector by its L2 norm; unset: the model's default (PoolingConfig::normalize).
+  std::optional<bool> normalize;
 };
 
 struct Request {

@@ -15,8 +15,9 @@ absl::StatusOr<Request> RequestFromProto(const v1::SubmitRequest& proto, Request
   request.cache_salt = proto.cache_salt();
   request.priority = proto.priority();
   if (proto.has_pooling()) {
-    request.embedding = EmbeddingParams{.dimensions = proto.pooling().dimensions(),
-                                        .normalize = proto.pooling().normalize()};
+    EmbeddingParams& embedding = request.embedding.emplace();
+    embedding.dimensions = proto.pooling().dimensions();
+    if (proto.pooling().has_normalize()) embedding.normalize = proto.pooling().normalize();
   }
   const v1::TokenSamplingParams& in = proto.sampling();
   SamplingParams& out = request.sampling;

@@ -158,7 +158,7 @@ struct BadCase {
 };
 
 // An embedding: the prompt alone must fit max_model_len (it may fill it), pooling goes to the
-// worker with normalize defaulting on, and the worker runs one greedy pass; sampling is refused.
+// worker (normalize only when asked), and the worker runs one greedy pass; sampling is refused.
 TEST_F(RequestValidationTest, EmbeddingsAdmitThePromptAloneAndRefuseSampling) {
   v1::GenerateRequest request;
   request.set_text("hi there");
@@ -168,12 +168,14 @@ TEST_F(RequestValidationTest, EmbeddingsAdmitThePromptAloneAndRefuseSampling) {
   EXPECT_EQ(v->max_total_tokens(), 8) << "no room held for output";
   ASSERT_TRUE(v->pooling.has_value());
   EXPECT_EQ(v->pooling->dimensions(), 4);
-  EXPECT_TRUE(v->pooling->normalize());
+  EXPECT_FALSE(v->pooling->has_normalize()) << "unset: the model's default, the worker's to apply";
   EXPECT_EQ(v->sampling.max_tokens(), 1);
   EXPECT_FLOAT_EQ(v->sampling.temperature(), 0.0f);
 
   request.mutable_embedding()->set_normalize(false);
-  EXPECT_FALSE(ValidateGenerateRequest(request, *tokenizer_, 8)->pooling->normalize());
+  const absl::StatusOr<ValidatedRequest> raw = ValidateGenerateRequest(request, *tokenizer_, 8);
+  ASSERT_TRUE(raw->pooling->has_normalize());
+  EXPECT_FALSE(raw->pooling->normalize());
 
   request.set_text("hi there!");
   absl::StatusOr<ValidatedRequest> long_prompt = ValidateGenerateRequest(request, *tokenizer_, 8);
