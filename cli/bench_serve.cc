@@ -36,21 +36,26 @@ using Json = nlohmann::json;
 constexpr int64_t kMaxThreads = 1024;
 constexpr char kCompletions[] = "/v1/completions";
 constexpr char kChatCompletions[] = "/v1/chat/completions";
+constexpr char kEmbeddings[] = "/v1/embeddings";
 
 FlagSet MakeFlags() {
   FlagSet flags(
       "headroom bench serve",
       "Online serving benchmark against a running router's OpenAI API (vLLM's `vllm bench "
       "serve`): --num-prompts requests from the random or ShareGPT dataset, streamed from "
-      "/v1/completions or /v1/chat/completions at temperature 0, sent at --request-rate with at "
-      "most --max-concurrency in flight. Prints request, goodput and token throughput, TTFT, "
-      "TPOT, inter-token and end-to-end latency; exits 1 when a request failed.");
+      "/v1/completions or /v1/chat/completions at temperature 0 (or embedded by /v1/embeddings), "
+      "sent at --request-rate with at most --max-concurrency in flight. Prints request, goodput "
+      "and token throughput, TTFT, TPOT, inter-token and end-to-end latency; exits 1 when a "
+      "request failed.");
   flags.AddString("base-url", "http://127.0.0.1:8000", "The router's HTTP address.");
   flags.AddString("model", std::nullopt, "Model id to request (default: the first /v1/models).");
   flags.AddString("backend", "openai",
-                  "openai or vllm (the completions API) or openai-chat (the chat API).");
+                  "openai or vllm (the completions API), openai-chat (the chat API) or "
+                  "openai-embeddings (each prompt embedded: its TTFT is its whole latency; "
+                  "--percentile-metrics e2el).");
   flags.AddString("endpoint", std::nullopt,
-                  "/v1/completions, or /v1/chat/completions (default: the backend's).");
+                  "/v1/completions, /v1/chat/completions or /v1/embeddings (default: the "
+                  "backend's).");
   flags.AddString("dataset-name", "random", "random or sharegpt.");
   flags.AddString("dataset-path", std::nullopt,
                   "The ShareGPT JSON file (ShareGPT_V3_unfiltered_cleaned_split.json's format).");
@@ -90,7 +95,7 @@ struct Settings {
   HttpTarget target;
   std::vector<std::string> headers;
   std::string model;
-  std::string endpoint;  // kCompletions or kChatCompletions
+  std::string endpoint;  // kCompletions, kChatCompletions or kEmbeddings
   bool sharegpt = false;
   std::string dataset_path;
   int64_t num_prompts = 0;
@@ -122,15 +127,17 @@ absl::StatusOr<double> PositiveOrInf(const FlagSet& flags, const char* flag) {
 
 absl::Status ReadEndpoint(const FlagSet& flags, Settings& s) {
   const std::string backend = *flags.GetString("backend");
-  const bool chat = backend == "openai-chat";
-  if (!chat && backend != "openai" && backend != "vllm") {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--backend must be openai, vllm or openai-chat, got \"", backend, "\""));
+  const char* speaks = backend == "openai-chat"         ? kChatCompletions
+                       : backend == "openai-embeddings" ? kEmbeddings
+                       : backend == "openai" || backend == "vllm" ? kCompletions
+                                                                  : nullptr;
+  if (speaks == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--backend must be openai, vllm, openai-chat or openai-embeddings, got \"", backend, "\""));
   }
-  s.endpoint = flags.GetString("endpoint").value_or(chat ? kChatCompletions : kCompletions);
-  if (s.endpoint != (chat ? kChatCompletions : kCompletions)) {
-    return absl::InvalidArgumentError(absl::StrCat("--backend ", backend, " speaks ",
-                                                   chat ? kChatCompletions : kCompletions,
+  s.endpoint = flags.GetString("endpoint").value_or(speaks);
+  if (s.endpoint != speaks) {
+    return absl::InvalidArgumentError(absl::StrCat("--backend ", backend, " speaks ", speaks,
                                                    ", but --endpoint is ", s.endpoint));
   }
   return absl::OkStatus();
@@ -290,7 +297,37 @@ bool HasText(const Json& chunk) {
          (nonempty(*delta, "content") || nonempty(*delta, "reasoning_content"));
 }
 
+// One embedding: the whole answer arrives at once, so its TTFT is its latency and it generates
+// nothing; the usage gives its input tokens.
+RequestResult RunOneEmbedding(const Settings& s, const BenchRequest& request) {
+  RequestResult result;
+  const Json body = {{"model", s.model},
+                     {"input", request.ids.empty() ? Json(request.text) : Json(request.ids)}};
+  const Clock::time_point start = Clock::now();
+  absl::StatusOr<StreamedResponse> response =
+      Request(s.target, "POST", s.endpoint, body.dump(), s.headers, s.timeout);
+  result.latency_s = Seconds(Clock::now() - start);
+  result.ttft_s = result.latency_s;
+  if (!response.ok()) {
+    result.error = std::string(response.status().message());
+    return result;
+  }
+  const Json answer = Json::parse(response->body, nullptr, false);
+  if (response->status != 200) {
+    result.error = absl::StrCat("HTTP ", response->status, ": ",
+                                answer.is_object() && answer.contains("error")
+                                    ? answer["error"].value("message", "")
+                                    : response->body);
+  } else if (!answer.is_object() || !answer.contains("data") || answer["data"].size() != 1) {
+    result.error = "the answer holds no embedding";
+  } else {
+    result.input_tokens = answer.value("usage", Json::object()).value("prompt_tokens", int64_t{0});
+  }
+  return result;
+}
+
 RequestResult RunOne(const Settings& s, const BenchRequest& request) {
+  if (s.endpoint == kEmbeddings) return RunOneEmbedding(s, request);
   RequestResult result;
   const Clock::time_point start = Clock::now();
   Clock::time_point last = start;

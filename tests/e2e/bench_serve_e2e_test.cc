@@ -189,6 +189,26 @@ TEST_F(BenchServeE2eTest, ChatBackendStreamsTheAskedTokensForEachMessage) {
   EXPECT_EQ(run.result["input_lens"], Json(std::vector<int64_t>(6, first)));
 }
 
+// vLLM's openai-embeddings backend: each prompt embedded once, its input counted, nothing
+// generated, its TTFT its whole latency.
+TEST_F(BenchServeE2eTest, EmbeddingsBackendEmbedsEachPrompt) {
+  const BenchRun run =
+      Run({"--backend", "openai-embeddings", "--num-prompts", "10", "--random-input-len", "30",
+           "--percentile-metrics", "e2el", "--metric-percentiles", "50,99"});
+  ASSERT_EQ(run.exit_status, 0) << (run.result.is_object() ? run.result["errors"].dump() : "");
+  const Json& r = run.result;
+  EXPECT_EQ(r["endpoint"], "/v1/embeddings");
+  EXPECT_EQ(r["completed"], 10);
+  EXPECT_EQ(r["total_input_tokens"], 10 * 30);
+  EXPECT_EQ(r["total_output_tokens"], 0);
+  for (size_t i = 0; i < 10; ++i) {
+    EXPECT_GT(r["ttfts"][i].get<double>(), 0.0);
+    EXPECT_EQ(r["itls"][i].size(), 0u);
+  }
+  EXPECT_GT(r["p99_e2el_ms"].get<double>(), 0.0);
+  EXPECT_TRUE(HasLine(run, "P99 E2EL")) << "the chosen metric is printed";
+}
+
 // --goodput, --percentile-metrics and --metric-percentiles, as vLLM spells them: SLOs no request
 // can miss give goodput = throughput, one every request misses gives 0; the chosen metrics and
 // percentiles are reported and written, the others are not.
@@ -241,6 +261,8 @@ TEST_F(BenchServeE2eTest, ReportsRefusedRequestsAndRefusesBadFlags) {
            {"--dataset-name", "sharegpt", "--dataset-path", not_sharegpt.string()},
            {"--dataset-name", "sonnet"},
            {"--backend", "openai-chat", "--endpoint", "/v1/completions"},
+           {"--backend", "openai-embeddings", "--endpoint", "/v1/completions"},
+           {"--backend", "tgi"},
            {"--goodput", "itl:5"},
            {"--percentile-metrics", "ttft,latency"}}) {
     const BenchRun run = Run(flags);
