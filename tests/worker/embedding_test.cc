@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "drive_engine.h"
 #include "fixture_model.h"
 #include "nlohmann/json.hpp"
 #include "worker/backend/cpu_backend.h"
@@ -82,26 +83,15 @@ EngineRun RunEngine(const std::string& model, const ModelConfig& config,
   EXPECT_TRUE(engine.ok()) << engine.status();
   EngineRun run;
   if (!engine.ok()) return run;
-  size_t next = 0;
-  while (next < requests.size() || (*engine)->HasWork()) {
-    if (next < requests.size() && (!one_at_a_time || !(*engine)->HasWork())) {
-      const absl::Status added = (*engine)->AddRequest(requests[next++]);
-      EXPECT_TRUE(added.ok()) << added;
-      if (!one_at_a_time) continue;
+  testdata::DriveEngine(**engine, requests, one_at_a_time, [&run](StepToken& t) {
+    if (!t.embedding.empty()) {
+      EXPECT_FALSE(run.embeddings.contains(t.id.value())) << "embedded twice";
+      EXPECT_NE(t.finish, FinishReason::kNone) << "an embedding ends with its vector";
+      run.embeddings[t.id.value()] = std::move(t.embedding);
+    } else {
+      run.tokens[t.id.value()].push_back(t.token);
     }
-    auto step = (*engine)->Step();
-    EXPECT_TRUE(step.ok()) << step.status();
-    if (!step.ok()) break;
-    for (StepToken& t : *step) {
-      if (!t.embedding.empty()) {
-        EXPECT_FALSE(run.embeddings.contains(t.id.value())) << "embedded twice";
-        EXPECT_NE(t.finish, FinishReason::kNone) << "an embedding ends with its vector";
-        run.embeddings[t.id.value()] = std::move(t.embedding);
-      } else {
-        run.tokens[t.id.value()].push_back(t.token);
-      }
-    }
-  }
+  });
   run.preemptions = (*engine)->Stats().scheduler.num_preemptions;
   return run;
 }

@@ -13,6 +13,7 @@
 #include <numeric>
 #include <vector>
 
+#include "drive_engine.h"
 #include "fixture_model.h"
 #include "nlohmann/json.hpp"
 #include "worker/backend/cpu_backend.h"
@@ -93,22 +94,12 @@ std::map<int64_t, std::vector<PromptTokenLogprob>> RunEngine(const std::vector<R
       r.sampling.prompt_logprobs = kTop;
     }
   }
-  size_t next = 0;
-  while (next < requests.size() || (*engine)->HasWork()) {
-    if (next < requests.size() && (!one_at_a_time || !(*engine)->HasWork())) {
-      EXPECT_TRUE((*engine)->AddRequest(requests[next++]).ok());
-      if (!one_at_a_time) continue;
+  testdata::DriveEngine(**engine, requests, one_at_a_time, [&out](StepToken& t) {
+    if (!t.prompt_logprobs.empty()) {
+      EXPECT_FALSE(out.contains(t.id.value())) << "reported twice";
+      out[t.id.value()] = std::move(t.prompt_logprobs);
     }
-    auto step = (*engine)->Step();
-    EXPECT_TRUE(step.ok()) << step.status();
-    if (!step.ok()) break;
-    for (StepToken& t : *step) {
-      if (!t.prompt_logprobs.empty()) {
-        EXPECT_FALSE(out.contains(t.id.value())) << "reported twice";
-        out[t.id.value()] = std::move(t.prompt_logprobs);
-      }
-    }
-  }
+  });
   if (preemptions != nullptr) *preemptions = (*engine)->Stats().scheduler.num_preemptions;
   return out;
 }
