@@ -153,7 +153,8 @@ Generation::Generation(GenerationHooks hooks, std::shared_ptr<http::ResponseWrit
       stream_(parsed.stream),
       n_(parsed.n),
       several_prompts_(!parsed.more_prompts.empty()),
-      prompt_field_(parsed.endpoint == openai::Endpoint::kEmbeddings ? "input" : "prompt"),
+      prompt_field_(openai::Embeds(parsed.endpoint) ? "input" : "prompt"),
+      choice_names_(parsed.choice_names),
       builder_(parsed, std::move(id), created, std::move(model), hooks_.tokenizer) {
   HR_CHECK(static_cast<int32_t>(choices.size()) == openai::ChoiceCount(parsed));
   for (size_t i = 0; i < choices.size(); ++i) {
@@ -282,7 +283,10 @@ void Generation::AnswerErrorLocked(int32_t choice, const grpc::Status& status,
   }
   const int http_status = HttpStatusOf(code);
   auto [message, param] = OpenAiMessage(status.error_message(), prompt_field_);
-  if (several_prompts_ && http_status == 400) {
+  if (!choice_names_.empty() && http_status == 400) {
+    message = absl::StrCat(choice_names_.at(static_cast<size_t>(choice)), ": ", message);
+    if (param == prompt_field_) param = choice_names_[static_cast<size_t>(choice)];
+  } else if (several_prompts_ && http_status == 400) {
     // Say which prompt of the list it was; the field stays "prompt" or the sampling field.
     message = absl::StrCat(prompt_field_, "[", choice / n_, "]: ", message);
   }

@@ -99,8 +99,10 @@ class Generation : public std::enable_shared_from_this<Generation> {
   const bool stream_;
   const int32_t n_;
   const bool several_prompts_;
-  // What the request calls its prompts in errors: "prompt" (completions, chat) or "input".
+  // What the request calls its prompts in errors: "prompt" (completions, chat) or "input"; and
+  // each choice's name where the parser gave them (score, rerank).
   const std::string prompt_field_;
+  const std::vector<std::string> choice_names_;
   std::vector<std::unique_ptr<ChoiceCall>> calls_;  // fixed after the constructor
   std::atomic<bool> client_gone_{false};
 

@@ -86,6 +86,17 @@ bool HttpFrontend::Authorized(const http::HttpRequest& request) const {
   return header.has_value() && *header == absl::StrCat("Bearer ", options_.api_key);
 }
 
+namespace {
+
+// /v1/embeddings, and vLLM's /score and /rerank (both also under /v1, rerank under /v2 too):
+// every choice is an embedding.
+bool EmbeddingRoute(const std::string& path) {
+  return path == "/v1/embeddings" || path == "/score" || path == "/v1/score" ||
+         path == "/rerank" || path == "/v1/rerank" || path == "/v2/rerank";
+}
+
+}  // namespace
+
 void HttpFrontend::Handle(http::HttpRequest request, std::shared_ptr<http::ResponseWriter> writer) {
   // CORS first, as vLLM's middleware wraps its routes: a preflight carries no API key.
   if (options_.cors.has_value() && request.Header("origin").has_value()) {
@@ -119,7 +130,7 @@ void HttpFrontend::Handle(http::HttpRequest request, std::shared_ptr<http::Respo
     return;
   }
   const bool known = path == "/v1/completions" || path == "/v1/chat/completions" ||
-                     path == "/v1/embeddings" || path == "/v1/models" || path == "/tokenize" ||
+                     EmbeddingRoute(path) || path == "/v1/models" || path == "/tokenize" ||
                      path == "/detokenize";
   if (!known) {
     RespondOpenAiError(*writer, 404, absl::StrCat("no route ", request.method, " ", path));
@@ -146,13 +157,13 @@ void HttpFrontend::Handle(http::HttpRequest request, std::shared_ptr<http::Respo
   // Parsing and tokenizing a body of up to 1 MiB takes up to hundreds of ms: on the pool.
   std::shared_ptr<http::ResponseWriter> refused = writer;
   const bool generation =
-      path == "/v1/completions" || path == "/v1/chat/completions" || path == "/v1/embeddings";
+      path == "/v1/completions" || path == "/v1/chat/completions" || EmbeddingRoute(path);
   if (generation) parsing_.fetch_add(1);
   const bool queued =
       pool_.Post([this, request = std::move(request), writer = std::move(writer)]() mutable {
         if (request.path == "/tokenize") return Tokenize(request, *writer);
         if (request.path == "/detokenize") return Detokenize(request, *writer);
-        if (request.path == "/v1/embeddings") {
+        if (EmbeddingRoute(request.path)) {
           Embed(request, std::move(writer));
         } else {
           Generate(request, request.path == "/v1/chat/completions", std::move(writer));
@@ -258,7 +269,11 @@ void HttpFrontend::Generate(const http::HttpRequest& request, bool chat,
 
 void HttpFrontend::Embed(const http::HttpRequest& request,
                          std::shared_ptr<http::ResponseWriter> writer) {
-  absl::StatusOr<openai::ParsedRequest> parsed = openai::ParseEmbeddingRequest(request.body);
+  const std::string& path = request.path;
+  absl::StatusOr<openai::ParsedRequest> parsed =
+      path == "/v1/embeddings"                   ? openai::ParseEmbeddingRequest(request.body)
+      : path == "/score" || path == "/v1/score" ? openai::ParseScoreRequest(request.body)
+                                                 : openai::ParseRerankRequest(request.body);
   if (!parsed.ok()) {
     return RespondOpenAiError(*writer, 400, std::string(parsed.status().message()),
                               openai::ErrorParam(parsed.status()));
@@ -274,13 +289,19 @@ void HttpFrontend::Embed(const http::HttpRequest& request,
     absl::StatusOr<std::vector<int32_t>> ids = options_.tokenizer->Encode(
         choice.text(), {.add_special_tokens = parsed->add_special_tokens});
     if (!ids.ok()) {
-      const std::string field = inputs > 1 ? absl::StrCat("input[", i, "]") : "input";
+      const std::string field =
+          !parsed->choice_names.empty() ? parsed->choice_names[static_cast<size_t>(i)]
+          : inputs > 1                  ? absl::StrCat("input[", i, "]")
+                                        : "input";
       return RespondOpenAiError(*writer, 400, absl::StrCat(field, ": ", ids.status().message()),
                                 "input");
     }
     choice.mutable_token_ids()->mutable_ids()->Assign(ids->begin(), ids->end());
   }
-  StartGeneration(*parsed, std::move(choices), "embd-", std::move(writer));
+  const char* id_prefix = parsed->endpoint == openai::Endpoint::kEmbeddings ? "embd-"
+                          : parsed->endpoint == openai::Endpoint::kScore    ? "score-"
+                                                                            : "rerank-";
+  StartGeneration(*parsed, std::move(choices), id_prefix, std::move(writer));
 }
 
 void HttpFrontend::StartGeneration(const openai::ParsedRequest& parsed,

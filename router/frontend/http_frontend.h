@@ -2,6 +2,7 @@
 //
 //   POST /v1/completions, /v1/chat/completions   (stream and not; SSE "data: {...}" + [DONE])
 //   POST /v1/embeddings                          (last-token pooling; one call per input)
+//   POST /score, /v1/score, /rerank, /v1/rerank, /v2/rerank  (cosine similarity of embeddings)
 //   GET  /v1/models
 //   POST /tokenize, /detokenize                 (vLLM's shapes)
 //   GET  /health                                 (liveness: 200 until the router stops)
@@ -111,6 +112,7 @@ class HttpFrontend {
  private:
   void Generate(const http::HttpRequest& request, bool chat,
                 std::shared_ptr<http::ResponseWriter> writer);
+  // /v1/embeddings, /score and /rerank: every text is an embedding call (text tokenized here).
   void Embed(const http::HttpRequest& request, std::shared_ptr<http::ResponseWriter> writer);
   // Runs `choices` (ChoiceRequest of each choice of `parsed`) as one Generation answering
   // `writer`; its response id is `id_prefix` + random hex.

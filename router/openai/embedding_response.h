@@ -19,4 +19,20 @@ std::string EmbeddingsBody(const std::string& id, int64_t created, const std::st
                            const std::vector<std::vector<float>>& embeddings,
                            int64_t prompt_tokens, bool base64);
 
+// The cosine similarity of two vectors of one size, as torch.nn.functional.cosine_similarity
+// computes it (each norm clamped to 1e-8), in double precision.
+double CosineSimilarity(std::span<const float> a, std::span<const float> b);
+
+// vLLM's /score answer: {"id", "object": "list", "created", "model", "data": [{"index",
+// "object": "score", "score"}], "usage"}.
+std::string ScoreBody(const std::string& id, int64_t created, const std::string& model,
+                      const std::vector<double>& scores, int64_t prompt_tokens);
+
+// vLLM's /rerank answer: {"id", "model", "usage": {"total_tokens"}, "results": [{"index",
+// "document": {"text"}, "relevance_score"}]}, best first (ties in document order), the `top_n`
+// best (0: all).
+std::string RerankBody(const std::string& id, const std::string& model,
+                       const std::vector<double>& scores, const std::vector<std::string>& documents,
+                       int32_t top_n, int64_t prompt_tokens);
+
 }  // namespace headroom::router::openai

@@ -358,7 +358,7 @@ absl::Status ParsePrompts(const Json& obj, std::string_view field_view, ParsedRe
   }
   // A list of prompts (strings, or token id lists).
   const size_t choices = prompt->size() * static_cast<size_t>(out.n);
-  if (out.endpoint == Endpoint::kEmbeddings) {
+  if (Embeds(out.endpoint)) {
     if (choices > static_cast<size_t>(kMaxEmbeddingInputs)) {
       return Bad(field, absl::StrCat(field, " may hold at most ", kMaxEmbeddingInputs,
                                      " inputs, got ", prompt->size()));
@@ -510,6 +510,107 @@ absl::StatusOr<ParsedRequest> ParseEmbeddingRequest(std::string_view body) {
   if (priority.has_value()) g.set_priority(*priority);
   HEADROOM_OPENAI_ASSIGN(truncate, OptInt32(obj, "truncate_prompt_tokens"));
   if (truncate.has_value()) g.set_truncate_prompt_tokens(*truncate);  // range checked later
+  return out;
+}
+
+namespace {
+
+// The fields /score and /rerank share with /v1/embeddings: model, truncate_prompt_tokens,
+// priority; every choice embeds without normalizing (a cosine similarity does not need it).
+absl::Status ParseScoringCommon(const Json& obj, Endpoint endpoint, ParsedRequest& out) {
+  out.endpoint = endpoint;
+  v1::GenerateRequest& g = out.generate;
+  HEADROOM_OPENAI_ASSIGN(model, OptString(obj, "model"));
+  if (model.has_value()) g.set_model(*model);
+  HEADROOM_OPENAI_ASSIGN(priority, OptInt32(obj, "priority"));
+  if (priority.has_value()) g.set_priority(*priority);
+  HEADROOM_OPENAI_ASSIGN(truncate, OptInt32(obj, "truncate_prompt_tokens"));
+  if (truncate.has_value()) g.set_truncate_prompt_tokens(*truncate);  // range checked later
+  g.mutable_embedding()->set_normalize(false);
+  return absl::OkStatus();
+}
+
+// A string or a list of strings named `field` (at least one, `max` at most).
+absl::StatusOr<std::vector<std::string>> Texts(const Json& obj, std::string_view field_view,
+                                               bool list_only, size_t max) {
+  const std::string field(field_view);
+  const Json* value = Member(obj, field);
+  if (value == nullptr) return Bad(field, absl::StrCat(field, " is required"));
+  if (value->is_string() && !list_only) return std::vector<std::string>{value->get<std::string>()};
+  if (!value->is_array()) {
+    return WrongType(field, list_only ? "an array of strings" : "a string or an array of strings",
+                     *value);
+  }
+  if (value->empty()) return Bad(field, absl::StrCat(field, " must not be empty"));
+  if (value->size() > max) {
+    return Bad(field,
+               absl::StrCat(field, " may hold at most ", max, " texts, got ", value->size()));
+  }
+  std::vector<std::string> texts;
+  for (size_t i = 0; i < value->size(); ++i) {
+    if (!(*value)[i].is_string()) return WrongType(Path(field, i), "a string", (*value)[i]);
+    texts.push_back((*value)[i].get<std::string>());
+  }
+  return texts;
+}
+
+// One embedding choice per text, in order, named for errors.
+void AddTextChoices(const std::vector<std::string>& texts, const std::string& field, bool indexed,
+                    ParsedRequest& out) {
+  for (size_t i = 0; i < texts.size(); ++i) {
+    const bool first = out.choice_names.empty();
+    v1::GenerateRequest& g = first ? out.generate : out.more_prompts.emplace_back();
+    g.set_text(texts[i]);
+    out.choice_names.push_back(indexed ? Path(field, i) : field);
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<ParsedRequest> ParseScoreRequest(std::string_view body) {
+  HEADROOM_OPENAI_ASSIGN(obj, ParseObject(body));
+  ParsedRequest out;
+  HR_RETURN_IF_ERROR(ParseScoringCommon(obj, Endpoint::kScore, out));
+  const size_t max = static_cast<size_t>(kMaxEmbeddingInputs) / 2;
+  HEADROOM_OPENAI_ASSIGN(first, Texts(obj, "text_1", /*list_only=*/false, max));
+  HEADROOM_OPENAI_ASSIGN(second, Texts(obj, "text_2", /*list_only=*/false, max));
+  // vLLM's rule: one against one, one against many, or many against as many.
+  if (first.size() > 1 && first.size() != second.size()) {
+    return Bad("text_1", absl::StrCat("text_1 has ", first.size(), " texts and text_2 ",
+                                      second.size(), ": give 1:1, 1:N or N:N"));
+  }
+  const bool listed_1 = Member(obj, "text_1")->is_array();
+  const bool listed_2 = Member(obj, "text_2")->is_array();
+  AddTextChoices(first, "text_1", listed_1, out);
+  AddTextChoices(second, "text_2", listed_2, out);
+  const auto size_1 = static_cast<int32_t>(first.size());
+  for (int32_t j = 0; j < static_cast<int32_t>(second.size()); ++j) {
+    out.score_pairs.emplace_back(size_1 == 1 ? 0 : j, size_1 + j);
+  }
+  return out;
+}
+
+absl::StatusOr<ParsedRequest> ParseRerankRequest(std::string_view body) {
+  HEADROOM_OPENAI_ASSIGN(obj, ParseObject(body));
+  ParsedRequest out;
+  HR_RETURN_IF_ERROR(ParseScoringCommon(obj, Endpoint::kRerank, out));
+  const Json* query = Member(obj, "query");
+  if (query == nullptr) return Bad("query", "query is required");
+  if (!query->is_string()) return WrongType("query", "a string", *query);
+  HEADROOM_OPENAI_ASSIGN(
+      documents, Texts(obj, "documents", /*list_only=*/true,
+                       static_cast<size_t>(kMaxEmbeddingInputs) - 1));
+  HEADROOM_OPENAI_ASSIGN(top_n, OptInt32(obj, "top_n"));
+  if (top_n.has_value() && *top_n < 0) {
+    return Bad("top_n", absl::StrCat("top_n must be >= 0 (0 returns all), got ", *top_n));
+  }
+  out.top_n = top_n.value_or(0);
+  AddTextChoices({query->get<std::string>()}, "query", /*indexed=*/false, out);
+  AddTextChoices(documents, "documents", /*indexed=*/true, out);
+  for (int32_t j = 0; j < static_cast<int32_t>(documents.size()); ++j) {
+    out.score_pairs.emplace_back(0, 1 + j);
+  }
+  out.documents = std::move(documents);
   return out;
 }
 

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -21,7 +22,15 @@
 
 namespace headroom::router::openai {
 
-enum class Endpoint { kCompletions, kChat, kEmbeddings };
+// kScore and kRerank are vLLM's /score and /rerank over an embedding model: each text is embedded
+// (one choice each) and a score is the cosine similarity of two choices' vectors.
+enum class Endpoint { kCompletions, kChat, kEmbeddings, kScore, kRerank };
+
+// The endpoint's choices are embeddings (kEmbeddings, kScore, kRerank).
+inline bool Embeds(Endpoint endpoint) {
+  return endpoint == Endpoint::kEmbeddings || endpoint == Endpoint::kScore ||
+         endpoint == Endpoint::kRerank;
+}
 
 // Most top-N logprobs a request may ask for (OpenAI's and vLLM's limit).
 inline constexpr int32_t kMaxTopLogprobs = 20;
@@ -74,6 +83,15 @@ struct ParsedRequest {
   // Embeddings: the caller tokenizes text inputs with or without the tokenizer's special tokens
   // (vLLM's add_special_tokens, default true).
   bool add_special_tokens = true;
+  // What errors call each choice's prompt ("text_2[3]", "documents[0]"); empty: "prompt[i]"
+  // (completions, chat) or "input[i]" (embeddings) when there are several.
+  std::vector<std::string> choice_names;
+  // Score and rerank: the two choices each score compares, in the answer's order.
+  std::vector<std::pair<int32_t, int32_t>> score_pairs;
+  // Rerank: the documents (sent back with their scores) and how many of the best to return
+  // (top_n; 0 returns all).
+  std::vector<std::string> documents;
+  int32_t top_n = 0;
 };
 
 // Errors are InvalidArgument whose message names the field and the reason or number
@@ -89,6 +107,15 @@ absl::StatusOr<ParsedRequest> ParseChatObject(const nlohmann::ordered_json& body
 // normalize); encoding_format, truncate_prompt_tokens, add_special_tokens, priority; `user` is
 // accepted and ignored.
 absl::StatusOr<ParsedRequest> ParseEmbeddingRequest(std::string_view body);
+
+// vLLM's /score over an embedding model: text_1 and text_2 (each a string or a list of strings;
+// 1:1, 1:N or N:N) become one embedding choice per text, and score i compares text_1[0 or i]
+// with text_2[i]. truncate_prompt_tokens and priority as for embeddings.
+absl::StatusOr<ParsedRequest> ParseScoreRequest(std::string_view body);
+// vLLM's (Jina's, Cohere's) /rerank over an embedding model: `query` and `documents` (strings)
+// become one embedding choice each (the query first), and document j is scored against the
+// query; top_n keeps the best (0 or absent: all).
+absl::StatusOr<ParsedRequest> ParseRerankRequest(std::string_view body);
 
 // The offending request field of an error from the parsers; "" when it has none.
 std::string ErrorParam(const absl::Status& status);

@@ -46,9 +46,23 @@ const char* ObjectName(Endpoint endpoint, bool chunk) {
 }  // namespace
 
 std::string MakeResponseId(Endpoint endpoint, uint64_t unique) {
-  const char* prefix = endpoint == Endpoint::kChat         ? "chatcmpl"
-                       : endpoint == Endpoint::kEmbeddings ? "embd"
-                                                           : "cmpl";
+  const char* prefix = "cmpl";
+  switch (endpoint) {
+    case Endpoint::kChat:
+      prefix = "chatcmpl";
+      break;
+    case Endpoint::kEmbeddings:
+      prefix = "embd";
+      break;
+    case Endpoint::kScore:
+      prefix = "score";
+      break;
+    case Endpoint::kRerank:
+      prefix = "rerank";
+      break;
+    case Endpoint::kCompletions:
+      break;
+  }
   return absl::StrFormat("%s-%016x", prefix, unique);
 }
 
@@ -56,6 +70,9 @@ ResponseBuilder::ResponseBuilder(const ParsedRequest& request, std::string id, i
                                  std::string model, const Tokenizer* tokenizer)
     : endpoint_(request.endpoint),
       embedding_base64_(request.embedding_base64),
+      score_pairs_(request.score_pairs),
+      documents_(request.documents),
+      top_n_(request.top_n),
       include_usage_(request.include_usage),
       continuous_usage_(request.include_usage && request.continuous_usage),
       logprobs_(request.logprobs),
@@ -389,7 +406,7 @@ ResponseBuilder::Json ResponseBuilder::PromptLogprobsJson(
 
 void ResponseBuilder::Accumulate(int32_t index, const v1::GenerateResponse& message) {
   Choice& state = choices_.at(static_cast<size_t>(index));
-  if (endpoint_ == Endpoint::kEmbeddings) {
+  if (Embeds(endpoint_)) {
     state.embedding.assign(message.embedding().begin(), message.embedding().end());
     NoteFinal(message, state);
     return;
@@ -409,16 +426,29 @@ void ResponseBuilder::Accumulate(int32_t index, const v1::GenerateResponse& mess
   NoteFinal(message, state);
 }
 
-std::string ResponseBuilder::Body() const {
+std::string ResponseBuilder::EmbeddingBasedBody() const {
+  int64_t prompt_tokens = 0;
+  for (const Choice& choice : choices_) prompt_tokens += choice.prompt_tokens;
   if (endpoint_ == Endpoint::kEmbeddings) {
     std::vector<std::vector<float>> embeddings;
-    int64_t prompt_tokens = 0;
-    for (const Choice& choice : choices_) {
-      embeddings.push_back(choice.embedding);
-      prompt_tokens += choice.prompt_tokens;
-    }
+    embeddings.reserve(choices_.size());
+    for (const Choice& choice : choices_) embeddings.push_back(choice.embedding);
     return EmbeddingsBody(id_, created_, model_, embeddings, prompt_tokens, embedding_base64_);
   }
+  std::vector<double> scores;
+  scores.reserve(score_pairs_.size());
+  for (const auto& [a, b] : score_pairs_) {
+    scores.push_back(CosineSimilarity(choices_.at(static_cast<size_t>(a)).embedding,
+                                      choices_.at(static_cast<size_t>(b)).embedding));
+  }
+  if (endpoint_ == Endpoint::kScore) {
+    return ScoreBody(id_, created_, model_, scores, prompt_tokens);
+  }
+  return RerankBody(id_, model_, scores, documents_, top_n_, prompt_tokens);
+}
+
+std::string ResponseBuilder::Body() const {
+  if (Embeds(endpoint_)) return EmbeddingBasedBody();
   Json choices = Json::array();
   for (size_t i = 0; i < choices_.size(); ++i) {
     const Choice& state = choices_[i];

@@ -143,8 +143,14 @@ class ResponseBuilder {
   static Json FinishReasonJson(const Choice& choice);
   static Json StopReasonJson(const Choice& choice);
 
+  // Body() of /v1/embeddings, /score and /rerank: their choices are embeddings.
+  [[nodiscard]] std::string EmbeddingBasedBody() const;
+
   Endpoint endpoint_;
   bool embedding_base64_;
+  std::vector<std::pair<int32_t, int32_t>> score_pairs_;  // score and rerank
+  std::vector<std::string> documents_;                    // rerank
+  int32_t top_n_;                                         // rerank
   bool include_usage_;
   bool continuous_usage_;
   bool logprobs_;

@@ -5,6 +5,7 @@
 // a vLLM user would get (400 naming the field and the numbers).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -234,6 +235,88 @@ TEST_F(EmbeddingsE2eTest, GrpcGenerateWithEmbeddingAnswersOneMessage) {
   EXPECT_NE(refusal.error_message().find("sampling must be unset for an embedding request"),
             std::string::npos)
       << refusal.error_message();
+}
+
+// The embedding of `text` as /v1/embeddings answers it.
+std::vector<double> EmbeddingOf(const Cluster& cluster, const std::string& text) {
+  const HttpResponse r = cluster.Post("/v1/embeddings", Json{{"input", text}}.dump());
+  EXPECT_EQ(r.status, 200) << r.body;
+  if (r.status != 200) return {};
+  return Json::parse(r.body)["data"][0]["embedding"].get<std::vector<double>>();
+}
+
+double Cosine(const std::vector<double>& a, const std::vector<double>& b) {
+  double dot = 0, aa = 0, bb = 0;
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
+    dot += a[i] * b[i];
+    aa += a[i] * a[i];
+    bb += b[i] * b[i];
+  }
+  return dot / std::sqrt(aa * bb);
+}
+
+const std::vector<std::string> kTexts = {"the cat sat on the mat", "a dog ran in the park",
+                                         "paged attention", "kv cache blocks"};
+
+// vLLM's /score over an embedding model: the cosine similarity of the two texts' embeddings as
+// /v1/embeddings gives them, for 1:N and N:N, under /score and /v1/score.
+TEST_F(EmbeddingsE2eTest, ScoreIsTheCosineOfTheEmbeddings) {
+  std::vector<std::vector<double>> vectors;
+  for (const std::string& text : kTexts) vectors.push_back(EmbeddingOf(*cluster_, text));
+  const HttpResponse one_to_many = cluster_->Post(
+      "/score", Json{{"text_1", kTexts[0]}, {"text_2", {kTexts[1], kTexts[2], kTexts[3]}}}.dump());
+  ASSERT_EQ(one_to_many.status, 200) << one_to_many.body;
+  const Json body = Json::parse(one_to_many.body);
+  EXPECT_EQ(body["id"].get<std::string>().rfind("score-", 0), 0u);
+  ASSERT_EQ(body["data"].size(), 3u);
+  for (size_t j = 0; j < 3; ++j) {
+    EXPECT_EQ(body["data"][j]["object"], "score");
+    EXPECT_NEAR(body["data"][j]["score"].get<double>(), Cosine(vectors[0], vectors[1 + j]), 1e-4)
+        << "pair " << j;
+  }
+  const HttpResponse pairwise = cluster_->Post(
+      "/v1/score", Json{{"text_1", {kTexts[0], kTexts[2]}}, {"text_2", {kTexts[1], kTexts[3]}}}.dump());
+  ASSERT_EQ(pairwise.status, 200) << pairwise.body;
+  const Json pairs = Json::parse(pairwise.body);
+  EXPECT_NEAR(pairs["data"][0]["score"].get<double>(), Cosine(vectors[0], vectors[1]), 1e-4);
+  EXPECT_NEAR(pairs["data"][1]["score"].get<double>(), Cosine(vectors[2], vectors[3]), 1e-4);
+  EXPECT_GT(pairs["usage"]["prompt_tokens"].get<int>(), 0);
+}
+
+// vLLM's /rerank (also /v1 and /v2): documents best first by that cosine, cut to top_n, each
+// with its text; a text that cannot run names itself.
+TEST_F(EmbeddingsE2eTest, RerankOrdersTheDocumentsByTheirScore) {
+  std::vector<double> scores;
+  const std::vector<double> query = EmbeddingOf(*cluster_, kTexts[0]);
+  for (size_t j = 1; j < kTexts.size(); ++j) {
+    scores.push_back(Cosine(query, EmbeddingOf(*cluster_, kTexts[j])));
+  }
+  const Json documents = {kTexts[1], kTexts[2], kTexts[3]};
+  for (const std::string route : {"/rerank", "/v1/rerank", "/v2/rerank"}) {
+    const HttpResponse r = cluster_->Post(
+        route, Json{{"query", kTexts[0]}, {"documents", documents}, {"top_n", 2}}.dump());
+    ASSERT_EQ(r.status, 200) << route << " " << r.body;
+    const Json body = Json::parse(r.body);
+    EXPECT_EQ(body["id"].get<std::string>().rfind("rerank-", 0), 0u);
+    ASSERT_EQ(body["results"].size(), 2u) << route;
+    double previous = 2;
+    for (const Json& result : body["results"]) {
+      const auto index = result["index"].get<size_t>();
+      EXPECT_EQ(result["document"]["text"], documents[index]);
+      EXPECT_NEAR(result["relevance_score"].get<double>(), scores[index], 1e-4);
+      EXPECT_LE(result["relevance_score"].get<double>(), previous) << "best first";
+      previous = result["relevance_score"].get<double>();
+    }
+    const size_t worst = static_cast<size_t>(
+        std::min_element(scores.begin(), scores.end()) - scores.begin());
+    for (const Json& result : body["results"]) EXPECT_NE(result["index"], worst) << "cut by top_n";
+  }
+  const HttpResponse too_long = cluster_->Post(
+      "/rerank", Json{{"query", "q"}, {"documents", {"fine", std::string(300, 'x')}}}.dump());
+  EXPECT_EQ(too_long.status, 400) << too_long.body;
+  EXPECT_NE(too_long.body.find("documents[1]: this model's maximum context length is 256"),
+            std::string::npos)
+      << too_long.body;
 }
 
 // A checkpoint whose sentence-transformers files say it pools by mean: its worker refuses

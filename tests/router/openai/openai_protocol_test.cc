@@ -210,6 +210,71 @@ TEST(OpenAiProtocolTest, EmbeddingFieldsMapToGenerateRequests) {
   EXPECT_EQ(plain->generate.embedding().dimensions(), 0);
 }
 
+// vLLM's /score pairing: 1:1, 1:N (text_1 against each), N:N (pairwise); every text one
+// embedding choice named for errors, none normalized.
+TEST(OpenAiProtocolTest, ScorePairsTheTexts) {
+  struct Case {
+    const char* body;
+    std::vector<std::pair<int32_t, int32_t>> pairs;
+    std::vector<std::string> names;
+  };
+  const std::vector<Case> cases = {
+      {R"({"text_1": "a", "text_2": "b"})", {{0, 1}}, {"text_1", "text_2"}},
+      {R"({"text_1": "a", "text_2": ["b", "c"]})",
+       {{0, 1}, {0, 2}},
+       {"text_1", "text_2[0]", "text_2[1]"}},
+      {R"({"text_1": ["a"], "text_2": ["b", "c"]})",
+       {{0, 1}, {0, 2}},
+       {"text_1[0]", "text_2[0]", "text_2[1]"}},
+      {R"({"text_1": ["a", "b"], "text_2": ["c", "d"]})",
+       {{0, 2}, {1, 3}},
+       {"text_1[0]", "text_1[1]", "text_2[0]", "text_2[1]"}},
+  };
+  for (const Case& c : cases) {
+    absl::StatusOr<ParsedRequest> r = ParseScoreRequest(c.body);
+    ASSERT_TRUE(r.ok()) << c.body << " -> " << r.status();
+    EXPECT_EQ(r->endpoint, Endpoint::kScore);
+    EXPECT_EQ(r->score_pairs, c.pairs) << c.body;
+    EXPECT_EQ(r->choice_names, c.names) << c.body;
+    ASSERT_EQ(ChoiceCount(*r), static_cast<int32_t>(c.names.size()));
+    EXPECT_EQ(ChoiceRequest(*r, 0).text(), "a");
+    EXPECT_TRUE(ChoiceRequest(*r, 1).embedding().has_normalize());
+    EXPECT_FALSE(ChoiceRequest(*r, 1).embedding().normalize());
+  }
+  const std::vector<BadBody> bad = {
+      {R"({"text_2": "b"})", "text_1", "text_1 is required"},
+      {R"({"text_1": "a", "text_2": []})", "text_2", "text_2 must not be empty"},
+      {R"({"text_1": "a", "text_2": [1]})", "text_2[0]", "text_2[0] must be a string"},
+      {R"({"text_1": ["a", "b"], "text_2": ["c", "d", "e"]})", "text_1",
+       "text_1 has 2 texts and text_2 3: give 1:1, 1:N or N:N"},
+  };
+  for (const BadBody& c : bad) ExpectBad(ParseScoreRequest(c.body), c);
+}
+
+TEST(OpenAiProtocolTest, RerankScoresEachDocumentAgainstTheQuery) {
+  absl::StatusOr<ParsedRequest> r =
+      ParseRerankRequest(R"({"model": "m", "query": "q", "documents": ["x", "y", "z"], "top_n": 2})");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->endpoint, Endpoint::kRerank);
+  EXPECT_EQ(r->top_n, 2);
+  EXPECT_EQ(r->documents, (std::vector<std::string>{"x", "y", "z"}));
+  EXPECT_EQ(r->score_pairs, (std::vector<std::pair<int32_t, int32_t>>{{0, 1}, {0, 2}, {0, 3}}));
+  EXPECT_EQ(r->choice_names,
+            (std::vector<std::string>{"query", "documents[0]", "documents[1]", "documents[2]"}));
+  EXPECT_EQ(ChoiceRequest(*r, 0).text(), "q");
+  EXPECT_EQ(ChoiceRequest(*r, 3).text(), "z");
+  EXPECT_EQ(ChoiceRequest(*r, 3).model(), "m");
+  const std::vector<BadBody> bad = {
+      {R"({"documents": ["x"]})", "query", "query is required"},
+      {R"({"query": ["q"], "documents": ["x"]})", "query", "query must be a string"},
+      {R"({"query": "q", "documents": "x"})", "documents", "documents must be an array of strings"},
+      {R"({"query": "q", "documents": []})", "documents", "documents must not be empty"},
+      {R"({"query": "q", "documents": ["x"], "top_n": -1})", "top_n",
+       "top_n must be >= 0 (0 returns all), got -1"},
+  };
+  for (const BadBody& c : bad) ExpectBad(ParseRerankRequest(c.body), c);
+}
+
 TEST(OpenAiProtocolTest, BadChatBodies) {
   const std::vector<BadBody> cases = {
       {R"({"model": "m"})", "messages", "messages is required"},

@@ -589,5 +589,65 @@ TEST(EmbeddingResponseTest, BuilderFoldsEachInput) {
   EXPECT_EQ(body["usage"]["prompt_tokens"], 3);
 }
 
+// torch.nn.functional.cosine_similarity([1, 2, 3], [4, -5, 6], dim=0) in float64 is
+// 0.36548694232390355; against a zero vector it is 0.
+TEST(EmbeddingResponseTest, CosineSimilarityIsTorchs) {
+  const std::vector<float> a = {1, 2, 3};
+  const std::vector<float> b = {4, -5, 6};
+  EXPECT_NEAR(CosineSimilarity(a, b), 0.36548694232390355, 1e-15);
+  EXPECT_NEAR(CosineSimilarity(a, a), 1.0, 1e-15);
+  EXPECT_EQ(CosineSimilarity(a, std::vector<float>(3, 0.0f)), 0.0);
+}
+
+// Rerank answers best first (ties in document order), cut to top_n, each with its document.
+TEST(EmbeddingResponseTest, RerankIsBestFirstAndCutToTopN) {
+  const std::vector<double> scores = {0.1, 0.9, 0.5, 0.9};
+  const std::vector<std::string> documents = {"a", "b", "c", "d"};
+  const Json all = Json::parse(RerankBody("rerank-1", "m", scores, documents, 0, 12));
+  EXPECT_EQ(all["id"], "rerank-1");
+  EXPECT_EQ(all["model"], "m");
+  EXPECT_EQ(all["usage"]["total_tokens"], 12);
+  ASSERT_EQ(all["results"].size(), 4u);
+  std::vector<int> order;
+  for (const Json& r : all["results"]) order.push_back(r["index"].get<int>());
+  EXPECT_EQ(order, (std::vector<int>{1, 3, 2, 0}));
+  EXPECT_EQ(all["results"][0]["document"]["text"], "b");
+  EXPECT_EQ(all["results"][0]["relevance_score"], 0.9);
+  const Json top = Json::parse(RerankBody("rerank-1", "m", scores, documents, 2, 12));
+  ASSERT_EQ(top["results"].size(), 2u);
+  EXPECT_EQ(top["results"][1]["index"], 3);
+  EXPECT_EQ(Json::parse(RerankBody("r", "m", scores, documents, 9, 12))["results"].size(), 4u);
+}
+
+TEST(EmbeddingResponseTest, ScoreIsVllmsList) {
+  const Json body = Json::parse(ScoreBody("score-1", 5, "m", {0.25, -1.0}, 9));
+  EXPECT_EQ(body["object"], "list");
+  EXPECT_EQ(body["data"][1], (Json{{"index", 1}, {"object", "score"}, {"score", -1.0}}));
+  EXPECT_EQ(body["usage"]["prompt_tokens"], 9);
+}
+
+// A score builder compares the pairs its request named, from the choices' vectors.
+TEST(EmbeddingResponseTest, ScoreBuilderComparesTheNamedPairs) {
+  absl::StatusOr<ParsedRequest> parsed =
+      ParseScoreRequest(R"({"text_1": "q", "text_2": ["x", "y"]})");
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  ResponseBuilder builder(*parsed, MakeResponseId(Endpoint::kScore, 1), 9, "m", nullptr);
+  const std::vector<std::vector<float>> vectors = {{1, 2, 3}, {4, -5, 6}, {2, 4, 6}};
+  for (int32_t i = 0; i < 3; ++i) {
+    v1::GenerateResponse message;
+    message.mutable_embedding()->Assign(vectors[static_cast<size_t>(i)].begin(),
+                                        vectors[static_cast<size_t>(i)].end());
+    message.mutable_usage()->set_prompt_tokens(2);
+    message.set_finish_reason(v1::FINISH_REASON_STOP);
+    builder.Accumulate(i, message);
+  }
+  const Json body = Json::parse(builder.Body());
+  EXPECT_EQ(body["id"], "score-0000000000000001");
+  ASSERT_EQ(body["data"].size(), 2u);
+  EXPECT_NEAR(body["data"][0]["score"].get<double>(), 0.36548694232390355, 1e-12);
+  EXPECT_NEAR(body["data"][1]["score"].get<double>(), 1.0, 1e-12);
+  EXPECT_EQ(body["usage"]["prompt_tokens"], 6);
+}
+
 }  // namespace
 }  // namespace headroom::router::openai
