@@ -127,8 +127,8 @@ absl::StatusOr<double> PositiveOrInf(const FlagSet& flags, const char* flag) {
 
 absl::Status ReadEndpoint(const FlagSet& flags, Settings& s) {
   const std::string backend = *flags.GetString("backend");
-  const char* speaks = backend == "openai-chat"         ? kChatCompletions
-                       : backend == "openai-embeddings" ? kEmbeddings
+  const char* speaks = backend == "openai-chat"                   ? kChatCompletions
+                       : backend == "openai-embeddings"           ? kEmbeddings
                        : backend == "openai" || backend == "vllm" ? kCompletions
                                                                   : nullptr;
   if (speaks == nullptr) {

@@ -21,8 +21,8 @@ constexpr char kJson[] = "application/json";
 // (`prompt_field` for the prompt: "prompt", or embeddings' "input").
 std::pair<std::string, std::string> OpenAiMessage(const std::string& grpc_message,
                                                   const std::string& prompt_field) {
-  std::string message =
-      absl::StrReplaceAll(grpc_message, {{"sampling.", ""}, {"embedding.dimensions", "dimensions"}});
+  std::string message = absl::StrReplaceAll(
+      grpc_message, {{"sampling.", ""}, {"embedding.dimensions", "dimensions"}});
   size_t end = 0;
   while (end < message.size() &&
          (std::islower(static_cast<unsigned char>(message[end])) != 0 || message[end] == '_')) {

@@ -91,8 +91,8 @@ namespace {
 // /v1/embeddings, and vLLM's /score and /rerank (both also under /v1, rerank under /v2 too):
 // every choice is an embedding.
 bool EmbeddingRoute(const std::string& path) {
-  return path == "/v1/embeddings" || path == "/score" || path == "/v1/score" ||
-         path == "/rerank" || path == "/v1/rerank" || path == "/v2/rerank";
+  return path == "/v1/embeddings" || path == "/score" || path == "/v1/score" || path == "/rerank" ||
+         path == "/v1/rerank" || path == "/v2/rerank";
 }
 
 }  // namespace
@@ -271,9 +271,9 @@ void HttpFrontend::Embed(const http::HttpRequest& request,
                          std::shared_ptr<http::ResponseWriter> writer) {
   const std::string& path = request.path;
   absl::StatusOr<openai::ParsedRequest> parsed =
-      path == "/v1/embeddings"                   ? openai::ParseEmbeddingRequest(request.body)
+      path == "/v1/embeddings"                  ? openai::ParseEmbeddingRequest(request.body)
       : path == "/score" || path == "/v1/score" ? openai::ParseScoreRequest(request.body)
-                                                 : openai::ParseRerankRequest(request.body);
+                                                : openai::ParseRerankRequest(request.body);
   if (!parsed.ok()) {
     return RespondOpenAiError(*writer, 400, std::string(parsed.status().message()),
                               openai::ErrorParam(parsed.status()));
@@ -289,10 +289,10 @@ void HttpFrontend::Embed(const http::HttpRequest& request,
     absl::StatusOr<std::vector<int32_t>> ids = options_.tokenizer->Encode(
         choice.text(), {.add_special_tokens = parsed->add_special_tokens});
     if (!ids.ok()) {
-      const std::string field =
-          !parsed->choice_names.empty() ? parsed->choice_names[static_cast<size_t>(i)]
-          : inputs > 1                  ? absl::StrCat("input[", i, "]")
-                                        : "input";
+      const std::string field = !parsed->choice_names.empty()
+                                    ? parsed->choice_names[static_cast<size_t>(i)]
+                                : inputs > 1 ? absl::StrCat("input[", i, "]")
+                                             : "input";
       return RespondOpenAiError(*writer, 400, absl::StrCat(field, ": ", ids.status().message()),
                                 "input");
     }

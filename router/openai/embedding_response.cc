@@ -24,8 +24,8 @@ std::string Float32Base64(std::span<const float> values) {
 }
 
 std::string EmbeddingsBody(const std::string& id, int64_t created, const std::string& model,
-                           const std::vector<std::vector<float>>& embeddings,
-                           int64_t prompt_tokens, bool base64) {
+                           const std::vector<std::vector<float>>& embeddings, int64_t prompt_tokens,
+                           bool base64) {
   using Json = nlohmann::ordered_json;
   Json data = Json::array();
   for (size_t i = 0; i < embeddings.size(); ++i) {
@@ -83,7 +83,8 @@ std::string RerankBody(const std::string& id, const std::string& model,
   std::iota(order.begin(), order.end(), size_t{0});
   std::stable_sort(order.begin(), order.end(),
                    [&scores](size_t a, size_t b) { return scores[a] > scores[b]; });
-  if (top_n > 0 && order.size() > static_cast<size_t>(top_n)) order.resize(static_cast<size_t>(top_n));
+  if (top_n > 0 && order.size() > static_cast<size_t>(top_n))
+    order.resize(static_cast<size_t>(top_n));
   Json results = Json::array();
   for (const size_t i : order) {
     results.push_back(Json{{"index", i},

@@ -597,9 +597,8 @@ absl::StatusOr<ParsedRequest> ParseRerankRequest(std::string_view body) {
   const Json* query = Member(obj, "query");
   if (query == nullptr) return Bad("query", "query is required");
   if (!query->is_string()) return WrongType("query", "a string", *query);
-  HEADROOM_OPENAI_ASSIGN(
-      documents, Texts(obj, "documents", /*list_only=*/true,
-                       static_cast<size_t>(kMaxEmbeddingInputs) - 1));
+  HEADROOM_OPENAI_ASSIGN(documents, Texts(obj, "documents", /*list_only=*/true,
+                                          static_cast<size_t>(kMaxEmbeddingInputs) - 1));
   HEADROOM_OPENAI_ASSIGN(top_n, OptInt32(obj, "top_n"));
   if (top_n.has_value() && *top_n < 0) {
     return Bad("top_n", absl::StrCat("top_n must be >= 0 (0 returns all), got ", *top_n));

@@ -60,10 +60,10 @@ absl::StatusOr<ValidatedRequest> ValidateEmbedding(const v1::GenerateRequest& re
   }
   out.max_tokens = 0;
   if (largest_max_model_len > 0 && out.prompt.size() > static_cast<size_t>(largest_max_model_len)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "this model's maximum context length is ", largest_max_model_len,
-        " tokens (the largest worker group's); the input to embed has ", out.prompt.size(),
-        " tokens. Please reduce the length of the input"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("this model's maximum context length is ", largest_max_model_len,
+                     " tokens (the largest worker group's); the input to embed has ",
+                     out.prompt.size(), " tokens. Please reduce the length of the input"));
   }
   v1::PoolingParams& pooling = out.pooling.emplace();
   pooling.set_dimensions(e.dimensions());

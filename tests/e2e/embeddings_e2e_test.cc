@@ -4,6 +4,7 @@
 // lists longer than the router's window of calls in flight, over gRPC too, and with the refusals
 // a vLLM user would get (400 naming the field and the numbers).
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -12,8 +13,6 @@
 #include <fstream>
 #include <string>
 #include <vector>
-
-#include <unistd.h>
 
 #include "absl/strings/escaping.h"
 #include "http_cluster.h"
@@ -78,8 +77,8 @@ TEST_F(EmbeddingsE2eTest, TokenIdInputsMatchTransformers) {
     tokens += r.ids.size();
   }
   for (const bool normalize : {true, false}) {
-    const HttpResponse response = cluster_->Post(
-        "/v1/embeddings", Json{{"input", inputs}, {"normalize", normalize}}.dump());
+    const HttpResponse response =
+        cluster_->Post("/v1/embeddings", Json{{"input", inputs}, {"normalize", normalize}}.dump());
     ASSERT_EQ(response.status, 200) << response.body;
     const Json body = Json::parse(response.body);
     EXPECT_EQ(body["object"], "list");
@@ -163,8 +162,7 @@ TEST_F(EmbeddingsE2eTest, InputMayFillMaxModelLenButNotMore) {
   ids.push_back(5);
   const HttpResponse over = cluster_->Post("/v1/embeddings", Json{{"input", ids}}.dump());
   EXPECT_EQ(over.status, 400) << over.body;
-  EXPECT_NE(over.body.find("maximum context length is 256 tokens"), std::string::npos)
-      << over.body;
+  EXPECT_NE(over.body.find("maximum context length is 256 tokens"), std::string::npos) << over.body;
   EXPECT_NE(over.body.find("the input to embed has 257 tokens"), std::string::npos) << over.body;
 }
 
@@ -275,7 +273,8 @@ TEST_F(EmbeddingsE2eTest, ScoreIsTheCosineOfTheEmbeddings) {
         << "pair " << j;
   }
   const HttpResponse pairwise = cluster_->Post(
-      "/v1/score", Json{{"text_1", {kTexts[0], kTexts[2]}}, {"text_2", {kTexts[1], kTexts[3]}}}.dump());
+      "/v1/score",
+      Json{{"text_1", {kTexts[0], kTexts[2]}}, {"text_2", {kTexts[1], kTexts[3]}}}.dump());
   ASSERT_EQ(pairwise.status, 200) << pairwise.body;
   const Json pairs = Json::parse(pairwise.body);
   EXPECT_NEAR(pairs["data"][0]["score"].get<double>(), Cosine(vectors[0], vectors[1]), 1e-4);
@@ -307,8 +306,8 @@ TEST_F(EmbeddingsE2eTest, RerankOrdersTheDocumentsByTheirScore) {
       EXPECT_LE(result["relevance_score"].get<double>(), previous) << "best first";
       previous = result["relevance_score"].get<double>();
     }
-    const size_t worst = static_cast<size_t>(
-        std::min_element(scores.begin(), scores.end()) - scores.begin());
+    const size_t worst =
+        static_cast<size_t>(std::min_element(scores.begin(), scores.end()) - scores.begin());
     for (const Json& result : body["results"]) EXPECT_NE(result["index"], worst) << "cut by top_n";
   }
   const HttpResponse too_long = cluster_->Post(
@@ -323,8 +322,8 @@ TEST_F(EmbeddingsE2eTest, RerankOrdersTheDocumentsByTheirScore) {
 // embeddings with the reason (the vectors would not be the model's) and still generates.
 TEST(EmbeddingsPoolingE2eTest, AMeanPoolingModelRefusesEmbeddingsAndStillGenerates) {
   const std::filesystem::path fixture = worker::testdata::FixtureDir("llama-gqa");
-  const std::filesystem::path model =
-      std::filesystem::temp_directory_path() / ("headroom_mean_model_" + std::to_string(::getpid()));
+  const std::filesystem::path model = std::filesystem::temp_directory_path() /
+                                      ("headroom_mean_model_" + std::to_string(::getpid()));
   std::filesystem::remove_all(model);
   std::filesystem::create_directories(model / "1_Pooling");
   for (const auto& entry : std::filesystem::directory_iterator(fixture)) {
@@ -340,8 +339,8 @@ TEST(EmbeddingsPoolingE2eTest, AMeanPoolingModelRefusesEmbeddingsAndStillGenerat
   flags[1] = model.string();  // --model
   ChildProcess worker("worker", flags);
   ASSERT_FALSE(worker.address().empty());
-  ChildProcess router("router", {"--grpc-port", "0", "--http-port", "0", "--workers",
-                                 worker.address()});
+  ChildProcess router("router",
+                      {"--grpc-port", "0", "--http-port", "0", "--workers", worker.address()});
   ASSERT_FALSE(router.address().empty());
   const int http_port = ReadHttpPort(router);
   ASSERT_NE(http_port, 0);

@@ -75,8 +75,8 @@ struct EngineRun {
 // Queues `requests` (all before the first step, or each once the engine is idle) and steps the
 // engine until it is done.
 EngineRun RunEngine(const std::string& model, const ModelConfig& config,
-              const std::vector<Request>& requests, const EngineOptions& options,
-              bool one_at_a_time) {
+                    const std::vector<Request>& requests, const EngineOptions& options,
+                    bool one_at_a_time) {
   const testdata::FixtureModel& fixture = testdata::LoadFixtureModel(model);
   CpuBackend backend(1);
   auto engine = Engine::Create(config, fixture.weights, options, &backend);
@@ -223,7 +223,8 @@ TEST(EmbeddingRequestTest, DimensionsOnlyForMatryoshkaModels) {
     requests.push_back(
         Embedding(static_cast<int64_t>(i), refs[i].ids, {.dimensions = 16, .normalize = true}));
   }
-  const EngineRun run = RunEngine("llama-gqa", config, requests, Options(), /*one_at_a_time=*/false);
+  const EngineRun run =
+      RunEngine("llama-gqa", config, requests, Options(), /*one_at_a_time=*/false);
   ASSERT_EQ(run.embeddings.size(), refs.size());
   for (const auto& [id, embedding] : run.embeddings) {
     ExpectVectorNear(embedding, refs[static_cast<size_t>(id)].truncated_normalized,
@@ -255,10 +256,10 @@ TEST(EmbeddingRequestTest, TheModelsPoolingConfigDecides) {
   EngineOptions options = Options();
   options.pooling.normalize = false;
   options.pooling.source = "modules.json";
-  const EngineRun run = RunEngine(
-      "llama-gqa", config,
-      {Embedding(1, refs[2].ids, {}), Embedding(2, refs[2].ids, {.dimensions = 0, .normalize = true})},
-      options, /*one_at_a_time=*/false);
+  const EngineRun run = RunEngine("llama-gqa", config,
+                                  {Embedding(1, refs[2].ids, {}),
+                                   Embedding(2, refs[2].ids, {.dimensions = 0, .normalize = true})},
+                                  options, /*one_at_a_time=*/false);
   ASSERT_EQ(run.embeddings.size(), 2u);
   ExpectVectorNear(run.embeddings.at(1), refs[2].last_hidden, "the model's default: raw");
   ExpectVectorNear(run.embeddings.at(2), refs[2].normalized, "asked: normalized");
@@ -271,9 +272,10 @@ TEST(EmbeddingRequestTest, TheModelsPoolingConfigDecides) {
   ASSERT_TRUE(engine.ok()) << engine.status();
   const absl::Status refused = (*engine)->AddRequest(Embedding(3, refs[2].ids, {}));
   EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_NE(refused.message().find("pools its embeddings by mean_tokens (/m/1_Pooling/config.json); "
-                                   "headroom embeds by the last token only"),
-            std::string::npos)
+  EXPECT_NE(
+      refused.message().find("pools its embeddings by mean_tokens (/m/1_Pooling/config.json); "
+                             "headroom embeds by the last token only"),
+      std::string::npos)
       << refused;
   EXPECT_TRUE((*engine)->AddRequest(Greedy(4, refs[2].ids, 4)).ok()) << "it still generates";
 }
@@ -287,15 +289,14 @@ TEST(EmbeddingRequestTest, PromptMayFillMaxModelLen) {
   std::vector<int32_t> prompt(32);
   for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = static_cast<int32_t>(3 + i);
   const EngineRun run = RunEngine("llama-gqa", fixture.config, {Embedding(1, prompt, {})}, options,
-                            /*one_at_a_time=*/false);
+                                  /*one_at_a_time=*/false);
   ASSERT_EQ(run.embeddings.size(), 1u);
   EXPECT_EQ(run.embeddings.at(1).size(), 64u);
 
   CpuBackend backend(1);
   auto engine = Engine::Create(fixture.config, fixture.weights, options, &backend);
   ASSERT_TRUE(engine.ok()) << engine.status();
-  EXPECT_EQ((*engine)->AddRequest(Greedy(2, prompt, 1)).code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ((*engine)->AddRequest(Greedy(2, prompt, 1)).code(), absl::StatusCode::kInvalidArgument);
   prompt.push_back(7);
   const absl::Status too_long = (*engine)->AddRequest(Embedding(3, prompt, {}));
   EXPECT_EQ(too_long.code(), absl::StatusCode::kInvalidArgument);

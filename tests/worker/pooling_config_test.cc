@@ -40,13 +40,15 @@ constexpr char kMeanPooling[] = R"({"word_embedding_dimension": 64,
 class PoolingConfigTest : public testing::Test {
  protected:
   void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("headroom_pooling_" + std::to_string(::getpid()));
+    dir_ =
+        std::filesystem::temp_directory_path() / ("headroom_pooling_" + std::to_string(::getpid()));
     std::filesystem::remove_all(dir_);
     std::filesystem::create_directories(dir_ / "1_Pooling");
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
-  void Write(const std::string& name, const std::string& text) { std::ofstream(dir_ / name) << text; }
+  void Write(const std::string& name, const std::string& text) {
+    std::ofstream(dir_ / name) << text;
+  }
 
   std::filesystem::path dir_;
 };
@@ -84,8 +86,9 @@ TEST_F(PoolingConfigTest, AMeanPoolingModelWithoutNormalizeSaysSo) {
 
 TEST_F(PoolingConfigTest, BrokenFilesNameTheFile) {
   Write("modules.json", "{");
-  EXPECT_NE(LoadPoolingConfig(dir_.string()).status().message().find("modules.json is not valid JSON"),
-            std::string::npos);
+  EXPECT_NE(
+      LoadPoolingConfig(dir_.string()).status().message().find("modules.json is not valid JSON"),
+      std::string::npos);
   Write("modules.json", R"([{"path": "1_Pooling"}])");
   EXPECT_NE(LoadPoolingConfig(dir_.string()).status().message().find("needs a \"type\" string"),
             std::string::npos);
@@ -95,8 +98,10 @@ TEST_F(PoolingConfigTest, BrokenFilesNameTheFile) {
             std::string::npos)
       << missing;
   Write("1_Pooling/config.json", R"({"pooling_mode_lasttoken": false})");
-  EXPECT_NE(LoadPoolingConfig(dir_.string()).status().message().find(
-                "sets no pooling_mode_* key to true"),
+  EXPECT_NE(LoadPoolingConfig(dir_.string())
+                .status()
+                .message()
+                .find("sets no pooling_mode_* key to true"),
             std::string::npos);
 }
 

@@ -126,7 +126,8 @@ TEST(RequestFromProto, PoolingMakesAnEmbedding) {
   EXPECT_EQ(embedding->embedding->dimensions, 32);
   EXPECT_EQ(embedding->embedding->normalize, std::optional<bool>(true));
   proto.mutable_pooling()->set_normalize(false);
-  EXPECT_EQ(RequestFromProto(proto, RequestId{3})->embedding->normalize, std::optional<bool>(false));
+  EXPECT_EQ(RequestFromProto(proto, RequestId{3})->embedding->normalize,
+            std::optional<bool>(false));
   proto.mutable_pooling()->clear_normalize();
   EXPECT_EQ(RequestFromProto(proto, RequestId{4})->embedding->normalize, std::nullopt)
       << "unset: the model's default";

@@ -200,8 +200,7 @@ absl::Status Engine::ValidateEmbedding(const EmbeddingParams& params) const {
   const ModelConfig& config = model_->config();
   if (!options_.pooling.last_token()) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "this model pools its embeddings by ", options_.pooling.mode, " (",
-        options_.pooling.source,
+        "this model pools its embeddings by ", options_.pooling.mode, " (", options_.pooling.source,
         "); headroom embeds by the last token only, which would not give this model's vectors"));
   }
   if (params.dimensions == 0) return absl::OkStatus();
@@ -213,8 +212,8 @@ absl::Status Engine::ValidateEmbedding(const EmbeddingParams& params) const {
         "to poor results (config.json sets neither is_matryoshka nor matryoshka_dimensions)"));
   }
   if (params.dimensions < 1 || params.dimensions > config.hidden_size) {
-    return absl::InvalidArgumentError(absl::StrCat("dimensions must be in [1, ",
-                                                   config.hidden_size, "] (the model's hidden "
+    return absl::InvalidArgumentError(absl::StrCat("dimensions must be in [1, ", config.hidden_size,
+                                                   "] (the model's hidden "
                                                    "size), got ",
                                                    params.dimensions));
   }
@@ -479,8 +478,8 @@ absl::StatusOr<std::vector<StepToken>> Engine::Step() {
     }
     if (s.embedding.has_value()) {
       const int64_t hidden = model_->config().hidden_size;
-      t.embedding = EmbeddingOf(hidden_.data() + static_cast<int64_t>(i) * hidden, hidden,
-                                *s.embedding);
+      t.embedding =
+          EmbeddingOf(hidden_.data() + static_cast<int64_t>(i) * hidden, hidden, *s.embedding);
     }
     if (t.finish == FinishReason::kNone) {
       ++s.generated;

@@ -81,8 +81,8 @@ struct ModelConfig {
   // int(head_dim x partial_rotary_factor) (Phi-4-mini: 0.75 of 128 = 96), even; 0: the whole
   // head (read it through RotaryDim).
   int64_t rotary_dim = 0;
-  int64_t max_position_embeddings = 0;      // Longest context the checkpoint supports.
-  bool tie_word_embeddings = false;         // LM head shares the embedding matrix.
+  int64_t max_position_embeddings = 0;  // Longest context the checkpoint supports.
+  bool tie_word_embeddings = false;     // LM head shares the embedding matrix.
   // Matryoshka embeddings (vLLM's is_matryoshka / matryoshka_dimensions in config.json): an
   // embedding request may keep only the first `dimensions` values of its vector. With a list,
   // only its sizes; with is_matryoshka alone, any size in [1, hidden_size].

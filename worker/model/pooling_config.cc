@@ -46,8 +46,8 @@ absl::StatusOr<PoolingConfig> LoadPoolingConfig(std::string_view model) {
   for (const Json& module : **modules) {
     const auto type = module.find("type");
     if (!module.is_object() || type == module.end() || !type->is_string()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(modules_path, ": every module needs a \"type\" string, got ", module.dump()));
+      return absl::InvalidArgumentError(absl::StrCat(
+          modules_path, ": every module needs a \"type\" string, got ", module.dump()));
     }
     if (*type == kNormalizeModule) normalize = true;
     if (*type == kPoolingModule) {
@@ -56,7 +56,8 @@ absl::StatusOr<PoolingConfig> LoadPoolingConfig(std::string_view model) {
         return absl::InvalidArgumentError(
             absl::StrCat(modules_path, ": the Pooling module needs a \"path\" string"));
       }
-      pooling_path = absl::StrCat(std::string(model), "/", path->get<std::string>(), "/config.json");
+      pooling_path =
+          absl::StrCat(std::string(model), "/", path->get<std::string>(), "/config.json");
     }
   }
   config.normalize = normalize;
@@ -64,9 +65,9 @@ absl::StatusOr<PoolingConfig> LoadPoolingConfig(std::string_view model) {
   absl::StatusOr<std::optional<Json>> pooling = ReadJson(pooling_path);
   if (!pooling.ok()) return pooling.status();
   if (!pooling->has_value() || !(*pooling)->is_object()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(pooling_path, " (the Pooling module of ", modules_path,
-                     ") is missing or not a JSON object"));
+    return absl::InvalidArgumentError(absl::StrCat(pooling_path, " (the Pooling module of ",
+                                                   modules_path,
+                                                   ") is missing or not a JSON object"));
   }
   for (const auto& [key, value] : (*pooling)->items()) {
     if (key.starts_with(kModePrefix) && value.is_boolean() && value.get<bool>()) {

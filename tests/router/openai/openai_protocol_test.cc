@@ -252,8 +252,8 @@ TEST(OpenAiProtocolTest, ScorePairsTheTexts) {
 }
 
 TEST(OpenAiProtocolTest, RerankScoresEachDocumentAgainstTheQuery) {
-  absl::StatusOr<ParsedRequest> r =
-      ParseRerankRequest(R"({"model": "m", "query": "q", "documents": ["x", "y", "z"], "top_n": 2})");
+  absl::StatusOr<ParsedRequest> r = ParseRerankRequest(
+      R"({"model": "m", "query": "q", "documents": ["x", "y", "z"], "top_n": 2})");
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->endpoint, Endpoint::kRerank);
   EXPECT_EQ(r->top_n, 2);

@@ -1,12 +1,11 @@
 #include "router/openai/openai_response.h"
 
-#include "router/openai/embedding_response.h"
-
 #include <string>
 #include <vector>
 
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "router/openai/embedding_response.h"
 #include "router/tokenizer/byte_tokenizer.h"
 
 namespace headroom::router::openai {
@@ -559,7 +558,8 @@ TEST(EmbeddingResponseTest, BodyIsOpenAisList) {
   EXPECT_EQ(body["created"], 1700000000);
   EXPECT_EQ(body["model"], "m");
   ASSERT_EQ(body["data"].size(), 2u);
-  EXPECT_EQ(body["data"][1], (Json{{"index", 1}, {"object", "embedding"}, {"embedding", {1.0, 0.0}}}));
+  EXPECT_EQ(body["data"][1],
+            (Json{{"index", 1}, {"object", "embedding"}, {"embedding", {1.0, 0.0}}}));
   EXPECT_EQ(body["data"][0]["embedding"], (Json{0.5, -0.25}));
   EXPECT_EQ(body["usage"]["prompt_tokens"], 7);
   EXPECT_EQ(body["usage"]["total_tokens"], 7);
