@@ -1,11 +1,13 @@
 #include "router/openai/embedding_response.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstring>
 #include <numeric>
 
 #include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
 
 namespace headroom::router::openai {
@@ -24,24 +26,48 @@ std::string Float32Base64(std::span<const float> values) {
 }
 
 std::string EmbeddingsBody(const std::string& id, int64_t created, const std::string& model,
-                           const std::vector<std::vector<float>>& embeddings, int64_t prompt_tokens,
-                           bool base64) {
+                           const std::vector<std::span<const float>>& embeddings,
+                           int64_t prompt_tokens, bool base64) {
   using Json = nlohmann::ordered_json;
-  Json data = Json::array();
+  // Written out directly rather than through a JSON tree: 2048 inputs of 4096 values would hold
+  // ~130 MB of tree nodes next to the ~170 MB of text.
+  size_t values = 0;
+  for (const std::span<const float> e : embeddings) values += e.size();
+  std::string out;
+  out.reserve(embeddings.size() * 64 + values * (base64 ? 6 : 22) + 256);
+  out = Json{{"id", id}, {"object", "list"}, {"created", created}, {"model", model}}.dump();
+  out.pop_back();  // its closing brace: the object goes on
+  out += ",\"data\":[";
+  char number[32];
   for (size_t i = 0; i < embeddings.size(); ++i) {
-    Json vector = base64 ? Json(Float32Base64(embeddings[i])) : Json::array();
-    if (!base64) {
-      for (const float v : embeddings[i]) vector.push_back(static_cast<double>(v));
+    absl::StrAppend(&out, i > 0 ? "," : "", "{\"index\":", i,
+                    ",\"object\":\"embedding\",\"embedding\":");
+    if (base64) {
+      absl::StrAppend(&out, "\"", Float32Base64(embeddings[i]), "\"}");
+      continue;
     }
-    data.push_back(Json{{"index", i}, {"object", "embedding"}, {"embedding", std::move(vector)}});
+    out += '[';
+    for (size_t j = 0; j < embeddings[i].size(); ++j) {
+      if (j > 0) out += ',';
+      const auto v = static_cast<double>(embeddings[i][j]);
+      if (!std::isfinite(v)) {  // JSON has no inf or nan; nlohmann writes null too
+        out += "null";
+        continue;
+      }
+      // The shortest text that reads back as this double (so as this float), as Python prints it.
+      const std::to_chars_result written = std::to_chars(number, number + sizeof(number), v);
+      out.append(number, written.ptr);
+    }
+    out += "]}";
   }
-  Json body = Json{{"id", id}, {"object", "list"}, {"created", created}, {"model", model}};
-  body["data"] = std::move(data);
-  body["usage"] = Json{{"prompt_tokens", prompt_tokens},
-                       {"total_tokens", prompt_tokens},
-                       {"completion_tokens", 0},
-                       {"prompt_tokens_details", nullptr}};
-  return body.dump();
+  out += "],\"usage\":";
+  out += Json{{"prompt_tokens", prompt_tokens},
+              {"total_tokens", prompt_tokens},
+              {"completion_tokens", 0},
+              {"prompt_tokens_details", nullptr}}
+             .dump();
+  out += '}';
+  return out;
 }
 
 double CosineSimilarity(std::span<const float> a, std::span<const float> b) {

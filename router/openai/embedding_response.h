@@ -16,8 +16,8 @@ std::string Float32Base64(std::span<const float> values);
 // The whole response: one entry per input in order, each a list of numbers or (base64) a string;
 // usage counts the inputs' tokens (completion_tokens 0).
 std::string EmbeddingsBody(const std::string& id, int64_t created, const std::string& model,
-                           const std::vector<std::vector<float>>& embeddings, int64_t prompt_tokens,
-                           bool base64);
+                           const std::vector<std::span<const float>>& embeddings,
+                           int64_t prompt_tokens, bool base64);
 
 // The cosine similarity of two vectors of one size, as torch.nn.functional.cosine_similarity
 // computes it (each norm clamped to 1e-8), in double precision.

@@ -430,9 +430,9 @@ std::string ResponseBuilder::EmbeddingBasedBody() const {
   int64_t prompt_tokens = 0;
   for (const Choice& choice : choices_) prompt_tokens += choice.prompt_tokens;
   if (endpoint_ == Endpoint::kEmbeddings) {
-    std::vector<std::vector<float>> embeddings;
+    std::vector<std::span<const float>> embeddings;
     embeddings.reserve(choices_.size());
-    for (const Choice& choice : choices_) embeddings.push_back(choice.embedding);
+    for (const Choice& choice : choices_) embeddings.emplace_back(choice.embedding);
     return EmbeddingsBody(id_, created_, model_, embeddings, prompt_tokens, embedding_base64_);
   }
   std::vector<double> scores;

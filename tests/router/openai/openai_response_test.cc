@@ -1,5 +1,6 @@
 #include "router/openai/openai_response.h"
 
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -551,8 +552,10 @@ TEST(EmbeddingResponseTest, Base64IsPythonsLittleEndianFloat32) {
 
 // OpenAI's list shape with vLLM's id and created, inputs in order, usage of the prompts alone.
 TEST(EmbeddingResponseTest, BodyIsOpenAisList) {
-  const Json body = Json::parse(
-      EmbeddingsBody("embd-1", 1700000000, "m", {{0.5f, -0.25f}, {1.0f, 0.0f}}, 7, false));
+  const std::vector<float> first = {0.5f, -0.25f};
+  const std::vector<float> second = {1.0f, 0.0f};
+  const Json body =
+      Json::parse(EmbeddingsBody("embd-1", 1700000000, "m", {first, second}, 7, false));
   EXPECT_EQ(body["id"], "embd-1");
   EXPECT_EQ(body["object"], "list");
   EXPECT_EQ(body["created"], 1700000000);
@@ -564,9 +567,36 @@ TEST(EmbeddingResponseTest, BodyIsOpenAisList) {
   EXPECT_EQ(body["usage"]["prompt_tokens"], 7);
   EXPECT_EQ(body["usage"]["total_tokens"], 7);
   EXPECT_EQ(body["usage"]["completion_tokens"], 0);
-  const Json base64 =
-      Json::parse(EmbeddingsBody("embd-1", 1, "m", {{1.0f, -2.5f, 0.1f, 1e-40f}}, 4, true));
+  const std::vector<float> values = {1.0f, -2.5f, 0.1f, 1e-40f};
+  const Json base64 = Json::parse(EmbeddingsBody("embd-1", 1, "m", {values}, 4, true));
   EXPECT_EQ(base64["data"][0]["embedding"], "AACAPwAAIMDNzMw9whYBAA==");
+  EXPECT_EQ(base64["data"][0]["object"], "embedding");
+  EXPECT_EQ(base64["model"], "m");
+}
+
+// The float format's numbers read back as exactly the floats sent (0.1f is 0.10000000149011612
+// as a double, as Python prints it), subnormals, extremes and -0 included; a non-finite value is
+// null, as nlohmann writes it; names are JSON-escaped.
+TEST(EmbeddingResponseTest, FloatsRoundTripExactly) {
+  const std::vector<float> values = {0.1f,
+                                     -0.0f,
+                                     1e-40f,
+                                     3.4028235e38f,
+                                     -1.17549435e-38f,
+                                     1.0f / 3.0f,
+                                     std::numeric_limits<float>::infinity()};
+  const std::string text = EmbeddingsBody("embd-\"x", 1, "a/\\b", {values}, 1, false);
+  EXPECT_NE(text.find("[0.10000000149011612,-0,"), std::string::npos) << text;
+  const Json body = Json::parse(text);
+  EXPECT_EQ(body["id"], "embd-\"x");
+  EXPECT_EQ(body["model"], "a/\\b");
+  const Json& got = body["data"][0]["embedding"];
+  ASSERT_EQ(got.size(), values.size());
+  for (size_t i = 0; i + 1 < values.size(); ++i) {
+    EXPECT_EQ(static_cast<float>(got[i].get<double>()), values[i]) << i;
+  }
+  EXPECT_TRUE(got.back().is_null());
+  EXPECT_EQ(Json::parse(EmbeddingsBody("e", 1, "m", {}, 0, false))["data"], Json::array());
 }
 
 // A ResponseBuilder for embeddings folds each input's one message into that body.
