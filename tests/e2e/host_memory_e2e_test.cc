@@ -4,7 +4,7 @@
 // kind of leak (the memory stays reachable), so this test looks where the operator looks: it
 // drives thousands of requests of every kind through a real router and two real workers
 // (streams, n = 2, logprobs, chats, tools, clients that hang up, bad requests, cancelled gRPC
-// calls, tokenize) and checks that no process's resident set keeps growing once warmed up.
+// calls, tokenize, embeddings and rerank) and checks that no process's resident set keeps growing once warmed up.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -30,11 +30,11 @@ namespace {
 using Json = nlohmann::json;
 
 constexpr int kThreads = 4;
-constexpr int kKinds = 8;
+constexpr int kKinds = 9;
 constexpr int kWarmupRounds = 2;
 constexpr int kMeasuredRounds = 8;
 constexpr int kPerThreadPerRound = 40 * kKinds;  // each kind 40 times per thread and round:
-                                                 // 1,280 requests a round
+                                                 // 1,440 requests a round
 
 // Resident set of `pid` in KiB (VmRSS of /proc/PID/status); -1 if unreadable.
 long RssKib(pid_t pid) {
@@ -144,6 +144,19 @@ bool OneRequest(const Cluster& cluster, int kind, int i) {
       const HttpResponse text = cluster.Post("/detokenize", Json{{"tokens", ids}}.dump());
       EXPECT_EQ(text.status, 200) << text.body;
       return text.status == 200 && Json::parse(text.body)["prompt"] == prompt;
+    }
+    case 7: {  // embeddings of two inputs (every other one base64), or a rerank of three
+      if (i % 2 == 0) {
+        const Json request = {{"input", {prompt, prompt + " again"}},
+                              {"encoding_format", i % 4 == 0 ? "base64" : "float"}};
+        const HttpResponse r = cluster.Post("/v1/embeddings", request.dump());
+        EXPECT_EQ(r.status, 200) << r.body;
+        return r.status == 200 && Json::parse(r.body)["data"].size() == 2;
+      }
+      const Json request = {{"query", prompt}, {"documents", {"red", "green", prompt}}};
+      const HttpResponse r = cluster.Post("/rerank", request.dump());
+      EXPECT_EQ(r.status, 200) << r.body;
+      return r.status == 200 && Json::parse(r.body)["results"].size() == 3;
     }
     default: {  // two prompts, echoed, with prompt logprobs
       const Json request = {{"prompt", {prompt, prompt + " again"}},
