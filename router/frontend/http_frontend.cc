@@ -294,7 +294,7 @@ void HttpFrontend::Embed(const http::HttpRequest& request,
                                 : inputs > 1 ? absl::StrCat("input[", i, "]")
                                              : "input";
       return RespondOpenAiError(*writer, 400, absl::StrCat(field, ": ", ids.status().message()),
-                                "input");
+                                field);
     }
     choice.mutable_token_ids()->mutable_ids()->Assign(ids->begin(), ids->end());
   }
