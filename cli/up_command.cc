@@ -231,7 +231,7 @@ int Run(const Options& o, const sigset_t& stop_signals, std::ostream& out, std::
   out << "  router    grpc://" << router_address << "  headroom.v1.Inference  pid "
       << cluster.child(*router).pid << "\n";
   out << "  router    http://" << http_address << "  OpenAI API (/v1/completions, "
-      << "/v1/chat/completions, /v1/models), /metrics\n";
+      << "/v1/chat/completions, /v1/embeddings, /v1/models), /metrics\n";
   for (size_t w = 0; w < workers.size(); ++w) {
     out << "  worker " << w << "  grpc://" << addresses[w] << "  metrics http://" << metrics[w]
         << "/metrics  pid " << cluster.child(workers[w]).pid << "\n";
