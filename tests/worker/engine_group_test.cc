@@ -25,10 +25,10 @@
 namespace headroom::worker {
 namespace {
 
-// A pool small enough that 6 requests of up to 38 + 24 tokens preempt, and a token budget that
-// chunks the longer prompts: the followers must track preemptions and chunked prefills exactly.
-// `num_kv_blocks` 16 (60 slots) is smaller than the longest request: only a model with a sliding
-// window runs it, releasing and reusing blocks.
+// A pool small enough that 6 requests of up to 38 + 24 tokens (and 2 embeddings) preempt, and a
+// token budget that chunks the longer prompts: the followers must track preemptions and chunked
+// prefills exactly. `num_kv_blocks` 16 (60 slots) is smaller than the longest request: only a model
+// with a sliding window runs it, releasing and reusing blocks.
 EngineOptions Options(int32_t num_kv_blocks = 40) {
   return {.max_num_seqs = 4,
           .max_num_batched_tokens = 32,
@@ -50,14 +50,26 @@ std::vector<Request> Requests() {
     if (i % 3 == 0) r.sampling.prompt_logprobs = 2;  // the followers run the same LM-head slices
     requests.push_back(r);
   }
+  // Two embeddings among them: the leader reads the last hidden state, whole on every rank after
+  // the last all-reduce.
+  for (int i = 6; i < 8; ++i) {
+    Request r;
+    r.id = RequestId{i};
+    for (int t = 0; t < 5 + 9 * (i - 6); ++t) r.prompt.push_back((t * 17 + i) % 256);
+    r.embedding = EmbeddingParams{.dimensions = 0, .normalize = i == 6};
+    requests.push_back(r);
+  }
   return requests;
 }
 
 using Tokens = std::map<int64_t, std::vector<int32_t>>;
 using PromptLogprobs = std::map<int64_t, std::vector<PromptTokenLogprob>>;
+using Embeddings = std::map<int64_t, std::vector<float>>;
 
-// Runs the requests to completion on `engine`; tokens (and prompt logprobs) by request id.
-Tokens RunAll(Engine& engine, int64_t* preemptions = nullptr, PromptLogprobs* prompt = nullptr) {
+// Runs the requests to completion on `engine`; tokens (and prompt logprobs, embeddings) by
+// request id.
+Tokens RunAll(Engine& engine, int64_t* preemptions = nullptr, PromptLogprobs* prompt = nullptr,
+              Embeddings* embeddings = nullptr) {
   for (const Request& r : Requests()) EXPECT_TRUE(engine.AddRequest(r).ok());
   Tokens out;
   while (engine.HasWork()) {
@@ -65,6 +77,10 @@ Tokens RunAll(Engine& engine, int64_t* preemptions = nullptr, PromptLogprobs* pr
     EXPECT_TRUE(step.ok()) << step.status();
     if (!step.ok()) break;
     for (const StepToken& t : *step) {
+      if (!t.embedding.empty()) {
+        if (embeddings != nullptr) (*embeddings)[t.id.value()] = t.embedding;
+        continue;
+      }
       out[t.id.value()].push_back(t.token);
       if (prompt != nullptr && !t.prompt_logprobs.empty())
         (*prompt)[t.id.value()] = t.prompt_logprobs;
@@ -94,15 +110,17 @@ TEST_P(EngineGroupTokensTest, AGroupOfTwoAndOfFourGivesTheTokensOfOneRank) {
   ASSERT_TRUE(single.ok()) << single.status();
   int64_t preemptions = 0;
   PromptLogprobs expected_prompt;
-  const Tokens expected = RunAll(**single, &preemptions, &expected_prompt);
+  Embeddings expected_embeddings;
+  const Tokens expected = RunAll(**single, &preemptions, &expected_prompt, &expected_embeddings);
   ASSERT_EQ(expected.size(), 6u);
   ASSERT_EQ(expected_prompt.size(), 2u);
+  ASSERT_EQ(expected_embeddings.size(), 2u);
   if (KvCacheSlidingWindow(m.config) == 0) {
     EXPECT_GT(preemptions, 0) << "the pool should be small enough to preempt";
   } else {
     // Every request ran although the longest needs more slots than the pool has.
     EXPECT_EQ(expected.rbegin()->second.size(), 24u);
-    EXPECT_GT(Requests().back().prompt.size() + 24, size_t{(16 - 1) * 4});
+    EXPECT_GT(Requests()[5].prompt.size() + 24, size_t{(16 - 1) * 4});  // the longest
   }
 
   for (const int tp : {2, 4}) {
@@ -134,7 +152,14 @@ TEST_P(EngineGroupTokensTest, AGroupOfTwoAndOfFourGivesTheTokensOfOneRank) {
     ASSERT_TRUE(leader.ok()) << leader.status();
     EXPECT_TRUE((*leader)->leads_group());
     PromptLogprobs prompt;
-    EXPECT_EQ(RunAll(**leader, nullptr, &prompt), expected);
+    Embeddings embeddings;
+    EXPECT_EQ(RunAll(**leader, nullptr, &prompt, &embeddings), expected);
+    ASSERT_EQ(embeddings.size(), expected_embeddings.size());
+    for (const auto& [id, want] : expected_embeddings) {
+      const std::vector<float>& got = embeddings[id];
+      ASSERT_EQ(got.size(), want.size()) << id;
+      for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-4) << id << " " << i;
+    }
     ASSERT_EQ(prompt.size(), expected_prompt.size());
     for (const auto& [id, want] : expected_prompt) {
       const std::vector<PromptTokenLogprob>& got = prompt[id];
