@@ -30,6 +30,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/check.h"
+#include "common/percentile.h"
 #include "headroom/v1/worker.pb.h"
 #include "router/admission/admission_queue.h"
 #include "router/placement/placement.h"
@@ -243,13 +244,6 @@ std::unique_ptr<Dispatcher> StartedDispatcher(int64_t n) {
   return dispatcher;
 }
 
-double Percentile(std::vector<double>& v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t rank = static_cast<size_t>(p * static_cast<double>(v.size()));
-  return v[std::min(rank, v.size() - 1)];
-}
-
 void BM_DispatcherRoundTrip(benchmark::State& state) {
   std::unique_ptr<Dispatcher> dispatcher = StartedDispatcher(state.range(0));
   auto listener = std::make_shared<CountingListener>();
@@ -266,8 +260,8 @@ void BM_DispatcherRoundTrip(benchmark::State& state) {
   }
   dispatcher->Stop();
   state.SetItemsProcessed(id);
-  state.counters["p50_us"] = Percentile(latency_us, 0.50);
-  state.counters["p99_us"] = Percentile(latency_us, 0.99);
+  state.counters["p50_us"] = Percentile(latency_us, 50);
+  state.counters["p99_us"] = Percentile(latency_us, 99);
 }
 BENCHMARK(BM_DispatcherRoundTrip)->Arg(2)->Arg(8)->Arg(64)->UseRealTime();
 

@@ -102,15 +102,6 @@ absl::StatusOr<std::map<std::string, double>> ParseGoodput(const std::string& te
   return out;
 }
 
-double Percentile(std::vector<double> values, double q) {
-  if (values.empty()) return 0;
-  std::sort(values.begin(), values.end());
-  const double rank = q / 100.0 * static_cast<double>(values.size() - 1);
-  const auto below = static_cast<size_t>(std::floor(rank));
-  const size_t above = std::min(below + 1, values.size() - 1);
-  return values[below] + (values[above] - values[below]) * (rank - static_cast<double>(below));
-}
-
 Json Summarize(const Json& header, const ReportSpec& spec,
                const std::vector<RequestResult>& results, double duration_s) {
   Json out = header;

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/percentile.h"  // Percentile, used with the report
 #include "nlohmann/json.hpp"
 
 namespace headroom::cli {
@@ -37,9 +38,6 @@ absl::StatusOr<std::vector<double>> ParseMetricPercentiles(const std::string& te
 // "ttft:200 tpot:50" (space- or comma-separated KEY:MS) -> the SLOs; keys ttft, tpot, e2el, each
 // value >= 0; InvalidArgument naming the pair otherwise.
 absl::StatusOr<std::map<std::string, double>> ParseGoodput(const std::string& text);
-
-// numpy.percentile's default (linear between the closest ranks); 0 for no values.
-double Percentile(std::vector<double> values, double q);
 
 // The result JSON: `header` (the run's settings) plus the numbers over `results`, which took
 // `duration_s`. A request counts towards goodput when it succeeded and met every SLO (a request
