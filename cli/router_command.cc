@@ -401,6 +401,9 @@ absl::Status Serve(const FlagSet& flags, const sigset_t& stop_signals, std::ostr
     http_options.host = host;
     http_options.port = static_cast<int>(http_port);
     http_options.error_body = router::HttpFrontend::ErrorBody;
+    http_options.error_headers = [cors](const router::http::HttpRequest& head) {
+      return router::CorsResponseHeaders(cors, head);
+    };
     http_options.max_connections = max_connections;
     http_options.on_refused_connection = [&router_metrics] {
       router_metrics.OnRefused(router::RefusalReason::kConnections);

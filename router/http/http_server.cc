@@ -314,7 +314,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
         length.has_value() && *length > options_.max_body_bytes) {
       return WriteError(413,
                         absl::StrCat("request body of ", *length, " bytes exceeds the limit of ",
-                                     options_.max_body_bytes, " bytes"));
+                                     options_.max_body_bytes, " bytes"),
+                        ErrorHeaders());
     }
     parser_->body_limit(options_.max_body_bytes);
     if (parser_->is_done()) return OnRequest();
@@ -351,16 +352,18 @@ class Connection : public std::enable_shared_from_this<Connection> {
       return WriteError(431, absl::StrCat("request headers exceed the limit of ",
                                           options_.max_header_bytes, " bytes"));
     }
-    if (ec == bhttp::error::body_limit) {
-      return WriteError(413, absl::StrCat("request body exceeds the limit of ",
-                                          options_.max_body_bytes, " bytes"));
+    if (ec == bhttp::error::body_limit) {  // a chunked body: its head was read
+      return WriteError(
+          413,
+          absl::StrCat("request body exceeds the limit of ", options_.max_body_bytes, " bytes"),
+          ErrorHeaders());
     }
     WriteError(400, absl::StrCat("malformed HTTP request: ", ec.message()));
   }
 
-  void OnRequest() {
-    DisarmTimer();
-    auto& message = parser_->get();
+  // The request's head as read so far: method, path, query, headers (names lowercased), version.
+  HttpRequest Head() const {
+    const auto& message = parser_->get();
     HttpRequest request;
     request.method = std::string(message.method_string());
     const beast::string_view target = message.target();
@@ -375,8 +378,26 @@ class Connection : public std::enable_shared_from_this<Connection> {
                      [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
       request.headers.emplace_back(std::move(name), std::string(field.value()));
     }
-    request.body = std::move(message.body());
     request.version = message.version() >= 11 ? 11 : 10;
+    return request;
+  }
+
+  // options_.error_headers for the head read so far (none when unset or it throws).
+  Headers ErrorHeaders() const {
+    if (!options_.error_headers) return {};
+    try {
+      return options_.error_headers(Head());
+    } catch (const std::exception& e) {
+      std::cerr << "http server: error_headers threw: " << e.what() << "\n";
+      return {};
+    }
+  }
+
+  void OnRequest() {
+    DisarmTimer();
+    HttpRequest request = Head();
+    auto& message = parser_->get();
+    request.body = std::move(message.body());
     const bool keep_alive = message.keep_alive();
     const bool head = message.method() == bhttp::verb::head;
     parser_.reset();

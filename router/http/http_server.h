@@ -119,6 +119,12 @@ struct HttpServerOptions {
   // 404s itself). Returns {content_type, body}. Default: text/plain with the message.
   std::function<std::pair<std::string, std::string>(int status, const std::string& message)>
       error_body;
+  // More headers for a server-generated error to a request whose head was read (413 for a body
+  // over max_body_bytes), from that head (its body empty): the front's CORS headers, so a browser
+  // sees the 413 rather than a CORS failure. Not called for 431 or 429 (no head read). May be
+  // empty.
+  std::function<std::vector<std::pair<std::string, std::string>>(const HttpRequest& head)>
+      error_headers;
 };
 
 class HttpServer {

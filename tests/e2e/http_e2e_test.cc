@@ -1287,8 +1287,9 @@ TEST_F(HttpE2eTest, ConnectionsPastMaxConnectionsGet429AtOnce) {
 }
 
 // CORS as vLLM serves it (its defaults: every origin, method and header): a browser's preflight
-// is answered without the API key, and every answer to a request with Origin, errors and
-// streams included, carries Access-Control-Allow-Origin. A router with listed origins and
+// is answered without the API key, and every answer to a request with Origin, errors (the HTTP
+// server's own 413 too) and streams included, carries Access-Control-Allow-Origin. A router with
+// listed origins and
 // --allow-credentials refuses other origins' preflights and names the allowed one.
 TEST_F(HttpE2eTest, CorsPreflightsAndHeadersAsVllmsDefaults) {
   const std::string origin = "Origin: https://app.example";
@@ -1313,6 +1314,12 @@ TEST_F(HttpE2eTest, CorsPreflightsAndHeadersAsVllmsDefaults) {
   EXPECT_EQ(unauthorized.status, 401);
   EXPECT_EQ(unauthorized.Header("access-control-allow-origin"), "*");
   EXPECT_FALSE(cluster_->Get("/v1/models").Header("access-control-allow-origin").has_value());
+  // The HTTP server's own 413 (the body is never read) carries them too, so a browser sees it.
+  const HttpResponse too_large =
+      HttpRequestTo(cluster_->http_port, "POST", "/v1/completions",
+                    Json{{"prompt", std::string(2 << 20, 'x')}}.dump(), {kAuth, origin});
+  EXPECT_EQ(too_large.status, 413) << too_large.body.substr(0, 200);
+  EXPECT_EQ(too_large.Header("access-control-allow-origin"), "*");
 
   const ExtraRouter listed = StartRouterOver(
       *cluster_, {"--allowed-origins", R"(["https://app.example"])", "--allow-credentials"});

@@ -390,6 +390,12 @@ TEST_F(HttpServerTest, OversizedBodyGets413NamingTheNumbers) {
     return std::pair<std::string, std::string>(
         "application/json", absl::StrCat("{\"code\":", status, ",\"message\":\"", message, "\"}"));
   };
+  // The 413 also carries what error_headers makes of the request's head (a front's CORS).
+  options.error_headers = [](const HttpRequest& head) {
+    return std::vector<std::pair<std::string, std::string>>{
+        {"X-Head", absl::StrCat(head.method, " ", head.path, " ",
+                                head.Header("origin").value_or("no origin"))}};
+  };
   StartServer(
       [&](const HttpRequest& request, std::shared_ptr<ResponseWriter> writer) {
         ++handled;
@@ -398,10 +404,12 @@ TEST_F(HttpServerTest, OversizedBodyGets413NamingTheNumbers) {
       options);
   Client client(port());
   ASSERT_TRUE(
-      client.Send("POST /v1/completions HTTP/1.1\r\nHost: t\r\nContent-Length: 2000000\r\n\r\n" +
+      client.Send("POST /v1/completions HTTP/1.1\r\nHost: t\r\nOrigin: https://a.example\r\n"
+                  "Content-Length: 2000000\r\n\r\n" +
                   std::string(1000, 'x')));
   Response response = client.ReadResponse();
   EXPECT_EQ(response.head.status, 413);
+  EXPECT_EQ(response.head.Get("x-head"), "POST /v1/completions https://a.example");
   EXPECT_EQ(response.head.Get("content-type"), "application/json");
   EXPECT_EQ(response.head.Get("connection"), "close");
   EXPECT_EQ(response.body,
@@ -417,6 +425,7 @@ TEST_F(HttpServerTest, OversizedBodyGets413NamingTheNumbers) {
                            chunk + chunk + "0\r\n\r\n"));
   response = chunked.ReadResponse();
   EXPECT_EQ(response.head.status, 413);
+  EXPECT_EQ(response.head.Get("x-head"), "POST /c no origin");
   EXPECT_NE(response.body.find("exceeds the limit of 1048576 bytes"), std::string::npos)
       << response.body;
   EXPECT_EQ(handled.load(), 0);
