@@ -297,6 +297,15 @@ bool HasText(const Json& chunk) {
          (nonempty(*delta, "content") || nonempty(*delta, "reasoning_content"));
 }
 
+// A refused request's error: "HTTP <status>: " and the OpenAI error's message (or the body).
+std::string HttpError(const StreamedResponse& response) {
+  const Json answer = Json::parse(response.body, nullptr, false);
+  return absl::StrCat("HTTP ", response.status, ": ",
+                      answer.is_object() && answer.contains("error")
+                          ? answer["error"].value("message", "")
+                          : response.body);
+}
+
 // One embedding: the whole answer arrives at once, so its TTFT is its latency and it generates
 // nothing; the usage gives its input tokens.
 RequestResult RunOneEmbedding(const Settings& s, const BenchRequest& request) {
@@ -314,10 +323,7 @@ RequestResult RunOneEmbedding(const Settings& s, const BenchRequest& request) {
   }
   const Json answer = Json::parse(response->body, nullptr, false);
   if (response->status != 200) {
-    result.error = absl::StrCat("HTTP ", response->status, ": ",
-                                answer.is_object() && answer.contains("error")
-                                    ? answer["error"].value("message", "")
-                                    : response->body);
+    result.error = HttpError(*response);
   } else if (!answer.is_object() || !answer.contains("data") || answer["data"].size() != 1) {
     result.error = "the answer holds no embedding";
   } else {
@@ -359,11 +365,7 @@ RequestResult RunOne(const Settings& s, const BenchRequest& request) {
   if (!response.ok()) {
     result.error = std::string(response.status().message());
   } else if (response->status != 200) {
-    const Json error = Json::parse(response->body, nullptr, false);
-    result.error = absl::StrCat("HTTP ", response->status, ": ",
-                                error.is_object() && error.contains("error")
-                                    ? error["error"].value("message", "")
-                                    : response->body);
+    result.error = HttpError(*response);
   } else if (result.error.empty() && first) {
     result.error = "the stream ended without text";
   }

@@ -10,6 +10,16 @@
 
 namespace headroom::worker::testdata {
 
+// A small engine for the llama-gqa parity tests: 8 sequences, 256 tokens per step, 128 per
+// sequence, blocks of 4 tokens, 200 blocks (ample: no preemption unless a test shrinks it).
+inline EngineOptions SmallEngineOptions() {
+  return {.max_num_seqs = 8,
+          .max_num_batched_tokens = 256,
+          .max_model_len = 128,
+          .block_size = 4,
+          .num_kv_blocks = 200};
+}
+
 // Queues `requests` (all before the first step, or each once the engine is idle) and steps the
 // engine until it has no work, handing every StepToken to `on_token`. A refused request or a
 // failed step fails the test.

@@ -49,14 +49,6 @@ std::vector<Reference> References(const std::string& model) {
   return out;
 }
 
-EngineOptions Options() {
-  return {.max_num_seqs = 8,
-          .max_num_batched_tokens = 256,
-          .max_model_len = 128,
-          .block_size = 4,
-          .num_kv_blocks = 200};
-}
-
 void ExpectVectorNear(const std::vector<float>& got, const std::vector<double>& want,
                       const std::string& what) {
   ASSERT_EQ(got.size(), want.size()) << what;
@@ -132,7 +124,8 @@ TEST_P(EmbeddingRequestParityTest, MatchTransformersNextToGeneratingRequests) {
     requests.push_back(Greedy(200 + id, refs[i].ids, 8));
     requests.push_back(Embedding(300 + id, refs[i].ids, {.dimensions = 0, .normalize = true}));
   }
-  const EngineRun run = RunEngine(GetParam(), config, requests, Options(), /*one_at_a_time=*/false);
+  const EngineRun run = RunEngine(GetParam(), config, requests, testdata::SmallEngineOptions(),
+                                  /*one_at_a_time=*/false);
   ASSERT_EQ(run.embeddings.size(), 2 * refs.size());
   for (size_t i = 0; i < refs.size(); ++i) {
     const auto id = static_cast<int64_t>(i);
@@ -167,7 +160,7 @@ TEST(EmbeddingRequestTest, ChunkedAndCachedPromptsEmbedTheSame) {
       requests.push_back(Embedding(copy * 10 + static_cast<int64_t>(i), refs[i].ids, {}));
     }
   }
-  EngineOptions options = Options();
+  EngineOptions options = testdata::SmallEngineOptions();
   options.max_num_seqs = 2;
   options.max_num_batched_tokens = 5;
   const EngineRun run = RunEngine("llama-gqa", config, requests, options, /*one_at_a_time=*/true);
@@ -190,7 +183,7 @@ TEST(EmbeddingRequestTest, PreemptedEmbeddingsAreReportedOnce) {
       requests.push_back(Embedding(id, refs[i].ids, {}));
     }
   }
-  EngineOptions options = Options();
+  EngineOptions options = testdata::SmallEngineOptions();
   options.enable_prefix_caching = false;
   options.num_kv_blocks = 1 + 24;  // 96 tokens
   const EngineRun run = RunEngine("llama-gqa", config, requests, options, /*one_at_a_time=*/false);
@@ -210,7 +203,7 @@ TEST(EmbeddingRequestTest, DimensionsOnlyForMatryoshkaModels) {
   const testdata::FixtureModel& fixture = testdata::LoadFixtureModel("llama-gqa");
   {
     CpuBackend backend(1);
-    auto engine = Engine::Create(config, fixture.weights, Options(), &backend);
+    auto engine = Engine::Create(config, fixture.weights, testdata::SmallEngineOptions(), &backend);
     ASSERT_TRUE(engine.ok()) << engine.status();
     const absl::Status refused =
         (*engine)->AddRequest(Embedding(1, refs[1].ids, {.dimensions = 16, .normalize = true}));
@@ -223,8 +216,8 @@ TEST(EmbeddingRequestTest, DimensionsOnlyForMatryoshkaModels) {
     requests.push_back(
         Embedding(static_cast<int64_t>(i), refs[i].ids, {.dimensions = 16, .normalize = true}));
   }
-  const EngineRun run =
-      RunEngine("llama-gqa", config, requests, Options(), /*one_at_a_time=*/false);
+  const EngineRun run = RunEngine("llama-gqa", config, requests, testdata::SmallEngineOptions(),
+                                  /*one_at_a_time=*/false);
   ASSERT_EQ(run.embeddings.size(), refs.size());
   for (const auto& [id, embedding] : run.embeddings) {
     ExpectVectorNear(embedding, refs[static_cast<size_t>(id)].truncated_normalized,
@@ -233,7 +226,7 @@ TEST(EmbeddingRequestTest, DimensionsOnlyForMatryoshkaModels) {
 
   config.matryoshka_dimensions = {16, 32};
   CpuBackend backend(1);
-  auto engine = Engine::Create(config, fixture.weights, Options(), &backend);
+  auto engine = Engine::Create(config, fixture.weights, testdata::SmallEngineOptions(), &backend);
   ASSERT_TRUE(engine.ok()) << engine.status();
   const absl::Status unlisted =
       (*engine)->AddRequest(Embedding(1, refs[1].ids, {.dimensions = 20, .normalize = true}));
@@ -253,7 +246,7 @@ TEST(EmbeddingRequestTest, DimensionsOnlyForMatryoshkaModels) {
 TEST(EmbeddingRequestTest, TheModelsPoolingConfigDecides) {
   const std::vector<Reference> refs = References("llama-gqa");
   const ModelConfig& config = testdata::LoadFixtureModel("llama-gqa").config;
-  EngineOptions options = Options();
+  EngineOptions options = testdata::SmallEngineOptions();
   options.pooling.normalize = false;
   options.pooling.source = "modules.json";
   const EngineRun run = RunEngine("llama-gqa", config,
@@ -284,7 +277,7 @@ TEST(EmbeddingRequestTest, TheModelsPoolingConfigDecides) {
 // that length cannot: it needs room for a token); one token more is refused with the numbers.
 TEST(EmbeddingRequestTest, PromptMayFillMaxModelLen) {
   const testdata::FixtureModel& fixture = testdata::LoadFixtureModel("llama-gqa");
-  EngineOptions options = Options();
+  EngineOptions options = testdata::SmallEngineOptions();
   options.max_model_len = 32;
   std::vector<int32_t> prompt(32);
   for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = static_cast<int32_t>(3 + i);

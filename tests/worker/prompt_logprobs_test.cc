@@ -127,24 +127,17 @@ void ExpectMatches(const std::vector<Reference>& refs, int copies,
   }
 }
 
-EngineOptions Options() {
-  return {.max_num_seqs = 8,
-          .max_num_batched_tokens = 256,
-          .max_model_len = 128,
-          .block_size = 4,
-          .num_kv_blocks = 200};
-}
-
 TEST(PromptLogprobsTest, MatchTransformersInOneStep) {
   const std::vector<Reference> refs = References();
   ASSERT_GE(refs.size(), 2u) << "the fixture has no prompt logits";
-  ExpectMatches(refs, 1, RunEngine(refs, 1, Options(), /*one_at_a_time=*/false));
+  ExpectMatches(refs, 1,
+                RunEngine(refs, 1, testdata::SmallEngineOptions(), /*one_at_a_time=*/false));
 }
 
 // Chunks of 5 tokens, logits slices of 2 rows (max_num_seqs 2).
 TEST(PromptLogprobsTest, MatchTransformersInChunksAndSlices) {
   const std::vector<Reference> refs = References();
-  EngineOptions options = Options();
+  EngineOptions options = testdata::SmallEngineOptions();
   options.max_num_seqs = 2;
   options.max_num_batched_tokens = 5;
   ExpectMatches(refs, 1, RunEngine(refs, 1, options, /*one_at_a_time=*/false));
@@ -153,14 +146,15 @@ TEST(PromptLogprobsTest, MatchTransformersInChunksAndSlices) {
 // The second copy of each prompt finds it in the prefix cache and still gets every logprob.
 TEST(PromptLogprobsTest, CachedPromptsAreRecomputedForTheirLogprobs) {
   const std::vector<Reference> refs = References();
-  ExpectMatches(refs, 2, RunEngine(refs, 2, Options(), /*one_at_a_time=*/true));
+  ExpectMatches(refs, 2,
+                RunEngine(refs, 2, testdata::SmallEngineOptions(), /*one_at_a_time=*/true));
 }
 
 // A pool too small for all of them at once: preempted requests recompute their prompts and still
 // report each prompt token once.
 TEST(PromptLogprobsTest, PreemptedRequestsReportEachPromptTokenOnce) {
   const std::vector<Reference> refs = References();
-  EngineOptions options = Options();
+  EngineOptions options = testdata::SmallEngineOptions();
   options.num_kv_blocks = 1 + 24;  // 96 tokens for 3 x 2 requests of up to 23 + 24
   int64_t preemptions = 0;
   const auto got = RunEngine(refs, 3, options, /*one_at_a_time=*/false, &preemptions);

@@ -34,6 +34,8 @@ using std::chrono::seconds;
 //             first_sent_.
 //   "late"    waits for first_sent_, then fails RESOURCE_EXHAUSTED with retry-after 7.
 //   "bad"     fails INVALID_ARGUMENT at once.
+//   "hold"    is in flight for 20 ms (counted in held_, the most at once in max_held_), then
+//             answers as "ok:1"; a cancellation ends it early, CANCELLED.
 //   "hang"    streams nothing until the call is cancelled (counted in hangs_ when it starts and in
 //             cancelled_ when it sees the cancellation; it gives up after 60 s, far beyond the
 //             10 s a test waits for its Generation to end). A call cancelled before it reached
@@ -65,6 +67,26 @@ class ScriptedInference final : public v1::Inference::Service {
       return {grpc::StatusCode::RESOURCE_EXHAUSTED, "queue full"};
     }
     if (text == "bad") return {grpc::StatusCode::INVALID_ARGUMENT, "text must not be \"bad\""};
+    if (text == "hold") {
+      ++holds_;
+      const int now = ++held_;
+      for (int most = max_held_.load();
+           now > most && !max_held_.compare_exchange_weak(most, now);) {
+      }
+      for (int i = 0; i < 10 && !context->IsCancelled(); ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      }
+      --held_;
+      if (context->IsCancelled()) return grpc::Status::CANCELLED;
+      v1::GenerateResponse message;
+      message.set_text("x");
+      message.add_token_ids(120);
+      message.set_finish_reason(v1::FINISH_REASON_LENGTH);
+      message.mutable_usage()->set_prompt_tokens(4);
+      message.mutable_usage()->set_completion_tokens(1);
+      writer->Write(message);
+      return grpc::Status::OK;
+    }
     if (text == "hang") {
       ++hangs_;
       const auto give_up = std::chrono::steady_clock::now() + seconds(60);
@@ -79,6 +101,9 @@ class ScriptedInference final : public v1::Inference::Service {
 
   std::atomic<int> hangs_{0};
   std::atomic<int> cancelled_{0};
+  std::atomic<int> holds_{0};
+  std::atomic<int> held_{0};
+  std::atomic<int> max_held_{0};
 
  private:
   std::once_flag first_once_;
@@ -240,6 +265,31 @@ TEST_F(GenerationTest, TheFirstFailureAnswersAndCancelsTheOtherCalls) {
     ended_ = std::promise<void>();
     writer_ = std::make_shared<RecordingWriter>();
   }
+}
+
+// A non-streaming request of more choices than kMaxCallsInFlight (an embeddings list) runs at
+// most that many calls at once, starting the next as one ends, and answers every choice.
+TEST_F(GenerationTest, ALongListRunsABoundedWindowOfCalls) {
+  constexpr int kChoices = 300;
+  ASSERT_TRUE(Run(std::vector<std::string>(kChoices, "hold"), /*stream=*/false));
+  EXPECT_EQ(writer_->status_, 200) << writer_->body_;
+  EXPECT_EQ(Json::parse(writer_->body_)["choices"].size(), static_cast<size_t>(kChoices));
+  EXPECT_EQ(service_.holds_.load(), kChoices);
+  EXPECT_LE(service_.max_held_.load(), static_cast<int>(Generation::kMaxCallsInFlight));
+  EXPECT_GT(service_.max_held_.load(), 1) << "the calls of the window run together";
+}
+
+// A failure inside a long list answers at once: the calls not started never start, the running
+// ones are cancelled, and `ended` still runs once.
+TEST_F(GenerationTest, AFailureInALongListDropsTheCallsNotStarted) {
+  std::vector<std::string> prompts(300, "hold");
+  prompts[0] = "bad";
+  ASSERT_TRUE(Run(prompts, /*stream=*/false));
+  EXPECT_EQ(writer_->status_, 400);
+  EXPECT_EQ(Json::parse(writer_->body_)["error"]["message"], "prompt[0]: text must not be \"bad\"");
+  EXPECT_LT(service_.holds_.load(), static_cast<int>(Generation::kMaxCallsInFlight))
+      << "only the first window's calls started";
+  EXPECT_EQ(ended_calls_.load(), 1);
 }
 
 TEST_F(GenerationTest, AClientThatGoesAwayCancelsEveryCall) {
