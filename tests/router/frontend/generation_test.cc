@@ -280,15 +280,16 @@ TEST_F(GenerationTest, ALongListRunsABoundedWindowOfCalls) {
 }
 
 // A failure inside a long list answers at once: the calls not started never start, the running
-// ones are cancelled, and `ended` still runs once.
+// ones (which would never end by themselves) are cancelled, and `ended` still runs once.
 TEST_F(GenerationTest, AFailureInALongListDropsTheCallsNotStarted) {
-  std::vector<std::string> prompts(300, "hold");
+  std::vector<std::string> prompts(300, "hang");
   prompts[0] = "bad";
   ASSERT_TRUE(Run(prompts, /*stream=*/false));
   EXPECT_EQ(writer_->status_, 400);
   EXPECT_EQ(Json::parse(writer_->body_)["error"]["message"], "prompt[0]: text must not be \"bad\"");
-  EXPECT_LT(service_.holds_.load(), static_cast<int>(Generation::kMaxCallsInFlight))
+  EXPECT_LT(service_.hangs_.load(), static_cast<int>(Generation::kMaxCallsInFlight))
       << "only the first window's calls started";
+  EXPECT_TRUE(EveryHangWasCancelled(service_)) << service_.cancelled_ << " of " << service_.hangs_;
   EXPECT_EQ(ended_calls_.load(), 1);
 }
 
