@@ -35,7 +35,8 @@ FlagSet MakePlanFlags() {
                   "Share of each GPU's memory headroom may use, in (0, 1].");
   flags.AddInt64("max-model-len", std::nullopt,
                  "Longest sequence (prompt + output) in tokens (default: the model's "
-                 "max_position_embeddings).");
+                 "max_position_embeddings, or original_max_position_embeddings x factor with yarn "
+                 "rope scaling).");
   flags.AddInt64("max-num-seqs", kvcache::kDefaultMaxNumSeqs,
                  "Most sequences running in one step.");
   flags.AddInt64("max-num-batched-tokens", kvcache::kDefaultMaxNumBatchedTokens,
@@ -120,7 +121,12 @@ std::string ModelSummary(const worker::ModelConfig& c, worker::DType dtype, work
         c.intermediate_size, c.num_experts_per_tok, c.norm_topk_prob ? " (renormalized)" : "");
   }
   std::string rope_scaling;
-  if (c.rope_scaling) {
+  if (c.rope_scaling && c.rope_scaling->type == worker::RopeScalingType::kYarn) {
+    rope_scaling = absl::StrFormat(
+        ", yarn rope scaling x%g over %d pretrained positions (context %d), attention factor %.4f",
+        c.rope_scaling->factor, c.rope_scaling->original_max_position_embeddings,
+        worker::MaxContextLength(c), c.rope_scaling->attention_factor);
+  } else if (c.rope_scaling) {
     rope_scaling = absl::StrFormat(
         ", %s rope scaling x%g",
         c.rope_scaling->type == worker::RopeScalingType::kLinear ? "linear" : "llama3",
@@ -166,7 +172,7 @@ absl::StatusOr<std::string> Plan(const FlagSet& flags) {
   input.kv_cache_dtype_bytes = worker::DTypeBytes(kv_dtype);
   input.tensor_parallel_size = *flags.GetInt64("tensor-parallel-size");
   input.block_size = *flags.GetInt64("block-size");
-  input.max_model_len = flags.GetInt64("max-model-len").value_or(config.max_position_embeddings);
+  input.max_model_len = flags.GetInt64("max-model-len").value_or(worker::MaxContextLength(config));
   input.max_num_seqs = *flags.GetInt64("max-num-seqs");
   input.max_num_batched_tokens = *flags.GetInt64("max-num-batched-tokens");
   input.gpu_memory_utilization = *flags.GetDouble("gpu-memory-utilization");

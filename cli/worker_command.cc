@@ -68,7 +68,8 @@ FlagSet MakeWorkerFlags() {
   flags.AddString("host", "127.0.0.1", "Address to listen on.");
   flags.AddInt64("port", 50061, "Port to listen on (0 = pick a free one; the line says which).");
   flags.AddInt64("max-model-len", std::nullopt,
-                 "Longest prompt + output (default: the model's max_position_embeddings).");
+                 "Longest prompt + output (default: the model's max_position_embeddings, or "
+                 "original_max_position_embeddings x factor with yarn rope scaling).");
   flags.AddInt64("max-num-seqs", 256, "Most sequences running in one step.");
   flags.AddInt64("max-num-batched-tokens", 8192, "Most tokens in one forward step.");
   flags.AddInt64("block-size", 16, "Tokens per KV-cache block.");
@@ -192,7 +193,7 @@ absl::StatusOr<EngineSetup> ParseEngineSetup(const FlagSet& flags) {
   if (flags.GetInt64("max-model-len").has_value()) {
     HR_ASSIGN_OR_RETURN(options.max_model_len, Int32Flag(flags, "max-model-len", 1));
   } else {
-    options.max_model_len = static_cast<int32_t>(config.max_position_embeddings);
+    options.max_model_len = static_cast<int32_t>(worker::MaxContextLength(config));
   }
   if (flags.GetInt64("num-gpu-blocks-override").has_value()) {
     HR_ASSIGN_OR_RETURN(options.num_kv_blocks, Int32Flag(flags, "num-gpu-blocks-override", 2));

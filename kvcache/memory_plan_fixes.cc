@@ -70,8 +70,10 @@ std::string FixLines(const MemoryPlanInput& in, const MemoryPlan& p, const Memor
   if (fixes.max_model_len > 0) {
     std::string line = absl::StrCat("--max-model-len ", fixes.max_model_len);
     if (fixes.max_model_len < fixes.max_model_len_by_memory) {
-      absl::StrAppend(&line, " (the model's max_position_embeddings; memory alone would fit ",
-                      fixes.max_model_len_by_memory, " tokens)");
+      absl::StrAppend(
+          &line, " (the model's ",
+          in.model.max_position_source.empty() ? "max_position_embeddings" : "context length",
+          "; memory alone would fit ", fixes.max_model_len_by_memory, " tokens)");
     } else {
       absl::StrAppend(&line, " (the largest that fits)");
     }
@@ -128,9 +130,8 @@ std::string FixLines(const MemoryPlanInput& in, const MemoryPlan& p, const Memor
 std::string MaxPositionNote(const MemoryPlanInput& in) {
   const int64_t max_positions = in.model.max_position_embeddings;
   if (max_positions == 0 || in.max_model_len <= max_positions) return "";
-  return absl::StrCat("\nNote: --max-model-len ", in.max_model_len,
-                      " also exceeds the model's max_position_embeddings (", max_positions,
-                      "); it is refused even where memory fits.");
+  return absl::StrCat("\nNote: --max-model-len ", in.max_model_len, " also exceeds the model's ",
+                      ContextLimitName(in.model), "; it is refused even where memory fits.");
 }
 
 }  // namespace

@@ -288,6 +288,14 @@ std::vector<int64_t> ValidTensorParallelSizes(const ModelDims& model) {
   return sizes;
 }
 
+std::string ContextLimitName(const ModelDims& model) {
+  if (model.max_position_source.empty()) {
+    return absl::StrCat("max_position_embeddings (", model.max_position_embeddings, ")");
+  }
+  return absl::StrCat("context length (", model.max_position_embeddings, ": ",
+                      model.max_position_source, ")");
+}
+
 absl::StatusOr<MemoryPlan> PlanMemory(const MemoryPlanInput& input) {
   HR_RETURN_IF_ERROR(Validate(input));
   const Evaluation evaluation = Evaluate(input);
@@ -295,11 +303,12 @@ absl::StatusOr<MemoryPlan> PlanMemory(const MemoryPlanInput& input) {
   const int64_t max_positions = input.model.max_position_embeddings;
   if (max_positions > 0 && input.max_model_len > max_positions) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "--max-model-len ", input.max_model_len, " exceeds the model's max_position_embeddings (",
-        max_positions, "): the model was not trained for positions past ", max_positions,
-        ". Use --max-model-len ", max_positions,
+        "--max-model-len ", input.max_model_len, " exceeds the model's ",
+        ContextLimitName(input.model), ": the model was not trained for positions past ",
+        max_positions, ". Use --max-model-len ", max_positions,
         " or less (long-context variants such as Llama-3.1 declare a larger "
-        "max_position_embeddings in their config.json)"));
+        "max_position_embeddings in their config.json; Qwen2.5 and Qwen3 take a yarn "
+        "rope_scaling block)"));
   }
   return evaluation.plan;
 }

@@ -54,7 +54,15 @@ struct ModelDims {
   // Empty / 0: one group of every layer attending kv_sliding_window.
   std::vector<int32_t> kv_group_windows = {};
   int64_t kv_group_size = 0;
+  // Where max_position_embeddings comes from when it is not config.json's key of that name (YaRN:
+  // "rope_scaling yarn: original_max_position_embeddings 32768 x factor 4"), for messages; empty:
+  // the key.
+  std::string max_position_source = {};
 };
+
+// The model's context limit as messages name it: "max_position_embeddings (8192)", or "context
+// length (131072: <max_position_source>)".
+[[nodiscard]] std::string ContextLimitName(const ModelDims& model);
 
 struct MemoryPlanInput {
   ModelDims model;                         // Shape of the model.

@@ -77,6 +77,14 @@ Writes tests/worker/fixtures/<name>/ for three small SEEDED RANDOM checkpoints:
               dimensions and apply_rotary_pos_emb applied to the leading 12 values of q and k
               (the rest concatenated back unchanged), which is what transformers' Phi3 does for
               partial_rotary_factor in the releases that load Phi-4-mini.
+  qwen2-yarn  Qwen2ForCausalLM with YaRN rope scaling (Qwen2.5's long-context block) in
+              transformers' own yarn rotary: pretrained at 64 positions (max_position_embeddings
+              64, which transformers 4.46 reads as the original length; rope_scaling's
+              original_max_position_embeddings 64 says the same for vLLM and newer transformers),
+              factor 4, beta_fast 2 and beta_slow 0.25 (so the correction ramp spans dimensions 1
+              to 4 of 8 at head_dim 16; Qwen's 32/1 would span 0 to 3), the default attention
+              factor 0.1 ln 4 + 1; rope_theta 1e4, GQA 4/2, saved in bfloat16. The prompts of 61
+              tokens and their continuations run past position 64.
   qwen3-moe   Qwen3MoeForCausalLM (Qwen3-30B-A3B's layout): qwen3-qknorm's attention, untied, and
               8 experts of intermediate 32, top 2, norm_topk_prob. The reference is transformers
               4.46's Qwen2MoeForCausalLM (the same sparse block: softmax, top-k, renormalized
@@ -217,6 +225,20 @@ def phi3_longrope_config():
         initializer_range=INIT_STD, bos_token_id=1, eos_token_id=2, pad_token_id=0)
 
 
+# Qwen2.5's YaRN block scaled down (docs/engine.md, YaRN): original 64 positions, factor 4.
+YARN_SCALING = {"type": "yarn", "factor": 4.0, "original_max_position_embeddings": 64,
+                "beta_fast": 2.0, "beta_slow": 0.25}
+
+
+def qwen2_yarn_config():
+    return Qwen2Config(
+        vocab_size=256, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
+        rope_theta=10000.0, rms_norm_eps=1e-6, tie_word_embeddings=False,
+        use_sliding_window=False, rope_scaling=dict(YARN_SCALING),
+        initializer_range=INIT_STD, bos_token_id=1, eos_token_id=2)
+
+
 # What granite-mup and granite-moe share: the shape but for the MLP, and the four multipliers.
 GRANITE_COMMON = dict(
     vocab_size=256, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
@@ -246,6 +268,7 @@ MODELS = [
     ("phi3-longrope", phi3_longrope_config, torch.bfloat16, 1, 8644),
     ("granite-mup", granite_config, torch.bfloat16, 1, 9753),
     ("granite-moe", granite_moe_config, torch.bfloat16, 1, 8642),
+    ("qwen2-yarn", qwen2_yarn_config, torch.bfloat16, 1, 5679),
 ]
 
 
@@ -749,6 +772,8 @@ def generate_model(name, make_config, dtype, shards, seed):
         check_window_bites(ref, config)
     if config.rope_scaling and config.rope_scaling.get("type") == "longrope":
         check_longrope_bites(ref, config)
+    if config.rope_scaling and config.rope_scaling.get("type") == "yarn":
+        check_yarn_bites(ref, config)
     finish_fixture(name, out_dir, ref, config.vocab_size, seed, dtype, files, saved)
 
 
@@ -812,6 +837,32 @@ def check_longrope_bites(model, config):
         assert diff > 1e-2, f"LongRoPE's {what} do not change the logits ({diff})"
     print(f"  longrope: max logit change without the short factors {short:.3f}, with the short "
           f"factors for the long ones {long:.3f}, without the attention factor {attention:.3f}")
+
+
+def check_yarn_bites(model, config):
+    """Both halves of YaRN must change the logits of a prompt past the pretrained length: the
+    blended frequencies (against the default ones) and the attention factor (against 1)."""
+    rotary = model.model.rotary_emb
+    assert rotary.rope_type == "yarn", rotary.rope_type
+    ids = torch.arange(3, 3 + 2 * config.max_position_embeddings).remainder(config.vocab_size)[None]
+    default_inv_freq, _ = transformers.modeling_rope_utils.ROPE_INIT_FUNCTIONS["default"](
+        config, "cpu")
+
+    def change(attribute, value):
+        with torch.no_grad():
+            base = model(input_ids=ids, use_cache=False).logits[0]
+            saved = getattr(rotary, attribute)
+            setattr(rotary, attribute, value)
+            changed = model(input_ids=ids, use_cache=False).logits[0]
+            setattr(rotary, attribute, saved)
+        return float((base - changed).abs().max())
+
+    frequencies = change("inv_freq", default_inv_freq)
+    attention = change("attention_scaling", 1.0)
+    for what, diff in (("frequencies", frequencies), ("attention factor", attention)):
+        assert diff > 1e-2, f"YaRN's {what} do not change the logits ({diff})"
+    print(f"  yarn: max logit change with the default frequencies {frequencies:.3f}, without the "
+          f"attention factor ({rotary.attention_scaling:.4f}) {attention:.3f}")
 
 
 def dtype_patterns():

@@ -1,5 +1,6 @@
 #include "kernels/cpu/rotary.h"
 
+#include <algorithm>
 #include <cmath>
 #include <numbers>
 
@@ -105,6 +106,42 @@ absl::StatusOr<std::vector<float>> LongRopeInvFreq(int64_t head_dim, double thet
     inv_freq[i] = 1.0f / (static_cast<float>(ext_factors[i]) * inv_freq[i]);
   }
   return inv_freq;
+}
+
+absl::StatusOr<std::vector<float>> YarnInvFreq(int64_t head_dim, double theta,
+                                               const YarnRopeScaling& scaling) {
+  HR_ASSIGN_OR_RETURN(std::vector<float> powers, RopePowers("YarnInvFreq", head_dim, theta));
+  const YarnRopeScaling& s = scaling;
+  if (!(s.factor >= 1.0) || !std::isfinite(s.factor) || s.original_max_position_embeddings < 1 ||
+      !(s.beta_slow > 0.0) || !(s.beta_fast >= s.beta_slow) || !std::isfinite(s.beta_fast)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "YarnInvFreq: invalid yarn rope scaling: factor=", s.factor,
+        " original_max_position_embeddings=", s.original_max_position_embeddings,
+        " beta_fast=", s.beta_fast, " beta_slow=", s.beta_slow,
+        " (need factor >= 1, original_max_position_embeddings >= 1, beta_fast >= beta_slow > 0)"));
+  }
+  // The dimension whose frequency turns `rotations` times over the pretrained length.
+  const double dim = static_cast<double>(head_dim);
+  const auto correction_dim = [&](double rotations) {
+    return dim *
+           std::log(static_cast<double>(s.original_max_position_embeddings) /
+                    (rotations * 2.0 * std::numbers::pi)) /
+           (2.0 * std::log(theta));
+  };
+  const double low = std::max(std::floor(correction_dim(s.beta_fast)), 0.0);
+  double high = std::min(std::ceil(correction_dim(s.beta_slow)), dim - 1.0);
+  if (low == high) high += 0.001;  // transformers' guard against a zero-width ramp
+  const auto span = static_cast<float>(high - low);
+  const auto factor = static_cast<float>(s.factor);
+  for (size_t i = 0; i < powers.size(); ++i) {
+    const float ramp =
+        std::clamp((static_cast<float>(i) - static_cast<float>(low)) / span, 0.0f, 1.0f);
+    const float extrapolation_weight = 1.0f - ramp;
+    const float extrapolated = 1.0f / powers[i];
+    const float interpolated = 1.0f / (factor * powers[i]);
+    powers[i] = interpolated * (1.0f - extrapolation_weight) + extrapolated * extrapolation_weight;
+  }
+  return powers;
 }
 
 absl::Status Rotary(const int64_t* positions, int64_t num_tokens, float* q, int64_t num_heads,

@@ -55,6 +55,31 @@ struct Llama3RopeScaling {
 [[nodiscard]] absl::StatusOr<std::vector<float>> LongRopeInvFreq(
     int64_t head_dim, double theta, const std::vector<double>& ext_factors);
 
+// rope_scaling of a config.json with "rope_type": "yarn" (YaRN, arXiv 2309.00071; Qwen2.5's and
+// Qwen3's long-context block). The factor and the pretrained length are the config's as given:
+// vLLM's reading, and transformers' since huggingface/transformers#40320 (docs/engine.md, YaRN).
+struct YarnRopeScaling {
+  double factor = 4.0;
+  int64_t original_max_position_embeddings = 32768;
+  double beta_fast = 32.0;
+  double beta_slow = 1.0;
+};
+
+// YaRN: each frequency blends the unscaled one (extrapolation) with the one divided by `factor`
+// (interpolation), as transformers' _compute_yarn_parameters does. With d = head_dim and
+// corr(r) = d * ln(original / (2 pi r)) / (2 ln theta), the dimensions that turn more than
+// beta_fast times within the pretrained length keep their frequency, those turning fewer than
+// beta_slow times are interpolated: low = max(floor(corr(beta_fast)), 0) and
+// high = min(ceil(corr(beta_slow)), d - 1) (high + 0.001 when they are equal), ramp[i] =
+// clamp((i - low) / (high - low), 0, 1), inv_freq[i] = interpolated * ramp + extrapolated *
+// (1 - ramp). Every step in fp32 as transformers runs it (the powers as in RopeInvFreq: torch's
+// fp32 power is within 1 ulp, so the two agree to 1 ulp). The attention factor (0.1 ln factor + 1
+// by default) is applied to cos and sin by Rotary's `scale`. InvalidArgument for an odd or
+// non-positive head_dim, theta <= 1, a factor below 1, a pretrained length below 1, or betas that
+// are not positive with beta_fast >= beta_slow.
+[[nodiscard]] absl::StatusOr<std::vector<float>> YarnInvFreq(int64_t head_dim, double theta,
+                                                             const YarnRopeScaling& scaling);
+
 // Rotates q and k in place. Only the leading `rotary_dim` values of each head rotate (half =
 // rotary_dim / 2 pairs (i, i + half)); the rest pass through unchanged: transformers' partial
 // rotary (Phi-4-mini's partial_rotary_factor 0.75), whose inv_freq is computed for rotary_dim.

@@ -174,8 +174,8 @@ TEST(HeadroomCliTest, PlanSummaryNamesSlidingWindowsAndSoftcaps) {
 // + 32 layers x (qkv 5120 x 3072 + o 3072 x 3072 + gate_up 16384 x 3072 + down 3072 x 8192 + two
 // norms of 3072) + the final norm = 614,596,608 + 32 x 100,669,440 + 3072.
 TEST(HeadroomCliTest, PlanSummaryOfPhi4MiniNamesItsPartialRotary) {
-  const RunResult result = RunHeadroom(
-      {"plan", "--model", "dummy:phi-4-mini", "--gpu-memory-gib", "24", "--max-model-len", "32768"});
+  const RunResult result = RunHeadroom({"plan", "--model", "dummy:phi-4-mini", "--gpu-memory-gib",
+                                        "24", "--max-model-len", "32768"});
   EXPECT_EQ(result.exit_code, 0) << result.err;
   EXPECT_THAT(result.out,
               AllOf(HasSubstr("head_dim 128, rotary on 96 of 128 values per head\n"),
@@ -197,6 +197,25 @@ TEST(HeadroomCliTest, PlanSummarySaysWhichLongRopeFactorsAServerUses) {
   result = RunHeadroom({"plan", "--model", model, "--gpu-memory-gib", "2"});
   EXPECT_EQ(result.exit_code, 0) << result.err;
   EXPECT_THAT(result.out, HasSubstr("longrope: its long factors at --max-model-len 256"));
+}
+
+// YaRN extends the context to original_max_position_embeddings x factor, as vLLM derives it (the
+// fixture: 64 x 4 = 256): the default --max-model-len, and the limit a longer one is refused at.
+TEST(HeadroomCliTest, PlanOfAYarnModelDefaultsToItsExtendedContext) {
+  const std::string model = worker::testdata::FixtureDir("qwen2-yarn").string();
+  RunResult result = RunHeadroom({"plan", "--model", model, "--gpu-memory-gib", "2"});
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_THAT(result.out,
+              AllOf(HasSubstr("max_position_embeddings 64, rope_theta 10000, yarn rope scaling x4 "
+                              "over 64 pretrained positions (context 256), attention factor "
+                              "1.1386"),
+                    HasSubstr("block size 16, max model len 256)")));
+  result =
+      RunHeadroom({"plan", "--model", model, "--gpu-memory-gib", "2", "--max-model-len", "257"});
+  ExpectRefused(result);
+  EXPECT_THAT(result.err, HasSubstr("--max-model-len 257 exceeds the model's context length (256: "
+                                    "rope_scaling yarn: original_max_position_embeddings 64 x "
+                                    "factor 4)"));
 }
 
 TEST(HeadroomCliTest, Llama3_8BAt128kOn24GiBIsRefusedWithFixes) {

@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
+#include <fstream>
 #include <numbers>
 #include <random>
 #include <string>
@@ -11,6 +13,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "nlohmann/json.hpp"
 #include "test_util.h"
 
 namespace headroom::kernels::cpu {
@@ -105,6 +108,73 @@ TEST(RopeInvFreqTest, LongRopeDividesEachFrequencyByItsFactor) {
   EXPECT_EQ(LongRopeInvFreq(16, 10000.0, bad).status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(LongRopeInvFreq(15, 10000.0, std::vector<double>(7, 1.0)).status().code(),
             absl::StatusCode::kInvalidArgument);
+}
+
+// YaRN against transformers' own _compute_yarn_parameters (tests/kernels/fixtures/
+// yarn_inv_freq.json, made by scripts/gen_rope_fixtures.py): Qwen2.5-7B's and Qwen3-8B's heads
+// with their model cards' block, non-default betas, and the degenerate ramps of tiny pretrained
+// lengths. Both run the same fp32 steps, so they agree to the power's rounding.
+TEST(RopeInvFreqTest, YarnMatchesTransformersToOneUlp) {
+  const char* root = std::getenv("HEADROOM_SOURCE_DIR");
+  const std::string path =
+      std::string(root != nullptr ? root : ".") + "/tests/kernels/fixtures/yarn_inv_freq.json";
+  std::ifstream in(path);
+  ASSERT_TRUE(in.good()) << "cannot open " << path;
+  const nlohmann::json fixture = nlohmann::json::parse(in);
+  ASSERT_EQ(fixture["cases"].size(), 6u);
+  for (const nlohmann::json& c : fixture["cases"]) {
+    SCOPED_TRACE(c["name"].get<std::string>());
+    const nlohmann::json& block = c["rope_scaling"];
+    const YarnRopeScaling scaling{.factor = block["factor"].get<double>(),
+                                  .original_max_position_embeddings =
+                                      block["original_max_position_embeddings"].get<int64_t>(),
+                                  .beta_fast = block.value("beta_fast", 32.0),
+                                  .beta_slow = block.value("beta_slow", 1.0)};
+    const int64_t head_dim = c["head_dim"].get<int64_t>();
+    const double theta = c["rope_theta"].get<double>();
+    const absl::StatusOr<std::vector<float>> inv_freq = YarnInvFreq(head_dim, theta, scaling);
+    ASSERT_TRUE(inv_freq.ok()) << inv_freq.status();
+    // Within one ulp: torch's fp32 power (Sleef's, 1 ulp) is not always correctly rounded, and
+    // ours is (Qwen's head_dim 128 over 1e6 differs at i = 37; every other value is equal).
+    const std::vector<float> want = c["inv_freq"].get<std::vector<float>>();
+    ASSERT_EQ(inv_freq->size(), want.size());
+    int unequal = 0;
+    for (size_t i = 0; i < want.size(); ++i) {
+      const float got = (*inv_freq)[i];
+      EXPECT_TRUE(got == want[i] || got == std::nextafter(want[i], 0.0f) ||
+                  got == std::nextafter(want[i], 1.0f))
+          << i << ": " << got << " against transformers' " << want[i];
+      unequal += got == want[i] ? 0 : 1;
+    }
+    EXPECT_LE(unequal, 1);
+    // Each frequency lies between its interpolated and its unscaled value.
+    const std::vector<float> plain = InvFreq(head_dim, theta);
+    for (size_t i = 0; i < plain.size(); ++i) {
+      EXPECT_LE((*inv_freq)[i], plain[i]) << i;
+      EXPECT_GE((*inv_freq)[i], plain[i] / static_cast<float>(scaling.factor) * (1 - 1e-6f)) << i;
+    }
+  }
+}
+
+TEST(RopeInvFreqTest, YarnInvalidArguments) {
+  const YarnRopeScaling qwen{.factor = 4.0, .original_max_position_embeddings = 32768};
+  EXPECT_TRUE(YarnInvFreq(128, 1e6, qwen).ok());
+  for (const YarnRopeScaling& bad :
+       {YarnRopeScaling{.factor = 0.5, .original_max_position_embeddings = 32768},
+        YarnRopeScaling{.factor = 4.0, .original_max_position_embeddings = 0},
+        YarnRopeScaling{.factor = 4.0,
+        .original_max_position_embeddings = 32768,
+        .beta_fast = 1.0,
+        .beta_slow = 32.0},
+        YarnRopeScaling{.factor = 4.0,
+        .original_max_position_embeddings = 32768,
+        .beta_fast = 32.0,
+        .beta_slow = 0.0}}) {
+    const absl::Status status = YarnInvFreq(128, 1e6, bad).status();
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
+    EXPECT_THAT(std::string(status.message()), ::testing::HasSubstr("invalid yarn rope scaling"));
+  }
+  EXPECT_EQ(YarnInvFreq(15, 1e6, qwen).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 TEST(RotaryTest, HandComputedSmallCase) {

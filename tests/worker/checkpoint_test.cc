@@ -499,7 +499,7 @@ TEST(CheckpointTest, ExpectedJsonIsWellFormed) {
   for (const char* name :
        {"llama-gqa", "qwen2-bias", "llama-tied", "qwen3-qknorm", "mixtral-moe", "qwen3-moe",
         "gemma2-softcap", "gemma3-local-rope", "granite-mup", "phi3-fused", "granite-moe",
-        "phi3-longrope", "gemma3-mm-text", "phi4-partial-rotary"}) {
+        "phi3-longrope", "gemma3-mm-text", "phi4-partial-rotary", "qwen2-yarn"}) {
     SCOPED_TRACE(name);
     const Json expected = ReadJson(testdata::FixtureDir(name) / "expected.json");
     ASSERT_EQ(expected.at("prompts").size(), 4u);

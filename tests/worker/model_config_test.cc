@@ -1277,15 +1277,111 @@ TEST_F(ModelDirTest, UnsupportedActivationDtypeAndRopeScaling) {
               {"field \"torch_dtype\"", "unsupported dtype \"float8_e4m3fn\""});
   ExpectError(
       LoadModelConfig(WriteConfig(Llama3With(
-          R"("rope_scaling": null)", R"("rope_scaling": {"type": "yarn", "factor": 4.0})"))),
+          R"("rope_scaling": null)", R"("rope_scaling": {"type": "dynamic", "factor": 4.0})"))),
       absl::StatusCode::kInvalidArgument,
-      {"field \"rope_scaling.rope_type\" names unsupported rope scaling \"yarn\"",
-       "supported: default, linear, llama3, longrope"});
+      {"field \"rope_scaling.rope_type\" names unsupported rope scaling \"dynamic\"",
+       "supported: default, linear, llama3, longrope, yarn"});
   ExpectError(
       LoadModelConfig(WriteConfig(Llama3With(
           R"("rope_scaling": null)", R"("rope_scaling": {"rope_type": "llama3", "factor": 8.0})"))),
       absl::StatusCode::kInvalidArgument,
       {"field \"rope_scaling.original_max_position_embeddings\" is required"});
+}
+
+// Qwen3-8B with the yarn block its model card gives for contexts past 32768 (vLLM's reading:
+// the factor as given, the ramp over the pretrained 32768, the context 32768 x 4 = 131072 though
+// config.json's max_position_embeddings says 40960).
+TEST_F(ModelDirTest, LoadsQwen3YarnAsItsModelCardGivesIt) {
+  const std::string json = ReplaceAll(kQwen3_8BConfig, R"("rope_scaling": null)",
+                                      R"("rope_scaling": {"rope_type": "yarn", "factor": 4.0,
+                          "original_max_position_embeddings": 32768})");
+  const absl::StatusOr<ModelConfig> config = LoadModelConfig(WriteConfig(json));
+  ASSERT_TRUE(config.ok()) << config.status();
+  ASSERT_TRUE(config->rope_scaling.has_value());
+  const RopeScaling& yarn = *config->rope_scaling;
+  EXPECT_EQ(yarn.type, RopeScalingType::kYarn);
+  EXPECT_DOUBLE_EQ(yarn.factor, 4.0);
+  EXPECT_EQ(yarn.original_max_position_embeddings, 32768);
+  EXPECT_DOUBLE_EQ(yarn.beta_fast, 32.0);
+  EXPECT_DOUBLE_EQ(yarn.beta_slow, 1.0);
+  EXPECT_NEAR(yarn.attention_factor, 1.1386294361119891, 1e-15);  // 0.1 ln 4 + 1
+  EXPECT_EQ(config->max_position_embeddings, 40960);
+  EXPECT_EQ(MaxContextLength(*config), 131072);
+  EXPECT_EQ(MaxContextSource(*config),
+            "rope_scaling yarn: original_max_position_embeddings 32768 x factor 4");
+  // Without the scaling, the context is max_position_embeddings and the source empty.
+  const absl::StatusOr<ModelConfig> plain = LoadModelConfig(WriteConfig(kQwen3_8BConfig));
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_EQ(MaxContextLength(*plain), 40960);
+  EXPECT_EQ(MaxContextSource(*plain), "");
+}
+
+// Qwen2.5's block spells the type "type"; without original_max_position_embeddings the
+// pretrained length is max_position_embeddings (transformers' reading). transformers 5's
+// rope_parameters carries the same block; betas of 0 or null take transformers' defaults.
+TEST_F(ModelDirTest, YarnDefaultsAndTheRopeParametersForm) {
+  std::string json = ReplaceAll(kQwen3_8BConfig, R"("max_position_embeddings": 40960)",
+                                R"("max_position_embeddings": 32768)");
+  const absl::StatusOr<ModelConfig> qwen25 = LoadModelConfig(WriteConfig(ReplaceAll(
+      json, R"("rope_scaling": null)", R"("rope_scaling": {"type": "yarn", "factor": 2})")));
+  ASSERT_TRUE(qwen25.ok()) << qwen25.status();
+  EXPECT_EQ(qwen25->rope_scaling->original_max_position_embeddings, 32768);
+  EXPECT_EQ(MaxContextLength(*qwen25), 65536);
+  EXPECT_NEAR(qwen25->rope_scaling->attention_factor, 1.0693147180559945, 1e-15);  // 0.1 ln 2 + 1
+
+  json = ReplaceAll(json, R"("rope_theta": 1000000,)", "");
+  json = ReplaceAll(json, R"("rope_scaling": null)",
+                    R"("rope_parameters": {"rope_type": "yarn", "rope_theta": 500000.0,
+                        "factor": 8.0, "original_max_position_embeddings": 4096,
+                        "beta_fast": 0, "beta_slow": null, "attention_factor": 0.8})");
+  const absl::StatusOr<ModelConfig> v5 = LoadModelConfig(WriteConfig(json));
+  ASSERT_TRUE(v5.ok()) << v5.status();
+  EXPECT_DOUBLE_EQ(v5->rope_theta, 500000.0);
+  EXPECT_EQ(v5->rope_scaling->type, RopeScalingType::kYarn);
+  EXPECT_DOUBLE_EQ(v5->rope_scaling->beta_fast, 32.0);
+  EXPECT_DOUBLE_EQ(v5->rope_scaling->beta_slow, 1.0);
+  EXPECT_DOUBLE_EQ(v5->rope_scaling->attention_factor, 0.8);
+  EXPECT_EQ(MaxContextLength(*v5), 32768);
+}
+
+// What would change YaRN's numbers from transformers' and vLLM's is refused, naming the key.
+TEST_F(ModelDirTest, YarnKeysHeadroomCannotHonourAreRefused) {
+  const auto with = [](std::string_view block) {
+    return ReplaceAll(
+        kQwen3_8BConfig, R"("rope_scaling": null)",
+        absl::StrCat(R"("rope_scaling": {"rope_type": "yarn", )", std::string(block), "}"));
+  };
+  const struct {
+    std::string_view block;
+    std::vector<std::string> needles;
+  } cases[] = {
+      {R"("original_max_position_embeddings": 32768)",
+       {"\"rope_scaling.factor\" is required for yarn rope scaling"}},
+      {R"("factor": 0.5)", {"\"rope_scaling.factor\" must be at least 1 for yarn, got 0.5"}},
+      {R"("factor": 1e300, "original_max_position_embeddings": 32768)",
+       {"\"rope_scaling.factor\" is 1e+300: 32768 x 1e+300 positions exceed the largest context "
+        "headroom serves (134217728)"}},
+      {R"("factor": 40, "mscale": 1.0, "mscale_all_dim": 1.0)",
+       {"\"rope_scaling.mscale\" is not supported (DeepSeek's YaRN variant)"}},
+      {R"("factor": 32, "truncate": false)",
+       {"\"rope_scaling.truncate\" is false; only the truncated ramp is supported"}},
+      {R"("factor": 4, "beta_fast": 1, "beta_slow": 32)",
+       {"\"rope_scaling.beta_fast\" must be at least beta_slow (32), got 1"}},
+      {R"("factor": 4, "beta_slow": -1)", {"\"rope_scaling.beta_slow\" must be positive, got -1"}},
+      {R"("factor": 4, "attn_factor": 2)",
+       {"\"rope_scaling.attn_factor\" is 2; only 1 is supported"}},
+      {R"("factor": 4, "attention_factor": 0)",
+       {"\"rope_scaling.attention_factor\" must be positive, got 0"}},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.block);
+    ExpectError(LoadModelConfig(WriteConfig(with(c.block))), absl::StatusCode::kInvalidArgument,
+                c.needles);
+  }
+  // vLLM's own keys at their neutral value are accepted.
+  EXPECT_TRUE(LoadModelConfig(
+                  WriteConfig(with(R"("factor": 4, "attn_factor": 1, "extrapolation_factor": 1)")))
+                  .ok());
 }
 
 // ---- Presets. ----

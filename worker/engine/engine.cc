@@ -121,11 +121,13 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const ModelConfig& config
                                                        const EngineOptions& options,
                                                        Backend* backend, Communicator* comm) {
   EngineOptions o = options;
-  if (o.max_model_len == 0) o.max_model_len = static_cast<int32_t>(config.max_position_embeddings);
-  if (o.max_model_len <= 0 || o.max_model_len > config.max_position_embeddings) {
+  const int64_t max_context = MaxContextLength(config);
+  if (o.max_model_len == 0) o.max_model_len = static_cast<int32_t>(max_context);
+  if (o.max_model_len <= 0 || o.max_model_len > max_context) {
+    const std::string source = MaxContextSource(config);
     return absl::InvalidArgumentError(
-        absl::StrCat("--max-model-len ", o.max_model_len, " is outside [1, ",
-                     config.max_position_embeddings, "] (the model's max_position_embeddings)"));
+        absl::StrCat("--max-model-len ", o.max_model_len, " is outside [1, ", max_context,
+                     "] (the model's ", source.empty() ? "max_position_embeddings" : source, ")"));
   }
   if (o.watermark < 0 || o.watermark >= 1) {
     return absl::InvalidArgumentError(

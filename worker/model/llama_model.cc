@@ -138,6 +138,15 @@ absl::Status LlamaModel::Upload(const ModelWeights& w) {
                         kernels::cpu::LongRopeInvFreq(
                             rotary_dim, config_.rope_theta,
                             long_context ? long_rope.long_factor : long_rope.short_factor));
+  } else if (config_.rope_scaling && config_.rope_scaling->type == RopeScalingType::kYarn) {
+    const RopeScaling& yarn = *config_.rope_scaling;
+    HR_ASSIGN_OR_RETURN(
+        inv_freq, kernels::cpu::YarnInvFreq(
+                      rotary_dim, config_.rope_theta,
+                      {.factor = yarn.factor,
+                       .original_max_position_embeddings = yarn.original_max_position_embeddings,
+                       .beta_fast = yarn.beta_fast,
+                       .beta_slow = yarn.beta_slow}));
   } else {
     HR_ASSIGN_OR_RETURN(inv_freq,
                         kernels::cpu::RopeInvFreq(rotary_dim, config_.rope_theta, scaling));
@@ -147,10 +156,15 @@ absl::Status LlamaModel::Upload(const ModelWeights& w) {
     }
   }
   HR_ASSIGN_OR_RETURN(inv_freq_, UploadTensor(inv_freq, "rope inv_freq"));
-  // LongRoPE's attention factor multiplies cos and sin, so only the rotated values of q and k (a
-  // partial rotary's others stay as they are): it cannot be folded into the attention scale.
-  rotary_scale_ =
-      config_.long_rope ? static_cast<float>(config_.long_rope->attention_factor) : 1.0f;
+  // LongRoPE's and YaRN's attention factors multiply cos and sin, so only the rotated values of q
+  // and k (a partial rotary's others stay as they are): they cannot be folded into the attention
+  // scale.
+  rotary_scale_ = 1.0f;
+  if (config_.long_rope) {
+    rotary_scale_ = static_cast<float>(config_.long_rope->attention_factor);
+  } else if (config_.rope_scaling && config_.rope_scaling->type == RopeScalingType::kYarn) {
+    rotary_scale_ = static_cast<float>(config_.rope_scaling->attention_factor);
+  }
   // Gemma 3: the sliding-window layers rotate with a base of their own, unscaled.
   const float* local_inv_freq = inv_freq_;
   if (config_.rope_local_theta > 0) {

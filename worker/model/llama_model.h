@@ -193,7 +193,7 @@ class LlamaModel {
   const float* lm_head_ = nullptr;     // [vocab_rows, hidden] (the embedding when tied)
   // [rotary_dim / 2]: rope_theta's (every layer but Gemma 3's sliding ones).
   const float* inv_freq_ = nullptr;
-  // Multiplies rotary's cos and sin: LongRoPE's attention factor, else 1.
+  // Multiplies rotary's cos and sin: LongRoPE's or YaRN's attention factor, else 1.
   float rotary_scale_ = 1.0f;
   float embed_scale_ = 1.0f;  // ModelConfig::embedding_multiplier
   std::vector<DeviceLayer> layers_;

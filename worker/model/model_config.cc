@@ -192,6 +192,65 @@ absl::StatusOr<RopeScaling> ReadLinearScaling(const FieldReader& rope) {
   return scaling;
 }
 
+// "yarn" scaling as transformers and vLLM read it (docs/engine.md, YaRN): the required factor
+// (at least 1), the pretrained length from rope_scaling (else max_position_embeddings), betas
+// where 0 or null mean transformers' defaults, and the attention factor. DeepSeek's mscale
+// variant, gpt-oss's untruncated ramp and vLLM's own extrapolation_factor / attn_factor keys
+// would change the numbers and are refused.
+absl::StatusOr<RopeScaling> ReadYarnScaling(const FieldReader& rope, const ModelConfig& config) {
+  for (std::string_view unsupported : {"mscale", "mscale_all_dim"}) {
+    if (rope.Find(unsupported) != nullptr) {
+      return rope.Error(unsupported,
+                        "is not supported (DeepSeek's YaRN variant); headroom's yarn takes factor, "
+                        "original_max_position_embeddings, beta_fast, beta_slow and "
+                        "attention_factor");
+    }
+  }
+  HR_ASSIGN_OR_RETURN(const bool truncate, rope.Bool("truncate", true));
+  if (!truncate) return rope.Error("truncate", "is false; only the truncated ramp is supported");
+  for (std::string_view vllm_key : {"extrapolation_factor", "attn_factor"}) {
+    HR_ASSIGN_OR_RETURN(const std::optional<double> value, rope.OptionalNumber(vllm_key));
+    if (value && *value != 1.0) {
+      return rope.Error(vllm_key, absl::StrCat("is ", *value,
+                                               "; only 1 is supported (use "
+                                               "attention_factor for the factor on cos and sin)"));
+    }
+  }
+  RopeScaling scaling{.type = RopeScalingType::kYarn};
+  HR_ASSIGN_OR_RETURN(scaling.factor, rope.PositiveNumber("factor", 0));
+  if (scaling.factor == 0) return rope.Error("factor", "is required for yarn rope scaling");
+  if (scaling.factor < 1.0) {
+    return rope.Error("factor", absl::StrCat("must be at least 1 for yarn, got ", scaling.factor));
+  }
+  HR_ASSIGN_OR_RETURN(const std::optional<int64_t> original,
+                      rope.OptionalPositiveInt("original_max_position_embeddings"));
+  scaling.original_max_position_embeddings = original.value_or(config.max_position_embeddings);
+  const double context =
+      static_cast<double>(scaling.original_max_position_embeddings) * scaling.factor;
+  if (context > static_cast<double>(kvcache::kMaxModelLen)) {
+    return rope.Error("factor",
+                      absl::StrCat("is ", scaling.factor, ": ",
+                                   scaling.original_max_position_embeddings, " x ", scaling.factor,
+                                   " positions exceed the largest "
+                                   "context headroom serves (",
+                                   kvcache::kMaxModelLen, ")"));
+  }
+  for (auto [key, beta] : {std::pair{std::string_view("beta_fast"), &scaling.beta_fast},
+                           std::pair{std::string_view("beta_slow"), &scaling.beta_slow}}) {
+    HR_ASSIGN_OR_RETURN(const std::optional<double> value, rope.OptionalNumber(key));
+    if (!value || *value == 0) continue;  // transformers: `rope_scaling.get(key) or default`
+    if (!(*value > 0)) return rope.Error(key, absl::StrCat("must be positive, got ", *value));
+    *beta = *value;
+  }
+  if (scaling.beta_fast < scaling.beta_slow) {
+    return rope.Error("beta_fast", absl::StrCat("must be at least beta_slow (", scaling.beta_slow,
+                                                "), got ", scaling.beta_fast));
+  }
+  HR_ASSIGN_OR_RETURN(scaling.attention_factor,
+                      rope.PositiveNumber("attention_factor", YarnAttentionFactor(scaling.factor)));
+  return scaling;
+}
+
 // rotary_dim from partial_rotary_factor (Phi-4-mini's 0.75), as transformers forms it:
 // int(head_dim * factor), rotating that many leading values of each head (Phi3 only: the other
 // architectures' attention rotates whole heads, so a factor there is refused).
@@ -284,10 +343,14 @@ absl::Status ReadRopeScaling(const FieldReader& reader, std::string_view path,
       HR_ASSIGN_OR_RETURN(config.rope_scaling, ReadLinearScaling(rope));
       continue;
     }
+    if (*type == "yarn") {
+      HR_ASSIGN_OR_RETURN(config.rope_scaling, ReadYarnScaling(rope, config));
+      continue;
+    }
     if (*type != "llama3") {
       return rope.Error("rope_type",
                         absl::StrCat("names unsupported rope scaling \"", *type,
-                                     "\"; supported: default, linear, llama3, longrope"));
+                                     "\"; supported: default, linear, llama3, longrope, yarn"));
     }
     RopeScaling scaling;
     HR_ASSIGN_OR_RETURN(scaling.factor, rope.PositiveNumber("factor", 0));
@@ -365,10 +428,11 @@ absl::Status ReadBiasesAndWindow(const FieldReader& reader, ModelConfig& config)
     config.sliding_window =
         reader.Has("sliding_window") ? window : std::optional(kMistralDefaultSlidingWindow);
   }
-  // A window of at least max_position_embeddings never masks a key: a sequence's tokens are
-  // fewer than that apart (--max-model-len may not exceed it). Phi-3-mini-128k, Phi-3.5-mini and
-  // Phi-4-mini declare 262144 with 131072 positions; they are planned and served without one.
-  if (config.sliding_window && *config.sliding_window >= config.max_position_embeddings) {
+  // A window of at least the model's context (MaxContextLength) never masks a key: a sequence's
+  // tokens are fewer than that apart (--max-model-len may not exceed it). Phi-3-mini-128k,
+  // Phi-3.5-mini and Phi-4-mini declare 262144 with 131072 positions; they are planned and served
+  // without one.
+  if (config.sliding_window && *config.sliding_window >= MaxContextLength(config)) {
     config.sliding_window.reset();
   }
   return absl::OkStatus();
@@ -600,6 +664,25 @@ const std::vector<std::string>& SupportedArchitectures() {
       std::string(kGemma2),  std::string(kGemma3),     std::string(kPhi3),
       std::string(kGranite), std::string(kGraniteMoe), std::string(kGemma3Multimodal)};
   return *kArchitectures;
+}
+
+int64_t MaxContextLength(const ModelConfig& config) {
+  if (config.rope_scaling && config.rope_scaling->type == RopeScalingType::kYarn) {
+    // vLLM: int(original_max_position_embeddings * factor).
+    return static_cast<int64_t>(
+        static_cast<double>(config.rope_scaling->original_max_position_embeddings) *
+        config.rope_scaling->factor);
+  }
+  return config.max_position_embeddings;
+}
+
+std::string MaxContextSource(const ModelConfig& config) {
+  if (config.rope_scaling && config.rope_scaling->type == RopeScalingType::kYarn) {
+    return absl::StrCat("rope_scaling yarn: original_max_position_embeddings ",
+                        config.rope_scaling->original_max_position_embeddings, " x factor ",
+                        config.rope_scaling->factor);
+  }
+  return "";
 }
 
 int64_t LayerSlidingWindow(const ModelConfig& config, int64_t layer) {

@@ -27,14 +27,29 @@ namespace headroom::worker {
 //     `factor`, above it kept, in between interpolated;
 //   kLinear (`"rope_type": "linear"`, Gemma 3 4B+, position-interpolation fine-tunes): every
 //     frequency divided by `factor`; the other fields are unused.
-enum class RopeScalingType : uint8_t { kLlama3, kLinear };
+//   kYarn (`"rope_type": "yarn"`, Qwen2.5 / Qwen3 beyond 32k): YaRN's blend of the unscaled and
+//     the divided frequencies over a ramp set by beta_fast / beta_slow (kernels/cpu/rotary.h),
+//     with cos and sin multiplied by attention_factor; the model's context becomes
+//     original_max_position_embeddings x factor (MaxContextLength).
+enum class RopeScalingType : uint8_t { kLlama3, kLinear, kYarn };
 struct RopeScaling {
   RopeScalingType type = RopeScalingType::kLlama3;
   double factor = 1.0;            // Divisor for low frequencies (8.0 for Llama-3.1).
   double low_freq_factor = 1.0;   // Band edge: wavelengths above orig/low scale fully.
   double high_freq_factor = 1.0;  // Band edge: wavelengths below orig/high untouched.
   int64_t original_max_position_embeddings = 0;  // Context the model was pretrained at (8192).
+  // kYarn only: the ramp's rotation counts (transformers' defaults 32 and 1), and the factor on
+  // cos and sin (rope_scaling's attention_factor, else YarnAttentionFactor(factor)).
+  double beta_fast = 32.0;
+  double beta_slow = 1.0;
+  double attention_factor = 1.0;
 };
+
+// YaRN's default attention factor, as transformers and vLLM compute it: 0.1 ln(factor) + 1, and 1
+// for a factor of at most 1 (1.1386 for Qwen's factor 4).
+[[nodiscard]] inline double YarnAttentionFactor(double factor) {
+  return factor <= 1.0 ? 1.0 : 0.1 * std::log(factor) + 1.0;
+}
 
 // Phi-3's LongRoPE (`"type": "longrope"`, formerly "su"): the rotary frequencies are divided per
 // dimension by one factor list within the pretrained context and by another beyond it, and cos
@@ -91,7 +106,7 @@ struct ModelConfig {
   DType torch_dtype = DType::kFloat32;      // Checkpoint dtype; float32 when config.json omits it.
   double rms_norm_eps = 1e-6;               // RMSNorm epsilon.
   double rope_theta = 10000.0;              // Rotary base.
-  std::optional<RopeScaling> rope_scaling;  // Set for "llama3" and "linear" scaling.
+  std::optional<RopeScaling> rope_scaling;  // Set for "llama3", "linear" and "yarn" scaling.
   std::optional<LongRope> long_rope;        // Set only for "longrope" scaling (Phi-3.5).
   bool qkv_bias = false;     // q/k/v projections have a bias (Qwen2; Llama's attention_bias).
   bool o_proj_bias = false;  // Output projection has a bias (Llama's attention_bias only).
@@ -154,6 +169,13 @@ struct ModelConfig {
 [[nodiscard]] inline int64_t RotaryDim(const ModelConfig& config) {
   return config.rotary_dim > 0 ? config.rotary_dim : config.head_dim;
 }
+// The longest context the model supports: max_position_embeddings, or with YaRN rope scaling
+// original_max_position_embeddings x factor, as vLLM derives it (Qwen2.5-7B and Qwen3-8B with
+// their model cards' factor 4 over 32768: 131072).
+[[nodiscard]] int64_t MaxContextLength(const ModelConfig& config);
+// Where MaxContextLength comes from when it is not max_position_embeddings, for messages (YaRN:
+// "rope_scaling yarn: original_max_position_embeddings 32768 x factor 4"); empty otherwise.
+[[nodiscard]] std::string MaxContextSource(const ModelConfig& config);
 // The sliding window of decoder layer `layer` (0: the layer attends the whole context).
 [[nodiscard]] int64_t LayerSlidingWindow(const ModelConfig& config, int64_t layer);
 // The window behind which the KV cache may release blocks: the largest layer window when every

@@ -18,7 +18,7 @@ kvcache::ModelDims ModelDimsOf(const ModelConfig& config) {
                             .num_kv_heads = config.num_key_value_heads,
                             .head_dim = config.head_dim,
                             .vocab_size = config.vocab_size,
-                            .max_position_embeddings = config.max_position_embeddings,
+                            .max_position_embeddings = MaxContextLength(config),
                             .tie_word_embeddings = config.tie_word_embeddings,
                             .qkv_bias = config.qkv_bias,
                             .o_proj_bias = config.o_proj_bias,
@@ -29,7 +29,8 @@ kvcache::ModelDims ModelDimsOf(const ModelConfig& config) {
                             .num_experts_per_tok = config.num_experts_per_tok,
                             .kv_sliding_window = KvCacheSlidingWindow(config),
                             .kv_group_windows = groups.windows,
-                            .kv_group_size = groups.group_size};
+                            .kv_group_size = groups.group_size,
+                            .max_position_source = MaxContextSource(config)};
 }
 
 absl::Status CheckShardable(const ModelConfig& config, ShardSpec shard) {
