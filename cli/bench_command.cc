@@ -10,6 +10,7 @@
 #include "absl/strings/str_format.h"
 #include "cli/bench_serve.h"
 #include "cli/exit_codes.h"
+#include "cli/hf_overrides_flag.h"
 #include "cli/load_format_flag.h"
 #include "cli/parse_flags.h"
 #include "common/flags.h"
@@ -44,6 +45,7 @@ FlagSet MakeBenchFlags() {
                  "--max-num-seqs sequences of --max-model-len tokens).");
   flags.AddBool("enable-prefix-caching", true, "Reuse KV blocks of shared prompt prefixes.");
   AddLoadFormatFlag(flags);
+  AddHfOverridesFlag(flags);
   flags.AddDouble("temperature", 0.0, "Sampling temperature (0 = greedy).");
   flags.AddInt64("prompt-logprobs", -1,
                  "Top-N prompt logprobs every request asks for (-1 = none; vLLM's "
@@ -56,7 +58,8 @@ FlagSet MakeBenchFlags() {
 
 absl::Status Bench(const FlagSet& flags, std::ostream& out) {
   const std::string model_name = *flags.GetString("model");
-  HR_ASSIGN_OR_RETURN(worker::ModelConfig config, worker::LoadModelConfig(model_name));
+  HR_ASSIGN_OR_RETURN(worker::ModelConfig config,
+                      worker::LoadModelConfig(model_name, HfOverrides(flags)));
   const int64_t num_prompts = *flags.GetInt64("num-prompts");
   const int64_t input_len = *flags.GetInt64("input-len");
   const int64_t output_len = *flags.GetInt64("output-len");

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "cli/exit_codes.h"
+#include "cli/hf_overrides_flag.h"
 #include "cli/parse_flags.h"
 #include "common/flags.h"
 #include "common/status_macros.h"
@@ -30,6 +31,7 @@ FlagSet MakePlanFlags() {
                 "numbers and the settings that would fit. Flags use vLLM's names.");
   flags.AddString("model", std::nullopt,
                   "Hugging Face model directory (with config.json) or dummy:<preset>.");
+  AddHfOverridesFlag(flags);
   flags.AddInt64("tensor-parallel-size", 1, "GPUs in the tensor-parallel group.");
   flags.AddDouble("gpu-memory-utilization", kvcache::kDefaultGpuMemoryUtilization,
                   "Share of each GPU's memory headroom may use, in (0, 1].");
@@ -151,7 +153,7 @@ std::string ModelSummary(const worker::ModelConfig& c, worker::DType dtype, work
 
 absl::StatusOr<std::string> Plan(const FlagSet& flags) {
   HR_ASSIGN_OR_RETURN(const worker::ModelConfig config,
-                      worker::LoadModelConfig(*flags.GetString("model")));
+                      worker::LoadModelConfig(*flags.GetString("model"), HfOverrides(flags)));
   HR_ASSIGN_OR_RETURN(const worker::DType dtype, DTypeFlag(flags, "dtype", config.torch_dtype));
   HR_ASSIGN_OR_RETURN(const worker::DType kv_dtype, DTypeFlag(flags, "kv-cache-dtype", dtype));
 

@@ -24,6 +24,7 @@
 #include "absl/strings/str_join.h"
 #include "cli/child_processes.h"
 #include "cli/exit_codes.h"
+#include "cli/hf_overrides_flag.h"
 #include "cli/parse_flags.h"
 #include "cli/stop_signals.h"
 #include "common/flags.h"
@@ -51,18 +52,19 @@ FlagSet MakeUpFlags() {
                  "Ranks per worker group: each group is a `headroom worker` launcher starting "
                  "this many rank processes (CPU backend, Gloo over loopback).");
   flags.AddInt64("grpc-port", 50051, "Router gRPC port (0 = pick a free one).");
-  flags.AddInt64("http-port", 8000,
-                 "Router OpenAI-compatible HTTP port (0 = pick a free one).");
+  flags.AddInt64("http-port", 8000, "Router OpenAI-compatible HTTP port (0 = pick a free one).");
   flags.AddString("api-key", std::nullopt, "Passed to the router: required Bearer key on /v1.");
   flags.AddInt64("worker-base-port", 0,
                  "Worker i listens on BASE+i and serves /metrics on BASE+groups+i (0 = pick free "
                  "ports).");
   flags.AddInt64("num-gpu-blocks-override", std::nullopt,
                  "KV blocks per worker group (passed to every worker).");
-  flags.AddInt64("max-model-len", std::nullopt, "Longest prompt + output (passed to every worker).");
+  flags.AddInt64("max-model-len", std::nullopt,
+                 "Longest prompt + output (passed to every worker).");
   flags.AddInt64("max-num-seqs", std::nullopt,
                  "Most sequences running in one step (passed to every worker).");
   flags.AddInt64("threads-per-worker", 1, "CPU threads of each worker (0 = all).");
+  AddHfOverridesFlag(flags);
   return flags;
 }
 
@@ -96,8 +98,8 @@ absl::StatusOr<Options> Validate(const FlagSet& flags) {
   }
   o.tensor_parallel_size = *flags.GetInt64("tensor-parallel-size");
   if (o.tensor_parallel_size < 1 || o.tensor_parallel_size > 64) {
-    return absl::InvalidArgumentError(absl::StrCat("--tensor-parallel-size must be in [1, 64], got ",
-                                                   o.tensor_parallel_size));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--tensor-parallel-size must be in [1, 64], got ", o.tensor_parallel_size));
   }
   o.grpc_port = *flags.GetInt64("grpc-port");
   if (o.grpc_port < 0 || o.grpc_port > 65535) {
@@ -112,23 +114,33 @@ absl::StatusOr<Options> Validate(const FlagSet& flags) {
   o.api_key = flags.GetString("api-key");
   o.worker_base_port = *flags.GetInt64("worker-base-port");
   if (o.worker_base_port < 0 || o.worker_base_port + 2 * o.groups - 1 > 65535) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--worker-base-port must be 0 or leave room for ", 2 * o.groups,
-        " ports below 65536, got ", o.worker_base_port));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--worker-base-port must be 0 or leave room for ", 2 * o.groups,
+                     " ports below 65536, got ", o.worker_base_port));
   }
   const int64_t threads = *flags.GetInt64("threads-per-worker");
   if (threads < 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("--threads-per-worker must be >= 0, got ", threads));
   }
-  o.worker_flags = {"--model", o.model, "--host", "127.0.0.1", "--threads", absl::StrCat(threads),
-                    "--drain-timeout-s", absl::StrCat(kChildDrainSeconds),
-                    "--tensor-parallel-size", absl::StrCat(o.tensor_parallel_size)};
+  o.worker_flags = {"--model",
+                    o.model,
+                    "--host",
+                    "127.0.0.1",
+                    "--threads",
+                    absl::StrCat(threads),
+                    "--drain-timeout-s",
+                    absl::StrCat(kChildDrainSeconds),
+                    "--tensor-parallel-size",
+                    absl::StrCat(o.tensor_parallel_size)};
   for (const char* name : {"num-gpu-blocks-override", "max-model-len", "max-num-seqs"}) {
     if (const std::optional<int64_t> v = flags.GetInt64(name)) {
       o.worker_flags.push_back(absl::StrCat("--", name));
       o.worker_flags.push_back(absl::StrCat(*v));
     }
+  }
+  if (const std::optional<std::string> overrides = flags.GetString("hf-overrides")) {
+    o.worker_flags.insert(o.worker_flags.end(), {"--hf-overrides", *overrides});
   }
   return o;
 }
@@ -164,7 +176,8 @@ int Run(const Options& o, const sigset_t& stop_signals, std::ostream& out, std::
     args.insert(args.end(), o.worker_flags.begin(), o.worker_flags.end());
     const int64_t port = o.worker_base_port == 0 ? 0 : o.worker_base_port + i;
     const int64_t metrics = o.worker_base_port == 0 ? 0 : o.worker_base_port + o.groups + i;
-    args.insert(args.end(), {"--port", absl::StrCat(port), "--metrics-port", absl::StrCat(metrics)});
+    args.insert(args.end(),
+                {"--port", absl::StrCat(port), "--metrics-port", absl::StrCat(metrics)});
     absl::StatusOr<size_t> index = cluster.Spawn(absl::StrCat("worker ", i), std::move(args));
     if (!index.ok()) return fail(std::string(index.status().message()), kExitRefused);
     workers.push_back(*index);
@@ -204,14 +217,21 @@ int Run(const Options& o, const sigset_t& stop_signals, std::ostream& out, std::
 
   std::vector<std::string> addresses(workers.size()), metrics(workers.size());
   for (size_t w = 0; w < workers.size(); ++w) {
-    if (auto code = expect(workers[w], "headroom worker listening on ", &addresses[w])) return *code;
+    if (auto code = expect(workers[w], "headroom worker listening on ", &addresses[w]))
+      return *code;
     if (auto code = expect(workers[w], "headroom worker metrics on ", &metrics[w])) return *code;
   }
 
-  std::vector<std::string> router_args = {"router", "--host", "127.0.0.1", "--grpc-port",
-                                          absl::StrCat(o.grpc_port), "--http-port",
-                                          absl::StrCat(o.http_port), "--workers",
-                                          absl::StrJoin(addresses, ","), "--shutdown-timeout-s",
+  std::vector<std::string> router_args = {"router",
+                                          "--host",
+                                          "127.0.0.1",
+                                          "--grpc-port",
+                                          absl::StrCat(o.grpc_port),
+                                          "--http-port",
+                                          absl::StrCat(o.http_port),
+                                          "--workers",
+                                          absl::StrJoin(addresses, ","),
+                                          "--shutdown-timeout-s",
                                           absl::StrCat(kChildDrainSeconds)};
   if (o.api_key.has_value()) router_args.insert(router_args.end(), {"--api-key", *o.api_key});
   if (!o.model.starts_with("dummy:") && IsRegularFile(o.model + "/tokenizer.json")) {

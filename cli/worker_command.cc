@@ -22,6 +22,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "cli/exit_codes.h"
+#include "cli/hf_overrides_flag.h"
 #include "cli/load_format_flag.h"
 #include "cli/parse_flags.h"
 #include "cli/stop_signals.h"
@@ -83,6 +84,7 @@ FlagSet MakeWorkerFlags() {
                  "--max-num-seqs sequences of --max-model-len tokens; CPU memory is not planned).");
   flags.AddInt64("seed", 0, "Seed of requests that bring none, and of dummy weights.");
   AddLoadFormatFlag(flags);
+  AddHfOverridesFlag(flags);
   flags.AddInt64("threads", 0, "CPU threads (0 = all).");
   flags.AddInt64("drain-timeout-s", 30,
                  "On SIGTERM/SIGINT, seconds to let running requests finish before cancelling.");
@@ -183,7 +185,7 @@ absl::StatusOr<EngineSetup> ParseEngineSetup(const FlagSet& flags) {
   EngineSetup setup;
   setup.model = *flags.GetString("model");
   const std::string& model = setup.model;
-  HR_ASSIGN_OR_RETURN(setup.config, worker::LoadModelConfig(model));
+  HR_ASSIGN_OR_RETURN(setup.config, worker::LoadModelConfig(model, HfOverrides(flags)));
   const worker::ModelConfig& config = setup.config;
   worker::EngineOptions& options = setup.options;
   HR_ASSIGN_OR_RETURN(options.max_num_seqs, Int32Flag(flags, "max-num-seqs", 1));

@@ -12,6 +12,7 @@
 #include "absl/time/time.h"
 #include "cli/child_processes.h"
 #include "cli/exit_codes.h"
+#include "cli/hf_overrides_flag.h"
 #include "grpcpp/grpcpp.h"
 #include "worker/comm/grpc_rendezvous.h"
 #include "worker/model/model_config.h"
@@ -50,7 +51,8 @@ int RunWorkerGroup(absl::Span<const std::string_view> args, const FlagSet& flags
                    const sigset_t& stop_signals, std::ostream& out, std::ostream& err) {
   const int64_t tp = *flags.GetInt64("tensor-parallel-size");
   // Refuse a size that cannot shard the model here, with the reasons, before starting anything.
-  absl::StatusOr<worker::ModelConfig> config = worker::LoadModelConfig(*flags.GetString("model"));
+  absl::StatusOr<worker::ModelConfig> config =
+      worker::LoadModelConfig(*flags.GetString("model"), HfOverrides(flags));
   absl::Status valid = config.status();
   if (valid.ok()) valid = worker::CheckShardable(*config, {.tensor_parallel_size = tp, .rank = 0});
   if (!valid.ok()) {

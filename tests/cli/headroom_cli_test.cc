@@ -218,6 +218,20 @@ TEST(HeadroomCliTest, PlanOfAYarnModelDefaultsToItsExtendedContext) {
                                     "factor 4)"));
 }
 
+// `headroom up` hands --hf-overrides to its workers, which read the model with it: a bad yarn
+// factor in the override stops the worker, and up, with the worker's message.
+TEST(HeadroomCliTest, UpPassesHfOverridesToItsWorkers) {
+  const std::string model = worker::testdata::FixtureDir("qwen2-yarn").string();
+  const RunResult result =
+      RunHeadroom({"up", "--model", model, "--groups", "1", "--grpc-port", "0", "--http-port", "0",
+                   "--hf-overrides", R"({"rope_scaling": {"rope_type": "yarn", "factor": 0.5}})"});
+  ExpectRefused(result);
+  EXPECT_THAT(result.err,
+              AllOf(HasSubstr("config.json with --hf-overrides: field \"rope_scaling.factor\" must "
+                              "be at least 1 for yarn, got 0.5"),
+                    HasSubstr("worker 0")));
+}
+
 TEST(HeadroomCliTest, Llama3_8BAt128kOn24GiBIsRefusedWithFixes) {
   const RunResult result = RunHeadroom({"plan", "--model", "dummy:llama-3-8b", "--gpu-memory-gib",
                                         "24", "--max-model-len", "131072"});

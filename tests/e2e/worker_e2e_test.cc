@@ -33,6 +33,7 @@
 #include "headroom/v1/worker.grpc.pb.h"
 #include "http_client.h"
 #include "kvcache/block_hash.h"
+#include "nlohmann/json.hpp"
 #include "worker/backend/cpu_backend.h"
 #include "worker/engine/engine.h"
 
@@ -314,6 +315,104 @@ TEST_F(WorkerE2eTest, GenerationConfigSamplingIsTheDefaultOfUnsetFields) {
   EXPECT_NE(vllm[0], greedy) << "--generation-config vllm: temperature 1";
   // Under vllm the unset and the explicit temperature 1 are the same request.
   EXPECT_EQ(vllm[0], vllm[1]);
+}
+
+// vLLM's --hf-overrides reaches the config before the worker reads it: a copy of the qwen2-yarn
+// fixture whose config.json lost its yarn block (pretrained at 64 positions) is served with the
+// block given back as an override. Its context is then the block's 64 x 4 = 256 (64 without),
+// and a 61-token prompt decoded past position 64 gives the tokens and logprobs of the engine on
+// the untouched fixture in this process.
+TEST_F(WorkerE2eTest, HfOverridesGiveTheModelItsYarnContextAndNumbers) {
+  const std::filesystem::path model = std::filesystem::temp_directory_path() /
+                                      ("headroom_yarn_model_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(model);
+  std::filesystem::copy(testdata::FixtureDir("qwen2-yarn"), model,
+                        std::filesystem::copy_options::recursive);
+  nlohmann::json config;
+  std::ifstream(model / "config.json") >> config;
+  const nlohmann::json yarn = config["rope_scaling"];
+  ASSERT_EQ(yarn["rope_type"], "yarn");
+  config["rope_scaling"] = nullptr;
+  std::ofstream(model / "config.json") << config.dump();
+  const auto flags = [&model](std::vector<std::string> extra) {
+    std::vector<std::string> f = {"--model",
+                                  model.string(),
+                                  "--port",
+                                  "0",
+                                  "--metrics-port",
+                                  "-1",
+                                  "--num-gpu-blocks-override",
+                                  "64",
+                                  "--block-size",
+                                  "16",
+                                  "--max-num-seqs",
+                                  "4",
+                                  "--max-num-batched-tokens",
+                                  "256",
+                                  "--threads",
+                                  "1"};
+    f.insert(f.end(), extra.begin(), extra.end());
+    return f;
+  };
+  const auto first_report = [this](const WorkerProcess& worker) {
+    Connect(worker);
+    auto context = Context(5);
+    auto reader = stub_->WatchLoad(context.get(), v1::WatchLoadRequest());
+    v1::LoadReport report;
+    EXPECT_TRUE(reader->Read(&report));
+    context->TryCancel();
+    return report;
+  };
+  {
+    WorkerProcess plain(flags({}));
+    EXPECT_EQ(first_report(plain).max_model_len(), 64) << "without the block: its own 64";
+  }
+  const std::string overrides = nlohmann::json{{"rope_scaling", yarn}}.dump();
+  WorkerProcess worker(flags({"--hf-overrides", overrides}));
+  EXPECT_EQ(first_report(worker).max_model_len(), 256);
+
+  const testdata::FixtureModel& fixture = testdata::LoadFixtureModel("qwen2-yarn");
+  std::ifstream in(testdata::FixtureDir("qwen2-yarn") / "expected.json");
+  const std::vector<int32_t> prompt =
+      nlohmann::json::parse(in)["prompts"][3]["ids"].get<std::vector<int32_t>>();
+  ASSERT_EQ(prompt.size(), 61u);
+  CpuBackend backend(1);
+  absl::StatusOr<std::unique_ptr<Engine>> engine = Engine::Create(
+      fixture.config, fixture.weights,
+      {.max_num_seqs = 4, .max_num_batched_tokens = 256, .block_size = 16, .num_kv_blocks = 64},
+      &backend);
+  ASSERT_TRUE(engine.ok()) << engine.status();
+  Request request;
+  request.id = RequestId{1};
+  request.prompt = prompt;
+  request.sampling.temperature = 0.0f;
+  request.sampling.max_tokens = 32;
+  request.sampling.ignore_eos = true;
+  ASSERT_TRUE((*engine)->AddRequest(request).ok());
+  std::vector<int32_t> expected;
+  std::vector<float> expected_logprobs;
+  while ((*engine)->HasWork()) {
+    absl::StatusOr<std::vector<StepToken>> step = (*engine)->Step();
+    ASSERT_TRUE(step.ok()) << step.status();
+    for (const StepToken& t : *step) {
+      expected.push_back(t.token);
+      expected_logprobs.push_back(t.logprob);
+    }
+  }
+  ASSERT_EQ(expected.size(), 32u);
+
+  v1::SubmitRequest submit = MakeSubmit(1, prompt, 32);
+  submit.mutable_sampling()->set_ignore_eos(true);
+  auto context = Context();
+  auto reader = stub_->Submit(context.get(), submit);
+  const StreamResult result = ReadAll(*reader);
+  std::filesystem::remove_all(model);
+  ASSERT_TRUE(result.status.ok()) << result.status.error_message();
+  EXPECT_EQ(result.tokens, expected);
+  ASSERT_EQ(result.logprobs.size(), expected_logprobs.size());
+  for (size_t i = 0; i < expected_logprobs.size(); ++i) {
+    EXPECT_NEAR(result.logprobs[i], expected_logprobs[i], 1e-4) << "token " << i;
+  }
 }
 
 TEST_F(WorkerE2eTest, HealthIsServingAndFirstLoadReportMatchesTheFlags) {

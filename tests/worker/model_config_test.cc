@@ -1169,6 +1169,17 @@ TEST_F(ModelDirTest, LoadsGemma3_4BLanguageModelFromItsMultimodalConfig) {
   ExpectError(LoadModelConfig(
                   WriteConfig(ReplaceAll(kGemma3_4B, R"("text_config")", R"("language_config")"))),
               absl::StatusCode::kInvalidArgument, {"field \"text_config\" must be an object"});
+
+  // --hf-overrides changes text_config key by key, as vLLM updates a nested config: the window
+  // is the override's and the rest of text_config stays.
+  const absl::StatusOr<ModelConfig> overridden =
+      LoadModelConfig(WriteConfig(kGemma3_4B), R"({"text_config": {"sliding_window": 512}})");
+  ASSERT_TRUE(overridden.ok()) << overridden.status();
+  EXPECT_EQ(overridden->sliding_window, 512);
+  EXPECT_EQ(overridden->num_hidden_layers, 34);
+  EXPECT_EQ(overridden->hidden_size, 2560);
+  ASSERT_TRUE(overridden->rope_scaling.has_value());
+  EXPECT_EQ(overridden->rope_scaling->type, RopeScalingType::kLinear);
 }
 
 // Phi-3.5-mini-instruct's LongRoPE: 48 factors per list (head_dim 96), pretrained at 4096,
@@ -1382,6 +1393,43 @@ TEST_F(ModelDirTest, YarnKeysHeadroomCannotHonourAreRefused) {
   EXPECT_TRUE(LoadModelConfig(
                   WriteConfig(with(R"("factor": 4, "attn_factor": 1, "extrapolation_factor": 1)")))
                   .ok());
+}
+
+// vLLM's --hf-overrides, as Qwen's docs use it to turn YaRN on: the object's keys replace
+// config.json's (a whole rope_scaling block), errors name the file "with --hf-overrides", and
+// what is not an object of keys is refused before the file is read.
+TEST_F(ModelDirTest, HfOverridesReplaceConfigKeysBeforeTheConfigIsRead) {
+  const std::string dir = WriteConfig(Llama3With(R"("rope_scaling": null)", kLlama31RopeScaling));
+  const absl::StatusOr<ModelConfig> yarn = LoadModelConfig(
+      dir, R"({"rope_scaling": {"rope_type": "yarn", "factor": 2.0}, "rope_theta": 1e6})");
+  ASSERT_TRUE(yarn.ok()) << yarn.status();
+  EXPECT_EQ(yarn->rope_scaling->type, RopeScalingType::kYarn);
+  EXPECT_EQ(yarn->rope_scaling->original_max_position_embeddings, 8192)
+      << "the whole block is replaced: llama3's original_max_position_embeddings is gone";
+  EXPECT_DOUBLE_EQ(yarn->rope_theta, 1e6);
+  EXPECT_EQ(MaxContextLength(*yarn), 16384);
+  EXPECT_EQ(yarn->source, dir + " (with --hf-overrides)");
+  // null removes the block, as setting the attribute to None does in vLLM.
+  const absl::StatusOr<ModelConfig> none = LoadModelConfig(dir, R"({"rope_scaling": null})");
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_FALSE(none->rope_scaling.has_value());
+  // An empty flag is no override.
+  const absl::StatusOr<ModelConfig> plain = LoadModelConfig(dir, "");
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_EQ(plain->rope_scaling->type, RopeScalingType::kLlama3);
+  EXPECT_EQ(plain->source, dir);
+
+  ExpectError(
+      LoadModelConfig(dir, R"({"rope_scaling": {"rope_type": "yarn", "factor": 0.5}})"),
+      absl::StatusCode::kInvalidArgument,
+      {ConfigPath() + " with --hf-overrides: field \"rope_scaling.factor\" must be at least 1"});
+  ExpectError(
+      LoadModelConfig(dir, R"([{"rope_theta": 1e6}])"), absl::StatusCode::kInvalidArgument,
+      {"--hf-overrides must be a JSON object of config.json keys (vLLM's dict), got array"});
+  ExpectError(LoadModelConfig(dir, R"({"rope_theta": )"), absl::StatusCode::kInvalidArgument,
+              {"--hf-overrides: malformed JSON: parse error at line 1"});
+  ExpectError(LoadModelConfig("dummy:tiny", "{}"), absl::StatusCode::kInvalidArgument,
+              {"--hf-overrides changes a model directory's config.json, and dummy:tiny has none"});
 }
 
 // ---- Presets. ----

@@ -56,6 +56,38 @@ std::string Describe(const Json& value) {
   return absl::StrCat(value.type_name(), " ", text);
 }
 
+// JSON text, or InvalidArgument "<what>: malformed JSON: <the parser's position and reason>".
+absl::StatusOr<Json> ParseJson(std::string_view text, std::string_view what) {
+  try {
+    return Json::parse(text);
+  } catch (const Json::exception& e) {
+    // e.what() is "[json.exception.parse_error.101] parse error at line L, column C: ...".
+    std::string_view reason = e.what();
+    if (const size_t bracket = reason.find("] ");
+        reason.starts_with("[") && bracket != std::string_view::npos) {
+      reason.remove_prefix(bracket + 2);
+    }
+    return absl::InvalidArgumentError(
+        absl::StrCat(std::string(what), ": malformed JSON: ", std::string(reason)));
+  }
+}
+
+// vLLM's --hf-overrides on config.json: each key replaces the config's, except a sub-config
+// (`text_config`, `vision_config`, ...: an object under a key ending in "_config" other than
+// quantization_config), whose keys are overridden one by one, as vLLM updates a nested
+// PretrainedConfig.
+void ApplyHfOverrides(Json& config, const Json& overrides) {
+  for (const auto& [key, value] : overrides.items()) {
+    const auto existing = config.find(key);
+    if (value.is_object() && existing != config.end() && existing->is_object() &&
+        key.ends_with("_config") && key != "quantization_config") {
+      ApplyHfOverrides(*existing, value);
+    } else {
+      config[key] = value;
+    }
+  }
+}
+
 // Typed field access on one JSON object; every error names the file and the field.
 class FieldReader {
  public:
@@ -756,19 +788,7 @@ absl::StatusOr<Json> Gemma3TextConfigJson(const Json& root, std::string_view pat
 
 absl::StatusOr<ModelConfig> ParseModelConfigJson(std::string_view json_text,
                                                  std::string_view path) {
-  Json root;
-  try {
-    root = Json::parse(json_text);
-  } catch (const Json::exception& e) {
-    // e.what() is "[json.exception.parse_error.101] parse error at line L, column C: ...".
-    std::string_view what = e.what();
-    if (const size_t bracket = what.find("] ");
-        what.starts_with("[") && bracket != std::string_view::npos) {
-      what.remove_prefix(bracket + 2);
-    }
-    return absl::InvalidArgumentError(
-        absl::StrCat(std::string(path), ": malformed JSON: ", std::string(what)));
-  }
+  HR_ASSIGN_OR_RETURN(const Json root, ParseJson(json_text, path));
   if (!root.is_object()) {
     return absl::InvalidArgumentError(absl::StrCat(
         std::string(path), ": expected a JSON object at the top level, got ", Describe(root)));
@@ -848,8 +868,13 @@ absl::StatusOr<ModelConfig> ParseModelConfigJson(std::string_view json_text,
   return config;
 }
 
-absl::StatusOr<ModelConfig> LoadModelConfig(std::string_view model) {
+absl::StatusOr<ModelConfig> LoadModelConfig(std::string_view model, std::string_view hf_overrides) {
   if (model.starts_with(kDummyPrefix)) {
+    if (!hf_overrides.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--hf-overrides changes a model directory's config.json, and ", std::string(model),
+          " has none; pass a directory (with --load-format dummy for random weights)"));
+    }
     return PresetModelConfig(model.substr(kDummyPrefix.size()));
   }
   const std::filesystem::path directory{std::string(model)};
@@ -881,10 +906,26 @@ absl::StatusOr<ModelConfig> LoadModelConfig(std::string_view model) {
         absl::StrCat(config_path.string(),
                      " not found or not readable; a Hugging Face model directory has one"));
   }
-  std::ostringstream text;
-  text << file.rdbuf();
-  HR_ASSIGN_OR_RETURN(ModelConfig config, ParseModelConfigJson(text.str(), config_path.string()));
+  std::ostringstream contents;
+  contents << file.rdbuf();
+  std::string text = contents.str();
+  std::string where = config_path.string();
+  if (!hf_overrides.empty()) {
+    HR_ASSIGN_OR_RETURN(const Json overrides, ParseJson(hf_overrides, "--hf-overrides"));
+    if (!overrides.is_object()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--hf-overrides must be a JSON object of config.json keys (vLLM's dict), "
+                       "got ",
+                       Describe(overrides)));
+    }
+    HR_ASSIGN_OR_RETURN(Json root, ParseJson(text, where));
+    if (root.is_object()) ApplyHfOverrides(root, overrides);
+    text = root.dump();
+    absl::StrAppend(&where, " with --hf-overrides");
+  }
+  HR_ASSIGN_OR_RETURN(ModelConfig config, ParseModelConfigJson(text, where));
   config.source = std::string(model);
+  if (!hf_overrides.empty()) absl::StrAppend(&config.source, " (with --hf-overrides)");
   return config;
 }
 

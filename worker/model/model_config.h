@@ -193,7 +193,11 @@ struct ModelConfig {
                                                                std::string_view path);
 
 // Loads `model`: "dummy:<preset>" or a Hugging Face model directory containing config.json.
-[[nodiscard]] absl::StatusOr<ModelConfig> LoadModelConfig(std::string_view model);
+// `hf_overrides` (vLLM's --hf-overrides), when not empty, is a JSON object whose keys replace
+// config.json's before it is read (a sub-config such as text_config is overridden key by key);
+// errors then name the file "with --hf-overrides". A preset has no config.json to override.
+[[nodiscard]] absl::StatusOr<ModelConfig> LoadModelConfig(std::string_view model,
+                                                          std::string_view hf_overrides = {});
 
 // Preset names accepted after "dummy:", sorted.
 [[nodiscard]] std::vector<std::string> PresetNames();
