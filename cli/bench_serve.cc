@@ -64,7 +64,9 @@ FlagSet MakeFlags() {
   flags.AddInt64("random-output-len", 128, "random: tokens to generate per request.");
   flags.AddInt64("sharegpt-output-len", std::nullopt,
                  "sharegpt: tokens to generate per request (default: its reply's).");
-  flags.AddBool("shuffle", true, "sharegpt: shuffle the conversations with --seed first.");
+  flags.AddBool("shuffle", true,
+                "sharegpt: shuffle the conversations with --seed first (Python's random, as vLLM "
+                "does: the same seed sends the same conversations).");
   flags.AddBool("oversample", true,
                 "sharegpt: repeat samples at random when fewer than --num-prompts pass.");
   flags.AddBool("ignore-eos", false,
@@ -257,7 +259,7 @@ absl::StatusOr<std::vector<BenchRequest>> MakeRequests(const Settings& s) {
                          .output_len = s.sharegpt_output_len,
                          .shuffle = s.shuffle,
                          .oversample = s.oversample,
-                         .seed = s.seed},
+                         .seed = static_cast<int64_t>(s.seed)},
                         tokenizer);
 }
 

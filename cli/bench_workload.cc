@@ -10,6 +10,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "cli/python_random.h"
 #include "common/status_macros.h"
 #include "nlohmann/json.hpp"
 
@@ -151,8 +152,9 @@ absl::StatusOr<std::vector<ShareGptPair>> LoadShareGpt(const std::string& path) 
 absl::StatusOr<std::vector<BenchRequest>> SampleShareGpt(std::vector<ShareGptPair> pairs,
                                                          const ShareGptSampling& sampling,
                                                          const ServerTokenizer& tokenizer) {
-  std::mt19937_64 rng(sampling.seed);
-  if (sampling.shuffle) std::shuffle(pairs.begin(), pairs.end(), rng);
+  // vLLM seeds Python's random with --seed and shuffles the conversations (load_data).
+  PythonRandom shuffle(sampling.seed);
+  if (sampling.shuffle) shuffle.Shuffle(pairs);
   std::vector<BenchRequest> requests;
   for (ShareGptPair& pair : pairs) {
     if (static_cast<int64_t>(requests.size()) >= sampling.num_prompts) break;
@@ -182,10 +184,12 @@ absl::StatusOr<std::vector<BenchRequest>> SampleShareGpt(std::vector<ShareGptPai
         kShareGptMinLen, " to ", kShareGptMaxPromptLen, " tokens, a reply of at least ",
         kShareGptMinLen, " and at most ", kShareGptMaxTotalLen, " tokens in all"));
   }
-  if (sampling.oversample) {
-    std::uniform_int_distribution<size_t> pick(0, requests.size() - 1);  // those that passed
+  if (sampling.oversample && static_cast<int64_t>(requests.size()) < sampling.num_prompts) {
+    // vLLM reseeds and draws random.choice among those that passed (maybe_oversample_requests).
+    PythonRandom choose(sampling.seed);
+    const size_t passed = requests.size();
     while (static_cast<int64_t>(requests.size()) < sampling.num_prompts) {
-      BenchRequest again = requests[pick(rng)];
+      BenchRequest again = requests[choose.RandBelow(passed)];
       requests.push_back(std::move(again));
     }
   }

@@ -10,8 +10,9 @@
 //             as many tokens as the server's tokenizer counts in its second (or
 //             --sharegpt-output-len). vLLM's filter applies: a prompt or reply under 4 tokens, a
 //             prompt over 1024, or both over 2048 are skipped. Conversations are shuffled with
-//             --seed first (our generator, so the sample differs from vLLM's for the same seed);
-//             when fewer than --num-prompts pass, samples are repeated at random as vLLM does.
+//             --seed first, and when fewer than --num-prompts pass, samples are repeated at
+//             random, both with Python's random as vLLM draws them (python_random.h): the same
+//             --seed sends the same conversations in the same order as `vllm bench serve`.
 // Arrivals: gaps drawn from a gamma distribution of shape --burstiness and mean 1/rate (1 is a
 // Poisson process, smaller is burstier, inf is a constant gap), then scaled so that the last
 // request is sent at num_prompts / rate, as vLLM does.
@@ -66,7 +67,7 @@ struct ShareGptSampling {
   std::optional<int64_t> output_len;  // --sharegpt-output-len: ask for this many instead
   bool shuffle = true;
   bool oversample = true;
-  uint64_t seed = 0;
+  int64_t seed = 0;  // random.seed(seed): Python seeds by the absolute value
 };
 // vLLM's limits on a sample (vllm/benchmarks/datasets/utils.py is_valid_sequence).
 inline constexpr int64_t kShareGptMinLen = 4;

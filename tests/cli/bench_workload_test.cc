@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -19,6 +20,8 @@
 #include <vector>
 
 #include "absl/strings/str_split.h"
+#include "cli/python_random.h"
+#include "nlohmann/json.hpp"
 
 namespace headroom::cli {
 namespace {
@@ -93,7 +96,7 @@ TEST(ShareGptTest, RefusesWhatIsNotAShareGptFile) {
 }
 
 // --num-prompts `n` and --seed `seed`, shuffled and oversampled unless changed.
-ShareGptSampling Sampling(int64_t n, uint64_t seed = 0) {
+ShareGptSampling Sampling(int64_t n, int64_t seed = 0) {
   ShareGptSampling s;
   s.num_prompts = n;
   s.seed = seed;
@@ -164,7 +167,7 @@ TEST(ShareGptTest, OversamplesThePassingSamplesAndStopsAtNumPrompts) {
 TEST(ShareGptTest, TheShuffleDependsOnTheSeedOnly) {
   std::vector<ShareGptPair> pairs;
   for (int i = 0; i < 50; ++i) pairs.push_back({Words(4 + i), Words(4)});
-  const auto order = [&](uint64_t seed) {
+  const auto order = [&](int64_t seed) {
     const absl::StatusOr<std::vector<BenchRequest>> sampled =
         SampleShareGpt(pairs, Sampling(50, seed), WordTokenizer());
     std::vector<int64_t> lens;
@@ -180,6 +183,79 @@ TEST(ShareGptTest, TheShuffleDependsOnTheSeedOnly) {
   std::iota(all.begin(), all.end(), 4);
   EXPECT_EQ(sorted, all);  // a permutation
   EXPECT_NE(order(5), all);
+}
+
+nlohmann::json PythonRandomFixture() {
+  const char* root = std::getenv("HEADROOM_SOURCE_DIR");
+  std::ifstream in(std::string(root != nullptr ? root : ".") +
+                   "/tests/cli/fixtures/python_random.json");
+  EXPECT_TRUE(in.good()) << "cannot open tests/cli/fixtures/python_random.json";
+  return in.good() ? nlohmann::json::parse(in) : nlohmann::json();
+}
+
+// PythonRandom draws what CPython's random module draws after random.seed(seed), for seeds of
+// one and two 32-bit words, 2^63 - 1 and a negative one (tests/cli/fixtures/python_random.json,
+// from CPython by scripts/gen_python_random_fixtures.py).
+TEST(PythonRandomTest, DrawsWhatCPythonDraws) {
+  const nlohmann::json fixture = PythonRandomFixture();
+  ASSERT_EQ(fixture["cases"].size(), 6u);
+  for (const nlohmann::json& c : fixture["cases"]) {
+    const auto seed = c["seed"].get<int64_t>();
+    SCOPED_TRACE(::testing::Message() << "seed " << seed);
+    PythonRandom words(seed);
+    for (const nlohmann::json& want : c["getrandbits32"]) {
+      EXPECT_EQ(words.GetRandBits(32), want.get<uint64_t>());
+    }
+    PythonRandom bits(seed);
+    for (const nlohmann::json& draw : c["getrandbits"]) {
+      EXPECT_EQ(bits.GetRandBits(draw[0].get<int>()), draw[1].get<uint64_t>())
+          << "getrandbits(" << draw[0] << ")";
+    }
+    for (const nlohmann::json& want : c["shuffles"]) {
+      std::vector<int64_t> x(want.size());
+      std::iota(x.begin(), x.end(), 0);
+      PythonRandom(seed).Shuffle(x);
+      EXPECT_EQ(x, want.get<std::vector<int64_t>>()) << "shuffle of " << want.size();
+    }
+    for (const nlohmann::json& choices : c["choices"]) {
+      const auto m = choices[0].get<uint64_t>();
+      PythonRandom choose(seed);
+      std::vector<uint64_t> drawn;
+      for (size_t i = 0; i < choices[1].size(); ++i) drawn.push_back(choose.RandBelow(m));
+      EXPECT_EQ(drawn, choices[1].get<std::vector<uint64_t>>()) << "choice of " << m;
+    }
+  }
+}
+
+// The same --seed sends the same conversations in the same order as `vllm bench serve`: 60
+// conversations of given lengths (one token per word), sampled as vLLM's ShareGPTDataset does
+// with CPython's random (the fixture): shuffled, filtered up to --num-prompts, oversampled when
+// fewer pass (100 of them), and with --sharegpt-output-len.
+TEST(ShareGptTest, SendsWhatVllmSendsForTheSameSeed) {
+  const nlohmann::json fixture = PythonRandomFixture();
+  std::vector<ShareGptPair> pairs;
+  for (const nlohmann::json& lengths : fixture["conversations"]) {
+    pairs.push_back({Words(lengths[0].get<int>()), Words(lengths[1].get<int>())});
+  }
+  ASSERT_EQ(pairs.size(), 60u);
+  int cases = 0;
+  for (const nlohmann::json& c : fixture["cases"]) {
+    for (const nlohmann::json& run : c["sharegpt"]) {
+      ShareGptSampling sampling = Sampling(run["num_prompts"].get<int64_t>());
+      sampling.seed = c["seed"].get<int64_t>();
+      if (!run["output_len"].is_null()) sampling.output_len = run["output_len"].get<int64_t>();
+      SCOPED_TRACE(::testing::Message()
+                   << "seed " << sampling.seed << ", " << sampling.num_prompts << " prompts");
+      const absl::StatusOr<std::vector<BenchRequest>> sent =
+          SampleShareGpt(pairs, sampling, WordTokenizer());
+      ASSERT_TRUE(sent.ok()) << sent.status();
+      std::vector<std::vector<int64_t>> lens;
+      for (const BenchRequest& r : *sent) lens.push_back({r.prompt_len, r.output_len});
+      EXPECT_EQ(lens, run["sent"].get<std::vector<std::vector<int64_t>>>());
+      ++cases;
+    }
+  }
+  EXPECT_EQ(cases, 18);
 }
 
 // Random prompts: exactly input_len ids, and their text (for a chat endpoint) is what the server
