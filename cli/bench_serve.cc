@@ -62,8 +62,15 @@ FlagSet MakeFlags() {
   flags.AddInt64("num-prompts", 100, "Requests to send.");
   flags.AddInt64("random-input-len", 1024, "random: prompt tokens per request.");
   flags.AddInt64("random-output-len", 128, "random: tokens to generate per request.");
+  flags.AddInt64("random-prefix-len", 0,
+                 "random: tokens of a prefix shared by every prompt, before its "
+                 "--random-input-len own ones.");
+  flags.AddDouble("random-range-ratio", 0.0,
+                  "random: in [0, 1); input and output lengths drawn uniformly from [len x (1 - "
+                  "r), len x (1 + r)].");
   flags.AddInt64("sharegpt-output-len", std::nullopt,
                  "sharegpt: tokens to generate per request (default: its reply's).");
+  flags.AddBool("disable-shuffle", false, "sharegpt: vLLM's name for --no-shuffle.");
   flags.AddBool("shuffle", true,
                 "sharegpt: shuffle the conversations with --seed first (Python's random, as vLLM "
                 "does: the same seed sends the same conversations).");
@@ -103,6 +110,8 @@ struct Settings {
   int64_t num_prompts = 0;
   int64_t input_len = 0;   // random
   int64_t output_len = 0;  // random
+  int64_t prefix_len = 0;  // random
+  double range_ratio = 0;  // random
   std::optional<int64_t> sharegpt_output_len;
   bool shuffle = true;
   bool oversample = true;
@@ -160,6 +169,24 @@ absl::Status ReadDataset(const FlagSet& flags, Settings& s) {
         absl::StrCat("--num-prompts, --random-input-len and --random-output-len must be >= 1, got ",
                      s.num_prompts, ", ", s.input_len, " and ", s.output_len));
   }
+  s.prefix_len = *flags.GetInt64("random-prefix-len");
+  s.range_ratio = *flags.GetDouble("random-range-ratio");
+  if (s.prefix_len < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--random-prefix-len must be >= 0, got ", s.prefix_len));
+  }
+  if (!(s.range_ratio >= 0 && s.range_ratio < 1)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--random-range-ratio must be in [0, 1), got ", s.range_ratio));
+  }
+  if (const auto shortest =
+          static_cast<int64_t>(std::floor(static_cast<double>(s.input_len) * (1 - s.range_ratio)));
+      !s.sharegpt && s.prefix_len + shortest < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--random-input-len ", s.input_len, " is too small: with --random-range-ratio ",
+        s.range_ratio, " and --random-prefix-len ", s.prefix_len,
+        " a prompt may have 0 tokens; raise either length or lower the ratio"));
+  }
   s.sharegpt_output_len = flags.GetInt64("sharegpt-output-len");
   if (s.sharegpt_output_len.has_value() && *s.sharegpt_output_len < 1) {
     return absl::InvalidArgumentError(
@@ -171,7 +198,7 @@ absl::Status ReadDataset(const FlagSet& flags, Settings& s) {
     }
     s.dataset_path = *flags.GetString("dataset-path");
   }
-  s.shuffle = flags.GetBool("shuffle");
+  s.shuffle = flags.GetBool("shuffle") && !flags.GetBool("disable-shuffle");
   s.oversample = flags.GetBool("oversample");
   return absl::OkStatus();
 }
@@ -249,6 +276,8 @@ absl::StatusOr<std::vector<BenchRequest>> MakeRequests(const Settings& s) {
     return MakeRandomRequests({.num_prompts = s.num_prompts,
                                .input_len = s.input_len,
                                .output_len = s.output_len,
+                               .prefix_len = s.prefix_len,
+                               .range_ratio = s.range_ratio,
                                .as_text = s.endpoint == kChatCompletions,
                                .seed = s.seed},
                               tokenizer);

@@ -103,37 +103,70 @@ class ShareGptReader : public nlohmann::json_sax<Json> {
   bool has_prompt_ = false, has_completion_ = false;
 };
 
+// Exactly `length` ids of random lowercase words, tokenized by the server.
+absl::StatusOr<std::vector<int32_t>> RandomWordIds(int64_t length, std::mt19937_64& rng,
+                                                   const ServerTokenizer& tokenizer) {
+  std::uniform_int_distribution<int> letter('a', 'z');
+  std::uniform_int_distribution<int> word_len(2, 8);
+  std::string text;
+  std::vector<int32_t> ids;
+  for (int round = 0; static_cast<int64_t>(ids.size()) < length; ++round) {
+    if (round == 8) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("/tokenize gave ", ids.size(), " tokens for ", text.size(),
+                       " bytes of words; cannot make a prompt of ", length, " tokens"));
+    }
+    for (int64_t w = 0; w < length; ++w) {
+      if (!text.empty()) text.push_back(' ');
+      for (int c = word_len(rng); c > 0; --c) text.push_back(static_cast<char>(letter(rng)));
+    }
+    HR_ASSIGN_OR_RETURN(ids, tokenizer.tokenize(text, /*add_special_tokens=*/false));
+  }
+  ids.resize(static_cast<size_t>(length));
+  return ids;
+}
+
+// vLLM's length range: [floor(len x (1 - ratio)), ceil(len x (1 + ratio))], at least `floor`.
+std::uniform_int_distribution<int64_t> LengthRange(int64_t length, double ratio, int64_t floor) {
+  const auto len = static_cast<double>(length);
+  return std::uniform_int_distribution<int64_t>(
+      std::max(floor, static_cast<int64_t>(std::floor(len * (1 - ratio)))),
+      std::max(floor, static_cast<int64_t>(std::ceil(len * (1 + ratio)))));
+}
+
 }  // namespace
 
 absl::StatusOr<std::vector<BenchRequest>> MakeRandomRequests(const RandomDataset& dataset,
                                                              const ServerTokenizer& tokenizer) {
   std::mt19937_64 rng(dataset.seed);
-  std::uniform_int_distribution<int> letter('a', 'z');
-  std::uniform_int_distribution<int> word_len(2, 8);
-  std::vector<BenchRequest> requests;
+  // The lengths first, as vLLM draws them; then the shared prefix; then each prompt's words.
+  std::uniform_int_distribution<int64_t> input_len =
+      LengthRange(dataset.input_len, dataset.range_ratio, 0);
+  std::uniform_int_distribution<int64_t> output_len =
+      LengthRange(dataset.output_len, dataset.range_ratio, 1);
+  std::vector<std::pair<int64_t, int64_t>> lengths;
   for (int64_t p = 0; p < dataset.num_prompts; ++p) {
-    std::string text;
-    std::vector<int32_t> ids;
-    for (int round = 0; static_cast<int64_t>(ids.size()) < dataset.input_len; ++round) {
-      if (round == 8) {
-        return absl::FailedPreconditionError(absl::StrCat(
-            "/tokenize gave ", ids.size(), " tokens for ", text.size(),
-            " bytes of words; cannot make a prompt of ", dataset.input_len, " tokens"));
-      }
-      for (int64_t w = 0; w < dataset.input_len; ++w) {
-        if (!text.empty()) text.push_back(' ');
-        for (int c = word_len(rng); c > 0; --c) text.push_back(static_cast<char>(letter(rng)));
-      }
-      HR_ASSIGN_OR_RETURN(ids, tokenizer.tokenize(text, /*add_special_tokens=*/false));
+    const int64_t in = input_len(rng);
+    lengths.emplace_back(in, output_len(rng));
+  }
+  std::vector<int32_t> prefix;
+  if (dataset.prefix_len > 0) {
+    HR_ASSIGN_OR_RETURN(prefix, RandomWordIds(dataset.prefix_len, rng, tokenizer));
+  }
+  std::vector<BenchRequest> requests;
+  for (const auto& [in, out] : lengths) {
+    std::vector<int32_t> ids = prefix;
+    if (in > 0) {
+      HR_ASSIGN_OR_RETURN(const std::vector<int32_t> words, RandomWordIds(in, rng, tokenizer));
+      ids.insert(ids.end(), words.begin(), words.end());
     }
-    ids.resize(static_cast<size_t>(dataset.input_len));
     BenchRequest& r = requests.emplace_back();
     if (dataset.as_text) {
       HR_ASSIGN_OR_RETURN(r.text, tokenizer.detokenize(ids));
     }
+    r.prompt_len = static_cast<int64_t>(ids.size());
     r.ids = std::move(ids);
-    r.prompt_len = dataset.input_len;
-    r.output_len = dataset.output_len;
+    r.output_len = out;
   }
   return requests;
 }

@@ -4,7 +4,9 @@
 // Datasets:
 //   random    prompts of exactly --random-input-len tokens: random lowercase words tokenized by
 //             the server, cut to length (sent as ids; as text, decoded by the server, to a chat
-//             endpoint), each asking for --random-output-len tokens.
+//             endpoint), each asking for --random-output-len tokens; with vLLM's
+//             --random-prefix-len, a prefix of that many tokens shared by every prompt comes
+//             first, and with --random-range-ratio both lengths vary around their flags.
 //   sharegpt  a ShareGPT JSON file (a list of {"conversations": [{"from", "value"}, ...]}): each
 //             conversation of two or more turns gives its first turn as the prompt and asks for
 //             as many tokens as the server's tokenizer counts in its second (or
@@ -45,8 +47,14 @@ struct ServerTokenizer {
 
 struct RandomDataset {
   int64_t num_prompts = 0;
+  // Each prompt: prefix_len ids shared by every prompt (--random-prefix-len, for prefix-cache
+  // runs), then its own random ids, as many as drawn uniformly from [floor(input_len x (1 -
+  // range_ratio)), ceil(input_len x (1 + range_ratio))]; it asks for a number of tokens drawn the
+  // same way around output_len, at least 1 (--random-range-ratio in [0, 1); vLLM's ranges).
   int64_t input_len = 0;
   int64_t output_len = 0;
+  int64_t prefix_len = 0;
+  double range_ratio = 0;
   bool as_text = false;  // also decode each prompt to text (for a chat endpoint)
   uint64_t seed = 0;
 };

@@ -281,6 +281,59 @@ TEST(RandomDatasetTest, PromptsHaveExactlyTheInputLengthAndTheirDecodedText) {
   EXPECT_NE((*requests)[0].ids, (*requests)[1].ids);
 }
 
+// vLLM's --random-prefix-len and --random-range-ratio: every prompt starts with the same prefix
+// ids, its own part and its output length are drawn from [floor(len x 0.5), ceil(len x 1.5)]
+// (both ends reached over 300 prompts), and the own parts differ.
+TEST(RandomDatasetTest, APrefixSharedByEveryPromptAndLengthsInVllmsRanges) {
+  ServerTokenizer bytes;
+  bytes.tokenize = [](const std::string& text, bool) -> absl::StatusOr<std::vector<int32_t>> {
+    return std::vector<int32_t>(text.begin(), text.end());
+  };
+  const absl::StatusOr<std::vector<BenchRequest>> requests = MakeRandomRequests({.num_prompts = 300,
+                                                                                 .input_len = 20,
+                                                                                 .output_len = 9,
+                                                                                 .prefix_len = 7,
+                                                                                 .range_ratio = 0.5,
+                                                                                 .seed = 11},
+                                                                                bytes);
+  ASSERT_TRUE(requests.ok()) << requests.status();
+  ASSERT_EQ(requests->size(), 300u);
+  const std::vector<int32_t> prefix((*requests)[0].ids.begin(), (*requests)[0].ids.begin() + 7);
+  std::set<int64_t> own_lens;
+  std::set<int64_t> output_lens;
+  std::set<std::vector<int32_t>> own_parts;
+  for (const BenchRequest& r : *requests) {
+    ASSERT_EQ(static_cast<int64_t>(r.ids.size()), r.prompt_len);
+    EXPECT_EQ(std::vector<int32_t>(r.ids.begin(), r.ids.begin() + 7), prefix);
+    own_lens.insert(r.prompt_len - 7);
+    output_lens.insert(r.output_len);
+    own_parts.insert(std::vector<int32_t>(r.ids.begin() + 7, r.ids.end()));
+  }
+  EXPECT_EQ(*own_lens.begin(), 10);
+  EXPECT_EQ(*own_lens.rbegin(), 30);
+  EXPECT_EQ(*output_lens.begin(), 4);    // floor(9 x 0.5)
+  EXPECT_EQ(*output_lens.rbegin(), 14);  // ceil(9 x 1.5)
+  EXPECT_EQ(own_parts.size(), 300u);
+
+  // A ratio that could ask for 0 tokens asks for at least 1; an own part may be empty when a
+  // prefix is there.
+  const absl::StatusOr<std::vector<BenchRequest>> tiny = MakeRandomRequests({.num_prompts = 50,
+                                                                             .input_len = 1,
+                                                                             .output_len = 1,
+                                                                             .prefix_len = 3,
+                                                                             .range_ratio = 0.9,
+                                                                             .seed = 2},
+                                                                            bytes);
+  ASSERT_TRUE(tiny.ok()) << tiny.status();
+  std::set<int64_t> tiny_lens;
+  for (const BenchRequest& r : *tiny) {
+    EXPECT_GE(r.output_len, 1);
+    EXPECT_LE(r.output_len, 2);
+    tiny_lens.insert(r.prompt_len);
+  }
+  EXPECT_EQ(tiny_lens, (std::set<int64_t>{3, 4, 5}));
+}
+
 TEST(ArrivalTest, InfiniteRateSendsEverythingAtOnce) {
   EXPECT_EQ(ArrivalOffsets(4, kInf, 1, 0), std::vector<double>(4, 0.0));
   EXPECT_TRUE(ArrivalOffsets(0, 2, 1, 0).empty());

@@ -110,6 +110,32 @@ TEST_F(BenchServeE2eTest, CountsEveryTokenOfEveryRequest) {
   EXPECT_TRUE(r["request_goodput"].is_null());
 }
 
+// vLLM's --random-prefix-len and --random-range-ratio: every prompt is the 16-token prefix plus
+// 10 to 30 tokens of its own, asks for 4 to 12, and gets them (--ignore-eos).
+TEST_F(BenchServeE2eTest, RandomPrefixAndRangeRatioShapeThePrompts) {
+  const BenchRun run =
+      Run({"--num-prompts", "40", "--random-input-len", "20", "--random-output-len", "8",
+           "--random-prefix-len", "16", "--random-range-ratio", "0.5", "--ignore-eos",
+           "--max-concurrency", "8"});
+  ASSERT_EQ(run.exit_status, 0) << (run.result.is_object() ? run.result["errors"].dump() : "");
+  const Json& r = run.result;
+  ASSERT_EQ(r["completed"], 40);
+  std::set<int64_t> inputs;
+  std::set<int64_t> outputs;
+  for (size_t i = 0; i < 40; ++i) {
+    const auto in = r["input_lens"][i].get<int64_t>();
+    const auto out = r["output_lens"][i].get<int64_t>();
+    EXPECT_GE(in, 16 + 10);
+    EXPECT_LE(in, 16 + 30);
+    EXPECT_GE(out, 4);
+    EXPECT_LE(out, 12);
+    inputs.insert(in);
+    outputs.insert(out);
+  }
+  EXPECT_GT(inputs.size(), 5u) << "the input lengths vary";
+  EXPECT_GT(outputs.size(), 3u) << "the output lengths vary";
+}
+
 // A ShareGPT file: only the conversations vLLM's filter passes are sent (a prompt over 1024
 // tokens would also be over the workers' max_model_len 256 and fail), each asking for as many
 // tokens as the router counts in its reply; with more prompts than pass, samples repeat, and
@@ -264,6 +290,9 @@ TEST_F(BenchServeE2eTest, ReportsRefusedRequestsAndRefusesBadFlags) {
            {"--backend", "openai-embeddings", "--endpoint", "/v1/completions"},
            {"--backend", "tgi"},
            {"--goodput", "itl:5"},
+           {"--random-range-ratio", "1"},
+           {"--random-prefix-len", "-1"},
+           {"--random-input-len", "1", "--random-range-ratio", "0.5"},
            {"--percentile-metrics", "ttft,latency"}}) {
     const BenchRun run = Run(flags);
     EXPECT_EQ(run.exit_status, 2) << flags[0] << " " << flags[1];
