@@ -38,6 +38,18 @@ ServerTokenizer WordTokenizer() {
   return t;
 }
 
+// One id per byte, and back.
+ServerTokenizer ByteTokenizer() {
+  ServerTokenizer t;
+  t.tokenize = [](const std::string& text, bool) -> absl::StatusOr<std::vector<int32_t>> {
+    return std::vector<int32_t>(text.begin(), text.end());
+  };
+  t.detokenize = [](const std::vector<int32_t>& ids) -> absl::StatusOr<std::string> {
+    return std::string(ids.begin(), ids.end());
+  };
+  return t;
+}
+
 std::string Words(int n) {
   std::string out;
   for (int i = 0; i < n; ++i) out += "w ";
@@ -261,13 +273,7 @@ TEST(ShareGptTest, SendsWhatVllmSendsForTheSameSeed) {
 // Random prompts: exactly input_len ids, and their text (for a chat endpoint) is what the server
 // decodes them to.
 TEST(RandomDatasetTest, PromptsHaveExactlyTheInputLengthAndTheirDecodedText) {
-  ServerTokenizer bytes;
-  bytes.tokenize = [](const std::string& text, bool) -> absl::StatusOr<std::vector<int32_t>> {
-    return std::vector<int32_t>(text.begin(), text.end());
-  };
-  bytes.detokenize = [](const std::vector<int32_t>& ids) -> absl::StatusOr<std::string> {
-    return std::string(ids.begin(), ids.end());
-  };
+  const ServerTokenizer bytes = ByteTokenizer();
   const absl::StatusOr<std::vector<BenchRequest>> requests = MakeRandomRequests(
       {.num_prompts = 5, .input_len = 33, .output_len = 9, .as_text = true, .seed = 4}, bytes);
   ASSERT_TRUE(requests.ok()) << requests.status();
@@ -285,10 +291,7 @@ TEST(RandomDatasetTest, PromptsHaveExactlyTheInputLengthAndTheirDecodedText) {
 // ids, its own part and its output length are drawn from [floor(len x 0.5), ceil(len x 1.5)]
 // (both ends reached over 300 prompts), and the own parts differ.
 TEST(RandomDatasetTest, APrefixSharedByEveryPromptAndLengthsInVllmsRanges) {
-  ServerTokenizer bytes;
-  bytes.tokenize = [](const std::string& text, bool) -> absl::StatusOr<std::vector<int32_t>> {
-    return std::vector<int32_t>(text.begin(), text.end());
-  };
+  const ServerTokenizer bytes = ByteTokenizer();
   const absl::StatusOr<std::vector<BenchRequest>> requests = MakeRandomRequests({.num_prompts = 300,
                                                                                  .input_len = 20,
                                                                                  .output_len = 9,

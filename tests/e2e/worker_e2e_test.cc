@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
@@ -166,6 +167,51 @@ class WorkerE2eTest : public ::testing::Test {
   std::unique_ptr<grpc::health::v1::Health::Stub> health_;
 };
 
+// What the engine in this process streams for one greedy request on `fixture`: the reference the
+// worker process must reproduce.
+StreamResult InProcessGreedy(const testdata::FixtureModel& fixture, const EngineOptions& options,
+                             const std::vector<int32_t>& prompt, int32_t max_tokens,
+                             bool ignore_eos) {
+  StreamResult out;
+  CpuBackend backend(1);
+  absl::StatusOr<std::unique_ptr<Engine>> engine =
+      Engine::Create(fixture.config, fixture.weights, options, &backend);
+  EXPECT_TRUE(engine.ok()) << engine.status();
+  if (!engine.ok()) return out;
+  Request request;
+  request.id = RequestId{1};
+  request.prompt = prompt;
+  request.sampling.temperature = 0.0f;
+  request.sampling.max_tokens = max_tokens;
+  request.sampling.ignore_eos = ignore_eos;
+  EXPECT_TRUE((*engine)->AddRequest(request).ok());
+  while ((*engine)->HasWork()) {
+    absl::StatusOr<std::vector<StepToken>> step = (*engine)->Step();
+    EXPECT_TRUE(step.ok()) << step.status();
+    if (!step.ok()) break;
+    for (const StepToken& t : *step) {
+      out.tokens.push_back(t.token);
+      out.logprobs.push_back(t.logprob);
+      out.finish =
+          t.finish == FinishReason::kStop ? v1::FINISH_REASON_STOP : v1::FINISH_REASON_LENGTH;
+    }
+  }
+  out.completion_tokens = static_cast<int32_t>(out.tokens.size());
+  return out;
+}
+
+// The worker's stream is the reference's: the same tokens, logprobs within 1e-4.
+void ExpectSameStream(const StreamResult& result, const StreamResult& expected) {
+  ASSERT_TRUE(result.status.ok()) << result.status.error_message();
+  EXPECT_EQ(result.tokens, expected.tokens);
+  ASSERT_EQ(result.logprobs.size(), expected.logprobs.size());
+  for (size_t i = 0; i < expected.logprobs.size(); ++i) {
+    EXPECT_NEAR(result.logprobs[i], expected.logprobs[i], 1e-4) << "token " << i;
+  }
+  EXPECT_EQ(result.finish, expected.finish);
+  EXPECT_EQ(result.completion_tokens, expected.completion_tokens);
+}
+
 TEST_F(WorkerE2eTest, SubmitStreamsTheSameGreedyTokensAsAnInProcessEngine) {
   WorkerProcess worker(FixtureFlags());
   Connect(worker);
@@ -173,50 +219,20 @@ TEST_F(WorkerE2eTest, SubmitStreamsTheSameGreedyTokensAsAnInProcessEngine) {
   constexpr int32_t kMaxTokens = 40;
 
   // The reference: the engine in this process, same fixture, same options.
-  const testdata::FixtureModel& fixture = testdata::LoadFixtureModel("llama-gqa");
-  CpuBackend backend(1);
-  absl::StatusOr<std::unique_ptr<Engine>> engine = Engine::Create(fixture.config, fixture.weights,
-                                                                  {.max_num_seqs = 4,
-                                                                   .max_num_batched_tokens = 256,
-                                                                   .max_model_len = 256,
-                                                                   .block_size = 16,
-                                                                   .num_kv_blocks = 64,
-                                                                   .eos_token_id = 2},
-                                                                  &backend);
-  ASSERT_TRUE(engine.ok()) << engine.status();
-  Request request;
-  request.id = RequestId{1};
-  request.prompt = prompt;
-  request.sampling.temperature = 0.0f;
-  request.sampling.max_tokens = kMaxTokens;
-  ASSERT_TRUE((*engine)->AddRequest(request).ok());
-  std::vector<int32_t> expected;
-  std::vector<float> expected_logprobs;
-  FinishReason expected_finish = FinishReason::kNone;
-  while ((*engine)->HasWork()) {
-    absl::StatusOr<std::vector<StepToken>> step = (*engine)->Step();
-    ASSERT_TRUE(step.ok()) << step.status();
-    for (const StepToken& t : *step) {
-      expected.push_back(t.token);
-      expected_logprobs.push_back(t.logprob);
-      expected_finish = t.finish;
-    }
-  }
-
-  ASSERT_GE(expected.size(), 10u) << "the reference stopped early; pick a prompt that runs longer";
+  const StreamResult expected = InProcessGreedy(testdata::LoadFixtureModel("llama-gqa"),
+                                                {.max_num_seqs = 4,
+                                                 .max_num_batched_tokens = 256,
+                                                 .max_model_len = 256,
+                                                 .block_size = 16,
+                                                 .num_kv_blocks = 64,
+                                                 .eos_token_id = 2},
+                                                prompt, kMaxTokens, /*ignore_eos=*/false);
+  ASSERT_GE(expected.tokens.size(), 10u)
+      << "the reference stopped early; pick a prompt that runs longer";
 
   auto context = Context();
   auto reader = stub_->Submit(context.get(), MakeSubmit(1, prompt, kMaxTokens));
-  const StreamResult result = ReadAll(*reader);
-  ASSERT_TRUE(result.status.ok()) << result.status.error_message();
-  EXPECT_EQ(result.tokens, expected);
-  ASSERT_EQ(result.logprobs.size(), expected_logprobs.size());
-  for (size_t i = 0; i < expected_logprobs.size(); ++i) {
-    EXPECT_NEAR(result.logprobs[i], expected_logprobs[i], 1e-4) << "token " << i;
-  }
-  EXPECT_EQ(result.finish, expected_finish == FinishReason::kStop ? v1::FINISH_REASON_STOP
-                                                                  : v1::FINISH_REASON_LENGTH);
-  EXPECT_EQ(result.completion_tokens, static_cast<int32_t>(expected.size()));
+  ExpectSameStream(ReadAll(*reader), expected);
 }
 
 // generation_config.json's eos_token_id list (Llama-3.1's <|eom_id|>, Qwen2.5's <|endoftext|>)
@@ -335,22 +351,11 @@ TEST_F(WorkerE2eTest, HfOverridesGiveTheModelItsYarnContextAndNumbers) {
   config["rope_scaling"] = nullptr;
   std::ofstream(model / "config.json") << config.dump();
   const auto flags = [&model](std::vector<std::string> extra) {
-    std::vector<std::string> f = {"--model",
-                                  model.string(),
-                                  "--port",
-                                  "0",
-                                  "--metrics-port",
-                                  "-1",
-                                  "--num-gpu-blocks-override",
-                                  "64",
-                                  "--block-size",
-                                  "16",
-                                  "--max-num-seqs",
-                                  "4",
-                                  "--max-num-batched-tokens",
-                                  "256",
-                                  "--threads",
-                                  "1"};
+    // The fixture worker's flags on the copy, without --max-model-len: the model's context sets it.
+    std::vector<std::string> f = FixtureFlags();
+    SetFlag(f, "--model", model.string());
+    const auto at = std::find(f.begin(), f.end(), "--max-model-len");
+    f.erase(at, at + 2);
     f.insert(f.end(), extra.begin(), extra.end());
     return f;
   };
@@ -371,35 +376,15 @@ TEST_F(WorkerE2eTest, HfOverridesGiveTheModelItsYarnContextAndNumbers) {
   WorkerProcess worker(flags({"--hf-overrides", overrides}));
   EXPECT_EQ(first_report(worker).max_model_len(), 256);
 
-  const testdata::FixtureModel& fixture = testdata::LoadFixtureModel("qwen2-yarn");
   std::ifstream in(testdata::FixtureDir("qwen2-yarn") / "expected.json");
   const std::vector<int32_t> prompt =
       nlohmann::json::parse(in)["prompts"][3]["ids"].get<std::vector<int32_t>>();
   ASSERT_EQ(prompt.size(), 61u);
-  CpuBackend backend(1);
-  absl::StatusOr<std::unique_ptr<Engine>> engine = Engine::Create(
-      fixture.config, fixture.weights,
+  const StreamResult expected = InProcessGreedy(
+      testdata::LoadFixtureModel("qwen2-yarn"),
       {.max_num_seqs = 4, .max_num_batched_tokens = 256, .block_size = 16, .num_kv_blocks = 64},
-      &backend);
-  ASSERT_TRUE(engine.ok()) << engine.status();
-  Request request;
-  request.id = RequestId{1};
-  request.prompt = prompt;
-  request.sampling.temperature = 0.0f;
-  request.sampling.max_tokens = 32;
-  request.sampling.ignore_eos = true;
-  ASSERT_TRUE((*engine)->AddRequest(request).ok());
-  std::vector<int32_t> expected;
-  std::vector<float> expected_logprobs;
-  while ((*engine)->HasWork()) {
-    absl::StatusOr<std::vector<StepToken>> step = (*engine)->Step();
-    ASSERT_TRUE(step.ok()) << step.status();
-    for (const StepToken& t : *step) {
-      expected.push_back(t.token);
-      expected_logprobs.push_back(t.logprob);
-    }
-  }
-  ASSERT_EQ(expected.size(), 32u);
+      prompt, 32, /*ignore_eos=*/true);
+  ASSERT_EQ(expected.tokens.size(), 32u);
 
   v1::SubmitRequest submit = MakeSubmit(1, prompt, 32);
   submit.mutable_sampling()->set_ignore_eos(true);
@@ -407,12 +392,7 @@ TEST_F(WorkerE2eTest, HfOverridesGiveTheModelItsYarnContextAndNumbers) {
   auto reader = stub_->Submit(context.get(), submit);
   const StreamResult result = ReadAll(*reader);
   std::filesystem::remove_all(model);
-  ASSERT_TRUE(result.status.ok()) << result.status.error_message();
-  EXPECT_EQ(result.tokens, expected);
-  ASSERT_EQ(result.logprobs.size(), expected_logprobs.size());
-  for (size_t i = 0; i < expected_logprobs.size(); ++i) {
-    EXPECT_NEAR(result.logprobs[i], expected_logprobs[i], 1e-4) << "token " << i;
-  }
+  ExpectSameStream(result, expected);
 }
 
 TEST_F(WorkerE2eTest, HealthIsServingAndFirstLoadReportMatchesTheFlags) {
