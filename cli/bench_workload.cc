@@ -146,7 +146,7 @@ absl::StatusOr<std::vector<BenchRequest>> MakeRandomRequests(const RandomDataset
       LengthRange(dataset.output_len, dataset.range_ratio, 1);
   std::vector<std::pair<int64_t, int64_t>> lengths;
   for (int64_t p = 0; p < dataset.num_prompts; ++p) {
-    const int64_t in = input_len(rng);
+    const int64_t in = input_len(rng);  // drawn before the output length, in this order
     lengths.emplace_back(in, output_len(rng));
   }
   std::vector<int32_t> prefix;

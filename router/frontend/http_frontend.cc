@@ -264,7 +264,7 @@ void HttpFrontend::Generate(const http::HttpRequest& request, bool chat,
       choices[j].mutable_token_ids()->mutable_ids()->Assign(ids->begin(), ids->end());
     }
   }
-  StartGeneration(*parsed, std::move(choices), chat ? "chatcmpl-" : "cmpl-", std::move(writer));
+  StartGeneration(*parsed, std::move(choices), std::move(writer));
 }
 
 void HttpFrontend::Embed(const http::HttpRequest& request,
@@ -298,15 +298,11 @@ void HttpFrontend::Embed(const http::HttpRequest& request,
     }
     choice.mutable_token_ids()->mutable_ids()->Assign(ids->begin(), ids->end());
   }
-  const char* id_prefix = parsed->endpoint == openai::Endpoint::kEmbeddings ? "embd-"
-                          : parsed->endpoint == openai::Endpoint::kScore    ? "score-"
-                                                                            : "rerank-";
-  StartGeneration(*parsed, std::move(choices), id_prefix, std::move(writer));
+  StartGeneration(*parsed, std::move(choices), std::move(writer));
 }
 
 void HttpFrontend::StartGeneration(const openai::ParsedRequest& parsed,
                                    std::vector<v1::GenerateRequest> choices,
-                                   std::string_view id_prefix,
                                    std::shared_ptr<http::ResponseWriter> writer) {
   std::string model = parsed.generate.model();
   if (model.empty()) model = options_.model_name();
@@ -325,7 +321,7 @@ void HttpFrontend::StartGeneration(const openai::ParsedRequest& parsed,
     }
     ++open_calls_;
   }
-  const std::string id = absl::StrCat(std::string(id_prefix), RandomHex());
+  const std::string id = absl::StrCat(openai::ResponseIdPrefix(parsed.endpoint), "-", RandomHex());
   auto generation = std::make_shared<Generation>(
       GenerationHooks{.stub = stub_.get(),
                       .tokenizer = options_.tokenizer,

@@ -115,9 +115,9 @@ class HttpFrontend {
   // /v1/embeddings, /score and /rerank: every text is an embedding call (text tokenized here).
   void Embed(const http::HttpRequest& request, std::shared_ptr<http::ResponseWriter> writer);
   // Runs `choices` (ChoiceRequest of each choice of `parsed`) as one Generation answering
-  // `writer`; its response id is `id_prefix` + random hex.
+  // `writer`; its response id is the endpoint's ResponseIdPrefix, "-" and random hex.
   void StartGeneration(const openai::ParsedRequest& parsed,
-                       std::vector<v1::GenerateRequest> choices, std::string_view id_prefix,
+                       std::vector<v1::GenerateRequest> choices,
                        std::shared_ptr<http::ResponseWriter> writer);
   void Tokenize(const http::HttpRequest& request, http::ResponseWriter& writer);
   // A chat request's prompt: its messages rendered by the chat template (the text to `rendered`

@@ -4,7 +4,6 @@
 #include <span>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
 #include "router/openai/embedding_response.h"
 #include "router/openai/tool_parser.h"
 #include "router/tokenizer/string_util.h"
@@ -45,25 +44,20 @@ const char* ObjectName(Endpoint endpoint, bool chunk) {
 
 }  // namespace
 
-std::string MakeResponseId(Endpoint endpoint, uint64_t unique) {
-  const char* prefix = "cmpl";
+const char* ResponseIdPrefix(Endpoint endpoint) {
   switch (endpoint) {
     case Endpoint::kChat:
-      prefix = "chatcmpl";
-      break;
+      return "chatcmpl";
     case Endpoint::kEmbeddings:
-      prefix = "embd";
-      break;
+      return "embd";
     case Endpoint::kScore:
-      prefix = "score";
-      break;
+      return "score";
     case Endpoint::kRerank:
-      prefix = "rerank";
-      break;
+      return "rerank";
     case Endpoint::kCompletions:
       break;
   }
-  return absl::StrFormat("%s-%016x", prefix, unique);
+  return "cmpl";
 }
 
 ResponseBuilder::ResponseBuilder(const ParsedRequest& request, std::string id, int64_t created,

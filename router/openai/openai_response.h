@@ -21,17 +21,17 @@
 
 namespace headroom::router::openai {
 
-// "cmpl-<16 hex digits>" / "chatcmpl-<16 hex digits>" / "embd-<16 hex digits>" from a unique
-// number.
-std::string MakeResponseId(Endpoint endpoint, uint64_t unique);
+// What a response id of `endpoint` starts with, as vLLM names them: "cmpl", "chatcmpl", "embd",
+// "score" or "rerank" (the id is the prefix, "-" and a unique part).
+const char* ResponseIdPrefix(Endpoint endpoint);
 
 // One per request; not thread-safe. Feed either StreamEvents (stream = true) or Accumulate, each
 // message with the choice it belongs to (ChoiceCount(request) choices; their messages may
 // interleave in any order).
 class ResponseBuilder {
  public:
-  // `id` is the whole response id (MakeResponseId); `model` the served model id reported back;
-  // `tokenizer` turns logprob token ids into strings (null: "token_id:<id>").
+  // `id` is the whole response id (ResponseIdPrefix, "-", a unique part); `model` the served model
+  // id reported back; `tokenizer` turns logprob token ids into strings (null: "token_id:<id>").
   ResponseBuilder(const ParsedRequest& request, std::string id, int64_t created, std::string model,
                   const Tokenizer* tokenizer);
 

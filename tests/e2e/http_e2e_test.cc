@@ -83,6 +83,8 @@ std::string StreamedText(const HttpResponse& response, bool chat, std::string* f
   for (size_t i = 0; i + 1 < events.size(); ++i) {
     const Json chunk = Json::parse(events[i]);
     EXPECT_EQ(chunk["object"], chat ? "chat.completion.chunk" : "text_completion") << events[i];
+    EXPECT_EQ(chunk["id"].get<std::string>().rfind(chat ? "chatcmpl-" : "cmpl-", 0), 0u)
+        << events[i];
     if (chunk["choices"].empty()) continue;
     const Json& choice = chunk["choices"][0];
     if (chat) {
@@ -142,6 +144,7 @@ TEST_F(HttpE2eTest, CompletionsStreamingAndNotEqualGrpcGenerate) {
   ASSERT_EQ(whole.status, 200) << whole.body;
   const Json body = Json::parse(whole.body);
   EXPECT_EQ(body["object"], "text_completion");
+  EXPECT_EQ(body["id"].get<std::string>().rfind("cmpl-", 0), 0u) << body["id"];
   EXPECT_EQ(body["model"], ModelId());
   EXPECT_EQ(body["choices"][0]["text"], expected);
   EXPECT_EQ(body["choices"][0]["finish_reason"], "length");
@@ -715,6 +718,7 @@ TEST_F(HttpE2eTest, ChatEqualsCompletionOfTheChatMlRenderedPrompt) {
   ASSERT_EQ(whole.status, 200) << whole.body;
   const Json body = Json::parse(whole.body);
   EXPECT_EQ(body["object"], "chat.completion");
+  EXPECT_EQ(body["id"].get<std::string>().rfind("chatcmpl-", 0), 0u) << body["id"];
   EXPECT_EQ(body["choices"][0]["message"]["role"], "assistant");
   EXPECT_EQ(body["choices"][0]["message"]["content"], expected);
   EXPECT_EQ(body["usage"]["prompt_tokens"], static_cast<int>(rendered.size()));

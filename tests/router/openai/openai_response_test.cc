@@ -501,9 +501,13 @@ TEST_F(ResponseBuilderTest, PromptLogprobsInVllmsShape) {
   }
 }
 
-TEST(OpenAiResponseTest, MakeResponseId) {
-  EXPECT_EQ(MakeResponseId(Endpoint::kChat, 255), "chatcmpl-00000000000000ff");
-  EXPECT_EQ(MakeResponseId(Endpoint::kCompletions, 1), "cmpl-0000000000000001");
+// vLLM's id prefixes.
+TEST(OpenAiResponseTest, ResponseIdPrefixes) {
+  EXPECT_STREQ(ResponseIdPrefix(Endpoint::kChat), "chatcmpl");
+  EXPECT_STREQ(ResponseIdPrefix(Endpoint::kCompletions), "cmpl");
+  EXPECT_STREQ(ResponseIdPrefix(Endpoint::kEmbeddings), "embd");
+  EXPECT_STREQ(ResponseIdPrefix(Endpoint::kScore), "score");
+  EXPECT_STREQ(ResponseIdPrefix(Endpoint::kRerank), "rerank");
 }
 
 TEST(OpenAiResponseTest, ErrorBodies) {
@@ -604,7 +608,7 @@ TEST(EmbeddingResponseTest, BuilderFoldsEachInput) {
   absl::StatusOr<ParsedRequest> parsed =
       ParseEmbeddingRequest(R"({"input": ["a", "bc"], "encoding_format": "float"})");
   ASSERT_TRUE(parsed.ok()) << parsed.status();
-  ResponseBuilder builder(*parsed, MakeResponseId(Endpoint::kEmbeddings, 255), 9, "m", nullptr);
+  ResponseBuilder builder(*parsed, "embd-00000000000000ff", 9, "m", nullptr);
   for (int32_t i : {1, 0}) {
     v1::GenerateResponse message;
     message.add_embedding(static_cast<float>(i));
@@ -661,7 +665,7 @@ TEST(EmbeddingResponseTest, ScoreBuilderComparesTheNamedPairs) {
   absl::StatusOr<ParsedRequest> parsed =
       ParseScoreRequest(R"({"text_1": "q", "text_2": ["x", "y"]})");
   ASSERT_TRUE(parsed.ok()) << parsed.status();
-  ResponseBuilder builder(*parsed, MakeResponseId(Endpoint::kScore, 1), 9, "m", nullptr);
+  ResponseBuilder builder(*parsed, "score-1", 9, "m", nullptr);
   const std::vector<std::vector<float>> vectors = {{1, 2, 3}, {4, -5, 6}, {2, 4, 6}};
   for (int32_t i = 0; i < 3; ++i) {
     v1::GenerateResponse message;
