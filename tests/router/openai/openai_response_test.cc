@@ -676,7 +676,7 @@ TEST(EmbeddingResponseTest, ScoreBuilderComparesTheNamedPairs) {
     builder.Accumulate(i, message);
   }
   const Json body = Json::parse(builder.Body());
-  EXPECT_EQ(body["id"], "score-0000000000000001");
+  EXPECT_EQ(body["id"], "score-1");
   ASSERT_EQ(body["data"].size(), 2u);
   EXPECT_NEAR(body["data"][0]["score"].get<double>(), 0.36548694232390355, 1e-12);
   EXPECT_NEAR(body["data"][1]["score"].get<double>(), 1.0, 1e-12);
