@@ -284,7 +284,14 @@ std::string ResponseBuilder::StreamEvents(int32_t index, const v1::GenerateRespo
       logprobs_ && (message.logprobs_size() > 0 || message.prompt_logprobs_size() > 0);
   const bool first_chat = endpoint_ == Endpoint::kChat && !state.role_sent;
   const std::string* echo = state.echoed ? nullptr : EchoPrompt(index);
-  if (!has_text && !has_reasoning && !has_logprobs && !final && !first_chat && echo == nullptr) {
+  // Tokens whose text is still held back (part of a UTF-8 character, a possible stop string, a
+  // special token) still make a chunk with empty text, as in vLLM: clients and `bench serve`
+  // time tokens by chunks. Where a parser reads the text, it alone decides what goes out.
+  const bool parsed = reasoning_parser_.has_value() ||
+                      (endpoint_ == Endpoint::kChat && (CallsTools() || ReadsToolCalls()));
+  const bool bare_tokens = !has_text && message.token_ids_size() > 0 && !parsed;
+  if (!has_text && !has_reasoning && !has_logprobs && !final && !first_chat && echo == nullptr &&
+      !bare_tokens) {
     return "";
   }
 
@@ -335,7 +342,7 @@ std::string ResponseBuilder::StreamEvents(int32_t index, const v1::GenerateRespo
   } else if (endpoint_ == Endpoint::kChat) {
     Json delta = Json::object();
     if (first_chat) delta["role"] = "assistant";
-    if (first_chat || has_text || (has_logprobs && !has_reasoning)) {
+    if (first_chat || has_text || (has_logprobs && !has_reasoning) || bare_tokens) {
       delta["content"] = message.text();
     }
     choice["delta"] = std::move(delta);

@@ -282,6 +282,56 @@ TEST_F(HttpE2eTest, ContinuousUsageCountsEachChoicesTokensSoFar) {
   EXPECT_EQ(usage["usage"]["completion_tokens"], 24);
 }
 
+// Tokens whose text is held back still make chunks, as in vLLM: here every "a" may begin the stop
+// string, so the text waits for the end, yet each chunk with a choice brings its tokens (its
+// usage grows) with empty text. The first token is always a message of its own (the worker
+// writes it at once), so the first chunk holds exactly it.
+TEST_F(HttpE2eTest, HeldBackTextStillStreamsAChunkPerMessage) {
+  const Json request = {
+      {"prompt", "Hello world"},
+      {"max_tokens", 6},
+      {"temperature", 0},
+      {"logit_bias", {{std::to_string('a'), 100}}},
+      {"stop", {"aaaaaaaaaa"}},
+      {"stream", true},
+      {"stream_options", {{"include_usage", true}, {"continuous_usage_stats", true}}}};
+  const HttpResponse streamed = cluster_->Post("/v1/completions", request.dump());
+  ASSERT_EQ(streamed.status, 200) << streamed.body;
+  const std::vector<std::string> events = streamed.Events();
+  ASSERT_GE(events.size(), 4u) << streamed.body;  // >= 2 chunks, the usage, [DONE]
+  std::string text;
+  int64_t tokens = 0;
+  for (size_t i = 0; i + 2 < events.size(); ++i) {
+    const Json chunk = Json::parse(events[i]);
+    ASSERT_EQ(chunk["choices"].size(), 1u) << events[i];
+    const Json& choice = chunk["choices"][0];
+    const bool last = i + 3 == events.size();
+    EXPECT_EQ(choice["finish_reason"].is_null(), !last) << events[i];
+    if (!last) {
+      EXPECT_EQ(choice["text"], "") << events[i];
+    }
+    text += choice["text"].get<std::string>();
+    const int64_t so_far = chunk["usage"]["completion_tokens"].get<int64_t>();
+    EXPECT_GT(so_far, tokens) << events[i];
+    if (i == 0) {
+      EXPECT_EQ(so_far, 1) << events[i];
+    }
+    tokens = so_far;
+  }
+  EXPECT_EQ(tokens, 6);
+  EXPECT_EQ(text, "aaaaaa");
+  EXPECT_EQ(Json::parse(events[events.size() - 3])["choices"][0]["finish_reason"], "length");
+
+  // Chat streams the same way; its content joins to the same text.
+  Json chat = request;
+  chat.erase("prompt");
+  chat["messages"] = {{{"role", "user"}, {"content", "Hello world"}}};
+  std::string finish;
+  EXPECT_EQ(StreamedText(cluster_->Post("/v1/chat/completions", chat.dump()), true, &finish),
+            "aaaaaa");
+  EXPECT_EQ(finish, "length");
+}
+
 // The router exports vLLM's request-level n metrics: one observation per request (per prompt of a
 // list), with its n and the most tokens one of its samples generated; a gRPC Generate is a request
 // with n = 1, and the n calls of an OpenAI request are not counted again as requests of their own.

@@ -243,6 +243,36 @@ TEST_F(ResponseBuilderTest, FinalOnlyMessageAndStopToken) {
   EXPECT_EQ(tail[0]["choices"][0]["delta"], Json::object());
 }
 
+// A message whose tokens' text is held back (here the first byte of "\xC3\xA9") still makes a
+// chunk with empty text, as vLLM's does: `vllm bench serve` and other clients count tokens and
+// time the first one by chunks. A message with neither tokens nor text makes none. Where a
+// reasoning or tool parser reads the reply, the parser alone decides what goes out.
+TEST_F(ResponseBuilderTest, HeldBackTextStillMakesAChunkForItsTokens) {
+  v1::GenerateResponse held;
+  held.add_token_ids(0xC3);
+
+  ResponseBuilder completion(Request(Endpoint::kCompletions, true, false, false, 0), "cmpl", 1, "m",
+                             nullptr);
+  std::vector<Json> events = Events(completion.StreamEvents(0, held));
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0]["choices"][0]["text"], "");
+  EXPECT_TRUE(events[0]["choices"][0]["finish_reason"].is_null());
+  EXPECT_EQ(completion.StreamEvents(0, Delta("")), "");
+
+  ResponseBuilder chat(Request(Endpoint::kChat, true, false, false, 0), "c", 1, "m", nullptr);
+  ASSERT_EQ(Events(chat.StreamEvents(0, Delta("x"))).size(), 1u);  // the role chunk
+  events = Events(chat.StreamEvents(0, held));
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0]["choices"][0]["delta"], (Json{{"content", ""}}));
+  EXPECT_TRUE(events[0]["choices"][0]["finish_reason"].is_null());
+
+  ParsedRequest reasoning = Request(Endpoint::kChat, true, false, false, 0);
+  reasoning.reasoning_parser = ReasoningParser::kQwen3;
+  ResponseBuilder thinking(reasoning, "c", 1, "m", nullptr);
+  ASSERT_EQ(Events(thinking.StreamEvents(0, Delta("x"))).size(), 1u);
+  EXPECT_EQ(thinking.StreamEvents(0, held), "");
+}
+
 TEST_F(ResponseBuilderTest, InvalidUtf8DoesNotThrow) {
   ResponseBuilder whole(Request(Endpoint::kCompletions, false, false, false, 0), "cmpl", 1, "m",
                         nullptr);
