@@ -108,9 +108,10 @@ Json Summarize(const Json& header, const ReportSpec& spec,
   int64_t completed = 0, good = 0, input_tokens = 0, output_tokens = 0;
   std::map<std::string, std::vector<double>> seconds;  // by metric
   Json input_lens = Json::array(), output_lens = Json::array(), ttfts = Json::array(),
-       itls = Json::array(), errors = Json::array();
+       itls = Json::array(), errors = Json::array(), texts = Json::array();
   for (const RequestResult& r : results) {
     errors.push_back(r.error);
+    texts.push_back(r.generated_text);
     input_lens.push_back(r.input_tokens);
     output_lens.push_back(r.output_tokens);
     ttfts.push_back(r.ttft_s);
@@ -154,6 +155,7 @@ Json Summarize(const Json& header, const ReportSpec& spec,
   out["output_lens"] = std::move(output_lens);
   out["ttfts"] = std::move(ttfts);
   out["itls"] = std::move(itls);
+  out["generated_texts"] = std::move(texts);
   out["errors"] = std::move(errors);
   return out;
 }

@@ -17,12 +17,13 @@
 namespace headroom::cli {
 
 struct RequestResult {
-  std::string error;          // empty: it succeeded
-  int64_t input_tokens = 0;   // the usage the server reported
-  int64_t output_tokens = 0;  //
-  double ttft_s = 0;          // to the first event with text
-  double latency_s = 0;       // to the end of the response (E2EL)
-  std::vector<double> itl_s;  // between events with text
+  std::string error;           // empty: it succeeded
+  int64_t input_tokens = 0;    // the usage the server reported
+  int64_t output_tokens = 0;   //
+  double ttft_s = 0;           // to the first chunk with a choice
+  double latency_s = 0;        // to the last chunk with a choice (E2EL, as vLLM times it)
+  std::vector<double> itl_s;   // between chunks with a choice
+  std::string generated_text;  // the streamed text (choices[0].text or delta.content), joined
 };
 
 struct ReportSpec {

@@ -17,6 +17,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "cli/bench_report.h"
 #include "cli/bench_workload.h"
 #include "cli/exit_codes.h"
@@ -78,6 +79,17 @@ FlagSet MakeFlags() {
                 "sharegpt: repeat samples at random when fewer than --num-prompts pass.");
   flags.AddBool("ignore-eos", false,
                 "Generate the requested tokens whatever the model writes (ignore_eos).");
+  // vLLM's sampling group: sent only when given, except temperature (0 unless given).
+  flags.AddDouble("temperature", std::nullopt, "Sampling temperature (default 0: greedy).");
+  flags.AddDouble("top-p", std::nullopt, "Sampling top_p.");
+  flags.AddInt64("top-k", std::nullopt, "Sampling top_k.");
+  flags.AddDouble("min-p", std::nullopt, "Sampling min_p.");
+  flags.AddDouble("frequency-penalty", std::nullopt, "Sampling frequency_penalty.");
+  flags.AddDouble("presence-penalty", std::nullopt, "Sampling presence_penalty.");
+  flags.AddDouble("repetition-penalty", std::nullopt, "Sampling repetition_penalty.");
+  flags.AddString("extra-body", std::nullopt,
+                  "A JSON object whose keys are added to every request's body, replacing the "
+                  "benchmark's own (e.g. '{\"stop\": [\"\\n\"]}').");
   flags.AddString("request-rate", "inf",
                   "Requests per second (see --burstiness); inf sends all at once.");
   flags.AddString("burstiness", "1",
@@ -122,6 +134,9 @@ struct Settings {
   uint64_t seed = 0;
   std::chrono::seconds timeout{600};
   ReportSpec report;
+  // What every request's body gets on top of the benchmark's own: the sampling flags, then
+  // --extra-body (vLLM's order: its keys win).
+  Json extra_body = Json::object();
 };
 
 // "inf" or a number > 0 (`flag` names it in the error).
@@ -203,6 +218,37 @@ absl::Status ReadDataset(const FlagSet& flags, Settings& s) {
   return absl::OkStatus();
 }
 
+// The sampling flags (temperature 0 unless given, the rest only when given) and --extra-body over
+// them, as `vllm bench serve` merges them; an embeddings backend takes no sampling flag.
+absl::Status ReadExtraBody(const FlagSet& flags, Settings& s) {
+  Json sampling = Json::object();
+  for (const char* flag : {"temperature", "top-p", "min-p", "frequency-penalty", "presence-penalty",
+                           "repetition-penalty"}) {
+    if (const std::optional<double> value = flags.GetDouble(flag); value.has_value()) {
+      sampling[absl::StrReplaceAll(flag, {{"-", "_"}})] = *value;
+    }
+  }
+  if (const std::optional<int64_t> top_k = flags.GetInt64("top-k"); top_k.has_value()) {
+    sampling["top_k"] = *top_k;
+  }
+  if (s.endpoint == kEmbeddings && !sampling.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("sampling flags (", sampling.begin().key(),
+                     " ...) apply to generation; --backend openai-embeddings generates nothing"));
+  }
+  if (s.endpoint != kEmbeddings && !sampling.contains("temperature")) sampling["temperature"] = 0;
+  s.extra_body = std::move(sampling);
+  if (const std::optional<std::string> text = flags.GetString("extra-body"); text.has_value()) {
+    const Json extra = Json::parse(*text, nullptr, false);
+    if (!extra.is_object()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--extra-body must be a JSON object, got '", *text, "'"));
+    }
+    s.extra_body.update(extra);
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<Settings> ReadSettings(const FlagSet& flags) {
   Settings s;
   HR_ASSIGN_OR_RETURN(s.target, ParseBaseUrl(*flags.GetString("base-url")));
@@ -214,6 +260,7 @@ absl::StatusOr<Settings> ReadSettings(const FlagSet& flags) {
   HR_RETURN_IF_ERROR(ReadEndpoint(flags, s));
   HR_RETURN_IF_ERROR(ReadDataset(flags, s));
   s.ignore_eos = flags.GetBool("ignore-eos");
+  HR_RETURN_IF_ERROR(ReadExtraBody(flags, s));
   HR_ASSIGN_OR_RETURN(s.request_rate, PositiveOrInf(flags, "request-rate"));
   HR_ASSIGN_OR_RETURN(s.burstiness, PositiveOrInf(flags, "burstiness"));
   s.max_concurrency = *flags.GetInt64("max-concurrency");
@@ -298,7 +345,6 @@ double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).coun
 // message to /v1/chat/completions.
 Json RequestBody(const Settings& s, const BenchRequest& request) {
   Json body = {{"model", s.model},
-               {"temperature", 0},
                {"ignore_eos", s.ignore_eos},
                {"stream", true},
                {"stream_options", {{"include_usage", true}}}};
@@ -309,23 +355,26 @@ Json RequestBody(const Settings& s, const BenchRequest& request) {
     body["prompt"] = request.ids.empty() ? Json(request.text) : Json(request.ids);
     body["max_tokens"] = request.output_len;
   }
+  body.update(s.extra_body);
   return body;
 }
 
-// Whether a streamed chunk carries text: choices[0].text (completions), or choices[0].delta's
-// content or reasoning (chat).
-bool HasText(const Json& chunk) {
-  const Json& choices = chunk.value("choices", Json::array());
-  if (choices.empty() || !choices[0].is_object()) return false;
-  const Json& choice = choices[0];
-  const auto nonempty = [](const Json& object, const char* key) {
-    const auto it = object.find(key);
-    return it != object.end() && it->is_string() && !it->get_ref<const std::string&>().empty();
-  };
-  if (nonempty(choice, "text")) return true;
+// Whether a streamed chunk carries a choice. As in `vllm bench serve`, every such chunk is a
+// token's arrival, even with empty text (a special token, part of a UTF-8 character): the first
+// is the TTFT, each later one an inter-token latency. The usage chunk has no choices.
+bool HasChoice(const Json& chunk) {
+  const auto choices = chunk.find("choices");
+  return choices != chunk.end() && choices->is_array() && !choices->empty();
+}
+
+// A chunk's text: choices[0].text (completions) or choices[0].delta.content (chat); "" if none.
+std::string ChunkText(const Json& chunk) {
+  const Json& choice = chunk["choices"][0];
+  if (!choice.is_object()) return "";
   const auto delta = choice.find("delta");
-  return delta != choice.end() && delta->is_object() &&
-         (nonempty(*delta, "content") || nonempty(*delta, "reasoning_content"));
+  const Json& holder = delta != choice.end() && delta->is_object() ? *delta : choice;
+  const auto text = holder.find(&holder == &choice ? "text" : "content");
+  return text != holder.end() && text->is_string() ? text->get<std::string>() : "";
 }
 
 // A refused request's error: "HTTP <status>: " and the OpenAI error's message (or the body).
@@ -341,8 +390,9 @@ std::string HttpError(const StreamedResponse& response) {
 // nothing; the usage gives its input tokens.
 RequestResult RunOneEmbedding(const Settings& s, const BenchRequest& request) {
   RequestResult result;
-  const Json body = {{"model", s.model},
-                     {"input", request.ids.empty() ? Json(request.text) : Json(request.ids)}};
+  Json body = {{"model", s.model},
+               {"input", request.ids.empty() ? Json(request.text) : Json(request.ids)}};
+  body.update(s.extra_body);
   const Clock::time_point start = Clock::now();
   absl::StatusOr<StreamedResponse> response =
       Request(s.target, "POST", s.endpoint, body.dump(), s.headers, s.timeout);
@@ -376,7 +426,7 @@ RequestResult RunOne(const Settings& s, const BenchRequest& request) {
     if (chunk.contains("error") && result.error.empty()) {
       result.error = chunk["error"].value("message", std::string("an error event"));
     }
-    if (HasText(chunk)) {
+    if (HasChoice(chunk)) {
       if (first) {
         result.ttft_s = Seconds(at - start);
         first = false;
@@ -384,6 +434,7 @@ RequestResult RunOne(const Settings& s, const BenchRequest& request) {
         result.itl_s.push_back(Seconds(at - last));
       }
       last = at;
+      result.generated_text += ChunkText(chunk);
     }
     if (const auto usage = chunk.find("usage"); usage != chunk.end() && usage->is_object()) {
       result.input_tokens = usage->value("prompt_tokens", int64_t{0});
@@ -392,13 +443,14 @@ RequestResult RunOne(const Settings& s, const BenchRequest& request) {
   };
   absl::StatusOr<StreamedResponse> response = PostStreaming(
       s.target, s.endpoint, RequestBody(s, request).dump(), s.headers, on_event, s.timeout);
-  result.latency_s = Seconds(Clock::now() - start);
+  // vLLM's E2EL ends at the last chunk with a choice, not at the usage chunk or [DONE].
+  result.latency_s = Seconds((first ? Clock::now() : last) - start);
   if (!response.ok()) {
     result.error = std::string(response.status().message());
   } else if (response->status != 200) {
     result.error = HttpError(*response);
   } else if (result.error.empty() && first) {
-    result.error = "the stream ended without text";
+    result.error = "the stream ended without a chunk holding a choice, so it has no TTFT";
   }
   return result;
 }

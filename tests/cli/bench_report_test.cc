@@ -30,7 +30,8 @@ RequestResult Ok(double ttft_s, double latency_s, int64_t out, std::vector<doubl
           .output_tokens = out,
           .ttft_s = ttft_s,
           .latency_s = latency_s,
-          .itl_s = std::move(itl)};
+          .itl_s = std::move(itl),
+          .generated_text = "text"};
 }
 
 // Goodput counts the requests that succeeded within every SLO, per second (vLLM: a request of one
@@ -44,7 +45,8 @@ TEST(BenchReportTest, GoodputCountsTheSucceededRequestsWithinEverySlo) {
        .output_tokens = 0,
        .ttft_s = 0,
        .latency_s = 0.01,
-       .itl_s = {}},
+       .itl_s = {},
+       .generated_text = ""},
       Ok(0.05, 2.05, 5),  // TPOT 500 ms: over
       Ok(0.2, 0.2, 1),    // TTFT 200 ms (at the limit), TPOT 0: good
   };
@@ -58,6 +60,7 @@ TEST(BenchReportTest, GoodputCountsTheSucceededRequestsWithinEverySlo) {
   EXPECT_EQ(r["total_output_tokens"], 17);
   EXPECT_EQ(r["total_input_tokens"], 40);
   EXPECT_EQ(r["errors"][2], "HTTP 400: no");
+  EXPECT_EQ(r["generated_texts"], (Json{"text", "text", "", "text", "text"}));
 
   spec.goodput_slo_ms = {{"e2el", 1000}};  // requests 1, 2 and 5
   EXPECT_DOUBLE_EQ(Summarize({}, spec, results, 2.0)["request_goodput"].get<double>(), 1.5);

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -100,7 +101,9 @@ TEST_F(BenchServeE2eTest, CountsEveryTokenOfEveryRequest) {
     EXPECT_GT(ttft, 0.0);
     EXPECT_LT(ttft, r["duration"].get<double>());
     ttft_sum += ttft;
-    // At most one gap per token after the first (fewer when a token's text is held back).
+    // At most one gap per token after the first: every worker message makes a chunk, even one
+    // whose text is held back, but a worker sends the tokens that came while its last write was
+    // in flight in one message (vLLM's server merges them too when the client lags).
     EXPECT_LE(r["itls"][i].size(), 7u);
   }
   EXPECT_NEAR(r["mean_ttft_ms"].get<double>(), ttft_sum / 12 * 1000, 1e-6);
@@ -215,6 +218,72 @@ TEST_F(BenchServeE2eTest, ChatBackendStreamsTheAskedTokensForEachMessage) {
   EXPECT_EQ(run.result["input_lens"], Json(std::vector<int64_t>(6, first)));
 }
 
+// A request whose tokens' text is all held back still streams chunks, and bench serve times them
+// as vLLM's does, by chunk, not by text (as a big-vocabulary model with a byte tokenizer or a
+// special token does). --extra-body, vLLM's flag, forces "a" and a stop string:
+//  - stop "a" ends every request at its first token with no text: one chunk, empty text, and
+//    it counts (TTFT, 1 output token), not a failure;
+//  - a stop string of 16 a's holds the text of 8 back to the end: the first token still
+//    arrives in a chunk of its own, so every request has at least one inter-token gap, and its
+//    text is joined from the chunks.
+TEST_F(BenchServeE2eTest, ChunksWithoutTextStillCountAsTokens) {
+  const std::string force_a = R"({"logit_bias": {")" + std::to_string(int{'a'}) + R"(": 100}, )";
+  const BenchRun stopped =
+      Run({"--num-prompts", "4", "--random-input-len", "10", "--random-output-len", "4",
+           "--extra-body", force_a + R"("stop": ["a"]})"});
+  ASSERT_EQ(stopped.exit_status, 0)
+      << (stopped.result.is_object() ? stopped.result["errors"].dump() : "");
+  EXPECT_EQ(stopped.result["completed"], 4);
+  EXPECT_EQ(stopped.result["output_lens"], Json(std::vector<int64_t>(4, 1)));
+  EXPECT_EQ(stopped.result["generated_texts"], Json(std::vector<std::string>(4, "")));
+  for (const Json& ttft : stopped.result["ttfts"]) EXPECT_GT(ttft.get<double>(), 0.0);
+
+  for (const char* backend : {"openai", "openai-chat"}) {
+    const BenchRun held =
+        Run({"--backend", backend, "--num-prompts", "4", "--random-input-len", "10",
+             "--random-output-len", "8", "--ignore-eos", "--percentile-metrics", "ttft,e2el",
+             "--extra-body", force_a + R"("stop": ["aaaaaaaaaaaaaaaa"]})"});
+    ASSERT_EQ(held.exit_status, 0) << backend;
+    EXPECT_EQ(held.result["total_output_tokens"], 4 * 8) << backend;
+    EXPECT_EQ(held.result["generated_texts"], Json(std::vector<std::string>(4, "aaaaaaaa")))
+        << backend;
+    for (size_t i = 0; i < 4; ++i) {
+      EXPECT_GE(held.result["itls"][i].size(), 1u) << backend << " request " << i;
+    }
+    // (Chunks read in one recv share a time, so the gaps, and E2EL - TTFT, may be 0.)
+    EXPECT_LE(held.result["mean_ttft_ms"].get<double>(), held.result["mean_e2el_ms"].get<double>())
+        << backend;
+  }
+}
+
+// vLLM's sampling flags reach every request under the API's names: an out-of-range value of
+// each is the router's 400 naming that field. --extra-body's keys win over them.
+TEST_F(BenchServeE2eTest, SamplingFlagsReachEveryRequestUnderTheApisNames) {
+  const std::vector<std::array<std::string, 3>> cases = {
+      {"--temperature", "-1", "temperature"},
+      {"--top-p", "2", "top_p"},
+      {"--top-k", "-5", "top_k"},
+      {"--min-p", "2", "min_p"},
+      {"--frequency-penalty", "3", "frequency_penalty"},
+      {"--presence-penalty", "3", "presence_penalty"},
+      {"--repetition-penalty", "0", "repetition_penalty"}};
+  for (const auto& [flag, value, field] : cases) {
+    const BenchRun run = Run({"--num-prompts", "2", "--random-input-len", "10",
+                              "--random-output-len", "2", flag, value});
+    EXPECT_EQ(run.exit_status, 1) << flag;
+    ASSERT_TRUE(run.result.is_object()) << flag;
+    EXPECT_EQ(run.result["failed"], 2) << flag;
+    for (const Json& error : run.result["errors"]) {
+      EXPECT_TRUE(error.get<std::string>().starts_with("HTTP 400: ")) << flag << ": " << error;
+      EXPECT_NE(error.get<std::string>().find(field), std::string::npos) << flag << ": " << error;
+    }
+  }
+  const BenchRun replaced =
+      Run({"--num-prompts", "2", "--random-input-len", "10", "--random-output-len", "2",
+           "--temperature", "-1", "--extra-body", R"({"temperature": 0})"});
+  EXPECT_EQ(replaced.exit_status, 0);
+}
+
 // vLLM's openai-embeddings backend: each prompt embedded once, its input counted, nothing
 // generated, its TTFT its whole latency.
 TEST_F(BenchServeE2eTest, EmbeddingsBackendEmbedsEachPrompt) {
@@ -289,6 +358,9 @@ TEST_F(BenchServeE2eTest, ReportsRefusedRequestsAndRefusesBadFlags) {
            {"--backend", "openai-chat", "--endpoint", "/v1/completions"},
            {"--backend", "openai-embeddings", "--endpoint", "/v1/completions"},
            {"--backend", "tgi"},
+           {"--extra-body", "[1]"},
+           {"--extra-body", "{\"stop\": "},
+           {"--backend", "openai-embeddings", "--top-k", "5"},
            {"--goodput", "itl:5"},
            {"--random-range-ratio", "1"},
            {"--random-prefix-len", "-1"},
