@@ -129,10 +129,12 @@ std::string ModelSummary(const worker::ModelConfig& c, worker::DType dtype, work
         c.rope_scaling->factor, c.rope_scaling->original_max_position_embeddings,
         worker::MaxContextLength(c), c.rope_scaling->attention_factor);
   } else if (c.rope_scaling) {
+    const int64_t context = worker::MaxContextLength(c);
     rope_scaling = absl::StrFormat(
-        ", %s rope scaling x%g",
+        ", %s rope scaling x%g%s",
         c.rope_scaling->type == worker::RopeScalingType::kLinear ? "linear" : "llama3",
-        c.rope_scaling->factor);
+        c.rope_scaling->factor,
+        context != c.max_position_embeddings ? absl::StrFormat(" (context %d)", context) : "");
   } else if (c.long_rope) {
     // The list LlamaModel picks for this --max-model-len (docs/engine.md, LongRoPE).
     const int64_t original = c.long_rope->original_max_position_embeddings;

@@ -1164,6 +1164,9 @@ TEST_F(ModelDirTest, LoadsGemma3_4BLanguageModelFromItsMultimodalConfig) {
   ASSERT_TRUE(config->rope_scaling.has_value());
   EXPECT_EQ(config->rope_scaling->type, RopeScalingType::kLinear);
   EXPECT_DOUBLE_EQ(config->rope_scaling->factor, 8.0);
+  // Gemma 3's 131072 already counts the factor: vLLM does not multiply it again.
+  EXPECT_EQ(MaxContextLength(*config), 131072);
+  EXPECT_EQ(MaxContextSource(*config), "");
   EXPECT_EQ(config->torch_dtype, DType::kBFloat16);
 
   ExpectError(LoadModelConfig(
@@ -1297,6 +1300,28 @@ TEST_F(ModelDirTest, UnsupportedActivationDtypeAndRopeScaling) {
           R"("rope_scaling": null)", R"("rope_scaling": {"rope_type": "llama3", "factor": 8.0})"))),
       absl::StatusCode::kInvalidArgument,
       {"field \"rope_scaling.original_max_position_embeddings\" is required"});
+}
+
+// A position-interpolation fine-tune of Llama 2 (lmsys/vicuna-7b-v1.5-16k: 4096 positions,
+// "rope_scaling": {"factor": 4.0, "type": "linear"}) serves 16384 tokens, as vLLM derives its
+// max_model_len; Gemma 3, whose max_position_embeddings already counts its factor, is the
+// exception (LoadsGemma3_4BLanguageModelFromItsMultimodalConfig).
+TEST_F(ModelDirTest, LinearRopeScalingStretchesTheContextByItsFactor) {
+  std::string json =
+      Llama3With(R"("max_position_embeddings": 8192)", R"("max_position_embeddings": 4096)");
+  json = ReplaceAll(json, R"("rope_scaling": null)",
+                    R"("rope_scaling": {"factor": 4.0, "type": "linear"})");
+  const absl::StatusOr<ModelConfig> config = LoadModelConfig(WriteConfig(json));
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->max_position_embeddings, 4096);
+  EXPECT_EQ(MaxContextLength(*config), 16384);
+  EXPECT_EQ(MaxContextSource(*config),
+            "rope_scaling linear: max_position_embeddings 4096 x factor 4");
+  // vLLM truncates a fractional product: int(4096 x 1.5001) = 6144.
+  json = ReplaceAll(json, R"("factor": 4.0)", R"("factor": 1.5001)");
+  const absl::StatusOr<ModelConfig> fractional = LoadModelConfig(WriteConfig(json));
+  ASSERT_TRUE(fractional.ok()) << fractional.status();
+  EXPECT_EQ(MaxContextLength(*fractional), 6144);
 }
 
 // Qwen3-8B with the yarn block its model card gives for contexts past 32768 (vLLM's reading:

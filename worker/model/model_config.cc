@@ -698,23 +698,46 @@ const std::vector<std::string>& SupportedArchitectures() {
   return *kArchitectures;
 }
 
-int64_t MaxContextLength(const ModelConfig& config) {
-  if (config.rope_scaling && config.rope_scaling->type == RopeScalingType::kYarn) {
-    // vLLM: int(original_max_position_embeddings * factor).
-    return static_cast<int64_t>(
-        static_cast<double>(config.rope_scaling->original_max_position_embeddings) *
-        config.rope_scaling->factor);
+namespace {
+
+// Whether the rope scaling stretches the context, as vLLM derives max_model_len: yarn and linear
+// multiply it by their factor, but not for Gemma 3, whose max_position_embeddings (131072) already
+// counts its linear factor 8.
+bool ScalesContext(const ModelConfig& config) {
+  if (!config.rope_scaling) return false;
+  switch (config.rope_scaling->type) {
+    case RopeScalingType::kYarn:
+      return true;
+    case RopeScalingType::kLinear:
+      return config.architecture != kGemma3 && config.architecture != kGemma3Multimodal;
+    case RopeScalingType::kLlama3:
+      return false;
   }
-  return config.max_position_embeddings;
+  return false;
+}
+
+// The length the factor multiplies: yarn's pretrained length, else max_position_embeddings.
+int64_t UnscaledContext(const ModelConfig& config) {
+  return config.rope_scaling->type == RopeScalingType::kYarn
+             ? config.rope_scaling->original_max_position_embeddings
+             : config.max_position_embeddings;
+}
+
+}  // namespace
+
+int64_t MaxContextLength(const ModelConfig& config) {
+  if (!ScalesContext(config)) return config.max_position_embeddings;
+  // vLLM: int(length * factor).
+  return static_cast<int64_t>(static_cast<double>(UnscaledContext(config)) *
+                              config.rope_scaling->factor);
 }
 
 std::string MaxContextSource(const ModelConfig& config) {
-  if (config.rope_scaling && config.rope_scaling->type == RopeScalingType::kYarn) {
-    return absl::StrCat("rope_scaling yarn: original_max_position_embeddings ",
-                        config.rope_scaling->original_max_position_embeddings, " x factor ",
-                        config.rope_scaling->factor);
-  }
-  return "";
+  if (!ScalesContext(config)) return "";
+  const bool yarn = config.rope_scaling->type == RopeScalingType::kYarn;
+  return absl::StrCat("rope_scaling ",
+                      yarn ? "yarn: original_" : "linear: ", "max_position_embeddings ",
+                      UnscaledContext(config), " x factor ", config.rope_scaling->factor);
 }
 
 int64_t LayerSlidingWindow(const ModelConfig& config, int64_t layer) {

@@ -26,7 +26,8 @@ namespace headroom::worker {
 //   kLlama3 (`"rope_type": "llama3"`, Llama-3.1): frequencies below a band are divided by
 //     `factor`, above it kept, in between interpolated;
 //   kLinear (`"rope_type": "linear"`, Gemma 3 4B+, position-interpolation fine-tunes): every
-//     frequency divided by `factor`; the other fields are unused.
+//     frequency divided by `factor`; the other fields are unused. The context becomes
+//     max_position_embeddings x factor but for Gemma 3 (MaxContextLength).
 //   kYarn (`"rope_type": "yarn"`, Qwen2.5 / Qwen3 beyond 32k): YaRN's blend of the unscaled and
 //     the divided frequencies over a ramp set by beta_fast / beta_slow (kernels/cpu/rotary.h),
 //     with cos and sin multiplied by attention_factor; the model's context becomes
@@ -169,12 +170,14 @@ struct ModelConfig {
 [[nodiscard]] inline int64_t RotaryDim(const ModelConfig& config) {
   return config.rotary_dim > 0 ? config.rotary_dim : config.head_dim;
 }
-// The longest context the model supports: max_position_embeddings, or with YaRN rope scaling
-// original_max_position_embeddings x factor, as vLLM derives it (Qwen2.5-7B and Qwen3-8B with
-// their model cards' factor 4 over 32768: 131072).
+// The longest context the model supports, as vLLM derives it: max_position_embeddings; with YaRN
+// rope scaling original_max_position_embeddings x factor (Qwen2.5-7B and Qwen3-8B with their
+// model cards' factor 4 over 32768: 131072); with linear scaling max_position_embeddings x factor
+// (Vicuna-7B-v1.5-16k: 4096 x 4), except for Gemma 3, whose 131072 already counts its factor 8.
 [[nodiscard]] int64_t MaxContextLength(const ModelConfig& config);
-// Where MaxContextLength comes from when it is not max_position_embeddings, for messages (YaRN:
-// "rope_scaling yarn: original_max_position_embeddings 32768 x factor 4"); empty otherwise.
+// Where MaxContextLength comes from when it is not max_position_embeddings, for messages
+// ("rope_scaling yarn: original_max_position_embeddings 32768 x factor 4", "rope_scaling linear:
+// max_position_embeddings 4096 x factor 4"); empty otherwise.
 [[nodiscard]] std::string MaxContextSource(const ModelConfig& config);
 // The sliding window of decoder layer `layer` (0: the layer attends the whole context).
 [[nodiscard]] int64_t LayerSlidingWindow(const ModelConfig& config, int64_t layer);
