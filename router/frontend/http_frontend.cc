@@ -10,8 +10,10 @@
 #include "common/json_depth.h"
 #include "nlohmann/json.hpp"
 #include "router/frontend/generation.h"
+#include "router/frontend/responses_writer.h"
 #include "router/openai/openai_protocol.h"
 #include "router/openai/openai_response.h"
+#include "router/openai/responses_api.h"
 #include "router/openai/tool_parser.h"
 
 namespace headroom::router {
@@ -130,8 +132,8 @@ void HttpFrontend::Handle(http::HttpRequest request, std::shared_ptr<http::Respo
     return;
   }
   const bool known = path == "/v1/completions" || path == "/v1/chat/completions" ||
-                     EmbeddingRoute(path) || path == "/v1/models" || path == "/tokenize" ||
-                     path == "/detokenize";
+                     path == "/v1/responses" || EmbeddingRoute(path) || path == "/v1/models" ||
+                     path == "/tokenize" || path == "/detokenize";
   if (!known) {
     RespondOpenAiError(*writer, 404, absl::StrCat("no route ", request.method, " ", path));
     return;
@@ -156,8 +158,8 @@ void HttpFrontend::Handle(http::HttpRequest request, std::shared_ptr<http::Respo
   if (!post) return RespondOpenAiError(*writer, 405, absl::StrCat("use POST for ", path));
   // Parsing and tokenizing a body of up to 1 MiB takes up to hundreds of ms: on the pool.
   std::shared_ptr<http::ResponseWriter> refused = writer;
-  const bool generation =
-      path == "/v1/completions" || path == "/v1/chat/completions" || EmbeddingRoute(path);
+  const bool generation = path == "/v1/completions" || path == "/v1/chat/completions" ||
+                          path == "/v1/responses" || EmbeddingRoute(path);
   if (generation) parsing_.fetch_add(1);
   const bool queued =
       pool_.Post([this, request = std::move(request), writer = std::move(writer)]() mutable {
@@ -165,6 +167,8 @@ void HttpFrontend::Handle(http::HttpRequest request, std::shared_ptr<http::Respo
         if (request.path == "/detokenize") return Detokenize(request, *writer);
         if (EmbeddingRoute(request.path)) {
           Embed(request, std::move(writer));
+        } else if (request.path == "/v1/responses") {
+          Responses(request, std::move(writer));
         } else {
           Generate(request, request.path == "/v1/chat/completions", std::move(writer));
         }
@@ -265,6 +269,21 @@ void HttpFrontend::Generate(const http::HttpRequest& request, bool chat,
     }
   }
   StartGeneration(*parsed, std::move(choices), std::move(writer));
+}
+
+void HttpFrontend::Responses(const http::HttpRequest& request,
+                             std::shared_ptr<http::ResponseWriter> writer) {
+  absl::StatusOr<openai::ResponsesRequest> parsed = openai::ParseResponsesRequest(request.body);
+  if (!parsed.ok()) {
+    return RespondOpenAiError(*writer, absl::IsNotFound(parsed.status()) ? 404 : 400,
+                              std::string(parsed.status().message()),
+                              openai::ErrorParam(parsed.status()));
+  }
+  http::HttpRequest chat = request;
+  chat.body = parsed->chat.dump();
+  Generate(chat, /*chat=*/true,
+           ResponsesWriter(std::move(writer), *parsed, absl::StrCat("resp_", RandomHex()),
+                           UnixSeconds()));
 }
 
 void HttpFrontend::Embed(const http::HttpRequest& request,

@@ -112,6 +112,9 @@ class HttpFrontend {
  private:
   void Generate(const http::HttpRequest& request, bool chat,
                 std::shared_ptr<http::ResponseWriter> writer);
+  // /v1/responses: the request runs as the chat request it translates to, answered through a
+  // ResponsesWriter.
+  void Responses(const http::HttpRequest& request, std::shared_ptr<http::ResponseWriter> writer);
   // /v1/embeddings, /score and /rerank: every text is an embedding call (text tokenized here).
   void Embed(const http::HttpRequest& request, std::shared_ptr<http::ResponseWriter> writer);
   // Runs `choices` (ChoiceRequest of each choice of `parsed`) as one Generation answering

@@ -5,6 +5,7 @@
 
 #include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
+#include "common/json_depth.h"
 #include "router/tokenizer/string_util.h"
 
 namespace headroom::router::openai {
@@ -13,6 +14,23 @@ absl::Status Bad(std::string_view param, std::string_view message) {
   absl::Status status = absl::InvalidArgumentError(Sv(message));
   if (!param.empty()) status.SetPayload(kParamPayload, absl::Cord(Sv(param)));
   return status;
+}
+
+absl::StatusOr<Json> ParseObject(std::string_view body) {
+  if (const int depth = JsonNestingDepth(body); depth > kMaxJsonNesting) {
+    return Bad("", absl::StrCat("the request body nests arrays and objects more than ",
+                                kMaxJsonNesting, " levels deep"));
+  }
+  Json j;
+  try {
+    j = Json::parse(body.begin(), body.end());
+  } catch (const Json::exception& e) {
+    return Bad("", absl::StrCat("invalid JSON: ", e.what()));
+  }
+  if (!j.is_object()) {
+    return Bad("", absl::StrCat("request body must be a JSON object, got ", j.type_name()));
+  }
+  return j;
 }
 
 absl::Status WrongType(std::string_view param, std::string_view expected, const Json& got) {

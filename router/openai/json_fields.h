@@ -26,6 +26,9 @@ inline constexpr char kParamPayload[] = "type.headroom/openai.param";
 absl::Status Bad(std::string_view param, std::string_view message);
 // "<param> must be <expected>, got <JSON type>".
 absl::Status WrongType(std::string_view param, std::string_view expected, const Json& got);
+// A request body parsed as a JSON object; a 400 for invalid JSON, another type, or nesting past
+// kMaxJsonNesting (checked before parsing, which recurses).
+absl::StatusOr<Json> ParseObject(std::string_view body);
 // The member `key`, or nullptr when it is absent or null (OpenAI treats null as "not given").
 const Json* Member(const Json& obj, std::string_view key);
 // "base[index]".

@@ -21,23 +21,6 @@
 namespace headroom::router::openai {
 namespace {
 
-absl::StatusOr<Json> ParseObject(std::string_view body) {
-  if (const int depth = JsonNestingDepth(body); depth > kMaxJsonNesting) {
-    return Bad("", absl::StrCat("the request body nests arrays and objects more than ",
-                                kMaxJsonNesting, " levels deep"));
-  }
-  Json j;
-  try {
-    j = Json::parse(body.begin(), body.end());
-  } catch (const Json::exception& e) {
-    return Bad("", absl::StrCat("invalid JSON: ", e.what()));
-  }
-  if (!j.is_object()) {
-    return Bad("", absl::StrCat("request body must be a JSON object, got ", j.type_name()));
-  }
-  return j;
-}
-
 absl::StatusOr<int32_t> TopLogprobsValue(const Json& v, std::string_view param) {
   HEADROOM_OPENAI_ASSIGN(n, ToInt64(v, param));
   if (n < 0 || n > kMaxTopLogprobs) {

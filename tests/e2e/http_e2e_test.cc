@@ -332,6 +332,61 @@ TEST_F(HttpE2eTest, HeldBackTextStillStreamsAChunkPerMessage) {
   EXPECT_EQ(finish, "length");
 }
 
+// /v1/responses runs as the chat request it describes: its text and usage are the chat reply's
+// to the same message, streamed too; it is authenticated like the rest; what it cannot do is a
+// 400 naming the field, and a stored response (nothing is stored) a 404. (The official client
+// reads it in tests/e2e/openai_client_check.py.)
+TEST_F(HttpE2eTest, ResponsesApiAnswersWhatChatAnswers) {
+  const Json chat = {{"messages", {{{"role", "user"}, {"content", "Hello world"}}}},
+                     {"max_tokens", 6},
+                     {"temperature", 0},
+                     {"ignore_eos", true}};
+  const HttpResponse chat_answer = cluster_->Post("/v1/chat/completions", chat.dump());
+  ASSERT_EQ(chat_answer.status, 200) << chat_answer.body;
+  const Json chat_body = Json::parse(chat_answer.body);
+  const Json request = {
+      {"input", "Hello world"}, {"max_output_tokens", 6}, {"temperature", 0}, {"ignore_eos", true}};
+  const HttpResponse answer = cluster_->Post("/v1/responses", request.dump());
+  ASSERT_EQ(answer.status, 200) << answer.body;
+  const Json body = Json::parse(answer.body);
+  EXPECT_EQ(body["object"], "response");
+  EXPECT_EQ(body["id"].get<std::string>().rfind("resp_", 0), 0u) << body["id"];
+  EXPECT_EQ(body["status"], "incomplete");
+  EXPECT_EQ(body["incomplete_details"]["reason"], "max_output_tokens");
+  ASSERT_EQ(body["output"].size(), 1u) << answer.body;
+  EXPECT_EQ(body["output"][0]["content"][0]["text"], chat_body["choices"][0]["message"]["content"]);
+  EXPECT_EQ(body["usage"]["input_tokens"], chat_body["usage"]["prompt_tokens"]);
+  EXPECT_EQ(body["usage"]["output_tokens"], 6);
+
+  Json streamed = request;
+  streamed["stream"] = true;
+  const HttpResponse stream = cluster_->Post("/v1/responses", streamed.dump());
+  ASSERT_EQ(stream.status, 200) << stream.body;
+  std::string text;
+  Json last;
+  for (size_t pos = 0; (pos = stream.body.find("data: ", pos)) != std::string::npos; ++pos) {
+    last = Json::parse(stream.body.substr(pos + 6, stream.body.find("\n\n", pos) - pos - 6));
+    if (last["type"] == "response.output_text.delta") text += last["delta"].get<std::string>();
+  }
+  EXPECT_EQ(text, body["output"][0]["content"][0]["text"]);
+  EXPECT_EQ(last["type"], "response.completed");
+  EXPECT_EQ(last["response"]["output"][0]["content"], body["output"][0]["content"]);
+  EXPECT_EQ(last["response"]["usage"], body["usage"]);
+
+  EXPECT_EQ(HttpRequestTo(cluster_->http_port, "POST", "/v1/responses", request.dump()).status,
+            401);
+  Json web = request;
+  web["tools"] = {{{"type", "web_search_preview"}}};
+  const HttpResponse refused = cluster_->Post("/v1/responses", web.dump());
+  EXPECT_EQ(refused.status, 400) << refused.body;
+  EXPECT_EQ(Json::parse(refused.body)["error"]["param"], "tools[0].type");
+  Json previous = request;
+  previous["previous_response_id"] = body["id"];
+  const HttpResponse missing = cluster_->Post("/v1/responses", previous.dump());
+  EXPECT_EQ(missing.status, 404) << missing.body;
+  EXPECT_EQ(Json::parse(missing.body)["error"]["param"], "previous_response_id");
+}
+
 // The router exports vLLM's request-level n metrics: one observation per request (per prompt of a
 // list), with its n and the most tokens one of its samples generated; a gRPC Generate is a request
 // with n = 1, and the n calls of an OpenAI request are not counted again as requests of their own.

@@ -7,7 +7,7 @@ that response_format json_object answers what Python's json module reads as an o
 response_format json_schema answers what pydantic (the client's parse()) and jsonschema validate,
 that
 function calling with a named function or "required" answers calls whose arguments jsonschema
-validates, that vLLM's guided_choice (extra_body) answers one of the choices, that its
+validates, that the Responses API answers what chat does (typed models, the stream accumulator), that vLLM's guided_choice (extra_body) answers one of the choices, that its
 guided_regex / structured_outputs.regex answer what Python's re.fullmatch matches, that embeddings
 (base64, the client's default, and float) agree, and that a bad
 request surfaces as openai.BadRequestError naming the field.
@@ -113,6 +113,70 @@ def check_tool_calls(client, model, messages, bias):
         check(False, "tool_choice auto (the default with tools) was accepted without a parser")
     except openai.BadRequestError as error:
         check('tool_choice "auto"' in str(error), f"error does not say why: {error}")
+
+
+def check_responses(client, model, messages, bias):
+    """The Responses API, read by the client's typed models and its stream accumulator (which
+    fails on an event out of place): a reply is the chat reply to the same messages (instructions
+    as the system message), streamed or not; max_output_tokens cuts it as "incomplete"; a named
+    function's call is a function_call item whose arguments validate, and the conversation goes
+    on with the call and its output as input items; a stored-response id is not found."""
+    system, user = messages[0]["content"], messages[1]["content"]
+    chat = client.chat.completions.create(model=model, messages=messages, max_tokens=12,
+                                          temperature=0)
+    response = client.responses.create(model=model, instructions=system, input=user,
+                                       max_output_tokens=12, temperature=0)
+    check(response.object == "response" and response.id.startswith("resp_"), f"{response}")
+    check(response.output_text == chat.choices[0].message.content,
+          f"responses {response.output_text!r} != chat {chat.choices[0].message.content!r}")
+    check(response.usage.input_tokens == chat.usage.prompt_tokens and
+          response.usage.output_tokens == chat.usage.completion_tokens,
+          f"usage {response.usage} != {chat.usage}")
+    if chat.choices[0].finish_reason == "length":
+        check(response.status == "incomplete" and
+              response.incomplete_details.reason == "max_output_tokens", f"{response}")
+
+    with client.responses.stream(model=model, instructions=system, input=user,
+                                 max_output_tokens=12, temperature=0) as stream:
+        deltas = [event.delta for event in stream if event.type == "response.output_text.delta"]
+        final = stream.get_final_response()
+    check("".join(deltas) == response.output_text and final.output_text == response.output_text,
+          f"streamed {''.join(deltas)!r} / {final.output_text!r} != {response.output_text!r}")
+    check(final.usage.output_tokens == response.usage.output_tokens, f"usage {final.usage}")
+
+    tools = [{"type": "function", "name": t["function"]["name"],
+              "parameters": t["function"]["parameters"]} for t in TOOLS]
+    called = client.responses.create(model=model, input=messages, max_output_tokens=64,
+                                     temperature=0, tools=tools,
+                                     tool_choice={"type": "function", "name": "get_weather"},
+                                     extra_body={"logit_bias": bias})
+    calls = [item for item in called.output if item.type == "function_call"]
+    check(len(calls) == 1 and calls[0].name == "get_weather", f"calls {called.output}")
+    try:
+        jsonschema.validate(json.loads(calls[0].arguments), WEATHER)
+    except (ValueError, jsonschema.ValidationError) as error:
+        check(False, f"call arguments {calls[0].arguments!r}: {error}")
+    with client.responses.stream(model=model, input=messages, max_output_tokens=64,
+                                 temperature=0, tools=tools,
+                                 tool_choice={"type": "function", "name": "get_weather"},
+                                 extra_body={"logit_bias": bias}) as stream:
+        streamed = [item for item in stream.get_final_response().output
+                    if item.type == "function_call"]
+    check([(c.name, c.arguments) for c in streamed] == [(calls[0].name, calls[0].arguments)],
+          f"streamed calls {streamed} != {calls}")
+    followed = client.responses.create(
+        model=model, max_output_tokens=4, tools=tools, tool_choice="none",
+        input=messages + [{"type": "function_call", "call_id": calls[0].call_id,
+                           "name": calls[0].name, "arguments": calls[0].arguments},
+                          {"type": "function_call_output", "call_id": calls[0].call_id,
+                           "output": "12 C, light rain"}])
+    check([item.type for item in followed.output] == ["message"], f"{followed.output}")
+
+    try:
+        client.responses.create(model=model, input=user, previous_response_id="resp_missing")
+        check(False, "a previous_response_id was found though nothing is stored")
+    except openai.NotFoundError as error:
+        check("resp_missing" in str(error), f"error does not name the id: {error}")
 
 
 def check_guided_regex(client, model, messages):
@@ -291,6 +355,7 @@ def main():
             check(False, f"tree reply {c.message.content!r} is not valid: {error}")
 
     check_tool_calls(client, model, messages, schema_bias)
+    check_responses(client, model, messages, schema_bias)
 
     try:
         client.chat.completions.create(
