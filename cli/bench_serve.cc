@@ -370,11 +370,14 @@ bool HasChoice(const Json& chunk) {
 // A chunk's text: choices[0].text (completions) or choices[0].delta.content (chat); "" if none.
 std::string ChunkText(const Json& chunk) {
   const Json& choice = chunk["choices"][0];
+  const auto string_at = [](const Json& object, const char* key) {
+    const auto it = object.find(key);
+    return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
+  };
   if (!choice.is_object()) return "";
   const auto delta = choice.find("delta");
-  const Json& holder = delta != choice.end() && delta->is_object() ? *delta : choice;
-  const auto text = holder.find(&holder == &choice ? "text" : "content");
-  return text != holder.end() && text->is_string() ? text->get<std::string>() : "";
+  if (delta != choice.end() && delta->is_object()) return string_at(*delta, "content");
+  return string_at(choice, "text");
 }
 
 // A refused request's error: "HTTP <status>: " and the OpenAI error's message (or the body).

@@ -14,16 +14,16 @@ class ResponsesWriterImpl final : public http::ResponseWriter {
   ResponsesWriterImpl(std::shared_ptr<http::ResponseWriter> inner,
                       const openai::ResponsesRequest& request, std::string id, int64_t created_at)
       : inner_(std::move(inner)),
-        request_(request),
+        echo_(request.echo),
         id_(id),
         created_at_(created_at),
-        stream_(request, std::move(id), created_at) {}
+        stream_(request.echo, std::move(id), created_at) {}
 
   void Respond(int status, std::string content_type, std::string body,
                std::vector<std::pair<std::string, std::string>> extra_headers) override {
     if (status == 200) {
       const nlohmann::ordered_json chat = nlohmann::ordered_json::parse(body, nullptr, false);
-      body = openai::ResponsesBody(request_, chat, id_, created_at_);
+      body = openai::ResponsesBody(echo_, chat, id_, created_at_);
     }
     inner_->Respond(status, std::move(content_type), std::move(body), std::move(extra_headers));
   }
@@ -39,7 +39,8 @@ class ResponsesWriterImpl final : public http::ResponseWriter {
 
  private:
   const std::shared_ptr<http::ResponseWriter> inner_;
-  const openai::ResponsesRequest request_;
+  // The request's settings a Response repeats (not its chat body, which may be large).
+  const nlohmann::ordered_json echo_;
   const std::string id_;
   const int64_t created_at_;
   openai::ResponsesStream stream_;  // the Generation writes under its lock: one writer at a time

@@ -383,7 +383,7 @@ absl::StatusOr<ResponsesRequest> ParseResponsesRequest(std::string_view body) {
   return out;
 }
 
-std::string ResponsesBody(const ResponsesRequest& request, const Json& chat, const std::string& id,
+std::string ResponsesBody(const Json& echo, const Json& chat, const std::string& id,
                           int64_t created_at) {
   const Json& choices = chat.value("choices", Json::array());
   const Json choice = choices.empty() ? Json::object() : choices[0];
@@ -408,14 +408,13 @@ std::string ResponsesBody(const ResponsesRequest& request, const Json& chat, con
                                       function != nullptr ? StringOr(*function, "arguments") : "",
                                       "completed"));
   }
-  return Dump(MakeResponse(request.echo, id, created_at, StringOr(chat, "model"),
+  return Dump(MakeResponse(echo, id, created_at, StringOr(chat, "model"),
                            StatusOf(StringOr(choice, "finish_reason")), std::move(output),
                            Usage(chat.value("usage", Json(nullptr)))));
 }
 
-ResponsesStream::ResponsesStream(const ResponsesRequest& request, std::string id,
-                                 int64_t created_at)
-    : echo_(request.echo), id_(std::move(id)), created_at_(created_at) {}
+ResponsesStream::ResponsesStream(Json echo, std::string id, int64_t created_at)
+    : echo_(std::move(echo)), id_(std::move(id)), created_at_(created_at) {}
 
 std::string ResponsesStream::Translate(std::string_view sse) {
   constexpr std::string_view kData = "data: ";

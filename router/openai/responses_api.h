@@ -32,19 +32,21 @@ struct ResponsesRequest {
 // NotFound for a previous_response_id (nothing is stored).
 absl::StatusOr<ResponsesRequest> ParseResponsesRequest(std::string_view body);
 
-// The Response for a whole chat.completion body answered to request.chat. `id` is "resp_<hex>";
-// output item ids are derived from it.
-std::string ResponsesBody(const ResponsesRequest& request, const nlohmann::ordered_json& chat,
+// The Response for a whole chat.completion body answered to a request's chat, repeating its
+// `echo` settings. `id` is "resp_<hex>"; output item ids are derived from it.
+std::string ResponsesBody(const nlohmann::ordered_json& echo, const nlohmann::ordered_json& chat,
                           const std::string& id, int64_t created_at);
 
-// Turns the chat completion SSE stream of request.chat into the Responses stream: created and
+// Turns the chat completion SSE stream of a request's chat into the Responses stream (repeating
+// the request's `echo` settings): created and
 // in_progress first, then each output item (reasoning, message, function call) added, its deltas
 // and done events, and response.completed with the whole Response (its status "incomplete" when
 // cut by max_output_tokens, as vLLM sends it) once the chat stream's [DONE] arrives; a chat error
-// event becomes an "error" event. Events are "event: <type>\ndata: <json>\n\n" with a sequence_number from 0.
+// event becomes an "error" event. Events are "event: <type>\ndata: <json>\n\n" with a
+// sequence_number from 0.
 class ResponsesStream {
  public:
-  ResponsesStream(const ResponsesRequest& request, std::string id, int64_t created_at);
+  ResponsesStream(nlohmann::ordered_json echo, std::string id, int64_t created_at);
 
   // `sse`: whole chat events ("data: {...}\n\n", several at once possibly). Returns the
   // Responses events they make (possibly none).

@@ -144,7 +144,7 @@ Json WholeChat(const std::string& finish_reason) {
 
 TEST(ResponsesApiTest, WholeChatAnswerIsOneResponse) {
   const ResponsesRequest request = Parse(R"({"input": "Time?", "max_output_tokens": 9})");
-  const Json r = Json::parse(ResponsesBody(request, WholeChat("tool_calls"), "resp_ab", 42));
+  const Json r = Json::parse(ResponsesBody(request.echo, WholeChat("tool_calls"), "resp_ab", 42));
   EXPECT_EQ(r["id"], "resp_ab");
   EXPECT_EQ(r["object"], "response");
   EXPECT_EQ(r["created_at"], 42);
@@ -176,7 +176,7 @@ TEST(ResponsesApiTest, WholeChatAnswerIsOneResponse) {
   EXPECT_NE(output[0]["id"], output[1]["id"]);
 
   // Cut by max_output_tokens: incomplete, with the reason.
-  const Json cut = Json::parse(ResponsesBody(request, WholeChat("length"), "resp_ab", 42));
+  const Json cut = Json::parse(ResponsesBody(request.echo, WholeChat("length"), "resp_ab", 42));
   EXPECT_EQ(cut["status"], "incomplete");
   EXPECT_EQ(cut["incomplete_details"], Json::parse(R"({"reason": "max_output_tokens"})"));
 }
@@ -230,7 +230,7 @@ std::vector<Event> ReadEvents(const std::string& sse) {
 
 TEST(ResponsesApiTest, ChatStreamBecomesTheResponsesEventsOfTheSameResponse) {
   const ResponsesRequest request = Parse(R"({"input": "Time?", "stream": true})");
-  ResponsesStream stream(request, "resp_ab", 42);
+  ResponsesStream stream(request.echo, "resp_ab", 42);
   std::string sse;
   for (const std::string& piece : ChatEvents()) sse += stream.Translate(piece);
   const std::vector<Event> events = ReadEvents(sse);
@@ -271,7 +271,8 @@ TEST(ResponsesApiTest, ChatStreamBecomesTheResponsesEventsOfTheSameResponse) {
   EXPECT_EQ(events[13].data["text"], "Checking.");
   EXPECT_EQ(events[23].data["arguments"], "{\"tz\": 1}");
   // The streamed Response is the one the whole chat answer gives.
-  const Json whole = Json::parse(ResponsesBody(request, WholeChat("tool_calls"), "resp_ab", 42));
+  const Json whole =
+      Json::parse(ResponsesBody(request.echo, WholeChat("tool_calls"), "resp_ab", 42));
   EXPECT_EQ(events.back().data["response"], whole);
   // Each item's done event carries the item as the Response lists it.
   EXPECT_EQ(events[8].data["item"], whole["output"][0]);
@@ -281,7 +282,7 @@ TEST(ResponsesApiTest, ChatStreamBecomesTheResponsesEventsOfTheSameResponse) {
 
 TEST(ResponsesApiTest, StreamEndsIncompleteOrWithTheChatError) {
   const ResponsesRequest request = Parse(R"({"input": "x", "stream": true})");
-  ResponsesStream cut(request, "resp_1", 1);
+  ResponsesStream cut(request.echo, "resp_1", 1);
   const std::vector<Event> events = ReadEvents(
       cut.Translate(R"(data: {"model": "m", "choices": [{"index": 0, "delta": {"content": "ab"}, )"
                     R"("finish_reason": "length"}]})"
@@ -291,7 +292,7 @@ TEST(ResponsesApiTest, StreamEndsIncompleteOrWithTheChatError) {
   EXPECT_EQ(events.back().data["response"]["status"], "incomplete");
   EXPECT_EQ(events.back().data["response"]["incomplete_details"]["reason"], "max_output_tokens");
 
-  ResponsesStream failed(request, "resp_2", 1);
+  ResponsesStream failed(request.echo, "resp_2", 1);
   const std::vector<Event> error = ReadEvents(failed.Translate(
       "data: {\"error\": {\"message\": \"queue full\", \"type\": \"rate_limit_error\", "
       "\"param\": null, \"code\": \"rate_limit_exceeded\"}}\n\ndata: [DONE]\n\n"));
@@ -301,17 +302,17 @@ TEST(ResponsesApiTest, StreamEndsIncompleteOrWithTheChatError) {
   EXPECT_EQ(error[2].data["code"], "rate_limit_exceeded");
 
   // A reply with no text is one empty message, as the whole answer's.
-  ResponsesStream empty(request, "resp_3", 1);
+  ResponsesStream empty(request.echo, "resp_3", 1);
   const std::vector<Event> quiet = ReadEvents(
       empty.Translate(R"(data: {"model": "m", "choices": [{"index": 0, "delta": {"content": ""}, )"
                       R"("finish_reason": "stop"}]})"
                       "\n\ndata: [DONE]\n\n"));
   ASSERT_FALSE(quiet.empty());
   EXPECT_EQ(quiet.back().type, "response.completed");
-  const Json whole = Json::parse(
-      ResponsesBody(request, Json::parse(R"({"model": "m", "choices": [{"message": {"content": ""},
+  const Json whole = Json::parse(ResponsesBody(
+      request.echo, Json::parse(R"({"model": "m", "choices": [{"message": {"content": ""},
                       "finish_reason": "stop"}]})"),
-                    "resp_3", 1));
+      "resp_3", 1));
   EXPECT_EQ(quiet.back().data["response"]["output"], whole["output"]);
 }
 
