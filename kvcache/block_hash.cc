@@ -4,6 +4,7 @@
 
 #include <array>
 #include <cstring>
+#include <string>
 #include <vector>
 
 namespace headroom::kvcache {
@@ -20,9 +21,20 @@ BlockHash FromXxh(XXH128_hash_t h) { return BlockHash{h.low64, h.high64}; }
 
 }  // namespace
 
-BlockHash RootBlockHash(std::string_view salt) {
-  if (salt.empty()) return kUnsaltedRoot;
-  return FromXxh(XXH3_128bits(salt.data(), salt.size()));
+BlockHash RootBlockHash(std::string_view salt, std::string_view adapter) {
+  if (adapter.empty()) {
+    if (salt.empty()) return kUnsaltedRoot;
+    return FromXxh(XXH3_128bits(salt.data(), salt.size()));
+  }
+  // The name's length, the name, then the salt: (name, salt) pairs cannot run into each other,
+  // and the seed keeps these roots apart from the salt-only ones.
+  constexpr XXH64_hash_t kAdapterSeed = 0x6c6f7261'61646170ULL;  // "loraadap"
+  std::string bytes(sizeof(uint64_t), '\0');
+  const uint64_t length = adapter.size();
+  std::memcpy(bytes.data(), &length, sizeof(length));
+  bytes.append(adapter);
+  bytes.append(salt);
+  return FromXxh(XXH3_128bits_withSeed(bytes.data(), bytes.size(), kAdapterSeed));
 }
 
 BlockHash HashBlock(const BlockHash& parent, absl::Span<const int32_t> token_ids) {
@@ -48,12 +60,12 @@ BlockHash LayerGroupHash(const BlockHash& hash, int32_t group) {
 }
 
 std::vector<BlockHash> PromptBlockHashes(absl::Span<const int32_t> tokens, int32_t block_size,
-                                         std::string_view salt) {
+                                         std::string_view salt, std::string_view adapter) {
   std::vector<BlockHash> hashes;
   if (block_size <= 0) return hashes;
   const size_t size = static_cast<size_t>(block_size);
   hashes.reserve(tokens.size() / size);
-  BlockHash parent = RootBlockHash(salt);
+  BlockHash parent = RootBlockHash(salt, adapter);
   for (size_t start = 0; start + size <= tokens.size(); start += size) {
     parent = HashBlock(parent, tokens.subspan(start, size));
     hashes.push_back(parent);

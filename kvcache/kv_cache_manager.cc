@@ -78,9 +78,10 @@ int32_t KvCacheManager::NumReleasedBlocks(SequenceId seq, int32_t group) const {
 }
 
 PrefixHit KvCacheManager::FindCachedPrefix(absl::Span<const int32_t> prompt,
-                                           std::string_view cache_salt, bool lookup) const {
+                                           std::string_view cache_salt, bool lookup,
+                                           std::string_view adapter) const {
   PrefixHit hit;
-  hit.next_parent = RootBlockHash(cache_salt);
+  hit.next_parent = RootBlockHash(cache_salt, adapter);
   hit.num_query_tokens = static_cast<int32_t>(prompt.size());
   hit.blocks.resize(windows_.size());
   if (!config_.enable_prefix_caching || prompt.empty() || !lookup) return hit;

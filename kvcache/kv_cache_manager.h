@@ -113,15 +113,16 @@ class KvCacheManager {
   // sliding window.
   [[nodiscard]] int32_t PeakBlocks(int64_t num_tokens, int32_t max_chunk) const;
 
-  // The longest cached prefix of `prompt` under `cache_salt`: whole blocks only, and at most
+  // The longest cached prefix of `prompt` under `cache_salt` computed by LoRA `adapter` ("" = the
+  // base model; block_hash.h): whole blocks only, and at most
   // prompt.size() - 1 tokens so the last prompt token is always computed (its logits are needed).
   // With a sliding window only the blocks the prefix's next token still reads must be cached;
   // the hit's blocks behind that window are kNullBlockId.
   // `lookup` false: no cached block (the hit a sequence that must compute its whole prompt is
   // admitted with; its blocks are still hashed under the salt and cached).
   [[nodiscard]] PrefixHit FindCachedPrefix(absl::Span<const int32_t> prompt,
-                                           std::string_view cache_salt = {},
-                                           bool lookup = true) const;
+                                           std::string_view cache_salt = {}, bool lookup = true,
+                                           std::string_view adapter = {}) const;
 
   // Free blocks admitting a sequence of `num_tokens` tokens (cached prefix included) with `hit`
   // would consume: new blocks plus cached hit blocks taken out of the free queue (with a sliding

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <numeric>
+#include <string>
 #include <vector>
 
 #include "absl/container/flat_hash_set.h"
@@ -28,6 +29,33 @@ TEST(BlockHashTest, SaltSeparatesTenants) {
   EXPECT_NE(RootBlockHash(""), RootBlockHash("tenant-a"));
   EXPECT_NE(HashBlock(RootBlockHash("tenant-a"), tokens),
             HashBlock(RootBlockHash("tenant-b"), tokens));
+}
+
+TEST(BlockHashTest, AdaptersSeparateKvFromTheBaseModelAndEachOther) {
+  EXPECT_EQ(RootBlockHash("", "sql"), RootBlockHash("", "sql"));
+  EXPECT_EQ(RootBlockHash("tenant-a", ""), RootBlockHash("tenant-a"));  // no adapter: as before
+  const std::vector<BlockHash> roots = {RootBlockHash(""),
+                                        RootBlockHash("", "sql"),
+                                        RootBlockHash("", "chat"),
+                                        RootBlockHash("sql", ""),
+                                        RootBlockHash("t", "sql"),
+                                        RootBlockHash("sql", "t"),
+                                        RootBlockHash("", "sqlt"),
+                                        RootBlockHash("qlt", "s"),
+                                        RootBlockHash("tenant-a", "sql"),
+                                        RootBlockHash("tenant-b", "sql")};
+  for (size_t i = 0; i < roots.size(); ++i) {
+    for (size_t j = i + 1; j < roots.size(); ++j) EXPECT_NE(roots[i], roots[j]) << i << " " << j;
+  }
+  // A salt cannot forge an adapter's root: not even the bytes the adapter's root hashes.
+  std::string forged(8, '\0');
+  forged[0] = 3;
+  forged += "sql";
+  EXPECT_NE(RootBlockHash(forged), RootBlockHash("", "sql"));
+  const std::vector<int32_t> tokens = {1, 2, 3, 4, 5, 6, 7, 8};
+  EXPECT_EQ(PromptBlockHashes(tokens, 4, "", "sql").front(),
+            HashBlock(RootBlockHash("", "sql"), std::vector<int32_t>{1, 2, 3, 4}));
+  EXPECT_NE(PromptBlockHashes(tokens, 4, "", "sql"), PromptBlockHashes(tokens, 4, ""));
 }
 
 TEST(BlockHashTest, LargeBlocksHashWholeContent) {

@@ -241,7 +241,8 @@ TEST(GroupMessageTest, PlansRoundTripAndMalformedBytesAreDataLoss) {
                                     .new_block_ids = {kvcache::BlockId{9}},
                                     .num_released_blocks = {3, 0},
                                     .sample = true,
-                                    .prompt_logprobs_end = 12});
+                                    .prompt_logprobs_end = 12,
+                                    .lora_slot = 2});
   message.plan.sequences.push_back({.id = RequestId{-2},
                                     .num_computed_tokens = 0,
                                     .token_ids = {1},
@@ -264,6 +265,8 @@ TEST(GroupMessageTest, PlansRoundTripAndMalformedBytesAreDataLoss) {
   EXPECT_EQ(decoded->plan.sequences[0].num_released_blocks, (std::vector<int32_t>{3, 0}));
   EXPECT_TRUE(decoded->plan.sequences[0].sample);
   EXPECT_EQ(decoded->plan.sequences[0].prompt_logprobs_end, 12);
+  EXPECT_EQ(decoded->plan.sequences[0].lora_slot, 2);
+  EXPECT_EQ(decoded->plan.sequences[1].lora_slot, -1);
   EXPECT_EQ(decoded->plan.sequences[1].id, RequestId{-2});
   EXPECT_FALSE(decoded->plan.sequences[1].sample);
   EXPECT_EQ(decoded->plan.released, (std::vector<RequestId>{RequestId{3}, RequestId{4}}));

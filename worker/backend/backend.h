@@ -17,6 +17,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "kernels/lora_view.h"
 #include "kernels/moe_view.h"
 #include "kernels/paged_kv.h"
 
@@ -28,6 +29,8 @@ using KvCacheLayer = kernels::PagedKvView;
 using AttentionBatch = kernels::AttentionMetadata;
 using AttentionParams = kernels::AttentionParams;
 using MoeExperts = kernels::MoeExpertsView;
+using LoraWeights = kernels::LoraWeightsView;
+using LoraSegments = kernels::LoraSegmentsView;
 
 class Backend {
  public:
@@ -112,6 +115,14 @@ class Backend {
   [[nodiscard]] virtual absl::Status MoeMlp(const float* x,  // [n, hidden]
                                             const MoeExperts& experts, int64_t n, int64_t hidden,
                                             float* out) = 0;  // [n, hidden]
+  // LoRA: each segment's adapter's low-rank update added onto a projection's output,
+  // out[i, :lora.out] += (x[i] A^T) B^T, rows `ld_out` apart (kernels/cpu/lora.h). `segments`
+  // points at device memory.
+  [[nodiscard]] virtual absl::Status LoraAdd(const float* x,  // [m, lora.in]
+                                             const LoraWeights& lora, const LoraSegments& segments,
+                                             int64_t m, int64_t ld_out,
+                                             float* scratch,   // [m, lora.rank]
+                                             float* out) = 0;  // [m, ld_out]
   // out[i, :] = x[rows[i], :] (gathers the rows whose logits are needed).
   [[nodiscard]] virtual absl::Status GatherRows(const float* x,       // [n, width]
                                                 const int32_t* rows,  // [m]

@@ -8,6 +8,7 @@
 #include "kernels/cpu/gelu_tanh_and_mul.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/kv_cache_write.h"
+#include "kernels/cpu/lora.h"
 #include "kernels/cpu/moe.h"
 #include "kernels/cpu/paged_attention.h"
 #include "kernels/cpu/rms_norm.h"
@@ -98,6 +99,12 @@ absl::Status CpuBackend::GeluTanhAndMul(const float* gate_up, int64_t n, int64_t
 
 absl::Status CpuBackend::SoftCap(float* x, int64_t count, float cap) {
   return kernels::cpu::SoftCap(x, count, cap);
+}
+
+absl::Status CpuBackend::LoraAdd(const float* x, const LoraWeights& lora,
+                                 const LoraSegments& segments, int64_t m, int64_t ld_out,
+                                 float* scratch, float* out) {
+  return kernels::cpu::LoraAdd(x, lora, segments, m, ld_out, scratch, out);
 }
 
 absl::Status CpuBackend::MoeMlp(const float* x, const MoeExperts& experts, int64_t n,

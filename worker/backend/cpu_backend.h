@@ -53,6 +53,9 @@ class CpuBackend final : public Backend {
   [[nodiscard]] absl::Status SoftCap(float* x, int64_t count, float cap) override;
   [[nodiscard]] absl::Status MoeMlp(const float* x, const MoeExperts& experts, int64_t n,
                                     int64_t hidden, float* out) override;
+  [[nodiscard]] absl::Status LoraAdd(const float* x, const LoraWeights& lora,
+                                     const LoraSegments& segments, int64_t m, int64_t ld_out,
+                                     float* scratch, float* out) override;
   [[nodiscard]] absl::Status GatherRows(const float* x, const int32_t* rows, int64_t m,
                                         int64_t width, float* out) override;
 

@@ -162,9 +162,15 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const ModelConfig& config
                       .eos_token_id = o.eos_token_id,
                       .policy = o.scheduling_policy},
       engine->kv_.get());
-  HR_ASSIGN_OR_RETURN(engine->model_,
-                      LlamaModel::Create(config, weights, ModelLimitsOf(o), backend, comm));
+  HR_ASSIGN_OR_RETURN(engine->model_, LlamaModel::Create(config, weights, ModelLimitsOf(o), backend,
+                                                         comm, LoraAdaptersOf(o)));
+  engine->options_.lora_adapters = nullptr;  // on the device now
   return engine;
+}
+
+absl::Span<const LoraAdapter> LoraAdaptersOf(const EngineOptions& options) {
+  if (options.lora_adapters == nullptr) return {};
+  return *options.lora_adapters;
 }
 
 ModelLimits ModelLimitsOf(const EngineOptions& options) {
@@ -258,6 +264,11 @@ absl::Status Engine::AddRequest(Request request) {
     request.sampling.max_tokens = 1;
   }
   HR_RETURN_IF_ERROR(ValidateSamplingParams(request.sampling, model_->config().vocab_size));
+  if (request.lora_slot < -1 || request.lora_slot >= model_->num_lora_slots()) {
+    return absl::InvalidArgumentError(absl::StrCat("LoRA slot ", request.lora_slot,
+                                                   " is not one of the model's ",
+                                                   model_->num_lora_slots(), " adapters"));
+  }
   if (!request.sampling.ignore_eos) {
     std::vector<int32_t>& stops = request.sampling.stop_token_ids;
     for (int32_t id : options_.extra_eos_token_ids) {

@@ -36,6 +36,7 @@
 #include "worker/engine/scheduler.h"
 #include "worker/model/checkpoint.h"
 #include "worker/model/llama_model.h"
+#include "worker/model/lora_adapter.h"
 #include "worker/model/model_config.h"
 #include "worker/model/pooling_config.h"
 
@@ -71,11 +72,16 @@ struct EngineOptions {
   // How the model pools embeddings (its sentence-transformers files; LoadPoolingConfig): a model
   // that pools other than by its last token refuses embedding requests.
   PoolingConfig pooling = {};
+  // LoRA adapters (this rank's shards, LoadLoraAdapter), slots 0, 1, ... in this order; uploaded
+  // by Create, which then lets go of them.
+  std::shared_ptr<const std::vector<LoraAdapter>> lora_adapters = nullptr;
 };
 
 // The buffer sizes the model of an engine with `options` is allocated for (leader and followers
 // alike).
 [[nodiscard]] ModelLimits ModelLimitsOf(const EngineOptions& options);
+// The adapters of `options` (none when lora_adapters is null).
+[[nodiscard]] absl::Span<const LoraAdapter> LoraAdaptersOf(const EngineOptions& options);
 
 struct TokenLogprob {
   int32_t token = 0;

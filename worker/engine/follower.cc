@@ -17,7 +17,8 @@ absl::StatusOr<std::unique_ptr<Follower>> Follower::Create(const ModelConfig& co
     return absl::InvalidArgumentError("a follower is a rank > 0 of a tensor-parallel group");
   }
   HR_ASSIGN_OR_RETURN(std::unique_ptr<LlamaModel> model,
-                      LlamaModel::Create(config, weights, ModelLimitsOf(options), backend, comm));
+                      LlamaModel::Create(config, weights, ModelLimitsOf(options), backend, comm,
+                                         LoraAdaptersOf(options)));
   return std::unique_ptr<Follower>(new Follower(options, comm, std::move(model)));
 }
 

@@ -17,6 +17,8 @@ void BuildForwardInput(const StepPlan& plan, const BlockTableLookup& tables, int
                              kvcache::kNullBlockId.value());
   input->logits_rows.clear();
   input->prompt_logits_rows.clear();
+  input->lora_slots.clear();
+  bool any_lora = false;
   // Group 0's pass also lays out the tokens; every pass adds its group's slots and table rows.
   for (int32_t g = 0; g < num_groups; ++g) {
     size_t seq_index = 0;
@@ -45,8 +47,11 @@ void BuildForwardInput(const StepPlan& plan, const BlockTableLookup& tables, int
       input->context_lens.push_back(seq.num_computed_tokens +
                                     static_cast<int32_t>(seq.token_ids.size()));
       if (seq.sample) input->logits_rows.push_back(input->query_start.back() - 1);
+      input->lora_slots.push_back(seq.lora_slot);
+      any_lora |= seq.lora_slot >= 0;
     }
   }
+  if (!any_lora) input->lora_slots.clear();  // a base-model step: no segments to build
 }
 
 }  // namespace headroom::worker

@@ -97,6 +97,7 @@ absl::Status ReadPlan(Reader& r, StepPlan* plan) {
     HR_ASSIGN_OR_RETURN(const uint8_t sample, r.Get<uint8_t>("sample"));
     seq.sample = sample != 0;
     HR_ASSIGN_OR_RETURN(seq.prompt_logprobs_end, r.Get<int32_t>("prompt_logprobs_end"));
+    HR_ASSIGN_OR_RETURN(seq.lora_slot, r.Get<int32_t>("lora_slot"));
   }
   HR_RETURN_IF_ERROR(ReadIds(r, "released ids", &plan->released));
   return ReadIds(r, "preempted ids", &plan->preempted);
@@ -120,6 +121,7 @@ std::string EncodeGroupMessage(const GroupMessage& message) {
     w.PutList(seq.num_released_blocks, [&](int32_t released) { w.Put(released); });
     w.Put(static_cast<uint8_t>(seq.sample ? 1 : 0));
     w.Put(seq.prompt_logprobs_end);
+    w.Put(seq.lora_slot);
   });
   w.PutList(plan.released, [&](RequestId id) { w.Put(id.value()); });
   w.PutList(plan.preempted, [&](RequestId id) { w.Put(id.value()); });

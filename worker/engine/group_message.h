@@ -6,7 +6,7 @@
 //   i64 step, i32 num_tokens, u32 #sequences, each: i64 id, i32 num_computed_tokens,
 //   u32 #token_ids, i32..., u32 #new_block_ids, i32... (group by group), u32 #layer groups,
 //   i32 num_released_blocks per group, u8 sample,
-//   i32 prompt_logprobs_end;
+//   i32 prompt_logprobs_end, i32 lora_slot;
 //   u32 #released, i64...; u32 #preempted, i64...
 #pragma once
 

@@ -99,6 +99,10 @@ struct Request {
   // vLLM's priority: lower values are served first (SchedulingPolicy::kPriority only; 0 under
   // kFcfs).
   int32_t priority = 0;
+  // The LoRA adapter that computes this request (vLLM's LoRARequest): its slot in the model
+  // (-1: the base model) and its name, which keys its prefix-cache blocks (kvcache/block_hash.h).
+  int32_t lora_slot = -1;
+  std::string lora_name;
   // Set for an embedding: `sampling` is then ignored, and the scheduler admits the prompt alone.
   std::optional<EmbeddingParams> embedding;
   // Compiled by EngineLoop::Submit on the submitting thread; Engine::AddRequest compiles what is

@@ -150,6 +150,7 @@ void Scheduler::EmitScheduled(Sequence& s, int32_t num_new, size_t blocks_before
   s.num_computed += num_new;
   out.sample = s.num_computed == s.num_tokens();
   if (s.request.sampling.prompt_logprobs >= 0) out.prompt_logprobs_end = s.num_prompt() - 1;
+  out.lora_slot = s.request.lora_slot;
   s.scheduled_step = step_;
 }
 
@@ -172,7 +173,8 @@ void Scheduler::AdmitWaiting(int32_t& budget, StepPlan& plan) {
     // A request that wants prompt logprobs computes its whole prompt (cached blocks have no
     // logits).
     const PrefixHit hit = kv_->FindCachedPrefix(s.tokens, s.request.cache_salt,
-                                                /*lookup=*/s.request.sampling.prompt_logprobs < 0);
+                                                /*lookup=*/s.request.sampling.prompt_logprobs < 0,
+                                                s.request.lora_name);
     // The whole current context must fit (anti-thrash), beyond what admitted prefills still need;
     // behind a sliding window that is the most blocks it holds at once. Either bounds what the
     // first chunk's admission below takes.

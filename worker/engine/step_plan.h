@@ -32,6 +32,8 @@ struct ScheduledSequence {
   // Prompt logprobs: the tokens of this step at positions below this also need the logits that
   // predict the next prompt token (the prompt length - 1 for such a request; 0 = none).
   int32_t prompt_logprobs_end = 0;
+  // The LoRA adapter slot that computes the sequence; -1 for the base model.
+  int32_t lora_slot = -1;
 };
 
 struct StepPlan {

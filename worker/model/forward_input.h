@@ -20,6 +20,8 @@ struct ForwardInput {
   std::vector<int32_t> logits_rows;  // rows whose logits are needed (one per sampling sequence)
   // Rows whose logits predict the next prompt token (prompt logprobs), in row order.
   std::vector<int32_t> prompt_logits_rows;
+  // [num_seqs]: each sequence's LoRA adapter slot, -1 for the base model; empty: all base.
+  std::vector<int32_t> lora_slots;
 
   [[nodiscard]] int32_t num_tokens() const { return static_cast<int32_t>(token_ids.size()); }
   [[nodiscard]] int32_t num_seqs() const { return static_cast<int32_t>(context_lens.size()); }

@@ -11,11 +11,9 @@
 
 namespace headroom::worker {
 
-absl::StatusOr<std::unique_ptr<LlamaModel>> LlamaModel::Create(const ModelConfig& config,
-                                                               const ModelWeights& weights,
-                                                               const ModelLimits& limits,
-                                                               Backend* backend,
-                                                               Communicator* comm) {
+absl::StatusOr<std::unique_ptr<LlamaModel>> LlamaModel::Create(
+    const ModelConfig& config, const ModelWeights& weights, const ModelLimits& limits,
+    Backend* backend, Communicator* comm, absl::Span<const LoraAdapter> adapters) {
   if (limits.max_num_batched_tokens <= 0 || limits.max_num_seqs <= 0 || limits.max_model_len <= 0 ||
       limits.num_kv_blocks < 2 || limits.block_size <= 0) {
     return absl::InvalidArgumentError("model limits must be positive (and at least 2 KV blocks)");
@@ -27,6 +25,7 @@ absl::StatusOr<std::unique_ptr<LlamaModel>> LlamaModel::Create(const ModelConfig
   std::unique_ptr<LlamaModel> model(new LlamaModel(config, limits, backend, comm));
   HR_RETURN_IF_ERROR(model->CheckShard(weights));
   HR_RETURN_IF_ERROR(model->Upload(weights));
+  HR_RETURN_IF_ERROR(model->UploadLora(adapters));
   HR_RETURN_IF_ERROR(model->AllocateArena());
   return model;
 }
@@ -272,6 +271,79 @@ absl::Status LlamaModel::UploadExperts(const LayerWeights& lw, const std::string
   return absl::OkStatus();
 }
 
+absl::Status LlamaModel::UploadLora(absl::Span<const LoraAdapter> adapters) {
+  num_lora_slots_ = static_cast<int32_t>(adapters.size());
+  for (const LoraAdapter& adapter : adapters) lora_rank_ = std::max(lora_rank_, adapter.rank);
+  if (adapters.empty()) return absl::OkStatus();
+  const int64_t hidden = config_.hidden_size;
+  // [in, out] of each target on this rank, in LoraTarget order.
+  const std::array<std::pair<int64_t, int64_t>, kNumLoraTargets> dims = {{
+      {hidden, shard_.q_dim},
+      {hidden, shard_.kv_dim},
+      {hidden, shard_.kv_dim},
+      {shard_.q_dim, hidden},
+      {hidden, shard_.intermediate},
+      {hidden, shard_.intermediate},
+      {shard_.intermediate, hidden},
+  }};
+  const int64_t slots = num_lora_slots_;
+  const int64_t rank = lora_rank_;
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    for (size_t t = 0; t < kNumLoraTargets; ++t) {
+      const auto target = static_cast<LoraTarget>(t);
+      const auto [in, out] = dims[t];
+      // o_proj's and down_proj's outputs are scaled by Granite's residual_multiplier, the
+      // adapter's update included: folded into B like the base weights.
+      const bool residual = target == LoraTarget::kO || target == LoraTarget::kDown;
+      const double fold = residual ? config_.residual_multiplier : 1.0;
+      std::vector<float> a(static_cast<size_t>(slots * rank * in), 0.0f);
+      std::vector<float> b(static_cast<size_t>(slots * out * rank), 0.0f);
+      bool used = false;
+      for (size_t slot = 0; slot < adapters.size(); ++slot) {
+        const LoraAdapter& adapter = adapters[slot];
+        if (adapter.layers.size() != layers_.size()) {
+          return absl::InvalidArgumentError(absl::StrCat("LoRA adapter \"", adapter.name, "\" has ",
+                                                         adapter.layers.size(),
+                                                         " layers, the model ", layers_.size()));
+        }
+        const HostTensor& la = adapter.layers[i].a[t];
+        const HostTensor& lb = adapter.layers[i].b[t];
+        if (la.empty()) continue;
+        const int64_t r = adapter.rank;
+        if (la.shape != std::vector<int64_t>{r, in} || lb.shape != std::vector<int64_t>{out, r}) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "LoRA adapter \"", adapter.name, "\" layer ", i, " ", LoraTargetName(target),
+              " is not rank ", comm_->rank(), "'s shard of a group of ", tp_, ": expected A [", r,
+              ", ", in, "] and B [", out, ", ", r, "]"));
+        }
+        used = true;
+        // A's r rows, then zero rows up to the common rank.
+        std::copy(la.data.begin(), la.data.end(),
+                  a.begin() + static_cast<std::ptrdiff_t>(static_cast<int64_t>(slot) * rank * in));
+        // B's rows scaled, each padded with zero columns up to the common rank.
+        const double scale = adapter.scale * fold;
+        for (int64_t row = 0; row < out; ++row) {
+          for (int64_t c = 0; c < r; ++c) {
+            b[static_cast<size_t>((static_cast<int64_t>(slot) * out + row) * rank + c)] =
+                static_cast<float>(static_cast<double>(lb.data[static_cast<size_t>(row * r + c)]) *
+                                   scale);
+          }
+        }
+      }
+      if (!used) continue;
+      const std::string what = absl::StrCat("layer ", i, " ", LoraTargetName(target), " LoRA ");
+      LoraWeights& lora = layers_[i].lora[t];
+      HR_ASSIGN_OR_RETURN(lora.a, UploadTensor(a, what + "A"));
+      HR_ASSIGN_OR_RETURN(lora.b, UploadTensor(b, what + "B"));
+      lora.num_slots = slots;
+      lora.rank = rank;
+      lora.in = in;
+      lora.out = out;
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status LlamaModel::AllocateArena() {
   const int64_t t = limits_.max_num_batched_tokens;
   const int64_t s = limits_.max_num_seqs;
@@ -305,6 +377,13 @@ absl::Status LlamaModel::AllocateArena() {
   HR_ASSIGN_OR_RETURN(arena_.act, AllocateFloats(t * inter, "act"));
   HR_ASSIGN_OR_RETURN(arena_.last_hidden, AllocateFloats(s * hidden, "last_hidden"));
   HR_ASSIGN_OR_RETURN(arena_.logits, AllocateFloats(s * shard_.vocab_rows, "logits"));
+  if (num_lora_slots_ > 0) {
+    HR_ASSIGN_OR_RETURN(arena_.lora_starts, ints(s + 1, "LoRA segment starts"));
+    HR_ASSIGN_OR_RETURN(arena_.lora_slots, ints(s, "LoRA segment slots"));
+    HR_ASSIGN_OR_RETURN(arena_.lora_scratch, AllocateFloats(t * lora_rank_, "LoRA scratch"));
+    lora_starts_host_.reserve(static_cast<size_t>(s + 1));
+    lora_slots_host_.reserve(static_cast<size_t>(s));
+  }
   if (tp_ > 1) {
     HR_ASSIGN_OR_RETURN(arena_.gathered,
                         AllocateFloats(tp_ * s * shard_.vocab_rows, "gathered logits"));
@@ -356,7 +435,53 @@ absl::Status LlamaModel::CopyInput(const ForwardInput& in) {
           absl::StrCat("prompt logits row ", row, " is outside the step's ", n, " tokens"));
     }
   }
+  return CopyLoraSegments(in);
+}
+
+absl::Status LlamaModel::CopyLoraSegments(const ForwardInput& in) {
+  lora_segments_ = LoraSegments{};
+  if (in.lora_slots.empty()) return absl::OkStatus();
+  const int32_t seqs = in.num_seqs();
+  if (static_cast<int32_t>(in.lora_slots.size()) != seqs ||
+      static_cast<int32_t>(in.query_start.size()) != seqs + 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("step has ", in.lora_slots.size(), " LoRA slots for ", seqs, " sequences"));
+  }
+  // Neighbouring sequences of one adapter share a segment.
+  lora_starts_host_.assign(1, 0);
+  lora_slots_host_.clear();
+  bool any = false;
+  for (int32_t s = 0; s < seqs; ++s) {
+    const int32_t slot = in.lora_slots[static_cast<size_t>(s)];
+    if (slot < -1 || slot >= num_lora_slots_) {
+      return absl::InvalidArgumentError(absl::StrCat("sequence ", s, " names LoRA slot ", slot,
+                                                     "; the model has ", num_lora_slots_));
+    }
+    any |= slot >= 0;
+    const int32_t end = in.query_start[static_cast<size_t>(s) + 1];
+    if (!lora_slots_host_.empty() && lora_slots_host_.back() == slot) {
+      lora_starts_host_.back() = end;
+    } else {
+      lora_slots_host_.push_back(slot);
+      lora_starts_host_.push_back(end);
+    }
+  }
+  if (!any) return absl::OkStatus();
+  backend_->CopyToDevice(arena_.lora_starts, lora_starts_host_.data(),
+                         lora_starts_host_.size() * sizeof(int32_t));
+  backend_->CopyToDevice(arena_.lora_slots, lora_slots_host_.data(),
+                         lora_slots_host_.size() * sizeof(int32_t));
+  lora_segments_ = LoraSegments{.starts = arena_.lora_starts,
+                                .slots = arena_.lora_slots,
+                                .count = static_cast<int32_t>(lora_slots_host_.size())};
   return absl::OkStatus();
+}
+
+absl::Status LlamaModel::AddLora(const DeviceLayer& layer, LoraTarget target, const float* x,
+                                 int64_t n, int64_t ld_out, float* out) {
+  const LoraWeights& lora = layer.lora[static_cast<size_t>(target)];
+  if (lora_segments_.count == 0 || lora.a == nullptr) return absl::OkStatus();
+  return backend_->LoraAdd(x, lora, lora_segments_, n, ld_out, arena_.lora_scratch, out);
 }
 
 absl::Status LlamaModel::Layer(const DeviceLayer& l, int64_t n, const int64_t* slot_mapping,
@@ -371,10 +496,13 @@ absl::Status LlamaModel::Layer(const DeviceLayer& l, int64_t n, const int64_t* s
   // Attention block; arena_.hidden holds norm1(x) on entry.
   HR_RETURN_IF_ERROR(
       b.Linear(arena_.hidden, l.q_proj, l.q_bias, n, heads * head_dim, hidden, arena_.q));
+  HR_RETURN_IF_ERROR(AddLora(l, LoraTarget::kQ, arena_.hidden, n, heads * head_dim, arena_.q));
   HR_RETURN_IF_ERROR(
       b.Linear(arena_.hidden, l.k_proj, l.k_bias, n, kv_heads * head_dim, hidden, arena_.k));
+  HR_RETURN_IF_ERROR(AddLora(l, LoraTarget::kK, arena_.hidden, n, kv_heads * head_dim, arena_.k));
   HR_RETURN_IF_ERROR(
       b.Linear(arena_.hidden, l.v_proj, l.v_bias, n, kv_heads * head_dim, hidden, arena_.v));
+  HR_RETURN_IF_ERROR(AddLora(l, LoraTarget::kV, arena_.hidden, n, kv_heads * head_dim, arena_.v));
   if (l.q_norm != nullptr) {
     // Qwen3: each head's q and k RMS-normalized over head_dim, in place, before rotary.
     HR_RETURN_IF_ERROR(b.RmsNorm(arena_.q, l.q_norm, n * heads, head_dim, eps, arena_.q));
@@ -386,6 +514,7 @@ absl::Status LlamaModel::Layer(const DeviceLayer& l, int64_t n, const int64_t* s
   HR_RETURN_IF_ERROR(b.PagedAttention(arena_.q, l.kv, batch, n, heads, l.attention, arena_.attn));
   HR_RETURN_IF_ERROR(
       b.Linear(arena_.attn, l.o_proj, l.o_bias, n, hidden, heads * head_dim, arena_.proj));
+  HR_RETURN_IF_ERROR(AddLora(l, LoraTarget::kO, arena_.attn, n, hidden, arena_.proj));
   HR_RETURN_IF_ERROR(AllReduce(arena_.proj, n));
   HR_RETURN_IF_ERROR(NormalizeOutput(l.attn_out_norm, n));
   // MLP block: x += attention out; h = norm2(x).
@@ -396,11 +525,16 @@ absl::Status LlamaModel::Layer(const DeviceLayer& l, int64_t n, const int64_t* s
   } else {
     HR_RETURN_IF_ERROR(
         b.Linear(arena_.hidden, l.gate_up, l.gate_up_bias, n, 2 * inter, hidden, arena_.gate_up));
+    // The fused output's rows: gate columns, then up columns.
+    HR_RETURN_IF_ERROR(AddLora(l, LoraTarget::kGate, arena_.hidden, n, 2 * inter, arena_.gate_up));
+    HR_RETURN_IF_ERROR(
+        AddLora(l, LoraTarget::kUp, arena_.hidden, n, 2 * inter, arena_.gate_up + inter));
     HR_RETURN_IF_ERROR(config_.hidden_activation == Activation::kGeluTanh
                            ? b.GeluTanhAndMul(arena_.gate_up, n, inter, arena_.act)
                            : b.SiluAndMul(arena_.gate_up, n, inter, arena_.act));
     HR_RETURN_IF_ERROR(
         b.Linear(arena_.act, l.down_proj, l.down_bias, n, hidden, inter, arena_.proj));
+    HR_RETURN_IF_ERROR(AddLora(l, LoraTarget::kDown, arena_.act, n, hidden, arena_.proj));
   }
   HR_RETURN_IF_ERROR(AllReduce(arena_.proj, n));
   return NormalizeOutput(l.mlp_out_norm, n);

@@ -18,6 +18,11 @@
 // max_num_seqs) is allocated in Create(); Forward() never allocates device memory (the CPU
 // backend's mixture-of-experts kernel keeps host scratch of its own).
 //
+// LoRA adapters (vLLM's multi-LoRA serving, worker/model/lora_adapter.h): every adapter the model
+// is created with has a slot, uploaded in Create() stacked per projection (kernels/lora_view.h);
+// each sequence of a step names its slot (ForwardInput::lora_slots) and its projections add that
+// adapter's update, so one step mixes the base model and any adapters.
+//
 // Tensor parallelism (docs/tensor_parallel.md): with a communicator of N ranks the model holds
 // the rank's shard (LoadWeights with a ShardSpec) and its share of the KV heads. The embedding is
 // vocab-parallel (an id outside the rank's slice reads a zero row, then an all-reduce sums the
@@ -26,6 +31,7 @@
 // the same order.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -33,11 +39,13 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/types/span.h"
 #include "kvcache/tensor_parallel.h"
 #include "worker/backend/backend.h"
 #include "worker/comm/communicator.h"
 #include "worker/model/checkpoint.h"
 #include "worker/model/forward_input.h"
+#include "worker/model/lora_adapter.h"
 #include "worker/model/model_config.h"
 
 namespace headroom::worker {
@@ -59,12 +67,11 @@ class LlamaModel {
  public:
   // Copies `weights` (this rank's shard: LoadWeights with a ShardSpec; the whole model without
   // `comm`) to the device and allocates the KV cache and the activation arena. `comm` (null: a
-  // group of one) must outlive the model.
-  static absl::StatusOr<std::unique_ptr<LlamaModel>> Create(const ModelConfig& config,
-                                                            const ModelWeights& weights,
-                                                            const ModelLimits& limits,
-                                                            Backend* backend,
-                                                            Communicator* comm = nullptr);
+  // group of one) must outlive the model. `adapters` (this rank's shards, LoadLoraAdapter) get
+  // slots 0, 1, ... in their order.
+  static absl::StatusOr<std::unique_ptr<LlamaModel>> Create(
+      const ModelConfig& config, const ModelWeights& weights, const ModelLimits& limits,
+      Backend* backend, Communicator* comm = nullptr, absl::Span<const LoraAdapter> adapters = {});
 
   LlamaModel(const LlamaModel&) = delete;
   LlamaModel& operator=(const LlamaModel&) = delete;
@@ -89,6 +96,8 @@ class LlamaModel {
   [[nodiscard]] const ModelConfig& config() const { return config_; }
   [[nodiscard]] const ModelLimits& limits() const { return limits_; }
   [[nodiscard]] int32_t max_blocks_per_seq() const { return max_blocks_per_seq_; }
+  // LoRA adapter slots: ForwardInput::lora_slots entries lie in [-1, num_lora_slots()).
+  [[nodiscard]] int32_t num_lora_slots() const { return num_lora_slots_; }
   // The KV cache's layer groups (one block table each); the pool holds group_size layers' KV
   // tensors, each of limits().num_kv_blocks blocks.
   [[nodiscard]] const kvcache::LayerGroups& kv_groups() const { return kv_groups_; }
@@ -122,6 +131,9 @@ class LlamaModel {
     int32_t kv_group = 0;             // whose block tables and slot mapping address it
     AttentionParams attention;        // score scale, softcap and this layer's sliding window
     const float* inv_freq = nullptr;  // [rotary_dim / 2]: the model's, or the sliding layers' own
+    // Every adapter slot's factors per projection (LoraTarget order); `a` null where no adapter
+    // changes the projection in this layer.
+    std::array<LoraWeights, kNumLoraTargets> lora{};
   };
 
   // The activation arena and per-step metadata, sized by ModelLimits.
@@ -145,6 +157,10 @@ class LlamaModel {
     float* last_hidden = nullptr;     // [S, hidden]
     float* logits = nullptr;          // [S, vocab_rows]: this rank's vocabulary slice
     float* gathered = nullptr;        // [tp, S, vocab_rows]: every rank's slice (tp > 1 only)
+    // With LoRA adapters only: the step's adapter segments and the shrunk rows.
+    int32_t* lora_starts = nullptr;  // [S + 1]
+    int32_t* lora_slots = nullptr;   // [S]
+    float* lora_scratch = nullptr;   // [T, lora rank]
   };
 
   LlamaModel(const ModelConfig& config, const ModelLimits& limits, Backend* backend,
@@ -154,6 +170,13 @@ class LlamaModel {
   absl::Status AllocateArena();
   // A mixture-of-experts layer's router and experts, fused for Backend::MoeMlp.
   absl::Status UploadExperts(const LayerWeights& lw, const std::string& prefix, MoeExperts& moe);
+  // Every adapter's factors of every layer, stacked per projection into DeviceLayer::lora.
+  absl::Status UploadLora(absl::Span<const LoraAdapter> adapters);
+  // The step's adapter segments (ForwardInput::lora_slots) to the device.
+  absl::Status CopyLoraSegments(const ForwardInput& input);
+  // Adds the step's adapters' updates for projection `target` of `layer` onto out ([n, ld_out]).
+  absl::Status AddLora(const DeviceLayer& layer, LoraTarget target, const float* x, int64_t n,
+                       int64_t ld_out, float* out);
   absl::StatusOr<float*> AllocateFloats(int64_t count, const std::string& what);
   absl::StatusOr<const float*> UploadTensor(const std::vector<float>& host,
                                             const std::string& what);
@@ -202,6 +225,13 @@ class LlamaModel {
   std::vector<float> gathered_host_;     // [tp, S, vocab_rows] host (tp > 1)
   std::vector<AttentionBatch> batches_;  // per KV layer group, rebuilt each step
   std::vector<float> prompt_logits_;     // [<= S, vocab] host: one slice of prompt logits
+  int32_t num_lora_slots_ = 0;
+  int64_t lora_rank_ = 0;  // the largest adapter rank: every slot is padded to it
+  // This step's segments (counts on the host, rows and slots in the arena); count 0 when no
+  // sequence of the step has an adapter.
+  LoraSegments lora_segments_{};
+  std::vector<int32_t> lora_starts_host_;  // [<= S + 1]
+  std::vector<int32_t> lora_slots_host_;   // [<= S]
 };
 
 }  // namespace headroom::worker
