@@ -387,6 +387,7 @@ absl::Status Serve(const FlagSet& flags, const sigset_t& stop_signals, std::ostr
         .healthy = [&stopping] { return !stopping.load(); },
         .model_name = [&service] { return service.ModelName(); },
         .max_model_len = [&dispatcher] { return dispatcher.largest_max_model_len(); },
+        .list_models = [&service] { return service.Models(); },
         // Parsing and tokenizing is the CPU work of the router: one thread per core.
         .handler_threads = HandlerThreads(),
         .max_queued_requests = 256,

@@ -45,6 +45,7 @@
 #include "worker/engine/follower.h"
 #include "worker/model/checkpoint.h"
 #include "worker/model/generation_config.h"
+#include "worker/model/lora_adapter.h"
 #include "worker/model/model_config.h"
 #include "worker/model/pooling_config.h"
 #include "worker/model/shard_weights.h"
@@ -129,6 +130,18 @@ FlagSet MakeWorkerFlags() {
   flags.AddDouble("swap-space", 4,
                   "Accepted for vLLM compatibility and ignored: headroom never swaps KV to host "
                   "memory.");
+  flags.AddStringList(
+      "lora-modules",
+      "LoRA adapters to serve, as vLLM takes them: name=path (a PEFT directory with "
+      "adapter_config.json and adapter_model.safetensors) or {\"name\": ..., \"path\": ...}. "
+      "A request whose model is an adapter's name runs with it; all of them are loaded at start "
+      "and stay resident, and any mix of them runs in one step.");
+  flags.AddBool("enable-lora", false,
+                "Accepted for vLLM compatibility: --lora-modules alone enables LoRA (adapters are "
+                "not loaded at run time).");
+  flags.AddInt64("max-lora-rank", worker::kDefaultMaxLoraRank,
+                 "Largest adapter rank accepted (vLLM's default 16); every adapter is padded to "
+                 "the largest rank given.");
   flags.MarkRequired("model");
   return flags;
 }
@@ -175,6 +188,8 @@ struct EngineSetup {
   int64_t tensor_parallel_size = 1;
   int64_t rank = 0;
   double gpu_memory_utilization = 0.9;
+  std::vector<worker::LoraModuleSpec> lora_modules;
+  int64_t max_lora_rank = worker::kDefaultMaxLoraRank;
 };
 
 worker::ShardSpec ShardOf(const EngineSetup& setup) {
@@ -257,6 +272,26 @@ absl::StatusOr<EngineSetup> ParseEngineSetup(const FlagSet& flags) {
   }
   setup.rank = std::max<int64_t>(0, *flags.GetInt64("rank"));
   HR_RETURN_IF_ERROR(worker::CheckShardable(config, ShardOf(setup)));
+  setup.max_lora_rank = *flags.GetInt64("max-lora-rank");
+  if (setup.max_lora_rank < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--max-lora-rank must be at least 1, got ", setup.max_lora_rank));
+  }
+  for (const std::string& entry : flags.GetStringList("lora-modules")) {
+    HR_ASSIGN_OR_RETURN(worker::LoraModuleSpec spec, worker::ParseLoraModule(entry));
+    for (const worker::LoraModuleSpec& earlier : setup.lora_modules) {
+      if (earlier.name == spec.name) {
+        return absl::InvalidArgumentError(absl::StrCat("--lora-modules names \"", spec.name,
+                                                       "\" twice (", earlier.path, ", ", spec.path,
+                                                       ")"));
+      }
+    }
+    if (spec.name == model) {
+      return absl::InvalidArgumentError(absl::StrCat("--lora-modules: adapter name \"", spec.name,
+                                                     "\" is the base model's; rename it"));
+    }
+    setup.lora_modules.push_back(std::move(spec));
+  }
   if (setup.tensor_parallel_size > 1 && !flags.GetString("rendezvous").has_value()) {
     return absl::InvalidArgumentError("a rank of a tensor-parallel group needs --rendezvous");
   }
@@ -268,6 +303,36 @@ absl::StatusOr<EngineSetup> ParseEngineSetup(const FlagSet& flags) {
 absl::StatusOr<worker::ModelWeights> LoadShard(const EngineSetup& setup) {
   return worker::LoadModelWeights(setup.config, setup.model, setup.load_format, setup.options.seed,
                                   ShardOf(setup));
+}
+
+// This rank's shards of the --lora-modules adapters, in slot order (null without any).
+absl::StatusOr<std::shared_ptr<const std::vector<worker::LoraAdapter>>> LoadLoraShards(
+    const EngineSetup& setup) {
+  if (setup.lora_modules.empty()) return nullptr;
+  auto adapters = std::make_shared<std::vector<worker::LoraAdapter>>();
+  for (const worker::LoraModuleSpec& spec : setup.lora_modules) {
+    HR_ASSIGN_OR_RETURN(
+        worker::LoraAdapter adapter,
+        worker::LoadLoraAdapter(setup.config, spec, setup.max_lora_rank, ShardOf(setup)));
+    adapters->push_back(std::move(adapter));
+  }
+  return adapters;
+}
+
+// "sql (rank 8, scale 2: q_proj, v_proj)" for each adapter.
+std::string DescribeAdapters(const std::vector<worker::LoraAdapter>& adapters) {
+  std::vector<std::string> parts;
+  for (const worker::LoraAdapter& adapter : adapters) {
+    std::vector<std::string> targets;
+    for (size_t t = 0; t < worker::kNumLoraTargets; ++t) {
+      if (adapter.targets[t]) {
+        targets.emplace_back(worker::LoraTargetName(static_cast<worker::LoraTarget>(t)));
+      }
+    }
+    parts.push_back(absl::StrCat(adapter.name, " (rank ", adapter.rank, ", scale ", adapter.scale,
+                                 ": ", absl::StrJoin(targets, ", "), ")"));
+  }
+  return absl::StrJoin(parts, "; ");
 }
 
 // Meets the other ranks of the group (after loading, so slow loaders only delay the meeting).
@@ -297,10 +362,11 @@ absl::Status RunFollower(const FlagSet& flags, std::ostream& err) {
   HR_ASSIGN_OR_RETURN(const EngineSetup setup, ParseEngineSetup(flags));
   worker::CpuBackend backend(static_cast<int>(*flags.GetInt64("threads")));
   HR_ASSIGN_OR_RETURN(const worker::ModelWeights shard, LoadShard(setup));
+  worker::EngineOptions options = setup.options;
+  HR_ASSIGN_OR_RETURN(options.lora_adapters, LoadLoraShards(setup));
   HR_ASSIGN_OR_RETURN(std::unique_ptr<worker::Communicator> comm, JoinGroup(flags, setup));
-  HR_ASSIGN_OR_RETURN(
-      std::unique_ptr<worker::Follower> follower,
-      worker::Follower::Create(setup.config, shard, setup.options, &backend, comm.get()));
+  HR_ASSIGN_OR_RETURN(std::unique_ptr<worker::Follower> follower,
+                      worker::Follower::Create(setup.config, shard, options, &backend, comm.get()));
   err << "headroom worker rank " << setup.rank << " of " << setup.tensor_parallel_size
       << ": following rank 0\n";
   HR_RETURN_IF_ERROR(follower->Run());
@@ -411,7 +477,8 @@ absl::Status Serve(const FlagSet& flags, const sigset_t& stop_signals, std::ostr
        .priority_scheduling = options.scheduling_policy == worker::SchedulingPolicy::kPriority,
        .step_stall_timeout = step_stall_timeout,
        .observer = &worker_metrics,
-       .sampling_defaults = sampling_defaults});
+       .sampling_defaults = sampling_defaults,
+       .lora_modules = setup.lora_modules});
   grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder builder;
   int selected_port = 0;
@@ -445,6 +512,10 @@ absl::Status Serve(const FlagSet& flags, const sigset_t& stop_signals, std::ostr
   std::unique_ptr<worker::EngineLoop> loop;
   {
     HR_ASSIGN_OR_RETURN(const worker::ModelWeights shard, LoadShard(setup));
+    HR_ASSIGN_OR_RETURN(options.lora_adapters, LoadLoraShards(setup));
+    if (options.lora_adapters != nullptr) {
+      err << "headroom worker: LoRA adapters " << DescribeAdapters(*options.lora_adapters) << "\n";
+    }
     HR_ASSIGN_OR_RETURN(comm, JoinGroup(flags, setup));
     HR_ASSIGN_OR_RETURN(std::unique_ptr<worker::Engine> engine,
                         worker::Engine::Create(setup.config, shard, options, &backend, comm.get()));

@@ -9,6 +9,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "common/check.h"
 #include "common/status_macros.h"
 
@@ -30,6 +31,8 @@ const char* TypeWord(FlagType type) {
       return "STRING";
     case FlagType::kBool:
       return "";
+    case FlagType::kStringList:
+      return "STRING...";
   }
   return "";
 }
@@ -44,6 +47,8 @@ const char* TypeDescription(FlagType type) {
       return "a string";
     case FlagType::kBool:
       return "true or false";
+    case FlagType::kStringList:
+      return "one or more strings";
   }
   return "";
 }
@@ -86,7 +91,11 @@ std::vector<std::string> Wrap(std::string_view text, size_t width) {
   return lines;
 }
 
-std::string FormatDefault(const std::variant<int64_t, double, std::string, bool>& value) {
+std::string FormatDefault(
+    const std::variant<int64_t, double, std::string, bool, std::vector<std::string>>& value) {
+  if (const auto* list = std::get_if<std::vector<std::string>>(&value)) {
+    return absl::StrCat("[", absl::StrJoin(*list, " "), "]");
+  }
   if (const auto* i = std::get_if<int64_t>(&value)) return absl::StrCat(*i);
   if (const auto* d = std::get_if<double>(&value)) return absl::StrCat(*d);
   if (const auto* s = std::get_if<std::string>(&value)) return absl::StrCat("\"", *s, "\"");
@@ -113,14 +122,14 @@ void FlagSet::Add(std::string_view name, FlagType type, std::optional<Value> def
 
 void FlagSet::AddInt64(std::string_view name, std::optional<int64_t> default_value,
                        std::string_view help) {
-  Add(name, FlagType::kInt64,
-      default_value ? std::optional<Value>(*default_value) : std::nullopt, help);
+  Add(name, FlagType::kInt64, default_value ? std::optional<Value>(*default_value) : std::nullopt,
+      help);
 }
 
 void FlagSet::AddDouble(std::string_view name, std::optional<double> default_value,
                         std::string_view help) {
-  Add(name, FlagType::kDouble,
-      default_value ? std::optional<Value>(*default_value) : std::nullopt, help);
+  Add(name, FlagType::kDouble, default_value ? std::optional<Value>(*default_value) : std::nullopt,
+      help);
 }
 
 void FlagSet::AddString(std::string_view name, std::optional<std::string> default_value,
@@ -131,6 +140,10 @@ void FlagSet::AddString(std::string_view name, std::optional<std::string> defaul
 
 void FlagSet::AddBool(std::string_view name, bool default_value, std::string_view help) {
   Add(name, FlagType::kBool, Value(default_value), help);
+}
+
+void FlagSet::AddStringList(std::string_view name, std::string_view help) {
+  Add(name, FlagType::kStringList, std::nullopt, help);
 }
 
 void FlagSet::MarkRequired(std::string_view name) {
@@ -181,8 +194,8 @@ absl::Status FlagSet::UnknownFlag(std::string_view name) const {
 
 absl::Status FlagSet::SetFromText(Flag& flag, std::string_view text) {
   const auto malformed = [&](const char* why) {
-    return absl::InvalidArgumentError(absl::StrCat("invalid value \"", std::string(text),
-                                                   "\" for --", flag.name, ": ", why));
+    return absl::InvalidArgumentError(
+        absl::StrCat("invalid value \"", std::string(text), "\" for --", flag.name, ": ", why));
   };
   switch (flag.type) {
     case FlagType::kInt64: {
@@ -211,6 +224,10 @@ absl::Status FlagSet::SetFromText(Flag& flag, std::string_view text) {
     case FlagType::kString:
       flag.value = std::string(text);
       return absl::OkStatus();
+    case FlagType::kStringList:
+      if (!flag.value) flag.value = std::vector<std::string>();
+      std::get<std::vector<std::string>>(*flag.value).emplace_back(text);
+      return absl::OkStatus();
     case FlagType::kBool: {
       const std::string lower = absl::AsciiStrToLower(std::string(text));
       if (lower == "true" || lower == "1" || lower == "yes") {
@@ -236,10 +253,9 @@ absl::Status FlagSet::Parse(absl::Span<const std::string_view> args) {
       return absl::OkStatus();
     }
     if (arg.size() < 3 || arg.substr(0, 2) != "--") {
-      return absl::InvalidArgumentError(
-          absl::StrCat("unexpected argument \"", std::string(arg), "\" for ", command_,
-                       ": flags are written --name value or --name=value; see '", command_,
-                       " --help'"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "unexpected argument \"", std::string(arg), "\" for ", command_,
+          ": flags are written --name value or --name=value; see '", command_, " --help'"));
     }
     std::string_view body = arg.substr(2);
     std::optional<std::string_view> inline_value;
@@ -268,6 +284,18 @@ absl::Status FlagSet::Parse(absl::Span<const std::string_view> args) {
       flag->value = true;
       continue;
     }
+    if (flag->type == FlagType::kStringList) {
+      // Every word up to the next flag.
+      const size_t first = i + 1;
+      while (i + 1 < args.size() && !args[i + 1].starts_with("--")) {
+        HR_RETURN_IF_ERROR(SetFromText(*flag, args[++i]));
+      }
+      if (i + 1 == first) {
+        return absl::InvalidArgumentError(absl::StrCat("flag --", flag->name, " needs a value (",
+                                                       TypeDescription(flag->type), ")"));
+      }
+      continue;
+    }
     // The value is the next word, unless there is none or it is itself a flag. A word starting
     // with a single dash ("-1") is a value, so negative numbers reach the type check.
     if (i + 1 >= args.size() || args[i + 1].starts_with("--")) {
@@ -280,8 +308,7 @@ absl::Status FlagSet::Parse(absl::Span<const std::string_view> args) {
   for (const Flag& flag : flags_) {
     if (flag.required && !flag.value) {
       return absl::InvalidArgumentError(
-          absl::StrCat("missing required flag --", flag.name, " for ", command_, ": ",
-                       flag.help));
+          absl::StrCat("missing required flag --", flag.name, " for ", command_, ": ", flag.help));
     }
   }
   return absl::OkStatus();
@@ -359,6 +386,12 @@ bool FlagSet::GetBool(std::string_view name) const {
   const Flag& flag = Get(name, FlagType::kBool);
   if (flag.value) return std::get<bool>(*flag.value);
   return std::get<bool>(*flag.default_value);
+}
+
+std::vector<std::string> FlagSet::GetStringList(std::string_view name) const {
+  const Flag& flag = Get(name, FlagType::kStringList);
+  if (flag.value) return std::get<std::vector<std::string>>(*flag.value);
+  return {};
 }
 
 bool FlagSet::IsSet(std::string_view name) const {

@@ -22,7 +22,7 @@
 
 namespace headroom {
 
-enum class FlagType { kInt64, kDouble, kString, kBool };
+enum class FlagType { kInt64, kDouble, kString, kBool, kStringList };
 
 class FlagSet {
  public:
@@ -32,13 +32,14 @@ class FlagSet {
   // Registration. `name` has no leading dashes ("max-model-len"). A flag whose default is
   // std::nullopt has no value until given; say in `help` what the program does then.
   // Registering a name twice is a programming error (HR_CHECK).
-  void AddInt64(std::string_view name, std::optional<int64_t> default_value,
-                std::string_view help);
-  void AddDouble(std::string_view name, std::optional<double> default_value,
-                 std::string_view help);
+  void AddInt64(std::string_view name, std::optional<int64_t> default_value, std::string_view help);
+  void AddDouble(std::string_view name, std::optional<double> default_value, std::string_view help);
   void AddString(std::string_view name, std::optional<std::string> default_value,
                  std::string_view help);
   void AddBool(std::string_view name, bool default_value, std::string_view help);
+  // A list (vLLM's nargs='+'): `--name a b c` takes the words up to the next flag, `--name=a`
+  // one; given again, it appends. Empty until given.
+  void AddStringList(std::string_view name, std::string_view help);
   // Parse() fails when a required flag is not given (unless --help was).
   void MarkRequired(std::string_view name);
 
@@ -57,20 +58,21 @@ class FlagSet {
   [[nodiscard]] std::optional<double> GetDouble(std::string_view name) const;
   [[nodiscard]] std::optional<std::string> GetString(std::string_view name) const;
   [[nodiscard]] bool GetBool(std::string_view name) const;
+  [[nodiscard]] std::vector<std::string> GetStringList(std::string_view name) const;
 
   // True when the flag was given on the command line (even if equal to its default).
   [[nodiscard]] bool IsSet(std::string_view name) const;
 
  private:
-  using Value = std::variant<int64_t, double, std::string, bool>;
+  using Value = std::variant<int64_t, double, std::string, bool, std::vector<std::string>>;
 
   struct Flag {
-    std::string name;          // Without dashes, e.g. "max-model-len".
-    FlagType type;             // Decides how the value text is parsed.
-    std::string help;          // One line for Usage().
+    std::string name;                    // Without dashes, e.g. "max-model-len".
+    FlagType type;                       // Decides how the value text is parsed.
+    std::string help;                    // One line for Usage().
     std::optional<Value> default_value;  // Value when not given; nullopt = no value.
     std::optional<Value> value;          // Value given on the command line.
-    bool required = false;     // Parse() fails when not given.
+    bool required = false;               // Parse() fails when not given.
   };
 
   void Add(std::string_view name, FlagType type, std::optional<Value> default_value,

@@ -148,9 +148,13 @@ void HttpFrontend::Handle(http::HttpRequest request, std::shared_ptr<http::Respo
   }
   if (path == "/v1/models") {
     if (!get) return RespondOpenAiError(*writer, 405, "use GET for /v1/models");
-    std::vector<std::pair<std::string, int32_t>> models;
-    if (std::string name = options_.model_name(); !name.empty()) {
-      models.emplace_back(std::move(name), options_.max_model_len());
+    v1::ListModelsResponse models;
+    if (options_.list_models) {
+      models = options_.list_models();
+    } else if (std::string name = options_.model_name(); !name.empty()) {
+      v1::ModelInfo* model = models.add_models();
+      model->set_id(std::move(name));
+      model->set_max_model_len(options_.max_model_len());
     }
     writer->Respond(200, kJson, openai::ModelsBody(models, UnixSeconds()));
     return;

@@ -75,6 +75,8 @@ struct HttpFrontendOptions {
   // Served model id and its longest context (for /v1/models and /tokenize).
   std::function<std::string()> model_name;
   std::function<int32_t()> max_model_len;
+  // /v1/models' cards (the base model and its LoRA adapters); unset: model_name's alone.
+  std::function<v1::ListModelsResponse()> list_models;
   // Threads for the POST routes' parsing and tokenization, and how many requests may wait for
   // one (each holds its body, at most the HTTP server's max_body_bytes).
   int handler_threads = 2;

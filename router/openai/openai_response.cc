@@ -683,15 +683,17 @@ std::string ErrorEvent(int http_status, std::string_view message) {
   return absl::StrCat("data: ", ErrorBody(http_status, message), "\n\n");
 }
 
-std::string ModelsBody(const std::vector<std::pair<std::string, int32_t>>& id_and_max_model_len,
-                       int64_t created, std::string_view owned_by) {
+std::string ModelsBody(const v1::ListModelsResponse& models, int64_t created,
+                       std::string_view owned_by) {
   Json data = Json::array();
-  for (const auto& [model_id, max_model_len] : id_and_max_model_len) {
-    data.push_back(Json{{"id", model_id},
+  for (const v1::ModelInfo& model : models.models()) {
+    data.push_back(Json{{"id", model.id()},
                         {"object", "model"},
                         {"created", created},
                         {"owned_by", std::string(owned_by)},
-                        {"max_model_len", max_model_len}});
+                        {"root", model.root().empty() ? Json(model.id()) : Json(model.root())},
+                        {"parent", model.parent().empty() ? Json(nullptr) : Json(model.parent())},
+                        {"max_model_len", model.max_model_len()}});
   }
   return Dump(Json{{"object", "list"}, {"data", std::move(data)}});
 }

@@ -178,9 +178,10 @@ class ResponseBuilder {
 std::string ErrorBody(int http_status, std::string_view message, std::string_view param = "");
 // "data: {ErrorBody}\n\n": a failure after the stream has started.
 std::string ErrorEvent(int http_status, std::string_view message);
-// GET /v1/models: {"object": "list", "data": [{id, object: "model", created, owned_by,
-// max_model_len}]}.
-std::string ModelsBody(const std::vector<std::pair<std::string, int32_t>>& id_and_max_model_len,
-                       int64_t created, std::string_view owned_by = "headroom");
+// GET /v1/models, as vLLM's model cards: {"object": "list", "data": [{id, object: "model",
+// created, owned_by, root, parent, max_model_len}]}; root is the base model's checkpoint or a
+// LoRA adapter's directory, parent an adapter's base model (null for the base model).
+std::string ModelsBody(const v1::ListModelsResponse& models, int64_t created,
+                       std::string_view owned_by = "headroom");
 
 }  // namespace headroom::router::openai

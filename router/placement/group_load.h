@@ -36,6 +36,9 @@ struct GroupLoad {
   std::vector<int32_t> kv_group_windows = {};
   // The group schedules by request priority; only such groups take a priority other than 0.
   bool priority_scheduling = false;
+  // The LoRA adapters the group serves (--lora-modules names); only such groups take a request
+  // for one of them.
+  std::vector<std::string> lora_adapters = {};
   // Blocks this router has sent to the group that the last report does not reflect yet.
   int64_t reserved_blocks = 0;
 

@@ -14,6 +14,7 @@ PlacementDecision LeastLoadedByBlocks::operator()(absl::Span<const GroupLoad> gr
   PlacementDecision decision;
   bool any_up = false;
   bool any_priority_group = false;
+  bool any_adapter_group = false;
   bool any_candidate = false;
   std::optional<size_t> best;
   double best_score = 0;
@@ -27,6 +28,11 @@ PlacementDecision LeastLoadedByBlocks::operator()(absl::Span<const GroupLoad> gr
     const int64_t demand =
         kvcache::PeakBlocksOverGroups(request.max_total_tokens, g.block_size, g.kv_group_windows,
                                       g.sliding_window, g.max_num_batched_tokens);
+    if (!request.lora_adapter.empty() && std::find(g.lora_adapters.begin(), g.lora_adapters.end(),
+                                                   request.lora_adapter) == g.lora_adapters.end()) {
+      continue;
+    }
+    any_adapter_group = true;
     if (request.needs_priority && !g.priority_scheduling) continue;
     any_priority_group = true;
     if (request.max_total_tokens > g.max_model_len) continue;
@@ -73,7 +79,8 @@ PlacementDecision LeastLoadedByBlocks::operator()(absl::Span<const GroupLoad> gr
     decision.outcome = PlacementOutcome::kWait;
   } else {
     decision.outcome = any_up ? PlacementOutcome::kNeverFits : PlacementOutcome::kNoGroup;
-    decision.no_priority_group = any_up && !any_priority_group;
+    decision.no_adapter_group = any_up && !any_adapter_group;
+    decision.no_priority_group = any_up && any_adapter_group && !any_priority_group;
   }
   return decision;
 }

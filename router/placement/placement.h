@@ -32,6 +32,9 @@ struct PlacementRequest {
   absl::Span<const int64_t> cached_blocks;
   // The request has a priority other than 0: only groups that schedule by priority can take it.
   bool needs_priority = false;
+  // The LoRA adapter the request runs with ("": the base model): only groups serving it can take
+  // it.
+  std::string_view lora_adapter = {};
   // Per group (empty: none): an earlier queued request waits for its blocks. Such a group still
   // counts as a candidate (the request waits rather than being refused) but is not chosen, so a
   // request does not take blocks ahead of one queued before it (AdmissionQueue).
@@ -62,6 +65,8 @@ struct PlacementDecision {
   int32_t closest_kv_groups = 1;
   // kNeverFits because no up group schedules by priority (the request needs it).
   bool no_priority_group = false;
+  // kNeverFits because no up group serves the request's LoRA adapter.
+  bool no_adapter_group = false;
   // For kWait: the candidate groups it waits for (held, or without the blocks now). Inline for
   // up to 8 groups: a decision allocates nothing in the common case.
   absl::InlinedVector<size_t, 8> wait_groups;

@@ -177,6 +177,20 @@ std::string Dispatcher::reported_model() const {
   return "";
 }
 
+std::vector<v1::LoraAdapter> Dispatcher::reported_lora_adapters() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<v1::LoraAdapter> adapters;
+  for (size_t g = 0; g < table_.size(); ++g) {
+    if (!table_.load(g).up || !table_.report(g).has_value()) continue;
+    for (const v1::LoraAdapter& adapter : table_.report(g)->lora_adapters()) {
+      const bool known = std::any_of(adapters.begin(), adapters.end(),
+                                     [&](const auto& a) { return a.name() == adapter.name(); });
+      if (!known) adapters.push_back(adapter);
+    }
+  }
+  return adapters;
+}
+
 bool Dispatcher::any_up() const {
   std::lock_guard<std::mutex> lock(mu_);
   return table_.any_up();
@@ -202,7 +216,8 @@ v1::ClusterState Dispatcher::Snapshot() const {
 
 absl::Span<const kvcache::BlockHash> Dispatcher::HashesFor(Pending& p, int32_t block_size) {
   if (p.hashed_block_size != block_size) {
-    p.hashes = kvcache::PromptBlockHashes(p.prompt.tokens, block_size, p.prompt.cache_salt);
+    p.hashes = kvcache::PromptBlockHashes(p.prompt.tokens, block_size, p.prompt.cache_salt,
+                                          p.prompt.lora_adapter);
     p.hashed_block_size = block_size;
   }
   return p.hashes;
@@ -223,6 +238,7 @@ PlacementDecision Dispatcher::PlaceLocked(absl::Span<const GroupLoad> groups, Pe
   return policy_(groups, {.max_total_tokens = p.max_total_tokens,
                           .cached_blocks = cached,
                           .needs_priority = p.priority != 0,
+                          .lora_adapter = p.prompt.lora_adapter,
                           .held = held});
 }
 
@@ -311,11 +327,14 @@ std::vector<Dispatcher::Delivery> Dispatcher::PassLocked(absl::Time now) {
       const Pending& p = it->second;
       const PlacementDecision d = policy_(table_.loads(), {.max_total_tokens = p.max_total_tokens,
                                                            .cached_blocks = {},
-                                                           .needs_priority = p.priority != 0});
+                                                           .needs_priority = p.priority != 0,
+                                                           .lora_adapter = p.prompt.lora_adapter});
       out.push_back(
           {p.listener, placed.id, Delivery::Kind::kRejected, 0,
            absl::InvalidArgumentError(
-               d.no_priority_group
+               d.no_adapter_group ? absl::StrCat("LoRA adapter \"", p.prompt.lora_adapter,
+                                                 "\" is not served by any worker group serving now")
+               : d.no_priority_group
                    ? absl::StrCat("priority ", p.priority,
                                   " needs priority scheduling and no worker group serving now "
                                   "schedules by priority (start workers with "

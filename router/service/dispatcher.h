@@ -73,6 +73,9 @@ struct DispatcherOptions {
 struct PromptPrefix {
   std::vector<int32_t> tokens;
   std::string cache_salt;
+  // The LoRA adapter that computes the request ("": the base model): it keys the prefix's block
+  // hashes (kvcache/block_hash.h) and limits placement to groups that serve it.
+  std::string lora_adapter;
 };
 
 // Result of Submit.
@@ -122,6 +125,9 @@ class Dispatcher {
   [[nodiscard]] int32_t largest_max_model_len() const;
   // The model the first up group reports ("" when none has reported).
   [[nodiscard]] std::string reported_model() const;
+  // The LoRA adapters up groups report, each name once (the first group's path), in report
+  // order.
+  [[nodiscard]] std::vector<v1::LoraAdapter> reported_lora_adapters() const;
   [[nodiscard]] bool any_up() const;
   // The current groups only (retired ones are left out).
   [[nodiscard]] v1::ClusterState Snapshot() const;

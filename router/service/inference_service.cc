@@ -11,6 +11,7 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "router/service/call_metadata.h"
 #include "router/service/request_validation.h"
@@ -95,11 +96,23 @@ class GenerateReactor final : public grpc::ServerWriteReactor<v1::GenerateRespon
     }
     const std::string served = service_->ModelName();
     if (!request.model().empty() && request.model() != served) {
-      Refused(RefusalReason::kUnknownModel);
-      End(grpc::Status(
-          grpc::StatusCode::NOT_FOUND,
-          absl::StrCat("model \"", request.model(), "\" is not served here (", served, ")")));
-      return;
+      // A LoRA adapter's name runs the base model with it (vLLM's --lora-modules).
+      std::vector<std::string> adapters;
+      for (const v1::LoraAdapter& adapter : service_->dispatcher_->reported_lora_adapters()) {
+        adapters.push_back(adapter.name());
+        if (adapter.name() == request.model()) lora_adapter_ = adapter.name();
+      }
+      if (lora_adapter_.empty()) {
+        Refused(RefusalReason::kUnknownModel);
+        End(grpc::Status(
+            grpc::StatusCode::NOT_FOUND,
+            absl::StrCat("model \"", request.model(), "\" is not served here (", served,
+                         adapters.empty()
+                             ? std::string()
+                             : absl::StrCat("; LoRA adapters: ", absl::StrJoin(adapters, ", ")),
+                         ")")));
+        return;
+      }
     }
     absl::StatusOr<ValidatedRequest> validated = ValidateGenerateRequest(
         request, *service_->options_.tokenizer, service_->dispatcher_->largest_max_model_len());
@@ -161,6 +174,7 @@ class GenerateReactor final : public grpc::ServerWriteReactor<v1::GenerateRespon
         *submit.mutable_sampling() = req_.sampling;
         submit.set_cache_salt(req_.cache_salt);
         submit.set_priority(req_.priority);
+        submit.set_lora_name(lora_adapter_);
         if (req_.pooling.has_value()) *submit.mutable_pooling() = *req_.pooling;
         worker_call_ = call;
       }
@@ -355,7 +369,9 @@ class GenerateReactor final : public grpc::ServerWriteReactor<v1::GenerateRespon
 
  private:
   // The prompt, for prefix-affine placement.
-  PromptPrefix Prefix() const { return {.tokens = req_.prompt, .cache_salt = req_.cache_salt}; }
+  PromptPrefix Prefix() const {
+    return {.tokens = req_.prompt, .cache_salt = req_.cache_salt, .lora_adapter = lora_adapter_};
+  }
 
   // Ends the stream with `status` after what is already queued (errors drop the queue).
   void End(const grpc::Status& status) {
@@ -421,6 +437,8 @@ class GenerateReactor final : public grpc::ServerWriteReactor<v1::GenerateRespon
   std::shared_ptr<GenerateReactor> self_;
   // Set in Begin (before any other thread sees the reactor), read-only afterwards.
   ValidatedRequest req_;
+  // The LoRA adapter the request's model names ("": the base model); set by Begin.
+  std::string lora_adapter_;
   absl::Time deadline_;
   absl::Time admitted_at_;  // set in Begin before Submit
 
@@ -489,6 +507,25 @@ std::string InferenceService::ModelName() const {
   return dispatcher_->reported_model();
 }
 
+v1::ListModelsResponse InferenceService::Models() const {
+  v1::ListModelsResponse models;
+  const std::string name = ModelName();
+  if (name.empty()) return models;  // nothing has reported yet
+  const int32_t max_model_len = dispatcher_->largest_max_model_len();
+  v1::ModelInfo* base = models.add_models();
+  base->set_id(name);
+  base->set_max_model_len(max_model_len);
+  base->set_root(dispatcher_->reported_model());
+  for (const v1::LoraAdapter& adapter : dispatcher_->reported_lora_adapters()) {
+    v1::ModelInfo* card = models.add_models();
+    card->set_id(adapter.name());
+    card->set_max_model_len(max_model_len);
+    card->set_root(adapter.path());
+    card->set_parent(name);
+  }
+  return models;
+}
+
 grpc::ServerWriteReactor<v1::GenerateResponse>* InferenceService::Generate(
     grpc::CallbackServerContext* context, const v1::GenerateRequest* request) {
   Acquire();
@@ -540,12 +577,7 @@ grpc::ServerUnaryReactor* InferenceService::ListModels(grpc::CallbackServerConte
                                                        const v1::ListModelsRequest* /*request*/,
                                                        v1::ListModelsResponse* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  const std::string name = ModelName();
-  if (!name.empty()) {
-    v1::ModelInfo* model = response->add_models();
-    model->set_id(name);
-    model->set_max_model_len(dispatcher_->largest_max_model_len());
-  }
+  *response = Models();
   reactor->Finish(grpc::Status::OK);
   return reactor;
 }

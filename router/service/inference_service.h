@@ -72,6 +72,9 @@ class InferenceService final : public v1::Inference::CallbackService {
 
   // The served model id ("" when unknown yet).
   [[nodiscard]] std::string ModelName() const;
+  // What ListModels answers: the base model, then each LoRA adapter the groups report (parent:
+  // the base model's name).
+  [[nodiscard]] v1::ListModelsResponse Models() const;
 
   // Generate calls open from clients of this router's own (not the HTTP front's choices, which
   // it counts itself), from their arrival to their end: vLLM's /load.

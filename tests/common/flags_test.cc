@@ -29,9 +29,7 @@ FlagSet MakeFlags() {
   return flags;
 }
 
-absl::Status Parse(FlagSet& flags, std::vector<std::string_view> args) {
-  return flags.Parse(args);
-}
+absl::Status Parse(FlagSet& flags, std::vector<std::string_view> args) { return flags.Parse(args); }
 
 TEST(FlagSetTest, DefaultsWhenNothingIsGiven) {
   FlagSet flags = MakeFlags();
@@ -132,8 +130,9 @@ TEST(FlagSetTest, MalformedBool) {
   FlagSet flags = MakeFlags();
   const absl::Status status = Parse(flags, {"--enforce-eager=maybe"});
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(std::string(status.message()), AllOf(HasSubstr("--enforce-eager"), HasSubstr("\"maybe\""),
-                                      HasSubstr("true or false")));
+  EXPECT_THAT(
+      std::string(status.message()),
+      AllOf(HasSubstr("--enforce-eager"), HasSubstr("\"maybe\""), HasSubstr("true or false")));
 }
 
 TEST(FlagSetTest, MalformedIntegerNamesFlagAndValue) {
@@ -142,9 +141,9 @@ TEST(FlagSetTest, MalformedIntegerNamesFlagAndValue) {
     const std::string arg = absl::StrCat("--max-model-len=", bad);
     const absl::Status status = Parse(flags, {arg});
     EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << bad;
-    EXPECT_THAT(std::string(status.message()), AllOf(HasSubstr("--max-model-len"),
-                                        HasSubstr(absl::StrCat("\"", bad, "\"")),
-                                        HasSubstr("expected an integer")))
+    EXPECT_THAT(std::string(status.message()),
+                AllOf(HasSubstr("--max-model-len"), HasSubstr(absl::StrCat("\"", bad, "\"")),
+                      HasSubstr("expected an integer")))
         << bad;
   }
 }
@@ -153,14 +152,16 @@ TEST(FlagSetTest, MalformedIntegerInSpaceForm) {
   FlagSet flags = MakeFlags();
   const absl::Status status = Parse(flags, {"--max-model-len", "abc"});
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(std::string(status.message()), "invalid value \"abc\" for --max-model-len: expected an integer");
+  EXPECT_EQ(std::string(status.message()),
+            "invalid value \"abc\" for --max-model-len: expected an integer");
 }
 
 TEST(FlagSetTest, IntegerOutOfRange) {
   FlagSet flags = MakeFlags();
   const absl::Status status = Parse(flags, {"--max-model-len", "99999999999999999999"});
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(std::string(status.message()), AllOf(HasSubstr("--max-model-len"), HasSubstr("out of range")));
+  EXPECT_THAT(std::string(status.message()),
+              AllOf(HasSubstr("--max-model-len"), HasSubstr("out of range")));
 }
 
 TEST(FlagSetTest, MalformedDouble) {
@@ -169,7 +170,7 @@ TEST(FlagSetTest, MalformedDouble) {
     const absl::Status status = Parse(flags, {"--gpu-memory-utilization", bad});
     EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << bad;
     EXPECT_THAT(std::string(status.message()), AllOf(HasSubstr("--gpu-memory-utilization"),
-                                        HasSubstr(absl::StrCat("\"", bad, "\""))))
+                                                     HasSubstr(absl::StrCat("\"", bad, "\""))))
         << bad;
   }
 }
@@ -217,8 +218,33 @@ TEST(FlagSetTest, PositionalArgumentsAreRejected) {
   for (const char* stray : {"meta-llama/Meta-Llama-3-8B", "-x", "--"}) {
     const absl::Status status = Parse(flags, {stray});
     EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << stray;
-    EXPECT_THAT(std::string(status.message()), HasSubstr(absl::StrCat("unexpected argument \"", stray)));
+    EXPECT_THAT(std::string(status.message()),
+                HasSubstr(absl::StrCat("unexpected argument \"", stray)));
     flags = MakeFlags();
+  }
+}
+
+TEST(FlagSetTest, StringListsTakeWordsUpToTheNextFlagAndAppendWhenRepeated) {
+  FlagSet flags = MakeFlags();
+  flags.AddStringList("lora-modules", "Adapters.");
+  ASSERT_TRUE(Parse(flags, {"--lora-modules", "a=/x", "b=/y", "--block-size", "8",
+                            "--lora_modules=c=/z", "--lora-modules", "-d"})
+                  .ok());
+  EXPECT_EQ(flags.GetStringList("lora-modules"),
+            (std::vector<std::string>{"a=/x", "b=/y", "c=/z", "-d"}));
+  EXPECT_EQ(flags.GetInt64("block-size"), 8);
+  FlagSet unset = MakeFlags();
+  unset.AddStringList("lora-modules", "Adapters.");
+  ASSERT_TRUE(Parse(unset, {}).ok());
+  EXPECT_TRUE(unset.GetStringList("lora-modules").empty());
+  for (const std::vector<std::string_view>& args :
+       {std::vector<std::string_view>{"--lora-modules"},
+        std::vector<std::string_view>{"--lora-modules", "--block-size", "8"}}) {
+    FlagSet empty = MakeFlags();
+    empty.AddStringList("lora-modules", "Adapters.");
+    const absl::Status status = Parse(empty, args);
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(status.message(), HasSubstr("--lora-modules needs a value"));
   }
 }
 

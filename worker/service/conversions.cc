@@ -4,13 +4,30 @@
 #include <limits>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 
 namespace headroom::worker {
 
 absl::StatusOr<Request> RequestFromProto(const v1::SubmitRequest& proto, RequestId id,
-                                         const SamplingDefaults& defaults) {
+                                         const SamplingDefaults& defaults,
+                                         absl::Span<const LoraModuleSpec> adapters) {
   Request request;
   request.id = id;
+  if (!proto.lora_name().empty()) {
+    for (size_t slot = 0; slot < adapters.size(); ++slot) {
+      if (adapters[slot].name == proto.lora_name()) request.lora_slot = static_cast<int32_t>(slot);
+    }
+    if (request.lora_slot < 0) {
+      std::vector<std::string> names;
+      for (const LoraModuleSpec& adapter : adapters) names.push_back(adapter.name);
+      return absl::NotFoundError(
+          absl::StrCat("LoRA adapter \"", proto.lora_name(), "\" is not served here (",
+                       names.empty() ? "no --lora-modules"
+                                     : absl::StrCat("adapters: ", absl::StrJoin(names, ", ")),
+                       ")"));
+    }
+    request.lora_name = proto.lora_name();
+  }
   request.prompt.assign(proto.prompt_token_ids().begin(), proto.prompt_token_ids().end());
   request.cache_salt = proto.cache_salt();
   request.priority = proto.priority();

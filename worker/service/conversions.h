@@ -8,12 +8,14 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/types/span.h"
 #include "grpcpp/support/status.h"
 #include "headroom/v1/worker.pb.h"
 #include "kvcache/prefix_cache_delta.h"
 #include "worker/engine/engine.h"
 #include "worker/engine/request.h"
 #include "worker/model/generation_config.h"
+#include "worker/model/lora_adapter.h"
 
 namespace headroom::worker {
 
@@ -22,9 +24,11 @@ namespace headroom::worker {
 // (temperature 1, top_p 1, top_k all, min_p 0, repetition_penalty 1, max_tokens 16).
 // InvalidArgument naming the field for values the proto allows but the engine cannot mean
 // (negative top_k or logprobs); the engine checks the rest (vocabulary, lengths, blocks) with the
-// numbers.
-[[nodiscard]] absl::StatusOr<Request> RequestFromProto(const v1::SubmitRequest& proto, RequestId id,
-                                                       const SamplingDefaults& defaults = {});
+// numbers. A lora_name picks its slot among `adapters` (the engine's, in slot order); one not
+// there is NotFound naming the adapters served.
+[[nodiscard]] absl::StatusOr<Request> RequestFromProto(
+    const v1::SubmitRequest& proto, RequestId id, const SamplingDefaults& defaults = {},
+    absl::Span<const LoraModuleSpec> adapters = {});
 
 [[nodiscard]] v1::FinishReason FinishReasonToProto(FinishReason reason);
 

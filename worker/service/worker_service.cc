@@ -438,6 +438,11 @@ void WorkerService::UpdateHealth() {
 void WorkerService::SetReady(EngineLoop* loop) {
   v1::LoadReport base;
   base.set_model(options_.model);
+  for (const LoraModuleSpec& adapter : options_.lora_modules) {
+    v1::LoraAdapter* reported = base.add_lora_adapters();
+    reported->set_name(adapter.name);
+    reported->set_path(adapter.path);
+  }
   base.set_block_size(options_.block_size);
   base.set_max_model_len(options_.max_model_len);
   base.set_sliding_window(options_.sliding_window);
@@ -515,7 +520,8 @@ grpc::ServerWriteReactor<v1::SubmitResponse>* WorkerService::Submit(
     }
     id = RequestId{static_cast<int64_t>(request->request_id())};
   }
-  absl::StatusOr<Request> parsed = RequestFromProto(*request, id, options_.sampling_defaults);
+  absl::StatusOr<Request> parsed =
+      RequestFromProto(*request, id, options_.sampling_defaults, options_.lora_modules);
   if (!parsed.ok()) return new RefusedWriteReactor(ToGrpcStatus(parsed.status()));
   {
     std::lock_guard<std::mutex> lock(mu_);

@@ -33,6 +33,7 @@
 #include "headroom/v1/worker.grpc.pb.h"
 #include "worker/engine/engine_loop.h"
 #include "worker/model/generation_config.h"
+#include "worker/model/lora_adapter.h"
 
 namespace headroom::worker {
 
@@ -104,6 +105,9 @@ struct WorkerServiceOptions {
   RequestObserver* observer = nullptr;
   // What a Submit's unset sampling fields take (--generation-config).
   SamplingDefaults sampling_defaults;
+  // The LoRA adapters the engine serves (--lora-modules), in slot order: a Submit's lora_name
+  // picks one, and every LoadReport lists them.
+  std::vector<LoraModuleSpec> lora_modules = {};
 };
 
 class WatchLoadReactor;

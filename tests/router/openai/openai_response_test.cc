@@ -566,14 +566,29 @@ TEST(OpenAiResponseTest, ErrorBodies) {
 }
 
 TEST(OpenAiResponseTest, Models) {
-  const Json m = Json::parse(ModelsBody({{"llama", 4096}, {"qwen", 32768}}, 42));
+  v1::ListModelsResponse models;
+  v1::ModelInfo* base = models.add_models();
+  base->set_id("llama");
+  base->set_max_model_len(4096);
+  base->set_root("/models/llama-3");
+  v1::ModelInfo* adapter = models.add_models();
+  adapter->set_id("sql");
+  adapter->set_max_model_len(4096);
+  adapter->set_root("/adapters/sql");
+  adapter->set_parent("llama");
+  const Json m = Json::parse(ModelsBody(models, 42));
   EXPECT_EQ(m["object"], "list");
   ASSERT_EQ(m["data"].size(), 2u);
-  EXPECT_EQ(m["data"][1]["id"], "qwen");
+  EXPECT_EQ(m["data"][0]["id"], "llama");
+  EXPECT_EQ(m["data"][0]["root"], "/models/llama-3");
+  EXPECT_TRUE(m["data"][0]["parent"].is_null());
+  EXPECT_EQ(m["data"][1]["id"], "sql");
   EXPECT_EQ(m["data"][1]["object"], "model");
   EXPECT_EQ(m["data"][1]["created"], 42);
   EXPECT_EQ(m["data"][1]["owned_by"], "headroom");
-  EXPECT_EQ(m["data"][1]["max_model_len"], 32768);
+  EXPECT_EQ(m["data"][1]["root"], "/adapters/sql");
+  EXPECT_EQ(m["data"][1]["parent"], "llama");
+  EXPECT_EQ(m["data"][1]["max_model_len"], 4096);
 }
 
 // Python's base64.b64encode(struct.pack('<4f', 1.0, -2.5, 0.1, 1e-40)): little-endian float32, a

@@ -214,6 +214,31 @@ TEST(PlacementTest, NeverFitsNamesTheLimitAndTheClosestPool) {
             "(largest max_model_len 4096)");
 }
 
+// A request for a LoRA adapter goes only to groups serving it, even when another has more room;
+// with none up it never fits, and the decision says why.
+TEST(PlacementTest, AnAdapterNeedsAGroupThatServesIt) {
+  GroupLoad base_only = Group("base", 100, 90);
+  GroupLoad with_sql = Group("sql", 100, 20);
+  with_sql.lora_adapters = {"chat", "sql"};
+  const std::vector<GroupLoad> both = {base_only, with_sql};
+  PlacementDecision d = LeastLoadedByBlocks{}(
+      both, {.max_total_tokens = 160, .cached_blocks = {}, .lora_adapter = "sql"});
+  ASSERT_EQ(d.outcome, PlacementOutcome::kPlaced);
+  EXPECT_EQ(both[d.group].group, "sql");
+  d = LeastLoadedByBlocks{}(both, {.max_total_tokens = 160, .cached_blocks = {}});
+  ASSERT_EQ(d.outcome, PlacementOutcome::kPlaced);
+  EXPECT_EQ(both[d.group].group, "base");  // the base model runs anywhere
+  d = LeastLoadedByBlocks{}(
+      both, {.max_total_tokens = 160, .cached_blocks = {}, .lora_adapter = "sql-v2"});
+  EXPECT_EQ(d.outcome, PlacementOutcome::kNeverFits);
+  EXPECT_TRUE(d.no_adapter_group);
+  EXPECT_FALSE(d.no_priority_group);
+  with_sql.free_blocks = 5;
+  d = LeastLoadedByBlocks{}(std::vector<GroupLoad>{base_only, with_sql},
+                            {.max_total_tokens = 160, .cached_blocks = {}, .lora_adapter = "sql"});
+  EXPECT_EQ(d.outcome, PlacementOutcome::kWait);
+}
+
 // A request with a priority goes only to groups that schedule by priority, even when another has
 // more room; with none up it never fits, and the decision says why.
 TEST(PlacementTest, APriorityNeedsAGroupThatSchedulesByPriority) {

@@ -1,0 +1,214 @@
+// LoRA adapters end to end: two real `headroom worker`s serving the llama-gqa fixture with two
+// PEFT adapters (--lora-modules in both of vLLM's forms) behind a real `headroom router`:
+//   - /v1/models and gRPC ListModels list the adapters as vLLM's model cards;
+//   - a request whose model names an adapter runs with it: its greedy tokens are PEFT's
+//     (scripts/gen_lora_fixtures.py), after the base model's have filled the prefix caches with
+//     the same prompts, and the HTTP text is the gRPC text;
+//   - an unknown model is a 404 naming the adapters; a worker with an adapter it cannot load
+//     exits rather than serve without it.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <fstream>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "child_process.h"
+#include "fixture_worker.h"
+#include "fixtures.h"
+#include "groups_up.h"
+#include "grpcpp/grpcpp.h"
+#include "headroom/v1/inference.grpc.pb.h"
+#include "http_client.h"
+#include "http_cluster.h"
+#include "nlohmann/json.hpp"
+
+namespace headroom::e2e {
+namespace {
+
+using Json = nlohmann::json;
+using std::chrono::seconds;
+
+std::string AdapterPath(const std::string& name) {
+  return (worker::testdata::FixtureDir("lora") / name).string();
+}
+
+Json Expected(const std::filesystem::path& dir) {
+  std::ifstream in(dir / "expected.json");
+  return Json::parse(in);
+}
+
+// The base model's id (the fixture directory the workers report).
+std::string BaseId() { return worker::testdata::FixtureDir("llama-gqa").string(); }
+
+std::vector<std::string> WorkerFlags() {
+  std::vector<std::string> flags = FixtureWorkerFlags(64);
+  flags.insert(flags.end(), {"--lora-modules", "sql=" + AdapterPath("llama-gqa-all"),
+                             Json{{"name", "rs"}, {"path", AdapterPath("llama-gqa-rslora")}}.dump(),
+                             "--max-lora-rank", "8"});
+  return flags;
+}
+
+struct LoraCluster {
+  std::unique_ptr<ChildProcess> worker_a, worker_b, router;
+  int http_port = 0;
+  std::unique_ptr<v1::Inference::Stub> stub;
+
+  bool Start() {
+    worker_a = std::make_unique<ChildProcess>("worker", WorkerFlags());
+    worker_b = std::make_unique<ChildProcess>("worker", WorkerFlags());
+    if (worker_a->address().empty() || worker_b->address().empty()) return false;
+    router = std::make_unique<ChildProcess>(
+        "router", std::vector<std::string>{"--grpc-port", "0", "--http-port", "0", "--workers",
+                                           worker_a->address() + "," + worker_b->address()});
+    if (router->address().empty()) return false;
+    http_port = ReadHttpPort(*router);
+    if (http_port == 0) return false;
+    stub = v1::Inference::NewStub(
+        grpc::CreateChannel(router->address(), grpc::InsecureChannelCredentials()));
+    return GroupsUp(*stub, 2, seconds(10));
+  }
+};
+
+class LoraE2eTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    cluster_ = new LoraCluster();
+    if (!cluster_->Start()) {
+      delete cluster_;
+      cluster_ = nullptr;
+    }
+  }
+  static void TearDownTestSuite() {
+    delete cluster_;
+    cluster_ = nullptr;
+  }
+  void SetUp() override { ASSERT_NE(cluster_, nullptr) << "the cluster did not start"; }
+
+  static HttpResponse Post(const std::string& path, const Json& body) {
+    return HttpRequestTo(cluster_->http_port, "POST", path, body.dump(), {});
+  }
+
+  static inline LoraCluster* cluster_ = nullptr;
+};
+
+// Greedy token ids and text of `ids` under `model` ("" = the base model), over gRPC.
+struct Generated {
+  std::vector<int32_t> tokens;
+  std::string text;
+};
+Generated GrpcGreedy(v1::Inference::Stub& stub, const std::string& model,
+                     const std::vector<int32_t>& ids, int max_tokens) {
+  v1::GenerateRequest request;
+  request.set_model(model);
+  request.mutable_token_ids()->mutable_ids()->Assign(ids.begin(), ids.end());
+  request.mutable_sampling()->set_temperature(0.0f);
+  request.mutable_sampling()->set_max_tokens(max_tokens);
+  request.mutable_sampling()->set_ignore_eos(true);
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + seconds(60));
+  auto reader = stub.Generate(&context, request);
+  v1::GenerateResponse response;
+  Generated out;
+  while (reader->Read(&response)) {
+    out.tokens.insert(out.tokens.end(), response.token_ids().begin(), response.token_ids().end());
+    out.text += response.text();
+  }
+  const grpc::Status status = reader->Finish();
+  EXPECT_TRUE(status.ok()) << model << ": " << status.error_message();
+  return out;
+}
+
+// `got` is the reference's greedy continuation up to the first step whose top-1/top-2 margin is
+// under 0.01 (where summation order may pick the other token); returns the tokens compared.
+size_t ExpectGreedyPrefix(const Json& reference, const std::vector<int32_t>& got) {
+  const auto greedy = reference["greedy"].get<std::vector<int32_t>>();
+  size_t compared = 0;
+  for (; compared < got.size() && compared < greedy.size(); ++compared) {
+    if (reference["margins"][compared].get<double>() < 0.01) break;
+    EXPECT_EQ(got[compared], greedy[compared]) << "step " << compared;
+  }
+  return compared;
+}
+
+TEST_F(LoraE2eTest, ModelsListTheAdaptersAsVllmModelCards) {
+  const HttpResponse response = HttpRequestTo(cluster_->http_port, "GET", "/v1/models", "", {});
+  ASSERT_EQ(response.status, 200) << response.body;
+  const Json data = Json::parse(response.body)["data"];
+  ASSERT_EQ(data.size(), 3u) << response.body;
+  EXPECT_EQ(data[0]["id"], BaseId());
+  EXPECT_TRUE(data[0]["parent"].is_null());
+  EXPECT_EQ(data[1]["id"], "sql");
+  EXPECT_EQ(data[1]["root"], AdapterPath("llama-gqa-all"));
+  EXPECT_EQ(data[1]["parent"], BaseId());
+  EXPECT_EQ(data[2]["id"], "rs");
+  EXPECT_EQ(data[2]["root"], AdapterPath("llama-gqa-rslora"));
+
+  grpc::ClientContext context;
+  v1::ListModelsResponse models;
+  ASSERT_TRUE(cluster_->stub->ListModels(&context, {}, &models).ok());
+  ASSERT_EQ(models.models_size(), 3);
+  EXPECT_EQ(models.models(2).id(), "rs");
+  EXPECT_EQ(models.models(2).parent(), BaseId());
+}
+
+TEST_F(LoraE2eTest, AnAdaptersNameRunsItAsPeftDoes) {
+  const Json base = Expected(worker::testdata::FixtureDir("llama-gqa"));
+  // The base model first, so the workers' prefix caches hold these prompts' base-model KV.
+  for (const Json& prompt : base["prompts"]) {
+    const Generated got = GrpcGreedy(*cluster_->stub, "", prompt["ids"], 16);
+    EXPECT_GT(ExpectGreedyPrefix(prompt, got.tokens), 0u);
+  }
+  for (const auto& [model, fixture] : std::vector<std::pair<std::string, std::string>>{
+           {"sql", "llama-gqa-all"}, {"rs", "llama-gqa-rslora"}}) {
+    SCOPED_TRACE(model);
+    const Json expected = Expected(AdapterPath(fixture));
+    size_t compared = 0;
+    for (size_t p = 0; p < expected["prompts"].size(); ++p) {
+      const Json& prompt = expected["prompts"][p];
+      const Generated got = GrpcGreedy(*cluster_->stub, model, prompt["ids"], 16);
+      compared += ExpectGreedyPrefix(prompt, got.tokens);
+      // Where the adapter's reference continuation differs from the base model's, ours does.
+      if (prompt["greedy"][0] != base["prompts"][p]["greedy"][0]) {
+        EXPECT_NE(got.tokens.front(), base["prompts"][p]["greedy"][0].get<int32_t>());
+      }
+      // The OpenAI API gives the same text under the adapter's name, and echoes the name.
+      const HttpResponse http = Post("/v1/completions", {{"model", model},
+                                                         {"prompt", prompt["ids"]},
+                                                         {"max_tokens", 16},
+                                                         {"temperature", 0},
+                                                         {"ignore_eos", true}});
+      ASSERT_EQ(http.status, 200) << http.body;
+      const Json body = Json::parse(http.body);
+      EXPECT_EQ(body["model"], model);
+      EXPECT_EQ(body["choices"][0]["text"], got.text);
+    }
+    EXPECT_GE(compared, 16u) << "too few tokens were decisive enough to compare";
+  }
+}
+
+TEST_F(LoraE2eTest, AnUnknownModelIsA404NamingTheAdapters) {
+  const HttpResponse response =
+      Post("/v1/completions", {{"model", "sql-v2"}, {"prompt", "hi"}, {"max_tokens", 1}});
+  EXPECT_EQ(response.status, 404) << response.body;
+  const std::string message = Json::parse(response.body)["error"]["message"];
+  EXPECT_NE(message.find("\"sql-v2\""), std::string::npos) << message;
+  EXPECT_NE(message.find("LoRA adapters: sql, rs"), std::string::npos) << message;
+}
+
+TEST(LoraWorkerStartTest, AnAdapterItCannotLoadStopsTheWorker) {
+  std::vector<std::string> flags = FixtureWorkerFlags(16);
+  flags.insert(flags.end(),
+               {"--lora-modules", "sql=" + AdapterPath("llama-gqa-all"), "--max-lora-rank", "4"});
+  // It listens first (health probes answer while it loads), then exits instead of serving the
+  // base model alone; the message is lora_test's.
+  ChildProcess worker("worker", flags);
+  const std::optional<int> status = worker.WaitExit(std::chrono::seconds(30));
+  ASSERT_TRUE(status.has_value()) << "the worker kept running with an adapter it cannot load";
+  EXPECT_NE(*status, 0);
+}
+
+}  // namespace
+}  // namespace headroom::e2e
