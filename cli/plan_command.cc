@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -14,6 +15,7 @@
 #include "common/status_macros.h"
 #include "common/units.h"
 #include "kvcache/memory_planner.h"
+#include "worker/model/lora_adapter.h"
 #include "worker/model/model_config.h"
 #include "worker/model/shard_weights.h"
 
@@ -54,6 +56,10 @@ FlagSet MakePlanFlags() {
                   "Memory of one GPU in GiB, e.g. 80 for an H100 80GB (required: `plan` does "
                   "not look for a GPU).");
   flags.MarkRequired("model");
+  flags.AddStringList("lora-modules",
+                      "LoRA adapters the workers will serve (name=path, as `headroom worker`): "
+                      "planned as resident weights, stacked and padded to the largest rank.");
+  flags.AddInt64("max-lora-rank", worker::kDefaultMaxLoraRank, "Largest adapter rank accepted.");
   return flags;
 }
 
@@ -182,6 +188,14 @@ absl::StatusOr<std::string> Plan(const FlagSet& flags) {
   input.gpu_memory_utilization = *flags.GetDouble("gpu-memory-utilization");
   input.device_memory_bytes =
       static_cast<int64_t>(std::llround(*gpu_memory_gib * static_cast<double>(kGiB)));
+  std::vector<worker::LoraAdapter> adapters;
+  for (const std::string& entry : flags.GetStringList("lora-modules")) {
+    HR_ASSIGN_OR_RETURN(const worker::LoraModuleSpec spec, worker::ParseLoraModule(entry));
+    HR_ASSIGN_OR_RETURN(worker::LoraAdapter adapter,
+                        worker::LoadLoraAdapter(config, spec, *flags.GetInt64("max-lora-rank")));
+    adapters.push_back(std::move(adapter));
+  }
+  input.lora = worker::LoraDimsOf(adapters);
 
   HR_ASSIGN_OR_RETURN(const kvcache::MemoryPlan plan, kvcache::PlanMemory(input));
   return absl::StrCat(ModelSummary(config, dtype, kv_dtype, input.max_model_len), "\n",

@@ -132,6 +132,13 @@ std::string FormatPlan(const MemoryPlan& p) {
       {"safety margin", GiBValue(p.safety_margin_bytes), ""},
       {"KV cache available", GiBValue(p.kv_cache_bytes), "budget minus everything above"},
   };
+  if (p.lora_adapters > 0) {
+    // Right after the weights: the adapters are weights too, resident from the start.
+    rows.insert(rows.begin() + 3,
+                {"LoRA adapters per rank", GiBValue(p.lora_bytes),
+                 absl::StrCat(p.lora_adapters, " adapters padded to rank ", p.lora_rank, ", ",
+                              Count(p.lora_params_per_rank), " parameters")});
+  }
   if (grouped) {
     rows.push_back(
         {"layer groups", Count(num_groups),

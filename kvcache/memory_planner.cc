@@ -116,6 +116,11 @@ ActivationArena ArenaOf(const MemoryPlanInput& in, const TensorParallelShard& sh
                          Align(s * blocks_per_seq * kBlockIdBytes)  // block tables
                          + Align(s * kPerSequenceMetadataBytes);
   arena.rope_cache_bytes = Align(blocks_per_seq * in.block_size * m.head_dim * kFp32Bytes);
+  if (in.lora.num_adapters > 0) {
+    // Each token's rows shrunk through A, and the step's adapter segments (starts, slots).
+    arena.token_buffers_bytes += Align(t * in.lora.max_rank * a);
+    arena.metadata_bytes += Align((2 * s + 1) * kBlockIdBytes);
+  }
   arena.total_bytes = arena.token_buffers_bytes + arena.attention_scratch_bytes +
                       arena.logits_bytes + arena.sampler_bytes + arena.metadata_bytes +
                       arena.rope_cache_bytes;
@@ -199,6 +204,10 @@ Evaluation Evaluate(const MemoryPlanInput& in) {
       std::floor(static_cast<double>(in.device_memory_bytes) * in.gpu_memory_utilization));
   p.weight_params_per_rank = WeightParamsPerRank(m, in.tensor_parallel_size);
   p.weights_bytes = p.weight_params_per_rank * in.weight_dtype_bytes;
+  p.lora_adapters = in.lora.num_adapters;
+  p.lora_rank = in.lora.max_rank;
+  p.lora_params_per_rank = LoraParamsPerRank(m, in.tensor_parallel_size, in.lora);
+  p.lora_bytes = p.lora_params_per_rank * in.weight_dtype_bytes;
   p.blocks_per_max_len_seq = CeilDiv(in.max_model_len, in.block_size);
   p.kv_sliding_window = m.kv_sliding_window;
   p.kv_group_windows = m.kv_group_windows;
@@ -218,8 +227,9 @@ Evaluation Evaluate(const MemoryPlanInput& in) {
   p.cuda_context_bytes = kCudaContextBytes;
   p.cuda_graph_bytes = kCudaGraphBytes;
   p.safety_margin_bytes = kSafetyMarginBytes;
-  p.kv_cache_bytes = p.budget_bytes - p.weights_bytes - p.arena.total_bytes - p.workspace_bytes -
-                     p.cuda_context_bytes - p.cuda_graph_bytes - p.safety_margin_bytes;
+  p.kv_cache_bytes = p.budget_bytes - p.weights_bytes - p.lora_bytes - p.arena.total_bytes -
+                     p.workspace_bytes - p.cuda_context_bytes - p.cuda_graph_bytes -
+                     p.safety_margin_bytes;
 
   p.kv_heads_per_rank = shard.kv_heads;
   const int64_t block_layers = m.kv_group_size > 0 ? m.kv_group_size : m.num_layers;
@@ -278,6 +288,21 @@ int64_t WeightParamsPerRank(const ModelDims& m, int64_t tensor_parallel_size) {
   const int64_t norms = (m.sandwich_norms ? 4 : 2) * h + (m.qk_norm ? 2 * m.head_dim : 0);
   const int64_t embeddings = shard.vocab_rows * h * (m.tie_word_embeddings ? 1 : 2);
   return m.num_layers * (attention + mlp + norms) + embeddings + h /* final norm */;
+}
+
+int64_t LoraParamsPerRank(const ModelDims& m, int64_t tensor_parallel_size, const LoraDims& lora) {
+  if (lora.num_adapters == 0) return 0;
+  const TensorParallelShard shard = ShardOf(m, tensor_parallel_size);
+  const int64_t h = m.hidden_size;
+  // in + out of each projection on this rank: q, k, v, o, gate, up, down.
+  const std::array<int64_t, 7> widths = {
+      h + shard.q_dim,        h + shard.kv_dim,       h + shard.kv_dim,      shard.q_dim + h,
+      h + shard.intermediate, h + shard.intermediate, shard.intermediate + h};
+  int64_t per_layer = 0;
+  for (size_t t = 0; t < widths.size(); ++t) {
+    if (lora.targets[t]) per_layer += lora.num_adapters * lora.max_rank * widths[t];
+  }
+  return m.num_layers * per_layer;
 }
 
 std::vector<int64_t> ValidTensorParallelSizes(const ModelDims& model) {

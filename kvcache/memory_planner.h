@@ -16,6 +16,7 @@
 //                          verified by re-running the planner (SuggestFixes).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -64,8 +65,19 @@ struct ModelDims {
 // length (131072: <max_position_source>)".
 [[nodiscard]] std::string ContextLimitName(const ModelDims& model);
 
+// LoRA adapters resident on the device (every --lora-modules adapter): each projection some
+// adapter changes holds every adapter's factors, padded to the largest rank (kernels/lora_view.h):
+// A [adapters, rank, in] and B [adapters, out, rank], in every layer.
+struct LoraDims {
+  int64_t num_adapters = 0;
+  int64_t max_rank = 0;
+  // The projections some adapter changes: q, k, v, o, gate, up, down.
+  std::array<bool, 7> targets{};
+};
+
 struct MemoryPlanInput {
   ModelDims model;                         // Shape of the model.
+  LoraDims lora;                           // LoRA adapters (--lora-modules); none by default.
   int64_t weight_dtype_bytes = 2;          // Bytes per weight and activation element (--dtype).
   int64_t kv_cache_dtype_bytes = 2;        // Bytes per KV cache element (--kv-cache-dtype).
   int64_t tensor_parallel_size = 1;        // GPUs in the group (--tensor-parallel-size).
@@ -101,6 +113,10 @@ struct MemoryPlan {
   int64_t budget_bytes = 0;            // floor(device_memory_bytes * gpu_memory_utilization).
   int64_t weight_params_per_rank = 0;  // Parameters in this rank's shard.
   int64_t weights_bytes = 0;           // Exact bytes of this rank's weight shard.
+  int64_t lora_params_per_rank = 0;    // LoRA factors this rank holds (LoraParamsPerRank).
+  int64_t lora_bytes = 0;              // lora_params_per_rank in the weight dtype.
+  int64_t lora_adapters = 0;           // Echo of LoraDims.
+  int64_t lora_rank = 0;
   ActivationArena arena;               // Activation arena, itemized.
   int64_t cublas_workspace_bytes = 0;  // cuBLASLt workspace.
   int64_t nccl_bytes = 0;              // NCCL buffers; 0 when tensor_parallel_size == 1.
@@ -158,6 +174,12 @@ struct MemoryFixes {
 // vocab-parallel embedding and LM head (vocab padded to a multiple of tp), replicated norms and
 // row-parallel biases. Requires a valid (model, tp) pair; see ValidTensorParallelSizes.
 [[nodiscard]] int64_t WeightParamsPerRank(const ModelDims& model, int64_t tensor_parallel_size);
+
+// LoRA factors in one rank's shard, stacked as the model holds them (LoraDims): a column-parallel
+// projection's B split by rows, a row-parallel one's A by columns. An upper bound when adapters
+// leave some layers out.
+[[nodiscard]] int64_t LoraParamsPerRank(const ModelDims& model, int64_t tensor_parallel_size,
+                                        const LoraDims& lora);
 
 // Tensor-parallel sizes in [1, num_attention_heads] that can shard the model: tp divides the
 // attention heads and the intermediate size, and either tp divides the KV heads (split) or the

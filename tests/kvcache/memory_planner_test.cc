@@ -944,5 +944,43 @@ TEST(MemoryPlannerTest, FormatPlanShowsEveryRow) {
   EXPECT_THAT(table, HasSubstr(absl::StrFormat("%.2fx", 27651.0 / 64)));
 }
 
+// Llama-3-8B with a vLLM-typical attention adapter (q, v at rank 16) and an all-projection
+// adapter at rank 8, stacked to rank 16: per layer and adapter slot, 16 x (in + out) of each
+// target; q 4096 + 4096, v 4096 + 1024 (8 KV heads x 128), k 4096 + 1024, o 4096 + 4096,
+// gate and up 4096 + 14336 each, down 14336 + 4096.
+TEST(LoraPlanTest, AdaptersAreResidentWeightsStackedToTheLargestRank) {
+  LoraDims lora{.num_adapters = 2, .max_rank = 16, .targets = {}};
+  lora.targets.fill(true);
+  const int64_t per_slot_and_rank =
+      8192 + 5120 + 5120 + 8192 + 18432 + 18432 + 18432;  // q k v o gate up down
+  EXPECT_EQ(LoraParamsPerRank(Llama3_8B(), 1, lora), 32 * 2 * 16 * per_slot_and_rank);
+  // TP 2: the out side of q/k/v/gate/up and the in side of o/down halve.
+  const int64_t tp2 = (4096 + 2048) + (4096 + 512) * 2 + (2048 + 4096) + (4096 + 7168) * 2 +
+                      (7168 + 4096);
+  EXPECT_EQ(LoraParamsPerRank(Llama3_8B(), 2, lora), 32 * 2 * 16 * tp2);
+  LoraDims attention = lora;
+  attention.targets = {true, false, true, false, false, false, false};
+  EXPECT_EQ(LoraParamsPerRank(Llama3_8B(), 1, attention), 32 * 2 * 16 * (8192 + 5120));
+  EXPECT_EQ(LoraParamsPerRank(Llama3_8B(), 1, {}), 0);
+
+  // The plan holds them like weights (bf16), and a rank x token scratch in the arena; the KV
+  // cache gets what is left.
+  const MemoryPlan without = MustPlan(Input(Llama3_8B(), 80, 8192));
+  MemoryPlanInput input = Input(Llama3_8B(), 80, 8192);
+  input.lora = lora;
+  const MemoryPlan with = MustPlan(input);
+  EXPECT_EQ(with.lora_params_per_rank, 32 * 2 * 16 * per_slot_and_rank);
+  EXPECT_EQ(with.lora_bytes, 2 * with.lora_params_per_rank);
+  EXPECT_EQ(with.weights_bytes, without.weights_bytes);
+  EXPECT_GT(with.arena.total_bytes, without.arena.total_bytes);
+  EXPECT_EQ(without.kv_cache_bytes - with.kv_cache_bytes,
+            with.lora_bytes + with.arena.total_bytes - without.arena.total_bytes);
+  EXPECT_LT(with.num_blocks, without.num_blocks);
+  const std::string table = FormatPlan(with);
+  EXPECT_NE(table.find("LoRA adapters per rank"), std::string::npos) << table;
+  EXPECT_NE(table.find("2 adapters padded to rank 16"), std::string::npos) << table;
+  EXPECT_EQ(FormatPlan(without).find("LoRA"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace headroom::kvcache

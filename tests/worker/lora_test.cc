@@ -20,6 +20,7 @@
 #include "absl/strings/str_cat.h"
 #include "fixture_model.h"
 #include "greedy_parity.h"
+#include "kvcache/memory_planner.h"
 #include "nlohmann/json.hpp"
 #include "worker/backend/cpu_backend.h"
 #include "worker/comm/gloo_communicator.h"
@@ -28,6 +29,7 @@
 #include "worker/engine/follower.h"
 #include "worker/model/llama_model.h"
 #include "worker/model/lora_adapter.h"
+#include "worker/model/shard_weights.h"
 
 namespace headroom::worker {
 namespace {
@@ -422,6 +424,32 @@ TEST(LoraGroupTest, AGroupOfTwoServesItsAdapterShardsAsPeft) {
     testing::ExpectGreedyMatches(ReadJson(AdapterDir(names[slot]) / "expected.json")["prompts"],
                                  out[slot]);
   }
+}
+
+// The device memory the adapters take is what the planner counts (kvcache::LoraParamsPerRank,
+// in fp32 on the CPU backend) plus the arena's scratch and segment rows: the plan and the model
+// agree to the byte (but for the backend's 64-byte rounding of the segment rows).
+TEST(LoraMemoryTest, TheModelAllocatesWhatThePlannerCounts) {
+  const testdata::FixtureModel& m = testdata::LoadFixtureModel("llama-gqa");
+  const std::vector<LoraAdapter> adapters = {LoadAdapter("llama-gqa", "llama-gqa-all"),
+                                             LoadAdapter("llama-gqa", "llama-gqa-rslora")};
+  const ModelLimits limits{.max_num_batched_tokens = 96,
+                           .max_num_seqs = 5,
+                           .max_model_len = 64,
+                           .num_kv_blocks = 9,
+                           .block_size = kBlockSize};
+  CpuBackend plain_backend(1);
+  ASSERT_TRUE(LlamaModel::Create(m.config, m.weights, limits, &plain_backend).ok());
+  CpuBackend lora_backend(1);
+  ASSERT_TRUE(
+      LlamaModel::Create(m.config, m.weights, limits, &lora_backend, nullptr, adapters).ok());
+  const kvcache::LoraDims dims = LoraDimsOf(adapters);
+  EXPECT_EQ(dims.max_rank, 8);
+  const int64_t params = kvcache::LoraParamsPerRank(ModelDimsOf(m.config), 1, dims);
+  // The CPU backend rounds each buffer up to 64 bytes: only the segment rows are not multiples.
+  const auto round_up = [](int64_t bytes) { return (bytes + 63) / 64 * 64; };
+  EXPECT_EQ(lora_backend.allocated_bytes() - plain_backend.allocated_bytes(),
+            4 * (params + 96 * dims.max_rank) + round_up(4 * (5 + 1)) + round_up(4 * 5));
 }
 
 TEST(LoraEngineTest, RefusesASlotTheModelDoesNotHave) {

@@ -1,5 +1,6 @@
 #include "worker/model/lora_adapter.h"
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -279,6 +280,16 @@ const char* LoraTargetName(LoraTarget target) {
   constexpr std::array<const char*, kNumLoraTargets> kNames = {
       "q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"};
   return kNames[static_cast<size_t>(target)];
+}
+
+kvcache::LoraDims LoraDimsOf(absl::Span<const LoraAdapter> adapters) {
+  kvcache::LoraDims dims;
+  dims.num_adapters = static_cast<int64_t>(adapters.size());
+  for (const LoraAdapter& adapter : adapters) {
+    dims.max_rank = std::max(dims.max_rank, adapter.rank);
+    for (size_t t = 0; t < kNumLoraTargets; ++t) dims.targets[t] |= adapter.targets[t];
+  }
+  return dims;
 }
 
 absl::StatusOr<LoraModuleSpec> ParseLoraModule(std::string_view raw) {

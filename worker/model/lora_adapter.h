@@ -24,6 +24,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "kvcache/memory_planner.h"
 #include "worker/model/checkpoint.h"
 #include "worker/model/model_config.h"
 #include "worker/model/shard_weights.h"
@@ -35,6 +37,8 @@ enum class LoraTarget : uint8_t { kQ, kK, kV, kO, kGate, kUp, kDown };
 inline constexpr size_t kNumLoraTargets = 7;
 // "q_proj", ..., "down_proj".
 [[nodiscard]] const char* LoraTargetName(LoraTarget target);
+
+static_assert(kNumLoraTargets == std::tuple_size_v<decltype(kvcache::LoraDims::targets)>);
 
 // vLLM's --max-lora-rank default.
 inline constexpr int64_t kDefaultMaxLoraRank = 16;
@@ -71,5 +75,9 @@ struct LoraAdapter {
                                                           const LoraModuleSpec& spec,
                                                           int64_t max_lora_rank,
                                                           ShardSpec shard = {});
+
+// What the memory planner needs of `adapters`: how many, the largest rank, and the targets any
+// of them changes (the stacking LlamaModel does).
+[[nodiscard]] kvcache::LoraDims LoraDimsOf(absl::Span<const LoraAdapter> adapters);
 
 }  // namespace headroom::worker
