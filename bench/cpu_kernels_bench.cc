@@ -14,6 +14,7 @@
 
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/logprobs.h"
+#include "kernels/cpu/lora.h"
 #include "kernels/cpu/moe.h"
 #include "kernels/cpu/paged_attention.h"
 #include "kernels/cpu/sampling.h"
@@ -156,6 +157,46 @@ void BM_MoeMlp(benchmark::State& state) {
                          benchmark::Counter::kIsRate);
 }
 BENCHMARK(BM_MoeMlp)->Arg(1)->Arg(16)->Arg(256)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// LoRA's update of a 4096 x 4096 projection: out [m, 4096] += (x A^T) B^T for rank 16, four
+// adapter slots, the m rows cut into `segments` runs of one adapter each (1: every row one
+// adapter; m: each sequence of a decode step its own). Arg 0: m, arg 1: segments. Compare with
+// BM_Linear at the same m and 2 threads: the update's share of a projection.
+void BM_LoraAdd(benchmark::State& state) {
+  const int64_t m = state.range(0);
+  const int64_t segments = state.range(1);
+  constexpr int64_t kDim = 4096;
+  constexpr int64_t kRank = 16;
+  constexpr int64_t kSlots = 4;
+  const std::vector<float> x = Random(m * kDim, 11);
+  const std::vector<float> a = Random(kSlots * kRank * kDim, 12);
+  const std::vector<float> b = Random(kSlots * kDim * kRank, 13);
+  std::vector<float> scratch(static_cast<size_t>(m * kRank));
+  std::vector<float> out(static_cast<size_t>(m * kDim));
+  std::vector<int32_t> starts;
+  std::vector<int32_t> slots;
+  for (int64_t s = 0; s <= segments; ++s) starts.push_back(static_cast<int32_t>(s * m / segments));
+  for (int64_t s = 0; s < segments; ++s) slots.push_back(static_cast<int32_t>(s % kSlots));
+  const kernels::LoraWeightsView lora{a.data(), b.data(), kSlots, kRank, kDim, kDim};
+  const kernels::LoraSegmentsView view{starts.data(), slots.data(), static_cast<int32_t>(segments)};
+  const int before = NumThreads();
+  SetNumThreads(2);
+  for (auto _ : state) {
+    const absl::Status status = LoraAdd(x.data(), lora, view, m, kDim, scratch.data(), out.data());
+    if (!status.ok()) state.SkipWithError(status.ToString().c_str());
+    benchmark::DoNotOptimize(out.data());
+    benchmark::ClobberMemory();
+  }
+  SetNumThreads(before);
+}
+BENCHMARK(BM_LoraAdd)
+    ->Args({1, 1})
+    ->Args({16, 1})
+    ->Args({16, 16})
+    ->Args({256, 1})
+    ->Args({256, 64})
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
 
 // Prompt logprobs' per-row work after the LM head: TokenLogprobs over 32 rows of a 32000-entry
 // vocabulary (dummy:small's), with the top 1. Arg 0: vocabulary size.
