@@ -305,6 +305,12 @@ absl::StatusOr<worker::ModelWeights> LoadShard(const EngineSetup& setup) {
                                   ShardOf(setup));
 }
 
+std::vector<std::string> LoraNames(const std::vector<worker::LoraModuleSpec>& modules) {
+  std::vector<std::string> names;
+  for (const worker::LoraModuleSpec& spec : modules) names.push_back(spec.name);
+  return names;
+}
+
 // This rank's shards of the --lora-modules adapters, in slot order (null without any).
 absl::StatusOr<std::shared_ptr<const std::vector<worker::LoraAdapter>>> LoadLoraShards(
     const EngineSetup& setup) {
@@ -463,7 +469,8 @@ absl::Status Serve(const FlagSet& flags, const sigset_t& stop_signals, std::ostr
                                         .cache_dtype = "float32",
                                         .enable_prefix_caching = options.enable_prefix_caching,
                                         .gpu_memory_utilization = setup.gpu_memory_utilization,
-                                        .num_gpu_blocks = options.num_kv_blocks});
+                                        .num_gpu_blocks = options.num_kv_blocks},
+                                       LoraNames(setup.lora_modules));
   std::atomic<bool> serving{false};
 
   // The server comes up first, NOT_SERVING, so health probes answer while the weights load.

@@ -54,12 +54,21 @@ std::vector<std::string> WorkerFlags() {
 struct LoraCluster {
   std::unique_ptr<ChildProcess> worker_a, worker_b, router;
   int http_port = 0;
+  int metrics_port = 0;  // worker_a's
   std::unique_ptr<v1::Inference::Stub> stub;
 
   bool Start() {
-    worker_a = std::make_unique<ChildProcess>("worker", WorkerFlags());
+    std::vector<std::string> with_metrics = WorkerFlags();
+    for (size_t i = 0; i + 1 < with_metrics.size(); ++i) {
+      if (with_metrics[i] == "--metrics-port") with_metrics[i + 1] = "0";
+    }
+    worker_a = std::make_unique<ChildProcess>("worker", with_metrics);
     worker_b = std::make_unique<ChildProcess>("worker", WorkerFlags());
     if (worker_a->address().empty() || worker_b->address().empty()) return false;
+    const std::string line = worker_a->NextLine(seconds(10));
+    const std::string prefix = "headroom worker metrics on ";
+    if (line.rfind(prefix, 0) != 0) return false;
+    metrics_port = PortOf(line.substr(prefix.size()));
     router = std::make_unique<ChildProcess>(
         "router", std::vector<std::string>{"--grpc-port", "0", "--http-port", "0", "--workers",
                                            worker_a->address() + "," + worker_b->address()});
@@ -186,6 +195,18 @@ TEST_F(LoraE2eTest, AnAdaptersNameRunsItAsPeftDoes) {
       EXPECT_EQ(body["choices"][0]["text"], got.text);
     }
     EXPECT_GE(compared, 16u) << "too few tokens were decisive enough to compare";
+  }
+}
+
+TEST_F(LoraE2eTest, WorkersExportEachAdaptersRequests) {
+  const HttpResponse response = HttpRequestTo(cluster_->metrics_port, "GET", "/metrics", "", {});
+  ASSERT_EQ(response.status, 200) << response.body;
+  for (const char* series : {"headroom:lora_requests_running", "headroom:lora_requests_waiting"}) {
+    for (const char* adapter : {"sql", "rs"}) {
+      const std::string sample =
+          std::string(series) + "{lora_name=\"" + adapter + "\",model_name=\"" + BaseId() + "\"} 0";
+      EXPECT_NE(response.body.find(sample), std::string::npos) << sample;
+    }
   }
 }
 

@@ -452,6 +452,39 @@ TEST(LoraMemoryTest, TheModelAllocatesWhatThePlannerCounts) {
             4 * (params + 96 * dims.max_rank) + round_up(4 * (5 + 1)) + round_up(4 * 5));
 }
 
+// The scheduler counts each adapter's running and waiting requests (headroom:lora_requests_*).
+TEST(LoraEngineTest, StatsCountEachAdaptersRunningAndWaitingRequests) {
+  const testdata::FixtureModel& m = testdata::LoadFixtureModel("llama-gqa");
+  CpuBackend backend(1);
+  auto adapters = std::make_shared<std::vector<LoraAdapter>>();
+  adapters->push_back(LoadAdapter("llama-gqa", "llama-gqa-all"));
+  adapters->push_back(LoadAdapter("llama-gqa", "llama-gqa-rslora"));
+  auto engine = Engine::Create(m.config, m.weights,
+                               {.max_num_seqs = 2,
+                                .max_num_batched_tokens = 64,
+                                .max_model_len = 64,
+                                .block_size = kBlockSize,
+                                .num_kv_blocks = 16,
+                                .lora_adapters = adapters},
+                               &backend);
+  ASSERT_TRUE(engine.ok()) << engine.status();
+  // Arrival order: sql, rs, rs, base; two run.
+  const std::vector<int32_t> slots = {0, 1, 1, -1};
+  for (size_t i = 0; i < slots.size(); ++i) {
+    Request r;
+    r.id = RequestId{static_cast<int64_t>(i)};
+    r.prompt = {1, 2, 3, 4};
+    r.sampling.max_tokens = 4;
+    r.lora_slot = slots[i];
+    ASSERT_TRUE((*engine)->AddRequest(r).ok());
+  }
+  ASSERT_TRUE((*engine)->Step().ok());
+  const SchedulerStats stats = (*engine)->Stats().scheduler;
+  EXPECT_EQ(stats.num_running, 2);
+  EXPECT_EQ(stats.lora_running, (std::vector<int32_t>{1, 1}));
+  EXPECT_EQ(stats.lora_waiting, (std::vector<int32_t>{0, 1}));
+}
+
 TEST(LoraEngineTest, RefusesASlotTheModelDoesNotHave) {
   const testdata::FixtureModel& m = testdata::LoadFixtureModel("llama-gqa");
   CpuBackend backend(1);

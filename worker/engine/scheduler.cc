@@ -302,6 +302,17 @@ SchedulerStats Scheduler::Stats() const {
   for (const Sequence* s : waiting_)
     stats.waiting_demand_blocks += kv_->PeakBlocks(s->num_tokens(), config_.max_num_batched_tokens);
   stats.num_preemptions = num_preemptions_;
+  const auto count = [](const auto& sequences, std::vector<int32_t>& per_slot) {
+    for (const Sequence* s : sequences) {
+      const int32_t slot = s->request.lora_slot;
+      if (slot < 0) continue;
+      if (per_slot.size() <= static_cast<size_t>(slot))
+        per_slot.resize(static_cast<size_t>(slot) + 1);
+      ++per_slot[static_cast<size_t>(slot)];
+    }
+  };
+  count(running_, stats.lora_running);
+  count(waiting_, stats.lora_waiting);
   return stats;
 }
 

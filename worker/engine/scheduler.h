@@ -73,6 +73,10 @@ struct SchedulerStats {
   int64_t waiting_demand_blocks = 0;
   // Preemptions since start (vllm:num_preemptions).
   int64_t num_preemptions = 0;
+  // Of those running and waiting, the requests of each LoRA adapter slot (indexed by slot; only
+  // as long as the highest slot in use).
+  std::vector<int32_t> lora_running = {};
+  std::vector<int32_t> lora_waiting = {};
 };
 
 class Scheduler {

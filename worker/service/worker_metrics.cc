@@ -44,7 +44,8 @@ void AdvanceCounter(metrics::Counter& counter, int64_t value, int64_t& last) {
 }  // namespace
 
 WorkerMetrics::WorkerMetrics(metrics::Registry* registry, const std::string& model_name,
-                             int32_t max_model_len, const CacheConfigInfo& cache)
+                             int32_t max_model_len, const CacheConfigInfo& cache,
+                             const std::vector<std::string>& lora_names)
     : num_requests_running_(
           registry
               ->AddGauge("vllm:num_requests_running",
@@ -177,6 +178,20 @@ WorkerMetrics::WorkerMetrics(metrics::Registry* registry, const std::string& mod
                    absl::StrCat(cache.gpu_memory_utilization), absl::StrCat(cache.num_gpu_blocks),
                    model_name})
       .Set(1);
+  // One series per adapter (vLLM's vllm:lora_requests_info puts the running and waiting adapters'
+  // names into label values instead, a new series for every combination; not exported).
+  if (!lora_names.empty()) {
+    auto& running = registry->AddGauge("headroom:lora_requests_running",
+                                       "Requests of each LoRA adapter holding KV blocks.",
+                                       {"lora_name", "model_name"});
+    auto& waiting = registry->AddGauge("headroom:lora_requests_waiting",
+                                       "Requests of each LoRA adapter waiting for admission.",
+                                       {"lora_name", "model_name"});
+    for (const std::string& name : lora_names) {
+      lora_running_.push_back(&running.WithLabels({name, model_name}));
+      lora_waiting_.push_back(&waiting.WithLabels({name, model_name}));
+    }
+  }
   registry->AddCollectHook([this] { Collect(); });
 }
 
@@ -192,6 +207,13 @@ void WorkerMetrics::Collect() {
   kv_blocks_evictable_.Set(stats.kv.num_evictable_blocks);
   kv_internal_waste_slots_.Set(static_cast<double>(stats.kv.internal_waste_slots));
   device_allocations_.Set(static_cast<double>(stats.device_allocations));
+  const auto per_slot = [](const std::vector<int32_t>& counts, size_t slot) {
+    return slot < counts.size() ? counts[slot] : 0;
+  };
+  for (size_t slot = 0; slot < lora_running_.size(); ++slot) {
+    lora_running_[slot]->Set(per_slot(stats.scheduler.lora_running, slot));
+    lora_waiting_[slot]->Set(per_slot(stats.scheduler.lora_waiting, slot));
+  }
   AdvanceCounter(num_preemptions_, stats.scheduler.num_preemptions, last_preemptions_);
   AdvanceCounter(prefix_cache_queries_, stats.kv.prefix_queries, last_prefix_queries_);
   AdvanceCounter(prefix_cache_hits_, stats.kv.prefix_hits, last_prefix_hits_);

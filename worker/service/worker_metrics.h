@@ -12,6 +12,7 @@
 #include <atomic>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "common/metrics.h"
 #include "worker/engine/engine_loop.h"
@@ -32,8 +33,10 @@ class WorkerMetrics final : public RequestObserver {
  public:
   // Adds the families to `registry` (which must outlive this object's use, and this object must
   // outlive the registry's renders). `max_model_len` bounds the token-count histograms.
+  // `lora_names`: the --lora-modules adapters in slot order, each with its own running and
+  // waiting gauges.
   WorkerMetrics(metrics::Registry* registry, const std::string& model_name, int32_t max_model_len,
-                const CacheConfigInfo& cache);
+                const CacheConfigInfo& cache, const std::vector<std::string>& lora_names = {});
 
   // Statistics come from `loop` from now on (before: the engine gauges stay 0).
   void SetLoop(EngineLoop* loop) { loop_.store(loop); }
@@ -60,6 +63,9 @@ class WorkerMetrics final : public RequestObserver {
   metrics::Gauge& kv_blocks_evictable_;
   metrics::Gauge& kv_internal_waste_slots_;
   metrics::Gauge& device_allocations_;
+  // Per LoRA adapter slot: its requests running and waiting.
+  std::vector<metrics::Gauge*> lora_running_;
+  std::vector<metrics::Gauge*> lora_waiting_;
   // Counters fed from the engine's cumulative statistics.
   metrics::Counter& num_preemptions_;
   metrics::Counter& prefix_cache_queries_;
