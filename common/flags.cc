@@ -9,7 +9,6 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "absl/strings/str_join.h"
 #include "common/check.h"
 #include "common/status_macros.h"
 
@@ -91,11 +90,7 @@ std::vector<std::string> Wrap(std::string_view text, size_t width) {
   return lines;
 }
 
-std::string FormatDefault(
-    const std::variant<int64_t, double, std::string, bool, std::vector<std::string>>& value) {
-  if (const auto* list = std::get_if<std::vector<std::string>>(&value)) {
-    return absl::StrCat("[", absl::StrJoin(*list, " "), "]");
-  }
+std::string FormatDefault(const std::variant<int64_t, double, std::string, bool>& value) {
   if (const auto* i = std::get_if<int64_t>(&value)) return absl::StrCat(*i);
   if (const auto* d = std::get_if<double>(&value)) return absl::StrCat(*d);
   if (const auto* s = std::get_if<std::string>(&value)) return absl::StrCat("\"", *s, "\"");
@@ -117,6 +112,7 @@ void FlagSet::Add(std::string_view name, FlagType type, std::optional<Value> def
                         .help = std::string(help),
                         .default_value = std::move(default_value),
                         .value = std::nullopt,
+                        .list = {},
                         .required = false});
 }
 
@@ -225,8 +221,7 @@ absl::Status FlagSet::SetFromText(Flag& flag, std::string_view text) {
       flag.value = std::string(text);
       return absl::OkStatus();
     case FlagType::kStringList:
-      if (!flag.value) flag.value = std::vector<std::string>();
-      std::get<std::vector<std::string>>(*flag.value).emplace_back(text);
+      flag.list.emplace_back(text);
       return absl::OkStatus();
     case FlagType::kBool: {
       const std::string lower = absl::AsciiStrToLower(std::string(text));
@@ -306,7 +301,7 @@ absl::Status FlagSet::Parse(absl::Span<const std::string_view> args) {
     HR_RETURN_IF_ERROR(SetFromText(*flag, args[i]));
   }
   for (const Flag& flag : flags_) {
-    if (flag.required && !flag.value) {
+    if (flag.required && !flag.value && flag.list.empty()) {
       return absl::InvalidArgumentError(
           absl::StrCat("missing required flag --", flag.name, " for ", command_, ": ", flag.help));
     }
@@ -390,14 +385,13 @@ bool FlagSet::GetBool(std::string_view name) const {
 
 std::vector<std::string> FlagSet::GetStringList(std::string_view name) const {
   const Flag& flag = Get(name, FlagType::kStringList);
-  if (flag.value) return std::get<std::vector<std::string>>(*flag.value);
-  return {};
+  return flag.list;
 }
 
 bool FlagSet::IsSet(std::string_view name) const {
   const Flag* flag = Find(name);
   HR_CHECK_MSG(flag != nullptr, "flag read but never registered");
-  return flag->value.has_value();
+  return flag->value.has_value() || !flag->list.empty();
 }
 
 }  // namespace headroom

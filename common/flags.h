@@ -64,7 +64,7 @@ class FlagSet {
   [[nodiscard]] bool IsSet(std::string_view name) const;
 
  private:
-  using Value = std::variant<int64_t, double, std::string, bool, std::vector<std::string>>;
+  using Value = std::variant<int64_t, double, std::string, bool>;
 
   struct Flag {
     std::string name;                    // Without dashes, e.g. "max-model-len".
@@ -72,6 +72,7 @@ class FlagSet {
     std::string help;                    // One line for Usage().
     std::optional<Value> default_value;  // Value when not given; nullopt = no value.
     std::optional<Value> value;          // Value given on the command line.
+    std::vector<std::string> list;       // kStringList: the values given, in order.
     bool required = false;               // Parse() fails when not given.
   };
 

@@ -341,8 +341,8 @@ absl::StatusOr<LoraAdapter> LoadLoraAdapter(const ModelConfig& config, const Lor
   HR_ASSIGN_OR_RETURN(const SafetensorsFile file, SafetensorsFile::Open(weights_path.string()));
   const std::string where = absl::StrCat(Describe(spec), ": ", kWeightsFile);
 
-  // Every module's A and B, whole, checked against the base model's shapes.
-  // Names first: a module the base model lacks says more than the shape it would have had.
+  // Every tensor's name first: a module the base model lacks says more than the shape it would
+  // have had. Then every module's A and B, whole, checked against the base model's shapes.
   std::vector<FactorName> names;
   for (const auto& [tensor_name, tensor] : file.tensors()) {
     HR_ASSIGN_OR_RETURN(FactorName name, ParseFactorName(config, tensor_name, where));
