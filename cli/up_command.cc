@@ -64,6 +64,10 @@ FlagSet MakeUpFlags() {
   flags.AddInt64("max-num-seqs", std::nullopt,
                  "Most sequences running in one step (passed to every worker).");
   flags.AddInt64("threads-per-worker", 1, "CPU threads of each worker (0 = all).");
+  flags.AddStringList("lora-modules",
+                      "LoRA adapters every worker serves (name=path; passed to every worker): "
+                      "a request whose model is an adapter's name runs with it.");
+  flags.AddInt64("max-lora-rank", std::nullopt, "Largest adapter rank (passed to every worker).");
   AddHfOverridesFlag(flags);
   return flags;
 }
@@ -133,7 +137,8 @@ absl::StatusOr<Options> Validate(const FlagSet& flags) {
                     absl::StrCat(kChildDrainSeconds),
                     "--tensor-parallel-size",
                     absl::StrCat(o.tensor_parallel_size)};
-  for (const char* name : {"num-gpu-blocks-override", "max-model-len", "max-num-seqs"}) {
+  for (const char* name :
+       {"num-gpu-blocks-override", "max-model-len", "max-num-seqs", "max-lora-rank"}) {
     if (const std::optional<int64_t> v = flags.GetInt64(name)) {
       o.worker_flags.push_back(absl::StrCat("--", name));
       o.worker_flags.push_back(absl::StrCat(*v));
@@ -141,6 +146,11 @@ absl::StatusOr<Options> Validate(const FlagSet& flags) {
   }
   if (const std::optional<std::string> overrides = flags.GetString("hf-overrides")) {
     o.worker_flags.insert(o.worker_flags.end(), {"--hf-overrides", *overrides});
+  }
+  if (const std::vector<std::string> adapters = flags.GetStringList("lora-modules");
+      !adapters.empty()) {
+    o.worker_flags.push_back("--lora-modules");
+    o.worker_flags.insert(o.worker_flags.end(), adapters.begin(), adapters.end());
   }
   return o;
 }

@@ -42,10 +42,12 @@ struct Up {
 Up StartUp() {
   Up up;
   up.process = std::make_unique<ChildProcess>(
-      "up", std::vector<std::string>{"--groups", "2", "--grpc-port", "0", "--http-port", "0",
-                                     "--model", worker::testdata::FixtureDir("llama-gqa").string(),
-                                     "--num-gpu-blocks-override", "64", "--max-model-len", "256",
-                                     "--max-num-seqs", "4"});
+      "up", std::vector<std::string>{
+                "--groups", "2", "--grpc-port", "0", "--http-port", "0", "--model",
+                worker::testdata::FixtureDir("llama-gqa").string(), "--num-gpu-blocks-override",
+                "64", "--max-model-len", "256", "--max-num-seqs", "4", "--lora-modules",
+                "sql=" + (worker::testdata::FixtureDir("lora") / "llama-gqa-all").string(),
+                "--max-lora-rank", "8"});
   if (up.process->address().empty()) return up;
   for (int i = 0; i < 20; ++i) {
     const std::string line = up.process->NextLine(std::chrono::seconds(10));
@@ -84,6 +86,15 @@ TEST(UpE2eTest, ServesThroughTheRouterAndStopsEveryChildOnSigterm) {
   auto channel = grpc::CreateChannel(up.process->address(), grpc::InsecureChannelCredentials());
   auto stub = v1::Inference::NewStub(channel);
   ASSERT_TRUE(e2e::GroupsUp(*stub, 2)) << "the router never saw 2 healthy groups";
+  // --lora-modules reached the workers: the router lists the adapter.
+  {
+    auto list_context = Context(10);
+    v1::ListModelsResponse models;
+    ASSERT_TRUE(stub->ListModels(list_context.get(), {}, &models).ok());
+    ASSERT_EQ(models.models_size(), 2);
+    EXPECT_EQ(models.models(1).id(), "sql");
+    EXPECT_EQ(models.models(1).parent(), models.models(0).id());
+  }
 
   v1::GenerateRequest request;
   for (int32_t t : {72, 101, 108, 108, 111}) request.mutable_token_ids()->add_ids(t);

@@ -452,21 +452,27 @@ TEST(LoraMemoryTest, TheModelAllocatesWhatThePlannerCounts) {
             4 * (params + 96 * dims.max_rank) + round_up(4 * (5 + 1)) + round_up(4 * 5));
 }
 
+// An engine on llama-gqa serving `names` (fixture adapters, slots in this order) with a pool of
+// 16 blocks.
+absl::StatusOr<std::unique_ptr<Engine>> SmallAdapterEngine(const std::vector<std::string>& names,
+                                                           int32_t max_num_seqs, Backend* backend) {
+  const testdata::FixtureModel& m = testdata::LoadFixtureModel("llama-gqa");
+  auto adapters = std::make_shared<std::vector<LoraAdapter>>();
+  for (const std::string& name : names) adapters->push_back(LoadAdapter("llama-gqa", name));
+  return Engine::Create(m.config, m.weights,
+                        {.max_num_seqs = max_num_seqs,
+                         .max_num_batched_tokens = 64,
+                         .max_model_len = 64,
+                         .block_size = kBlockSize,
+                         .num_kv_blocks = 16,
+                         .lora_adapters = adapters},
+                        backend);
+}
+
 // The scheduler counts each adapter's running and waiting requests (headroom:lora_requests_*).
 TEST(LoraEngineTest, StatsCountEachAdaptersRunningAndWaitingRequests) {
-  const testdata::FixtureModel& m = testdata::LoadFixtureModel("llama-gqa");
   CpuBackend backend(1);
-  auto adapters = std::make_shared<std::vector<LoraAdapter>>();
-  adapters->push_back(LoadAdapter("llama-gqa", "llama-gqa-all"));
-  adapters->push_back(LoadAdapter("llama-gqa", "llama-gqa-rslora"));
-  auto engine = Engine::Create(m.config, m.weights,
-                               {.max_num_seqs = 2,
-                                .max_num_batched_tokens = 64,
-                                .max_model_len = 64,
-                                .block_size = kBlockSize,
-                                .num_kv_blocks = 16,
-                                .lora_adapters = adapters},
-                               &backend);
+  auto engine = SmallAdapterEngine({"llama-gqa-all", "llama-gqa-rslora"}, 2, &backend);
   ASSERT_TRUE(engine.ok()) << engine.status();
   // Arrival order: sql, rs, rs, base; two run.
   const std::vector<int32_t> slots = {0, 1, 1, -1};
@@ -486,18 +492,8 @@ TEST(LoraEngineTest, StatsCountEachAdaptersRunningAndWaitingRequests) {
 }
 
 TEST(LoraEngineTest, RefusesASlotTheModelDoesNotHave) {
-  const testdata::FixtureModel& m = testdata::LoadFixtureModel("llama-gqa");
   CpuBackend backend(1);
-  auto adapters = std::make_shared<std::vector<LoraAdapter>>();
-  adapters->push_back(LoadAdapter("llama-gqa", "llama-gqa-rslora"));
-  auto engine = Engine::Create(m.config, m.weights,
-                               {.max_num_seqs = 4,
-                                .max_num_batched_tokens = 64,
-                                .max_model_len = 64,
-                                .block_size = kBlockSize,
-                                .num_kv_blocks = 16,
-                                .lora_adapters = adapters},
-                               &backend);
+  auto engine = SmallAdapterEngine({"llama-gqa-rslora"}, 4, &backend);
   ASSERT_TRUE(engine.ok()) << engine.status();
   Request r;
   r.id = RequestId{1};
