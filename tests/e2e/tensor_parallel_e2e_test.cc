@@ -2,6 +2,7 @@
 // is a launcher starting two rank processes that meet over Gloo on loopback.
 //   - `headroom up --tensor-parallel-size 2` serves the single-rank engine's greedy tokens over
 //     gRPC, and the same text over HTTP;
+//   - each rank serves its shards of LoRA adapters: PEFT's tokens under each adapter's name;
 //   - SIGTERM stops every rank and the launcher exits 0;
 //   - kill -9 of a follower rank takes its group down (the launcher exits non-zero, the router
 //     marks the group down) within 2 s, and requests that had not streamed a token finish on the
@@ -14,6 +15,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <optional>
@@ -50,8 +52,9 @@ struct Generated {
 };
 
 Generated Generate(v1::Inference::Stub& stub, const std::vector<int32_t>& prompt,
-                   int32_t max_tokens) {
+                   int32_t max_tokens, const std::string& model = "") {
   v1::GenerateRequest request;
+  request.set_model(model);
   for (const int32_t t : prompt) request.mutable_token_ids()->add_ids(t);
   request.mutable_sampling()->set_temperature(0.0f);
   request.mutable_sampling()->set_max_tokens(max_tokens);
@@ -193,6 +196,45 @@ TEST(TensorParallelE2eTest, UpWithTwoRanksPerGroupServesTheSingleRankTokensOverG
   ASSERT_EQ(http.status, 200) << http.body;
   EXPECT_EQ(nlohmann::json::parse(http.body)["choices"][0]["text"], grpc_result.text);
 
+  up.Signal(SIGTERM);
+  EXPECT_EQ(up.WaitExit(seconds(30)), 0);
+}
+
+// LoRA adapters through a group of two rank processes: each rank loads its shards of both
+// adapters (the launcher passes --lora-modules on), and a request under each adapter's name gives
+// PEFT's greedy tokens (scripts/gen_lora_fixtures.py) up to the first near-tie.
+TEST(TensorParallelE2eTest, EveryRankServesItsShardOfTheAdapters) {
+  const auto adapter = [](const std::string& name) {
+    return (worker::testdata::FixtureDir("lora") / name).string();
+  };
+  ChildProcess up(
+      "up",
+      {"--groups", "1", "--tensor-parallel-size", "2", "--grpc-port", "0", "--http-port", "0",
+       "--model", worker::testdata::FixtureDir("llama-gqa").string(), "--num-gpu-blocks-override",
+       "64", "--max-model-len", "256", "--max-num-seqs", "4", "--lora-modules",
+       "sql=" + adapter("llama-gqa-all"), "rs=" + adapter("llama-gqa-rslora")});
+  ASSERT_FALSE(up.address().empty()) << "headroom up printed no ready line";
+  auto stub =
+      v1::Inference::NewStub(grpc::CreateChannel(up.address(), grpc::InsecureChannelCredentials()));
+  ASSERT_TRUE(WaitHealthy(*stub, 1)) << "the router never saw the group";
+  size_t compared = 0;
+  for (const auto& [model, fixture] : std::vector<std::pair<std::string, std::string>>{
+           {"sql", "llama-gqa-all"}, {"rs", "llama-gqa-rslora"}}) {
+    std::ifstream in(std::filesystem::path(adapter(fixture)) / "expected.json");
+    const nlohmann::json expected = nlohmann::json::parse(in);
+    for (const nlohmann::json& prompt : expected["prompts"]) {
+      const Generated got = Generate(*stub, prompt["ids"].get<std::vector<int32_t>>(), 12, model);
+      ASSERT_TRUE(got.status.ok()) << model << ": " << got.status.error_message();
+      ASSERT_EQ(got.tokens.size(), 12u);
+      for (size_t step = 0; step < got.tokens.size(); ++step) {
+        if (prompt["margins"][step].get<double>() < 0.01) break;  // a near-tie: stop comparing
+        EXPECT_EQ(got.tokens[step], prompt["greedy"][step].get<int32_t>())
+            << model << ", step " << step;
+        ++compared;
+      }
+    }
+  }
+  EXPECT_GE(compared, 16u) << "too few decisive tokens to compare";
   up.Signal(SIGTERM);
   EXPECT_EQ(up.WaitExit(seconds(30)), 0);
 }
