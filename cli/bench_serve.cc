@@ -17,6 +17,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "cli/bench_report.h"
 #include "cli/bench_workload.h"
@@ -95,15 +96,23 @@ FlagSet MakeFlags() {
   flags.AddString("burstiness", "1",
                   "Shape of the gamma distribution of the gaps between requests: 1 is a Poisson "
                   "process, smaller is burstier, inf sends at constant gaps.");
+  flags.AddString("ramp-up-strategy", std::nullopt,
+                  "linear or exponential: the request rate climbs from --ramp-up-start-rps to "
+                  "--ramp-up-end-rps over the requests (in place of --request-rate).");
+  flags.AddDouble("ramp-up-start-rps", std::nullopt, "The first request's rate (ramp-up).");
+  flags.AddDouble("ramp-up-end-rps", std::nullopt, "The last request's rate (ramp-up).");
+  flags.AddInt64("num-warmups", 0,
+                 "Requests of the first prompt sent before the benchmark (at most "
+                 "--max-concurrency at once) and left out of its numbers.");
   flags.AddInt64("max-concurrency", 0,
                  "Most requests in flight (0: no limit but 1024, one thread each).");
   flags.AddInt64("seed", 0, "Seed of the prompts, the sample and the arrival times.");
   flags.AddString("percentile-metrics", "ttft,tpot,itl",
                   "Metrics to report percentiles of: ttft, tpot, itl, e2el.");
   flags.AddString("metric-percentiles", "99", "Percentiles to report, e.g. 50,90,99.");
-  flags.AddString("goodput", std::nullopt,
-                  "SLOs as KEY:MILLISECONDS pairs (ttft, tpot, e2el), e.g. --goodput ttft:200 "
-                  "tpot:50: also report the requests/s that met all of them.");
+  flags.AddStringList("goodput",
+                      "SLOs as KEY:MILLISECONDS pairs (ttft, tpot, e2el), e.g. --goodput ttft:200 "
+                      "tpot:50: also report the requests/s that met all of them.");
   flags.AddString("api-key", std::nullopt,
                   "Sent as \"Authorization: Bearer <key>\" (default: $OPENAI_API_KEY if set).");
   flags.AddString("result-json", std::nullopt,
@@ -130,6 +139,8 @@ struct Settings {
   bool ignore_eos = false;
   double request_rate = 0;  // requests/s; inf: all at once
   double burstiness = 1;
+  std::optional<RampUp> ramp_up;  // in place of request_rate
+  int64_t num_warmups = 0;
   int64_t max_concurrency = 0;  // 0: none
   uint64_t seed = 0;
   std::chrono::seconds timeout{600};
@@ -149,6 +160,47 @@ absl::StatusOr<double> PositiveOrInf(const FlagSet& flags, const char* flag) {
         absl::StrCat("--", flag, " must be a number > 0 or inf, got \"", text, "\""));
   }
   return value;
+}
+
+// vLLM's --ramp-up-* flags, checked as vLLM checks them (nullopt without --ramp-up-strategy).
+absl::StatusOr<std::optional<RampUp>> ReadRampUp(const FlagSet& flags, double request_rate) {
+  const std::optional<std::string> strategy = flags.GetString("ramp-up-strategy");
+  const std::optional<double> start = flags.GetDouble("ramp-up-start-rps");
+  const std::optional<double> end = flags.GetDouble("ramp-up-end-rps");
+  if (!strategy.has_value()) {
+    if (start.has_value() || end.has_value()) {
+      return absl::InvalidArgumentError(
+          "--ramp-up-start-rps and --ramp-up-end-rps need --ramp-up-strategy");
+    }
+    return std::nullopt;
+  }
+  if (*strategy != "linear" && *strategy != "exponential") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--ramp-up-strategy must be linear or exponential, got \"", *strategy, "\""));
+  }
+  if (!std::isinf(request_rate)) {
+    return absl::InvalidArgumentError(
+        "when using ramp-up, do not specify --request-rate: the ramp-up parameters set the rate");
+  }
+  if (!start.has_value() || !end.has_value()) {
+    return absl::InvalidArgumentError(
+        "--ramp-up-strategy needs both --ramp-up-start-rps and --ramp-up-end-rps");
+  }
+  if (*start < 0 || *end < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "ramp-up start and end RPS must be non-negative, got ", *start, " and ", *end));
+  }
+  if (*start > *end) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("ramp-up start RPS must be at most the end RPS, got ", *start, " > ", *end));
+  }
+  if (*strategy == "exponential" && *start == 0) {
+    return absl::InvalidArgumentError("for exponential ramp-up, the start RPS cannot be 0");
+  }
+  return RampUp{.strategy = *strategy == "linear" ? RampUp::Strategy::kLinear
+                                                  : RampUp::Strategy::kExponential,
+                .start_rps = *start,
+                .end_rps = *end};
 }
 
 absl::Status ReadEndpoint(const FlagSet& flags, Settings& s) {
@@ -263,6 +315,12 @@ absl::StatusOr<Settings> ReadSettings(const FlagSet& flags) {
   HR_RETURN_IF_ERROR(ReadExtraBody(flags, s));
   HR_ASSIGN_OR_RETURN(s.request_rate, PositiveOrInf(flags, "request-rate"));
   HR_ASSIGN_OR_RETURN(s.burstiness, PositiveOrInf(flags, "burstiness"));
+  HR_ASSIGN_OR_RETURN(s.ramp_up, ReadRampUp(flags, s.request_rate));
+  s.num_warmups = *flags.GetInt64("num-warmups");
+  if (s.num_warmups < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--num-warmups must be >= 0, got ", s.num_warmups));
+  }
   s.max_concurrency = *flags.GetInt64("max-concurrency");
   if (s.max_concurrency < 0) {
     return absl::InvalidArgumentError(
@@ -277,8 +335,8 @@ absl::StatusOr<Settings> ReadSettings(const FlagSet& flags) {
                       ParsePercentileMetrics(*flags.GetString("percentile-metrics")));
   HR_ASSIGN_OR_RETURN(s.report.percentiles,
                       ParseMetricPercentiles(*flags.GetString("metric-percentiles")));
-  if (std::optional<std::string> goodput = flags.GetString("goodput"); goodput.has_value()) {
-    HR_ASSIGN_OR_RETURN(s.report.goodput_slo_ms, ParseGoodput(*goodput));
+  if (const std::vector<std::string> goodput = flags.GetStringList("goodput"); !goodput.empty()) {
+    HR_ASSIGN_OR_RETURN(s.report.goodput_slo_ms, ParseGoodput(absl::StrJoin(goodput, " ")));
   }
   return s;
 }
@@ -473,7 +531,26 @@ absl::Status BenchServe(const FlagSet& flags, std::ostream& out) {
         << " requests, not --num-prompts " << s.num_prompts << " (--no-oversample)\n";
   }
   const int64_t threads = std::min(n, s.max_concurrency > 0 ? s.max_concurrency : kMaxThreads);
-  const std::vector<double> arrival = ArrivalOffsets(n, s.request_rate, s.burstiness, s.seed + 1);
+  const std::vector<double> arrival =
+      ArrivalOffsets(n, s.request_rate, s.burstiness, s.seed + 1, s.ramp_up);
+  if (s.ramp_up.has_value()) {
+    out << "Traffic ramp-up strategy: "
+        << (s.ramp_up->strategy == RampUp::Strategy::kLinear ? "linear" : "exponential")
+        << ", from " << s.ramp_up->start_rps << " to " << s.ramp_up->end_rps << " RPS\n";
+  }
+  if (s.num_warmups > 0) {
+    // vLLM's warmup: the first prompt, num_warmups times, at most max_concurrency at once.
+    out << "Warming up with " << s.num_warmups << " requests...\n";
+    std::atomic<int64_t> left{s.num_warmups};
+    std::vector<std::thread> warmers;
+    for (int64_t t = 0; t < std::min(s.num_warmups, threads); ++t) {
+      warmers.emplace_back([&] {
+        while (left.fetch_sub(1) > 0) (void)RunOne(s, requests.front());
+      });
+    }
+    for (std::thread& t : warmers) t.join();
+    out << "Warmup run completed.\n";
+  }
 
   std::vector<RequestResult> results(requests.size());
   std::atomic<size_t> next{0};
@@ -501,7 +578,15 @@ absl::Status BenchServe(const FlagSet& flags, std::ostream& out) {
       {"request_rate", std::isinf(s.request_rate) ? Json("inf") : Json(s.request_rate)},
       {"burstiness", std::isinf(s.burstiness) ? Json("inf") : Json(s.burstiness)},
       {"max_concurrency", threads}};
-  const Json report = Summarize(header, s.report, results, duration);
+  Json ramp = Json::object();
+  if (s.ramp_up.has_value()) {
+    ramp = {{"ramp_up_strategy",
+             s.ramp_up->strategy == RampUp::Strategy::kLinear ? "linear" : "exponential"},
+            {"ramp_up_start_rps", s.ramp_up->start_rps},
+            {"ramp_up_end_rps", s.ramp_up->end_rps}};
+  }
+  Json report = Summarize(header, s.report, results, duration);
+  report.update(ramp);
   PrintReport(report, s.report, out);
   if (std::optional<std::string> path = flags.GetString("result-json"); path.has_value()) {
     std::ofstream file(*path);
@@ -516,30 +601,11 @@ absl::Status BenchServe(const FlagSet& flags, std::ostream& out) {
   return absl::OkStatus();
 }
 
-// vLLM's --goodput takes its pairs as separate words (`--goodput ttft:200 tpot:50`); FlagSet
-// takes one value per flag, so the words after --goodput that are not flags are joined into it.
-std::vector<std::string> JoinGoodputWords(absl::Span<const std::string_view> args) {
-  std::vector<std::string> out;
-  for (size_t i = 0; i < args.size(); ++i) {
-    out.emplace_back(args[i]);
-    if (args[i] != "--goodput") continue;
-    std::string pairs;
-    while (i + 1 < args.size() && !args[i + 1].starts_with("-")) {
-      if (!pairs.empty()) pairs += ' ';
-      pairs += args[++i];
-    }
-    if (!pairs.empty()) out.push_back(std::move(pairs));
-  }
-  return out;
-}
-
 }  // namespace
 
 int RunBenchServe(absl::Span<const std::string_view> args, std::ostream& out, std::ostream& err) {
   FlagSet flags = MakeFlags();
-  const std::vector<std::string> joined = JoinGoodputWords(args);
-  const std::vector<std::string_view> words(joined.begin(), joined.end());
-  if (const std::optional<int> done = ParseFlagsOrExit(flags, words, out, err)) return *done;
+  if (const std::optional<int> done = ParseFlagsOrExit(flags, args, out, err)) return *done;
   if (absl::Status status = BenchServe(flags, out); !status.ok()) {
     err << "error: " << status.message() << "\n";
     return status.code() == absl::StatusCode::kInvalidArgument ? kExitRefused : 1;

@@ -229,8 +229,31 @@ absl::StatusOr<std::vector<BenchRequest>> SampleShareGpt(std::vector<ShareGptPai
   return requests;
 }
 
-std::vector<double> ArrivalOffsets(int64_t n, double rate, double burstiness, uint64_t seed) {
+double RampUpRate(const RampUp& ramp, int64_t i, int64_t n) {
+  const double progress = static_cast<double>(i) / static_cast<double>(std::max<int64_t>(n - 1, 1));
+  if (ramp.strategy == RampUp::Strategy::kLinear) {
+    return ramp.start_rps + (ramp.end_rps - ramp.start_rps) * progress;
+  }
+  return ramp.start_rps * std::pow(ramp.end_rps / ramp.start_rps, progress);
+}
+
+std::vector<double> ArrivalOffsets(int64_t n, double rate, double burstiness, uint64_t seed,
+                                   const std::optional<RampUp>& ramp) {
   std::vector<double> at(static_cast<size_t>(std::max<int64_t>(n, 0)), 0.0);
+  if (ramp.has_value()) {
+    std::mt19937_64 rng(seed);
+    double sum = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      const double r = RampUpRate(*ramp, i, n);
+      if (r > 0) {
+        sum += std::isinf(burstiness)
+                   ? 1.0 / r
+                   : std::gamma_distribution<double>(burstiness, 1.0 / (r * burstiness))(rng);
+      }
+      at[static_cast<size_t>(i)] = sum;
+    }
+    return at;
+  }
   if (at.empty() || std::isinf(rate)) return at;
   std::mt19937_64 rng(seed);
   std::gamma_distribution<double> gap(std::isinf(burstiness) ? 1.0 : burstiness,

@@ -86,8 +86,23 @@ absl::StatusOr<std::vector<BenchRequest>> SampleShareGpt(std::vector<ShareGptPai
                                                          const ShareGptSampling& sampling,
                                                          const ServerTokenizer& tokenizer);
 
+// vLLM's --ramp-up-strategy: request i of n is sent at a rate going from start_rps (the first) to
+// end_rps (the last), linearly or geometrically in i.
+struct RampUp {
+  enum class Strategy { kLinear, kExponential };
+  Strategy strategy = Strategy::kLinear;
+  double start_rps = 0;
+  double end_rps = 0;
+};
+
+// The rate of request i of n under `ramp` (vLLM's get_current_request_rate).
+double RampUpRate(const RampUp& ramp, int64_t i, int64_t n);
+
 // When each of `n` requests is sent, in seconds from the start (see the file comment). `rate` in
-// requests/s (inf: all at 0); `burstiness` > 0, inf for constant gaps.
-std::vector<double> ArrivalOffsets(int64_t n, double rate, double burstiness, uint64_t seed);
+// requests/s (inf: all at 0); `burstiness` > 0, inf for constant gaps. With `ramp`, request i's
+// gap is drawn at RampUpRate(i) instead (a rate of 0 sends at once), and the times are not
+// rescaled to n / rate, as vLLM does.
+std::vector<double> ArrivalOffsets(int64_t n, double rate, double burstiness, uint64_t seed,
+                                   const std::optional<RampUp>& ramp = std::nullopt);
 
 }  // namespace headroom::cli

@@ -375,5 +375,34 @@ TEST(ArrivalTest, GapsFollowTheGammaShapeAndTheLastArrivalIsNOverRate) {
   EXPECT_NE(ArrivalOffsets(100, 3, 1, 9), ArrivalOffsets(100, 3, 1, 10));
 }
 
+// vLLM's ramp-up: request i's rate is start + (end - start) * i / (n - 1) (linear) or
+// start * (end / start)^(i / (n - 1)) (exponential); at constant gaps each request waits 1 / its
+// rate after the one before, and nothing is rescaled to n / rate.
+TEST(ArrivalTest, RampUpClimbsFromTheStartToTheEndRate) {
+  const RampUp linear{.strategy = RampUp::Strategy::kLinear, .start_rps = 1, .end_rps = 5};
+  const RampUp exponential{
+      .strategy = RampUp::Strategy::kExponential, .start_rps = 1, .end_rps = 16};
+  for (int64_t i = 0; i < 5; ++i) {
+    EXPECT_DOUBLE_EQ(RampUpRate(linear, i, 5), 1.0 + static_cast<double>(i));
+    EXPECT_NEAR(RampUpRate(exponential, i, 5), std::pow(2.0, static_cast<double>(i)), 1e-12);
+  }
+  const std::vector<double> at = ArrivalOffsets(5, kInf, kInf, 0, linear);
+  double want = 0;
+  for (size_t i = 0; i < at.size(); ++i) {
+    want += 1.0 / static_cast<double>(i + 1);
+    EXPECT_NEAR(at[i], want, 1e-12) << i;
+  }
+  // Rate 0 at the start of a linear ramp sends that request at once.
+  const RampUp from_zero{.strategy = RampUp::Strategy::kLinear, .start_rps = 0, .end_rps = 2};
+  const std::vector<double> zero = ArrivalOffsets(3, kInf, kInf, 0, from_zero);
+  EXPECT_DOUBLE_EQ(zero[0], 0.0);
+  EXPECT_DOUBLE_EQ(zero[1], 1.0);  // rate 1
+  EXPECT_DOUBLE_EQ(zero[2], 1.5);  // rate 2
+  // Gamma gaps at the ramp's rates: the mean gap of many requests at a steady "ramp" is 1 / rate.
+  const RampUp steady{.strategy = RampUp::Strategy::kLinear, .start_rps = 20, .end_rps = 20};
+  const std::vector<double> poisson = ArrivalOffsets(40000, kInf, 1, 3, steady);
+  EXPECT_NEAR(poisson.back() / 40000, 1.0 / 20, 0.02 / 20);
+}
+
 }  // namespace
 }  // namespace headroom::cli

@@ -331,6 +331,45 @@ TEST_F(BenchServeE2eTest, GoodputAndChosenPercentilesAreReportedAsVllmNamesThem)
 
 // Requests the router refuses are counted as failures, with the router's reason, and the exit
 // status says so; a bad flag or dataset is refused (exit 2) before anything is sent.
+// The HTTP requests the router has answered: the count of vllm:request_params_n, which it
+// observes once per request.
+int64_t RouterRequests(const Cluster& cluster) {
+  const HttpResponse metrics = cluster.Get("/metrics");
+  EXPECT_EQ(metrics.status, 200);
+  const std::string name = "vllm:request_params_n_count";
+  const size_t at = metrics.body.find(name);
+  if (at == std::string::npos) return -1;
+  const size_t value = metrics.body.find(' ', at);
+  return std::stoll(metrics.body.substr(value + 1));
+}
+
+// vLLM's --num-warmups: that many requests of the first prompt go out before the benchmark and
+// are left out of its numbers. --ramp-up-*: the rate climbs from the start to the end RPS (at
+// constant gaps, 1/20 + 1/30 + 1/40 s after the first), and the result says so.
+TEST_F(BenchServeE2eTest, WarmupsAndRampUpAsVllmSendsThem) {
+  const int64_t before = RouterRequests(*cluster_);
+  ASSERT_GE(before, 0);
+  const BenchRun warmed = Run({"--num-prompts", "3", "--num-warmups", "4", "--random-input-len",
+                               "10", "--random-output-len", "2", "--max-concurrency", "2"});
+  ASSERT_EQ(warmed.exit_status, 0);
+  EXPECT_EQ(warmed.result["completed"], 3);
+  EXPECT_EQ(warmed.result["num_prompts"], 3);
+  EXPECT_TRUE(HasLine(warmed, "Warmup run completed."));
+  EXPECT_EQ(RouterRequests(*cluster_) - before, 3 + 4);
+
+  const BenchRun ramped =
+      Run({"--num-prompts", "4", "--random-input-len", "10", "--random-output-len", "2",
+           "--ramp-up-strategy", "linear", "--ramp-up-start-rps", "10", "--ramp-up-end-rps", "40",
+           "--burstiness", "inf"});
+  ASSERT_EQ(ramped.exit_status, 0);
+  EXPECT_EQ(ramped.result["completed"], 4);
+  EXPECT_EQ(ramped.result["ramp_up_strategy"], "linear");
+  EXPECT_EQ(ramped.result["ramp_up_start_rps"], 10.0);
+  EXPECT_EQ(ramped.result["ramp_up_end_rps"], 40.0);
+  // Rates 10, 20, 30, 40: the last request leaves 1/10 + 1/20 + 1/30 + 1/40 s after the start.
+  EXPECT_GE(ramped.result["duration"].get<double>(), 0.1 + 0.05 + 1.0 / 30 + 0.025);
+}
+
 TEST_F(BenchServeE2eTest, ReportsRefusedRequestsAndRefusesBadFlags) {
   // 250 prompt tokens + 8 > max_model_len 256.
   const BenchRun refused =
@@ -365,7 +404,16 @@ TEST_F(BenchServeE2eTest, ReportsRefusedRequestsAndRefusesBadFlags) {
            {"--random-range-ratio", "1"},
            {"--random-prefix-len", "-1"},
            {"--random-input-len", "1", "--random-range-ratio", "0.5"},
-           {"--percentile-metrics", "ttft,latency"}}) {
+           {"--percentile-metrics", "ttft,latency"},
+           {"--ramp-up-strategy", "linear", "--ramp-up-start-rps", "1"},
+           {"--ramp-up-strategy", "linear", "--ramp-up-start-rps", "1", "--ramp-up-end-rps", "2",
+            "--request-rate", "5"},
+           {"--ramp-up-strategy", "linear", "--ramp-up-start-rps", "3", "--ramp-up-end-rps", "2"},
+           {"--ramp-up-strategy", "exponential", "--ramp-up-start-rps", "0", "--ramp-up-end-rps",
+            "2"},
+           {"--ramp-up-strategy", "step", "--ramp-up-start-rps", "1", "--ramp-up-end-rps", "2"},
+           {"--ramp-up-end-rps", "2"},
+           {"--num-warmups", "-1"}}) {
     const BenchRun run = Run(flags);
     EXPECT_EQ(run.exit_status, 2) << flags[0] << " " << flags[1];
     EXPECT_TRUE(run.result.is_discarded()) << flags[0];  // nothing was run
