@@ -11,6 +11,7 @@
 #include "nlohmann/json.hpp"
 #include "router/frontend/generation.h"
 #include "router/frontend/responses_writer.h"
+#include "router/openai/json_fields.h"
 #include "router/openai/openai_protocol.h"
 #include "router/openai/openai_response.h"
 #include "router/openai/responses_api.h"
@@ -293,8 +294,14 @@ void HttpFrontend::Responses(const http::HttpRequest& request,
 void HttpFrontend::Embed(const http::HttpRequest& request,
                          std::shared_ptr<http::ResponseWriter> writer) {
   const std::string& path = request.path;
+  absl::StatusOr<std::string> embedding_body = request.body;
+  if (path == "/v1/embeddings") embedding_body = EmbeddingChatAsInput(request.body);
+  if (!embedding_body.ok()) {
+    return RespondOpenAiError(*writer, 400, std::string(embedding_body.status().message()),
+                              openai::ErrorParam(embedding_body.status()));
+  }
   absl::StatusOr<openai::ParsedRequest> parsed =
-      path == "/v1/embeddings"                  ? openai::ParseEmbeddingRequest(request.body)
+      path == "/v1/embeddings"                  ? openai::ParseEmbeddingRequest(*embedding_body)
       : path == "/score" || path == "/v1/score" ? openai::ParseScoreRequest(request.body)
                                                 : openai::ParseRerankRequest(request.body);
   if (!parsed.ok()) {
@@ -397,6 +404,49 @@ absl::StatusOr<std::vector<int32_t>> HttpFrontend::ChatPromptIds(
   }
   if (rendered != nullptr) *rendered = *std::move(prompt);
   return ids;
+}
+
+absl::StatusOr<std::string> HttpFrontend::EmbeddingChatAsInput(const std::string& body) const {
+  RequestJson obj = RequestJson::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (!obj.is_object() || !obj.contains("messages")) return body;  // the parser says what is wrong
+  if (obj.contains("input")) {
+    return openai::Bad("input", "give input or messages, not both");
+  }
+  for (const char* unsupported : {"chat_template", "continue_final_message"}) {
+    const auto it = obj.find(unsupported);
+    if (it != obj.end() && !it->is_null() && *it != false) {
+      return openai::Bad(unsupported, absl::StrCat(unsupported, " is not supported"));
+    }
+  }
+  // The chat parser reads the messages and the template's settings; the rest stays.
+  RequestJson chat = RequestJson::object();
+  for (const char* key : {"messages", "add_generation_prompt", "chat_template_kwargs"}) {
+    if (const auto it = obj.find(key); it != obj.end()) chat[key] = *it;
+  }
+  absl::StatusOr<openai::ParsedRequest> parsed = openai::ParseChatObject(chat);
+  if (!parsed.ok()) return parsed.status();
+  parsed->add_generation_prompt = chat.value("add_generation_prompt", false);
+  bool add_special = false;
+  if (const auto it = obj.find("add_special_tokens"); it != obj.end()) {
+    if (!it->is_boolean()) {
+      return openai::Bad("add_special_tokens", "add_special_tokens must be a boolean");
+    }
+    add_special = it->get<bool>();
+  }
+  std::string prompt;
+  absl::StatusOr<std::vector<int32_t>> ids = ChatPromptIds(*parsed, &prompt);
+  if (!ids.ok()) return openai::Bad("messages", std::string(ids.status().message()));
+  if (add_special) {
+    // On top of what the template holds, as vLLM's add_special_tokens adds them.
+    ids = options_.tokenizer->Encode(prompt, {.add_special_tokens = true});
+    if (!ids.ok()) return openai::Bad("messages", std::string(ids.status().message()));
+  }
+  for (const char* key : {"messages", "add_generation_prompt", "chat_template_kwargs",
+                          "chat_template", "continue_final_message", "add_special_tokens"}) {
+    obj.erase(key);
+  }
+  obj["input"] = *ids;
+  return obj.dump();
 }
 
 void HttpFrontend::Tokenize(const http::HttpRequest& request, http::ResponseWriter& writer) {

@@ -1,7 +1,7 @@
 // JSON field helpers of the OpenAI request parsers (openai_protocol.cc, tool_request.cc): typed
 // access to a request's members with InvalidArgument errors that name the field ("max_tokens
-// must be an integer, got string") and carry it as a payload (ErrorParam reads it). Internal to
-// router/openai.
+// must be an integer, got string") and carry it as a payload (ErrorParam reads it). Used by
+// router/openai and the HTTP front's rewriting of request bodies (the chat form of embeddings).
 #pragma once
 
 #include <cstdint>

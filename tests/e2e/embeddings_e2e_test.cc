@@ -135,6 +135,47 @@ TEST_F(EmbeddingsE2eTest, TextInputEmbedsAsItsTokens) {
              "text against its ids");
 }
 
+// vLLM's chat form: {"messages"} in place of "input" embeds the prompt the chat template renders
+// (Qwen2-Instruct's ChatML, the byte tokenizer's default, as transformers renders it), without
+// the generation prompt and without special tokens on top unless asked, as vLLM's
+// EmbeddingChatRequest defaults are.
+TEST_F(EmbeddingsE2eTest, MessagesEmbedTheRenderedChat) {
+  const std::string turns =
+      "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n<|im_start|>user\nSay hi"
+      "<|im_end|>\n";
+  const Json messages = {{{"role", "user"}, {"content", "Say hi"}}};
+  const auto embed = [](const Json& body) {
+    const HttpResponse response = cluster_->Post("/v1/embeddings", body.dump());
+    EXPECT_EQ(response.status, 200) << response.body;
+    return Json::parse(response.body);
+  };
+  const Json chat = embed({{"messages", messages}});
+  const Json text = embed({{"input", turns}, {"add_special_tokens", false}});
+  EXPECT_EQ(chat["usage"]["prompt_tokens"], static_cast<int>(turns.size()));
+  ExpectNear(chat["data"][0]["embedding"].get<std::vector<double>>(),
+             text["data"][0]["embedding"].get<std::vector<double>>(), "messages against text");
+  // add_generation_prompt: the assistant header follows.
+  const Json with_header = embed({{"messages", messages}, {"add_generation_prompt", true}});
+  const Json header_text =
+      embed({{"input", turns + "<|im_start|>assistant\n"}, {"add_special_tokens", false}});
+  ExpectNear(with_header["data"][0]["embedding"].get<std::vector<double>>(),
+             header_text["data"][0]["embedding"].get<std::vector<double>>(),
+             "messages with the generation prompt");
+  // The other fields still apply (dimensions is refused: the fixture is not Matryoshka).
+  const Json base64 = embed({{"messages", messages}, {"encoding_format", "base64"}});
+  EXPECT_TRUE(base64["data"][0]["embedding"].is_string());
+  for (const auto& [body, field] : std::vector<std::pair<Json, std::string>>{
+           {{{"messages", messages}, {"input", "x"}}, "input"},
+           {{{"messages", messages}, {"chat_template", "{{ 1 }}"}}, "chat_template"},
+           {{{"messages", messages}, {"continue_final_message", true}}, "continue_final_message"},
+           {{{"messages", "hi"}}, "messages"},
+           {{{"messages", messages}, {"add_special_tokens", 1}}, "add_special_tokens"}}) {
+    const HttpResponse response = cluster_->Post("/v1/embeddings", body.dump());
+    EXPECT_EQ(response.status, 400) << body.dump();
+    EXPECT_EQ(Json::parse(response.body)["error"]["param"], field) << response.body;
+  }
+}
+
 // 300 inputs, more than the 128 calls a request keeps in flight: every one comes back, in order.
 TEST_F(EmbeddingsE2eTest, LongListsComeBackWholeAndInOrder) {
   const std::vector<Reference> refs = References();
