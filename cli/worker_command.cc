@@ -139,6 +139,14 @@ FlagSet MakeWorkerFlags() {
   flags.AddBool("enable-lora", false,
                 "Accepted for vLLM compatibility: --lora-modules alone enables LoRA (adapters are "
                 "not loaded at run time).");
+  flags.AddInt64("max-loras", std::nullopt,
+                 "Accepted for vLLM compatibility: every --lora-modules adapter is resident, so "
+                 "any number of them run in one step.");
+  flags.AddInt64("max-cpu-loras", std::nullopt,
+                 "Accepted for vLLM compatibility: adapters are never swapped to host memory.");
+  flags.AddBool("fully-sharded-loras", false,
+                "Accepted for vLLM compatibility: under tensor parallelism each adapter is "
+                "split as its projection (docs/engine.md).");
   flags.AddInt64("max-lora-rank", worker::kDefaultMaxLoraRank,
                  "Largest adapter rank accepted (vLLM's default 16); every adapter is padded to "
                  "the largest rank given.");

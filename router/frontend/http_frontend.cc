@@ -136,7 +136,15 @@ void HttpFrontend::Handle(http::HttpRequest request, std::shared_ptr<http::Respo
                      path == "/v1/responses" || EmbeddingRoute(path) || path == "/v1/models" ||
                      path == "/tokenize" || path == "/detokenize";
   if (!known) {
-    RespondOpenAiError(*writer, 404, absl::StrCat("no route ", request.method, " ", path));
+    // vLLM's run-time adapter routes (VLLM_ALLOW_RUNTIME_LORA_UPDATING): a 404 as vLLM's without
+    // them, saying why.
+    const bool lora_route = path == "/v1/load_lora_adapter" || path == "/v1/unload_lora_adapter";
+    RespondOpenAiError(
+        *writer, 404,
+        lora_route ? absl::StrCat("no route ", request.method, " ", path,
+                                  ": headroom loads LoRA adapters at start only (the workers' "
+                                  "--lora-modules), so every adapter is resident and planned")
+                   : absl::StrCat("no route ", request.method, " ", path));
     return;
   }
   if (!Authorized(request)) {

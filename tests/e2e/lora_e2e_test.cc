@@ -47,7 +47,7 @@ std::vector<std::string> WorkerFlags() {
   std::vector<std::string> flags = FixtureWorkerFlags(64);
   flags.insert(flags.end(), {"--lora-modules", "sql=" + AdapterPath("llama-gqa-all"),
                              Json{{"name", "rs"}, {"path", AdapterPath("llama-gqa-rslora")}}.dump(),
-                             "--max-lora-rank", "8"});
+                             "--max-lora-rank", "8", "--max-loras", "1"});  // vLLM's flag, accepted
   return flags;
 }
 
@@ -217,6 +217,11 @@ TEST_F(LoraE2eTest, AnUnknownModelIsA404NamingTheAdapters) {
   const std::string message = Json::parse(response.body)["error"]["message"];
   EXPECT_NE(message.find("\"sql-v2\""), std::string::npos) << message;
   EXPECT_NE(message.find("LoRA adapters: sql, rs"), std::string::npos) << message;
+  // vLLM's run-time loading route is absent, and says why.
+  const HttpResponse load =
+      Post("/v1/load_lora_adapter", {{"lora_name", "sql-v2"}, {"lora_path", AdapterPath("x")}});
+  EXPECT_EQ(load.status, 404) << load.body;
+  EXPECT_NE(load.body.find("loads LoRA adapters at start only"), std::string::npos) << load.body;
 }
 
 TEST(LoraWorkerStartTest, AnAdapterItCannotLoadStopsTheWorker) {
