@@ -332,13 +332,13 @@ TEST_F(BenchServeE2eTest, GoodputAndChosenPercentilesAreReportedAsVllmNamesThem)
 // Requests the router refuses are counted as failures, with the router's reason, and the exit
 // status says so; a bad flag or dataset is refused (exit 2) before anything is sent.
 // The HTTP requests the router has answered: the count of vllm:request_params_n, which it
-// observes once per request.
+// observes once per request (no series before the first).
 int64_t RouterRequests(const Cluster& cluster) {
   const HttpResponse metrics = cluster.Get("/metrics");
   EXPECT_EQ(metrics.status, 200);
   const std::string name = "vllm:request_params_n_count";
   const size_t at = metrics.body.find(name);
-  if (at == std::string::npos) return -1;
+  if (at == std::string::npos) return 0;
   const size_t value = metrics.body.find(' ', at);
   return std::stoll(metrics.body.substr(value + 1));
 }
@@ -348,7 +348,6 @@ int64_t RouterRequests(const Cluster& cluster) {
 // constant gaps, 1/20 + 1/30 + 1/40 s after the first), and the result says so.
 TEST_F(BenchServeE2eTest, WarmupsAndRampUpAsVllmSendsThem) {
   const int64_t before = RouterRequests(*cluster_);
-  ASSERT_GE(before, 0);
   const BenchRun warmed = Run({"--num-prompts", "3", "--num-warmups", "4", "--random-input-len",
                                "10", "--random-output-len", "2", "--max-concurrency", "2"});
   ASSERT_EQ(warmed.exit_status, 0);

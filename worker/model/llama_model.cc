@@ -525,7 +525,7 @@ absl::Status LlamaModel::Layer(const DeviceLayer& l, int64_t n, const int64_t* s
   } else {
     HR_RETURN_IF_ERROR(
         b.Linear(arena_.hidden, l.gate_up, l.gate_up_bias, n, 2 * inter, hidden, arena_.gate_up));
-    // The fused output's rows: gate columns, then up columns.
+    // Each row of the fused output: its gate columns, then its up columns.
     HR_RETURN_IF_ERROR(AddLora(l, LoraTarget::kGate, arena_.hidden, n, 2 * inter, arena_.gate_up));
     HR_RETURN_IF_ERROR(
         AddLora(l, LoraTarget::kUp, arena_.hidden, n, 2 * inter, arena_.gate_up + inter));
