@@ -91,6 +91,12 @@ app.kubernetes.io/component: {{ .component }}
 {{- $v := index $flags $k -}}
 {{- if kindIs "bool" $v -}}
 {{- if $v -}}{{- $args = append $args (printf "--%s" $k) -}}{{- end -}}
+{{- else if kindIs "slice" $v -}}
+{{- /* A list flag (vLLM's nargs='+', e.g. lora-modules): the flag, then each value. */ -}}
+{{- if $v -}}
+{{- $args = append $args (printf "--%s" $k) -}}
+{{- range $item := $v -}}{{- $args = append $args (toString $item) -}}{{- end -}}
+{{- end -}}
 {{- else if and (not (kindIs "invalid" $v)) (ne (toString $v) "") -}}
 {{- $args = append $args (printf "--%s" $k) -}}
 {{- if kindIs "float64" $v -}}

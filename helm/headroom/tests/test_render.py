@@ -197,6 +197,11 @@ def main():
         assert arg_value(c["args"], "--tensor-parallel-size") == "2"
         assert arg_value(c["args"], "--model") == "/models/Qwen2.5-7B-Instruct"
         assert arg_value(c["args"], "--swap-space") == "4"
+        # A list flag: the flag, then each value as its own word (vLLM's nargs='+').
+        at = c["args"].index("--lora-modules")
+        assert c["args"][at + 1:at + 3] == ["sql=/models/adapters/sql-lora",
+                                            "chat=/models/adapters/chat-lora"]
+        assert c["args"][at + 3].startswith("--")
         cm = one(docs, "ConfigMap", "-engine")
         assert "--tensor-parallel-size\n2\n" in cm["data"]["engine.args"]
         assert yaml.safe_load(cm["data"]["engine.yaml"])["tensor-parallel-size"] == 2
