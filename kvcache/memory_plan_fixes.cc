@@ -37,12 +37,17 @@ std::optional<int64_t> LargestFitting(int64_t low, int64_t high, Predicate fits)
   return low;
 }
 
+// ", LoRA adapters 0.16 GiB" when the plan holds adapters.
+std::string LoraPart(const MemoryPlan& p) {
+  return p.lora_bytes > 0 ? absl::StrCat(", LoRA adapters ", GiB(p.lora_bytes)) : "";
+}
+
 std::string BudgetLine(const MemoryPlan& p) {
   return absl::StrFormat(
-      "budget %s = %s x --gpu-memory-utilization %.2f: weights %s, activation arena %s, "
+      "budget %s = %s x --gpu-memory-utilization %.2f: weights %s%s, activation arena %s, "
       "workspaces %s, CUDA context and graphs %s, safety margin %s, %s",
       GiB(p.budget_bytes), GiB(p.device_memory_bytes), p.gpu_memory_utilization,
-      GiB(p.weights_bytes), GiB(p.arena.total_bytes), GiB(p.workspace_bytes),
+      GiB(p.weights_bytes), LoraPart(p), GiB(p.arena.total_bytes), GiB(p.workspace_bytes),
       GiB(p.cuda_context_bytes + p.cuda_graph_bytes), GiB(p.safety_margin_bytes),
       p.kv_cache_bytes >= 0 ? absl::StrCat("KV cache ", GiB(p.kv_cache_bytes))
                             : absl::StrCat("no KV cache (short by ", GiB(-p.kv_cache_bytes), ")"));
@@ -152,11 +157,14 @@ absl::Status Refuse(const MemoryPlanInput& in, const Evaluation& e) {
       break;
     case Outcome::kNoKvBlocks:
       message = absl::StrFormat(
-          "no memory left for the KV cache: after %s of weights, %s of the %s budget remains, "
-          "and the fixed overheads need %s: activation arena %s (for --max-num-batched-tokens "
-          "%d and --max-num-seqs %d), workspaces %s, CUDA context and graphs %s, safety margin "
-          "%s. Lower --max-num-batched-tokens or --max-num-seqs to shrink the arena.\n%s",
-          GiB(p.weights_bytes), GiB(p.budget_bytes - p.weights_bytes), GiB(p.budget_bytes),
+          "no memory left for the KV cache: after %s of weights%s, %s of the %s budget "
+          "remains, and the fixed overheads need %s: activation arena %s (for "
+          "--max-num-batched-tokens %d and --max-num-seqs %d), workspaces %s, CUDA context and "
+          "graphs %s, safety margin %s. Lower --max-num-batched-tokens or --max-num-seqs to "
+          "shrink the arena.\n%s",
+          GiB(p.weights_bytes),
+          p.lora_bytes > 0 ? absl::StrCat(" and ", GiB(p.lora_bytes), " of LoRA adapters") : "",
+          GiB(p.budget_bytes - p.weights_bytes - p.lora_bytes), GiB(p.budget_bytes),
           GiB(p.arena.total_bytes + p.workspace_bytes + p.cuda_context_bytes + p.cuda_graph_bytes +
               p.safety_margin_bytes),
           GiB(p.arena.total_bytes), p.max_num_batched_tokens, p.max_num_seqs,

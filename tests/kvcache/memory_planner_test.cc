@@ -955,8 +955,8 @@ TEST(LoraPlanTest, AdaptersAreResidentWeightsStackedToTheLargestRank) {
       8192 + 5120 + 5120 + 8192 + 18432 + 18432 + 18432;  // q k v o gate up down
   EXPECT_EQ(LoraParamsPerRank(Llama3_8B(), 1, lora), 32 * 2 * 16 * per_slot_and_rank);
   // TP 2: the out side of q/k/v/gate/up and the in side of o/down halve.
-  const int64_t tp2 = (4096 + 2048) + (4096 + 512) * 2 + (2048 + 4096) + (4096 + 7168) * 2 +
-                      (7168 + 4096);
+  const int64_t tp2 =
+      (4096 + 2048) + (4096 + 512) * 2 + (2048 + 4096) + (4096 + 7168) * 2 + (7168 + 4096);
   EXPECT_EQ(LoraParamsPerRank(Llama3_8B(), 2, lora), 32 * 2 * 16 * tp2);
   LoraDims attention = lora;
   attention.targets = {true, false, true, false, false, false, false};
@@ -980,6 +980,27 @@ TEST(LoraPlanTest, AdaptersAreResidentWeightsStackedToTheLargestRank) {
   EXPECT_NE(table.find("LoRA adapters per rank"), std::string::npos) << table;
   EXPECT_NE(table.find("2 adapters padded to rank 16"), std::string::npos) << table;
   EXPECT_EQ(FormatPlan(without).find("LoRA"), std::string::npos);
+}
+
+// Adapters that leave no room for the KV cache: the refusal counts them with the weights, and its
+// numbers still add up. Eight all-projection adapters at rank 128 on Llama-3-8B:
+// 32 layers x 8 x 128 x 81,920 x 2 bytes = 5 GiB exactly, beside 14.96 GiB of weights in a
+// 21.6 GiB budget: 1.64 GiB remain.
+TEST(LoraPlanTest, ARefusalCountsTheAdapters) {
+  MemoryPlanInput input = Input(Llama3_8B(), 24, 8192);
+  input.lora = LoraDims{.num_adapters = 8, .max_rank = 128, .targets = {}};
+  input.lora.targets.fill(true);
+  const absl::StatusOr<MemoryPlan> plan = PlanMemory(input);
+  ASSERT_FALSE(plan.ok());
+  const std::string message(plan.status().message());
+  EXPECT_NE(message.find("after 14.96 GiB of weights and 5.00 GiB of LoRA adapters, 1.64 GiB"),
+            std::string::npos)
+      << message;
+  EXPECT_NE(message.find("weights 14.96 GiB, LoRA adapters 5.00 GiB,"), std::string::npos)
+      << message;
+  // Without the adapters the same input fits.
+  input.lora = {};
+  EXPECT_TRUE(PlanMemory(input).ok());
 }
 
 }  // namespace
