@@ -381,6 +381,7 @@ absl::Status RunFollower(const FlagSet& flags, std::ostream& err) {
   HR_ASSIGN_OR_RETURN(std::unique_ptr<worker::Communicator> comm, JoinGroup(flags, setup));
   HR_ASSIGN_OR_RETURN(std::unique_ptr<worker::Follower> follower,
                       worker::Follower::Create(setup.config, shard, options, &backend, comm.get()));
+  options.lora_adapters = nullptr;  // the host copies go: the device holds the adapters
   err << "headroom worker rank " << setup.rank << " of " << setup.tensor_parallel_size
       << ": following rank 0\n";
   HR_RETURN_IF_ERROR(follower->Run());
@@ -534,6 +535,7 @@ absl::Status Serve(const FlagSet& flags, const sigset_t& stop_signals, std::ostr
     HR_ASSIGN_OR_RETURN(comm, JoinGroup(flags, setup));
     HR_ASSIGN_OR_RETURN(std::unique_ptr<worker::Engine> engine,
                         worker::Engine::Create(setup.config, shard, options, &backend, comm.get()));
+    options.lora_adapters = nullptr;  // the host copies go: the device holds the adapters
     // A failed group stops this process like a SIGTERM (its requests already ended
     // UNAVAILABLE), and the exit status says it failed.
     loop = std::make_unique<worker::EngineLoop>(

@@ -353,6 +353,9 @@ TEST_P(LoraParityTest, GreedyContinuationsMatchPeftWithAdaptersMixedInEveryStep)
                         .lora_adapters = adapters_};
   auto engine = Engine::Create(m.config, m.weights, options, &backend);
   ASSERT_TRUE(engine.ok()) << engine.status();
+  // The engine let go of the host copies (on the device now): this fixture and `options` hold
+  // them.
+  EXPECT_EQ(adapters_.use_count(), 2);
   // The base model first: its blocks of the same prompts are then cached, and an adapter that
   // took them would read the base model's KV.
   EXPECT_EQ(testing::ExpectGreedyMatches(prompts(-1), testing::RunGreedy(**engine, prompts(-1))),

@@ -19,7 +19,9 @@ absl::StatusOr<std::unique_ptr<Follower>> Follower::Create(const ModelConfig& co
   HR_ASSIGN_OR_RETURN(std::unique_ptr<LlamaModel> model,
                       LlamaModel::Create(config, weights, ModelLimitsOf(options), backend, comm,
                                          LoraAdaptersOf(options)));
-  return std::unique_ptr<Follower>(new Follower(options, comm, std::move(model)));
+  EngineOptions kept = options;
+  kept.lora_adapters = nullptr;  // on the device now
+  return std::unique_ptr<Follower>(new Follower(kept, comm, std::move(model)));
 }
 
 Follower::Follower(const EngineOptions& options, Communicator* comm,
