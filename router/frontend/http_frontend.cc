@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/json_depth.h"
+#include "common/status_macros.h"
 #include "nlohmann/json.hpp"
 #include "router/frontend/generation.h"
 #include "router/frontend/responses_writer.h"
@@ -302,14 +303,8 @@ void HttpFrontend::Responses(const http::HttpRequest& request,
 void HttpFrontend::Embed(const http::HttpRequest& request,
                          std::shared_ptr<http::ResponseWriter> writer) {
   const std::string& path = request.path;
-  absl::StatusOr<std::string> embedding_body = request.body;
-  if (path == "/v1/embeddings") embedding_body = EmbeddingChatAsInput(request.body);
-  if (!embedding_body.ok()) {
-    return RespondOpenAiError(*writer, 400, std::string(embedding_body.status().message()),
-                              openai::ErrorParam(embedding_body.status()));
-  }
   absl::StatusOr<openai::ParsedRequest> parsed =
-      path == "/v1/embeddings"                  ? openai::ParseEmbeddingRequest(*embedding_body)
+      path == "/v1/embeddings"                  ? ParseEmbedding(request.body)
       : path == "/score" || path == "/v1/score" ? openai::ParseScoreRequest(request.body)
                                                 : openai::ParseRerankRequest(request.body);
   if (!parsed.ok()) {
@@ -414,26 +409,31 @@ absl::StatusOr<std::vector<int32_t>> HttpFrontend::ChatPromptIds(
   return ids;
 }
 
-absl::StatusOr<std::string> HttpFrontend::EmbeddingChatAsInput(const std::string& body) const {
-  RequestJson obj = RequestJson::parse(body, nullptr, /*allow_exceptions=*/false);
-  if (!obj.is_object() || !obj.contains("messages")) return body;  // the parser says what is wrong
-  if (obj.contains("input")) {
-    return openai::Bad("input", "give input or messages, not both");
-  }
+absl::StatusOr<openai::ParsedRequest> HttpFrontend::ParseEmbedding(std::string_view body) const {
+  absl::StatusOr<RequestJson> obj = openai::ParseObject(body);
+  if (!obj.ok()) return obj.status();
+  if (obj->contains("messages")) HR_RETURN_IF_ERROR(RenderEmbeddingChat(*obj));
+  return openai::ParseEmbeddingObject(*obj);
+}
+
+absl::Status HttpFrontend::RenderEmbeddingChat(RequestJson& obj) const {
+  if (obj.contains("input")) return openai::Bad("input", "give input or messages, not both");
   for (const char* unsupported : {"chat_template", "continue_final_message"}) {
     const auto it = obj.find(unsupported);
     if (it != obj.end() && !it->is_null() && *it != false) {
       return openai::Bad(unsupported, absl::StrCat(unsupported, " is not supported"));
     }
   }
-  // The chat parser reads the messages and the template's settings; the rest stays.
+  // The chat parser reads the messages and the template's settings (type-checking them).
   RequestJson chat = RequestJson::object();
   for (const char* key : {"messages", "add_generation_prompt", "chat_template_kwargs"}) {
     if (const auto it = obj.find(key); it != obj.end()) chat[key] = *it;
   }
   absl::StatusOr<openai::ParsedRequest> parsed = openai::ParseChatObject(chat);
   if (!parsed.ok()) return parsed.status();
-  parsed->add_generation_prompt = chat.value("add_generation_prompt", false);
+  const auto generation_prompt = chat.find("add_generation_prompt");
+  parsed->add_generation_prompt = generation_prompt != chat.end() &&
+                                  generation_prompt->is_boolean() && generation_prompt->get<bool>();
   bool add_special = false;
   if (const auto it = obj.find("add_special_tokens"); it != obj.end()) {
     if (!it->is_boolean()) {
@@ -454,7 +454,7 @@ absl::StatusOr<std::string> HttpFrontend::EmbeddingChatAsInput(const std::string
     obj.erase(key);
   }
   obj["input"] = *ids;
-  return obj.dump();
+  return absl::OkStatus();
 }
 
 void HttpFrontend::Tokenize(const http::HttpRequest& request, http::ResponseWriter& writer) {

@@ -39,6 +39,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "absl/time/time.h"
 #include "common/handler_pool.h"
@@ -131,11 +132,14 @@ class HttpFrontend {
   // --reasoning-parser: how the chat reply to `prompt` is split, and where its structured output
   // starts (sampling.constraint_after).
   void SetReasoning(std::string_view prompt, openai::ParsedRequest& parsed) const;
-  // vLLM's chat form of /v1/embeddings ({"messages": [...]} in place of "input"): the body with
-  // the messages rendered by the chat template and tokenized into "input" (add_generation_prompt
-  // and add_special_tokens default to false, as vLLM's EmbeddingChatRequest); other bodies as
-  // they are. InvalidArgument naming the field.
-  absl::StatusOr<std::string> EmbeddingChatAsInput(const std::string& body) const;
+  // A /v1/embeddings body, parsed once: OpenAI's "input", or vLLM's chat form
+  // (RenderEmbeddingChat).
+  absl::StatusOr<openai::ParsedRequest> ParseEmbedding(std::string_view body) const;
+  // vLLM's chat form of /v1/embeddings ({"messages": [...]} in place of "input"): the messages
+  // rendered by the chat template and tokenized into "input", in place (add_generation_prompt
+  // and add_special_tokens default to false, as vLLM's EmbeddingChatRequest). InvalidArgument
+  // naming the field.
+  absl::Status RenderEmbeddingChat(nlohmann::ordered_json& body) const;
   absl::StatusOr<std::vector<int32_t>> ChatPromptIds(const openai::ParsedRequest& parsed,
                                                      std::string* rendered = nullptr) const;
   void Detokenize(const http::HttpRequest& request, http::ResponseWriter& writer);

@@ -462,6 +462,10 @@ absl::StatusOr<ParsedRequest> ParseCompletionRequest(std::string_view body) {
 
 absl::StatusOr<ParsedRequest> ParseEmbeddingRequest(std::string_view body) {
   HEADROOM_OPENAI_ASSIGN(obj, ParseObject(body));
+  return ParseEmbeddingObject(obj);
+}
+
+absl::StatusOr<ParsedRequest> ParseEmbeddingObject(const Json& obj) {
   ParsedRequest out;
   out.endpoint = Endpoint::kEmbeddings;
   v1::GenerateRequest& g = out.generate;

@@ -107,6 +107,8 @@ absl::StatusOr<ParsedRequest> ParseChatObject(const nlohmann::ordered_json& body
 // normalize); encoding_format, truncate_prompt_tokens, add_special_tokens, priority; `user` is
 // accepted and ignored.
 absl::StatusOr<ParsedRequest> ParseEmbeddingRequest(std::string_view body);
+// The same, of a body already parsed.
+absl::StatusOr<ParsedRequest> ParseEmbeddingObject(const nlohmann::ordered_json& body);
 
 // vLLM's /score over an embedding model: text_1 and text_2 (each a string or a list of strings;
 // 1:1, 1:N or N:N) become one embedding choice per text, and score i compares text_1[0 or i]

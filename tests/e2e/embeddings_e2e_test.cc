@@ -161,6 +161,16 @@ TEST_F(EmbeddingsE2eTest, MessagesEmbedTheRenderedChat) {
   ExpectNear(with_header["data"][0]["embedding"].get<std::vector<double>>(),
              header_text["data"][0]["embedding"].get<std::vector<double>>(),
              "messages with the generation prompt");
+  // null is "not given", as everywhere in the API.
+  const Json null_header = embed({{"messages", messages}, {"add_generation_prompt", nullptr}});
+  ExpectNear(null_header["data"][0]["embedding"].get<std::vector<double>>(),
+             text["data"][0]["embedding"].get<std::vector<double>>(), "a null generation prompt");
+  // A body nested deeper than the parser allows is refused before it is parsed, messages or not.
+  const std::string deep =
+      "{\"messages\": " + std::string(100000, '[') + std::string(100000, ']') + "}";
+  const HttpResponse nested = cluster_->Post("/v1/embeddings", deep);
+  EXPECT_EQ(nested.status, 400) << nested.body;
+  EXPECT_NE(nested.body.find("nests"), std::string::npos) << nested.body;
   // The other fields still apply (dimensions is refused: the fixture is not Matryoshka).
   const Json base64 = embed({{"messages", messages}, {"encoding_format", "base64"}});
   EXPECT_TRUE(base64["data"][0]["embedding"].is_string());
