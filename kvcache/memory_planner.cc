@@ -290,17 +290,27 @@ int64_t WeightParamsPerRank(const ModelDims& m, int64_t tensor_parallel_size) {
   return m.num_layers * (attention + mlp + norms) + embeddings + h /* final norm */;
 }
 
-int64_t LoraParamsPerRank(const ModelDims& m, int64_t tensor_parallel_size, const LoraDims& lora) {
-  if (lora.num_adapters == 0) return 0;
+std::array<std::pair<int64_t, int64_t>, 7> LoraProjectionShapes(const ModelDims& m,
+                                                                int64_t tensor_parallel_size) {
   const TensorParallelShard shard = ShardOf(m, tensor_parallel_size);
   const int64_t h = m.hidden_size;
-  // in + out of each projection on this rank: q, k, v, o, gate, up, down.
-  const std::array<int64_t, 7> widths = {
-      h + shard.q_dim,        h + shard.kv_dim,       h + shard.kv_dim,      shard.q_dim + h,
-      h + shard.intermediate, h + shard.intermediate, shard.intermediate + h};
+  return {{{h, shard.q_dim},
+           {h, shard.kv_dim},
+           {h, shard.kv_dim},
+           {shard.q_dim, h},
+           {h, shard.intermediate},
+           {h, shard.intermediate},
+           {shard.intermediate, h}}};
+}
+
+int64_t LoraParamsPerRank(const ModelDims& m, int64_t tensor_parallel_size, const LoraDims& lora) {
+  if (lora.num_adapters == 0) return 0;
+  const auto shapes = LoraProjectionShapes(m, tensor_parallel_size);
   int64_t per_layer = 0;
-  for (size_t t = 0; t < widths.size(); ++t) {
-    if (lora.targets[t]) per_layer += lora.num_adapters * lora.max_rank * widths[t];
+  for (size_t t = 0; t < shapes.size(); ++t) {
+    if (lora.targets[t]) {
+      per_layer += lora.num_adapters * lora.max_rank * (shapes[t].first + shapes[t].second);
+    }
   }
   return m.num_layers * per_layer;
 }

@@ -19,6 +19,7 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -174,6 +175,12 @@ struct MemoryFixes {
 // vocab-parallel embedding and LM head (vocab padded to a multiple of tp), replicated norms and
 // row-parallel biases. Requires a valid (model, tp) pair; see ValidTensorParallelSizes.
 [[nodiscard]] int64_t WeightParamsPerRank(const ModelDims& model, int64_t tensor_parallel_size);
+
+// [in, out] features on one rank of each projection a LoRA adapter can change, in LoraDims'
+// target order: q, k, v, o, gate, up, down (column-parallel outs and row-parallel ins are the
+// rank's share).
+[[nodiscard]] std::array<std::pair<int64_t, int64_t>, 7> LoraProjectionShapes(
+    const ModelDims& model, int64_t tensor_parallel_size);
 
 // LoRA factors in one rank's shard, stacked as the model holds them (LoraDims): a column-parallel
 // projection's B split by rows, a row-parallel one's A by columns. An upper bound when adapters

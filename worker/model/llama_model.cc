@@ -275,17 +275,15 @@ absl::Status LlamaModel::UploadLora(absl::Span<const LoraAdapter> adapters) {
   num_lora_slots_ = static_cast<int32_t>(adapters.size());
   for (const LoraAdapter& adapter : adapters) lora_rank_ = std::max(lora_rank_, adapter.rank);
   if (adapters.empty()) return absl::OkStatus();
-  const int64_t hidden = config_.hidden_size;
-  // [in, out] of each target on this rank, in LoraTarget order.
-  const std::array<std::pair<int64_t, int64_t>, kNumLoraTargets> dims = {{
-      {hidden, shard_.q_dim},
-      {hidden, shard_.kv_dim},
-      {hidden, shard_.kv_dim},
-      {shard_.q_dim, hidden},
-      {hidden, shard_.intermediate},
-      {hidden, shard_.intermediate},
-      {shard_.intermediate, hidden},
-  }};
+  for (const LoraAdapter& adapter : adapters) {
+    if (adapter.layers.size() != layers_.size()) {
+      return absl::InvalidArgumentError(absl::StrCat("LoRA adapter \"", adapter.name, "\" has ",
+                                                     adapter.layers.size(), " layers, the model ",
+                                                     layers_.size()));
+    }
+  }
+  // [in, out] of each target on this rank, as the memory planner counts them.
+  const auto dims = kvcache::LoraProjectionShapes(ModelDimsOf(config_), tp_);
   const int64_t slots = num_lora_slots_;
   const int64_t rank = lora_rank_;
   for (size_t i = 0; i < layers_.size(); ++i) {
@@ -301,11 +299,6 @@ absl::Status LlamaModel::UploadLora(absl::Span<const LoraAdapter> adapters) {
       bool used = false;
       for (size_t slot = 0; slot < adapters.size(); ++slot) {
         const LoraAdapter& adapter = adapters[slot];
-        if (adapter.layers.size() != layers_.size()) {
-          return absl::InvalidArgumentError(absl::StrCat("LoRA adapter \"", adapter.name, "\" has ",
-                                                         adapter.layers.size(),
-                                                         " layers, the model ", layers_.size()));
-        }
         const HostTensor& la = adapter.layers[i].a[t];
         const HostTensor& lb = adapter.layers[i].b[t];
         if (la.empty()) continue;

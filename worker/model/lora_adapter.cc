@@ -171,12 +171,10 @@ absl::StatusOr<FactorName> ParseFactorName(const ModelConfig& config, absl::stri
     return refuse(absl::StrCat("adapts the MLP of ", config.source,
                                ", a mixture of experts: LoRA on experts is not served"));
   }
+  // Phi-3 fuses q/k/v and gate/up; o_proj and down_proj stand alone in every model.
   const bool fused = name.module == Module::kQkv || name.module == Module::kGateUp;
-  const bool fused_attention = name.module == Module::kQkv || name.module == Module::kQ ||
-                               name.module == Module::kK || name.module == Module::kV;
-  const bool fused_mlp =
-      name.module == Module::kGateUp || name.module == Module::kGate || name.module == Module::kUp;
-  if ((fused_attention || fused_mlp) && fused != config.fused_projections) {
+  const bool fusable = name.module != Module::kO && name.module != Module::kDown;
+  if (fusable && fused != config.fused_projections) {
     return refuse(absl::StrCat("names ", proj, ", which ", config.source, " does not have (its ",
                                block, " ", config.fused_projections ? "fuses" : "splits",
                                " its projections)"));
