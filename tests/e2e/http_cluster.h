@@ -34,10 +34,14 @@ struct Cluster {
   int http_port = 0;
   std::unique_ptr<v1::Inference::Stub> stub;
 
-  // Starts two workers of `blocks` KV blocks and a router with an HTTP port and the API key.
-  bool Start(int blocks, std::vector<std::string> router_flags = {}) {
-    worker_a = std::make_unique<ChildProcess>("worker", FixtureWorkerFlags(blocks));
-    worker_b = std::make_unique<ChildProcess>("worker", FixtureWorkerFlags(blocks));
+  // Starts two workers of `blocks` KV blocks (with `worker_flags` after the fixture's, so they
+  // win) and a router with an HTTP port and the API key.
+  bool Start(int blocks, std::vector<std::string> router_flags = {},
+             const std::vector<std::string>& worker_flags = {}) {
+    std::vector<std::string> workers = FixtureWorkerFlags(blocks);
+    workers.insert(workers.end(), worker_flags.begin(), worker_flags.end());
+    worker_a = std::make_unique<ChildProcess>("worker", workers);
+    worker_b = std::make_unique<ChildProcess>("worker", workers);
     if (worker_a->address().empty() || worker_b->address().empty()) return false;
     std::vector<std::string> flags = {
         "--grpc-port", "0",     "--http-port", "0",
@@ -80,14 +84,17 @@ inline ExtraRouter StartRouterOver(const Cluster& cluster, const std::vector<std
   return router;
 }
 
-// A test suite whose tests share one Cluster (workers of 64 KV blocks), started once for the
-// suite; each test fails at SetUp when it did not start. `Suite` gives each suite its own.
+// A test suite whose tests share one Cluster (workers of 64 KV blocks, and the flags of
+// `Suite::ExtraWorkerFlags()`), started once for the suite; each test fails at SetUp when it did
+// not start. `Suite` gives each suite its own.
 template <typename Suite>
 class SharedClusterTest : public ::testing::Test {
  protected:
+  static std::vector<std::string> ExtraWorkerFlags() { return {}; }
+
   static void SetUpTestSuite() {
     cluster_ = new Cluster();
-    if (!cluster_->Start(64)) {
+    if (!cluster_->Start(64, {}, Suite::ExtraWorkerFlags())) {
       delete cluster_;
       cluster_ = nullptr;
     }

@@ -10,7 +10,6 @@
 
 #include <chrono>
 #include <fstream>
-#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -18,7 +17,6 @@
 #include "child_process.h"
 #include "fixture_worker.h"
 #include "fixtures.h"
-#include "groups_up.h"
 #include "grpcpp/grpcpp.h"
 #include "headroom/v1/inference.grpc.pb.h"
 #include "http_client.h"
@@ -43,64 +41,37 @@ Json Expected(const std::filesystem::path& dir) {
 // The base model's id (the fixture directory the workers report).
 std::string BaseId() { return worker::testdata::FixtureDir("llama-gqa").string(); }
 
-std::vector<std::string> WorkerFlags() {
-  std::vector<std::string> flags = FixtureWorkerFlags(64);
-  flags.insert(flags.end(), {"--lora-modules", "sql=" + AdapterPath("llama-gqa-all"),
-                             Json{{"name", "rs"}, {"path", AdapterPath("llama-gqa-rslora")}}.dump(),
-                             "--max-lora-rank", "8", "--max-loras", "1"});  // vLLM's flag, accepted
-  return flags;
+// vLLM's --max-loras is accepted; worker metrics on a free port (each worker prints it after its
+// listening line).
+std::vector<std::string> LoraFlags() {
+  return {"--lora-modules",
+          "sql=" + AdapterPath("llama-gqa-all"),
+          Json{{"name", "rs"}, {"path", AdapterPath("llama-gqa-rslora")}}.dump(),
+          "--max-lora-rank",
+          "8",
+          "--max-loras",
+          "1",
+          "--metrics-port",
+          "0"};
 }
 
-struct LoraCluster {
-  std::unique_ptr<ChildProcess> worker_a, worker_b, router;
-  int http_port = 0;
-  int metrics_port = 0;  // worker_a's
-  std::unique_ptr<v1::Inference::Stub> stub;
+class LoraE2eTest : public SharedClusterTest<LoraE2eTest> {
+ public:
+  static std::vector<std::string> ExtraWorkerFlags() { return LoraFlags(); }
 
-  bool Start() {
-    std::vector<std::string> with_metrics = WorkerFlags();
-    for (size_t i = 0; i + 1 < with_metrics.size(); ++i) {
-      if (with_metrics[i] == "--metrics-port") with_metrics[i + 1] = "0";
-    }
-    worker_a = std::make_unique<ChildProcess>("worker", with_metrics);
-    worker_b = std::make_unique<ChildProcess>("worker", WorkerFlags());
-    if (worker_a->address().empty() || worker_b->address().empty()) return false;
-    const std::string line = worker_a->NextLine(seconds(10));
-    const std::string prefix = "headroom worker metrics on ";
-    if (line.rfind(prefix, 0) != 0) return false;
-    metrics_port = PortOf(line.substr(prefix.size()));
-    router = std::make_unique<ChildProcess>(
-        "router", std::vector<std::string>{"--grpc-port", "0", "--http-port", "0", "--workers",
-                                           worker_a->address() + "," + worker_b->address()});
-    if (router->address().empty()) return false;
-    http_port = ReadHttpPort(*router);
-    if (http_port == 0) return false;
-    stub = v1::Inference::NewStub(
-        grpc::CreateChannel(router->address(), grpc::InsecureChannelCredentials()));
-    return GroupsUp(*stub, 2, seconds(10));
-  }
-};
-
-class LoraE2eTest : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() {
-    cluster_ = new LoraCluster();
-    if (!cluster_->Start()) {
-      delete cluster_;
-      cluster_ = nullptr;
+  // worker_a's /metrics port, read from its output once per cluster.
+  static int MetricsPort() {
+    static int port = 0;
+    static const Cluster* read_from = nullptr;
+    if (read_from != cluster_) {
+      const std::string line = cluster_->worker_a->NextLine(seconds(10));
+      const std::string prefix = "headroom worker metrics on ";
+      port = line.rfind(prefix, 0) == 0 ? PortOf(line.substr(prefix.size())) : 0;
+      read_from = cluster_;
     }
+    return port;
   }
-  static void TearDownTestSuite() {
-    delete cluster_;
-    cluster_ = nullptr;
-  }
-  void SetUp() override { ASSERT_NE(cluster_, nullptr) << "the cluster did not start"; }
-
-  static HttpResponse Post(const std::string& path, const Json& body) {
-    return HttpRequestTo(cluster_->http_port, "POST", path, body.dump(), {});
-  }
-
-  static inline LoraCluster* cluster_ = nullptr;
 };
 
 // Greedy token ids and text of `ids` under `model` ("" = the base model), over gRPC.
@@ -143,7 +114,7 @@ size_t ExpectGreedyPrefix(const Json& reference, const std::vector<int32_t>& got
 }
 
 TEST_F(LoraE2eTest, ModelsListTheAdaptersAsVllmModelCards) {
-  const HttpResponse response = HttpRequestTo(cluster_->http_port, "GET", "/v1/models", "", {});
+  const HttpResponse response = cluster_->Get("/v1/models");
   ASSERT_EQ(response.status, 200) << response.body;
   const Json data = Json::parse(response.body)["data"];
   ASSERT_EQ(data.size(), 3u) << response.body;
@@ -184,11 +155,12 @@ TEST_F(LoraE2eTest, AnAdaptersNameRunsItAsPeftDoes) {
         EXPECT_NE(got.tokens.front(), base["prompts"][p]["greedy"][0].get<int32_t>());
       }
       // The OpenAI API gives the same text under the adapter's name, and echoes the name.
-      const HttpResponse http = Post("/v1/completions", {{"model", model},
-                                                         {"prompt", prompt["ids"]},
-                                                         {"max_tokens", 16},
-                                                         {"temperature", 0},
-                                                         {"ignore_eos", true}});
+      const HttpResponse http = cluster_->Post("/v1/completions", Json{{"model", model},
+                                                                       {"prompt", prompt["ids"]},
+                                                                       {"max_tokens", 16},
+                                                                       {"temperature", 0},
+                                                                       {"ignore_eos", true}}
+                                                                      .dump());
       ASSERT_EQ(http.status, 200) << http.body;
       const Json body = Json::parse(http.body);
       EXPECT_EQ(body["model"], model);
@@ -199,7 +171,7 @@ TEST_F(LoraE2eTest, AnAdaptersNameRunsItAsPeftDoes) {
 }
 
 TEST_F(LoraE2eTest, WorkersExportEachAdaptersRequests) {
-  const HttpResponse response = HttpRequestTo(cluster_->metrics_port, "GET", "/metrics", "", {});
+  const HttpResponse response = HttpRequestTo(MetricsPort(), "GET", "/metrics", "", {});
   ASSERT_EQ(response.status, 200) << response.body;
   for (const char* series : {"headroom:lora_requests_running", "headroom:lora_requests_waiting"}) {
     for (const char* adapter : {"sql", "rs"}) {
@@ -211,15 +183,16 @@ TEST_F(LoraE2eTest, WorkersExportEachAdaptersRequests) {
 }
 
 TEST_F(LoraE2eTest, AnUnknownModelIsA404NamingTheAdapters) {
-  const HttpResponse response =
-      Post("/v1/completions", {{"model", "sql-v2"}, {"prompt", "hi"}, {"max_tokens", 1}});
+  const HttpResponse response = cluster_->Post(
+      "/v1/completions", Json{{"model", "sql-v2"}, {"prompt", "hi"}, {"max_tokens", 1}}.dump());
   EXPECT_EQ(response.status, 404) << response.body;
   const std::string message = Json::parse(response.body)["error"]["message"];
   EXPECT_NE(message.find("\"sql-v2\""), std::string::npos) << message;
   EXPECT_NE(message.find("LoRA adapters: sql, rs"), std::string::npos) << message;
   // vLLM's run-time loading route is absent, and says why.
   const HttpResponse load =
-      Post("/v1/load_lora_adapter", {{"lora_name", "sql-v2"}, {"lora_path", AdapterPath("x")}});
+      cluster_->Post("/v1/load_lora_adapter",
+                     Json{{"lora_name", "sql-v2"}, {"lora_path", AdapterPath("x")}}.dump());
   EXPECT_EQ(load.status, 404) << load.body;
   EXPECT_NE(load.body.find("loads LoRA adapters at start only"), std::string::npos) << load.body;
 }
