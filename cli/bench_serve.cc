@@ -533,10 +533,12 @@ absl::Status BenchServe(const FlagSet& flags, std::ostream& out) {
   const int64_t threads = std::min(n, s.max_concurrency > 0 ? s.max_concurrency : kMaxThreads);
   const std::vector<double> arrival =
       ArrivalOffsets(n, s.request_rate, s.burstiness, s.seed + 1, s.ramp_up);
+  const char* ramp_name = !s.ramp_up.has_value()                             ? ""
+                          : s.ramp_up->strategy == RampUp::Strategy::kLinear ? "linear"
+                                                                             : "exponential";
   if (s.ramp_up.has_value()) {
-    out << "Traffic ramp-up strategy: "
-        << (s.ramp_up->strategy == RampUp::Strategy::kLinear ? "linear" : "exponential")
-        << ", from " << s.ramp_up->start_rps << " to " << s.ramp_up->end_rps << " RPS\n";
+    out << "Traffic ramp-up strategy: " << ramp_name << ", from " << s.ramp_up->start_rps << " to "
+        << s.ramp_up->end_rps << " RPS\n";
   }
   if (s.num_warmups > 0) {
     // vLLM's warmup: the first prompt, num_warmups times, at most max_concurrency at once.
@@ -578,15 +580,12 @@ absl::Status BenchServe(const FlagSet& flags, std::ostream& out) {
       {"request_rate", std::isinf(s.request_rate) ? Json("inf") : Json(s.request_rate)},
       {"burstiness", std::isinf(s.burstiness) ? Json("inf") : Json(s.burstiness)},
       {"max_concurrency", threads}};
-  Json ramp = Json::object();
-  if (s.ramp_up.has_value()) {
-    ramp = {{"ramp_up_strategy",
-             s.ramp_up->strategy == RampUp::Strategy::kLinear ? "linear" : "exponential"},
-            {"ramp_up_start_rps", s.ramp_up->start_rps},
-            {"ramp_up_end_rps", s.ramp_up->end_rps}};
-  }
   Json report = Summarize(header, s.report, results, duration);
-  report.update(ramp);
+  if (s.ramp_up.has_value()) {
+    report.update({{"ramp_up_strategy", ramp_name},
+                   {"ramp_up_start_rps", s.ramp_up->start_rps},
+                   {"ramp_up_end_rps", s.ramp_up->end_rps}});
+  }
   PrintReport(report, s.report, out);
   if (std::optional<std::string> path = flags.GetString("result-json"); path.has_value()) {
     std::ofstream file(*path);
