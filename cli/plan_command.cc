@@ -10,6 +10,7 @@
 #include "absl/strings/str_format.h"
 #include "cli/exit_codes.h"
 #include "cli/hf_overrides_flag.h"
+#include "cli/lora_flags.h"
 #include "cli/parse_flags.h"
 #include "common/flags.h"
 #include "common/status_macros.h"
@@ -59,7 +60,9 @@ FlagSet MakePlanFlags() {
   flags.AddStringList("lora-modules",
                       "LoRA adapters the workers will serve (name=path, as `headroom worker`): "
                       "planned as resident weights, stacked and padded to the largest rank.");
-  flags.AddInt64("max-lora-rank", worker::kDefaultMaxLoraRank, "Largest adapter rank accepted.");
+  flags.AddInt64("max-lora-rank", worker::kDefaultMaxLoraRank,
+                 "Largest adapter rank accepted (the reserved slots' rank).");
+  AddRuntimeLoraFlags(flags);
   return flags;
 }
 
@@ -196,6 +199,10 @@ absl::StatusOr<std::string> Plan(const FlagSet& flags) {
     adapters.push_back(std::move(adapter));
   }
   input.lora = worker::LoraDimsOf(adapters);
+  HR_ASSIGN_OR_RETURN(const int32_t reserved,
+                      RuntimeLoraSlots(flags, static_cast<int64_t>(adapters.size())));
+  if (reserved > 0)
+    input.lora = worker::ReservedLoraDims(reserved, *flags.GetInt64("max-lora-rank"));
 
   HR_ASSIGN_OR_RETURN(const kvcache::MemoryPlan plan, kvcache::PlanMemory(input));
   return absl::StrCat(ModelSummary(config, dtype, kv_dtype, input.max_model_len), "\n",

@@ -68,6 +68,12 @@ FlagSet MakeUpFlags() {
                       "LoRA adapters every worker serves (name=path; passed to every worker): "
                       "a request whose model is an adapter's name runs with it.");
   flags.AddInt64("max-lora-rank", std::nullopt, "Largest adapter rank (passed to every worker).");
+  flags.AddBool("allow-runtime-lora-updating", false,
+                "Let the router's /v1/load_lora_adapter load adapters into --max-loras slots "
+                "reserved at start (passed to every worker).");
+  flags.AddInt64("max-loras", std::nullopt,
+                 "With --allow-runtime-lora-updating: adapters resident at once (passed to every "
+                 "worker).");
   AddHfOverridesFlag(flags);
   return flags;
 }
@@ -138,11 +144,14 @@ absl::StatusOr<Options> Validate(const FlagSet& flags) {
                     "--tensor-parallel-size",
                     absl::StrCat(o.tensor_parallel_size)};
   for (const char* name :
-       {"num-gpu-blocks-override", "max-model-len", "max-num-seqs", "max-lora-rank"}) {
+       {"num-gpu-blocks-override", "max-model-len", "max-num-seqs", "max-lora-rank", "max-loras"}) {
     if (const std::optional<int64_t> v = flags.GetInt64(name)) {
       o.worker_flags.push_back(absl::StrCat("--", name));
       o.worker_flags.push_back(absl::StrCat(*v));
     }
+  }
+  if (flags.GetBool("allow-runtime-lora-updating")) {
+    o.worker_flags.push_back("--allow-runtime-lora-updating");
   }
   if (const std::optional<std::string> overrides = flags.GetString("hf-overrides")) {
     o.worker_flags.insert(o.worker_flags.end(), {"--hf-overrides", *overrides});

@@ -24,6 +24,7 @@
 #include "cli/exit_codes.h"
 #include "cli/hf_overrides_flag.h"
 #include "cli/load_format_flag.h"
+#include "cli/lora_flags.h"
 #include "cli/parse_flags.h"
 #include "cli/stop_signals.h"
 #include "cli/worker_group.h"
@@ -137,11 +138,9 @@ FlagSet MakeWorkerFlags() {
       "A request whose model is an adapter's name runs with it; all of them are loaded at start "
       "and stay resident, and any mix of them runs in one step.");
   flags.AddBool("enable-lora", false,
-                "Accepted for vLLM compatibility: --lora-modules alone enables LoRA (adapters are "
-                "not loaded at run time).");
-  flags.AddInt64("max-loras", std::nullopt,
-                 "Accepted for vLLM compatibility: every --lora-modules adapter is resident, so "
-                 "any number of them run in one step.");
+                "Accepted for vLLM compatibility: --lora-modules or "
+                "--allow-runtime-lora-updating enables LoRA.");
+  AddRuntimeLoraFlags(flags);
   flags.AddInt64("max-cpu-loras", std::nullopt,
                  "Accepted for vLLM compatibility: adapters are never swapped to host memory.");
   flags.AddBool("fully-sharded-loras", false,
@@ -198,7 +197,18 @@ struct EngineSetup {
   double gpu_memory_utilization = 0.9;
   std::vector<worker::LoraModuleSpec> lora_modules;
   int64_t max_lora_rank = worker::kDefaultMaxLoraRank;
+  // --allow-runtime-lora-updating (options.lora_slots > 0).
+  bool runtime_lora = false;
 };
+
+// --allow-runtime-lora-updating and --max-loras: the slots the engine reserves.
+absl::Status ParseRuntimeLora(const FlagSet& flags, EngineSetup& setup) {
+  HR_ASSIGN_OR_RETURN(setup.options.lora_slots,
+                      RuntimeLoraSlots(flags, static_cast<int64_t>(setup.lora_modules.size())));
+  setup.runtime_lora = setup.options.lora_slots > 0;
+  setup.options.max_lora_rank = setup.max_lora_rank;
+  return absl::OkStatus();
+}
 
 worker::ShardSpec ShardOf(const EngineSetup& setup) {
   return {.tensor_parallel_size = setup.tensor_parallel_size, .rank = setup.rank};
@@ -300,6 +310,7 @@ absl::StatusOr<EngineSetup> ParseEngineSetup(const FlagSet& flags) {
     }
     setup.lora_modules.push_back(std::move(spec));
   }
+  HR_RETURN_IF_ERROR(ParseRuntimeLora(flags, setup));
   if (setup.tensor_parallel_size > 1 && !flags.GetString("rendezvous").has_value()) {
     return absl::InvalidArgumentError("a rank of a tensor-parallel group needs --rendezvous");
   }
@@ -311,12 +322,6 @@ absl::StatusOr<EngineSetup> ParseEngineSetup(const FlagSet& flags) {
 absl::StatusOr<worker::ModelWeights> LoadShard(const EngineSetup& setup) {
   return worker::LoadModelWeights(setup.config, setup.model, setup.load_format, setup.options.seed,
                                   ShardOf(setup));
-}
-
-std::vector<std::string> LoraNames(const std::vector<worker::LoraModuleSpec>& modules) {
-  std::vector<std::string> names;
-  for (const worker::LoraModuleSpec& spec : modules) names.push_back(spec.name);
-  return names;
 }
 
 // This rank's shards of the --lora-modules adapters, in slot order (null without any).
@@ -479,7 +484,7 @@ absl::Status Serve(const FlagSet& flags, const sigset_t& stop_signals, std::ostr
                                         .enable_prefix_caching = options.enable_prefix_caching,
                                         .gpu_memory_utilization = setup.gpu_memory_utilization,
                                         .num_gpu_blocks = options.num_kv_blocks},
-                                       LoraNames(setup.lora_modules));
+                                       !setup.lora_modules.empty() || setup.runtime_lora);
   std::atomic<bool> serving{false};
 
   // The server comes up first, NOT_SERVING, so health probes answer while the weights load.
@@ -493,8 +498,7 @@ absl::Status Serve(const FlagSet& flags, const sigset_t& stop_signals, std::ostr
        .priority_scheduling = options.scheduling_policy == worker::SchedulingPolicy::kPriority,
        .step_stall_timeout = step_stall_timeout,
        .observer = &worker_metrics,
-       .sampling_defaults = sampling_defaults,
-       .lora_modules = setup.lora_modules});
+       .sampling_defaults = sampling_defaults});
   grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder builder;
   int selected_port = 0;
@@ -531,6 +535,10 @@ absl::Status Serve(const FlagSet& flags, const sigset_t& stop_signals, std::ostr
     HR_ASSIGN_OR_RETURN(options.lora_adapters, LoadLoraShards(setup));
     if (options.lora_adapters != nullptr) {
       err << "headroom worker: LoRA adapters " << DescribeAdapters(*options.lora_adapters) << "\n";
+    }
+    if (setup.runtime_lora) {
+      err << "headroom worker: " << options.lora_slots << " LoRA slots at rank "
+          << options.max_lora_rank << " reserved for adapters loaded at run time\n";
     }
     HR_ASSIGN_OR_RETURN(comm, JoinGroup(flags, setup));
     HR_ASSIGN_OR_RETURN(std::unique_ptr<worker::Engine> engine,

@@ -2,7 +2,8 @@
 //
 //   hash(block i) = XXH3-128(hash(block i-1) || token ids of block i)
 //   hash(block -1) = the root: XXH3-128 of the cache salt, or a fixed constant without a salt;
-//                    with a LoRA adapter, a seeded XXH3-128 of the adapter's name and the salt.
+//                    with a LoRA adapter, a seeded XXH3-128 of the adapter's cache key (a hash
+//                    of its files, LoraAdapter::cache_key) and the salt.
 //
 // 128 bits make an accidental collision (which would serve one prompt another prompt's KV)
 // negligible: ~2^-64 even after 2^32 cached blocks. A salt isolates tenants: the same tokens under
@@ -37,8 +38,8 @@ struct BlockHash {
 static_assert(sizeof(BlockHash) == 16 && std::is_trivially_copyable_v<BlockHash>);
 
 // The parent hash of a sequence's first block, derived from its cache salt ("" = no salt) and the
-// name of the LoRA adapter that computes it ("" = the base model). Roots with an adapter are
-// hashed in a domain of their own (a seed and the name's length first), so no salt can forge one.
+// cache key of the LoRA adapter that computes it ("" = the base model). Roots with an adapter are
+// hashed in a domain of their own (a seed and the key's length first), so no salt can forge one.
 [[nodiscard]] BlockHash RootBlockHash(std::string_view salt, std::string_view adapter = {});
 
 // The hash of a full block with the given parent hash and token ids.

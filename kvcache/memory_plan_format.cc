@@ -136,7 +136,7 @@ std::string FormatPlan(const MemoryPlan& p) {
     // Right after the weights: the adapters are weights too, resident from the start.
     rows.insert(rows.begin() + 3,
                 {"LoRA adapters per rank", GiBValue(p.lora_bytes),
-                 absl::StrCat(p.lora_adapters, " adapters padded to rank ", p.lora_rank, ", ",
+                 absl::StrCat(p.lora_adapters, " adapter slots at rank ", p.lora_rank, ", ",
                               Count(p.lora_params_per_rank), " parameters")});
   }
   if (grouped) {

@@ -133,13 +133,14 @@ void HttpFrontend::Handle(http::HttpRequest request, std::shared_ptr<http::Respo
     writer->Respond(200, metrics::kExpositionContentType, options_.registry->Render());
     return;
   }
+  const bool lora_route = path == "/v1/load_lora_adapter" || path == "/v1/unload_lora_adapter";
   const bool known = path == "/v1/completions" || path == "/v1/chat/completions" ||
                      path == "/v1/responses" || EmbeddingRoute(path) || path == "/v1/models" ||
-                     path == "/tokenize" || path == "/detokenize";
+                     path == "/tokenize" || path == "/detokenize" ||
+                     (lora_route && options_.update_lora);
   if (!known) {
-    // vLLM's run-time adapter routes (VLLM_ALLOW_RUNTIME_LORA_UPDATING): a 404 as vLLM's without
-    // them, saying why.
-    const bool lora_route = path == "/v1/load_lora_adapter" || path == "/v1/unload_lora_adapter";
+    // vLLM's run-time adapter routes without an InferenceService to serve them: a 404 as
+    // vLLM's without VLLM_ALLOW_RUNTIME_LORA_UPDATING, saying why.
     RespondOpenAiError(
         *writer, 404,
         lora_route ? absl::StrCat("no route ", request.method, " ", path,
@@ -179,6 +180,9 @@ void HttpFrontend::Handle(http::HttpRequest request, std::shared_ptr<http::Respo
       pool_.Post([this, request = std::move(request), writer = std::move(writer)]() mutable {
         if (request.path == "/tokenize") return Tokenize(request, *writer);
         if (request.path == "/detokenize") return Detokenize(request, *writer);
+        if (request.path == "/v1/load_lora_adapter" || request.path == "/v1/unload_lora_adapter") {
+          return UpdateLora(request, *writer);
+        }
         if (EmbeddingRoute(request.path)) {
           Embed(request, std::move(writer));
         } else if (request.path == "/v1/responses") {
@@ -455,6 +459,31 @@ absl::Status HttpFrontend::RenderEmbeddingChat(RequestJson& obj) const {
   }
   obj["input"] = *ids;
   return absl::OkStatus();
+}
+
+void HttpFrontend::UpdateLora(const http::HttpRequest& request, http::ResponseWriter& writer) {
+  std::optional<RequestJson> body = ParseObject(request, writer);
+  if (!body.has_value()) return;
+  const bool load = request.path == "/v1/load_lora_adapter";
+  const auto text = [&](const char* field) {
+    const auto it = body->find(field);
+    return it != body->end() && it->is_string() ? it->get<std::string>() : std::string();
+  };
+  const std::string name = text("lora_name");
+  const std::string path = text("lora_path");
+  // vLLM's messages.
+  if (load && (name.empty() || path.empty())) {
+    return RespondOpenAiError(writer, 400, "Both 'lora_name' and 'lora_path' must be provided.");
+  }
+  if (!load && name.empty()) {
+    return RespondOpenAiError(writer, 400,
+                              "'lora_name' needs to be provided to unload a LoRA adapter.");
+  }
+  const grpc::Status status = options_.update_lora(load, name, path);
+  if (!status.ok()) {
+    return RespondOpenAiError(writer, HttpStatusOf(status.error_code()), status.error_message());
+  }
+  writer.Respond(200, "text/plain", status.error_message());
 }
 
 void HttpFrontend::Tokenize(const http::HttpRequest& request, http::ResponseWriter& writer) {

@@ -78,6 +78,10 @@ struct HttpFrontendOptions {
   std::function<int32_t()> max_model_len;
   // /v1/models' cards (the base model and its LoRA adapters); unset: model_name's alone.
   std::function<v1::ListModelsResponse()> list_models;
+  // /v1/load_lora_adapter (`load`) and /v1/unload_lora_adapter (InferenceService::LoadLoraAdapter,
+  // UnloadLoraAdapter); blocks. Unset: both routes are 404s saying adapters load at start only.
+  std::function<grpc::Status(bool load, const std::string& name, const std::string& path)>
+      update_lora;
   // Threads for the POST routes' parsing and tokenization, and how many requests may wait for
   // one (each holds its body, at most the HTTP server's max_body_bytes).
   int handler_threads = 2;
@@ -125,6 +129,8 @@ class HttpFrontend {
   void StartGeneration(const openai::ParsedRequest& parsed,
                        std::vector<v1::GenerateRequest> choices,
                        std::shared_ptr<http::ResponseWriter> writer);
+  // /v1/load_lora_adapter, /v1/unload_lora_adapter.
+  void UpdateLora(const http::HttpRequest& request, http::ResponseWriter& writer);
   void Tokenize(const http::HttpRequest& request, http::ResponseWriter& writer);
   // A chat request's prompt: its messages rendered by the chat template (the text to `rendered`
   // when given) and tokenized; InvalidArgument with the reason (no template, the template's

@@ -191,6 +191,27 @@ std::vector<v1::LoraAdapter> Dispatcher::reported_lora_adapters() const {
   return adapters;
 }
 
+bool Dispatcher::AwaitLoraReports(const std::vector<size_t>& groups, const std::string& name,
+                                  bool served, absl::Time deadline) {
+  std::unique_lock<std::mutex> lock(mu_);
+  const auto settled = [&] {
+    for (const size_t g : groups) {
+      if (g >= table_.size() || !table_.load(g).up || !table_.report(g).has_value()) continue;
+      const auto& adapters = table_.load(g).lora_adapters;
+      if ((std::find(adapters.begin(), adapters.end(), name) != adapters.end()) != served) {
+        return false;
+      }
+    }
+    return true;
+  };
+  while (!settled()) {
+    const absl::Time now = absl::Now();
+    if (now >= deadline) return false;
+    wake_.wait_for(lock, absl::ToChronoMilliseconds(deadline - now));
+  }
+  return true;
+}
+
 bool Dispatcher::any_up() const {
   std::lock_guard<std::mutex> lock(mu_);
   return table_.any_up();
@@ -217,7 +238,7 @@ v1::ClusterState Dispatcher::Snapshot() const {
 absl::Span<const kvcache::BlockHash> Dispatcher::HashesFor(Pending& p, int32_t block_size) {
   if (p.hashed_block_size != block_size) {
     p.hashes = kvcache::PromptBlockHashes(p.prompt.tokens, block_size, p.prompt.cache_salt,
-                                          p.prompt.lora_adapter);
+                                          p.prompt.lora_key);
     p.hashed_block_size = block_size;
   }
   return p.hashes;

@@ -73,9 +73,11 @@ struct DispatcherOptions {
 struct PromptPrefix {
   std::vector<int32_t> tokens;
   std::string cache_salt;
-  // The LoRA adapter that computes the request ("": the base model): it keys the prefix's block
-  // hashes (kvcache/block_hash.h) and limits placement to groups that serve it.
+  // The LoRA adapter that computes the request ("": the base model): only groups that serve it
+  // take the request. Its cache key (v1::LoraAdapter.cache_key, a hash of its files) keys the
+  // prefix's block hashes (kvcache/block_hash.h) as the workers key theirs.
   std::string lora_adapter;
+  std::string lora_key;
 };
 
 // Result of Submit.
@@ -128,6 +130,11 @@ class Dispatcher {
   // The LoRA adapters up groups report, each name once (the first group's path), in report
   // order.
   [[nodiscard]] std::vector<v1::LoraAdapter> reported_lora_adapters() const;
+  // Waits until each of `groups` that is up has reported serving the adapter `name` (`served`)
+  // or not serving it, or until `deadline`; false on timeout. A run-time load or unload returns
+  // after it, so the next request is placed by what the groups now serve.
+  bool AwaitLoraReports(const std::vector<size_t>& groups, const std::string& name, bool served,
+                        absl::Time deadline);
   [[nodiscard]] bool any_up() const;
   // The current groups only (retired ones are left out).
   [[nodiscard]] v1::ClusterState Snapshot() const;

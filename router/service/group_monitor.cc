@@ -34,6 +34,15 @@ v1::Worker::Stub* GroupMonitor::stub(size_t group) const {
   return groups_[group]->stub.get();
 }
 
+std::vector<size_t> GroupMonitor::current() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<size_t> groups;
+  for (const auto& group : groups_) {
+    if (group->current) groups.push_back(group->index);
+  }
+  return groups;
+}
+
 void GroupMonitor::SetGroups(std::vector<std::string> addresses) {
   std::lock_guard<std::mutex> set_lock(set_mu_);
   const std::vector<GroupSlot> slots = dispatcher_->SetGroups(addresses);

@@ -53,6 +53,8 @@ class GroupMonitor {
   [[nodiscard]] std::string address(size_t group) const;
   // Thread-safe stub of the group's leader (Submit, Abort); valid until the monitor is destroyed.
   [[nodiscard]] v1::Worker::Stub* stub(size_t group) const;
+  // The slots of the groups watched now, ascending.
+  [[nodiscard]] std::vector<size_t> current() const;
 
  private:
   struct Group {

@@ -100,7 +100,10 @@ class GenerateReactor final : public grpc::ServerWriteReactor<v1::GenerateRespon
       std::vector<std::string> adapters;
       for (const v1::LoraAdapter& adapter : service_->dispatcher_->reported_lora_adapters()) {
         adapters.push_back(adapter.name());
-        if (adapter.name() == request.model()) lora_adapter_ = adapter.name();
+        if (adapter.name() == request.model()) {
+          lora_adapter_ = adapter.name();
+          lora_key_ = adapter.cache_key();
+        }
       }
       if (lora_adapter_.empty()) {
         Refused(RefusalReason::kUnknownModel);
@@ -370,7 +373,10 @@ class GenerateReactor final : public grpc::ServerWriteReactor<v1::GenerateRespon
  private:
   // The prompt, for prefix-affine placement.
   PromptPrefix Prefix() const {
-    return {.tokens = req_.prompt, .cache_salt = req_.cache_salt, .lora_adapter = lora_adapter_};
+    return {.tokens = req_.prompt,
+            .cache_salt = req_.cache_salt,
+            .lora_adapter = lora_adapter_,
+            .lora_key = lora_key_};
   }
 
   // Ends the stream with `status` after what is already queued (errors drop the queue).
@@ -439,6 +445,7 @@ class GenerateReactor final : public grpc::ServerWriteReactor<v1::GenerateRespon
   ValidatedRequest req_;
   // The LoRA adapter the request's model names ("": the base model); set by Begin.
   std::string lora_adapter_;
+  std::string lora_key_;  // its cache key, as the first group reporting it keys its blocks
   absl::Time deadline_;
   absl::Time admitted_at_;  // set in Begin before Submit
 

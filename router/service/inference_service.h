@@ -76,6 +76,15 @@ class InferenceService final : public v1::Inference::CallbackService {
   // the base model's name).
   [[nodiscard]] v1::ListModelsResponse Models() const;
 
+  // vLLM's run-time adapter routes (/v1/load_lora_adapter, /v1/unload_lora_adapter): asks every
+  // group watched now to load (or unload) the adapter, all at once, and returns once the groups
+  // that did have reported it, so the next request is placed by it. OK carries vLLM's success
+  // text; a failure names each group that failed and why (and those that succeeded: the adapter
+  // is served there). A group that joins or restarts later serves its --lora-modules only.
+  // Blocks: not for gRPC threads.
+  [[nodiscard]] grpc::Status LoadLoraAdapter(const std::string& name, const std::string& path);
+  [[nodiscard]] grpc::Status UnloadLoraAdapter(const std::string& name);
+
   // Generate calls open from clients of this router's own (not the HTTP front's choices, which
   // it counts itself), from their arrival to their end: vLLM's /load.
   [[nodiscard]] int64_t OpenRequests() const { return open_requests_.load(); }
@@ -86,6 +95,10 @@ class InferenceService final : public v1::Inference::CallbackService {
 
   void Acquire();
   void ReleaseOne();
+  // Runs `call` against every current group's stub at once; then LoadLoraAdapter's answer.
+  grpc::Status UpdateLora(
+      const std::string& name, bool load,
+      const std::function<grpc::Status(v1::Worker::Stub&, grpc::ClientContext&)>& call);
   uint64_t NextRequestId() { return next_request_id_.fetch_add(1); }
 
   const InferenceServiceOptions options_;

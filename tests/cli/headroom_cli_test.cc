@@ -149,6 +149,24 @@ TEST(HeadroomCliTest, Llama3_8BOn80GiBFits) {
             HasSubstr("max concurrency @ 1024 tokens"), HasSubstr("432.05x")));
 }
 
+// Run-time LoRA loading reserves --max-loras slots at --max-lora-rank on all seven projections:
+// Llama-3-8B's q, k, v, o, gate, up and down take 4096+4096, 4096+1024 (twice), 4096+4096 and
+// 4096+14336 (three times) = 81,920 parameters per slot, rank and layer; 4 slots at rank 16 in
+// 32 layers are 167,772,160 parameters, 0.31 GiB in bf16.
+TEST(HeadroomCliTest, PlanCountsTheSlotsReservedForRunTimeLoraLoads) {
+  const RunResult result =
+      RunHeadroom({"plan", "--model", "dummy:llama-3-8b", "--gpu-memory-gib", "80",
+                   "--allow-runtime-lora-updating", "--max-loras", "4", "--max-lora-rank", "16"});
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_THAT(result.out, HasSubstr("LoRA adapters per rank           0.31 GiB   4 adapter slots "
+                                    "at rank 16, 167,772,160 parameters"));
+  const RunResult zero = RunHeadroom({"plan", "--model", "dummy:llama-3-8b", "--gpu-memory-gib",
+                                      "80", "--allow-runtime-lora-updating", "--max-loras", "0"});
+  EXPECT_NE(zero.exit_code, 0);
+  EXPECT_THAT(zero.err, HasSubstr("--max-loras must be in [max(1, the 0 --lora-modules), 1024], "
+                                  "got 0"));
+}
+
 // The model summary says which layers slide, over how many tokens, with which rotary base, and
 // what is soft-capped (Gemma 2: every other layer of 26; Gemma 3: layers 5, 11, 17 and 23 of 26
 // are global, the other 22 slide with rope_theta 10000).

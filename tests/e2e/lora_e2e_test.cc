@@ -5,7 +5,9 @@
 //     (scripts/gen_lora_fixtures.py), after the base model's have filled the prefix caches with
 //     the same prompts, and the HTTP text is the gRPC text;
 //   - an unknown model is a 404 naming the adapters; a worker with an adapter it cannot load
-//     exits rather than serve without it.
+//     exits rather than serve without it;
+//   - with --allow-runtime-lora-updating, vLLM's /v1/load_lora_adapter and
+//     /v1/unload_lora_adapter load and unload adapters on every group while they serve.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -189,12 +191,95 @@ TEST_F(LoraE2eTest, AnUnknownModelIsA404NamingTheAdapters) {
   const std::string message = Json::parse(response.body)["error"]["message"];
   EXPECT_NE(message.find("\"sql-v2\""), std::string::npos) << message;
   EXPECT_NE(message.find("LoRA adapters: sql, rs"), std::string::npos) << message;
-  // vLLM's run-time loading route is absent, and says why.
+  // vLLM's run-time loading route: these workers load no adapters at run time, and say how.
   const HttpResponse load =
       cluster_->Post("/v1/load_lora_adapter",
                      Json{{"lora_name", "sql-v2"}, {"lora_path", AdapterPath("x")}}.dump());
-  EXPECT_EQ(load.status, 404) << load.body;
-  EXPECT_NE(load.body.find("loads LoRA adapters at start only"), std::string::npos) << load.body;
+  EXPECT_EQ(load.status, 400) << load.body;
+  EXPECT_NE(load.body.find("start it with --allow-runtime-lora-updating"), std::string::npos)
+      << load.body;
+}
+
+// Workers that take adapters at run time: two slots, one holding --lora-modules' sql.
+class LoraRuntimeE2eTest : public SharedClusterTest<LoraRuntimeE2eTest> {
+ public:
+  static std::vector<std::string> ExtraWorkerFlags() {
+    return {"--allow-runtime-lora-updating",
+            "--max-loras",
+            "2",
+            "--max-lora-rank",
+            "8",
+            "--lora-modules",
+            "sql=" + AdapterPath("llama-gqa-all")};
+  }
+};
+
+std::vector<std::string> ModelIds(Cluster& cluster) {
+  const HttpResponse response = cluster.Get("/v1/models");
+  EXPECT_EQ(response.status, 200) << response.body;
+  const Json body = Json::parse(response.body);
+  std::vector<std::string> ids;
+  for (const Json& card : body["data"]) ids.push_back(card["id"]);
+  return ids;
+}
+
+// vLLM's /v1/load_lora_adapter and /v1/unload_lora_adapter through the router: a loaded adapter
+// is listed and runs as PEFT does on the very next request; the slots bound what loads; an
+// unloaded one is a 404 again; and every refusal is vLLM's status or its closest, with the reason.
+TEST_F(LoraRuntimeE2eTest, AdaptersLoadAndUnloadAsVllmsDo) {
+  const auto load = [&](const Json& body) {
+    return cluster_->Post("/v1/load_lora_adapter", body.dump());
+  };
+  const auto unload = [&](const std::string& name) {
+    return cluster_->Post("/v1/unload_lora_adapter", Json{{"lora_name", name}}.dump());
+  };
+  HttpResponse response =
+      load({{"lora_name", "live"}, {"lora_path", AdapterPath("llama-gqa-rslora")}});
+  ASSERT_EQ(response.status, 200) << response.body;
+  EXPECT_EQ(response.body, "Success: LoRA adapter 'live' added successfully.");
+  EXPECT_EQ(ModelIds(*cluster_), (std::vector<std::string>{BaseId(), "sql", "live"}));
+  // At once, on whichever group takes it: PEFT's tokens.
+  const Json expected = Expected(AdapterPath("llama-gqa-rslora"));
+  size_t compared = 0;
+  for (const Json& prompt : expected["prompts"]) {
+    compared +=
+        ExpectGreedyPrefix(prompt, GrpcGreedy(*cluster_->stub, "live", prompt["ids"], 16).tokens);
+  }
+  EXPECT_GE(compared, 16u);
+
+  response = load({{"lora_name", "live"}, {"lora_path", AdapterPath("llama-gqa-rslora")}});
+  EXPECT_EQ(response.status, 409) << response.body;
+  EXPECT_NE(response.body.find("is already loaded"), std::string::npos) << response.body;
+  response = load({{"lora_name", "third"}, {"lora_path", AdapterPath("llama-gqa-all")}});
+  EXPECT_EQ(response.status, 429) << response.body;
+  EXPECT_NE(response.body.find("all 2 LoRA slots (--max-loras) are taken: serving sql, live"),
+            std::string::npos)
+      << response.body;
+  response = load({{"lora_name", "nowhere"}});
+  EXPECT_EQ(response.status, 400) << response.body;
+  EXPECT_NE(response.body.find("Both 'lora_name' and 'lora_path' must be provided."),
+            std::string::npos)
+      << response.body;
+
+  response = unload("live");
+  ASSERT_EQ(response.status, 200) << response.body;
+  EXPECT_EQ(response.body, "Success: LoRA adapter 'live' removed successfully.");
+  EXPECT_EQ(ModelIds(*cluster_), (std::vector<std::string>{BaseId(), "sql"}));
+  response = cluster_->Post("/v1/completions",
+                            Json{{"model", "live"}, {"prompt", "hi"}, {"max_tokens", 1}}.dump());
+  EXPECT_EQ(response.status, 404) << response.body;
+  response = unload("live");
+  EXPECT_EQ(response.status, 404) << response.body;
+  const std::string message = Json::parse(response.body)["error"]["message"];
+  EXPECT_NE(message.find("LoRA adapter \"live\" is not loaded (LoRA adapters: sql)"),
+            std::string::npos)
+      << message;
+  // The freed slot takes another adapter; a directory that is none is a 404 naming it.
+  response = load({{"lora_name", "gone"}, {"lora_path", AdapterPath("no-such-adapter")}});
+  EXPECT_EQ(response.status, 404) << response.body;
+  EXPECT_NE(response.body.find("not a directory"), std::string::npos) << response.body;
+  response = load({{"lora_name", "again"}, {"lora_path", AdapterPath("llama-gqa-rslora")}});
+  EXPECT_EQ(response.status, 200) << response.body;
 }
 
 TEST(LoraWorkerStartTest, AnAdapterItCannotLoadStopsTheWorker) {

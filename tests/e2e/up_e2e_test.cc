@@ -43,11 +43,27 @@ Up StartUp() {
   Up up;
   up.process = std::make_unique<ChildProcess>(
       "up", std::vector<std::string>{
-                "--groups", "2", "--grpc-port", "0", "--http-port", "0", "--model",
-                worker::testdata::FixtureDir("llama-gqa").string(), "--num-gpu-blocks-override",
-                "64", "--max-model-len", "256", "--max-num-seqs", "4", "--lora-modules",
+                "--groups",
+                "2",
+                "--grpc-port",
+                "0",
+                "--http-port",
+                "0",
+                "--model",
+                worker::testdata::FixtureDir("llama-gqa").string(),
+                "--num-gpu-blocks-override",
+                "64",
+                "--max-model-len",
+                "256",
+                "--max-num-seqs",
+                "4",
+                "--lora-modules",
                 "sql=" + (worker::testdata::FixtureDir("lora") / "llama-gqa-all").string(),
-                "--max-lora-rank", "8"});
+                "--max-lora-rank",
+                "8",
+                "--allow-runtime-lora-updating",
+                "--max-loras",
+                "2"});
   if (up.process->address().empty()) return up;
   for (int i = 0; i < 20; ++i) {
     const std::string line = up.process->NextLine(std::chrono::seconds(10));
@@ -130,6 +146,14 @@ TEST(UpE2eTest, ServesThroughTheRouterAndStopsEveryChildOnSigterm) {
       HttpRequestTo(PortOf(url.substr(7, path_at - 7)), "POST", url.substr(path_at), body);
   EXPECT_EQ(http.status, 200) << http.body;
   EXPECT_NE(http.body.find("\"object\":\"text_completion\""), std::string::npos) << http.body;
+  // --allow-runtime-lora-updating and --max-loras reached the workers: a second adapter loads
+  // into the slot beside sql.
+  const std::string load = R"({"lora_name": "rs", "lora_path": ")" +
+                           (worker::testdata::FixtureDir("lora") / "llama-gqa-rslora").string() +
+                           R"("})";
+  const HttpResponse loaded =
+      HttpRequestTo(PortOf(url.substr(7, path_at - 7)), "POST", "/v1/load_lora_adapter", load);
+  EXPECT_EQ(loaded.status, 200) << loaded.body;
 
   StopAndExpectClean(up);
 }

@@ -978,7 +978,7 @@ TEST(LoraPlanTest, AdaptersAreResidentWeightsStackedToTheLargestRank) {
   EXPECT_LT(with.num_blocks, without.num_blocks);
   const std::string table = FormatPlan(with);
   EXPECT_NE(table.find("LoRA adapters per rank"), std::string::npos) << table;
-  EXPECT_NE(table.find("2 adapters padded to rank 16"), std::string::npos) << table;
+  EXPECT_NE(table.find("2 adapter slots at rank 16"), std::string::npos) << table;
   EXPECT_EQ(FormatPlan(without).find("LoRA"), std::string::npos);
 }
 

@@ -291,5 +291,23 @@ TEST(GroupMessageTest, PlansRoundTripAndMalformedBytesAreDataLoss) {
   EXPECT_EQ(DecodeGroupMessage(huge).status().code(), absl::StatusCode::kDataLoss);
 }
 
+TEST(GroupMessageTest, ALoraLoadRoundTripsAndTruncationsAreRefused) {
+  const std::string bytes =
+      EncodeGroupMessage({.kind = GroupMessageKind::kLoadLora,
+                          .plan = {},
+                          .lora_load = {.slot = 3, .name = "sql", .path = "/adapters/sql v2"}});
+  const absl::StatusOr<GroupMessage> decoded = DecodeGroupMessage(bytes);
+  ASSERT_TRUE(decoded.ok()) << decoded.status();
+  EXPECT_EQ(decoded->kind, GroupMessageKind::kLoadLora);
+  EXPECT_EQ(decoded->lora_load.slot, 3);
+  EXPECT_EQ(decoded->lora_load.name, "sql");
+  EXPECT_EQ(decoded->lora_load.path, "/adapters/sql v2");
+  for (size_t cut = 0; cut < bytes.size(); ++cut) {
+    EXPECT_EQ(DecodeGroupMessage(bytes.substr(0, cut)).status().code(), absl::StatusCode::kDataLoss)
+        << "cut at " << cut;
+  }
+  EXPECT_EQ(DecodeGroupMessage(bytes + "x").status().code(), absl::StatusCode::kDataLoss);
+}
+
 }  // namespace
 }  // namespace headroom::worker

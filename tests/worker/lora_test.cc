@@ -504,7 +504,7 @@ TEST(LoraEngineTest, RefusesASlotTheModelDoesNotHave) {
   r.sampling.max_tokens = 1;
   r.lora_slot = 1;
   ExpectRefused((*engine)->AddRequest(r), absl::StatusCode::kInvalidArgument,
-                "LoRA slot 1 is not one of the model's 1 adapters");
+                "LoRA slot 1 holds no adapter (the model has 1 LoRA slots)");
   EXPECT_FALSE((*engine)->HasWork());
 }
 

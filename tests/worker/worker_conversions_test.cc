@@ -112,26 +112,18 @@ TEST(AppendToken, CarriesLogprobsAndFinishOnlyOnTheLast) {
 
 // An embedding request carries its pooling parameters; a plain one has none. Its answer is the
 // vector alone: no token (the one the engine sampled means nothing).
-TEST(RequestFromProto, ALoraNamePicksItsSlotAndAnUnknownOneIsNotFound) {
-  const std::vector<LoraModuleSpec> adapters = {{.name = "sql", .path = "/a"},
-                                                {.name = "chat", .path = "/b"}};
+// A lora_name passes to the engine, which resolves it (LoraEngineTest).
+TEST(RequestFromProto, ALoraNamePassesToTheEngine) {
   v1::SubmitRequest proto;
   proto.add_prompt_token_ids(1);
-  absl::StatusOr<Request> base = RequestFromProto(proto, RequestId{1}, {}, adapters);
+  absl::StatusOr<Request> base = RequestFromProto(proto, RequestId{1});
   ASSERT_TRUE(base.ok()) << base.status();
   EXPECT_EQ(base->lora_slot, -1);
   EXPECT_EQ(base->lora_name, "");
   proto.set_lora_name("chat");
-  absl::StatusOr<Request> chat = RequestFromProto(proto, RequestId{1}, {}, adapters);
+  absl::StatusOr<Request> chat = RequestFromProto(proto, RequestId{1});
   ASSERT_TRUE(chat.ok()) << chat.status();
-  EXPECT_EQ(chat->lora_slot, 1);
   EXPECT_EQ(chat->lora_name, "chat");
-  proto.set_lora_name("code");
-  const absl::Status unknown = RequestFromProto(proto, RequestId{1}, {}, adapters).status();
-  EXPECT_EQ(unknown.code(), absl::StatusCode::kNotFound);
-  EXPECT_EQ(unknown.message(), "LoRA adapter \"code\" is not served here (adapters: sql, chat)");
-  EXPECT_EQ(RequestFromProto(proto, RequestId{1}).status().message(),
-            "LoRA adapter \"code\" is not served here (no --lora-modules)");
 }
 
 TEST(RequestFromProto, PoolingMakesAnEmbedding) {

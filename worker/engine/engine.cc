@@ -164,6 +164,16 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const ModelConfig& config
       engine->kv_.get());
   HR_ASSIGN_OR_RETURN(engine->model_, LlamaModel::Create(config, weights, ModelLimitsOf(o), backend,
                                                          comm, LoraAdaptersOf(o)));
+  engine->lora_slots_.resize(static_cast<size_t>(engine->model_->num_lora_slots()));
+  for (size_t slot = 0; slot < LoraAdaptersOf(o).size(); ++slot) {
+    const LoraAdapter& adapter = LoraAdaptersOf(o)[slot];
+    // An adapter built in memory has no files to key it: its name does, apart from the files'.
+    engine->lora_slots_[slot] = {
+        .name = adapter.name,
+        .path = adapter.path,
+        .cache_key = adapter.cache_key.empty() ? "name:" + adapter.name : adapter.cache_key,
+        .serving = true};
+  }
   engine->options_.lora_adapters = nullptr;  // on the device now
   return engine;
 }
@@ -178,7 +188,9 @@ ModelLimits ModelLimitsOf(const EngineOptions& options) {
           .max_num_seqs = options.max_num_seqs,
           .max_model_len = options.max_model_len,
           .num_kv_blocks = options.num_kv_blocks,
-          .block_size = options.block_size};
+          .block_size = options.block_size,
+          .lora_slots = options.lora_slots,
+          .lora_rank = options.max_lora_rank};
 }
 
 Engine::Engine(const EngineOptions& options, Backend* backend, Communicator* comm)
@@ -264,11 +276,7 @@ absl::Status Engine::AddRequest(Request request) {
     request.sampling.max_tokens = 1;
   }
   HR_RETURN_IF_ERROR(ValidateSamplingParams(request.sampling, model_->config().vocab_size));
-  if (request.lora_slot < -1 || request.lora_slot >= model_->num_lora_slots()) {
-    return absl::InvalidArgumentError(absl::StrCat("LoRA slot ", request.lora_slot,
-                                                   " is not one of the model's ",
-                                                   model_->num_lora_slots(), " adapters"));
-  }
+  HR_RETURN_IF_ERROR(ResolveLora(request));
   if (!request.sampling.ignore_eos) {
     std::vector<int32_t>& stops = request.sampling.stop_token_ids;
     for (int32_t id : options_.extra_eos_token_ids) {
@@ -556,7 +564,17 @@ void Engine::UpdatePrefixCache(kvcache::PrefixCacheTracker* tracker) {
 }
 
 EngineStats Engine::Stats() const {
+  std::vector<ServedLoraAdapter> adapters;
+  for (size_t slot = 0; slot < lora_slots_.size(); ++slot) {
+    const LoraSlot& held = lora_slots_[slot];
+    if (!held.serving) continue;
+    adapters.push_back({.slot = static_cast<int32_t>(slot),
+                        .name = held.name,
+                        .path = held.path,
+                        .cache_key = held.cache_key});
+  }
   return {.scheduler = scheduler_->Stats(),
+          .lora_adapters = std::move(adapters),
           .kv = kv_->Stats(),
           .device_allocations = backend_->num_allocations(),
           .steps = steps_};

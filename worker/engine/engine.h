@@ -75,6 +75,12 @@ struct EngineOptions {
   // LoRA adapters (this rank's shards, LoadLoraAdapter), slots 0, 1, ... in this order; uploaded
   // by Create, which then lets go of them.
   std::shared_ptr<const std::vector<LoraAdapter>> lora_adapters = nullptr;
+  // Adapters loaded at run time (vLLM's VLLM_ALLOW_RUNTIME_LORA_UPDATING; Engine::LoadLora): > 0
+  // reserves this many slots (--max-loras; lora_adapters take the first ones) at rank
+  // max_lora_rank on every projection, which the memory plan counts. 0: no run-time loads.
+  int32_t lora_slots = 0;
+  // The largest rank a run-time load takes (--max-lora-rank).
+  int64_t max_lora_rank = 0;
 };
 
 // The buffer sizes the model of an engine with `options` is allocated for (leader and followers
@@ -122,8 +128,18 @@ struct StepToken {
   std::vector<float> embedding = {};
 };
 
+// A LoRA adapter the engine serves.
+struct ServedLoraAdapter {
+  int32_t slot = 0;
+  std::string name;
+  std::string path;
+  std::string cache_key;  // LoraAdapter::cache_key
+};
+
 struct EngineStats {
   SchedulerStats scheduler;
+  // In slot order.
+  std::vector<ServedLoraAdapter> lora_adapters = {};
   kvcache::KvCacheStats kv;
   // Device allocations so far (constant after Create).
   int64_t device_allocations = 0;
@@ -155,6 +171,19 @@ class Engine {
   }
   // Drops a request wherever it is. False if unknown or finished.
   bool Abort(RequestId id);
+  // Loads the PEFT adapter `spec` into a free slot (options.lora_slots) between steps: this
+  // rank's shard here, the followers' in theirs (they read `spec.path` themselves, and all ranks
+  // then share whether they could). Requests naming it are taken from now on. No device memory is
+  // allocated. FAILED_PRECONDITION without reserved slots, ALREADY_EXISTS for a name served,
+  // RESOURCE_EXHAUSTED when every slot holds an adapter (or one still finishing requests),
+  // LoadLoraAdapter's errors (for this rank, or naming the ranks that failed), UNAVAILABLE when
+  // the group failed.
+  [[nodiscard]] absl::Status LoadLora(const LoraModuleSpec& spec);
+  // Stops serving the adapter `name` (any, --lora-modules ones too): requests naming it are
+  // refused from now on; those queued or running finish with it, and its slot takes another
+  // adapter only after they have. FAILED_PRECONDITION without reserved slots, NOT_FOUND for a
+  // name not served.
+  [[nodiscard]] absl::Status UnloadLora(const std::string& name);
   // Runs one step; the tokens it produced (possibly none, e.g. a step of prefill chunks).
   [[nodiscard]] absl::StatusOr<std::vector<StepToken>> Step();
 
@@ -278,8 +307,25 @@ class Engine {
   absl::Status OnPromptLogits(const StepPlan& plan, size_t first, int64_t count,
                               const float* logits);
 
+  // A LoRA slot: the adapter it holds, and whether requests may name it (an unloaded adapter's
+  // slot still serves its requests in flight).
+  struct LoraSlot {
+    std::string name;
+    std::string path;
+    std::string cache_key;
+    bool serving = false;
+  };
+
   Engine(const EngineOptions& options, Backend* backend, Communicator* comm);
   absl::Status Broadcast(const GroupMessage& message);
+  // Resolves `request`'s adapter (lora_name, else lora_slot) to its slot and cache key.
+  absl::Status ResolveLora(Request& request) const;
+  // FAILED_PRECONDITION saying how to allow them, without reserved slots.
+  absl::Status RuntimeLoraAllowed() const;
+  // The slot a run-time load takes: not serving, and no request in flight uses it.
+  absl::StatusOr<int32_t> FreeLoraSlot() const;
+  // "a, b" of the adapters served ("none").
+  std::string ServedLoraNames() const;
 
   EngineOptions options_;
   Backend* const backend_;
@@ -287,6 +333,7 @@ class Engine {
   std::unique_ptr<kvcache::KvCacheManager> kv_;
   std::unique_ptr<Scheduler> scheduler_;
   std::unique_ptr<LlamaModel> model_;
+  std::vector<LoraSlot> lora_slots_;  // model_->num_lora_slots() entries
   absl::flat_hash_map<RequestId, Sampling> sampling_;
   // Per-step buffers, reused: the step's tensors, its logits, the sampler's rows and outputs.
   ForwardInput input_;

@@ -42,6 +42,39 @@ void EngineLoop::Submit(Request request, Callback callback) {
   callback(refusal);
 }
 
+void EngineLoop::Post(EngineOp op, OpDone done) {
+  absl::Status refusal = absl::UnavailableError("the engine is stopping");
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!stopping_) {
+      ops_.push_back({std::move(op), std::move(done)});
+      wake_.notify_one();
+      return;
+    }
+    if (!failure_.ok()) refusal = failure_;
+  }
+  done(refusal);
+}
+
+bool EngineLoop::RunOps(std::vector<PostedOp>& ops) {
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const absl::Status status = ops[i].op(*engine_);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      PublishLocked();
+    }
+    ops[i].done(status);
+    if (engine_->leads_group() && status.code() == absl::StatusCode::kUnavailable) {
+      GroupFailed(status);
+      for (size_t j = i + 1; j < ops.size(); ++j) ops[j].done(status);
+      ops.clear();
+      return false;
+    }
+  }
+  ops.clear();
+  return true;
+}
+
 void EngineLoop::Abort(RequestId id) {
   std::lock_guard<std::mutex> lock(mu_);
   aborts_.push_back(id);
@@ -127,12 +160,14 @@ void EngineLoop::GroupFailed(const absl::Status& cause) {
 void EngineLoop::Run() {
   std::vector<Submission> submissions;
   std::vector<RequestId> aborts;
+  std::vector<PostedOp> ops;
   while (true) {
     bool idle = false;
     {
       std::unique_lock<std::mutex> lock(mu_);
       const auto ready = [&] {
-        return stopping_ || !submissions_.empty() || !aborts_.empty() || engine_->HasWork();
+        return stopping_ || !submissions_.empty() || !aborts_.empty() || !ops_.empty() ||
+               engine_->HasWork();
       };
       if (engine_->leads_group()) {
         idle = !wake_.wait_for(lock, absl::ToChronoSeconds(kKeepAliveInterval), ready);
@@ -142,7 +177,10 @@ void EngineLoop::Run() {
       if (stopping_) break;
       submissions.swap(submissions_);
       aborts.swap(aborts_);
+      ops.swap(ops_);
     }
+    // Before the submissions: a request posted after a load may name the adapter.
+    if (!RunOps(ops)) break;
     if (idle) {
       if (absl::Status alive = engine_->KeepFollowersAlive(); !alive.ok()) {
         GroupFailed(alive);
@@ -192,14 +230,18 @@ void EngineLoop::Run() {
   }
   // Stopping: whatever is queued or running is cancelled, never silently dropped.
   std::vector<Submission> pending;
+  std::vector<PostedOp> pending_ops;
   absl::Status failure;
   {
     std::lock_guard<std::mutex> lock(mu_);
     pending.swap(submissions_);
+    pending_ops.swap(ops_);
     failure = failure_;
   }
   const absl::Status ended = failure.ok() ? absl::CancelledError("the engine stopped") : failure;
   for (Submission& s : pending) s.callback(ended);
+  for (PostedOp& op : pending_ops)
+    op.done(failure.ok() ? absl::UnavailableError("the engine stopped") : failure);
   FailAll(ended);
   if (failure.ok()) (void)engine_->StopFollowers();  // followers exit cleanly
 }

@@ -58,6 +58,14 @@ class EngineLoop {
   // Cancels every request and ends the thread; idempotent.
   void Stop();
 
+  // Runs `op` on the engine thread between steps (Engine::LoadLora, UnloadLora), then `done`
+  // with its status, on that thread (it must not block); the statistics are published before.
+  // An UNAVAILABLE status of a group's leader fails the group. After Stop(), `done` gets
+  // UNAVAILABLE at once, on this thread.
+  using EngineOp = std::function<absl::Status(Engine&)>;
+  using OpDone = std::function<void(const absl::Status&)>;
+  void Post(EngineOp op, OpDone done);
+
   // Statistics as of the last step.
   [[nodiscard]] EngineStats Stats() const;
   // How long the step now running has run (zero between steps): a step that never ends is a
@@ -73,10 +81,16 @@ class EngineLoop {
     Request request;
     Callback callback;
   };
+  struct PostedOp {
+    EngineOp op;
+    OpDone done;
+  };
 
   void Run();
   // Applies the inbox on the engine thread.
   void Drain(std::vector<Submission>& submissions, std::vector<RequestId>& aborts);
+  // Runs the posted ops; false when one failed the group (the loop must end).
+  bool RunOps(std::vector<PostedOp>& ops);
   void FailAll(const absl::Status& status);
   // The group is unusable: fails everything and ends the loop.
   void GroupFailed(const absl::Status& cause);
@@ -92,6 +106,7 @@ class EngineLoop {
   std::condition_variable wake_;
   std::vector<Submission> submissions_;       // guarded by mu_
   std::vector<RequestId> aborts_;             // guarded by mu_
+  std::vector<PostedOp> ops_;                 // guarded by mu_
   bool stopping_ = false;                     // guarded by mu_
   absl::Status failure_;                      // guarded by mu_; set when the group failed
   EngineStats stats_;                         // guarded by mu_

@@ -1,5 +1,6 @@
 #include "worker/engine/follower.h"
 
+#include <iostream>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -34,6 +35,9 @@ absl::StatusOr<bool> Follower::Apply(const GroupMessage& message) {
       return false;
     case GroupMessageKind::kKeepAlive:
       return true;
+    case GroupMessageKind::kLoadLora:
+      HR_RETURN_IF_ERROR(LoadLora(message.lora_load));
+      return true;
     case GroupMessageKind::kPlan:
       break;
   }
@@ -64,6 +68,22 @@ absl::StatusOr<bool> Follower::Apply(const GroupMessage& message) {
   HR_RETURN_IF_ERROR(model_->Forward(input_, &logits_));
   ++steps_;
   return true;
+}
+
+absl::Status Follower::LoadLora(const LoraLoad& load) {
+  const absl::Status loaded = [&]() -> absl::Status {
+    HR_ASSIGN_OR_RETURN(
+        const LoraAdapter adapter,
+        LoadLoraAdapter(model_->config(), {.name = load.name, .path = load.path},
+                        options_.max_lora_rank,
+                        {.tensor_parallel_size = comm_->world_size(), .rank = comm_->rank()}));
+    return model_->LoadLoraSlot(load.slot, adapter);
+  }();
+  if (!loaded.ok()) {
+    // The leader refuses the load naming this rank; why is only known here.
+    std::cerr << "headroom worker rank " << comm_->rank() << ": " << loaded.message() << "\n";
+  }
+  return RanksThatFailed(*comm_, !loaded.ok()).status();
 }
 
 absl::Status Follower::Run() {

@@ -44,6 +44,9 @@ class Follower {
 
  private:
   Follower(const EngineOptions& options, Communicator* comm, std::unique_ptr<LlamaModel> model);
+  // kLoadLora: loads this rank's shard, then tells the group whether it could (RanksThatFailed);
+  // an error only when the group failed.
+  absl::Status LoadLora(const LoraLoad& load);
 
   const EngineOptions options_;
   Communicator* const comm_;

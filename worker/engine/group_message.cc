@@ -1,6 +1,7 @@
 #include "worker/engine/group_message.h"
 
 #include <cstring>
+#include <string>
 #include <type_traits>
 #include <vector>
 
@@ -20,6 +21,10 @@ class Writer {
     char bytes[sizeof(T)];
     std::memcpy(bytes, &value, sizeof(T));
     out_.append(bytes, sizeof(T));
+  }
+  void PutString(const std::string& text) {
+    Put(static_cast<uint32_t>(text.size()));
+    out_.append(text);
   }
   template <typename T, typename F>
   void PutList(const std::vector<T>& items, F&& each) {
@@ -54,6 +59,12 @@ class Reader {
           absl::StrCat("group message claims ", n, " ", what, " in ", in_.size(), " bytes"));
     }
     return n;
+  }
+  absl::StatusOr<std::string> GetString(const char* what) {
+    HR_ASSIGN_OR_RETURN(const uint32_t n, Count(what, 1));
+    std::string text(in_.substr(0, n));
+    in_.remove_prefix(n);
+    return text;
   }
   [[nodiscard]] bool done() const { return in_.empty(); }
 
@@ -109,6 +120,12 @@ std::string EncodeGroupMessage(const GroupMessage& message) {
   Writer w;
   w.Put(kMagic);
   w.Put(static_cast<uint8_t>(message.kind));
+  if (message.kind == GroupMessageKind::kLoadLora) {
+    w.Put(message.lora_load.slot);
+    w.PutString(message.lora_load.name);
+    w.PutString(message.lora_load.path);
+    return w.Take();
+  }
   if (message.kind != GroupMessageKind::kPlan) return w.Take();
   const StepPlan& plan = message.plan;
   w.Put(plan.step);
@@ -135,14 +152,29 @@ absl::StatusOr<GroupMessage> DecodeGroupMessage(std::string_view bytes) {
     return absl::DataLossError(absl::StrCat("not a group message (magic ", magic, ")"));
   }
   HR_ASSIGN_OR_RETURN(const uint8_t kind, r.Get<uint8_t>("kind"));
-  if (kind > static_cast<uint8_t>(GroupMessageKind::kStop)) {
+  if (kind > static_cast<uint8_t>(GroupMessageKind::kLoadLora)) {
     return absl::DataLossError(absl::StrCat("unknown group message kind ", kind));
   }
   GroupMessage message;
   message.kind = static_cast<GroupMessageKind>(kind);
   if (message.kind == GroupMessageKind::kPlan) HR_RETURN_IF_ERROR(ReadPlan(r, &message.plan));
+  if (message.kind == GroupMessageKind::kLoadLora) {
+    HR_ASSIGN_OR_RETURN(message.lora_load.slot, r.Get<int32_t>("LoRA slot"));
+    HR_ASSIGN_OR_RETURN(message.lora_load.name, r.GetString("LoRA name bytes"));
+    HR_ASSIGN_OR_RETURN(message.lora_load.path, r.GetString("LoRA path bytes"));
+  }
   if (!r.done()) return absl::DataLossError("group message has trailing bytes");
   return message;
+}
+
+absl::StatusOr<std::vector<int>> RanksThatFailed(Communicator& comm, bool failed) {
+  std::vector<int> ranks;
+  for (int root = 0; root < comm.world_size(); ++root) {
+    uint8_t flag = root == comm.rank() && failed ? 1 : 0;
+    HR_RETURN_IF_ERROR(comm.Broadcast(&flag, sizeof(flag), root));
+    if (flag != 0) ranks.push_back(root);
+  }
+  return ranks;
 }
 
 }  // namespace headroom::worker

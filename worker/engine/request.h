@@ -99,10 +99,13 @@ struct Request {
   // vLLM's priority: lower values are served first (SchedulingPolicy::kPriority only; 0 under
   // kFcfs).
   int32_t priority = 0;
-  // The LoRA adapter that computes this request (vLLM's LoRARequest): its slot in the model
-  // (-1: the base model) and its name, which keys its prefix-cache blocks (kvcache/block_hash.h).
-  int32_t lora_slot = -1;
+  // The LoRA adapter that computes this request (vLLM's LoRARequest), by name ("": the base
+  // model, or lora_slot). Engine::AddRequest resolves it to its slot in the model (-1: the base
+  // model) and the adapter's cache key, which keys the request's prefix-cache blocks
+  // (kvcache/block_hash.h).
   std::string lora_name;
+  int32_t lora_slot = -1;
+  std::string lora_key;
   // Set for an embedding: `sampling` is then ignored, and the scheduler admits the prompt alone.
   std::optional<EmbeddingParams> embedding;
   // Compiled by EngineLoop::Submit on the submitting thread; Engine::AddRequest compiles what is

@@ -174,7 +174,7 @@ void Scheduler::AdmitWaiting(int32_t& budget, StepPlan& plan) {
     // logits).
     const PrefixHit hit = kv_->FindCachedPrefix(s.tokens, s.request.cache_salt,
                                                 /*lookup=*/s.request.sampling.prompt_logprobs < 0,
-                                                s.request.lora_name);
+                                                s.request.lora_key);
     // The whole current context must fit (anti-thrash), beyond what admitted prefills still need;
     // behind a sliding window that is the most blocks it holds at once. Either bounds what the
     // first chunk's admission below takes.

@@ -272,36 +272,80 @@ absl::Status LlamaModel::UploadExperts(const LayerWeights& lw, const std::string
 }
 
 absl::Status LlamaModel::UploadLora(absl::Span<const LoraAdapter> adapters) {
-  num_lora_slots_ = static_cast<int32_t>(adapters.size());
-  for (const LoraAdapter& adapter : adapters) lora_rank_ = std::max(lora_rank_, adapter.rank);
-  if (adapters.empty()) return absl::OkStatus();
-  for (const LoraAdapter& adapter : adapters) {
-    if (adapter.layers.size() != layers_.size()) {
-      return absl::InvalidArgumentError(absl::StrCat("LoRA adapter \"", adapter.name, "\" has ",
-                                                     adapter.layers.size(), " layers, the model ",
-                                                     layers_.size()));
-    }
+  const int64_t given = static_cast<int64_t>(adapters.size());
+  // Slots for adapters loaded later too (any rank up to the reserved one, any target), or just
+  // those given: the memory planner counts the same.
+  const bool reserved = limits_.lora_slots > 0;
+  if (reserved && (given > limits_.lora_slots || limits_.lora_rank <= 0)) {
+    return absl::InvalidArgumentError(absl::StrCat("LoRA reservation of ", limits_.lora_slots,
+                                                   " slots at rank ", limits_.lora_rank,
+                                                   " cannot hold the ", given, " adapters given"));
   }
+  const kvcache::LoraDims held =
+      reserved ? ReservedLoraDims(limits_.lora_slots, limits_.lora_rank) : LoraDimsOf(adapters);
+  num_lora_slots_ = static_cast<int32_t>(held.num_adapters);
+  lora_rank_ = held.max_rank;
+  const auto& targets = held.targets;
+  if (num_lora_slots_ == 0) return absl::OkStatus();
   // [in, out] of each target on this rank, as the memory planner counts them.
   const auto dims = kvcache::LoraProjectionShapes(ModelDimsOf(config_), tp_);
-  const int64_t slots = num_lora_slots_;
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    for (size_t t = 0; t < kNumLoraTargets; ++t) {
+      if (!targets[t]) continue;
+      const auto [in, out] = dims[t];
+      const std::string what =
+          absl::StrCat("layer ", i, " ", LoraTargetName(static_cast<LoraTarget>(t)), " LoRA ");
+      // Zeros: a slot without an adapter, or whose adapter leaves the target alone, adds nothing.
+      const std::vector<float> zeros(
+          static_cast<size_t>(num_lora_slots_ * lora_rank_ * std::max(in, out)), 0.0f);
+      LoraWeights& lora = layers_[i].lora[t];
+      HR_ASSIGN_OR_RETURN(float* a, AllocateFloats(num_lora_slots_ * lora_rank_ * in, what + "A"));
+      HR_ASSIGN_OR_RETURN(float* b, AllocateFloats(num_lora_slots_ * out * lora_rank_, what + "B"));
+      backend_->CopyToDevice(
+          a, zeros.data(), static_cast<size_t>(num_lora_slots_ * lora_rank_ * in) * sizeof(float));
+      backend_->CopyToDevice(
+          b, zeros.data(), static_cast<size_t>(num_lora_slots_ * out * lora_rank_) * sizeof(float));
+      lora = {
+          .a = a, .b = b, .num_slots = num_lora_slots_, .rank = lora_rank_, .in = in, .out = out};
+    }
+  }
+  for (int32_t slot = 0; slot < static_cast<int32_t>(given); ++slot) {
+    HR_RETURN_IF_ERROR(LoadLoraSlot(slot, adapters[static_cast<size_t>(slot)]));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status LlamaModel::LoadLoraSlot(int32_t slot, const LoraAdapter& adapter) {
+  if (slot < 0 || slot >= num_lora_slots_) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("LoRA slot ", slot, " is outside the model's ", num_lora_slots_, " slots"));
+  }
+  if (adapter.rank > lora_rank_ || adapter.layers.size() != layers_.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("LoRA adapter \"", adapter.name, "\" has rank ",
+                                                   adapter.rank, " and ", adapter.layers.size(),
+                                                   " layers; the model's slots hold rank ",
+                                                   lora_rank_, " and ", layers_.size(), " layers"));
+  }
   const int64_t rank = lora_rank_;
   for (size_t i = 0; i < layers_.size(); ++i) {
     for (size_t t = 0; t < kNumLoraTargets; ++t) {
       const auto target = static_cast<LoraTarget>(t);
-      const auto [in, out] = dims[t];
-      // o_proj's and down_proj's outputs are scaled by Granite's residual_multiplier, the
-      // adapter's update included: folded into B like the base weights.
-      const bool residual = target == LoraTarget::kO || target == LoraTarget::kDown;
-      const double fold = residual ? config_.residual_multiplier : 1.0;
-      std::vector<float> a(static_cast<size_t>(slots * rank * in), 0.0f);
-      std::vector<float> b(static_cast<size_t>(slots * out * rank), 0.0f);
-      bool used = false;
-      for (size_t slot = 0; slot < adapters.size(); ++slot) {
-        const LoraAdapter& adapter = adapters[slot];
-        const HostTensor& la = adapter.layers[i].a[t];
-        const HostTensor& lb = adapter.layers[i].b[t];
+      const LoraWeights& lora = layers_[i].lora[t];
+      const HostTensor& la = adapter.layers[i].a[t];
+      const HostTensor& lb = adapter.layers[i].b[t];
+      if (lora.a == nullptr) {
         if (la.empty()) continue;
+        return absl::InvalidArgumentError(absl::StrCat(
+            "LoRA adapter \"", adapter.name, "\" changes ", LoraTargetName(target),
+            ", which no adapter given at start changes (reserve slots for run-time loads)"));
+      }
+      const int64_t in = lora.in;
+      const int64_t out = lora.out;
+      // A's r rows, then zero rows up to the slots' rank; B's rows scaled, each padded with zero
+      // columns. A target the adapter leaves alone is all zeros (it may have held another).
+      std::vector<float> a(static_cast<size_t>(rank * in), 0.0f);
+      std::vector<float> b(static_cast<size_t>(out * rank), 0.0f);
+      if (!la.empty()) {
         const int64_t r = adapter.rank;
         if (la.shape != std::vector<int64_t>{r, in} || lb.shape != std::vector<int64_t>{out, r}) {
           return absl::InvalidArgumentError(absl::StrCat(
@@ -309,29 +353,23 @@ absl::Status LlamaModel::UploadLora(absl::Span<const LoraAdapter> adapters) {
               " is not rank ", comm_->rank(), "'s shard of a group of ", tp_, ": expected A [", r,
               ", ", in, "] and B [", out, ", ", r, "]"));
         }
-        used = true;
-        // A's r rows, then zero rows up to the common rank.
-        std::copy(la.data.begin(), la.data.end(),
-                  a.begin() + static_cast<std::ptrdiff_t>(static_cast<int64_t>(slot) * rank * in));
-        // B's rows scaled, each padded with zero columns up to the common rank.
-        const double scale = adapter.scale * fold;
+        std::copy(la.data.begin(), la.data.end(), a.begin());
+        // o_proj's and down_proj's outputs are scaled by Granite's residual_multiplier, the
+        // adapter's update included: folded into B like the base weights.
+        const bool residual = target == LoraTarget::kO || target == LoraTarget::kDown;
+        const double scale = adapter.scale * (residual ? config_.residual_multiplier : 1.0);
         for (int64_t row = 0; row < out; ++row) {
           for (int64_t c = 0; c < r; ++c) {
-            b[static_cast<size_t>((static_cast<int64_t>(slot) * out + row) * rank + c)] =
-                static_cast<float>(static_cast<double>(lb.data[static_cast<size_t>(row * r + c)]) *
-                                   scale);
+            b[static_cast<size_t>(row * rank + c)] = static_cast<float>(
+                static_cast<double>(lb.data[static_cast<size_t>(row * r + c)]) * scale);
           }
         }
       }
-      if (!used) continue;
-      const std::string what = absl::StrCat("layer ", i, " ", LoraTargetName(target), " LoRA ");
-      LoraWeights& lora = layers_[i].lora[t];
-      HR_ASSIGN_OR_RETURN(lora.a, UploadTensor(a, what + "A"));
-      HR_ASSIGN_OR_RETURN(lora.b, UploadTensor(b, what + "B"));
-      lora.num_slots = slots;
-      lora.rank = rank;
-      lora.in = in;
-      lora.out = out;
+      // The model allocated these buffers (UploadLora); the view is read-only for the kernels.
+      backend_->CopyToDevice(const_cast<float*>(lora.a) + slot * rank * in, a.data(),
+                             a.size() * sizeof(float));
+      backend_->CopyToDevice(const_cast<float*>(lora.b) + slot * out * rank, b.data(),
+                             b.size() * sizeof(float));
     }
   }
   return absl::OkStatus();

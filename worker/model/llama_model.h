@@ -19,7 +19,8 @@
 // backend's mixture-of-experts kernel keeps host scratch of its own).
 //
 // LoRA adapters (vLLM's multi-LoRA serving, worker/model/lora_adapter.h): every adapter the model
-// is created with has a slot, uploaded in Create() stacked per projection (kernels/lora_view.h);
+// is created with has a slot, uploaded in Create() stacked per projection (kernels/lora_view.h),
+// beside any slots reserved for adapters loaded later (ModelLimits::lora_slots, LoadLoraSlot);
 // each sequence of a step names its slot (ForwardInput::lora_slots) and its projections add that
 // adapter's update, so one step mixes the base model and any adapters.
 //
@@ -61,6 +62,11 @@ struct ModelLimits {
   // KV blocks per layer, the null block included.
   int32_t num_kv_blocks = 0;
   int32_t block_size = 16;
+  // LoRA slots reserved for adapters loaded after Create (LoadLoraSlot), at rank lora_rank on
+  // every target; the adapters given to Create take the first ones. 0: just the adapters given,
+  // padded to the largest rank, on the targets they change.
+  int32_t lora_slots = 0;
+  int64_t lora_rank = 0;
 };
 
 class LlamaModel {
@@ -98,6 +104,10 @@ class LlamaModel {
   [[nodiscard]] int32_t max_blocks_per_seq() const { return max_blocks_per_seq_; }
   // LoRA adapter slots: ForwardInput::lora_slots entries lie in [-1, num_lora_slots()).
   [[nodiscard]] int32_t num_lora_slots() const { return num_lora_slots_; }
+  // Writes `adapter` (this rank's shard) into `slot`, over whatever it held, into the buffers
+  // Create allocated: no device allocation. Not while a step runs. InvalidArgument for a slot out
+  // of range, a rank above the slots' or a target the slots do not hold.
+  [[nodiscard]] absl::Status LoadLoraSlot(int32_t slot, const LoraAdapter& adapter);
   // The KV cache's layer groups (one block table each); the pool holds group_size layers' KV
   // tensors, each of limits().num_kv_blocks blocks.
   [[nodiscard]] const kvcache::LayerGroups& kv_groups() const { return kv_groups_; }

@@ -1,10 +1,13 @@
 #include "worker/model/lora_adapter.h"
 
+#include <xxhash.h>
+
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <sstream>
 #include <utility>
 
@@ -40,6 +43,35 @@ struct ModuleFactors {
 
 std::string Describe(const LoraModuleSpec& spec) {
   return absl::StrCat("LoRA adapter \"", spec.name, "\" (", spec.path, ")");
+}
+
+// LoraAdapter::cache_key of the files at `paths`, hashed in turn (each preceded by its size, so
+// bytes cannot move from one file to the other unnoticed).
+absl::StatusOr<std::string> CacheKeyOf(const std::vector<fs::path>& paths) {
+  XXH3_state_t* state = XXH3_createState();
+  if (state == nullptr) return absl::ResourceExhaustedError("cannot allocate an XXH3 state");
+  const std::unique_ptr<XXH3_state_t, decltype(&XXH3_freeState)> owner(state, &XXH3_freeState);
+  XXH3_128bits_reset(state);
+  std::vector<char> buffer(size_t{1} << 20);
+  for (const fs::path& path : paths) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return absl::NotFoundError(absl::StrCat("cannot open ", path.string()));
+    std::error_code error;
+    const uint64_t size = fs::file_size(path, error);
+    XXH3_128bits_update(state, &size, sizeof(size));
+    while (in) {
+      in.read(buffer.data(), static_cast<std::streamsize>(buffer.size()));
+      XXH3_128bits_update(state, buffer.data(), static_cast<size_t>(in.gcount()));
+    }
+    if (in.bad()) return absl::DataLossError(absl::StrCat("cannot read ", path.string()));
+  }
+  const XXH128_hash_t hash = XXH3_128bits_digest(state);
+  std::string key = "lora:";
+  for (const uint64_t word : {hash.high64, hash.low64}) {
+    for (int shift = 60; shift >= 0; shift -= 4)
+      key.push_back("0123456789abcdef"[(word >> shift) & 0xf]);
+  }
+  return key;
 }
 
 absl::StatusOr<Json> ReadConfig(const LoraModuleSpec& spec) {
@@ -290,6 +322,12 @@ kvcache::LoraDims LoraDimsOf(absl::Span<const LoraAdapter> adapters) {
   return dims;
 }
 
+kvcache::LoraDims ReservedLoraDims(int64_t slots, int64_t rank) {
+  kvcache::LoraDims dims{.num_adapters = slots, .max_rank = rank, .targets = {}};
+  dims.targets.fill(true);
+  return dims;
+}
+
 absl::StatusOr<LoraModuleSpec> ParseLoraModule(std::string_view raw) {
   const absl::string_view text(raw.data(), raw.size());
   const auto bad = [&] {
@@ -337,6 +375,8 @@ absl::StatusOr<LoraAdapter> LoadLoraAdapter(const ModelConfig& config, const Lor
                          : ""));
   }
   HR_ASSIGN_OR_RETURN(const SafetensorsFile file, SafetensorsFile::Open(weights_path.string()));
+  HR_ASSIGN_OR_RETURN(adapter.cache_key,
+                      CacheKeyOf({fs::path(spec.path) / std::string(kConfigFile), weights_path}));
   const std::string where = absl::StrCat(Describe(spec), ": ", kWeightsFile);
 
   // Every tensor's name first: a module the base model lacks says more than the shape it would

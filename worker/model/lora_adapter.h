@@ -61,6 +61,12 @@ struct LoraLayer {
 struct LoraAdapter {
   std::string name;
   std::string path;
+  // What its prefix-cache blocks are keyed by (kvcache/block_hash.h): "lora:" and the hex
+  // XXH3-128 of adapter_config.json and adapter_model.safetensors. The files, not the name: an
+  // adapter loaded at run time under an unloaded one's name never reuses the blocks the old one
+  // computed, two names of one adapter share theirs, and every rank, group and router that reads
+  // the files agrees on it.
+  std::string cache_key;
   int64_t rank = 0;
   double scale = 1.0;  // lora_alpha / r, or lora_alpha / sqrt(r) with use_rslora
   std::array<bool, kNumLoraTargets> targets{};
@@ -79,5 +85,8 @@ struct LoraAdapter {
 // What the memory planner needs of `adapters`: how many, the largest rank, and the targets any
 // of them changes (the stacking LlamaModel does).
 [[nodiscard]] kvcache::LoraDims LoraDimsOf(absl::Span<const LoraAdapter> adapters);
+// What the memory planner needs of `slots` reserved for run-time loads at `rank`: every target,
+// since a later adapter may change any.
+[[nodiscard]] kvcache::LoraDims ReservedLoraDims(int64_t slots, int64_t rank);
 
 }  // namespace headroom::worker

@@ -9,25 +9,10 @@
 namespace headroom::worker {
 
 absl::StatusOr<Request> RequestFromProto(const v1::SubmitRequest& proto, RequestId id,
-                                         const SamplingDefaults& defaults,
-                                         absl::Span<const LoraModuleSpec> adapters) {
+                                         const SamplingDefaults& defaults) {
   Request request;
   request.id = id;
-  if (!proto.lora_name().empty()) {
-    for (size_t slot = 0; slot < adapters.size(); ++slot) {
-      if (adapters[slot].name == proto.lora_name()) request.lora_slot = static_cast<int32_t>(slot);
-    }
-    if (request.lora_slot < 0) {
-      std::vector<std::string> names;
-      for (const LoraModuleSpec& adapter : adapters) names.push_back(adapter.name);
-      return absl::NotFoundError(
-          absl::StrCat("LoRA adapter \"", proto.lora_name(), "\" is not served here (",
-                       names.empty() ? "no --lora-modules"
-                                     : absl::StrCat("adapters: ", absl::StrJoin(names, ", ")),
-                       ")"));
-    }
-    request.lora_name = proto.lora_name();
-  }
+  request.lora_name = proto.lora_name();  // the engine resolves it (Engine::AddRequest)
   request.prompt.assign(proto.prompt_token_ids().begin(), proto.prompt_token_ids().end());
   request.cache_salt = proto.cache_salt();
   request.priority = proto.priority();
@@ -124,6 +109,13 @@ void AppendToken(const StepToken& token, v1::SubmitResponse& response) {
 }
 
 void FillLoadReport(const EngineStats& stats, v1::LoadReport& report) {
+  report.clear_lora_adapters();
+  for (const ServedLoraAdapter& adapter : stats.lora_adapters) {
+    v1::LoraAdapter* reported = report.add_lora_adapters();
+    reported->set_name(adapter.name);
+    reported->set_path(adapter.path);
+    reported->set_cache_key(adapter.cache_key);
+  }
   report.set_total_blocks(stats.kv.num_usable_blocks);
   report.set_free_blocks(stats.kv.num_free_blocks);
   report.set_evictable_blocks(stats.kv.num_evictable_blocks);

@@ -24,11 +24,9 @@ namespace headroom::worker {
 // (temperature 1, top_p 1, top_k all, min_p 0, repetition_penalty 1, max_tokens 16).
 // InvalidArgument naming the field for values the proto allows but the engine cannot mean
 // (negative top_k or logprobs); the engine checks the rest (vocabulary, lengths, blocks) with the
-// numbers. A lora_name picks its slot among `adapters` (the engine's, in slot order); one not
-// there is NotFound naming the adapters served.
-[[nodiscard]] absl::StatusOr<Request> RequestFromProto(
-    const v1::SubmitRequest& proto, RequestId id, const SamplingDefaults& defaults = {},
-    absl::Span<const LoraModuleSpec> adapters = {});
+// numbers, and resolves a lora_name (NotFound naming the adapters served).
+[[nodiscard]] absl::StatusOr<Request> RequestFromProto(const v1::SubmitRequest& proto, RequestId id,
+                                                       const SamplingDefaults& defaults = {});
 
 [[nodiscard]] v1::FinishReason FinishReasonToProto(FinishReason reason);
 

@@ -1,5 +1,6 @@
 #include "worker/service/worker_metrics.h"
 
+#include <algorithm>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -44,8 +45,7 @@ void AdvanceCounter(metrics::Counter& counter, int64_t value, int64_t& last) {
 }  // namespace
 
 WorkerMetrics::WorkerMetrics(metrics::Registry* registry, const std::string& model_name,
-                             int32_t max_model_len, const CacheConfigInfo& cache,
-                             const std::vector<std::string>& lora_names)
+                             int32_t max_model_len, const CacheConfigInfo& cache, bool lora)
     : num_requests_running_(
           registry
               ->AddGauge("vllm:num_requests_running",
@@ -90,6 +90,7 @@ WorkerMetrics::WorkerMetrics(metrics::Registry* registry, const std::string& mod
                                          "startup).",
                                          kModel)
                               .WithLabels({model_name})),
+      model_name_(model_name),
       num_preemptions_(
           registry->AddCounter("vllm:num_preemptions", "Cumulative number of preemptions.", kModel)
               .WithLabels({model_name})),
@@ -180,17 +181,13 @@ WorkerMetrics::WorkerMetrics(metrics::Registry* registry, const std::string& mod
       .Set(1);
   // One series per adapter (vLLM's vllm:lora_requests_info puts the running and waiting adapters'
   // names into label values instead, a new series for every combination; not exported).
-  if (!lora_names.empty()) {
-    auto& running = registry->AddGauge("headroom:lora_requests_running",
-                                       "Requests of each LoRA adapter holding KV blocks.",
-                                       {"lora_name", "model_name"});
-    auto& waiting = registry->AddGauge("headroom:lora_requests_waiting",
-                                       "Requests of each LoRA adapter waiting for admission.",
-                                       {"lora_name", "model_name"});
-    for (const std::string& name : lora_names) {
-      lora_running_.push_back(&running.WithLabels({name, model_name}));
-      lora_waiting_.push_back(&waiting.WithLabels({name, model_name}));
-    }
+  if (lora) {
+    lora_running_ = &registry->AddGauge("headroom:lora_requests_running",
+                                        "Requests of each LoRA adapter holding KV blocks.",
+                                        {"lora_name", "model_name"});
+    lora_waiting_ = &registry->AddGauge("headroom:lora_requests_waiting",
+                                        "Requests of each LoRA adapter waiting for admission.",
+                                        {"lora_name", "model_name"});
   }
   registry->AddCollectHook([this] { Collect(); });
 }
@@ -210,9 +207,22 @@ void WorkerMetrics::Collect() {
   const auto per_slot = [](const std::vector<int32_t>& counts, size_t slot) {
     return slot < counts.size() ? counts[slot] : 0;
   };
-  for (size_t slot = 0; slot < lora_running_.size(); ++slot) {
-    lora_running_[slot]->Set(per_slot(stats.scheduler.lora_running, slot));
-    lora_waiting_[slot]->Set(per_slot(stats.scheduler.lora_waiting, slot));
+  if (lora_running_ != nullptr) {
+    for (const std::string& name : lora_exported_) {  // unloaded ones stay at 0
+      lora_running_->WithLabels({name, model_name_}).Set(0);
+      lora_waiting_->WithLabels({name, model_name_}).Set(0);
+    }
+    for (const ServedLoraAdapter& adapter : stats.lora_adapters) {
+      const auto slot = static_cast<size_t>(adapter.slot);
+      lora_running_->WithLabels({adapter.name, model_name_})
+          .Set(per_slot(stats.scheduler.lora_running, slot));
+      lora_waiting_->WithLabels({adapter.name, model_name_})
+          .Set(per_slot(stats.scheduler.lora_waiting, slot));
+      if (std::find(lora_exported_.begin(), lora_exported_.end(), adapter.name) ==
+          lora_exported_.end()) {
+        lora_exported_.push_back(adapter.name);
+      }
+    }
   }
   AdvanceCounter(num_preemptions_, stats.scheduler.num_preemptions, last_preemptions_);
   AdvanceCounter(prefix_cache_queries_, stats.kv.prefix_queries, last_prefix_queries_);

@@ -33,10 +33,10 @@ class WorkerMetrics final : public RequestObserver {
  public:
   // Adds the families to `registry` (which must outlive this object's use, and this object must
   // outlive the registry's renders). `max_model_len` bounds the token-count histograms.
-  // `lora_names`: the --lora-modules adapters in slot order, each with its own running and
-  // waiting gauges.
+  // `lora`: the worker serves LoRA adapters (--lora-modules, or loads at run time): each adapter
+  // it serves gets running and waiting gauges (an unloaded one's stay, at 0).
   WorkerMetrics(metrics::Registry* registry, const std::string& model_name, int32_t max_model_len,
-                const CacheConfigInfo& cache, const std::vector<std::string>& lora_names = {});
+                const CacheConfigInfo& cache, bool lora = false);
 
   // Statistics come from `loop` from now on (before: the engine gauges stay 0).
   void SetLoop(EngineLoop* loop) { loop_.store(loop); }
@@ -63,9 +63,11 @@ class WorkerMetrics final : public RequestObserver {
   metrics::Gauge& kv_blocks_evictable_;
   metrics::Gauge& kv_internal_waste_slots_;
   metrics::Gauge& device_allocations_;
-  // Per LoRA adapter slot: its requests running and waiting.
-  std::vector<metrics::Gauge*> lora_running_;
-  std::vector<metrics::Gauge*> lora_waiting_;
+  // Per LoRA adapter (by name): its requests running and waiting; null without LoRA.
+  const std::string model_name_;
+  metrics::Family<metrics::Gauge>* lora_running_ = nullptr;
+  metrics::Family<metrics::Gauge>* lora_waiting_ = nullptr;
+  std::vector<std::string> lora_exported_;  // names with series; Collect's, under its lock
   // Counters fed from the engine's cumulative statistics.
   metrics::Counter& num_preemptions_;
   metrics::Counter& prefix_cache_queries_;

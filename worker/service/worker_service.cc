@@ -438,11 +438,6 @@ void WorkerService::UpdateHealth() {
 void WorkerService::SetReady(EngineLoop* loop) {
   v1::LoadReport base;
   base.set_model(options_.model);
-  for (const LoraModuleSpec& adapter : options_.lora_modules) {
-    v1::LoraAdapter* reported = base.add_lora_adapters();
-    reported->set_name(adapter.name);
-    reported->set_path(adapter.path);
-  }
   base.set_block_size(options_.block_size);
   base.set_max_model_len(options_.max_model_len);
   base.set_sliding_window(options_.sliding_window);
@@ -520,8 +515,7 @@ grpc::ServerWriteReactor<v1::SubmitResponse>* WorkerService::Submit(
     }
     id = RequestId{static_cast<int64_t>(request->request_id())};
   }
-  absl::StatusOr<Request> parsed =
-      RequestFromProto(*request, id, options_.sampling_defaults, options_.lora_modules);
+  absl::StatusOr<Request> parsed = RequestFromProto(*request, id, options_.sampling_defaults);
   if (!parsed.ok()) return new RefusedWriteReactor(ToGrpcStatus(parsed.status()));
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -565,6 +559,55 @@ grpc::ServerUnaryReactor* WorkerService::Drain(grpc::CallbackServerContext* cont
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   reactor->Finish(grpc::Status::OK);
   return reactor;
+}
+
+grpc::ServerUnaryReactor* WorkerService::LoadLoraAdapter(grpc::CallbackServerContext* context,
+                                                         const v1::LoadLoraAdapterRequest* request,
+                                                         v1::LoadLoraAdapterResponse* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  if (request->lora_name().empty() || request->lora_path().empty()) {
+    reactor->Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                                 "a LoRA adapter load needs lora_name and lora_path"));
+    return reactor;
+  }
+  const LoraModuleSpec spec{.name = request->lora_name(), .path = request->lora_path()};
+  RunEngineOp(
+      reactor, [spec](Engine& engine) { return engine.LoadLora(spec); },
+      [response, name = spec.name](const EngineStats& stats) {
+        for (const ServedLoraAdapter& adapter : stats.lora_adapters) {
+          if (adapter.name != name) continue;
+          response->mutable_adapter()->set_name(adapter.name);
+          response->mutable_adapter()->set_path(adapter.path);
+          response->mutable_adapter()->set_cache_key(adapter.cache_key);
+        }
+      });
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* WorkerService::UnloadLoraAdapter(
+    grpc::CallbackServerContext* context, const v1::UnloadLoraAdapterRequest* request,
+    v1::UnloadLoraAdapterResponse* /*response*/) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  RunEngineOp(
+      reactor, [name = request->lora_name()](Engine& engine) { return engine.UnloadLora(name); },
+      nullptr);
+  return reactor;
+}
+
+void WorkerService::RunEngineOp(grpc::ServerUnaryReactor* reactor, EngineLoop::EngineOp op,
+                                std::function<void(const EngineStats&)> on_success) {
+  EngineLoop* loop = loop_.load();
+  if (loop == nullptr || shut_down_.load()) {
+    reactor->Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, loop == nullptr
+                                                                    ? "the worker is loading"
+                                                                    : "the worker is stopping"));
+    return;
+  }
+  loop->Post(std::move(op),
+             [reactor, loop, on_success = std::move(on_success)](const absl::Status& status) {
+               if (status.ok() && on_success) on_success(loop->Stats());
+               reactor->Finish(ToGrpcStatus(status));
+             });
 }
 
 }  // namespace headroom::worker

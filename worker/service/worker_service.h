@@ -105,9 +105,6 @@ struct WorkerServiceOptions {
   RequestObserver* observer = nullptr;
   // What a Submit's unset sampling fields take (--generation-config).
   SamplingDefaults sampling_defaults;
-  // The LoRA adapters the engine serves (--lora-modules), in slot order: a Submit's lora_name
-  // picks one, and every LoadReport lists them.
-  std::vector<LoraModuleSpec> lora_modules = {};
 };
 
 class WatchLoadReactor;
@@ -182,12 +179,22 @@ class WorkerService final : public v1::Worker::CallbackService {
   grpc::ServerUnaryReactor* Drain(grpc::CallbackServerContext* context,
                                   const v1::DrainRequest* request,
                                   v1::DrainResponse* response) override;
+  grpc::ServerUnaryReactor* LoadLoraAdapter(grpc::CallbackServerContext* context,
+                                            const v1::LoadLoraAdapterRequest* request,
+                                            v1::LoadLoraAdapterResponse* response) override;
+  grpc::ServerUnaryReactor* UnloadLoraAdapter(grpc::CallbackServerContext* context,
+                                              const v1::UnloadLoraAdapterRequest* request,
+                                              v1::UnloadLoraAdapterResponse* response) override;
 
  private:
   friend class SubmitReactor;
 
   // A Submit stream ended (its OnDone).
   void StreamDone();
+  // Runs `op` on the engine thread and finishes `reactor` with its status, after `on_success`
+  // (may be null) filled the response from the statistics it published.
+  void RunEngineOp(grpc::ServerUnaryReactor* reactor, EngineLoop::EngineOp op,
+                   std::function<void(const EngineStats&)> on_success);
   void UpdateHealth();
 
   const WorkerServiceOptions options_;

@@ -104,6 +104,7 @@ class HttpFrontendTest : public ::testing::Test {
         .model_name = [] { return std::string("m"); },
         .max_model_len = [] { return 256; },
         .list_models = nullptr,
+        .update_lora = nullptr,
         .handler_threads = 1,
         .max_queued_requests = max_queued,
         .on_busy = [this] { ++busy_; },

@@ -217,7 +217,7 @@ TEST(DispatcherQueueTest, AffinityCountsAWindowedGroupsBlocksInsideTheWindow) {
   ASSERT_TRUE(dispatcher
                   .Submit(1, static_cast<int64_t>(prompt.size()) + 16,
                           absl::Now() + absl::Seconds(30), listener,
-                          {.tokens = prompt, .cache_salt = "", .lora_adapter = ""})
+                          {.tokens = prompt, .cache_salt = "", .lora_adapter = "", .lora_key = ""})
                   .status.ok());
   EXPECT_EQ(listener->Placed(std::chrono::seconds(5)), std::optional<size_t>(0));
   dispatcher.Stop();

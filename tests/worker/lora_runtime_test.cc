@@ -1,0 +1,269 @@
+// LoRA adapters loaded and unloaded while the engine serves (Engine::LoadLora, UnloadLora: vLLM's
+// /v1/load_lora_adapter and /v1/unload_lora_adapter), against PEFT on the committed fixtures
+// (scripts/gen_lora_fixtures.py):
+//   - an adapter loaded into a reserved slot gives PEFT's greedy tokens, and the load allocates
+//     no device memory;
+//   - an adapter loaded under an unloaded one's name gives its own PEFT tokens although the old
+//     one's blocks of the same prompts are cached (blocks are keyed by the adapter's files);
+//   - an unloaded adapter's requests in flight finish with it, and its slot waits for them;
+//   - in a tensor-parallel group every rank loads its shard, and a rank that cannot fails the
+//     load on all of them, naming it;
+//   - every refusal says why.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "fixture_model.h"
+#include "greedy_parity.h"
+#include "kvcache/memory_planner.h"
+#include "nlohmann/json.hpp"
+#include "worker/backend/cpu_backend.h"
+#include "worker/comm/gloo_communicator.h"
+#include "worker/comm/rendezvous_store.h"
+#include "worker/engine/engine.h"
+#include "worker/engine/follower.h"
+#include "worker/model/llama_model.h"
+#include "worker/model/lora_adapter.h"
+
+namespace headroom::worker {
+namespace {
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+constexpr const char* kBase = "llama-gqa";
+
+LoraModuleSpec Spec(const std::string& name, const std::string& fixture) {
+  return {.name = name, .path = (testdata::FixtureDir("lora") / fixture).string()};
+}
+
+json Prompts(const fs::path& dir) {
+  std::ifstream in(dir / "expected.json");
+  return json::parse(in)["prompts"];
+}
+json AdapterPrompts(const std::string& fixture) {
+  return Prompts(testdata::FixtureDir("lora") / fixture);
+}
+
+// Small blocks, so the fixture prompts (1, 7, 23 and 61 tokens) leave full blocks cached.
+EngineOptions ReservedOptions(int32_t slots, int64_t max_lora_rank) {
+  return {.max_num_seqs = 8,
+          .max_num_batched_tokens = 128,
+          .max_model_len = 128,
+          .block_size = 4,
+          .num_kv_blocks = 256,
+          .lora_slots = slots,
+          .max_lora_rank = max_lora_rank};
+}
+
+std::unique_ptr<Engine> ReservedEngine(const EngineOptions& options, Backend* backend) {
+  const testdata::FixtureModel& m = testdata::LoadFixtureModel(kBase);
+  auto engine = Engine::Create(m.config, m.weights, options, backend);
+  EXPECT_TRUE(engine.ok()) << engine.status();
+  return engine.ok() ? *std::move(engine) : nullptr;
+}
+
+// The fixture prompts' greedy continuations under the adapter named `name` ("" = the base).
+std::vector<std::vector<StepToken>> Greedy(Engine& engine, const std::string& name) {
+  return testing::RunGreedy(engine, Prompts(testdata::FixtureDir(kBase)), {},
+                            [&](Request& r) { r.lora_name = name; });
+}
+
+void ExpectRefused(const absl::Status& status, absl::StatusCode code, const std::string& words) {
+  EXPECT_EQ(status.code(), code) << status;
+  EXPECT_NE(status.message().find(words), std::string::npos) << status;
+}
+
+std::vector<std::string> Served(const Engine& engine) {
+  std::vector<std::string> names;
+  for (const ServedLoraAdapter& adapter : engine.Stats().lora_adapters) {
+    names.push_back(adapter.name);
+  }
+  return names;
+}
+
+TEST(LoraRuntimeTest, ALoadedAdapterGivesPeftsTokensWithoutAllocating) {
+  CpuBackend backend(1);
+  auto engine = ReservedEngine(ReservedOptions(2, 8), &backend);
+  ASSERT_NE(engine, nullptr);
+  // The base model first, so its blocks of the same prompts are cached.
+  EXPECT_EQ(testing::ExpectGreedyMatches(Prompts(testdata::FixtureDir(kBase)), Greedy(*engine, "")),
+            0);
+  const int64_t allocations = engine->Stats().device_allocations;
+  ASSERT_TRUE(engine->LoadLora(Spec("sql", "llama-gqa-all")).ok());
+  ASSERT_TRUE(engine->LoadLora(Spec("rs", "llama-gqa-rslora")).ok());
+  EXPECT_EQ(engine->Stats().device_allocations, allocations);
+  const std::vector<ServedLoraAdapter> served = engine->Stats().lora_adapters;
+  ASSERT_EQ(served.size(), 2u);
+  EXPECT_EQ(served[0].name, "sql");
+  EXPECT_EQ(served[0].path, Spec("sql", "llama-gqa-all").path);
+  EXPECT_EQ(served[1].slot, 1);
+  EXPECT_EQ(served[0].cache_key.rfind("lora:", 0), 0u) << served[0].cache_key;
+  EXPECT_NE(served[0].cache_key, served[1].cache_key);
+  testing::ExpectGreedyMatches(AdapterPrompts("llama-gqa-all"), Greedy(*engine, "sql"));
+  testing::ExpectGreedyMatches(AdapterPrompts("llama-gqa-rslora"), Greedy(*engine, "rs"));
+}
+
+// The rank-4 adapter loaded into the slot and under the name the rank-8 one had: its padding
+// and the targets it leaves alone are zeros again, and it never reads the old one's blocks.
+TEST(LoraRuntimeTest, AnAdapterLoadedUnderAnUnloadedOnesNameNeverReadsItsBlocks) {
+  CpuBackend backend(1);
+  auto engine = ReservedEngine(ReservedOptions(1, 8), &backend);
+  ASSERT_NE(engine, nullptr);
+  ASSERT_TRUE(engine->LoadLora(Spec("tuned", "llama-gqa-all")).ok());
+  testing::ExpectGreedyMatches(AdapterPrompts("llama-gqa-all"), Greedy(*engine, "tuned"));
+  EXPECT_GT(engine->Stats().kv.num_evictable_blocks, 0);
+  ASSERT_TRUE(engine->UnloadLora("tuned").ok());
+  ASSERT_TRUE(engine->LoadLora(Spec("tuned", "llama-gqa-rslora")).ok());
+  const int64_t hits = engine->Stats().kv.prefix_hits;
+  testing::ExpectGreedyMatches(AdapterPrompts("llama-gqa-rslora"), Greedy(*engine, "tuned"));
+  EXPECT_EQ(engine->Stats().kv.prefix_hits, hits) << "the new adapter reused the old one's blocks";
+  // The same files under another name are the same adapter: its blocks are shared.
+  ASSERT_TRUE(engine->UnloadLora("tuned").ok());
+  ASSERT_TRUE(engine->LoadLora(Spec("alias", "llama-gqa-rslora")).ok());
+  testing::ExpectGreedyMatches(AdapterPrompts("llama-gqa-rslora"), Greedy(*engine, "alias"));
+  EXPECT_GT(engine->Stats().kv.prefix_hits, hits);
+}
+
+TEST(LoraRuntimeTest, AnUnloadedAdaptersRequestsFinishWithItAndItsSlotWaitsForThem) {
+  CpuBackend backend(1);
+  auto engine = ReservedEngine(ReservedOptions(1, 8), &backend);
+  ASSERT_NE(engine, nullptr);
+  ASSERT_TRUE(engine->LoadLora(Spec("sql", "llama-gqa-all")).ok());
+  const json prompts = Prompts(testdata::FixtureDir(kBase));
+  Request r;
+  r.id = RequestId{3};
+  r.prompt = prompts[3]["ids"].get<std::vector<int32_t>>();
+  r.sampling.temperature = 0;
+  r.sampling.max_tokens = 32;
+  r.sampling.ignore_eos = true;
+  r.sampling.logprobs = 5;
+  r.lora_name = "sql";
+  ASSERT_TRUE(engine->AddRequest(r).ok());
+  std::vector<std::vector<StepToken>> out(prompts.size());
+  auto step = engine->Step();
+  ASSERT_TRUE(step.ok()) << step.status();
+  ASSERT_TRUE(engine->UnloadLora("sql").ok());
+  EXPECT_TRUE(Served(*engine).empty());
+  Request late = r;
+  late.id = RequestId{4};
+  ExpectRefused(engine->AddRequest(late), absl::StatusCode::kNotFound,
+                "LoRA adapter \"sql\" is not served here (LoRA adapters: none)");
+  ExpectRefused(engine->LoadLora(Spec("rs", "llama-gqa-rslora")),
+                absl::StatusCode::kResourceExhausted,
+                "all 1 LoRA slots (--max-loras) are taken: serving none; unloaded, finishing "
+                "their requests: sql (1 requests)");
+  for (StepToken& t : *step) out[3].push_back(std::move(t));
+  while (engine->HasWork()) {
+    step = engine->Step();
+    ASSERT_TRUE(step.ok()) << step.status();
+    for (StepToken& t : *step) out[3].push_back(std::move(t));
+  }
+  // Still the adapter's tokens, to the end.
+  json last = json::array({AdapterPrompts("llama-gqa-all")[3]});
+  std::vector<std::vector<StepToken>> only = {out[3]};
+  EXPECT_EQ(testing::ExpectGreedyMatches(last, only), 0);
+  EXPECT_EQ(only[0].size(), 32u);
+  ASSERT_TRUE(engine->LoadLora(Spec("rs", "llama-gqa-rslora")).ok());
+  EXPECT_EQ(Served(*engine), std::vector<std::string>{"rs"});
+}
+
+TEST(LoraRuntimeTest, RefusalsSayWhy) {
+  CpuBackend backend(1);
+  auto engine = ReservedEngine(ReservedOptions(1, 4), &backend);
+  ASSERT_NE(engine, nullptr);
+  ExpectRefused(engine->LoadLora(Spec("sql", "llama-gqa-all")), absl::StatusCode::kInvalidArgument,
+                "--max-lora-rank");
+  ExpectRefused(engine->LoadLora(Spec("gone", "no-such-adapter")), absl::StatusCode::kNotFound,
+                "not a directory");
+  EXPECT_TRUE(Served(*engine).empty());  // failed loads leave nothing behind
+  ASSERT_TRUE(engine->LoadLora(Spec("rs", "llama-gqa-rslora")).ok());
+  ExpectRefused(engine->LoadLora(Spec("rs", "llama-gqa-rslora")), absl::StatusCode::kAlreadyExists,
+                "LoRA adapter \"rs\" is already loaded");
+  ExpectRefused(engine->LoadLora(Spec("rs2", "llama-gqa-rslora")),
+                absl::StatusCode::kResourceExhausted,
+                "all 1 LoRA slots (--max-loras) are taken: serving rs. Unload an adapter");
+  ExpectRefused(engine->UnloadLora("sql"), absl::StatusCode::kNotFound,
+                "LoRA adapter \"sql\" is not loaded (LoRA adapters: rs)");
+  // An engine without reserved slots serves its --lora-modules and loads nothing more.
+  CpuBackend static_backend(1);
+  auto fixed = ReservedEngine(ReservedOptions(0, 0), &static_backend);
+  ASSERT_NE(fixed, nullptr);
+  ExpectRefused(fixed->LoadLora(Spec("rs", "llama-gqa-rslora")),
+                absl::StatusCode::kFailedPrecondition, "--allow-runtime-lora-updating");
+  ExpectRefused(fixed->UnloadLora("rs"), absl::StatusCode::kFailedPrecondition,
+                "loads and unloads no LoRA adapters at run time");
+}
+
+// Reserved slots take what the planner counts for them (ReservedLoraDims: every target at the
+// reserved rank), whatever the adapters given at start change; plus the arena's scratch and
+// segment rows (lora_test's LoraMemoryTest has the static case).
+TEST(LoraRuntimeTest, ReservedSlotsTakeWhatThePlannerCounts) {
+  const testdata::FixtureModel& m = testdata::LoadFixtureModel(kBase);
+  absl::StatusOr<LoraAdapter> rs =
+      LoadLoraAdapter(m.config, Spec("rs", "llama-gqa-rslora"), kDefaultMaxLoraRank);
+  ASSERT_TRUE(rs.ok()) << rs.status();
+  ModelLimits limits{.max_num_batched_tokens = 96,
+                     .max_num_seqs = 5,
+                     .max_model_len = 64,
+                     .num_kv_blocks = 9,
+                     .block_size = 4};
+  CpuBackend plain_backend(1);
+  ASSERT_TRUE(LlamaModel::Create(m.config, m.weights, limits, &plain_backend).ok());
+  limits.lora_slots = 3;
+  limits.lora_rank = 8;
+  CpuBackend lora_backend(1);
+  ASSERT_TRUE(
+      LlamaModel::Create(m.config, m.weights, limits, &lora_backend, nullptr, {&*rs, 1}).ok());
+  const int64_t params =
+      kvcache::LoraParamsPerRank(ModelDimsOf(m.config), 1, ReservedLoraDims(3, 8));
+  EXPECT_GT(params, kvcache::LoraParamsPerRank(ModelDimsOf(m.config), 1, LoraDimsOf({&*rs, 1})));
+  const auto round_up = [](int64_t bytes) { return (bytes + 63) / 64 * 64; };
+  EXPECT_EQ(lora_backend.allocated_bytes() - plain_backend.allocated_bytes(),
+            4 * (params + 96 * 8) + round_up(4 * (5 + 1)) + round_up(4 * 5));
+}
+
+// A group of two (leader and follower threads over Gloo): a load reaches the follower, which
+// loads its shard from the same files; one it cannot load fails on every rank, naming it.
+TEST(LoraRuntimeTest, AGroupLoadsOnEveryRankOrNone) {
+  const testdata::FixtureModel& m = testdata::LoadFixtureModel(kBase);
+  EngineOptions options = ReservedOptions(1, 8);
+  InMemoryRendezvousStore store;
+  std::thread follower([&] {
+    auto comm = GlooCommunicator::Create(
+        {.rank = 1, .world_size = 2, .store = &store, .timeout = absl::Seconds(30)});
+    ASSERT_TRUE(comm.ok()) << comm.status();
+    // Reserved as the leader's, but this rank refuses ranks above 4: a rank that cannot load.
+    EngineOptions rank_options = options;
+    rank_options.max_lora_rank = 4;
+    CpuBackend backend(1);
+    auto rank = Follower::Create(m.config, testdata::LoadFixtureShard(kBase, 2, 1), rank_options,
+                                 &backend, comm->get());
+    ASSERT_TRUE(rank.ok()) << rank.status();
+    const absl::Status run = (*rank)->Run();
+    EXPECT_TRUE(run.ok()) << run;
+  });
+  auto comm = GlooCommunicator::Create(
+      {.rank = 0, .world_size = 2, .store = &store, .timeout = absl::Seconds(30)});
+  ASSERT_TRUE(comm.ok()) << comm.status();
+  CpuBackend backend(1);
+  auto leader = Engine::Create(m.config, testdata::LoadFixtureShard(kBase, 2, 0), options, &backend,
+                               comm->get());
+  ASSERT_TRUE(leader.ok()) << leader.status();
+  ExpectRefused((*leader)->LoadLora(Spec("sql", "llama-gqa-all")),
+                absl::StatusCode::kFailedPrecondition, "did not load on rank 1 of the group");
+  EXPECT_TRUE(Served(**leader).empty());
+  ASSERT_TRUE((*leader)->LoadLora(Spec("rs", "llama-gqa-rslora")).ok());
+  const auto out = Greedy(**leader, "rs");
+  ASSERT_TRUE((*leader)->StopFollowers().ok());
+  follower.join();
+  testing::ExpectGreedyMatches(AdapterPrompts("llama-gqa-rslora"), out);
+}
+
+}  // namespace
+}  // namespace headroom::worker
