@@ -220,5 +220,30 @@ TEST(EngineLoopTest, StopCancelsEverythingLeft) {
   }
 }
 
+// A posted op runs on the engine thread, and its status reaches `done`; after Stop it is refused
+// at once. (That `done` sees the op's statistics published is lora_e2e_test's: a loaded adapter
+// is listed by the very next /v1/models.)
+TEST(EngineLoopTest, PostedOpsRunOnTheEngineThread) {
+  CpuBackend backend(1);
+  EngineLoop loop(MakeEngine(&backend));
+  std::promise<std::thread::id> ran_on;
+  std::promise<absl::Status> finished;
+  loop.Post(
+      [&](Engine&) {
+        ran_on.set_value(std::this_thread::get_id());
+        return absl::NotFoundError("the op's own status");
+      },
+      [&](const absl::Status& status) { finished.set_value(status); });
+  EXPECT_NE(ran_on.get_future().get(), std::this_thread::get_id());
+  const absl::Status status = finished.get_future().get();
+  EXPECT_EQ(status.code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(status.message(), "the op's own status");
+  loop.Stop();
+  absl::Status after_stop;
+  loop.Post([](Engine&) { return absl::OkStatus(); },
+            [&](const absl::Status& s) { after_stop = s; });  // refused at once, on this thread
+  EXPECT_EQ(after_stop.code(), absl::StatusCode::kUnavailable);
+}
+
 }  // namespace
 }  // namespace headroom::worker

@@ -15,10 +15,10 @@
 #include <fstream>
 #include <memory>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "fixture_model.h"
+#include "follower_thread.h"
 #include "greedy_parity.h"
 #include "kvcache/memory_planner.h"
 #include "nlohmann/json.hpp"
@@ -26,7 +26,6 @@
 #include "worker/comm/gloo_communicator.h"
 #include "worker/comm/rendezvous_store.h"
 #include "worker/engine/engine.h"
-#include "worker/engine/follower.h"
 #include "worker/model/llama_model.h"
 #include "worker/model/lora_adapter.h"
 
@@ -234,26 +233,16 @@ TEST(LoraRuntimeTest, AGroupLoadsOnEveryRankOrNone) {
   const testdata::FixtureModel& m = testdata::LoadFixtureModel(kBase);
   EngineOptions options = ReservedOptions(1, 8);
   InMemoryRendezvousStore store;
-  std::thread follower([&] {
-    auto comm = GlooCommunicator::Create(
-        {.rank = 1, .world_size = 2, .store = &store, .timeout = absl::Seconds(30)});
-    ASSERT_TRUE(comm.ok()) << comm.status();
-    // Reserved as the leader's, but this rank refuses ranks above 4: a rank that cannot load.
-    EngineOptions rank_options = options;
-    rank_options.max_lora_rank = 4;
-    CpuBackend backend(1);
-    auto rank = Follower::Create(m.config, testdata::LoadFixtureShard(kBase, 2, 1), rank_options,
-                                 &backend, comm->get());
-    ASSERT_TRUE(rank.ok()) << rank.status();
-    const absl::Status run = (*rank)->Run();
-    EXPECT_TRUE(run.ok()) << run;
-  });
-  auto comm = GlooCommunicator::Create(
-      {.rank = 0, .world_size = 2, .store = &store, .timeout = absl::Seconds(30)});
-  ASSERT_TRUE(comm.ok()) << comm.status();
+  // Reserved as the leader's, but this rank refuses ranks above 4: a rank that cannot load.
+  EngineOptions rank_options = options;
+  rank_options.max_lora_rank = 4;
+  testing::FollowerThread follower(store, m.config, testdata::LoadFixtureShard(kBase, 2, 1),
+                                   rank_options);
+  const std::unique_ptr<GlooCommunicator> comm = testing::LeaderComm(store);
+  ASSERT_NE(comm, nullptr);
   CpuBackend backend(1);
   auto leader = Engine::Create(m.config, testdata::LoadFixtureShard(kBase, 2, 0), options, &backend,
-                               comm->get());
+                               comm.get());
   ASSERT_TRUE(leader.ok()) << leader.status();
   ExpectRefused((*leader)->LoadLora(Spec("sql", "llama-gqa-all")),
                 absl::StatusCode::kFailedPrecondition, "did not load on rank 1 of the group");
@@ -261,7 +250,7 @@ TEST(LoraRuntimeTest, AGroupLoadsOnEveryRankOrNone) {
   ASSERT_TRUE((*leader)->LoadLora(Spec("rs", "llama-gqa-rslora")).ok());
   const auto out = Greedy(**leader, "rs");
   ASSERT_TRUE((*leader)->StopFollowers().ok());
-  follower.join();
+  follower.Join();
   testing::ExpectGreedyMatches(AdapterPrompts("llama-gqa-rslora"), out);
 }
 

@@ -14,11 +14,11 @@
 #include <memory>
 #include <ostream>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "fixture_model.h"
+#include "follower_thread.h"
 #include "greedy_parity.h"
 #include "kvcache/memory_planner.h"
 #include "nlohmann/json.hpp"
@@ -26,7 +26,6 @@
 #include "worker/comm/gloo_communicator.h"
 #include "worker/comm/rendezvous_store.h"
 #include "worker/engine/engine.h"
-#include "worker/engine/follower.h"
 #include "worker/model/llama_model.h"
 #include "worker/model/lora_adapter.h"
 #include "worker/model/shard_weights.h"
@@ -397,31 +396,21 @@ TEST(LoraGroupTest, AGroupOfTwoServesItsAdapterShardsAsPeft) {
                         .block_size = kBlockSize,
                         .num_kv_blocks = 80};
   InMemoryRendezvousStore store;
-  std::thread follower([&] {
-    auto comm = GlooCommunicator::Create(
-        {.rank = 1, .world_size = 2, .store = &store, .timeout = absl::Seconds(30)});
-    ASSERT_TRUE(comm.ok()) << comm.status();
-    EngineOptions rank_options = options;
-    rank_options.lora_adapters = shards(1);
-    CpuBackend backend(1);
-    auto rank = Follower::Create(m.config, testdata::LoadFixtureShard(base, 2, 1), rank_options,
-                                 &backend, comm->get());
-    ASSERT_TRUE(rank.ok()) << rank.status();
-    const absl::Status run = (*rank)->Run();
-    EXPECT_TRUE(run.ok()) << run;
-  });
-  auto comm = GlooCommunicator::Create(
-      {.rank = 0, .world_size = 2, .store = &store, .timeout = absl::Seconds(30)});
-  ASSERT_TRUE(comm.ok()) << comm.status();
+  EngineOptions rank_options = options;
+  rank_options.lora_adapters = shards(1);
+  testing::FollowerThread follower(store, m.config, testdata::LoadFixtureShard(base, 2, 1),
+                                   rank_options);
+  const std::unique_ptr<GlooCommunicator> comm = testing::LeaderComm(store);
+  ASSERT_NE(comm, nullptr);
   options.lora_adapters = shards(0);
   CpuBackend backend(1);
   auto leader = Engine::Create(m.config, testdata::LoadFixtureShard(base, 2, 0), options, &backend,
-                               comm->get());
+                               comm.get());
   ASSERT_TRUE(leader.ok()) << leader.status();
   const json prompts = ReadJson(testdata::FixtureDir(base) / "expected.json")["prompts"];
   const auto out = RunEveryAdapter(**leader, prompts, names);
   ASSERT_TRUE((*leader)->StopFollowers().ok());
-  follower.join();
+  follower.Join();
   for (size_t slot = 0; slot < names.size(); ++slot) {
     SCOPED_TRACE(names[slot]);
     testing::ExpectGreedyMatches(ReadJson(AdapterDir(names[slot]) / "expected.json")["prompts"],

@@ -23,37 +23,32 @@ EngineLoop::EngineLoop(std::unique_ptr<Engine> engine, FailureCallback on_group_
 
 EngineLoop::~EngineLoop() { Stop(); }
 
+template <typename T>
+absl::Status EngineLoop::Enqueue(std::vector<T>& inbox, T& item) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (stopping_) {
+    return failure_.ok() ? absl::UnavailableError("the engine is stopping") : failure_;
+  }
+  inbox.push_back(std::move(item));
+  wake_.notify_one();
+  return absl::OkStatus();
+}
+
 void EngineLoop::Submit(Request request, Callback callback) {
   // Here, not on the engine thread: a new guided regex costs milliseconds to build.
   if (absl::Status compiled = engine_->CompileConstraints(&request); !compiled.ok()) {
     callback(compiled);
     return;
   }
-  absl::Status refusal = absl::UnavailableError("the engine is stopping");
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (!stopping_) {
-      submissions_.push_back({std::move(request), std::move(callback)});
-      wake_.notify_one();
-      return;
-    }
-    if (!failure_.ok()) refusal = failure_;
+  Submission submission{std::move(request), std::move(callback)};
+  if (const absl::Status refusal = Enqueue(submissions_, submission); !refusal.ok()) {
+    submission.callback(refusal);
   }
-  callback(refusal);
 }
 
 void EngineLoop::Post(EngineOp op, OpDone done) {
-  absl::Status refusal = absl::UnavailableError("the engine is stopping");
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (!stopping_) {
-      ops_.push_back({std::move(op), std::move(done)});
-      wake_.notify_one();
-      return;
-    }
-    if (!failure_.ok()) refusal = failure_;
-  }
-  done(refusal);
+  PostedOp posted{std::move(op), std::move(done)};
+  if (const absl::Status refusal = Enqueue(ops_, posted); !refusal.ok()) posted.done(refusal);
 }
 
 bool EngineLoop::RunOps(std::vector<PostedOp>& ops) {

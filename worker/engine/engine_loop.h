@@ -87,6 +87,10 @@ class EngineLoop {
   };
 
   void Run();
+  // Moves `item` into `inbox` for the engine thread: OK; or, when the loop is stopping, the
+  // group's failure or UNAVAILABLE, leaving `item` to the caller.
+  template <typename T>
+  absl::Status Enqueue(std::vector<T>& inbox, T& item);
   // Applies the inbox on the engine thread.
   void Drain(std::vector<Submission>& submissions, std::vector<RequestId>& aborts);
   // Runs the posted ops; false when one failed the group (the loop must end).

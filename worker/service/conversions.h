@@ -8,14 +8,12 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "absl/types/span.h"
 #include "grpcpp/support/status.h"
 #include "headroom/v1/worker.pb.h"
 #include "kvcache/prefix_cache_delta.h"
 #include "worker/engine/engine.h"
 #include "worker/engine/request.h"
 #include "worker/model/generation_config.h"
-#include "worker/model/lora_adapter.h"
 
 namespace headroom::worker {
 
