@@ -1,0 +1,128 @@
+// WorkerMetrics against a real EngineLoop: the per-adapter gauges follow the adapters' names
+// through run-time loads and unloads, whatever slots they sit in.
+#include "worker/service/worker_metrics.h"
+
+#include <gtest/gtest.h>
+
+#include <future>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/time/clock.h"
+#include "common/metrics.h"
+#include "fixture_model.h"
+#include "worker/backend/cpu_backend.h"
+#include "worker/engine/engine_loop.h"
+
+namespace headroom::worker {
+namespace {
+
+constexpr const char* kModel = "m";
+
+LoraModuleSpec Spec(const std::string& name, const std::string& fixture) {
+  return {.name = name, .path = (testdata::FixtureDir("lora") / fixture).string()};
+}
+
+// Runs `op` on the loop's thread and returns its status.
+absl::Status RunOnLoop(EngineLoop& loop, EngineLoop::EngineOp op) {
+  std::promise<absl::Status> done;
+  loop.Post(std::move(op), [&done](const absl::Status& status) { done.set_value(status); });
+  return done.get_future().get();
+}
+
+std::string Sample(const std::string& series, const std::string& adapter, int value) {
+  return series + "{lora_name=\"" + adapter + "\",model_name=\"" + kModel + "\"} " +
+         std::to_string(value);
+}
+
+// One sequence at a time, so the first request runs (its 250 tokens take hundreds of steps)
+// while the others wait. The adapters end up as rs in slot 1 and sql2 in slot 2, sql unloaded
+// from slot 0: neither sits at its index among the adapters served.
+TEST(WorkerMetricsTest, LoraGaugesCountEachAdaptersRequestsByName) {
+  const testdata::FixtureModel& m = testdata::LoadFixtureModel("llama-gqa");
+  auto adapters = std::make_shared<std::vector<LoraAdapter>>();
+  absl::StatusOr<LoraAdapter> sql =
+      LoadLoraAdapter(m.config, Spec("sql", "llama-gqa-all"), kDefaultMaxLoraRank);
+  ASSERT_TRUE(sql.ok()) << sql.status();
+  adapters->push_back(*std::move(sql));
+  CpuBackend backend(1);
+  auto engine = Engine::Create(m.config, m.weights,
+                               {.max_num_seqs = 1,
+                                .max_num_batched_tokens = 64,
+                                .max_model_len = 256,
+                                .block_size = 16,
+                                .num_kv_blocks = 80,
+                                .lora_adapters = adapters,
+                                .lora_slots = 3,
+                                .max_lora_rank = 8},
+                               &backend);
+  ASSERT_TRUE(engine.ok()) << engine.status();
+  metrics::Registry registry;
+  WorkerMetrics worker_metrics(&registry, kModel, 256,
+                               {.block_size = 16,
+                                .cache_dtype = "float32",
+                                .enable_prefix_caching = true,
+                                .gpu_memory_utilization = 0.9,
+                                .num_gpu_blocks = 80},
+                               /*lora=*/true);
+  EngineLoop loop(*std::move(engine));
+  worker_metrics.SetLoop(&loop);
+  ASSERT_TRUE(
+      RunOnLoop(loop, [](Engine& e) { return e.LoadLora(Spec("rs", "llama-gqa-rslora")); }).ok());
+  ASSERT_TRUE(
+      RunOnLoop(loop, [](Engine& e) { return e.LoadLora(Spec("sql2", "llama-gqa-all")); }).ok());
+  // Scraped while sql is served: its series exist from here on.
+  EXPECT_NE(registry.Render().find(Sample("headroom:lora_requests_waiting", "sql", 0)),
+            std::string::npos);
+  ASSERT_TRUE(RunOnLoop(loop, [](Engine& e) { return e.UnloadLora("sql"); }).ok());
+
+  const std::vector<std::string> order = {"rs", "sql2", "sql2", "", "rs", "rs", "rs"};
+  std::vector<std::promise<void>> ended(order.size());
+  for (size_t i = 0; i < order.size(); ++i) {
+    Request r;
+    r.id = RequestId{static_cast<int64_t>(i + 1)};
+    r.prompt = {1, 2, 3, 4, 5};
+    r.sampling.max_tokens = 250;
+    r.sampling.ignore_eos = true;
+    r.lora_name = order[i];
+    loop.Submit(std::move(r), [&ended, i](const absl::StatusOr<StepToken>& event) {
+      if (!event.ok() || event->finish != FinishReason::kNone) ended[i].set_value();
+    });
+  }
+  // Once the first request runs, hold the engine thread so the counts stand still.
+  const absl::Time deadline = absl::Now() + absl::Seconds(30);
+  while (loop.Stats().scheduler.num_running == 0 && absl::Now() < deadline) {
+    absl::SleepFor(absl::Microseconds(100));
+  }
+  std::promise<void> held;
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  loop.Post(
+      [&held, released](Engine&) {
+        held.set_value();
+        released.wait();
+        return absl::OkStatus();
+      },
+      [](const absl::Status&) {});
+  held.get_future().wait();
+  const SchedulerStats stats = loop.Stats().scheduler;
+  ASSERT_EQ(stats.num_running, 1);
+  ASSERT_EQ(stats.num_waiting, 6) << "the first request finished before the engine was held";
+
+  const std::string text = registry.Render();
+  for (const std::string& sample : {Sample("headroom:lora_requests_running", "rs", 1),
+                                    Sample("headroom:lora_requests_waiting", "rs", 3),
+                                    Sample("headroom:lora_requests_running", "sql2", 0),
+                                    Sample("headroom:lora_requests_waiting", "sql2", 2),
+                                    Sample("headroom:lora_requests_running", "sql", 0),
+                                    Sample("headroom:lora_requests_waiting", "sql", 0)}) {
+    EXPECT_NE(text.find(sample + "\n"), std::string::npos) << sample << "\n" << text;
+  }
+  release.set_value();
+  for (size_t i = 0; i < order.size(); ++i) loop.Abort(RequestId{static_cast<int64_t>(i + 1)});
+  for (std::promise<void>& end : ended) end.get_future().wait();
+}
+
+}  // namespace
+}  // namespace headroom::worker
