@@ -389,8 +389,10 @@ absl::Status Serve(const FlagSet& flags, const sigset_t& stop_signals, std::ostr
         .max_model_len = [&dispatcher] { return dispatcher.largest_max_model_len(); },
         .list_models = [&service] { return service.Models(); },
         .update_lora =
-            [&service](bool load, const std::string& name, const std::string& path) {
-              return load ? service.LoadLoraAdapter(name, path) : service.UnloadLoraAdapter(name);
+            [&service](const router::LoraUpdate& update) {
+              return update.load
+                         ? service.LoadLoraAdapter(update.name, update.path, update.load_inplace)
+                         : service.UnloadLoraAdapter(update.name);
             },
         // Parsing and tokenizing is the CPU work of the router: one thread per core.
         .handler_threads = HandlerThreads(),

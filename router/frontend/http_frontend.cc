@@ -479,7 +479,15 @@ void HttpFrontend::UpdateLora(const http::HttpRequest& request, http::ResponseWr
     return RespondOpenAiError(writer, 400,
                               "'lora_name' needs to be provided to unload a LoRA adapter.");
   }
-  const grpc::Status status = options_.update_lora(load, name, path);
+  const auto inplace = body->find("load_inplace");
+  if (inplace != body->end() && !inplace->is_boolean() && !inplace->is_null()) {
+    return RespondOpenAiError(writer, 400, "load_inplace must be a boolean", "load_inplace");
+  }
+  const grpc::Status status = options_.update_lora(
+      {.load = load,
+       .name = name,
+       .path = path,
+       .load_inplace = inplace != body->end() && inplace->is_boolean() && inplace->get<bool>()});
   if (!status.ok()) {
     return RespondOpenAiError(writer, HttpStatusOf(status.error_code()), status.error_message());
   }

@@ -55,6 +55,15 @@
 
 namespace headroom::router {
 
+// A run-time LoRA adapter change: vLLM's /v1/load_lora_adapter body (`load`) or
+// /v1/unload_lora_adapter's.
+struct LoraUpdate {
+  bool load = true;
+  std::string name;
+  std::string path;
+  bool load_inplace = false;
+};
+
 struct HttpFrontendOptions {
   // A channel to the router's Inference service (Server::InProcessChannel).
   std::shared_ptr<grpc::Channel> channel;
@@ -80,8 +89,7 @@ struct HttpFrontendOptions {
   std::function<v1::ListModelsResponse()> list_models;
   // /v1/load_lora_adapter (`load`) and /v1/unload_lora_adapter (InferenceService::LoadLoraAdapter,
   // UnloadLoraAdapter); blocks. Unset: both routes are 404s saying adapters load at start only.
-  std::function<grpc::Status(bool load, const std::string& name, const std::string& path)>
-      update_lora;
+  std::function<grpc::Status(const LoraUpdate& update)> update_lora;
   // Threads for the POST routes' parsing and tokenization, and how many requests may wait for
   // one (each holds its body, at most the HTTP server's max_body_bytes).
   int handler_threads = 2;

@@ -82,7 +82,9 @@ class InferenceService final : public v1::Inference::CallbackService {
   // text; a failure names each group that failed and why (and those that succeeded: the adapter
   // is served there). A group that joins or restarts later serves its --lora-modules only.
   // Blocks: not for gRPC threads.
-  [[nodiscard]] grpc::Status LoadLoraAdapter(const std::string& name, const std::string& path);
+  // `load_inplace` (vLLM's): an adapter loaded under the name is replaced.
+  [[nodiscard]] grpc::Status LoadLoraAdapter(const std::string& name, const std::string& path,
+                                             bool load_inplace = false);
   [[nodiscard]] grpc::Status UnloadLoraAdapter(const std::string& name);
 
   // Generate calls open from clients of this router's own (not the HTTP front's choices, which

@@ -19,10 +19,12 @@ constexpr absl::Duration kLoraReportTimeout = absl::Seconds(10);
 
 }  // namespace
 
-grpc::Status InferenceService::LoadLoraAdapter(const std::string& name, const std::string& path) {
+grpc::Status InferenceService::LoadLoraAdapter(const std::string& name, const std::string& path,
+                                               bool load_inplace) {
   v1::LoadLoraAdapterRequest request;
   request.set_lora_name(name);
   request.set_lora_path(path);
+  request.set_load_inplace(load_inplace);
   return UpdateLora(name, /*load=*/true, [&](v1::Worker::Stub& stub, grpc::ClientContext& context) {
     v1::LoadLoraAdapterResponse response;
     return stub.LoadLoraAdapter(&context, request, &response);

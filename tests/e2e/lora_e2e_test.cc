@@ -225,7 +225,8 @@ std::vector<std::string> ModelIds(Cluster& cluster) {
 
 // vLLM's /v1/load_lora_adapter and /v1/unload_lora_adapter through the router: a loaded adapter
 // is listed and runs as PEFT does on the very next request; the slots bound what loads; an
-// unloaded one is a 404 again; and every refusal is vLLM's status or its closest, with the reason.
+// unloaded one is a 404 again; load_inplace replaces one; and every refusal is vLLM's status or
+// its closest, with the reason.
 TEST_F(LoraRuntimeE2eTest, AdaptersLoadAndUnloadAsVllmsDo) {
   const auto load = [&](const Json& body) {
     return cluster_->Post("/v1/load_lora_adapter", body.dump());
@@ -250,6 +251,22 @@ TEST_F(LoraRuntimeE2eTest, AdaptersLoadAndUnloadAsVllmsDo) {
   response = load({{"lora_name", "live"}, {"lora_path", AdapterPath("llama-gqa-rslora")}});
   EXPECT_EQ(response.status, 409) << response.body;
   EXPECT_NE(response.body.find("is already loaded"), std::string::npos) << response.body;
+  // vLLM's load_inplace replaces it: with both slots taken and nothing of it in flight, in its
+  // own slot; the next requests run the new weights.
+  response = load({{"lora_name", "live"},
+                   {"lora_path", AdapterPath("llama-gqa-all")},
+                   {"load_inplace", "yes"}});
+  EXPECT_EQ(response.status, 400) << response.body;
+  response = load(
+      {{"lora_name", "live"}, {"lora_path", AdapterPath("llama-gqa-all")}, {"load_inplace", true}});
+  ASSERT_EQ(response.status, 200) << response.body;
+  compared = 0;
+  const Json replaced = Expected(AdapterPath("llama-gqa-all"));
+  for (const Json& prompt : replaced["prompts"]) {
+    compared +=
+        ExpectGreedyPrefix(prompt, GrpcGreedy(*cluster_->stub, "live", prompt["ids"], 16).tokens);
+  }
+  EXPECT_GE(compared, 16u);
   response = load({{"lora_name", "third"}, {"lora_path", AdapterPath("llama-gqa-all")}});
   EXPECT_EQ(response.status, 429) << response.body;
   EXPECT_NE(response.body.find("all 2 LoRA slots (--max-loras) are taken: serving sql, live"),

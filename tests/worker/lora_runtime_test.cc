@@ -73,6 +73,34 @@ std::vector<std::vector<StepToken>> Greedy(Engine& engine, const std::string& na
                             [&](Request& r) { r.lora_name = name; });
 }
 
+// Fixture prompt 3 (61 tokens) to 32 greedy tokens under the adapter `name`, as RunGreedy asks.
+Request LongPromptRequest(int64_t id, const std::string& name) {
+  Request r;
+  r.id = RequestId{id};
+  r.prompt = Prompts(testdata::FixtureDir(kBase))[3]["ids"].get<std::vector<int32_t>>();
+  r.sampling.temperature = 0;
+  r.sampling.max_tokens = 32;
+  r.sampling.ignore_eos = true;
+  r.sampling.logprobs = 5;
+  r.lora_name = name;
+  return r;
+}
+
+// Runs one step (`whole`: steps until the engine is idle), appending the tokens to `out`.
+void RunSteps(Engine& engine, bool whole, std::vector<StepToken>& out) {
+  do {
+    auto step = engine.Step();
+    ASSERT_TRUE(step.ok()) << step.status();
+    for (StepToken& t : *step) out.push_back(std::move(t));
+  } while (whole && engine.HasWork());
+}
+
+// `out` (prompt 3's tokens) is the fixture adapter's greedy continuation of it.
+void ExpectPrompt3Of(const std::string& fixture, const std::vector<StepToken>& out) {
+  EXPECT_EQ(out.size(), 32u);
+  EXPECT_EQ(testing::ExpectGreedyMatches(json::array({AdapterPrompts(fixture)[3]}), {out}), 0);
+}
+
 void ExpectRefused(const absl::Status& status, absl::StatusCode code, const std::string& words) {
   EXPECT_EQ(status.code(), code) << status;
   EXPECT_NE(status.message().find(words), std::string::npos) << status;
@@ -134,42 +162,54 @@ TEST(LoraRuntimeTest, AnUnloadedAdaptersRequestsFinishWithItAndItsSlotWaitsForTh
   auto engine = ReservedEngine(ReservedOptions(1, 8), &backend);
   ASSERT_NE(engine, nullptr);
   ASSERT_TRUE(engine->LoadLora(Spec("sql", "llama-gqa-all")).ok());
-  const json prompts = Prompts(testdata::FixtureDir(kBase));
-  Request r;
-  r.id = RequestId{3};
-  r.prompt = prompts[3]["ids"].get<std::vector<int32_t>>();
-  r.sampling.temperature = 0;
-  r.sampling.max_tokens = 32;
-  r.sampling.ignore_eos = true;
-  r.sampling.logprobs = 5;
-  r.lora_name = "sql";
+  const Request r = LongPromptRequest(3, "sql");
   ASSERT_TRUE(engine->AddRequest(r).ok());
-  std::vector<std::vector<StepToken>> out(prompts.size());
-  auto step = engine->Step();
-  ASSERT_TRUE(step.ok()) << step.status();
+  std::vector<StepToken> out;
+  RunSteps(*engine, /*whole=*/false, out);
   ASSERT_TRUE(engine->UnloadLora("sql").ok());
   EXPECT_TRUE(Served(*engine).empty());
-  Request late = r;
-  late.id = RequestId{4};
-  ExpectRefused(engine->AddRequest(late), absl::StatusCode::kNotFound,
+  ExpectRefused(engine->AddRequest(LongPromptRequest(4, "sql")), absl::StatusCode::kNotFound,
                 "LoRA adapter \"sql\" is not served here (LoRA adapters: none)");
   ExpectRefused(engine->LoadLora(Spec("rs", "llama-gqa-rslora")),
                 absl::StatusCode::kResourceExhausted,
                 "all 1 LoRA slots (--max-loras) are taken: serving none; unloaded, finishing "
                 "their requests: sql (1 requests)");
-  for (StepToken& t : *step) out[3].push_back(std::move(t));
-  while (engine->HasWork()) {
-    step = engine->Step();
-    ASSERT_TRUE(step.ok()) << step.status();
-    for (StepToken& t : *step) out[3].push_back(std::move(t));
-  }
-  // Still the adapter's tokens, to the end.
-  json last = json::array({AdapterPrompts("llama-gqa-all")[3]});
-  std::vector<std::vector<StepToken>> only = {out[3]};
-  EXPECT_EQ(testing::ExpectGreedyMatches(last, only), 0);
-  EXPECT_EQ(only[0].size(), 32u);
+  RunSteps(*engine, /*whole=*/true, out);
+  ExpectPrompt3Of("llama-gqa-all", out);  // still the adapter's tokens, to the end
   ASSERT_TRUE(engine->LoadLora(Spec("rs", "llama-gqa-rslora")).ok());
   EXPECT_EQ(Served(*engine), std::vector<std::string>{"rs"});
+}
+
+// vLLM's load_inplace: the adapter under a name is replaced while its requests in flight finish
+// with the old weights in the old slot; with no other slot free its own is overwritten, once no
+// request of it is in flight.
+TEST(LoraRuntimeTest, LoadInplaceReplacesAnAdapterAndItsRequestsFinishWithTheOld) {
+  CpuBackend backend(1);
+  auto engine = ReservedEngine(ReservedOptions(2, 8), &backend);
+  ASSERT_NE(engine, nullptr);
+  ASSERT_TRUE(engine->LoadLora(Spec("tuned", "llama-gqa-all")).ok());
+  ASSERT_TRUE(engine->AddRequest(LongPromptRequest(3, "tuned")).ok());
+  std::vector<StepToken> in_flight;
+  RunSteps(*engine, /*whole=*/false, in_flight);
+  ExpectRefused(engine->LoadLora(Spec("tuned", "llama-gqa-rslora")),
+                absl::StatusCode::kAlreadyExists, "or load it with load_inplace to replace it");
+  ASSERT_TRUE(engine->LoadLora(Spec("tuned", "llama-gqa-rslora"), /*replace=*/true).ok());
+  ASSERT_EQ(engine->Stats().lora_adapters.size(), 1u);
+  EXPECT_EQ(engine->Stats().lora_adapters[0].path, Spec("tuned", "llama-gqa-rslora").path);
+  RunSteps(*engine, /*whole=*/true, in_flight);
+  ExpectPrompt3Of("llama-gqa-all", in_flight);
+  testing::ExpectGreedyMatches(AdapterPrompts("llama-gqa-rslora"), Greedy(*engine, "tuned"));
+
+  // Both slots taken; a request of "tuned" in flight keeps its slot from being overwritten.
+  ASSERT_TRUE(engine->LoadLora(Spec("other", "llama-gqa-all")).ok());
+  ASSERT_TRUE(engine->AddRequest(LongPromptRequest(4, "tuned")).ok());
+  ExpectRefused(engine->LoadLora(Spec("tuned", "llama-gqa-all"), /*replace=*/true),
+                absl::StatusCode::kResourceExhausted,
+                "(replacing \"tuned\" needs another slot while its 1 requests finish)");
+  ASSERT_TRUE(engine->Abort(RequestId{4}));
+  ASSERT_TRUE(engine->LoadLora(Spec("tuned", "llama-gqa-all"), /*replace=*/true).ok());
+  EXPECT_EQ(Served(*engine), (std::vector<std::string>{"other", "tuned"}));
+  testing::ExpectGreedyMatches(AdapterPrompts("llama-gqa-all"), Greedy(*engine, "tuned"));
 }
 
 TEST(LoraRuntimeTest, RefusalsSayWhy) {

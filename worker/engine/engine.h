@@ -174,11 +174,14 @@ class Engine {
   // Loads the PEFT adapter `spec` into a free slot (options.lora_slots) between steps: this
   // rank's shard here, the followers' in theirs (they read `spec.path` themselves, and all ranks
   // then share whether they could). Requests naming it are taken from now on. No device memory is
-  // allocated. FAILED_PRECONDITION without reserved slots, ALREADY_EXISTS for a name served,
-  // RESOURCE_EXHAUSTED when every slot holds an adapter (or one still finishing requests),
-  // LoadLoraAdapter's errors (for this rank, or naming the ranks that failed), UNAVAILABLE when
-  // the group failed.
-  [[nodiscard]] absl::Status LoadLora(const LoraModuleSpec& spec);
+  // allocated. `replace` (vLLM's load_inplace): an adapter served under the name gives way to
+  // this one, its requests in flight finishing with it in its slot; with no other slot free it is
+  // overwritten in its own, if none are in flight. FAILED_PRECONDITION without reserved slots,
+  // ALREADY_EXISTS for a name served (without `replace`), RESOURCE_EXHAUSTED when every slot
+  // holds an adapter (or one still finishing requests), LoadLoraAdapter's errors (for this rank,
+  // or naming the ranks that failed), UNAVAILABLE when the group failed. On an error the adapter
+  // served before still is, but for a failed overwrite of its own slot (the message says so).
+  [[nodiscard]] absl::Status LoadLora(const LoraModuleSpec& spec, bool replace = false);
   // Stops serving the adapter `name` (any, --lora-modules ones too): requests naming it are
   // refused from now on; those queued or running finish with it, and its slot takes another
   // adapter only after they have. FAILED_PRECONDITION without reserved slots, NOT_FOUND for a
@@ -322,6 +325,8 @@ class Engine {
   absl::Status ResolveLora(Request& request) const;
   // FAILED_PRECONDITION saying how to allow them, without reserved slots.
   absl::Status RuntimeLoraAllowed() const;
+  // Writes this rank's shard of `adapter` into `slot`, and has the followers load theirs.
+  absl::Status WriteLoraSlot(int32_t slot, const LoraModuleSpec& spec, const LoraAdapter& adapter);
   // The slot a run-time load takes: not serving, and no request in flight uses it.
   absl::StatusOr<int32_t> FreeLoraSlot() const;
   // "a, b" of the adapters served ("none").

@@ -1,5 +1,6 @@
 // Engine's LoRA slots: resolving a request's adapter, and loading and unloading adapters at run
 // time (docs/engine.md, "LoRA adapters").
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -44,18 +45,24 @@ absl::Status Engine::ResolveLora(Request& request) const {
   return absl::OkStatus();
 }
 
+namespace {
+
+// Requests of `slot` queued or running.
+int32_t InFlight(const SchedulerStats& stats, size_t slot) {
+  const auto count = [slot](const std::vector<int32_t>& per_slot) {
+    return slot < per_slot.size() ? per_slot[slot] : 0;
+  };
+  return count(stats.lora_running) + count(stats.lora_waiting);
+}
+
+}  // namespace
+
 absl::StatusOr<int32_t> Engine::FreeLoraSlot() const {
   const SchedulerStats stats = scheduler_->Stats();
-  const auto in_flight = [&](size_t slot) {
-    const auto count = [slot](const std::vector<int32_t>& per_slot) {
-      return slot < per_slot.size() ? per_slot[slot] : 0;
-    };
-    return count(stats.lora_running) + count(stats.lora_waiting);
-  };
   std::vector<std::string> draining;
   for (size_t slot = 0; slot < lora_slots_.size(); ++slot) {
     if (lora_slots_[slot].serving) continue;
-    const int32_t requests = in_flight(slot);
+    const int32_t requests = InFlight(stats, slot);
     if (requests == 0) return static_cast<int32_t>(slot);
     draining.push_back(absl::StrCat(lora_slots_[slot].name, " (", requests, " requests)"));
   }
@@ -75,35 +82,64 @@ absl::Status Engine::RuntimeLoraAllowed() const {
       "--allow-runtime-lora-updating (or VLLM_ALLOW_RUNTIME_LORA_UPDATING=True) and --max-loras");
 }
 
-absl::Status Engine::LoadLora(const LoraModuleSpec& spec) {
+absl::Status Engine::WriteLoraSlot(int32_t slot, const LoraModuleSpec& spec,
+                                   const LoraAdapter& adapter) {
+  HR_RETURN_IF_ERROR(model_->LoadLoraSlot(slot, adapter));
+  if (!leads_group()) return absl::OkStatus();
+  HR_RETURN_IF_ERROR(
+      Broadcast({.kind = GroupMessageKind::kLoadLora,
+                 .plan = {},
+                 .lora_load = {.slot = slot, .name = spec.name, .path = spec.path}}));
+  HR_ASSIGN_OR_RETURN(const std::vector<int> failed, RanksThatFailed(*comm_, /*failed=*/false));
+  if (failed.empty()) return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrCat(
+      "LoRA adapter \"", spec.name, "\" (", spec.path, ") did not load on rank",
+      failed.size() > 1 ? "s " : " ", absl::StrJoin(failed, ", "),
+      " of the group (its log says why; the path must hold the same files on every rank)"));
+}
+
+absl::Status Engine::LoadLora(const LoraModuleSpec& spec, bool replace) {
   HR_RETURN_IF_ERROR(RuntimeLoraAllowed());
-  for (const LoraSlot& slot : lora_slots_) {
-    if (slot.serving && slot.name == spec.name) {
-      return absl::AlreadyExistsError(absl::StrCat("LoRA adapter \"", spec.name,
-                                                   "\" is already loaded (from ", slot.path,
-                                                   "); unload it first to replace it"));
+  std::optional<int32_t> old;
+  for (size_t slot = 0; slot < lora_slots_.size(); ++slot) {
+    if (lora_slots_[slot].serving && lora_slots_[slot].name == spec.name) {
+      old = static_cast<int32_t>(slot);
     }
   }
-  HR_ASSIGN_OR_RETURN(const int32_t slot, FreeLoraSlot());
+  if (old.has_value() && !replace) {
+    return absl::AlreadyExistsError(
+        absl::StrCat("LoRA adapter \"", spec.name, "\" is already loaded (from ",
+                     lora_slots_[static_cast<size_t>(*old)].path,
+                     "); unload it first, or load it with load_inplace to replace it"));
+  }
+  absl::StatusOr<int32_t> free = FreeLoraSlot();
+  // Replacing with no other slot free: the adapter's own, unless requests of it are in flight
+  // (they finish with the weights they started with, so they need the slot as it is).
+  const int32_t old_requests =
+      old.has_value() ? InFlight(scheduler_->Stats(), static_cast<size_t>(*old)) : 0;
+  const bool in_place = !free.ok() && old.has_value() && old_requests == 0;
+  if (!free.ok() && !in_place) {
+    if (!old.has_value()) return free.status();
+    return absl::ResourceExhaustedError(absl::StrCat(free.status().message(), " (replacing \"",
+                                                     spec.name, "\" needs another slot while its ",
+                                                     old_requests, " requests finish)"));
+  }
+  const int32_t slot = in_place ? *old : *free;
   const ShardSpec shard{.tensor_parallel_size = comm_ == nullptr ? 1 : comm_->world_size(),
                         .rank = comm_ == nullptr ? 0 : comm_->rank()};
   // This rank's shard first: an adapter that does not load here is refused before the followers
-  // hear of it.
+  // hear of it, and before anything is overwritten.
   HR_ASSIGN_OR_RETURN(const LoraAdapter adapter,
                       LoadLoraAdapter(model_->config(), spec, options_.max_lora_rank, shard));
-  HR_RETURN_IF_ERROR(model_->LoadLoraSlot(slot, adapter));
-  if (leads_group()) {
-    HR_RETURN_IF_ERROR(
-        Broadcast({.kind = GroupMessageKind::kLoadLora,
-                   .plan = {},
-                   .lora_load = {.slot = slot, .name = spec.name, .path = spec.path}}));
-    HR_ASSIGN_OR_RETURN(const std::vector<int> failed, RanksThatFailed(*comm_, /*failed=*/false));
-    if (!failed.empty()) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "LoRA adapter \"", spec.name, "\" (", spec.path, ") did not load on rank",
-          failed.size() > 1 ? "s " : " ", absl::StrJoin(failed, ", "),
-          " of the group (its log says why; the path must hold the same files on every rank)"));
-    }
+  if (in_place) lora_slots_[static_cast<size_t>(slot)].serving = false;  // being overwritten
+  if (const absl::Status written = WriteLoraSlot(slot, spec, adapter); !written.ok()) {
+    if (!in_place) return written;  // the old adapter, if any, still serves
+    return absl::Status(written.code(),
+                        absl::StrCat(written.message(), "; the LoRA adapter \"", spec.name,
+                                     "\" it was replacing in the same slot is unloaded"));
+  }
+  if (old.has_value() && !in_place) {
+    lora_slots_[static_cast<size_t>(*old)].serving = false;  // its requests finish there
   }
   lora_slots_[static_cast<size_t>(slot)] = {
       .name = spec.name, .path = spec.path, .cache_key = adapter.cache_key, .serving = true};

@@ -572,7 +572,10 @@ grpc::ServerUnaryReactor* WorkerService::LoadLoraAdapter(grpc::CallbackServerCon
   }
   const LoraModuleSpec spec{.name = request->lora_name(), .path = request->lora_path()};
   RunEngineOp(
-      reactor, [spec](Engine& engine) { return engine.LoadLora(spec); },
+      reactor,
+      [spec, replace = request->load_inplace()](Engine& engine) {
+        return engine.LoadLora(spec, replace);
+      },
       [response, name = spec.name](const EngineStats& stats) {
         for (const ServedLoraAdapter& adapter : stats.lora_adapters) {
           if (adapter.name != name) continue;
