@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/time/clock.h"
 #include "common/metrics.h"
 #include "fixture_model.h"
@@ -66,6 +67,9 @@ TEST(WorkerMetricsTest, LoraGaugesCountEachAdaptersRequestsByName) {
                                 .gpu_memory_utilization = 0.9,
                                 .num_gpu_blocks = 80},
                                /*lora=*/true);
+  const std::vector<std::string> order = {"rs", "sql2", "sql2", "", "rs", "rs", "rs"};
+  // Before the loop: requests it cancels as it is destroyed still find theirs.
+  std::vector<std::promise<void>> ended(order.size());
   EngineLoop loop(*std::move(engine));
   worker_metrics.SetLoop(&loop);
   ASSERT_TRUE(
@@ -77,8 +81,6 @@ TEST(WorkerMetricsTest, LoraGaugesCountEachAdaptersRequestsByName) {
             std::string::npos);
   ASSERT_TRUE(RunOnLoop(loop, [](Engine& e) { return e.UnloadLora("sql"); }).ok());
 
-  const std::vector<std::string> order = {"rs", "sql2", "sql2", "", "rs", "rs", "rs"};
-  std::vector<std::promise<void>> ended(order.size());
   for (size_t i = 0; i < order.size(); ++i) {
     Request r;
     r.id = RequestId{static_cast<int64_t>(i + 1)};
@@ -90,14 +92,17 @@ TEST(WorkerMetricsTest, LoraGaugesCountEachAdaptersRequestsByName) {
       if (!event.ok() || event->finish != FinishReason::kNone) ended[i].set_value();
     });
   }
-  // Once the first request runs, hold the engine thread so the counts stand still.
+  // Once every request is in (the first running), hold the engine thread so the counts stand
+  // still; whatever happens next, it is let go before the loop is destroyed.
   const absl::Time deadline = absl::Now() + absl::Seconds(30);
-  while (loop.Stats().scheduler.num_running == 0 && absl::Now() < deadline) {
+  while (loop.Stats().scheduler.num_running + loop.Stats().scheduler.num_waiting < 7 &&
+         absl::Now() < deadline) {
     absl::SleepFor(absl::Microseconds(100));
   }
   std::promise<void> held;
   std::promise<void> release;
   std::shared_future<void> released = release.get_future().share();
+  absl::Cleanup let_go = [&release] { release.set_value(); };
   loop.Post(
       [&held, released](Engine&) {
         held.set_value();
@@ -119,7 +124,7 @@ TEST(WorkerMetricsTest, LoraGaugesCountEachAdaptersRequestsByName) {
                                     Sample("headroom:lora_requests_waiting", "sql", 0)}) {
     EXPECT_NE(text.find(sample + "\n"), std::string::npos) << sample << "\n" << text;
   }
-  release.set_value();
+  std::move(let_go).Invoke();
   for (size_t i = 0; i < order.size(); ++i) loop.Abort(RequestId{static_cast<int64_t>(i + 1)});
   for (std::promise<void>& end : ended) end.get_future().wait();
 }
