@@ -66,6 +66,7 @@ SubmitResult Dispatcher::Submit(int64_t id, int64_t max_total_tokens, absl::Time
                           .prompt = std::move(prompt),
                           .priority = priority,
                           .hashed_block_size = 0,
+                          .hashed_lora_key = {},
                           .hashes = {}};
     dirty_ = true;
   }
@@ -86,6 +87,7 @@ void Dispatcher::Resubmit(int64_t id, int64_t max_total_tokens, absl::Time deadl
                             .prompt = std::move(prompt),
                             .priority = priority,
                             .hashed_block_size = 0,
+                            .hashed_lora_key = {},
                             .hashes = {}};
     retries_.push_back(id);
     dirty_ = true;
@@ -191,16 +193,26 @@ std::vector<v1::LoraAdapter> Dispatcher::reported_lora_adapters() const {
   return adapters;
 }
 
+bool Dispatcher::ServesLoraLocked(size_t group, const std::string& name) const {
+  const auto& adapters = table_.load(group).lora_adapters;
+  return std::find(adapters.begin(), adapters.end(), name) != adapters.end();
+}
+
+bool Dispatcher::lora_adapter_reported(const std::string& name) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (size_t g = 0; g < table_.size(); ++g) {
+    if (table_.load(g).up && ServesLoraLocked(g, name)) return true;
+  }
+  return false;
+}
+
 bool Dispatcher::AwaitLoraReports(const std::vector<size_t>& groups, const std::string& name,
                                   bool served, absl::Time deadline) {
   std::unique_lock<std::mutex> lock(mu_);
   const auto settled = [&] {
     for (const size_t g : groups) {
       if (g >= table_.size() || !table_.load(g).up || !table_.report(g).has_value()) continue;
-      const auto& adapters = table_.load(g).lora_adapters;
-      if ((std::find(adapters.begin(), adapters.end(), name) != adapters.end()) != served) {
-        return false;
-      }
+      if (ServesLoraLocked(g, name) != served) return false;
     }
     return true;
   };
@@ -235,11 +247,22 @@ v1::ClusterState Dispatcher::Snapshot() const {
   return state;
 }
 
-absl::Span<const kvcache::BlockHash> Dispatcher::HashesFor(Pending& p, int32_t block_size) {
-  if (p.hashed_block_size != block_size) {
-    p.hashes = kvcache::PromptBlockHashes(p.prompt.tokens, block_size, p.prompt.cache_salt,
-                                          p.prompt.lora_key);
+absl::Span<const kvcache::BlockHash> Dispatcher::HashesForLocked(Pending& p, size_t group) {
+  const std::string* key = nullptr;
+  static const std::string kBase;
+  if (p.prompt.lora_adapter.empty()) {
+    key = &kBase;
+  } else if (table_.report(group).has_value()) {
+    for (const v1::LoraAdapter& adapter : table_.report(group)->lora_adapters()) {
+      if (adapter.name() == p.prompt.lora_adapter) key = &adapter.cache_key();
+    }
+  }
+  if (key == nullptr) return {};  // the group does not serve the adapter
+  const int32_t block_size = table_.load(group).block_size;
+  if (p.hashed_block_size != block_size || p.hashed_lora_key != *key) {
+    p.hashes = kvcache::PromptBlockHashes(p.prompt.tokens, block_size, p.prompt.cache_salt, *key);
     p.hashed_block_size = block_size;
+    p.hashed_lora_key = *key;
   }
   return p.hashes;
 }
@@ -251,7 +274,7 @@ PlacementDecision Dispatcher::PlaceLocked(absl::Span<const GroupLoad> groups, Pe
     cached.assign(groups.size(), 0);
     for (size_t g = 0; g < groups.size(); ++g) {
       if (groups[g].up && groups[g].block_size > 0) {
-        cached[g] = prefixes_.Match(g, HashesFor(p, groups[g].block_size), groups[g].block_size,
+        cached[g] = prefixes_.Match(g, HashesForLocked(p, g), groups[g].block_size,
                                     groups[g].prefix_cache_window());
       }
     }
@@ -265,8 +288,7 @@ PlacementDecision Dispatcher::PlaceLocked(absl::Span<const GroupLoad> groups, Pe
 
 void Dispatcher::RecordPlacementLocked(size_t group, Pending& p) {
   if (options_.prefix_affinity_weight <= 0 || p.prompt.tokens.empty()) return;
-  const GroupLoad& load = table_.loads()[group];
-  prefixes_.Record(group, HashesFor(p, load.block_size), load.total_blocks);
+  prefixes_.Record(group, HashesForLocked(p, group), table_.load(group).total_blocks);
 }
 
 std::vector<Dispatcher::Delivery> Dispatcher::PassLocked(absl::Time now) {

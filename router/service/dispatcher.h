@@ -74,10 +74,9 @@ struct PromptPrefix {
   std::vector<int32_t> tokens;
   std::string cache_salt;
   // The LoRA adapter that computes the request ("": the base model): only groups that serve it
-  // take the request. Its cache key (v1::LoraAdapter.cache_key, a hash of its files) keys the
-  // prefix's block hashes (kvcache/block_hash.h) as the workers key theirs.
+  // take the request, and the prefix's block hashes on each are keyed by the cache key that group
+  // reports for it (v1::LoraAdapter.cache_key, a hash of its files), as its workers key theirs.
   std::string lora_adapter;
-  std::string lora_key;
 };
 
 // Result of Submit.
@@ -130,6 +129,8 @@ class Dispatcher {
   // The LoRA adapters up groups report, each name once (the first group's path), in report
   // order.
   [[nodiscard]] std::vector<v1::LoraAdapter> reported_lora_adapters() const;
+  // Some up group reports serving the adapter `name` (a request's model, checked per request).
+  [[nodiscard]] bool lora_adapter_reported(const std::string& name) const;
   // Waits until each of `groups` that is up has reported serving the adapter `name` (`served`)
   // or not serving it, or until `deadline`; false on timeout. A run-time load or unload returns
   // after it, so the next request is placed by what the groups now serve.
@@ -148,9 +149,10 @@ class Dispatcher {
     PromptPrefix prompt;
     // Not 0: only groups that schedule by priority can take it.
     int32_t priority = 0;
-    // kvcache::PromptBlockHashes of the prompt for blocks of `hashed_block_size` (computed on first
-    // use).
+    // kvcache::PromptBlockHashes of the prompt for blocks of `hashed_block_size` under the LoRA
+    // cache key `hashed_lora_key` (computed on first use).
     int32_t hashed_block_size = 0;
+    std::string hashed_lora_key;
     std::vector<kvcache::BlockHash> hashes;
   };
   struct Delivery {
@@ -173,7 +175,11 @@ class Dispatcher {
 
   void Run();
   // The prompt block hashes of `p` for `block_size` (memoized in `p`).
-  absl::Span<const kvcache::BlockHash> HashesFor(Pending& p, int32_t block_size);
+  // The prompt's block hashes as group `group` keys them (its block size, and its cache key for
+  // the request's adapter); empty when the group does not serve the adapter.
+  absl::Span<const kvcache::BlockHash> HashesForLocked(Pending& p, size_t group);
+  // Group `group`'s last report lists the adapter `name`.
+  bool ServesLoraLocked(size_t group, const std::string& name) const;
   // Places `p` on `groups` (the loads, or a view of them) with its cached prefix per group, on
   // none of the `held` ones (PlacementRequest::held).
   PlacementDecision PlaceLocked(absl::Span<const GroupLoad> groups, Pending& p,

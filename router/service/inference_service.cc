@@ -97,15 +97,13 @@ class GenerateReactor final : public grpc::ServerWriteReactor<v1::GenerateRespon
     const std::string served = service_->ModelName();
     if (!request.model().empty() && request.model() != served) {
       // A LoRA adapter's name runs the base model with it (vLLM's --lora-modules).
-      std::vector<std::string> adapters;
-      for (const v1::LoraAdapter& adapter : service_->dispatcher_->reported_lora_adapters()) {
-        adapters.push_back(adapter.name());
-        if (adapter.name() == request.model()) {
-          lora_adapter_ = adapter.name();
-          lora_key_ = adapter.cache_key();
+      if (service_->dispatcher_->lora_adapter_reported(request.model())) {
+        lora_adapter_ = request.model();
+      } else {
+        std::vector<std::string> adapters;
+        for (const v1::LoraAdapter& adapter : service_->dispatcher_->reported_lora_adapters()) {
+          adapters.push_back(adapter.name());
         }
-      }
-      if (lora_adapter_.empty()) {
         Refused(RefusalReason::kUnknownModel);
         End(grpc::Status(
             grpc::StatusCode::NOT_FOUND,
@@ -373,10 +371,7 @@ class GenerateReactor final : public grpc::ServerWriteReactor<v1::GenerateRespon
  private:
   // The prompt, for prefix-affine placement.
   PromptPrefix Prefix() const {
-    return {.tokens = req_.prompt,
-            .cache_salt = req_.cache_salt,
-            .lora_adapter = lora_adapter_,
-            .lora_key = lora_key_};
+    return {.tokens = req_.prompt, .cache_salt = req_.cache_salt, .lora_adapter = lora_adapter_};
   }
 
   // Ends the stream with `status` after what is already queued (errors drop the queue).
@@ -445,7 +440,6 @@ class GenerateReactor final : public grpc::ServerWriteReactor<v1::GenerateRespon
   ValidatedRequest req_;
   // The LoRA adapter the request's model names ("": the base model); set by Begin.
   std::string lora_adapter_;
-  std::string lora_key_;  // its cache key, as the first group reporting it keys its blocks
   absl::Time deadline_;
   absl::Time admitted_at_;  // set in Begin before Submit
 

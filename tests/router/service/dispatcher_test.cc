@@ -217,9 +217,52 @@ TEST(DispatcherQueueTest, AffinityCountsAWindowedGroupsBlocksInsideTheWindow) {
   ASSERT_TRUE(dispatcher
                   .Submit(1, static_cast<int64_t>(prompt.size()) + 16,
                           absl::Now() + absl::Seconds(30), listener,
-                          {.tokens = prompt, .cache_salt = "", .lora_adapter = "", .lora_key = ""})
+                          {.tokens = prompt, .cache_salt = "", .lora_adapter = ""})
                   .status.ok());
   EXPECT_EQ(listener->Placed(std::chrono::seconds(5)), std::optional<size_t>(0));
+  dispatcher.Stop();
+}
+
+// A LoRA adapter's request: each group's cached blocks are matched by hashing the prompt under
+// the cache key that group reports for the adapter (a hash of its files), as its workers key
+// them, not under the adapter's name or as the base model's. Group 0 holds the prompt's blocks
+// under its key and wins over the freer group 1; group 2 has them cached for the base model only.
+TEST(DispatcherQueueTest, AffinityHashesAnAdaptersPromptUnderTheKeyEachGroupReports) {
+  DispatcherOptions options = Options({"adapter-cached:1", "empty:2", "base-cached:3"});
+  options.prefix_affinity_weight = 10;
+  Dispatcher dispatcher(options);
+  dispatcher.Start();
+  std::vector<int32_t> prompt(4 * 16 + 1);
+  for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = static_cast<int32_t>(i * 5 % 251);
+  const auto serving = [](uint64_t sequence, int32_t free_blocks, const std::string& key,
+                          const std::vector<kvcache::BlockHash>& cached) {
+    v1::LoadReport r = Report(sequence, free_blocks);
+    v1::LoraAdapter* sql = r.add_lora_adapters();
+    sql->set_name("sql");
+    sql->set_cache_key(key);
+    r.mutable_prefix_cache()->set_reset(true);
+    r.mutable_prefix_cache()->set_added(kvcache::PackBlockHashes(cached));
+    return r;
+  };
+  const std::string key = "lora:0123456789abcdef0123456789abcdef";
+  dispatcher.OnReport(0, serving(1, 80, key, kvcache::PromptBlockHashes(prompt, 16, "", key)));
+  dispatcher.OnReport(1, serving(1, 100, key, {}));
+  dispatcher.OnReport(2, serving(1, 90, key, kvcache::PromptBlockHashes(prompt, 16, "")));
+  auto listener = std::make_shared<Listener>();
+  ASSERT_TRUE(dispatcher
+                  .Submit(1, static_cast<int64_t>(prompt.size()) + 16,
+                          absl::Now() + absl::Seconds(30), listener,
+                          {.tokens = prompt, .cache_salt = "", .lora_adapter = "sql"})
+                  .status.ok());
+  EXPECT_EQ(listener->Placed(std::chrono::seconds(5)), std::optional<size_t>(0));
+  // The base model's request finds its blocks on group 2.
+  auto base = std::make_shared<Listener>();
+  ASSERT_TRUE(dispatcher
+                  .Submit(2, static_cast<int64_t>(prompt.size()) + 16,
+                          absl::Now() + absl::Seconds(30), base,
+                          {.tokens = prompt, .cache_salt = "", .lora_adapter = ""})
+                  .status.ok());
+  EXPECT_EQ(base->Placed(std::chrono::seconds(5)), std::optional<size_t>(2));
   dispatcher.Stop();
 }
 
