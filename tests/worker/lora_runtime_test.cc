@@ -108,7 +108,7 @@ void ExpectRefused(const absl::Status& status, absl::StatusCode code, const std:
 
 std::vector<std::string> Served(const Engine& engine) {
   std::vector<std::string> names;
-  for (const ServedLoraAdapter& adapter : engine.Stats().lora_adapters) {
+  for (const ServedLoraAdapter& adapter : *engine.Stats().lora_adapters) {
     names.push_back(adapter.name);
   }
   return names;
@@ -125,7 +125,7 @@ TEST(LoraRuntimeTest, ALoadedAdapterGivesPeftsTokensWithoutAllocating) {
   ASSERT_TRUE(engine->LoadLora(Spec("sql", "llama-gqa-all")).ok());
   ASSERT_TRUE(engine->LoadLora(Spec("rs", "llama-gqa-rslora")).ok());
   EXPECT_EQ(engine->Stats().device_allocations, allocations);
-  const std::vector<ServedLoraAdapter> served = engine->Stats().lora_adapters;
+  const std::vector<ServedLoraAdapter> served = *engine->Stats().lora_adapters;
   ASSERT_EQ(served.size(), 2u);
   EXPECT_EQ(served[0].name, "sql");
   EXPECT_EQ(served[0].path, Spec("sql", "llama-gqa-all").path);
@@ -194,8 +194,8 @@ TEST(LoraRuntimeTest, LoadInplaceReplacesAnAdapterAndItsRequestsFinishWithTheOld
   ExpectRefused(engine->LoadLora(Spec("tuned", "llama-gqa-rslora")),
                 absl::StatusCode::kAlreadyExists, "or load it with load_inplace to replace it");
   ASSERT_TRUE(engine->LoadLora(Spec("tuned", "llama-gqa-rslora"), /*replace=*/true).ok());
-  ASSERT_EQ(engine->Stats().lora_adapters.size(), 1u);
-  EXPECT_EQ(engine->Stats().lora_adapters[0].path, Spec("tuned", "llama-gqa-rslora").path);
+  ASSERT_EQ(engine->Stats().lora_adapters->size(), 1u);
+  EXPECT_EQ(engine->Stats().lora_adapters->at(0).path, Spec("tuned", "llama-gqa-rslora").path);
   RunSteps(*engine, /*whole=*/true, in_flight);
   ExpectPrompt3Of("llama-gqa-all", in_flight);
   testing::ExpectGreedyMatches(AdapterPrompts("llama-gqa-rslora"), Greedy(*engine, "tuned"));

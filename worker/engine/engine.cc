@@ -174,6 +174,7 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const ModelConfig& config
         .cache_key = adapter.cache_key.empty() ? "name:" + adapter.name : adapter.cache_key,
         .serving = true};
   }
+  engine->PublishServedLora();
   engine->options_.lora_adapters = nullptr;  // on the device now
   return engine;
 }
@@ -564,17 +565,8 @@ void Engine::UpdatePrefixCache(kvcache::PrefixCacheTracker* tracker) {
 }
 
 EngineStats Engine::Stats() const {
-  std::vector<ServedLoraAdapter> adapters;
-  for (size_t slot = 0; slot < lora_slots_.size(); ++slot) {
-    const LoraSlot& held = lora_slots_[slot];
-    if (!held.serving) continue;
-    adapters.push_back({.slot = static_cast<int32_t>(slot),
-                        .name = held.name,
-                        .path = held.path,
-                        .cache_key = held.cache_key});
-  }
   return {.scheduler = scheduler_->Stats(),
-          .lora_adapters = std::move(adapters),
+          .lora_adapters = served_lora_,
           .kv = kv_->Stats(),
           .device_allocations = backend_->num_allocations(),
           .steps = steps_};

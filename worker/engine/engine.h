@@ -138,8 +138,10 @@ struct ServedLoraAdapter {
 
 struct EngineStats {
   SchedulerStats scheduler;
-  // In slot order.
-  std::vector<ServedLoraAdapter> lora_adapters = {};
+  // In slot order; shared with the engine, which replaces the list on each load and unload (so
+  // publishing the statistics after every step copies no strings).
+  std::shared_ptr<const std::vector<ServedLoraAdapter>> lora_adapters =
+      std::make_shared<const std::vector<ServedLoraAdapter>>();
   kvcache::KvCacheStats kv;
   // Device allocations so far (constant after Create).
   int64_t device_allocations = 0;
@@ -331,6 +333,8 @@ class Engine {
   absl::StatusOr<int32_t> FreeLoraSlot() const;
   // "a, b" of the adapters served ("none").
   std::string ServedLoraNames() const;
+  // Rebuilds served_lora_ from lora_slots_ (after a load or an unload).
+  void PublishServedLora();
 
   EngineOptions options_;
   Backend* const backend_;
@@ -339,6 +343,8 @@ class Engine {
   std::unique_ptr<Scheduler> scheduler_;
   std::unique_ptr<LlamaModel> model_;
   std::vector<LoraSlot> lora_slots_;  // model_->num_lora_slots() entries
+  // EngineStats::lora_adapters: the slots serving, as of the last change.
+  std::shared_ptr<const std::vector<ServedLoraAdapter>> served_lora_;
   absl::flat_hash_map<RequestId, Sampling> sampling_;
   // Per-step buffers, reused: the step's tensors, its logits, the sampler's rows and outputs.
   ForwardInput input_;

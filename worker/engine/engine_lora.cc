@@ -20,6 +20,19 @@ std::string Engine::ServedLoraNames() const {
   return names.empty() ? "none" : absl::StrJoin(names, ", ");
 }
 
+void Engine::PublishServedLora() {
+  auto served = std::make_shared<std::vector<ServedLoraAdapter>>();
+  for (size_t slot = 0; slot < lora_slots_.size(); ++slot) {
+    const LoraSlot& held = lora_slots_[slot];
+    if (!held.serving) continue;
+    served->push_back({.slot = static_cast<int32_t>(slot),
+                       .name = held.name,
+                       .path = held.path,
+                       .cache_key = held.cache_key});
+  }
+  served_lora_ = std::move(served);
+}
+
 absl::Status Engine::ResolveLora(Request& request) const {
   if (!request.lora_name.empty()) {
     request.lora_slot = -1;
@@ -134,6 +147,7 @@ absl::Status Engine::LoadLora(const LoraModuleSpec& spec, bool replace) {
   if (in_place) lora_slots_[static_cast<size_t>(slot)].serving = false;  // being overwritten
   if (const absl::Status written = WriteLoraSlot(slot, spec, adapter); !written.ok()) {
     if (!in_place) return written;  // the old adapter, if any, still serves
+    PublishServedLora();
     return absl::Status(written.code(),
                         absl::StrCat(written.message(), "; the LoRA adapter \"", spec.name,
                                      "\" it was replacing in the same slot is unloaded"));
@@ -143,6 +157,7 @@ absl::Status Engine::LoadLora(const LoraModuleSpec& spec, bool replace) {
   }
   lora_slots_[static_cast<size_t>(slot)] = {
       .name = spec.name, .path = spec.path, .cache_key = adapter.cache_key, .serving = true};
+  PublishServedLora();
   return absl::OkStatus();
 }
 
@@ -152,6 +167,7 @@ absl::Status Engine::UnloadLora(const std::string& name) {
   for (LoraSlot& slot : lora_slots_) {
     if (slot.serving && slot.name == name) {
       slot.serving = false;
+      PublishServedLora();
       return absl::OkStatus();
     }
   }

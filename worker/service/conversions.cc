@@ -109,7 +109,7 @@ void AppendToken(const StepToken& token, v1::SubmitResponse& response) {
 
 void FillLoadReport(const EngineStats& stats, v1::LoadReport& report) {
   report.clear_lora_adapters();
-  for (const ServedLoraAdapter& adapter : stats.lora_adapters) {
+  for (const ServedLoraAdapter& adapter : *stats.lora_adapters) {
     v1::LoraAdapter* reported = report.add_lora_adapters();
     reported->set_name(adapter.name);
     reported->set_path(adapter.path);

@@ -212,7 +212,7 @@ void WorkerMetrics::Collect() {
       lora_running_->WithLabels({name, model_name_}).Set(0);
       lora_waiting_->WithLabels({name, model_name_}).Set(0);
     }
-    for (const ServedLoraAdapter& adapter : stats.lora_adapters) {
+    for (const ServedLoraAdapter& adapter : *stats.lora_adapters) {
       const auto slot = static_cast<size_t>(adapter.slot);
       lora_running_->WithLabels({adapter.name, model_name_})
           .Set(per_slot(stats.scheduler.lora_running, slot));

@@ -577,7 +577,7 @@ grpc::ServerUnaryReactor* WorkerService::LoadLoraAdapter(grpc::CallbackServerCon
         return engine.LoadLora(spec, replace);
       },
       [response, name = spec.name](const EngineStats& stats) {
-        for (const ServedLoraAdapter& adapter : stats.lora_adapters) {
+        for (const ServedLoraAdapter& adapter : *stats.lora_adapters) {
           if (adapter.name != name) continue;
           response->mutable_adapter()->set_name(adapter.name);
           response->mutable_adapter()->set_path(adapter.path);
