@@ -289,15 +289,19 @@ absl::Status LlamaModel::UploadLora(absl::Span<const LoraAdapter> adapters) {
   if (num_lora_slots_ == 0) return absl::OkStatus();
   // [in, out] of each target on this rank, as the memory planner counts them.
   const auto dims = kvcache::LoraProjectionShapes(ModelDimsOf(config_), tp_);
+  // Zeros: a slot without an adapter, or whose adapter leaves the target alone, adds nothing.
+  // One host buffer, as large as the largest factor.
+  int64_t widest = 0;
+  for (size_t t = 0; t < kNumLoraTargets; ++t) {
+    if (targets[t]) widest = std::max({widest, dims[t].first, dims[t].second});
+  }
+  const std::vector<float> zeros(static_cast<size_t>(num_lora_slots_ * lora_rank_ * widest), 0.0f);
   for (size_t i = 0; i < layers_.size(); ++i) {
     for (size_t t = 0; t < kNumLoraTargets; ++t) {
       if (!targets[t]) continue;
       const auto [in, out] = dims[t];
       const std::string what =
           absl::StrCat("layer ", i, " ", LoraTargetName(static_cast<LoraTarget>(t)), " LoRA ");
-      // Zeros: a slot without an adapter, or whose adapter leaves the target alone, adds nothing.
-      const std::vector<float> zeros(
-          static_cast<size_t>(num_lora_slots_ * lora_rank_ * std::max(in, out)), 0.0f);
       LoraWeights& lora = layers_[i].lora[t];
       HR_ASSIGN_OR_RETURN(float* a, AllocateFloats(num_lora_slots_ * lora_rank_ * in, what + "A"));
       HR_ASSIGN_OR_RETURN(float* b, AllocateFloats(num_lora_slots_ * out * lora_rank_, what + "B"));
