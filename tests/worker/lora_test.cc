@@ -139,6 +139,29 @@ void ExpectRefused(const absl::Status& status, absl::StatusCode code, const std:
   EXPECT_NE(status.message().find(words), std::string::npos) << status;
 }
 
+// The cache key (what an adapter's prefix-cache blocks are keyed by) follows the files: the same
+// files give the same key under any name; another scale over the same weights (a config edit)
+// computes other KV, so it gets another key.
+TEST(LoraAdapterTest, TheCacheKeyFollowsTheWeightsAndTheConfig) {
+  const testdata::FixtureModel& m = testdata::LoadFixtureModel("llama-gqa");
+  const auto key = [&](const LoraModuleSpec& spec) {
+    absl::StatusOr<LoraAdapter> adapter = LoadLoraAdapter(m.config, spec, kDefaultMaxLoraRank);
+    EXPECT_TRUE(adapter.ok()) << adapter.status();
+    return adapter.ok() ? adapter->cache_key : std::string();
+  };
+  std::string plain;
+  {
+    const EditedAdapter copy("llama-gqa-all", [](json&) {});
+    plain = key(copy.spec());
+    EXPECT_EQ(plain.size(), 5u + 32u) << plain;
+    EXPECT_EQ(key({.name = "other-name", .path = copy.dir().string()}), plain);
+  }
+  const EditedAdapter scaled("llama-gqa-all", [](json& config) { config["lora_alpha"] = 64; });
+  EXPECT_NE(key(scaled.spec()), plain);
+  EXPECT_NE(LoadAdapter("llama-gqa", "llama-gqa-rslora").cache_key,
+            LoadAdapter("llama-gqa", "llama-gqa-all").cache_key);
+}
+
 TEST(LoraAdapterTest, RefusesWhatItWouldServeAsLessThanItIs) {
   constexpr auto kInvalid = absl::StatusCode::kInvalidArgument;
   for (const auto& [key, value] :

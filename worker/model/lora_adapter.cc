@@ -7,7 +7,6 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <memory>
 #include <sstream>
 #include <utility>
 
@@ -45,27 +44,11 @@ std::string Describe(const LoraModuleSpec& spec) {
   return absl::StrCat("LoRA adapter \"", spec.name, "\" (", spec.path, ")");
 }
 
-// LoraAdapter::cache_key of the files at `paths`, hashed in turn (each preceded by its size, so
-// bytes cannot move from one file to the other unnoticed).
-absl::StatusOr<std::string> CacheKeyOf(const std::vector<fs::path>& paths) {
-  XXH3_state_t* state = XXH3_createState();
-  if (state == nullptr) return absl::ResourceExhaustedError("cannot allocate an XXH3 state");
-  const std::unique_ptr<XXH3_state_t, decltype(&XXH3_freeState)> owner(state, &XXH3_freeState);
-  XXH3_128bits_reset(state);
-  std::vector<char> buffer(size_t{1} << 20);
-  for (const fs::path& path : paths) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return absl::NotFoundError(absl::StrCat("cannot open ", path.string()));
-    std::error_code error;
-    const uint64_t size = fs::file_size(path, error);
-    XXH3_128bits_update(state, &size, sizeof(size));
-    while (in) {
-      in.read(buffer.data(), static_cast<std::streamsize>(buffer.size()));
-      XXH3_128bits_update(state, buffer.data(), static_cast<size_t>(in.gcount()));
-    }
-    if (in.bad()) return absl::DataLossError(absl::StrCat("cannot read ", path.string()));
-  }
-  const XXH128_hash_t hash = XXH3_128bits_digest(state);
+// LoraAdapter::cache_key of an adapter whose adapter_config.json holds `config` and whose
+// weights file is `weights`: XXH3-128 of the weights, seeded with XXH3-64 of the config.
+std::string CacheKeyOf(std::string_view config, absl::Span<const uint8_t> weights) {
+  const XXH128_hash_t hash = XXH3_128bits_withSeed(weights.data(), weights.size(),
+                                                   XXH3_64bits(config.data(), config.size()));
   std::string key = "lora:";
   for (const uint64_t word : {hash.high64, hash.low64}) {
     for (int shift = 60; shift >= 0; shift -= 4)
@@ -74,7 +57,8 @@ absl::StatusOr<std::string> CacheKeyOf(const std::vector<fs::path>& paths) {
   return key;
 }
 
-absl::StatusOr<Json> ReadConfig(const LoraModuleSpec& spec) {
+// The parsed adapter_config.json; its text goes to `text` (for the cache key).
+absl::StatusOr<Json> ReadConfig(const LoraModuleSpec& spec, std::string* text) {
   std::error_code error;
   if (!fs::is_directory(spec.path, error)) {
     return absl::NotFoundError(absl::StrCat(Describe(spec), ": not a directory"));
@@ -82,9 +66,10 @@ absl::StatusOr<Json> ReadConfig(const LoraModuleSpec& spec) {
   const std::string path = (fs::path(spec.path) / std::string(kConfigFile)).string();
   std::ifstream in(path);
   if (!in) return absl::NotFoundError(absl::StrCat(Describe(spec), ": cannot open ", path));
-  std::stringstream text;
-  text << in.rdbuf();
-  Json config = Json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
+  std::stringstream read;
+  read << in.rdbuf();
+  *text = read.str();
+  Json config = Json::parse(*text, nullptr, /*allow_exceptions=*/false);
   if (config.is_discarded() || !config.is_object()) {
     return absl::InvalidArgumentError(absl::StrCat(path, " is not a JSON object"));
   }
@@ -361,7 +346,8 @@ absl::StatusOr<LoraAdapter> LoadLoraAdapter(const ModelConfig& config, const Lor
   LoraAdapter adapter;
   adapter.name = spec.name;
   adapter.path = spec.path;
-  HR_ASSIGN_OR_RETURN(const Json json, ReadConfig(spec));
+  std::string config_text;
+  HR_ASSIGN_OR_RETURN(const Json json, ReadConfig(spec, &config_text));
   HR_RETURN_IF_ERROR(ReadHyperparameters(json, spec, max_lora_rank, adapter));
 
   const fs::path weights_path = fs::path(spec.path) / std::string(kWeightsFile);
@@ -375,8 +361,7 @@ absl::StatusOr<LoraAdapter> LoadLoraAdapter(const ModelConfig& config, const Lor
                          : ""));
   }
   HR_ASSIGN_OR_RETURN(const SafetensorsFile file, SafetensorsFile::Open(weights_path.string()));
-  HR_ASSIGN_OR_RETURN(adapter.cache_key,
-                      CacheKeyOf({fs::path(spec.path) / std::string(kConfigFile), weights_path}));
+  adapter.cache_key = CacheKeyOf(config_text, file.FileBytes());
   const std::string where = absl::StrCat(Describe(spec), ": ", kWeightsFile);
 
   // Every tensor's name first: a module the base model lacks says more than the shape it would

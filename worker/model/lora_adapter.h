@@ -62,7 +62,8 @@ struct LoraAdapter {
   std::string name;
   std::string path;
   // What its prefix-cache blocks are keyed by (kvcache/block_hash.h): "lora:" and the hex
-  // XXH3-128 of adapter_config.json and adapter_model.safetensors. The files, not the name: an
+  // XXH3-128 of adapter_model.safetensors seeded with XXH3-64 of adapter_config.json (the files
+  // as the loader read them). The files, not the name: an
   // adapter loaded at run time under an unloaded one's name never reuses the blocks the old one
   // computed, two names of one adapter share theirs, and every rank, group and router that reads
   // the files agrees on it.

@@ -89,6 +89,9 @@ class SafetensorsFile {
     return metadata_;
   }
 
+  // The whole file as mapped (or as given to FromBytes): header and data.
+  [[nodiscard]] absl::Span<const uint8_t> FileBytes() const { return {bytes_.get(), size_}; }
+
   // The tensor's bytes as stored (little-endian, row-major), inside the mapping; no alignment is
   // guaranteed, so read them with memcpy or through the converters.
   [[nodiscard]] absl::Span<const uint8_t> RawBytes(const SafetensorsTensor& tensor) const;
