@@ -74,6 +74,9 @@ FlagSet MakeUpFlags() {
   flags.AddInt64("max-loras", std::nullopt,
                  "With --allow-runtime-lora-updating: adapters resident at once (passed to every "
                  "worker).");
+  flags.AddString("lora-resolver-dir", std::nullopt,
+                  "With --allow-runtime-lora-updating: a request naming an adapter not loaded "
+                  "loads <dir>/<name> first (passed to every worker).");
   AddHfOverridesFlag(flags);
   return flags;
 }
@@ -153,8 +156,10 @@ absl::StatusOr<Options> Validate(const FlagSet& flags) {
   if (flags.GetBool("allow-runtime-lora-updating")) {
     o.worker_flags.push_back("--allow-runtime-lora-updating");
   }
-  if (const std::optional<std::string> overrides = flags.GetString("hf-overrides")) {
-    o.worker_flags.insert(o.worker_flags.end(), {"--hf-overrides", *overrides});
+  for (const char* name : {"hf-overrides", "lora-resolver-dir"}) {
+    if (const std::optional<std::string> v = flags.GetString(name)) {
+      o.worker_flags.insert(o.worker_flags.end(), {absl::StrCat("--", name), *v});
+    }
   }
   if (const std::vector<std::string> adapters = flags.GetStringList("lora-modules");
       !adapters.empty()) {

@@ -207,6 +207,8 @@ absl::Status ParseRuntimeLora(const FlagSet& flags, EngineSetup& setup) {
                       RuntimeLoraSlots(flags, static_cast<int64_t>(setup.lora_modules.size())));
   setup.runtime_lora = setup.options.lora_slots > 0;
   setup.options.max_lora_rank = setup.max_lora_rank;
+  HR_ASSIGN_OR_RETURN(setup.options.lora_resolver_dir,
+                      LoraResolverDir(flags, setup.options.lora_slots));
   return absl::OkStatus();
 }
 
@@ -496,6 +498,7 @@ absl::Status Serve(const FlagSet& flags, const sigset_t& stop_signals, std::ostr
        .kv_group_windows = worker::KvCacheLayerGroups(setup.config).windows,
        .max_num_batched_tokens = options.max_num_batched_tokens,
        .priority_scheduling = options.scheduling_policy == worker::SchedulingPolicy::kPriority,
+       .lora_resolver = !options.lora_resolver_dir.empty(),
        .step_stall_timeout = step_stall_timeout,
        .observer = &worker_metrics,
        .sampling_defaults = sampling_defaults});
@@ -539,6 +542,10 @@ absl::Status Serve(const FlagSet& flags, const sigset_t& stop_signals, std::ostr
     if (setup.runtime_lora) {
       err << "headroom worker: " << options.lora_slots << " LoRA slots at rank "
           << options.max_lora_rank << " reserved for adapters loaded at run time\n";
+    }
+    if (!options.lora_resolver_dir.empty()) {
+      err << "headroom worker: LoRA adapters named by requests load from "
+          << options.lora_resolver_dir << "/<name> on first use\n";
     }
     HR_ASSIGN_OR_RETURN(comm, JoinGroup(flags, setup));
     HR_ASSIGN_OR_RETURN(std::unique_ptr<worker::Engine> engine,

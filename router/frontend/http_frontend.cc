@@ -489,7 +489,11 @@ void HttpFrontend::UpdateLora(const http::HttpRequest& request, http::ResponseWr
        .path = path,
        .load_inplace = inplace != body->end() && inplace->is_boolean() && inplace->get<bool>()});
   if (!status.ok()) {
-    return RespondOpenAiError(writer, HttpStatusOf(status.error_code()), status.error_message());
+    // vLLM answers 400 for an adapter already loaded (gRPC keeps ALREADY_EXISTS).
+    const int code = status.error_code() == grpc::StatusCode::ALREADY_EXISTS
+                         ? 400
+                         : HttpStatusOf(status.error_code());
+    return RespondOpenAiError(writer, code, status.error_message());
   }
   writer.Respond(200, "text/plain", status.error_message());
 }

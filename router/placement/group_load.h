@@ -39,6 +39,8 @@ struct GroupLoad {
   // The LoRA adapters the group serves (--lora-modules names); only such groups take a request
   // for one of them.
   std::vector<std::string> lora_adapters = {};
+  // The group loads an adapter it does not serve when a request names it (--lora-resolver-dir).
+  bool lora_resolver = false;
   // Blocks this router has sent to the group that the last report does not reflect yet.
   int64_t reserved_blocks = 0;
 

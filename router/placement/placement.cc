@@ -18,6 +18,15 @@ PlacementDecision LeastLoadedByBlocks::operator()(absl::Span<const GroupLoad> gr
   bool any_candidate = false;
   std::optional<size_t> best;
   double best_score = 0;
+  const auto serves_adapter = [&request](const GroupLoad& g) {
+    return std::find(g.lora_adapters.begin(), g.lora_adapters.end(), request.lora_adapter) !=
+           g.lora_adapters.end();
+  };
+  // An adapter goes where it is served; where no group up serves it, to a group that loads it.
+  const bool adapter_served = !request.lora_adapter.empty() &&
+                              std::any_of(groups.begin(), groups.end(), [&](const GroupLoad& g) {
+                                return g.up && !g.draining && g.block_size > 0 && serves_adapter(g);
+                              });
   for (size_t i = 0; i < groups.size(); ++i) {
     const GroupLoad& g = groups[i];
     if (!g.up || g.draining || g.block_size <= 0) continue;
@@ -28,8 +37,7 @@ PlacementDecision LeastLoadedByBlocks::operator()(absl::Span<const GroupLoad> gr
     const int64_t demand =
         kvcache::PeakBlocksOverGroups(request.max_total_tokens, g.block_size, g.kv_group_windows,
                                       g.sliding_window, g.max_num_batched_tokens);
-    if (!request.lora_adapter.empty() && std::find(g.lora_adapters.begin(), g.lora_adapters.end(),
-                                                   request.lora_adapter) == g.lora_adapters.end()) {
+    if (!request.lora_adapter.empty() && !(adapter_served ? serves_adapter(g) : g.lora_resolver)) {
       continue;
     }
     any_adapter_group = true;

@@ -33,7 +33,7 @@ struct PlacementRequest {
   // The request has a priority other than 0: only groups that schedule by priority can take it.
   bool needs_priority = false;
   // The LoRA adapter the request runs with ("": the base model): only groups serving it can take
-  // it.
+  // it; with none up that serves it, groups that load adapters on first use (lora_resolver).
   std::string_view lora_adapter = {};
   // Per group (empty: none): an earlier queued request waits for its blocks. Such a group still
   // counts as a candidate (the request waits rather than being refused) but is not chosen, so a

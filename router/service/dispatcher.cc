@@ -198,10 +198,11 @@ bool Dispatcher::ServesLoraLocked(size_t group, const std::string& name) const {
   return std::find(adapters.begin(), adapters.end(), name) != adapters.end();
 }
 
-bool Dispatcher::lora_adapter_reported(const std::string& name) const {
+bool Dispatcher::lora_adapter_servable(const std::string& name) const {
   std::lock_guard<std::mutex> lock(mu_);
   for (size_t g = 0; g < table_.size(); ++g) {
-    if (table_.load(g).up && ServesLoraLocked(g, name)) return true;
+    const GroupLoad& load = table_.load(g);
+    if (load.up && (load.lora_resolver || ServesLoraLocked(g, name))) return true;
   }
   return false;
 }

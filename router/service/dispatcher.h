@@ -129,8 +129,9 @@ class Dispatcher {
   // The LoRA adapters up groups report, each name once (the first group's path), in report
   // order.
   [[nodiscard]] std::vector<v1::LoraAdapter> reported_lora_adapters() const;
-  // Some up group reports serving the adapter `name` (a request's model, checked per request).
-  [[nodiscard]] bool lora_adapter_reported(const std::string& name) const;
+  // Some up group reports serving the adapter `name`, or loading adapters on first use (a
+  // request's model, checked per request: otherwise it names no model served here).
+  [[nodiscard]] bool lora_adapter_servable(const std::string& name) const;
   // Waits until each of `groups` that is up has reported serving the adapter `name` (`served`)
   // or not serving it, or until `deadline`; false on timeout. A run-time load or unload returns
   // after it, so the next request is placed by what the groups now serve.

@@ -71,6 +71,7 @@ void GroupTable::ApplyReport(size_t group, const v1::LoadReport& report, absl::T
   load.kv_group_windows.assign(report.kv_group_windows().begin(), report.kv_group_windows().end());
   load.max_num_batched_tokens = report.max_num_batched_tokens();
   load.priority_scheduling = report.priority_scheduling();
+  load.lora_resolver = report.lora_resolver();
   load.lora_adapters.clear();
   for (const v1::LoraAdapter& adapter : report.lora_adapters()) {
     load.lora_adapters.push_back(adapter.name());

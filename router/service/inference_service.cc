@@ -96,8 +96,9 @@ class GenerateReactor final : public grpc::ServerWriteReactor<v1::GenerateRespon
     }
     const std::string served = service_->ModelName();
     if (!request.model().empty() && request.model() != served) {
-      // A LoRA adapter's name runs the base model with it (vLLM's --lora-modules).
-      if (service_->dispatcher_->lora_adapter_reported(request.model())) {
+      // A LoRA adapter's name runs the base model with it (vLLM's --lora-modules), as does one a
+      // group loads on first use (its NOT_FOUND then says when there is no such adapter).
+      if (service_->dispatcher_->lora_adapter_servable(request.model())) {
         lora_adapter_ = request.model();
       } else {
         std::vector<std::string> adapters;

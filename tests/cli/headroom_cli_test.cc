@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
+#include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -165,6 +166,35 @@ TEST(HeadroomCliTest, PlanCountsTheSlotsReservedForRunTimeLoraLoads) {
   EXPECT_NE(zero.exit_code, 0);
   EXPECT_THAT(zero.err, HasSubstr("--max-loras must be in [max(1, the 0 --lora-modules), 1024], "
                                   "got 0"));
+}
+
+// --lora-resolver-dir (and vLLM's VLLM_LORA_RESOLVER_CACHE_DIR, read where VLLM_PLUGINS lists
+// lora_filesystem_resolver) loads into the slots of run-time loading, from a directory: a worker
+// given either without them, or a path that is no directory, stops before it loads anything.
+TEST(HeadroomCliTest, WorkerResolverDirNeedsRunTimeSlotsAndADirectory) {
+  const std::vector<std::string> worker = {
+      "worker", "--model", "dummy:small", "--num-gpu-blocks-override", "16", "--port", "0"};
+  const auto run = [&worker](std::vector<std::string> flags) {
+    flags.insert(flags.begin(), worker.begin(), worker.end());
+    return RunHeadroom(flags);
+  };
+  const std::string missing =
+      (std::filesystem::path(::testing::TempDir()) / "no-such-dir").string();
+  RunResult result = run({"--lora-resolver-dir", ::testing::TempDir()});
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_THAT(result.err, HasSubstr("--lora-resolver-dir loads adapters into the slots of run-time "
+                                    "loading: give --allow-runtime-lora-updating"));
+  result = run({"--allow-runtime-lora-updating", "--lora-resolver-dir", missing});
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_THAT(result.err, HasSubstr("--lora-resolver-dir " + missing + " is not a directory"));
+  ASSERT_EQ(::setenv("VLLM_LORA_RESOLVER_CACHE_DIR", missing.c_str(), 1), 0);
+  ASSERT_EQ(::setenv("VLLM_PLUGINS", "other, lora_filesystem_resolver", 1), 0);
+  result = run({"--allow-runtime-lora-updating"});
+  ::unsetenv("VLLM_LORA_RESOLVER_CACHE_DIR");
+  ::unsetenv("VLLM_PLUGINS");
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_THAT(result.err,
+              HasSubstr("VLLM_LORA_RESOLVER_CACHE_DIR " + missing + " is not a directory"));
 }
 
 // The model summary says which layers slide, over how many tokens, with which rotary base, and

@@ -7,15 +7,21 @@
 //   - an unknown model is a 404 naming the adapters; a worker with an adapter it cannot load
 //     exits rather than serve without it;
 //   - with --allow-runtime-lora-updating, vLLM's /v1/load_lora_adapter and
-//     /v1/unload_lora_adapter load and unload adapters on every group while they serve.
+//     /v1/unload_lora_adapter load and unload adapters on every group while they serve;
+//   - with --lora-resolver-dir, a request naming an adapter loads it from the directory.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "child_process.h"
 #include "fixture_worker.h"
 #include "fixtures.h"
@@ -249,7 +255,7 @@ TEST_F(LoraRuntimeE2eTest, AdaptersLoadAndUnloadAsVllmsDo) {
   EXPECT_GE(compared, 16u);
 
   response = load({{"lora_name", "live"}, {"lora_path", AdapterPath("llama-gqa-rslora")}});
-  EXPECT_EQ(response.status, 409) << response.body;
+  EXPECT_EQ(response.status, 400) << response.body;  // vLLM's status
   EXPECT_NE(response.body.find("is already loaded"), std::string::npos) << response.body;
   // vLLM's load_inplace replaces it: with both slots taken and nothing of it in flight, in its
   // own slot; the next requests run the new weights.
@@ -297,6 +303,67 @@ TEST_F(LoraRuntimeE2eTest, AdaptersLoadAndUnloadAsVllmsDo) {
   EXPECT_NE(response.body.find("not a directory"), std::string::npos) << response.body;
   response = load({{"lora_name", "again"}, {"lora_path", AdapterPath("llama-gqa-rslora")}});
   EXPECT_EQ(response.status, 200) << response.body;
+}
+
+// Workers that load an adapter a request names from a directory (--lora-resolver-dir: vLLM's
+// lora_filesystem_resolver), one slot each. The directory holds the fixtures as "rs" and "sql".
+class LoraResolverE2eTest : public SharedClusterTest<LoraResolverE2eTest> {
+ public:
+  static std::filesystem::path Dir() {
+    return std::filesystem::temp_directory_path() /
+           absl::StrCat("headroom_e2e_resolver_", ::getpid());
+  }
+  static std::vector<std::string> ExtraWorkerFlags() {
+    std::filesystem::remove_all(Dir());
+    std::filesystem::create_directories(Dir());
+    std::filesystem::create_directory_symlink(AdapterPath("llama-gqa-rslora"), Dir() / "rs");
+    std::filesystem::create_directory_symlink(AdapterPath("llama-gqa-all"), Dir() / "sql");
+    return {"--allow-runtime-lora-updating", "--max-loras", "1", "--max-lora-rank", "8",
+            "--lora-resolver-dir",           Dir().string()};
+  }
+  static void TearDownTestSuite() {
+    SharedClusterTest<LoraResolverE2eTest>::TearDownTestSuite();
+    std::filesystem::remove_all(Dir());
+  }
+};
+
+// `model` runs the fixture prompts with PEFT's greedy tokens (up to near-ties) over gRPC.
+void ExpectPeftTokens(v1::Inference::Stub& stub, const std::string& model,
+                      const std::string& fixture) {
+  const Json expected = Expected(AdapterPath(fixture));
+  size_t compared = 0;
+  for (const Json& prompt : expected["prompts"]) {
+    compared += ExpectGreedyPrefix(prompt, GrpcGreedy(stub, model, prompt["ids"], 16).tokens);
+  }
+  EXPECT_GE(compared, 16u) << model;
+}
+
+// No adapter is loaded at start; the first request naming one loads it where it is placed and
+// gets PEFT's tokens, after which the adapter is listed; a name the directory lacks is a 404.
+TEST_F(LoraResolverE2eTest, ARequestLoadsItsAdapterFromTheDirectory) {
+  EXPECT_EQ(ModelIds(*cluster_), std::vector<std::string>{BaseId()});
+  ExpectPeftTokens(*cluster_->stub, "rs", "llama-gqa-rslora");
+  // One slot per group: "sql" goes to the other group, or replaces the idle "rs".
+  ExpectPeftTokens(*cluster_->stub, "sql", "llama-gqa-all");
+  const HttpResponse completion = cluster_->Post(
+      "/v1/completions", Json{{"model", "rs"}, {"prompt", "hi"}, {"max_tokens", 2}}.dump());
+  EXPECT_EQ(completion.status, 200) << completion.body;
+  // The groups report what they loaded (within a report interval of the last step).
+  std::vector<std::string> ids;
+  for (int i = 0; i < 100; ++i) {
+    ids = ModelIds(*cluster_);
+    if (std::find(ids.begin(), ids.end(), "rs") != ids.end()) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_NE(std::find(ids.begin(), ids.end(), "rs"), ids.end());
+  for (const std::string name : {"nope", ".."}) {
+    const HttpResponse response = cluster_->Post(
+        "/v1/completions", Json{{"model", name}, {"prompt", "hi"}, {"max_tokens", 1}}.dump());
+    EXPECT_EQ(response.status, 404) << response.body;
+    const std::string message = Json::parse(response.body)["error"]["message"];
+    EXPECT_NE(message.find("LoRA adapter \"" + name + "\" does not exist"), std::string::npos)
+        << message;
+  }
 }
 
 TEST(LoraWorkerStartTest, AnAdapterItCannotLoadStopsTheWorker) {

@@ -63,7 +63,9 @@ Up StartUp() {
                 "8",
                 "--allow-runtime-lora-updating",
                 "--max-loras",
-                "2"});
+                "2",
+                "--lora-resolver-dir",
+                worker::testdata::FixtureDir("lora").string()});
   if (up.process->address().empty()) return up;
   for (int i = 0; i < 20; ++i) {
     const std::string line = up.process->NextLine(std::chrono::seconds(10));
@@ -146,8 +148,14 @@ TEST(UpE2eTest, ServesThroughTheRouterAndStopsEveryChildOnSigterm) {
       HttpRequestTo(PortOf(url.substr(7, path_at - 7)), "POST", url.substr(path_at), body);
   EXPECT_EQ(http.status, 200) << http.body;
   EXPECT_NE(http.body.find("\"object\":\"text_completion\""), std::string::npos) << http.body;
+  // --lora-resolver-dir reached the workers: a request naming a fixture directory loads it into
+  // the slot beside sql on the group it goes to.
+  const HttpResponse resolved =
+      HttpRequestTo(PortOf(url.substr(7, path_at - 7)), "POST", "/v1/completions",
+                    R"({"model": "llama-gqa-rslora", "prompt": "Hello", "max_tokens": 2})");
+  EXPECT_EQ(resolved.status, 200) << resolved.body;
   // --allow-runtime-lora-updating and --max-loras reached the workers: a second adapter loads
-  // into the slot beside sql.
+  // into the slot beside sql (on the group above, in place of the idle resolved adapter).
   const std::string load = R"({"lora_name": "rs", "lora_path": ")" +
                            (worker::testdata::FixtureDir("lora") / "llama-gqa-rslora").string() +
                            R"("})";

@@ -139,6 +139,11 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const ModelConfig& config
         absl::StrCat("the token byte table has ", o.json_vocabulary->token_bytes().size(),
                      " entries for a vocabulary of ", config.vocab_size));
   }
+  if (!o.lora_resolver_dir.empty() && o.lora_slots <= 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--lora-resolver-dir ", o.lora_resolver_dir,
+        " loads adapters into run-time slots: give --allow-runtime-lora-updating too"));
+  }
   std::unique_ptr<Engine> engine(new Engine(o, backend, comm));
   const int32_t usable = o.num_kv_blocks - 1;
   HR_ASSIGN_OR_RETURN(

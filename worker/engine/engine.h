@@ -81,6 +81,11 @@ struct EngineOptions {
   int32_t lora_slots = 0;
   // The largest rank a run-time load takes (--max-lora-rank).
   int64_t max_lora_rank = 0;
+  // vLLM's lora_filesystem_resolver (--lora-resolver-dir, VLLM_LORA_RESOLVER_CACHE_DIR): a request
+  // naming an adapter not served loads the PEFT directory <dir>/<name> into a slot first, and an
+  // adapter loaded this way gives its slot to another (least recently requested first) once no
+  // request of it is queued or running. "": off. Needs lora_slots > 0.
+  std::string lora_resolver_dir = {};
 };
 
 // The buffer sizes the model of an engine with `options` is allocated for (leader and followers
@@ -180,7 +185,8 @@ class Engine {
   // this one, its requests in flight finishing with it in its slot; with no other slot free it is
   // overwritten in its own, if none are in flight. FAILED_PRECONDITION without reserved slots,
   // ALREADY_EXISTS for a name served (without `replace`), RESOURCE_EXHAUSTED when every slot
-  // holds an adapter (or one still finishing requests), LoadLoraAdapter's errors (for this rank,
+  // holds an adapter (or one still finishing requests; an idle one loaded on first use from
+  // options.lora_resolver_dir gives way instead), LoadLoraAdapter's errors (for this rank,
   // or naming the ranks that failed), UNAVAILABLE when the group failed. On an error the adapter
   // served before still is, but for a failed overwrite of its own slot (the message says so).
   [[nodiscard]] absl::Status LoadLora(const LoraModuleSpec& spec, bool replace = false);
@@ -319,18 +325,34 @@ class Engine {
     std::string path;
     std::string cache_key;
     bool serving = false;
+    // Loaded on first use from options.lora_resolver_dir (it may give way to another).
+    bool resolved = false;
+    // lora_requests_ when a request last named it.
+    int64_t last_used = 0;
   };
 
   Engine(const EngineOptions& options, Backend* backend, Communicator* comm);
   absl::Status Broadcast(const GroupMessage& message);
-  // Resolves `request`'s adapter (lora_name, else lora_slot) to its slot and cache key.
-  absl::Status ResolveLora(Request& request) const;
+  // Resolves `request`'s adapter (lora_name, else lora_slot) to its slot and cache key, loading
+  // it from options.lora_resolver_dir when it is not served.
+  absl::Status ResolveLora(Request& request);
+  // Loads the adapter `name` from options.lora_resolver_dir: NOT_FOUND when the directory has no
+  // such adapter, INVALID_ARGUMENT saying why one there did not load, RESOURCE_EXHAUSTED while
+  // every slot's adapter has requests in flight.
+  absl::Status LoadFromResolverDir(const std::string& name);
+  // LoadLora; `resolved`: the adapter was loaded on first use and may give way to another.
+  absl::Status LoadLoraInto(const LoraModuleSpec& spec, bool replace, bool resolved);
+  // The slot of the least recently requested adapter loaded on first use with no request in
+  // flight (none: nullopt).
+  std::optional<int32_t> IdleResolvedSlot() const;
   // FAILED_PRECONDITION saying how to allow them, without reserved slots.
   absl::Status RuntimeLoraAllowed() const;
   // Writes this rank's shard of `adapter` into `slot`, and has the followers load theirs.
   absl::Status WriteLoraSlot(int32_t slot, const LoraModuleSpec& spec, const LoraAdapter& adapter);
   // The slot a run-time load takes: not serving, and no request in flight uses it.
   absl::StatusOr<int32_t> FreeLoraSlot() const;
+  // The slot serving the adapter `name` (none: -1).
+  int32_t ServingSlot(const std::string& name) const;
   // "a, b" of the adapters served ("none").
   std::string ServedLoraNames() const;
   // Rebuilds served_lora_ from lora_slots_ (after a load or an unload).
@@ -343,6 +365,7 @@ class Engine {
   std::unique_ptr<Scheduler> scheduler_;
   std::unique_ptr<LlamaModel> model_;
   std::vector<LoraSlot> lora_slots_;  // model_->num_lora_slots() entries
+  int64_t lora_requests_ = 0;         // requests that named an adapter so far
   // EngineStats::lora_adapters: the slots serving, as of the last change.
   std::shared_ptr<const std::vector<ServedLoraAdapter>> served_lora_;
   absl::flat_hash_map<RequestId, Sampling> sampling_;

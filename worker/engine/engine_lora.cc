@@ -1,8 +1,10 @@
 // Engine's LoRA slots: resolving a request's adapter, and loading and unloading adapters at run
 // time (docs/engine.md, "LoRA adapters").
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <system_error>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -33,19 +35,28 @@ void Engine::PublishServedLora() {
   served_lora_ = std::move(served);
 }
 
-absl::Status Engine::ResolveLora(Request& request) const {
+int32_t Engine::ServingSlot(const std::string& name) const {
+  for (size_t slot = 0; slot < lora_slots_.size(); ++slot) {
+    if (lora_slots_[slot].serving && lora_slots_[slot].name == name) {
+      return static_cast<int32_t>(slot);
+    }
+  }
+  return -1;
+}
+
+absl::Status Engine::ResolveLora(Request& request) {
   if (!request.lora_name.empty()) {
-    request.lora_slot = -1;
-    for (size_t slot = 0; slot < lora_slots_.size(); ++slot) {
-      if (lora_slots_[slot].serving && lora_slots_[slot].name == request.lora_name) {
-        request.lora_slot = static_cast<int32_t>(slot);
-      }
+    request.lora_slot = ServingSlot(request.lora_name);
+    if (request.lora_slot < 0 && !options_.lora_resolver_dir.empty()) {
+      HR_RETURN_IF_ERROR(LoadFromResolverDir(request.lora_name));
+      request.lora_slot = ServingSlot(request.lora_name);
     }
     if (request.lora_slot < 0) {
       return absl::NotFoundError(
           absl::StrCat("LoRA adapter \"", request.lora_name,
                        "\" is not served here (LoRA adapters: ", ServedLoraNames(), ")"));
     }
+    lora_slots_[static_cast<size_t>(request.lora_slot)].last_used = ++lora_requests_;
   }
   if (request.lora_slot < -1 || request.lora_slot >= model_->num_lora_slots() ||
       (request.lora_slot >= 0 && !lora_slots_[static_cast<size_t>(request.lora_slot)].serving)) {
@@ -111,14 +122,55 @@ absl::Status Engine::WriteLoraSlot(int32_t slot, const LoraModuleSpec& spec,
       " of the group (its log says why; the path must hold the same files on every rank)"));
 }
 
-absl::Status Engine::LoadLora(const LoraModuleSpec& spec, bool replace) {
-  HR_RETURN_IF_ERROR(RuntimeLoraAllowed());
-  std::optional<int32_t> old;
+std::optional<int32_t> Engine::IdleResolvedSlot() const {
+  const SchedulerStats stats = scheduler_->Stats();
+  std::optional<int32_t> idle;
   for (size_t slot = 0; slot < lora_slots_.size(); ++slot) {
-    if (lora_slots_[slot].serving && lora_slots_[slot].name == spec.name) {
-      old = static_cast<int32_t>(slot);
+    const LoraSlot& held = lora_slots_[slot];
+    if (!held.serving || !held.resolved || InFlight(stats, slot) > 0) continue;
+    if (!idle.has_value() || held.last_used < lora_slots_[static_cast<size_t>(*idle)].last_used) {
+      idle = static_cast<int32_t>(slot);
     }
   }
+  return idle;
+}
+
+absl::Status Engine::LoadLora(const LoraModuleSpec& spec, bool replace) {
+  return LoadLoraInto(spec, replace, /*resolved=*/false);
+}
+
+absl::Status Engine::LoadFromResolverDir(const std::string& name) {
+  // A name is one directory under the resolver's: never a path out of it.
+  const bool plain = name != "." && name != ".." &&
+                     name.find_first_of(std::string_view("/\\\0", 3)) == std::string::npos;
+  const std::filesystem::path path = std::filesystem::path(options_.lora_resolver_dir) / name;
+  std::error_code error;
+  if (!plain || !std::filesystem::is_regular_file(path / "adapter_config.json", error)) {
+    return absl::NotFoundError(
+        absl::StrCat("LoRA adapter \"", name, "\" does not exist: ",
+                     plain ? absl::StrCat(path.string(), "/adapter_config.json is not a file")
+                           : "its name is not a directory name under --lora-resolver-dir",
+                     " (LoRA adapters: ", ServedLoraNames(), ")"));
+  }
+  const absl::Status loaded =
+      LoadLoraInto({.name = name, .path = path.string()}, /*replace=*/false, /*resolved=*/true);
+  if (loaded.ok() || loaded.code() == absl::StatusCode::kUnavailable) return loaded;
+  if (loaded.code() == absl::StatusCode::kResourceExhausted) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("LoRA adapter \"", name, "\" was found (", path.string(),
+                     ") but no slot can take it now: ", loaded.message(),
+                     " (an adapter loaded on first use gives its slot up once none of its "
+                     "requests is queued or running)"));
+  }
+  return absl::InvalidArgumentError(absl::StrCat("LoRA adapter \"", name, "\" was found (",
+                                                 path.string(),
+                                                 ") but could not be loaded: ", loaded.message()));
+}
+
+absl::Status Engine::LoadLoraInto(const LoraModuleSpec& spec, bool replace, bool resolved) {
+  HR_RETURN_IF_ERROR(RuntimeLoraAllowed());
+  const int32_t served = ServingSlot(spec.name);
+  const std::optional<int32_t> old = served < 0 ? std::nullopt : std::optional<int32_t>(served);
   if (old.has_value() && !replace) {
     return absl::AlreadyExistsError(
         absl::StrCat("LoRA adapter \"", spec.name, "\" is already loaded (from ",
@@ -127,36 +179,44 @@ absl::Status Engine::LoadLora(const LoraModuleSpec& spec, bool replace) {
   }
   absl::StatusOr<int32_t> free = FreeLoraSlot();
   // Replacing with no other slot free: the adapter's own, unless requests of it are in flight
-  // (they finish with the weights they started with, so they need the slot as it is).
+  // (they finish with the weights they started with, so they need the slot as it is). Else an
+  // idle adapter loaded on first use gives way (it loads again when next requested).
   const int32_t old_requests =
       old.has_value() ? InFlight(scheduler_->Stats(), static_cast<size_t>(*old)) : 0;
-  const bool in_place = !free.ok() && old.has_value() && old_requests == 0;
-  if (!free.ok() && !in_place) {
+  std::optional<int32_t> overwritten;
+  if (!free.ok()) overwritten = old.has_value() && old_requests == 0 ? old : IdleResolvedSlot();
+  if (!free.ok() && !overwritten.has_value()) {
     if (!old.has_value()) return free.status();
     return absl::ResourceExhaustedError(absl::StrCat(free.status().message(), " (replacing \"",
                                                      spec.name, "\" needs another slot while its ",
                                                      old_requests, " requests finish)"));
   }
-  const int32_t slot = in_place ? *old : *free;
+  const int32_t slot = overwritten.value_or(free.ok() ? *free : -1);
   const ShardSpec shard{.tensor_parallel_size = comm_ == nullptr ? 1 : comm_->world_size(),
                         .rank = comm_ == nullptr ? 0 : comm_->rank()};
   // This rank's shard first: an adapter that does not load here is refused before the followers
   // hear of it, and before anything is overwritten.
   HR_ASSIGN_OR_RETURN(const LoraAdapter adapter,
                       LoadLoraAdapter(model_->config(), spec, options_.max_lora_rank, shard));
-  if (in_place) lora_slots_[static_cast<size_t>(slot)].serving = false;  // being overwritten
+  LoraSlot& target = lora_slots_[static_cast<size_t>(slot)];
+  const std::string overwritten_name = target.name;
+  if (overwritten.has_value()) target.serving = false;  // being overwritten
   if (const absl::Status written = WriteLoraSlot(slot, spec, adapter); !written.ok()) {
-    if (!in_place) return written;  // the old adapter, if any, still serves
+    if (!overwritten.has_value()) return written;  // the old adapter, if any, still serves
     PublishServedLora();
     return absl::Status(written.code(),
-                        absl::StrCat(written.message(), "; the LoRA adapter \"", spec.name,
-                                     "\" it was replacing in the same slot is unloaded"));
+                        absl::StrCat(written.message(), "; the LoRA adapter \"", overwritten_name,
+                                     "\" that was in its slot is unloaded"));
   }
-  if (old.has_value() && !in_place) {
+  if (old.has_value() && slot != *old) {
     lora_slots_[static_cast<size_t>(*old)].serving = false;  // its requests finish there
   }
-  lora_slots_[static_cast<size_t>(slot)] = {
-      .name = spec.name, .path = spec.path, .cache_key = adapter.cache_key, .serving = true};
+  target = {.name = spec.name,
+            .path = spec.path,
+            .cache_key = adapter.cache_key,
+            .serving = true,
+            .resolved = resolved,
+            .last_used = lora_requests_};
   PublishServedLora();
   return absl::OkStatus();
 }

@@ -444,6 +444,7 @@ void WorkerService::SetReady(EngineLoop* loop) {
   for (const int32_t window : options_.kv_group_windows) base.add_kv_group_windows(window);
   base.set_max_num_batched_tokens(options_.max_num_batched_tokens);
   base.set_priority_scheduling(options_.priority_scheduling);
+  base.set_lora_resolver(options_.lora_resolver);
   {
     std::lock_guard<std::mutex> lock(mu_);
     publisher_ = std::make_unique<LoadPublisher>(loop, std::move(base), options_, &draining_,

@@ -93,6 +93,9 @@ struct WorkerServiceOptions {
   int32_t max_num_batched_tokens = 0;
   // --scheduling-policy priority (reported in LoadReport.priority_scheduling).
   bool priority_scheduling = false;
+  // Adapters not loaded are loaded from a directory on first use (--lora-resolver-dir; reported
+  // in LoadReport.lora_resolver).
+  bool lora_resolver = false;
   // Changes are reported at most this often...
   absl::Duration min_report_interval = absl::Milliseconds(50);
   // ...and a report is sent at least this often.

@@ -239,6 +239,39 @@ TEST(PlacementTest, AnAdapterNeedsAGroupThatServesIt) {
   EXPECT_EQ(d.outcome, PlacementOutcome::kWait);
 }
 
+// An adapter no group up serves goes to a group that loads adapters on first use (even when
+// another has more room); one a group serves goes there, and waits for it rather than being
+// loaded elsewhere.
+TEST(PlacementTest, AnAdapterNoGroupServesGoesToAGroupThatLoadsIt) {
+  GroupLoad base_only = Group("base", 100, 90);
+  GroupLoad resolver = Group("resolver", 100, 40);
+  resolver.lora_resolver = true;
+  GroupLoad with_sql = Group("sql", 100, 20);
+  with_sql.lora_adapters = {"sql"};
+  std::vector<GroupLoad> groups = {base_only, resolver, with_sql};
+  const auto place = [&groups](std::string_view adapter) {
+    return LeastLoadedByBlocks{}(
+        groups, {.max_total_tokens = 160, .cached_blocks = {}, .lora_adapter = adapter});
+  };
+  PlacementDecision d = place("tuned");
+  ASSERT_EQ(d.outcome, PlacementOutcome::kPlaced);
+  EXPECT_EQ(groups[d.group].group, "resolver");
+  d = place("sql");
+  ASSERT_EQ(d.outcome, PlacementOutcome::kPlaced);
+  EXPECT_EQ(groups[d.group].group, "sql");
+  groups[2].free_blocks = 5;
+  EXPECT_EQ(place("sql").outcome, PlacementOutcome::kWait);
+  // Its only server down, the adapter goes to the group that loads it.
+  groups[2].up = false;
+  d = place("sql");
+  ASSERT_EQ(d.outcome, PlacementOutcome::kPlaced);
+  EXPECT_EQ(groups[d.group].group, "resolver");
+  groups[1].up = false;
+  d = place("tuned");
+  EXPECT_EQ(d.outcome, PlacementOutcome::kNeverFits);
+  EXPECT_TRUE(d.no_adapter_group);
+}
+
 // A request with a priority goes only to groups that schedule by priority, even when another has
 // more room; with none up it never fits, and the decision says why.
 TEST(PlacementTest, APriorityNeedsAGroupThatSchedulesByPriority) {
