@@ -322,6 +322,12 @@ class GenerateReactor final : public grpc::ServerWriteReactor<v1::GenerateRespon
                          "); a partly streamed request is not retried"));
       } else {
         end = status;
+        // A worker that cannot take the request now (every LoRA slot's adapter busy): 429 with
+        // retry info, as the router's own refusals carry. Added before finish_ is set, so
+        // before Finish.
+        if (code == grpc::StatusCode::RESOURCE_EXHAUSTED) {
+          context_->AddTrailingMetadata("retry-after", "1");
+        }
       }
     }
     if (failover) {

@@ -366,6 +366,31 @@ TEST_F(LoraResolverE2eTest, ARequestLoadsItsAdapterFromTheDirectory) {
   }
 }
 
+// Every slot holds an adapter that does not give way (one slot per group, "pinned" loaded
+// through /v1/load_lora_adapter on both, in place of any idle adapter loaded on first use): a
+// request naming another adapter of the directory is refused 429 with Retry-After, as the router's
+// own refusals are (vLLM would queue it; docs/engine.md), and once "pinned" is unloaded it loads.
+TEST_F(LoraResolverE2eTest, ARequestFindingNoSlotIsA429WithRetryAfter) {
+  const Json third = {{"model", "sql"}, {"prompt", "hi"}, {"max_tokens", 1}};
+  HttpResponse response = cluster_->Post(
+      "/v1/load_lora_adapter",
+      Json{{"lora_name", "pinned"}, {"lora_path", AdapterPath("llama-gqa-rslora")}}.dump());
+  ASSERT_EQ(response.status, 200) << response.body;
+  response = cluster_->Post("/v1/completions", third.dump());
+  EXPECT_EQ(response.status, 429) << response.body;
+  EXPECT_EQ(response.Header("retry-after"), "1") << response.body;
+  const std::string message = Json::parse(response.body)["error"]["message"];
+  EXPECT_NE(message.find(absl::StrCat("LoRA adapter \"sql\" was found (", Dir().string(),
+                                      "/sql) but no slot can take it now: all 1 LoRA slots "
+                                      "(--max-loras) are taken: serving pinned.")),
+            std::string::npos)
+      << message;
+  response = cluster_->Post("/v1/unload_lora_adapter", Json{{"lora_name", "pinned"}}.dump());
+  ASSERT_EQ(response.status, 200) << response.body;
+  response = cluster_->Post("/v1/completions", third.dump());
+  EXPECT_EQ(response.status, 200) << response.body;
+}
+
 TEST(LoraWorkerStartTest, AnAdapterItCannotLoadStopsTheWorker) {
   std::vector<std::string> flags = FixtureWorkerFlags(16);
   flags.insert(flags.end(),
