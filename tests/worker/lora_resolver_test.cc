@@ -17,11 +17,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "fixture_model.h"
-#include "follower_thread.h"
 #include "lora_runtime_helpers.h"
 #include "worker/backend/cpu_backend.h"
-#include "worker/comm/gloo_communicator.h"
-#include "worker/comm/rendezvous_store.h"
 #include "worker/engine/engine.h"
 
 namespace headroom::worker {
@@ -167,20 +164,11 @@ TEST(LoraResolverTest, RefusalsSayWhy) {
 // A group of two: the leader resolves the adapter, the follower loads its shard from the path.
 TEST(LoraResolverTest, AGroupResolvesOnEveryRank) {
   const ResolverDir dir("group");
-  const testdata::FixtureModel& m = testdata::LoadFixtureModel(kBase);
   const EngineOptions options = ResolverOptions(1, dir);
-  InMemoryRendezvousStore store;
-  testing::FollowerThread follower(store, m.config, testdata::LoadFixtureShard(kBase, 2, 1),
-                                   options);
-  const std::unique_ptr<GlooCommunicator> comm = testing::LeaderComm(store);
-  ASSERT_NE(comm, nullptr);
-  CpuBackend backend(1);
-  auto leader = Engine::Create(m.config, testdata::LoadFixtureShard(kBase, 2, 0), options, &backend,
-                               comm.get());
-  ASSERT_TRUE(leader.ok()) << leader.status();
-  const auto out = Greedy(**leader, "rs");
-  ASSERT_TRUE((*leader)->StopFollowers().ok());
-  follower.Join();
+  testing::GroupOfTwo group(options, options);
+  ASSERT_NE(group.leader, nullptr);
+  const auto out = Greedy(*group.leader, "rs");
+  group.Stop();
   EXPECT_EQ(testing::ExpectGreedyMatches(AdapterPrompts("llama-gqa-rslora"), out), 0);
 }
 

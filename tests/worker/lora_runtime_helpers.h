@@ -12,8 +12,12 @@
 #include <vector>
 
 #include "fixture_model.h"
+#include "follower_thread.h"
 #include "greedy_parity.h"
 #include "nlohmann/json.hpp"
+#include "worker/backend/cpu_backend.h"
+#include "worker/comm/gloo_communicator.h"
+#include "worker/comm/rendezvous_store.h"
 #include "worker/engine/engine.h"
 #include "worker/model/lora_adapter.h"
 
@@ -98,5 +102,33 @@ inline std::vector<std::string> Served(const Engine& engine) {
   }
   return names;
 }
+
+// A group of two over Gloo on the fixture model: the follower on a thread of its own (with
+// `follower_options`), the leader's engine here (with `options`; null, a test failure, if it
+// could not be made).
+struct GroupOfTwo {
+  GroupOfTwo(const EngineOptions& options, const EngineOptions& follower_options)
+      : follower(store, testdata::LoadFixtureModel(kBase).config,
+                 testdata::LoadFixtureShard(kBase, 2, 1), follower_options),
+        comm(LeaderComm(store)) {
+    if (comm == nullptr) return;
+    auto created =
+        Engine::Create(testdata::LoadFixtureModel(kBase).config,
+                       testdata::LoadFixtureShard(kBase, 2, 0), options, &backend, comm.get());
+    EXPECT_TRUE(created.ok()) << created.status();
+    if (created.ok()) leader = *std::move(created);
+  }
+  // Stops the follower and waits for it to return.
+  void Stop() {
+    EXPECT_TRUE(leader->StopFollowers().ok());
+    follower.Join();
+  }
+
+  InMemoryRendezvousStore store;
+  FollowerThread follower;
+  std::unique_ptr<GlooCommunicator> comm;
+  CpuBackend backend{1};
+  std::unique_ptr<Engine> leader;
+};
 
 }  // namespace headroom::worker::testing

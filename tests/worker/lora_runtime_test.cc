@@ -18,14 +18,11 @@
 #include <vector>
 
 #include "fixture_model.h"
-#include "follower_thread.h"
 #include "greedy_parity.h"
 #include "kvcache/memory_planner.h"
 #include "lora_runtime_helpers.h"
 #include "nlohmann/json.hpp"
 #include "worker/backend/cpu_backend.h"
-#include "worker/comm/gloo_communicator.h"
-#include "worker/comm/rendezvous_store.h"
 #include "worker/engine/engine.h"
 #include "worker/model/llama_model.h"
 #include "worker/model/lora_adapter.h"
@@ -203,27 +200,18 @@ TEST(LoraRuntimeTest, ReservedSlotsTakeWhatThePlannerCounts) {
 // A group of two (leader and follower threads over Gloo): a load reaches the follower, which
 // loads its shard from the same files; one it cannot load fails on every rank, naming it.
 TEST(LoraRuntimeTest, AGroupLoadsOnEveryRankOrNone) {
-  const testdata::FixtureModel& m = testdata::LoadFixtureModel(kBase);
-  EngineOptions options = ReservedOptions(1, 8);
-  InMemoryRendezvousStore store;
+  const EngineOptions options = ReservedOptions(1, 8);
   // Reserved as the leader's, but this rank refuses ranks above 4: a rank that cannot load.
   EngineOptions rank_options = options;
   rank_options.max_lora_rank = 4;
-  testing::FollowerThread follower(store, m.config, testdata::LoadFixtureShard(kBase, 2, 1),
-                                   rank_options);
-  const std::unique_ptr<GlooCommunicator> comm = testing::LeaderComm(store);
-  ASSERT_NE(comm, nullptr);
-  CpuBackend backend(1);
-  auto leader = Engine::Create(m.config, testdata::LoadFixtureShard(kBase, 2, 0), options, &backend,
-                               comm.get());
-  ASSERT_TRUE(leader.ok()) << leader.status();
-  ExpectRefused((*leader)->LoadLora(Spec("sql", "llama-gqa-all")),
+  testing::GroupOfTwo group(options, rank_options);
+  ASSERT_NE(group.leader, nullptr);
+  ExpectRefused(group.leader->LoadLora(Spec("sql", "llama-gqa-all")),
                 absl::StatusCode::kFailedPrecondition, "did not load on rank 1 of the group");
-  EXPECT_TRUE(Served(**leader).empty());
-  ASSERT_TRUE((*leader)->LoadLora(Spec("rs", "llama-gqa-rslora")).ok());
-  const auto out = Greedy(**leader, "rs");
-  ASSERT_TRUE((*leader)->StopFollowers().ok());
-  follower.Join();
+  EXPECT_TRUE(Served(*group.leader).empty());
+  ASSERT_TRUE(group.leader->LoadLora(Spec("rs", "llama-gqa-rslora")).ok());
+  const auto out = Greedy(*group.leader, "rs");
+  group.Stop();
   testing::ExpectGreedyMatches(AdapterPrompts("llama-gqa-rslora"), out);
 }
 
