@@ -247,7 +247,8 @@ HostTensor Columns(const HostTensor& t, int64_t start, int64_t count) {
   return out;
 }
 
-HostTensor Slice(const HostTensor& t, const TensorSlice& slice) {
+// `t`'s part `slice`: `t` itself, moved, when that is all of it.
+HostTensor Slice(HostTensor t, const TensorSlice& slice) {
   switch (slice.kind) {
     case TensorSlice::Kind::kRows:
       return Rows(t, slice.start, slice.count);
@@ -261,7 +262,7 @@ HostTensor Slice(const HostTensor& t, const TensorSlice& slice) {
 }
 
 // Puts one target's factors into `layer`, this rank's shard of them.
-void Place(const ModelConfig& config, ShardSpec shard, LoraTarget target, const HostTensor& a,
+void Place(const ModelConfig& config, ShardSpec shard, LoraTarget target, HostTensor a,
            HostTensor b, LoraLayer& layer) {
   Split a_split = Split::kReplicated;
   Split b_split = Split::kReplicated;
@@ -285,8 +286,8 @@ void Place(const ModelConfig& config, ShardSpec shard, LoraTarget target, const 
       break;
   }
   const auto t = static_cast<size_t>(target);
-  layer.a[t] = Slice(a, SliceOf(config, shard, a_split));
-  layer.b[t] = Slice(b, SliceOf(config, shard, b_split));
+  layer.a[t] = Slice(std::move(a), SliceOf(config, shard, a_split));
+  layer.b[t] = Slice(std::move(b), SliceOf(config, shard, b_split));
 }
 
 }  // namespace
@@ -411,22 +412,23 @@ absl::StatusOr<LoraAdapter> LoadLoraAdapter(const ModelConfig& config, const Lor
                                                      factors.a.empty() ? "A" : "B"));
     }
     LoraLayer& layer = adapter.layers[static_cast<size_t>(key.first)];
-    const auto place = [&](LoraTarget target, HostTensor b) {
-      Place(config, shard, target, factors.a, std::move(b), layer);
+    // The factors move into place (a fused module's A is copied for each part that shares it).
+    const auto place = [&](LoraTarget target, HostTensor a, HostTensor b) {
+      Place(config, shard, target, std::move(a), std::move(b), layer);
       adapter.targets[static_cast<size_t>(target)] = true;
     };
     switch (key.second) {
       case Module::kQkv:  // B's rows: q, then k, then v; A is shared
-        place(LoraTarget::kQ, Rows(factors.b, 0, q));
-        place(LoraTarget::kK, Rows(factors.b, q, kv));
-        place(LoraTarget::kV, Rows(factors.b, q + kv, kv));
+        place(LoraTarget::kQ, factors.a, Rows(factors.b, 0, q));
+        place(LoraTarget::kK, factors.a, Rows(factors.b, q, kv));
+        place(LoraTarget::kV, std::move(factors.a), Rows(factors.b, q + kv, kv));
         break;
       case Module::kGateUp:  // B's rows: gate, then up
-        place(LoraTarget::kGate, Rows(factors.b, 0, inter));
-        place(LoraTarget::kUp, Rows(factors.b, inter, inter));
+        place(LoraTarget::kGate, factors.a, Rows(factors.b, 0, inter));
+        place(LoraTarget::kUp, std::move(factors.a), Rows(factors.b, inter, inter));
         break;
       default:
-        place(static_cast<LoraTarget>(key.second), std::move(factors.b));
+        place(static_cast<LoraTarget>(key.second), std::move(factors.a), std::move(factors.b));
         break;
     }
   }
