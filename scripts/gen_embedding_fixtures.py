@@ -8,7 +8,8 @@ last hidden state at the prompt's last token (transformers' `model.model(ids).la
 i.e. after the final norm and before the LM head), which is what vLLM's and sentence-transformers'
 last-token pooling returns before normalization. Also, per prompt, the same vector L2-normalized,
 and normalized after keeping only its first 16 values (Matryoshka truncation: sentence-
-transformers' truncate_dim cuts before its Normalize module).
+transformers' truncate_dim cuts before its Normalize module); and the mean of the last hidden
+state over all positions and its first row (sentence-transformers' mean and CLS pooling).
 
   llama-gqa       Llama with GQA and llama3 rope scaling, stored bfloat16 in 2 shards
   qwen2-bias      Qwen2 with q/k/v biases, stored float16
@@ -63,6 +64,10 @@ def main():
                 "normalized": vector(torch.nn.functional.normalize(last, dim=0)),
                 "truncated_normalized": vector(
                     torch.nn.functional.normalize(last[:TRUNCATE_DIM], dim=0)),
+                # sentence-transformers' pooling_mode_mean_tokens (every position, mask all
+                # ones) and pooling_mode_cls_token (the first position), not normalized.
+                "mean": vector(hidden.last_hidden_state[0].float().mean(dim=0)),
+                "first": vector(hidden.last_hidden_state[0, 0].float()),
             })
         doc = {
             "model": name,
@@ -70,11 +75,13 @@ def main():
             "torch": torch.__version__,
             "transformers": transformers.__version__,
             "compute_dtype": "float32",
-            "pooling": "last token",
+            "pooling": "last token; mean and first (CLS) too",
             "truncate_dim": TRUNCATE_DIM,
             "notes": ("last_hidden is model.model(ids).last_hidden_state[0, -1] (after the final "
                       "norm); normalized is it divided by its L2 norm; truncated_normalized is its "
-                      "first truncate_dim values, then normalized; 7 significant digits"),
+                      "first truncate_dim values, then normalized; mean is the mean of "
+                      "last_hidden_state[0] over all positions, first its row 0 (mean and CLS "
+                      "pooling, unnormalized); 7 significant digits"),
             "prompts": prompts,
         }
         with open(os.path.join(out_dir, "embeddings.json"), "w") as f:

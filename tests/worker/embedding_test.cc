@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "drive_engine.h"
 #include "fixture_model.h"
 #include "nlohmann/json.hpp"
@@ -28,6 +29,8 @@ struct Reference {
   std::vector<double> last_hidden;
   std::vector<double> normalized;
   std::vector<double> truncated_normalized;
+  std::vector<double> mean;     // the last hidden state's mean over all positions (mean pooling)
+  std::vector<double> first;    // its first position's (CLS pooling)
   std::vector<int32_t> greedy;  // expected.json's greedy continuation (for generating neighbours)
 };
 
@@ -43,6 +46,8 @@ std::vector<Reference> References(const std::string& model) {
                    .last_hidden = p["last_hidden"].get<std::vector<double>>(),
                    .normalized = p["normalized"].get<std::vector<double>>(),
                    .truncated_normalized = p["truncated_normalized"].get<std::vector<double>>(),
+                   .mean = p["mean"].get<std::vector<double>>(),
+                   .first = p["first"].get<std::vector<double>>(),
                    .greedy = expected["prompts"][i]["greedy"].get<std::vector<int32_t>>()});
     EXPECT_EQ(out.back().ids, expected["prompts"][i]["ids"].get<std::vector<int32_t>>());
   }
@@ -195,6 +200,79 @@ TEST(EmbeddingRequestTest, PreemptedEmbeddingsAreReportedOnce) {
   }
 }
 
+// Mean and CLS pooling (sentence-transformers' pooling_mode_mean_tokens / cls_token, as a
+// model's 1_Pooling/config.json says): every prompt embedded raw is transformers' mean over all
+// positions, or first position, of the last hidden state. The prompts are computed in chunks of
+// 8 tokens after greedy requests of the same prompts filled the prefix cache, so a chunk that is
+// not pooled, or a cached block that is skipped, fails it; so does a pool tight enough to
+// preempt, where a recomputed prompt must not be pooled twice.
+TEST_P(EmbeddingRequestParityTest, MeanAndClsPoolingMatchTransformers) {
+  const std::vector<Reference> refs = References(GetParam());
+  const ModelConfig& config = testdata::LoadFixtureModel(GetParam()).config;
+  for (const char* mode : {"mean_tokens", "cls_token"}) {
+    EngineOptions options = testdata::SmallEngineOptions();
+    options.max_num_batched_tokens = 8;
+    options.enable_prefix_caching = true;
+    options.pooling = {.mode = mode, .normalize = false, .source = "1_Pooling/config.json"};
+    std::vector<Request> requests;
+    for (size_t i = 0; i < refs.size(); ++i) {
+      requests.push_back(Greedy(100 + static_cast<int64_t>(i), refs[i].ids, 2));
+    }
+    for (size_t i = 0; i < refs.size(); ++i) {
+      requests.push_back(Embedding(static_cast<int64_t>(i), refs[i].ids, {}));
+    }
+    const EngineRun run = RunEngine(GetParam(), config, requests, options, /*one_at_a_time=*/true);
+    ASSERT_EQ(run.embeddings.size(), refs.size()) << mode;
+    for (size_t i = 0; i < refs.size(); ++i) {
+      ExpectVectorNear(run.embeddings.at(static_cast<int64_t>(i)),
+                       std::string(mode) == "mean_tokens" ? refs[i].mean : refs[i].first,
+                       absl::StrCat(mode, " prompt ", i));
+    }
+    // All at once in a pool of 24 blocks (96 tokens) per KV layer group: prompts are preempted
+    // and computed again.
+    options.enable_prefix_caching = false;
+    options.num_kv_blocks = 1 + 24 * static_cast<int32_t>(std::max<size_t>(
+                                         1, KvCacheLayerGroups(config).windows.size()));
+    std::vector<Request> crowded;
+    for (int copy = 0; copy < 3; ++copy) {
+      for (size_t i = 0; i < refs.size(); ++i) {
+        const int64_t id = copy * 10 + static_cast<int64_t>(i);
+        crowded.push_back(Greedy(100 + id, refs[i].ids, 24));
+        crowded.push_back(Embedding(id, refs[i].ids, {}));
+      }
+    }
+    const EngineRun tight = RunEngine(GetParam(), config, crowded, options, false);
+    EXPECT_GT(tight.preemptions, 0) << mode << ": the pool never ran out";
+    ASSERT_EQ(tight.embeddings.size(), crowded.size() / 2) << mode;
+    for (const auto& [id, embedding] : tight.embeddings) {
+      const Reference& ref = refs[static_cast<size_t>(id % 10)];
+      ExpectVectorNear(embedding, std::string(mode) == "mean_tokens" ? ref.mean : ref.first,
+                       absl::StrCat(mode, " crowded request ", id));
+    }
+  }
+}
+
+// A mean-pooled prompt preempted halfway (a growing generation needs its blocks) computes again
+// from its first token and is pooled once: 2 tokens a step, so the 61-token generation's prefill
+// comes first, then the embedding's 23 tokens one a step while the generation decodes, and
+// passes 72 tokens (19 of the 24 blocks, the embedding holding 6) before the embedding is done.
+TEST(EmbeddingRequestTest, APreemptedPooledPromptIsPooledOnce) {
+  const std::vector<Reference> refs = References("llama-gqa");
+  ASSERT_EQ(refs[2].ids.size(), 23u);
+  ASSERT_EQ(refs[3].ids.size(), 61u);
+  EngineOptions options = testdata::SmallEngineOptions();
+  options.max_num_seqs = 2;
+  options.max_num_batched_tokens = 2;
+  options.num_kv_blocks = 1 + 24;
+  options.pooling = {.mode = "mean_tokens", .normalize = false, .source = "modules.json"};
+  const EngineRun run = RunEngine("llama-gqa", testdata::LoadFixtureModel("llama-gqa").config,
+                                  {Greedy(100, refs[3].ids, 30), Embedding(1, refs[2].ids, {})},
+                                  options, /*one_at_a_time=*/false);
+  EXPECT_GT(run.preemptions, 0) << "the embedding was never preempted";
+  ASSERT_EQ(run.embeddings.size(), 1u);
+  ExpectVectorNear(run.embeddings.at(1), refs[2].mean, "the preempted mean");
+}
+
 // Matryoshka truncation keeps the first values and normalizes after, and only for models whose
 // config.json says they were trained for it (vLLM's rule).
 TEST(EmbeddingRequestTest, DimensionsOnlyForMatryoshkaModels) {
@@ -241,8 +319,9 @@ TEST(EmbeddingRequestTest, DimensionsOnlyForMatryoshkaModels) {
 }
 
 // The model's own pooling files decide: unset normalize follows them (a sentence-transformers
-// model without a Normalize module returns raw vectors), and a model that pools by mean is refused
-// rather than answered with last-token vectors that are not its embeddings.
+// model without a Normalize module returns raw vectors), and a model that pools by a mode
+// headroom does not (max, weighted mean, ...) is refused rather than answered with vectors that
+// are not its embeddings.
 TEST(EmbeddingRequestTest, TheModelsPoolingConfigDecides) {
   const std::vector<Reference> refs = References("llama-gqa");
   const ModelConfig& config = testdata::LoadFixtureModel("llama-gqa").config;
@@ -257,7 +336,7 @@ TEST(EmbeddingRequestTest, TheModelsPoolingConfigDecides) {
   ExpectVectorNear(run.embeddings.at(1), refs[2].last_hidden, "the model's default: raw");
   ExpectVectorNear(run.embeddings.at(2), refs[2].normalized, "asked: normalized");
 
-  options.pooling.mode = "mean_tokens";
+  options.pooling.mode = "max_tokens";
   options.pooling.source = "/m/1_Pooling/config.json";
   CpuBackend backend(1);
   auto engine =
@@ -265,10 +344,10 @@ TEST(EmbeddingRequestTest, TheModelsPoolingConfigDecides) {
   ASSERT_TRUE(engine.ok()) << engine.status();
   const absl::Status refused = (*engine)->AddRequest(Embedding(3, refs[2].ids, {}));
   EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_NE(
-      refused.message().find("pools its embeddings by mean_tokens (/m/1_Pooling/config.json); "
-                             "headroom embeds by the last token only"),
-      std::string::npos)
+  EXPECT_NE(refused.message().find("pools its embeddings by max_tokens (/m/1_Pooling/config.json); "
+                                   "headroom pools by the last token, the mean or the first (CLS) "
+                                   "token only"),
+            std::string::npos)
       << refused;
   EXPECT_TRUE((*engine)->AddRequest(Greedy(4, refs[2].ids, 4)).ok()) << "it still generates";
 }

@@ -222,12 +222,25 @@ absl::Status Engine::StopFollowers() {
   return Broadcast({.kind = GroupMessageKind::kStop, .plan = {}});
 }
 
+namespace {
+
+// sentence-transformers' pooling_mode_* keys headroom pools by.
+std::optional<Pooling> PoolingOf(const std::string& mode) {
+  if (mode == "lasttoken") return Pooling::kLast;
+  if (mode == "mean_tokens") return Pooling::kMean;
+  if (mode == "cls_token") return Pooling::kCls;
+  return std::nullopt;
+}
+
+}  // namespace
+
 absl::Status Engine::ValidateEmbedding(const EmbeddingParams& params) const {
   const ModelConfig& config = model_->config();
-  if (!options_.pooling.last_token()) {
+  if (!PoolingOf(options_.pooling.mode).has_value()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "this model pools its embeddings by ", options_.pooling.mode, " (", options_.pooling.source,
-        "); headroom embeds by the last token only, which would not give this model's vectors"));
+        "); headroom pools by the last token, the mean or the first (CLS) token only, which "
+        "would not give this model's vectors"));
   }
   if (params.dimensions == 0) return absl::OkStatus();
   // vLLM's checks and words: truncating a model not trained for it gives poor embeddings.
@@ -275,6 +288,7 @@ absl::Status Engine::AddRequest(Request request) {
     if (!request.embedding->normalize.has_value()) {
       request.embedding->normalize = options_.pooling.normalize;
     }
+    request.embedding->pooling = *PoolingOf(options_.pooling.mode);
     // One greedy token from the last row: the cheapest pass through the sampler, whose token is
     // dropped (the scheduler ends an embedding after it).
     request.sampling = SamplingParams{};
@@ -309,7 +323,9 @@ absl::Status Engine::AddRequest(Request request) {
                     .awaited_tail = {},
                     .constrained_allowed = {},
                     .prompt_logprobs = {},
-                    .embedding = request.embedding};
+                    .embedding = request.embedding,
+                    .pooled = {},
+                    .pooled_count = 0};
   if (p.repetition_penalty != 1.0f || p.prompt_logprobs >= 0) sampling.prompt = request.prompt;
   if (p.prompt_logprobs >= 0) sampling.prompt_logprobs.reserve(request.prompt.size());
   if (p.min_tokens > 0) {
@@ -392,9 +408,11 @@ absl::StatusOr<std::vector<StepToken>> Engine::Step() {
   rows_.clear();
   row_sampling_.clear();
   bool embeds = false;
+  bool pools = false;  // some embedding of the step pools its prompt (mean, CLS)
   for (const ScheduledSequence& seq : plan.sequences) {
     Sampling& s = sampling_.at(seq.id);
     if (s.first_scheduled == absl::InfinitePast()) s.first_scheduled = step_start;
+    pools = pools || (s.embedding.has_value() && s.embedding->pools_prompt());
     if (!seq.sample) continue;
     row_sampling_.push_back(&s);
     embeds = embeds || s.embedding.has_value();
@@ -444,12 +462,18 @@ absl::StatusOr<std::vector<StepToken>> Engine::Step() {
   BuildForwardInput(
       plan, [this](RequestId id, int32_t group) { return kv_->BlockTable(id, group); },
       kv_->num_groups(), options_.block_size, model_->max_blocks_per_seq(), &input_);
+  input_.pooled_rows.clear();
+  if (pools) CollectPooledRows(plan);
   HR_RETURN_IF_ERROR(model_->Forward(
       input_, &logits_,
       [this, &plan](size_t first, int64_t count, const float* logits) {
         return OnPromptLogits(plan, first, count, logits);
       },
-      embeds ? &hidden_ : nullptr));
+      embeds ? &hidden_ : nullptr,
+      [this](size_t first, int64_t count, const float* rows) {
+        OnPooledRows(first, count, rows);
+        return absl::OkStatus();
+      }));
 
   const size_t num_rows = rows_.size();
   tokens_.resize(num_rows);
@@ -505,8 +529,17 @@ absl::StatusOr<std::vector<StepToken>> Engine::Step() {
     }
     if (s.embedding.has_value()) {
       const int64_t hidden = model_->config().hidden_size;
-      t.embedding =
-          EmbeddingOf(hidden_.data() + static_cast<int64_t>(i) * hidden, hidden, *s.embedding);
+      if (s.embedding->pools_prompt()) {
+        // The mean of the pooled rows (CLS pooling pooled one row, the first).
+        std::vector<float> pooled(static_cast<size_t>(hidden));
+        for (size_t d = 0; d < pooled.size(); ++d) {
+          pooled[d] = static_cast<float>(s.pooled[d] / static_cast<double>(s.pooled_count));
+        }
+        t.embedding = EmbeddingOf(pooled.data(), hidden, *s.embedding);
+      } else {
+        t.embedding =
+            EmbeddingOf(hidden_.data() + static_cast<int64_t>(i) * hidden, hidden, *s.embedding);
+      }
     }
     if (t.finish == FinishReason::kNone) {
       ++s.generated;
@@ -515,6 +548,42 @@ absl::StatusOr<std::vector<StepToken>> Engine::Step() {
     }
   }
   return out;
+}
+
+void Engine::CollectPooledRows(const StepPlan& plan) {
+  pooled_owner_.clear();
+  const auto hidden = static_cast<size_t>(model_->config().hidden_size);
+  for (size_t q = 0; q < plan.sequences.size(); ++q) {
+    const ScheduledSequence& seq = plan.sequences[q];
+    Sampling& s = sampling_.at(seq.id);
+    if (!s.embedding.has_value() || !s.embedding->pools_prompt()) continue;
+    if (seq.num_computed_tokens == 0) {  // the prompt's first chunk, or its recomputation
+      s.pooled.assign(hidden, 0.0);
+      s.pooled_count = 0;
+    }
+    // Such a request takes no prefix-cache hits (Scheduler), so its first chunk is at position 0.
+    HR_CHECK_MSG(!s.pooled.empty(), "a pooled prompt's first chunk is past position 0");
+    const int32_t begin = input_.query_start[q];
+    const int32_t end = s.embedding->pooling == Pooling::kCls
+                            ? (seq.num_computed_tokens == 0 ? begin + 1 : begin)
+                            : input_.query_start[q + 1];
+    for (int32_t row = begin; row < end; ++row) {
+      input_.pooled_rows.push_back(row);
+      pooled_owner_.push_back(&s);
+    }
+  }
+}
+
+void Engine::OnPooledRows(size_t first, int64_t count, const float* rows) {
+  const int64_t hidden = model_->config().hidden_size;
+  for (int64_t r = 0; r < count; ++r) {
+    Sampling& s = *pooled_owner_[first + static_cast<size_t>(r)];
+    const float* row = rows + r * hidden;
+    for (int64_t d = 0; d < hidden; ++d) {
+      s.pooled[static_cast<size_t>(d)] += static_cast<double>(row[d]);
+    }
+    ++s.pooled_count;
+  }
 }
 
 absl::Status Engine::OnPromptLogits(const StepPlan& plan, size_t first, int64_t count,

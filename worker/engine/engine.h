@@ -259,6 +259,10 @@ class Engine {
     std::vector<PromptTokenLogprob> prompt_logprobs;
     // An embedding request: how to shape its vector (Request::embedding).
     std::optional<EmbeddingParams> embedding;
+    // Mean or CLS pooling: the sum of the pooled rows' hidden states so far, and how many (reset
+    // when a preempted request computes its prompt again from position 0).
+    std::vector<double> pooled = {};
+    int64_t pooled_count = 0;
   };
 
   // JSON mode and json_schema: the tokens whose bytes continue the output as `matcher` reads
@@ -314,6 +318,11 @@ class Engine {
   static std::vector<float> EmbeddingOf(const float* hidden, int64_t hidden_size,
                                         const EmbeddingParams& params);
 
+  // The rows of this step's embeddings that pool their prompt (input_.pooled_rows, and the
+  // request of each in pooled_owner_).
+  void CollectPooledRows(const StepPlan& plan);
+  // The model's pooled-rows sink: adds `rows` ([count, hidden]) to their requests' sums.
+  void OnPooledRows(size_t first, int64_t count, const float* rows);
   // The model's prompt-logits sink: logprobs of the prompt tokens that `logits` predict.
   absl::Status OnPromptLogits(const StepPlan& plan, size_t first, int64_t count,
                               const float* logits);
@@ -379,6 +388,8 @@ class Engine {
   std::vector<Sampling*> row_sampling_;
   // Per sampler row: its constraint is satisfied and the request must end (Scheduler::Update).
   std::vector<uint8_t> constraint_done_;
+  // The request of each of input_.pooled_rows (valid during a step).
+  std::vector<Sampling*> pooled_owner_;
   // json_schema and guided regex, compiled (thread-safe: EngineLoop::Submit's callers use it).
   ConstraintCompiler constraints_;
   // JSON mode's token lists by state (JsonStepTokens), for all its requests (one grammar).

@@ -81,13 +81,22 @@ struct SamplingParams {
   int32_t prompt_logprobs = -1;
 };
 
-// An embedding request (vLLM's pooling runner with last-token pooling): the prompt is computed and
-// the final-normed hidden state of its last token is returned instead of generated tokens.
+// How an embedding pools the final-normed hidden states of its prompt (sentence-transformers'
+// pooling_mode_*, vLLM's pooling_type): the last token's, their mean, or the first token's.
+enum class Pooling : uint8_t { kLast, kMean, kCls };
+
+// An embedding request (vLLM's pooling runner): the prompt is computed and its pooled
+// final-normed hidden states are returned instead of generated tokens.
 struct EmbeddingParams {
   // Keep only the first `dimensions` values (Matryoshka); 0 keeps all. Applied before normalize.
   int32_t dimensions = 0;
   // Divide the vector by its L2 norm; unset: the model's default (PoolingConfig::normalize).
   std::optional<bool> normalize;
+  // The model's (PoolingConfig), set by the engine. Other than kLast, every prompt position is
+  // computed: the request takes no prefix-cache hits.
+  Pooling pooling = Pooling::kLast;
+
+  [[nodiscard]] bool pools_prompt() const { return pooling != Pooling::kLast; }
 };
 
 struct Request {

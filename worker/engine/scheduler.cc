@@ -170,11 +170,13 @@ void Scheduler::AdmitWaiting(int32_t& budget, StepPlan& plan) {
   while (!waiting_.empty() && budget > 0 &&
          static_cast<int32_t>(running_.size()) < config_.max_num_seqs) {
     Sequence& s = *waiting_.front();
-    // A request that wants prompt logprobs computes its whole prompt (cached blocks have no
-    // logits).
+    // A request that wants prompt logprobs, or pools its prompt's hidden states, computes its
+    // whole prompt (cached blocks have neither).
+    const bool whole_prompt =
+        s.request.sampling.prompt_logprobs >= 0 ||
+        (s.request.embedding.has_value() && s.request.embedding->pools_prompt());
     const PrefixHit hit = kv_->FindCachedPrefix(s.tokens, s.request.cache_salt,
-                                                /*lookup=*/s.request.sampling.prompt_logprobs < 0,
-                                                s.request.lora_key);
+                                                /*lookup=*/!whole_prompt, s.request.lora_key);
     // The whole current context must fit (anti-thrash), beyond what admitted prefills still need;
     // behind a sliding window that is the most blocks it holds at once. Either bounds what the
     // first chunk's admission below takes.

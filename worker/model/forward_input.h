@@ -22,6 +22,9 @@ struct ForwardInput {
   std::vector<int32_t> prompt_logits_rows;
   // [num_seqs]: each sequence's LoRA adapter slot, -1 for the base model; empty: all base.
   std::vector<int32_t> lora_slots;
+  // Rows whose final-normed hidden states an embedding pools (mean or CLS pooling), in row order;
+  // the leader's engine alone fills it (LlamaModel::Forward's pooled_sink).
+  std::vector<int32_t> pooled_rows;
 
   [[nodiscard]] int32_t num_tokens() const { return static_cast<int32_t>(token_ids.size()); }
   [[nodiscard]] int32_t num_seqs() const { return static_cast<int32_t>(context_lens.size()); }

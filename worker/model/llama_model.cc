@@ -589,7 +589,8 @@ absl::Status LlamaModel::AllReduce(float* data, int64_t n) {
 
 absl::Status LlamaModel::Forward(const ForwardInput& input, std::vector<float>* logits,
                                  const PromptLogitsSink& prompt_sink,
-                                 std::vector<float>* hidden_states) {
+                                 std::vector<float>* hidden_states,
+                                 const PromptLogitsSink& pooled_sink) {
   HR_RETURN_IF_ERROR(CopyInput(input));
   const int64_t n = input.num_tokens();
   const int64_t hidden = config_.hidden_size;
@@ -650,6 +651,23 @@ absl::Status LlamaModel::Forward(const ForwardInput& input, std::vector<float>* 
     prompt_logits_.resize(static_cast<size_t>(count * config_.vocab_size));
     HR_RETURN_IF_ERROR(Logits(count, &prompt_logits_));
     if (prompt_sink) HR_RETURN_IF_ERROR(prompt_sink(first, count, prompt_logits_.data()));
+  }
+  // Pooled embeddings: the same gather, max_num_seqs rows at a time, copied out before the LM
+  // head would read them.
+  const std::vector<int32_t>& pooled_rows = input.pooled_rows;
+  for (size_t first = 0; pooled_sink && first < pooled_rows.size();
+       first += static_cast<size_t>(limits_.max_num_seqs)) {
+    const int64_t count =
+        std::min<int64_t>(limits_.max_num_seqs, static_cast<int64_t>(pooled_rows.size() - first));
+    b.CopyToDevice(arena_.logits_rows, pooled_rows.data() + first,
+                   static_cast<size_t>(count) * sizeof(int32_t));
+    HR_RETURN_IF_ERROR(
+        b.GatherRows(arena_.hidden, arena_.logits_rows, count, hidden, arena_.last_hidden));
+    // Host memory, grown on first use to at most max_num_seqs x hidden.
+    pooled_hidden_.resize(static_cast<size_t>(count * hidden));
+    b.CopyToHost(pooled_hidden_.data(), arena_.last_hidden, pooled_hidden_.size() * sizeof(float));
+    b.Synchronize();
+    HR_RETURN_IF_ERROR(pooled_sink(first, count, pooled_hidden_.data()));
   }
   return absl::OkStatus();
 }

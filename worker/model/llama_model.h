@@ -94,10 +94,13 @@ class LlamaModel {
   // With `hidden_states`, the final-normed hidden states of input.logits_rows (what the LM head
   // reads, and what last-token pooling embeds) also go there, [rows, hidden] on the host; every
   // rank holds them whole, so only the leader asks.
+  // The final-normed hidden states of input.pooled_rows go to `pooled_sink` the same way,
+  // [count, hidden] per slice on the host (every rank holds them whole; the leader asks).
   // InvalidArgument when the input exceeds the limits (never a crash).
   [[nodiscard]] absl::Status Forward(const ForwardInput& input, std::vector<float>* logits,
                                      const PromptLogitsSink& prompt_sink = nullptr,
-                                     std::vector<float>* hidden_states = nullptr);
+                                     std::vector<float>* hidden_states = nullptr,
+                                     const PromptLogitsSink& pooled_sink = nullptr);
 
   [[nodiscard]] const ModelConfig& config() const { return config_; }
   [[nodiscard]] const ModelLimits& limits() const { return limits_; }
@@ -235,6 +238,7 @@ class LlamaModel {
   std::vector<float> gathered_host_;     // [tp, S, vocab_rows] host (tp > 1)
   std::vector<AttentionBatch> batches_;  // per KV layer group, rebuilt each step
   std::vector<float> prompt_logits_;     // [<= S, vocab] host: one slice of prompt logits
+  std::vector<float> pooled_hidden_;     // [<= S, hidden] host: one slice of pooled rows
   int32_t num_lora_slots_ = 0;
   int64_t lora_rank_ = 0;  // the largest adapter rank: every slot is padded to it
   // This step's segments (counts on the host, rows and slots in the arena); count 0 when no

@@ -1,8 +1,9 @@
 // How a checkpoint says its embeddings are pooled: sentence-transformers' modules.json names a
 // Pooling module whose config.json sets one pooling_mode_* key, and a Normalize module when the
 // vectors are L2-normalized (Qwen3-Embedding: lasttoken + Normalize). vLLM reads the same files
-// for its pooling defaults. headroom embeds by the last token only; the engine refuses embedding
-// requests for a model that pools otherwise rather than answer vectors that are not the model's.
+// for its pooling defaults. headroom pools by the last token, the mean or the first (CLS) token;
+// the engine refuses embedding requests for a model that pools otherwise rather than answer
+// vectors that are not the model's.
 #pragma once
 
 #include <string>
