@@ -590,7 +590,7 @@ absl::Status LlamaModel::AllReduce(float* data, int64_t n) {
 absl::Status LlamaModel::Forward(const ForwardInput& input, std::vector<float>* logits,
                                  const PromptLogitsSink& prompt_sink,
                                  std::vector<float>* hidden_states,
-                                 const PromptLogitsSink& pooled_sink) {
+                                 const PooledRowsSink& pooled_sink) {
   HR_RETURN_IF_ERROR(CopyInput(input));
   const int64_t n = input.num_tokens();
   const int64_t hidden = config_.hidden_size;
@@ -652,8 +652,7 @@ absl::Status LlamaModel::Forward(const ForwardInput& input, std::vector<float>* 
     HR_RETURN_IF_ERROR(Logits(count, &prompt_logits_));
     if (prompt_sink) HR_RETURN_IF_ERROR(prompt_sink(first, count, prompt_logits_.data()));
   }
-  // Pooled embeddings: the same gather, max_num_seqs rows at a time, copied out before the LM
-  // head would read them.
+  // Pooled embeddings (mean, CLS): the same gather, max_num_seqs rows at a time, copied out.
   const std::vector<int32_t>& pooled_rows = input.pooled_rows;
   for (size_t first = 0; pooled_sink && first < pooled_rows.size();
        first += static_cast<size_t>(limits_.max_num_seqs)) {

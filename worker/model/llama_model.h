@@ -86,6 +86,10 @@ class LlamaModel {
   // the host; an error fails the step.
   using PromptLogitsSink =
       std::function<absl::Status(size_t first, int64_t count, const float* logits)>;
+  // Receives the final-normed hidden states of input.pooled_rows [first, first + count),
+  // [count, hidden] on the host; an error fails the step.
+  using PooledRowsSink =
+      std::function<absl::Status(size_t first, int64_t count, const float* hidden)>;
 
   // Runs one step and writes the logits of input.logits_rows to `logits` ([rows, vocab], host).
   // Then the logits of input.prompt_logits_rows go to `prompt_sink` in slices of at most
@@ -100,7 +104,7 @@ class LlamaModel {
   [[nodiscard]] absl::Status Forward(const ForwardInput& input, std::vector<float>* logits,
                                      const PromptLogitsSink& prompt_sink = nullptr,
                                      std::vector<float>* hidden_states = nullptr,
-                                     const PromptLogitsSink& pooled_sink = nullptr);
+                                     const PooledRowsSink& pooled_sink = nullptr);
 
   [[nodiscard]] const ModelConfig& config() const { return config_; }
   [[nodiscard]] const ModelLimits& limits() const { return limits_; }
