@@ -87,6 +87,12 @@ FlagSet MakeWorkerFlags() {
   flags.AddInt64("seed", 0, "Seed of requests that bring none, and of dummy weights.");
   AddLoadFormatFlag(flags);
   AddHfOverridesFlag(flags);
+  flags.AddString(
+      "pooler-config", std::nullopt,
+      "vLLM's: how embeddings pool, as JSON, over the checkpoint's sentence-transformers "
+      "files: {\"pooling_type\": \"LAST\" | \"MEAN\" | \"CLS\", \"normalize\": "
+      "true | false}.");
+  flags.AddString("override-pooler-config", std::nullopt, "vLLM's older name of --pooler-config.");
   flags.AddInt64("threads", 0, "CPU threads (0 = all).");
   flags.AddInt64("drain-timeout-s", 30,
                  "On SIGTERM/SIGINT, seconds to let running requests finish before cancelling.");
@@ -256,6 +262,16 @@ absl::StatusOr<EngineSetup> ParseEngineSetup(const FlagSet& flags) {
   }
   options.seed = static_cast<uint64_t>(*flags.GetInt64("seed"));
   HR_ASSIGN_OR_RETURN(options.pooling, worker::LoadPoolingConfig(model));
+  const std::optional<std::string> pooler = flags.GetString("pooler-config");
+  const std::optional<std::string> older = flags.GetString("override-pooler-config");
+  if (pooler.has_value() && older.has_value()) {
+    return absl::InvalidArgumentError(
+        "give --pooler-config or --override-pooler-config (its older name), not both");
+  }
+  if (pooler.has_value() || older.has_value()) {
+    HR_RETURN_IF_ERROR(
+        worker::ApplyPoolerConfig(pooler.has_value() ? *pooler : *older, options.pooling));
+  }
   // The first id is the EOS (constrained decoding offers it where a reply may end); the others
   // stop a request like its stop_token_ids.
   const std::vector<int32_t> eos_ids = ModelEosTokenIds(model);

@@ -27,7 +27,8 @@ struct Reference {
   std::vector<int32_t> ids;
   std::vector<double> last_hidden;
   std::vector<double> normalized;
-  std::vector<double> mean;  // the last hidden state's mean over the positions (mean pooling)
+  std::vector<double> mean;   // the last hidden state's mean over the positions (mean pooling)
+  std::vector<double> first;  // its first position's (CLS pooling)
 };
 
 std::vector<Reference> References() {
@@ -38,7 +39,8 @@ std::vector<Reference> References() {
     out.push_back({.ids = p["ids"].get<std::vector<int32_t>>(),
                    .last_hidden = p["last_hidden"].get<std::vector<double>>(),
                    .normalized = p["normalized"].get<std::vector<double>>(),
-                   .mean = p["mean"].get<std::vector<double>>()});
+                   .mean = p["mean"].get<std::vector<double>>(),
+                   .first = p["first"].get<std::vector<double>>()});
   }
   return out;
 }
@@ -412,6 +414,34 @@ TEST(EmbeddingsPoolingE2eTest, AMeanPoolingModelEmbedsByTheMeanAndStillGenerates
                                                 R"({"prompt": "hi", "max_tokens": 3})", {});
   EXPECT_EQ(completion.status, 200) << completion.body;
   std::filesystem::remove_all(model);
+}
+
+// vLLM's --pooler-config on a checkpoint without sentence-transformers files: CLS pooling,
+// unnormalized, is transformers' first row; the older flag name is taken too.
+TEST(EmbeddingsPoolingE2eTest, PoolerConfigChoosesThePooling) {
+  std::vector<std::string> flags = FixtureWorkerFlags(64);
+  flags.insert(flags.end(),
+               {"--override-pooler-config", R"({"pooling_type": "CLS", "normalize": false})"});
+  ChildProcess worker("worker", flags);
+  ASSERT_FALSE(worker.address().empty());
+  ChildProcess router("router",
+                      {"--grpc-port", "0", "--http-port", "0", "--workers", worker.address()});
+  ASSERT_FALSE(router.address().empty());
+  const int http_port = ReadHttpPort(router);
+  ASSERT_NE(http_port, 0);
+  const auto stub = v1::Inference::NewStub(
+      grpc::CreateChannel(router.address(), grpc::InsecureChannelCredentials()));
+  ASSERT_TRUE(GroupsUp(*stub, 1, std::chrono::seconds(10)));
+  const std::vector<Reference> refs = References();
+  const HttpResponse embedding =
+      HttpRequestTo(http_port, "POST", "/v1/embeddings", Json{{"input", refs[3].ids}}.dump(), {});
+  ASSERT_EQ(embedding.status, 200) << embedding.body;
+  ExpectNear(Json::parse(embedding.body)["data"][0]["embedding"].get<std::vector<double>>(),
+             refs[3].first, "CLS pooling");
+  // Both names at once is a start-up error.
+  flags.insert(flags.end(), {"--pooler-config", R"({"pooling_type": "MEAN"})"});
+  ChildProcess both("worker", flags);
+  EXPECT_EQ(both.WaitExit(std::chrono::seconds(20)), 2);
 }
 
 }  // namespace

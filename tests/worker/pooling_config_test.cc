@@ -84,6 +84,40 @@ TEST_F(PoolingConfigTest, AMeanPoolingModelWithoutNormalizeSaysSo) {
   EXPECT_FALSE(config->normalize);
 }
 
+// vLLM's --pooler-config replaces what the files say; anything it does not serve is refused
+// naming the key, and leaves the configuration as it was.
+TEST_F(PoolingConfigTest, PoolerConfigOverridesTheFiles) {
+  Write("modules.json", kQwen3EmbeddingModules);
+  Write("1_Pooling/config.json", kLastTokenPooling);
+  absl::StatusOr<PoolingConfig> config = LoadPoolingConfig(dir_.string());
+  ASSERT_TRUE(config.ok()) << config.status();
+  ASSERT_TRUE(ApplyPoolerConfig(R"({"pooling_type": "MEAN", "normalize": false})", *config).ok());
+  EXPECT_EQ(config->mode, "mean_tokens");
+  EXPECT_FALSE(config->normalize);
+  EXPECT_EQ(config->source, "--pooler-config");
+  ASSERT_TRUE(
+      ApplyPoolerConfig(R"({"seq_pooling_type": "CLS", "use_activation": true})", *config).ok());
+  EXPECT_EQ(config->mode, "cls_token");
+  EXPECT_TRUE(config->normalize);
+  ASSERT_TRUE(ApplyPoolerConfig(R"({"pooling_type": "LAST"})", *config).ok());
+  EXPECT_TRUE(config->last_token());
+
+  const PoolingConfig before = *config;
+  const auto refused = [&](const std::string& json, const std::string& words) {
+    const absl::Status status = ApplyPoolerConfig(json, *config);
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << json;
+    EXPECT_NE(status.message().find(words), std::string::npos) << status;
+    EXPECT_EQ(config->mode, before.mode) << json;
+    EXPECT_EQ(config->normalize, before.normalize) << json;
+  };
+  refused(R"({"normalize": false, "pooling_type": "ALL"})",
+          R"(pooling_type must be "LAST", "MEAN" or "CLS" (token pooling, "ALL" and "STEP", is )"
+          R"(not served), got "ALL")");
+  refused(R"({"normalize": "no"})", "normalize must be true or false, got \"no\"");
+  refused(R"({"dimensions": 8})", "\"dimensions\" is not served");
+  refused(R"(["MEAN"])", "--pooler-config must be a JSON object");
+}
+
 TEST_F(PoolingConfigTest, BrokenFilesNameTheFile) {
   Write("modules.json", "{");
   EXPECT_NE(

@@ -80,4 +80,45 @@ absl::StatusOr<PoolingConfig> LoadPoolingConfig(std::string_view model) {
       absl::StrCat(pooling_path, " sets no pooling_mode_* key to true"));
 }
 
+absl::Status ApplyPoolerConfig(std::string_view json, PoolingConfig& config) {
+  const Json parsed = Json::parse(json, nullptr, /*allow_exceptions=*/false);
+  if (parsed.is_discarded() || !parsed.is_object()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--pooler-config must be a JSON object, got ", std::string(json)));
+  }
+  PoolingConfig out = config;
+  for (const auto& [key, value] : parsed.items()) {
+    if (key == "pooling_type" || key == "seq_pooling_type") {
+      const std::string type = value.is_string() ? value.get<std::string>() : "";
+      if (type == "LAST") {
+        out.mode = "lasttoken";
+      } else if (type == "MEAN") {
+        out.mode = "mean_tokens";
+      } else if (type == "CLS") {
+        out.mode = "cls_token";
+      } else {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--pooler-config: ", key,
+                         " must be \"LAST\", \"MEAN\" or \"CLS\" (token pooling, "
+                         "\"ALL\" and \"STEP\", is not served), got ",
+                         value.dump()));
+      }
+    } else if (key == "normalize" || key == "use_activation") {
+      if (!value.is_boolean()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--pooler-config: ", key, " must be true or false, got ", value.dump()));
+      }
+      out.normalize = value.get<bool>();
+    } else {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--pooler-config: \"", key,
+                       "\" is not served (pooling_type, seq_pooling_type, normalize and "
+                       "use_activation are)"));
+    }
+  }
+  out.source = "--pooler-config";
+  config = std::move(out);
+  return absl::OkStatus();
+}
+
 }  // namespace headroom::worker

@@ -31,4 +31,10 @@ struct PoolingConfig {
 // sentence-transformers wrote them are INVALID_ARGUMENT naming the file and the field.
 absl::StatusOr<PoolingConfig> LoadPoolingConfig(std::string_view model);
 
+// vLLM's --pooler-config (or --override-pooler-config): a JSON object whose "pooling_type" (or
+// "seq_pooling_type": "LAST", "MEAN" or "CLS") and "normalize" (or "use_activation") replace
+// what the checkpoint's files say; `config.source` becomes "--pooler-config". INVALID_ARGUMENT
+// naming the key for anything else (token pooling "ALL"/"STEP", other keys, wrong types).
+absl::Status ApplyPoolerConfig(std::string_view json, PoolingConfig& config);
+
 }  // namespace headroom::worker
