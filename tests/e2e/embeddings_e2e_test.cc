@@ -11,6 +11,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -373,6 +374,35 @@ TEST_F(EmbeddingsE2eTest, RerankOrdersTheDocumentsByTheirScore) {
       << too_long.body;
 }
 
+// A router in front of one worker started with `flags`; http_port stays 0 unless both came up
+// and the router sees the worker.
+struct OneGroup {
+  explicit OneGroup(const std::vector<std::string>& flags) : worker("worker", flags) {
+    if (worker.address().empty()) return;
+    router = std::make_unique<ChildProcess>(
+        "router", std::vector<std::string>{"--grpc-port", "0", "--http-port", "0", "--workers",
+                                           worker.address()});
+    if (router->address().empty()) return;
+    const auto stub = v1::Inference::NewStub(
+        grpc::CreateChannel(router->address(), grpc::InsecureChannelCredentials()));
+    if (GroupsUp(*stub, 1, std::chrono::seconds(10))) http_port = ReadHttpPort(*router);
+  }
+
+  ChildProcess worker;
+  std::unique_ptr<ChildProcess> router;
+  int http_port = 0;
+};
+
+// The embedding /v1/embeddings answers for the token ids `ids` (empty on an error, which fails
+// the test).
+std::vector<double> EmbedIds(int http_port, const std::vector<int32_t>& ids) {
+  const HttpResponse response =
+      HttpRequestTo(http_port, "POST", "/v1/embeddings", Json{{"input", ids}}.dump(), {});
+  EXPECT_EQ(response.status, 200) << response.body;
+  if (response.status != 200) return {};
+  return Json::parse(response.body)["data"][0]["embedding"].get<std::vector<double>>();
+}
+
 // A checkpoint whose sentence-transformers files say it pools by mean (and has no Normalize
 // module): its worker embeds by the mean of the prompt's hidden states, unnormalized, as
 // transformers computes it, and still generates.
@@ -393,24 +423,11 @@ TEST(EmbeddingsPoolingE2eTest, AMeanPoolingModelEmbedsByTheMeanAndStillGenerates
 
   std::vector<std::string> flags = FixtureWorkerFlags(64);
   flags[1] = model.string();  // --model
-  ChildProcess worker("worker", flags);
-  ASSERT_FALSE(worker.address().empty());
-  ChildProcess router("router",
-                      {"--grpc-port", "0", "--http-port", "0", "--workers", worker.address()});
-  ASSERT_FALSE(router.address().empty());
-  const int http_port = ReadHttpPort(router);
-  ASSERT_NE(http_port, 0);
-  const auto stub = v1::Inference::NewStub(
-      grpc::CreateChannel(router.address(), grpc::InsecureChannelCredentials()));
-  ASSERT_TRUE(GroupsUp(*stub, 1, std::chrono::seconds(10)));
+  const OneGroup group(flags);
+  ASSERT_NE(group.http_port, 0) << "the worker or the router did not come up";
 
-  const std::vector<Reference> refs = References();
-  const HttpResponse embedding =
-      HttpRequestTo(http_port, "POST", "/v1/embeddings", Json{{"input", refs[3].ids}}.dump(), {});
-  ASSERT_EQ(embedding.status, 200) << embedding.body;
-  ExpectNear(Json::parse(embedding.body)["data"][0]["embedding"].get<std::vector<double>>(),
-             refs[3].mean, "mean pooling");
-  const HttpResponse completion = HttpRequestTo(http_port, "POST", "/v1/completions",
+  ExpectNear(EmbedIds(group.http_port, References()[3].ids), References()[3].mean, "mean pooling");
+  const HttpResponse completion = HttpRequestTo(group.http_port, "POST", "/v1/completions",
                                                 R"({"prompt": "hi", "max_tokens": 3})", {});
   EXPECT_EQ(completion.status, 200) << completion.body;
   std::filesystem::remove_all(model);
@@ -422,22 +439,9 @@ TEST(EmbeddingsPoolingE2eTest, PoolerConfigChoosesThePooling) {
   std::vector<std::string> flags = FixtureWorkerFlags(64);
   flags.insert(flags.end(),
                {"--override-pooler-config", R"({"pooling_type": "CLS", "normalize": false})"});
-  ChildProcess worker("worker", flags);
-  ASSERT_FALSE(worker.address().empty());
-  ChildProcess router("router",
-                      {"--grpc-port", "0", "--http-port", "0", "--workers", worker.address()});
-  ASSERT_FALSE(router.address().empty());
-  const int http_port = ReadHttpPort(router);
-  ASSERT_NE(http_port, 0);
-  const auto stub = v1::Inference::NewStub(
-      grpc::CreateChannel(router.address(), grpc::InsecureChannelCredentials()));
-  ASSERT_TRUE(GroupsUp(*stub, 1, std::chrono::seconds(10)));
-  const std::vector<Reference> refs = References();
-  const HttpResponse embedding =
-      HttpRequestTo(http_port, "POST", "/v1/embeddings", Json{{"input", refs[3].ids}}.dump(), {});
-  ASSERT_EQ(embedding.status, 200) << embedding.body;
-  ExpectNear(Json::parse(embedding.body)["data"][0]["embedding"].get<std::vector<double>>(),
-             refs[3].first, "CLS pooling");
+  const OneGroup group(flags);
+  ASSERT_NE(group.http_port, 0) << "the worker or the router did not come up";
+  ExpectNear(EmbedIds(group.http_port, References()[3].ids), References()[3].first, "CLS pooling");
   // Both names at once is a start-up error.
   flags.insert(flags.end(), {"--pooler-config", R"({"pooling_type": "MEAN"})"});
   ChildProcess both("worker", flags);

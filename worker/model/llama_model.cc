@@ -636,37 +636,39 @@ absl::Status LlamaModel::Forward(const ForwardInput& input, std::vector<float>* 
     }
     HR_RETURN_IF_ERROR(Logits(rows, logits));
   }
-  // Prompt logprobs: the same gather and LM head, max_num_seqs rows at a time.
-  const std::vector<int32_t>& prompt_rows = input.prompt_logits_rows;
-  for (size_t first = 0; first < prompt_rows.size();
-       first += static_cast<size_t>(limits_.max_num_seqs)) {
-    const int64_t count =
-        std::min<int64_t>(limits_.max_num_seqs, static_cast<int64_t>(prompt_rows.size() - first));
-    b.CopyToDevice(arena_.logits_rows, prompt_rows.data() + first,
-                   static_cast<size_t>(count) * sizeof(int32_t));
-    HR_RETURN_IF_ERROR(
-        b.GatherRows(arena_.hidden, arena_.logits_rows, count, hidden, arena_.last_hidden));
-    // Host memory, grown on first use to at most max_num_seqs x vocab (a worker that never
-    // serves prompt logprobs does not hold it); no device memory.
-    prompt_logits_.resize(static_cast<size_t>(count * config_.vocab_size));
-    HR_RETURN_IF_ERROR(Logits(count, &prompt_logits_));
-    if (prompt_sink) HR_RETURN_IF_ERROR(prompt_sink(first, count, prompt_logits_.data()));
-  }
-  // Pooled embeddings (mean, CLS): the same gather, max_num_seqs rows at a time, copied out.
-  const std::vector<int32_t>& pooled_rows = input.pooled_rows;
-  for (size_t first = 0; pooled_sink && first < pooled_rows.size();
-       first += static_cast<size_t>(limits_.max_num_seqs)) {
-    const int64_t count =
-        std::min<int64_t>(limits_.max_num_seqs, static_cast<int64_t>(pooled_rows.size() - first));
-    b.CopyToDevice(arena_.logits_rows, pooled_rows.data() + first,
-                   static_cast<size_t>(count) * sizeof(int32_t));
-    HR_RETURN_IF_ERROR(
-        b.GatherRows(arena_.hidden, arena_.logits_rows, count, hidden, arena_.last_hidden));
-    // Host memory, grown on first use to at most max_num_seqs x hidden.
+  // Prompt logprobs: the same gather and LM head, max_num_seqs rows at a time. Host memory,
+  // grown on first use to at most max_num_seqs x vocab (a worker that never serves prompt
+  // logprobs does not hold it); no device memory.
+  const absl::Status prompt_logprobs =
+      ForEachRowSlice(input.prompt_logits_rows, [&](size_t first, int64_t count) {
+        prompt_logits_.resize(static_cast<size_t>(count * config_.vocab_size));
+        HR_RETURN_IF_ERROR(Logits(count, &prompt_logits_));
+        return prompt_sink ? prompt_sink(first, count, prompt_logits_.data()) : absl::OkStatus();
+      });
+  HR_RETURN_IF_ERROR(prompt_logprobs);
+  // Pooled embeddings (mean, CLS): the same gather, copied out (at most max_num_seqs x hidden of
+  // host memory).
+  if (!pooled_sink) return absl::OkStatus();
+  return ForEachRowSlice(input.pooled_rows, [&](size_t first, int64_t count) {
     pooled_hidden_.resize(static_cast<size_t>(count * hidden));
     b.CopyToHost(pooled_hidden_.data(), arena_.last_hidden, pooled_hidden_.size() * sizeof(float));
     b.Synchronize();
-    HR_RETURN_IF_ERROR(pooled_sink(first, count, pooled_hidden_.data()));
+    return pooled_sink(first, count, pooled_hidden_.data());
+  });
+}
+
+absl::Status LlamaModel::ForEachRowSlice(
+    const std::vector<int32_t>& rows,
+    const std::function<absl::Status(size_t first, int64_t count)>& fn) {
+  Backend& b = *backend_;
+  for (size_t first = 0; first < rows.size(); first += static_cast<size_t>(limits_.max_num_seqs)) {
+    const int64_t count =
+        std::min<int64_t>(limits_.max_num_seqs, static_cast<int64_t>(rows.size() - first));
+    b.CopyToDevice(arena_.logits_rows, rows.data() + first,
+                   static_cast<size_t>(count) * sizeof(int32_t));
+    HR_RETURN_IF_ERROR(b.GatherRows(arena_.hidden, arena_.logits_rows, count, config_.hidden_size,
+                                    arena_.last_hidden));
+    HR_RETURN_IF_ERROR(fn(first, count));
   }
   return absl::OkStatus();
 }

@@ -215,6 +215,10 @@ class LlamaModel {
   absl::Status AllReduce(float* data, int64_t n);
   // The LM head over `rows` gathered rows, and the full [rows, vocab] logits on the host.
   absl::Status Logits(int64_t rows, std::vector<float>* logits);
+  // For each slice of at most max_num_seqs of `rows` (rows of the step's final-normed hidden
+  // states): gathers them into arena_.last_hidden, then calls `fn(first, count)`.
+  absl::Status ForEachRowSlice(const std::vector<int32_t>& rows,
+                               const std::function<absl::Status(size_t first, int64_t count)>& fn);
 
   const ModelConfig config_;
   const ModelLimits limits_;
