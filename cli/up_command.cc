@@ -77,6 +77,9 @@ FlagSet MakeUpFlags() {
   flags.AddString("lora-resolver-dir", std::nullopt,
                   "With --allow-runtime-lora-updating: a request naming an adapter not loaded "
                   "loads <dir>/<name> first (passed to every worker).");
+  flags.AddString("pooler-config", std::nullopt,
+                  "How embeddings pool, as vLLM's JSON: {\"pooling_type\": \"LAST\" | \"MEAN\" | "
+                  "\"CLS\", \"normalize\": bool} (passed to every worker).");
   AddHfOverridesFlag(flags);
   return flags;
 }
@@ -156,7 +159,7 @@ absl::StatusOr<Options> Validate(const FlagSet& flags) {
   if (flags.GetBool("allow-runtime-lora-updating")) {
     o.worker_flags.push_back("--allow-runtime-lora-updating");
   }
-  for (const char* name : {"hf-overrides", "lora-resolver-dir"}) {
+  for (const char* name : {"hf-overrides", "lora-resolver-dir", "pooler-config"}) {
     if (const std::optional<std::string> v = flags.GetString(name)) {
       o.worker_flags.insert(o.worker_flags.end(), {absl::StrCat("--", name), *v});
     }

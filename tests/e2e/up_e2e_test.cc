@@ -9,8 +9,10 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <memory>
 #include <optional>
 #include <string>
@@ -23,6 +25,7 @@
 #include "grpcpp/grpcpp.h"
 #include "headroom/v1/inference.grpc.pb.h"
 #include "http_client.h"
+#include "nlohmann/json.hpp"
 #include "venv_python.h"
 
 namespace headroom::e2e {
@@ -65,7 +68,9 @@ Up StartUp() {
                 "--max-loras",
                 "2",
                 "--lora-resolver-dir",
-                worker::testdata::FixtureDir("lora").string()});
+                worker::testdata::FixtureDir("lora").string(),
+                "--pooler-config",
+                R"({"pooling_type": "MEAN", "normalize": false})"});
   if (up.process->address().empty()) return up;
   for (int i = 0; i < 20; ++i) {
     const std::string line = up.process->NextLine(std::chrono::seconds(10));
@@ -154,6 +159,21 @@ TEST(UpE2eTest, ServesThroughTheRouterAndStopsEveryChildOnSigterm) {
       HttpRequestTo(PortOf(url.substr(7, path_at - 7)), "POST", "/v1/completions",
                     R"({"model": "llama-gqa-rslora", "prompt": "Hello", "max_tokens": 2})");
   EXPECT_EQ(resolved.status, 200) << resolved.body;
+  // --pooler-config reached the workers: an embedding is transformers' mean of the last hidden
+  // states, unnormalized (scripts/gen_embedding_fixtures.py).
+  std::ifstream fixture(worker::testdata::FixtureDir("llama-gqa") / "embeddings.json");
+  const nlohmann::json prompt = nlohmann::json::parse(fixture)["prompts"][3];
+  const HttpResponse embedded =
+      HttpRequestTo(PortOf(url.substr(7, path_at - 7)), "POST", "/v1/embeddings",
+                    nlohmann::json{{"input", prompt["ids"]}}.dump());
+  ASSERT_EQ(embedded.status, 200) << embedded.body;
+  const auto got =
+      nlohmann::json::parse(embedded.body)["data"][0]["embedding"].get<std::vector<double>>();
+  const auto mean = prompt["mean"].get<std::vector<double>>();
+  ASSERT_EQ(got.size(), mean.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    ASSERT_NEAR(got[i], mean[i], 1e-4 + 1e-4 * std::fabs(mean[i])) << "value " << i;
+  }
   // --allow-runtime-lora-updating and --max-loras reached the workers: a second adapter loads
   // into the slot beside sql (on the group above, in place of the idle resolved adapter).
   const std::string load = R"({"lora_name": "rs", "lora_path": ")" +
