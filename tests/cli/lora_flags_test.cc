@@ -40,7 +40,11 @@ TEST(LoraFlagsTest, TheCacheDirectoryVariableCountsWhereVllmWouldLoadTheResolver
   // Without run-time slots vLLM resolves nothing: the variable is ignored, the flag refused.
   EXPECT_EQ(ResolverDir({}, nullptr, /*slots=*/0).value_or("?"), "");
   const std::string tmp = ::testing::TempDir();
-  EXPECT_FALSE(ResolverDir({"--lora-resolver-dir", tmp}, "other", /*slots=*/0).ok());
+  EXPECT_NE(ResolverDir({"--lora-resolver-dir", tmp}, "other", /*slots=*/0)
+                .status()
+                .message()
+                .find("give --allow-runtime-lora-updating"),
+            std::string::npos);
   // The flag wins over the variable.
   EXPECT_EQ(ResolverDir({"--lora-resolver-dir", "/"}, nullptr).value_or("?"), "/");
 }

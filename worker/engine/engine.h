@@ -352,14 +352,14 @@ class Engine {
   // LoadLora; `resolved`: the adapter was loaded on first use and may give way to another.
   absl::Status LoadLoraInto(const LoraModuleSpec& spec, bool replace, bool resolved);
   // The slot of the least recently requested adapter loaded on first use with no request in
-  // flight (none: nullopt).
-  std::optional<int32_t> IdleResolvedSlot() const;
+  // flight in `stats` (none: nullopt).
+  std::optional<int32_t> IdleResolvedSlot(const SchedulerStats& stats) const;
   // FAILED_PRECONDITION saying how to allow them, without reserved slots.
   absl::Status RuntimeLoraAllowed() const;
   // Writes this rank's shard of `adapter` into `slot`, and has the followers load theirs.
   absl::Status WriteLoraSlot(int32_t slot, const LoraModuleSpec& spec, const LoraAdapter& adapter);
-  // The slot a run-time load takes: not serving, and no request in flight uses it.
-  absl::StatusOr<int32_t> FreeLoraSlot() const;
+  // The slot a run-time load takes: not serving, and no request in flight in `stats` uses it.
+  absl::StatusOr<int32_t> FreeLoraSlot(const SchedulerStats& stats) const;
   // The slot serving the adapter `name` (none: -1).
   int32_t ServingSlot(const std::string& name) const;
   // "a, b" of the adapters served ("none").

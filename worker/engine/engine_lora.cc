@@ -81,8 +81,7 @@ int32_t InFlight(const SchedulerStats& stats, size_t slot) {
 
 }  // namespace
 
-absl::StatusOr<int32_t> Engine::FreeLoraSlot() const {
-  const SchedulerStats stats = scheduler_->Stats();
+absl::StatusOr<int32_t> Engine::FreeLoraSlot(const SchedulerStats& stats) const {
   std::vector<std::string> draining;
   for (size_t slot = 0; slot < lora_slots_.size(); ++slot) {
     if (lora_slots_[slot].serving) continue;
@@ -122,8 +121,7 @@ absl::Status Engine::WriteLoraSlot(int32_t slot, const LoraModuleSpec& spec,
       " of the group (its log says why; the path must hold the same files on every rank)"));
 }
 
-std::optional<int32_t> Engine::IdleResolvedSlot() const {
-  const SchedulerStats stats = scheduler_->Stats();
+std::optional<int32_t> Engine::IdleResolvedSlot(const SchedulerStats& stats) const {
   std::optional<int32_t> idle;
   for (size_t slot = 0; slot < lora_slots_.size(); ++slot) {
     const LoraSlot& held = lora_slots_[slot];
@@ -177,14 +175,15 @@ absl::Status Engine::LoadLoraInto(const LoraModuleSpec& spec, bool replace, bool
                      lora_slots_[static_cast<size_t>(*old)].path,
                      "); unload it first, or load it with load_inplace to replace it"));
   }
-  absl::StatusOr<int32_t> free = FreeLoraSlot();
+  const SchedulerStats stats = scheduler_->Stats();  // which slots have requests in flight
+  absl::StatusOr<int32_t> free = FreeLoraSlot(stats);
   // Replacing with no other slot free: the adapter's own, unless requests of it are in flight
   // (they finish with the weights they started with, so they need the slot as it is). Else an
   // idle adapter loaded on first use gives way (it loads again when next requested).
-  const int32_t old_requests =
-      old.has_value() ? InFlight(scheduler_->Stats(), static_cast<size_t>(*old)) : 0;
+  const int32_t old_requests = old.has_value() ? InFlight(stats, static_cast<size_t>(*old)) : 0;
   std::optional<int32_t> overwritten;
-  if (!free.ok()) overwritten = old.has_value() && old_requests == 0 ? old : IdleResolvedSlot();
+  if (!free.ok())
+    overwritten = old.has_value() && old_requests == 0 ? old : IdleResolvedSlot(stats);
   if (!free.ok() && !overwritten.has_value()) {
     if (!old.has_value()) return free.status();
     return absl::ResourceExhaustedError(absl::StrCat(free.status().message(), " (replacing \"",
