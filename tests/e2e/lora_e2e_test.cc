@@ -19,6 +19,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -318,6 +319,7 @@ class LoraResolverE2eTest : public SharedClusterTest<LoraResolverE2eTest> {
     std::filesystem::create_directories(Dir());
     std::filesystem::create_directory_symlink(AdapterPath("llama-gqa-rslora"), Dir() / "rs");
     std::filesystem::create_directory_symlink(AdapterPath("llama-gqa-all"), Dir() / "sql");
+    std::filesystem::create_directory_symlink(AdapterPath("llama-gqa-all"), Dir() / "sql2");
     return {"--allow-runtime-lora-updating", "--max-loras", "1", "--max-lora-rank", "8",
             "--lora-resolver-dir",           Dir().string()};
   }
@@ -366,6 +368,26 @@ TEST_F(LoraResolverE2eTest, ARequestLoadsItsAdapterFromTheDirectory) {
   }
 }
 
+// Three adapters asked for at once, two at a time each, on two groups of one slot: a request
+// finding its group's slot in use waits for it (as vLLM queues it) instead of being refused, and
+// every one gets PEFT's tokens.
+TEST_F(LoraResolverE2eTest, RequestsForMoreAdaptersThanSlotsWaitTheirTurn) {
+  const std::vector<std::pair<std::string, std::string>> adapters = {
+      {"rs", "llama-gqa-rslora"}, {"sql", "llama-gqa-all"}, {"sql2", "llama-gqa-all"}};
+  std::vector<std::thread> clients;
+  for (int round = 0; round < 2; ++round) {
+    for (const auto& [name, fixture] : adapters) {
+      clients.emplace_back([this, name, fixture] {
+        const Json prompt = Expected(AdapterPath(fixture))["prompts"][3];
+        const Generated out =
+            GrpcGreedy(*cluster_->stub, name, prompt["ids"].get<std::vector<int32_t>>(), 32);
+        EXPECT_GE(ExpectGreedyPrefix(prompt, out.tokens), 1u) << name;
+      });
+    }
+  }
+  for (std::thread& client : clients) client.join();
+}
+
 // Every slot holds an adapter that does not give way (one slot per group, "pinned" loaded
 // through /v1/load_lora_adapter on both, in place of any idle adapter loaded on first use): a
 // request naming another adapter of the directory is refused 429 with Retry-After, as the router's
@@ -381,8 +403,9 @@ TEST_F(LoraResolverE2eTest, ARequestFindingNoSlotIsA429WithRetryAfter) {
   EXPECT_EQ(response.Header("retry-after"), "1") << response.body;
   const std::string message = Json::parse(response.body)["error"]["message"];
   EXPECT_NE(message.find(absl::StrCat("LoRA adapter \"sql\" was found (", Dir().string(),
-                                      "/sql) but no slot can take it now: all 1 LoRA slots "
-                                      "(--max-loras) are taken: serving pinned.")),
+                                      "/sql) but no slot can take it (adapters loaded at start "
+                                      "or by /v1/load_lora_adapter keep theirs): all 1 LoRA "
+                                      "slots (--max-loras) are taken: serving pinned.")),
             std::string::npos)
       << message;
   response = cluster_->Post("/v1/unload_lora_adapter", Json{{"lora_name", "pinned"}}.dump());

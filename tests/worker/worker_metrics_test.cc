@@ -3,7 +3,9 @@
 #include "worker/service/worker_metrics.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <filesystem>
 #include <future>
 #include <memory>
 #include <string>
@@ -127,6 +129,79 @@ TEST(WorkerMetricsTest, LoraGaugesCountEachAdaptersRequestsByName) {
   std::move(let_go).Invoke();
   for (size_t i = 0; i < order.size(); ++i) loop.Abort(RequestId{static_cast<int64_t>(i + 1)});
   for (std::promise<void>& end : ended) end.get_future().wait();
+}
+
+// One slot, adapters resolved from a directory: while "rs" runs, requests for "sql" and "sql2"
+// wait for its slot, which the gauge (read on the engine thread, at rs's first token) counts.
+TEST(WorkerMetricsTest, TheSlotWaitingGaugeCountsRequestsWaitingForALoraSlot) {
+  namespace fs = std::filesystem;
+  const fs::path dir =
+      fs::temp_directory_path() / ("headroom_metrics_resolver_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  absl::Cleanup remove_dir = [&dir] { fs::remove_all(dir); };
+  for (const char* name : {"rs", "sql", "sql2"}) {
+    fs::create_directory_symlink(testdata::FixtureDir("lora") / "llama-gqa-all", dir / name);
+  }
+  const testdata::FixtureModel& m = testdata::LoadFixtureModel("llama-gqa");
+  CpuBackend backend(1);
+  auto engine = Engine::Create(m.config, m.weights,
+                               {.max_num_seqs = 4,
+                                .max_num_batched_tokens = 64,
+                                .max_model_len = 256,
+                                .block_size = 16,
+                                .num_kv_blocks = 80,
+                                .lora_slots = 1,
+                                .max_lora_rank = 8,
+                                .lora_resolver_dir = dir.string()},
+                               &backend);
+  ASSERT_TRUE(engine.ok()) << engine.status();
+  metrics::Registry registry;
+  WorkerMetrics worker_metrics(&registry, kModel, 256,
+                               {.block_size = 16,
+                                .cache_dtype = "float32",
+                                .enable_prefix_caching = true,
+                                .gpu_memory_utilization = 0.9,
+                                .num_gpu_blocks = 80},
+                               /*lora=*/true);
+  std::string while_waiting;
+  std::vector<std::promise<void>> ended(3);
+  EngineLoop loop(*std::move(engine));
+  worker_metrics.SetLoop(&loop);
+  // Held until all three are in, so they are taken in one go, "rs" first.
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  loop.Post(
+      [released](Engine&) {
+        released.wait();
+        return absl::OkStatus();
+      },
+      [](const absl::Status&) {});
+  int64_t id = 0;
+  for (const char* name : {"rs", "sql", "sql2"}) {
+    Request r;
+    r.id = RequestId{++id};
+    r.prompt = {1, 2, 3, 4, 5};
+    r.sampling.max_tokens = 8;
+    r.sampling.ignore_eos = true;
+    r.lora_name = name;
+    loop.Submit(std::move(r), [&, i = static_cast<size_t>(id - 1),
+                               first = true](const absl::StatusOr<StepToken>& event) mutable {
+      if (i == 0 && first) while_waiting = registry.Render();
+      first = false;
+      if (!event.ok() || event->finish != FinishReason::kNone) ended[i].set_value();
+    });
+  }
+  release.set_value();
+  for (std::promise<void>& end : ended) end.get_future().wait();
+  const std::string waiting =
+      std::string("headroom:lora_requests_waiting_for_slot{model_name=\"") + kModel + "\"} ";
+  EXPECT_NE(while_waiting.find(waiting + "2\n"), std::string::npos) << while_waiting;
+  EXPECT_NE(while_waiting.find(std::string("vllm:num_requests_waiting{model_name=\"") + kModel +
+                               "\"} 2\n"),
+            std::string::npos)
+      << while_waiting;
+  EXPECT_NE(registry.Render().find(waiting + "0\n"), std::string::npos);
 }
 
 }  // namespace

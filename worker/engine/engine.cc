@@ -296,7 +296,23 @@ absl::Status Engine::AddRequest(Request request) {
     request.sampling.max_tokens = 1;
   }
   HR_RETURN_IF_ERROR(ValidateSamplingParams(request.sampling, model_->config().vocab_size));
-  HR_RETURN_IF_ERROR(ResolveLora(request));
+  if (!request.lora_name.empty()) {
+    // Refused before an adapter loads for it, or before it waits for a slot.
+    HR_RETURN_IF_ERROR(scheduler_->Validate(request));
+  }
+  if (std::any_of(lora_waiting_.begin(), lora_waiting_.end(),
+                  [&](const Request& r) { return r.id == request.id; })) {
+    return absl::AlreadyExistsError(absl::StrCat("request ", request.id.value(), " exists"));
+  }
+  HR_ASSIGN_OR_RETURN(const LoraResolution lora, ResolveLora(request));
+  if (lora == LoraResolution::kWaitForSlot) {
+    lora_waiting_.push_back(std::move(request));
+    return absl::OkStatus();
+  }
+  return Enqueue(std::move(request));
+}
+
+absl::Status Engine::Enqueue(Request request) {
   if (!request.sampling.ignore_eos) {
     std::vector<int32_t>& stops = request.sampling.stop_token_ids;
     for (int32_t id : options_.extra_eos_token_ids) {
@@ -387,11 +403,18 @@ bool Engine::AwaitConstraint(Sampling& s, int32_t token) const {
 }
 
 bool Engine::Abort(RequestId id) {
+  const auto waiting = std::find_if(lora_waiting_.begin(), lora_waiting_.end(),
+                                    [id](const Request& r) { return r.id == id; });
+  if (waiting != lora_waiting_.end()) {
+    lora_waiting_.erase(waiting);
+    return true;
+  }
   sampling_.erase(id);
   return scheduler_->Abort(id);
 }
 
 absl::StatusOr<std::vector<StepToken>> Engine::Step() {
+  HR_RETURN_IF_ERROR(RetryLoraWaiting());
   StepPlan plan = scheduler_->Schedule();
   if (leads_group() && (!plan.empty() || !plan.released.empty())) {
     // Followers apply the same plan to their block tables before the step's collectives.
@@ -639,11 +662,18 @@ void Engine::UpdatePrefixCache(kvcache::PrefixCacheTracker* tracker) {
 }
 
 EngineStats Engine::Stats() const {
-  return {.scheduler = scheduler_->Stats(),
-          .lora_adapters = served_lora_,
-          .kv = kv_->Stats(),
-          .device_allocations = backend_->num_allocations(),
-          .steps = steps_};
+  EngineStats stats{.scheduler = scheduler_->Stats(),
+                    .lora_adapters = served_lora_,
+                    .lora_slot_waiting = static_cast<int32_t>(lora_waiting_.size()),
+                    .kv = kv_->Stats(),
+                    .device_allocations = backend_->num_allocations(),
+                    .steps = steps_};
+  // Requests waiting for a LoRA slot wait as those in the scheduler's queue do.
+  stats.scheduler.num_waiting += stats.lora_slot_waiting;
+  for (const Request& r : lora_waiting_) {
+    stats.scheduler.waiting_demand_blocks += scheduler_->PromptDemandBlocks(r);
+  }
+  return stats;
 }
 
 }  // namespace headroom::worker

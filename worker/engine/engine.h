@@ -12,9 +12,11 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -147,6 +149,9 @@ struct EngineStats {
   // publishing the statistics after every step copies no strings).
   std::shared_ptr<const std::vector<ServedLoraAdapter>> lora_adapters =
       std::make_shared<const std::vector<ServedLoraAdapter>>();
+  // Requests waiting for a LoRA slot (Engine::AddRequest); scheduler.num_waiting and its demand
+  // count them too.
+  int32_t lora_slot_waiting = 0;
   kvcache::KvCacheStats kv;
   // Device allocations so far (constant after Create).
   int64_t device_allocations = 0;
@@ -167,7 +172,9 @@ class Engine {
   Engine& operator=(const Engine&) = delete;
 
   // Queues a request (validated by the scheduler: InvalidArgument with the numbers for one that
-  // can never fit). Sampling parameters are validated here.
+  // can never fit). Sampling parameters are validated here. A request whose adapter needs a LoRA
+  // slot that another adapter's requests in flight hold waits here until one frees (taken: OK;
+  // counted as waiting), and may then be refused (TakeRefused).
   [[nodiscard]] absl::Status AddRequest(Request request);
   // Compiles `request`'s json_schema and guided regex into request->constraints, refusing them as
   // AddRequest would (INVALID_ARGUMENT with the reason). Thread-safe, unlike the rest of the
@@ -198,7 +205,12 @@ class Engine {
   // Runs one step; the tokens it produced (possibly none, e.g. a step of prefill chunks).
   [[nodiscard]] absl::StatusOr<std::vector<StepToken>> Step();
 
-  [[nodiscard]] bool HasWork() const { return scheduler_->HasWork(); }
+  [[nodiscard]] bool HasWork() const { return scheduler_->HasWork() || !lora_waiting_.empty(); }
+  // The requests AddRequest took to wait for a LoRA slot and a step then refused (their adapter
+  // did not load, or no slot can free any more), with why, since the last call.
+  [[nodiscard]] std::vector<std::pair<RequestId, absl::Status>> TakeRefused() {
+    return std::exchange(refused_, {});
+  }
   // Tokens the last Step computed (prompt chunks and decodes; 0 for a step with nothing to do).
   [[nodiscard]] int32_t last_step_tokens() const { return last_step_tokens_; }
   // This engine leads a tensor-parallel group (its followers wait for its messages).
@@ -338,17 +350,34 @@ class Engine {
     bool resolved = false;
     // lora_requests_ when a request last named it.
     int64_t last_used = 0;
+    // A resolved adapter giving its slot up to one that requests wait for: its new requests wait
+    // too, so its requests in flight drain (recomputed by each RetryLoraWaiting).
+    bool yielding = false;
   };
+  // What ResolveLora decided for a request.
+  enum class LoraResolution { kResolved, kWaitForSlot };
 
   Engine(const EngineOptions& options, Backend* backend, Communicator* comm);
   absl::Status Broadcast(const GroupMessage& message);
   // Resolves `request`'s adapter (lora_name, else lora_slot) to its slot and cache key, loading
-  // it from options.lora_resolver_dir when it is not served.
-  absl::Status ResolveLora(Request& request);
-  // Loads the adapter `name` from options.lora_resolver_dir: NOT_FOUND when the directory has no
-  // such adapter, INVALID_ARGUMENT saying why one there did not load, RESOURCE_EXHAUSTED while
-  // every slot's adapter has requests in flight.
-  absl::Status LoadFromResolverDir(const std::string& name);
+  // it from options.lora_resolver_dir when it is not served. kWaitForSlot: it must wait for a
+  // slot (behind the requests already waiting for one, first come first served), or its adapter
+  // is giving its slot up.
+  absl::StatusOr<LoraResolution> ResolveLora(Request& request);
+  // Loads the adapter `name` from options.lora_resolver_dir, or has the request wait for a slot;
+  // NOT_FOUND when the directory has no such adapter, INVALID_ARGUMENT saying why one there did
+  // not load, RESOURCE_EXHAUSTED when no slot can ever free (each holds an adapter loaded
+  // explicitly).
+  absl::StatusOr<LoraResolution> ResolveFromDir(const std::string& name);
+  // A slot will free for a request waiting for the adapter `name`: one more resolved adapter
+  // with requests in flight gives way (yielding), unless the slots already freeing are enough
+  // for the adapters waited for. False when none ever will.
+  bool AwaitLoraSlot(const std::string& name, const SchedulerStats& stats);
+  // At the start of a step: the requests waiting for a LoRA slot that can go now are queued (or
+  // refused into refused_), in order; the rest wait on. UNAVAILABLE when the group failed.
+  absl::Status RetryLoraWaiting();
+  // Queues `request`, its adapter resolved to its slot (the rest of AddRequest).
+  absl::Status Enqueue(Request request);
   // LoadLora; `resolved`: the adapter was loaded on first use and may give way to another.
   absl::Status LoadLoraInto(const LoraModuleSpec& spec, bool replace, bool resolved);
   // The slot of the least recently requested adapter loaded on first use with no request in
@@ -375,6 +404,11 @@ class Engine {
   std::unique_ptr<LlamaModel> model_;
   std::vector<LoraSlot> lora_slots_;  // model_->num_lora_slots() entries
   int64_t lora_requests_ = 0;         // requests that named an adapter so far
+  // Requests waiting for a LoRA slot, in arrival order, and the adapters not served that they
+  // wait for (this round: RetryLoraWaiting starts it again).
+  std::deque<Request> lora_waiting_;
+  std::vector<std::string> lora_wanted_;
+  std::vector<std::pair<RequestId, absl::Status>> refused_;  // TakeRefused
   // EngineStats::lora_adapters: the slots serving, as of the last change.
   std::shared_ptr<const std::vector<ServedLoraAdapter>> served_lora_;
   absl::flat_hash_map<RequestId, Sampling> sampling_;

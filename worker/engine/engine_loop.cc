@@ -212,6 +212,13 @@ void EngineLoop::Run() {
     if (tokens.ok() && on_step_ && engine_->last_step_tokens() > 0) {
       on_step_(engine_->last_step_tokens());
     }
+    // Requests that waited for a LoRA slot and were refused when the step retried them.
+    for (auto& [id, refusal] : engine_->TakeRefused()) {
+      auto it = callbacks_.find(id);
+      if (it == callbacks_.end()) continue;
+      it->second(refusal);
+      callbacks_.erase(it);
+    }
     if (!tokens.ok()) {
       FailAll(absl::InternalError(absl::StrCat("engine step failed: ", tokens.status().message())));
     } else {

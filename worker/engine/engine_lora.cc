@@ -1,10 +1,14 @@
 // Engine's LoRA slots: resolving a request's adapter, and loading and unloading adapters at run
 // time (docs/engine.md, "LoRA adapters").
+#include <algorithm>
+#include <deque>
 #include <filesystem>
+#include <iterator>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -44,11 +48,15 @@ int32_t Engine::ServingSlot(const std::string& name) const {
   return -1;
 }
 
-absl::Status Engine::ResolveLora(Request& request) {
+absl::StatusOr<Engine::LoraResolution> Engine::ResolveLora(Request& request) {
   if (!request.lora_name.empty()) {
     request.lora_slot = ServingSlot(request.lora_name);
+    if (request.lora_slot >= 0 && lora_slots_[static_cast<size_t>(request.lora_slot)].yielding) {
+      return LoraResolution::kWaitForSlot;  // its slot goes to an adapter requests wait for
+    }
     if (request.lora_slot < 0 && !options_.lora_resolver_dir.empty()) {
-      HR_RETURN_IF_ERROR(LoadFromResolverDir(request.lora_name));
+      HR_ASSIGN_OR_RETURN(const LoraResolution resolved, ResolveFromDir(request.lora_name));
+      if (resolved == LoraResolution::kWaitForSlot) return resolved;
       request.lora_slot = ServingSlot(request.lora_name);
     }
     if (request.lora_slot < 0) {
@@ -66,7 +74,7 @@ absl::Status Engine::ResolveLora(Request& request) {
   }
   request.lora_key =
       request.lora_slot < 0 ? "" : lora_slots_[static_cast<size_t>(request.lora_slot)].cache_key;
-  return absl::OkStatus();
+  return LoraResolution::kResolved;
 }
 
 namespace {
@@ -137,7 +145,11 @@ absl::Status Engine::LoadLora(const LoraModuleSpec& spec, bool replace) {
   return LoadLoraInto(spec, replace, /*resolved=*/false);
 }
 
-absl::Status Engine::LoadFromResolverDir(const std::string& name) {
+absl::StatusOr<Engine::LoraResolution> Engine::ResolveFromDir(const std::string& name) {
+  // An earlier request waits for this adapter: this one waits with it, for the same slot.
+  if (std::find(lora_wanted_.begin(), lora_wanted_.end(), name) != lora_wanted_.end()) {
+    return LoraResolution::kWaitForSlot;
+  }
   // A name is one directory under the resolver's: never a path out of it.
   const bool plain = name != "." && name != ".." &&
                      name.find_first_of(std::string_view("/\\\0", 3)) == std::string::npos;
@@ -150,19 +162,71 @@ absl::Status Engine::LoadFromResolverDir(const std::string& name) {
                            : "its name is not a directory name under --lora-resolver-dir",
                      " (LoRA adapters: ", ServedLoraNames(), ")"));
   }
-  const absl::Status loaded =
-      LoadLoraInto({.name = name, .path = path.string()}, /*replace=*/false, /*resolved=*/true);
-  if (loaded.ok() || loaded.code() == absl::StatusCode::kUnavailable) return loaded;
-  if (loaded.code() == absl::StatusCode::kResourceExhausted) {
-    return absl::ResourceExhaustedError(
+  const SchedulerStats stats = scheduler_->Stats();
+  const absl::StatusOr<int32_t> free = FreeLoraSlot(stats);
+  // First come, first served: a slot that is there now goes to the requests already waiting.
+  if (lora_waiting_.empty() && (free.ok() || IdleResolvedSlot(stats).has_value())) {
+    const absl::Status loaded =
+        LoadLoraInto({.name = name, .path = path.string()}, /*replace=*/false, /*resolved=*/true);
+    if (loaded.ok()) return LoraResolution::kResolved;
+    if (loaded.code() == absl::StatusCode::kUnavailable) return loaded;
+    return absl::InvalidArgumentError(
         absl::StrCat("LoRA adapter \"", name, "\" was found (", path.string(),
-                     ") but no slot can take it now: ", loaded.message(),
-                     " (an adapter loaded on first use gives its slot up once none of its "
-                     "requests is queued or running)"));
+                     ") but could not be loaded: ", loaded.message()));
   }
-  return absl::InvalidArgumentError(absl::StrCat("LoRA adapter \"", name, "\" was found (",
-                                                 path.string(),
-                                                 ") but could not be loaded: ", loaded.message()));
+  if (AwaitLoraSlot(name, stats)) return LoraResolution::kWaitForSlot;
+  return absl::ResourceExhaustedError(absl::StrCat(
+      "LoRA adapter \"", name, "\" was found (", path.string(),
+      ") but no slot can take it (adapters loaded at start or by /v1/load_lora_adapter keep "
+      "theirs): ",
+      free.status().message()));
+}
+
+bool Engine::AwaitLoraSlot(const std::string& name, const SchedulerStats& stats) {
+  // Slots there, or to be there, for the adapters waited for: free ones, those whose unloaded
+  // adapter finishes its requests, idle resolved ones, and those already giving way.
+  size_t freeing = 0;
+  std::optional<size_t> candidate;  // the least recently requested resolved adapter in use
+  for (size_t slot = 0; slot < lora_slots_.size(); ++slot) {
+    const LoraSlot& held = lora_slots_[slot];
+    if (!held.serving || held.yielding || (held.resolved && InFlight(stats, slot) == 0)) {
+      ++freeing;
+    } else if (held.resolved &&
+               (!candidate.has_value() || held.last_used < lora_slots_[*candidate].last_used)) {
+      candidate = slot;
+    }
+  }
+  if (freeing <= lora_wanted_.size() && candidate.has_value()) {
+    lora_slots_[*candidate].yielding = true;
+    ++freeing;
+  }
+  if (freeing == 0) return false;
+  lora_wanted_.push_back(name);
+  return true;
+}
+
+absl::Status Engine::RetryLoraWaiting() {
+  if (lora_waiting_.empty()) return absl::OkStatus();
+  // Who gives way, and to which adapters, is decided again from the requests still waiting.
+  for (LoraSlot& slot : lora_slots_) slot.yielding = false;
+  lora_wanted_.clear();
+  std::deque<Request> waiting = std::exchange(lora_waiting_, {});
+  for (auto it = waiting.begin(); it != waiting.end(); ++it) {
+    const RequestId id = it->id;
+    absl::StatusOr<LoraResolution> lora = ResolveLora(*it);
+    if (lora.ok() && *lora == LoraResolution::kWaitForSlot) {
+      lora_waiting_.push_back(std::move(*it));
+      continue;
+    }
+    if (!lora.ok() && lora.status().code() == absl::StatusCode::kUnavailable) {
+      // The group failed (a load's collective): the step fails with it, which ends them all.
+      std::move(it, waiting.end(), std::back_inserter(lora_waiting_));
+      return lora.status();
+    }
+    absl::Status status = lora.ok() ? Enqueue(std::move(*it)) : lora.status();
+    if (!status.ok()) refused_.emplace_back(id, std::move(status));
+  }
+  return absl::OkStatus();
 }
 
 absl::Status Engine::LoadLoraInto(const LoraModuleSpec& spec, bool replace, bool resolved) {

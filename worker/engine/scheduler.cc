@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/check.h"
+#include "common/status_macros.h"
 
 namespace headroom::worker {
 
@@ -18,7 +19,7 @@ Scheduler::Scheduler(const SchedulerConfig& config, kvcache::KvCacheManager* kv)
                "every running sequence must be able to decode in one step");
 }
 
-absl::Status Scheduler::AddRequest(Request request) {
+absl::Status Scheduler::Validate(const Request& request) const {
   const int64_t prompt = static_cast<int64_t>(request.prompt.size());
   // An embedding generates nothing (the engine samples one token from its last row and drops it;
   // that token never needs a KV slot).
@@ -67,6 +68,16 @@ absl::Status Scheduler::AddRequest(Request request) {
   if (sequences_.contains(request.id)) {
     return absl::AlreadyExistsError(absl::StrCat("request ", request.id.value(), " exists"));
   }
+  return absl::OkStatus();
+}
+
+int64_t Scheduler::PromptDemandBlocks(const Request& request) const {
+  return kv_->PeakBlocks(static_cast<int64_t>(request.prompt.size()),
+                         config_.max_num_batched_tokens);
+}
+
+absl::Status Scheduler::AddRequest(Request request) {
+  HR_RETURN_IF_ERROR(Validate(request));
   auto s = std::make_unique<Sequence>();
   s->tokens = request.prompt;
   s->request = std::move(request);

@@ -92,6 +92,11 @@ class Scheduler {
   // or more KV blocks than the pool has; and for a priority other than 0 under kFcfs.
   // AlreadyExists for a duplicate id.
   [[nodiscard]] absl::Status AddRequest(Request request);
+  // AddRequest's refusals, without queueing (for a request the engine holds back a while).
+  [[nodiscard]] absl::Status Validate(const Request& request) const;
+  // The KV blocks `request`'s prompt would need (SchedulerStats::waiting_demand_blocks' share
+  // of one waiting request).
+  [[nodiscard]] int64_t PromptDemandBlocks(const Request& request) const;
 
   // Decides the next step and assigns its KV slots. An empty plan means there is nothing to do.
   [[nodiscard]] StepPlan Schedule();

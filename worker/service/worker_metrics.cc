@@ -188,6 +188,13 @@ WorkerMetrics::WorkerMetrics(metrics::Registry* registry, const std::string& mod
     lora_waiting_ = &registry->AddGauge("headroom:lora_requests_waiting",
                                         "Requests of each LoRA adapter waiting for admission.",
                                         {"lora_name", "model_name"});
+    lora_slot_waiting_ =
+        &registry
+             ->AddGauge("headroom:lora_requests_waiting_for_slot",
+                        "Requests whose LoRA adapter waits for a slot to load into (counted in "
+                        "vllm:num_requests_waiting too).",
+                        kModel)
+             .WithLabels({model_name});
   }
   registry->AddCollectHook([this] { Collect(); });
 }
@@ -208,6 +215,7 @@ void WorkerMetrics::Collect() {
     return slot < counts.size() ? counts[slot] : 0;
   };
   if (lora_running_ != nullptr) {
+    lora_slot_waiting_->Set(stats.lora_slot_waiting);
     for (const std::string& name : lora_exported_) {  // unloaded ones stay at 0
       lora_running_->WithLabels({name, model_name_}).Set(0);
       lora_waiting_->WithLabels({name, model_name_}).Set(0);

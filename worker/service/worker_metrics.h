@@ -67,6 +67,8 @@ class WorkerMetrics final : public RequestObserver {
   const std::string model_name_;
   metrics::Family<metrics::Gauge>* lora_running_ = nullptr;
   metrics::Family<metrics::Gauge>* lora_waiting_ = nullptr;
+  // Requests waiting for a LoRA slot (EngineStats::lora_slot_waiting); null without LoRA.
+  metrics::Gauge* lora_slot_waiting_ = nullptr;
   std::vector<std::string> lora_exported_;  // names with series; Collect's, under its lock
   // Counters fed from the engine's cumulative statistics.
   metrics::Counter& num_preemptions_;
