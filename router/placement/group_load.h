@@ -41,6 +41,8 @@ struct GroupLoad {
   std::vector<std::string> lora_adapters = {};
   // The group loads an adapter it does not serve when a request names it (--lora-resolver-dir).
   bool lora_resolver = false;
+  // Slots it would load such an adapter into without waiting (LoadReport.lora_slots_open).
+  int32_t lora_slots_open = 0;
   // Blocks this router has sent to the group that the last report does not reflect yet.
   int64_t reserved_blocks = 0;
 

@@ -27,6 +27,11 @@ PlacementDecision LeastLoadedByBlocks::operator()(absl::Span<const GroupLoad> gr
                               std::any_of(groups.begin(), groups.end(), [&](const GroupLoad& g) {
                                 return g.up && !g.draining && g.block_size > 0 && serves_adapter(g);
                               });
+  // Such a group with a LoRA slot open loads the adapter at once; elsewhere the request would wait
+  // for a slot.
+  const auto waits_for_slot = [&](const GroupLoad& g) {
+    return !request.lora_adapter.empty() && !adapter_served && g.lora_slots_open <= 0;
+  };
   for (size_t i = 0; i < groups.size(); ++i) {
     const GroupLoad& g = groups[i];
     if (!g.up || g.draining || g.block_size <= 0) continue;
@@ -66,12 +71,15 @@ PlacementDecision LeastLoadedByBlocks::operator()(absl::Span<const GroupLoad> gr
         static_cast<double>(left) + prefix_affinity_weight_ * static_cast<double>(cached);
     if (best) {
       const GroupLoad& b = groups[*best];
-      // The higher score wins; then fewer running + waiting; then the name. std::tie compares
-      // the names by reference (make_tuple copied them: two heap allocations per candidate).
+      // A LoRA slot open first; then the higher score; then fewer running + waiting; then the
+      // name. std::tie compares the names by reference (make_tuple copied them: two heap
+      // allocations per candidate).
+      const bool waits = waits_for_slot(g), best_waits = waits_for_slot(b);
       const double neg_score = -score, best_neg_score = -best_score;
       const int64_t load = int64_t{g.running} + g.waiting;
       const int64_t best_load = int64_t{b.running} + b.waiting;
-      if (!(std::tie(neg_score, load, g.group) < std::tie(best_neg_score, best_load, b.group))) {
+      if (!(std::tie(waits, neg_score, load, g.group) <
+            std::tie(best_waits, best_neg_score, best_load, b.group))) {
         continue;
       }
     }

@@ -11,6 +11,9 @@
 // blocks than the prefix saves (x the weight): affinity bounds the imbalance it causes, and a
 // shared prefix spreads once its group fills up. Affinity never overrides the fit. Ties go to the
 // least loaded (running + waiting), then to the group name, so the choice is deterministic.
+// A request for a LoRA adapter no group serves goes to a group that loads it on first use, one
+// with a LoRA slot open (LoadReport.lora_slots_open) before the others, whatever their scores:
+// elsewhere it would wait for a slot.
 #pragma once
 
 #include <cstdint>

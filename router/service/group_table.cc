@@ -72,6 +72,7 @@ void GroupTable::ApplyReport(size_t group, const v1::LoadReport& report, absl::T
   load.max_num_batched_tokens = report.max_num_batched_tokens();
   load.priority_scheduling = report.priority_scheduling();
   load.lora_resolver = report.lora_resolver();
+  load.lora_slots_open = report.lora_slots_open();
   load.lora_adapters.clear();
   for (const v1::LoraAdapter& adapter : report.lora_adapters()) {
     load.lora_adapters.push_back(adapter.name());

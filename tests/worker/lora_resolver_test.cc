@@ -148,9 +148,11 @@ TEST(LoraResolverTest, ARequestFindingEverySlotInUseWaitsForOne) {
   auto engine = ReservedEngine(ResolverOptions(1, dir), &backend);
   ASSERT_NE(engine, nullptr);
   const int64_t allocations = engine->Stats().device_allocations;
+  EXPECT_EQ(engine->Stats().lora_slots_open, 1);
   ASSERT_TRUE(engine->AddRequest(LongPromptRequest(1, "rs")).ok());
   std::vector<StepToken> first;
   RunSteps(*engine, /*whole=*/false, first);
+  EXPECT_EQ(engine->Stats().lora_slots_open, 0);  // rs is in use
   ASSERT_TRUE(engine->AddRequest(LongPromptRequest(2, "sql")).ok());
   ASSERT_TRUE(engine->AddRequest(LongPromptRequest(3, "rs")).ok());
   const EngineStats waiting = engine->Stats();
@@ -171,6 +173,7 @@ TEST(LoraResolverTest, ARequestFindingEverySlotInUseWaitsForOne) {
   EXPECT_GT(run.first_step[3], run.last_step[2]);
   EXPECT_TRUE(engine->TakeRefused().empty());
   EXPECT_EQ(engine->Stats().lora_slot_waiting, 0);
+  EXPECT_EQ(engine->Stats().lora_slots_open, 1);  // rs, idle, would give way
   EXPECT_EQ(engine->Stats().device_allocations, allocations);
 }
 
@@ -189,6 +192,7 @@ TEST(LoraResolverTest, AFreedSlotGoesToTheRequestWaitingLongest) {
     RunSteps(*engine, /*whole=*/false, out);
   }
   ASSERT_EQ(out.back().id, RequestId{1});
+  EXPECT_EQ(engine->Stats().lora_slots_open, 0);  // rs is idle, but sql waits for its slot
   ASSERT_TRUE(engine->AddRequest(LongPromptRequest(3, "sql2")).ok());
   EXPECT_EQ(engine->Stats().lora_slot_waiting, 2);
   Steps run = RunToIdle(*engine);
@@ -307,8 +311,10 @@ TEST(LoraResolverTest, AnAdapterLoadedExplicitlyNeverGivesWay) {
   std::vector<StepToken> out;
   ASSERT_TRUE(engine->AddRequest(LongPromptRequest(1, "rs")).ok());
   RunSteps(*engine, /*whole=*/true, out);
+  EXPECT_EQ(engine->Stats().lora_slots_open, 1);
   ASSERT_TRUE(engine->LoadLora(testing::Spec("pinned", "llama-gqa-all")).ok());
   EXPECT_EQ(Served(*engine), std::vector<std::string>{"pinned"});
+  EXPECT_EQ(engine->Stats().lora_slots_open, 0);
   ExpectRefused(
       engine->AddRequest(LongPromptRequest(2, "rs")), absl::StatusCode::kResourceExhausted,
       absl::StrCat("LoRA adapter \"rs\" was found (", dir.path(),

@@ -180,6 +180,7 @@ TEST(FillLoadReport, CopiesTheEngineCounters) {
   stats.scheduler.num_running = 2;
   stats.scheduler.num_waiting = 3;
   stats.scheduler.waiting_demand_blocks = 17;
+  stats.lora_slots_open = 2;
   v1::LoadReport report;
   FillLoadReport(stats, report);
   EXPECT_EQ(report.total_blocks(), 63);
@@ -188,6 +189,7 @@ TEST(FillLoadReport, CopiesTheEngineCounters) {
   EXPECT_EQ(report.running(), 2);
   EXPECT_EQ(report.waiting(), 3);
   EXPECT_EQ(report.waiting_demand_blocks(), 17);
+  EXPECT_EQ(report.lora_slots_open(), 2);
 }
 
 TEST(ToGrpcStatus, KeepsCodeAndMessage) {

@@ -669,6 +669,7 @@ EngineStats Engine::Stats() const {
                     .device_allocations = backend_->num_allocations(),
                     .steps = steps_};
   // Requests waiting for a LoRA slot wait as those in the scheduler's queue do.
+  stats.lora_slots_open = OpenLoraSlots(stats.scheduler);
   stats.scheduler.num_waiting += stats.lora_slot_waiting;
   for (const Request& r : lora_waiting_) {
     stats.scheduler.waiting_demand_blocks += scheduler_->PromptDemandBlocks(r);

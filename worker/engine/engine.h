@@ -152,6 +152,9 @@ struct EngineStats {
   // Requests waiting for a LoRA slot (Engine::AddRequest); scheduler.num_waiting and its demand
   // count them too.
   int32_t lora_slot_waiting = 0;
+  // LoRA slots an adapter not served would load into now (free, or holding an idle resolved
+  // adapter); 0 while requests wait for one.
+  int32_t lora_slots_open = 0;
   kvcache::KvCacheStats kv;
   // Device allocations so far (constant after Create).
   int64_t device_allocations = 0;
@@ -376,6 +379,8 @@ class Engine {
   // At the start of a step: the requests waiting for a LoRA slot that can go now are queued (or
   // refused into refused_), in order; the rest wait on. UNAVAILABLE when the group failed.
   absl::Status RetryLoraWaiting();
+  // EngineStats::lora_slots_open, given the scheduler's `stats`.
+  int32_t OpenLoraSlots(const SchedulerStats& stats) const;
   // Queues `request`, its adapter resolved to its slot (the rest of AddRequest).
   absl::Status Enqueue(Request request);
   // LoadLora; `resolved`: the adapter was loaded on first use and may give way to another.

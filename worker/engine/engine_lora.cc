@@ -205,6 +205,16 @@ bool Engine::AwaitLoraSlot(const std::string& name, const SchedulerStats& stats)
   return true;
 }
 
+int32_t Engine::OpenLoraSlots(const SchedulerStats& stats) const {
+  if (!lora_waiting_.empty()) return 0;  // a slot that opens goes to those waiting
+  int32_t open = 0;
+  for (size_t slot = 0; slot < lora_slots_.size(); ++slot) {
+    const LoraSlot& held = lora_slots_[slot];
+    if (InFlight(stats, slot) == 0 && (!held.serving || held.resolved)) ++open;
+  }
+  return open;
+}
+
 absl::Status Engine::RetryLoraWaiting() {
   if (lora_waiting_.empty()) return absl::OkStatus();
   // Who gives way, and to which adapters, is decided again from the requests still waiting.

@@ -121,6 +121,7 @@ void FillLoadReport(const EngineStats& stats, v1::LoadReport& report) {
   report.set_running(stats.scheduler.num_running);
   report.set_waiting(stats.scheduler.num_waiting);
   report.set_waiting_demand_blocks(stats.scheduler.waiting_demand_blocks);
+  report.set_lora_slots_open(stats.lora_slots_open);
 }
 
 v1::PrefixCacheDelta ToProto(const kvcache::PrefixCacheDelta& delta) {

@@ -272,6 +272,34 @@ TEST(PlacementTest, AnAdapterNoGroupServesGoesToAGroupThatLoadsIt) {
   EXPECT_TRUE(d.no_adapter_group);
 }
 
+// Of the groups that load adapters on first use, one with a LoRA slot open takes an adapter no
+// group serves, even with fewer blocks left or a cached prefix elsewhere (the other would make
+// it wait for a slot); with none open, or for an adapter a group serves, the score decides.
+TEST(PlacementTest, AnAdapterNoGroupServesGoesWhereASlotIsOpen) {
+  GroupLoad roomy = Group("roomy", 100, 90);
+  roomy.lora_resolver = true;
+  GroupLoad open = Group("open", 100, 30);
+  open.lora_resolver = true;
+  open.lora_slots_open = 1;
+  std::vector<GroupLoad> groups = {roomy, open};
+  const std::vector<int64_t> cached_on_roomy = {5, 0};
+  const auto place = [&](std::string_view adapter) {
+    const PlacementDecision d = LeastLoadedByBlocks{}(
+        groups,
+        {.max_total_tokens = 160, .cached_blocks = cached_on_roomy, .lora_adapter = adapter});
+    EXPECT_EQ(d.outcome, PlacementOutcome::kPlaced);
+    return groups[d.group].group;
+  };
+  EXPECT_EQ(place("tuned"), "open");
+  EXPECT_EQ(place(""), "roomy");  // the base model: blocks and prefix
+  groups[1].lora_slots_open = 0;
+  EXPECT_EQ(place("tuned"), "roomy");
+  // Served by both: no slot is needed, the score decides.
+  groups[0].lora_adapters = groups[1].lora_adapters = {"tuned"};
+  groups[1].lora_slots_open = 2;
+  EXPECT_EQ(place("tuned"), "roomy");
+}
+
 // A request with a priority goes only to groups that schedule by priority, even when another has
 // more room; with none up it never fits, and the decision says why.
 TEST(PlacementTest, APriorityNeedsAGroupThatSchedulesByPriority) {

@@ -11,9 +11,14 @@ TEST(GroupTableTest, ReportMarksUpAndStalenessMarksDown) {
   GroupTable table({"a:1", "b:2"}, absl::Seconds(2));
   const absl::Time t0 = absl::FromUnixSeconds(1000);
   EXPECT_FALSE(table.any_up());
-  table.ApplyReport(0, Report(1, 50), t0);
+  v1::LoadReport first = Report(1, 50);
+  first.set_lora_resolver(true);
+  first.set_lora_slots_open(3);
+  table.ApplyReport(0, first, t0);
   EXPECT_TRUE(table.load(0).up);
   EXPECT_EQ(table.load(0).free_blocks, 50);
+  EXPECT_TRUE(table.load(0).lora_resolver);
+  EXPECT_EQ(table.load(0).lora_slots_open, 3);
   EXPECT_EQ(table.largest_max_model_len(), 512);
   EXPECT_EQ(table.ExpireStale(t0 + absl::Seconds(1)), 0);
   EXPECT_EQ(table.ExpireStale(t0 + absl::Seconds(3)), 1);
