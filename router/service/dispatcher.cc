@@ -207,13 +207,16 @@ bool Dispatcher::lora_adapter_servable(const std::string& name) const {
   return false;
 }
 
-bool Dispatcher::AwaitLoraReports(const std::vector<size_t>& groups, const std::string& name,
+bool Dispatcher::AwaitLoraReports(const std::vector<LoraChange>& changed, const std::string& name,
                                   bool served, absl::Time deadline) {
   std::unique_lock<std::mutex> lock(mu_);
   const auto settled = [&] {
-    for (const size_t g : groups) {
+    for (const LoraChange& change : changed) {
+      const size_t g = change.group;
       if (g >= table_.size() || !table_.load(g).up || !table_.report(g).has_value()) continue;
-      if (ServesLoraLocked(g, name) != served) return false;
+      const bool reported =
+          change.report_sequence > 0 && table_.report(g)->sequence() >= change.report_sequence;
+      if (!reported && ServesLoraLocked(g, name) != served) return false;
     }
     return true;
   };

@@ -85,6 +85,13 @@ struct SubmitResult {
   int32_t retry_after_s = 0;  // for RESOURCE_EXHAUSTED
 };
 
+// A group that took a run-time LoRA load or unload, and the first of its load reports made after
+// (its answer's report_sequence; 0: not told).
+struct LoraChange {
+  size_t group = 0;
+  uint64_t report_sequence = 0;
+};
+
 class Dispatcher {
  public:
   explicit Dispatcher(DispatcherOptions options);
@@ -132,11 +139,13 @@ class Dispatcher {
   // Some up group reports serving the adapter `name`, or loading adapters on first use (a
   // request's model, checked per request: otherwise it names no model served here).
   [[nodiscard]] bool lora_adapter_servable(const std::string& name) const;
-  // Waits until each of `groups` that is up has reported serving the adapter `name` (`served`)
-  // or not serving it, or until `deadline`; false on timeout. A run-time load or unload returns
-  // after it, so the next request is placed by what the groups now serve.
-  bool AwaitLoraReports(const std::vector<size_t>& groups, const std::string& name, bool served,
-                        absl::Time deadline);
+  // Waits until each of the `changed` groups that is up has reported serving the adapter `name`
+  // (`served`) or not serving it, or has sent the report its change named (a later report may
+  // show a later change: a resolving group loads an unloaded adapter again for a request), or
+  // until `deadline`; false on timeout. A run-time load or unload returns after it, so the next
+  // request is placed by what the groups now serve.
+  bool AwaitLoraReports(const std::vector<LoraChange>& changed, const std::string& name,
+                        bool served, absl::Time deadline);
   [[nodiscard]] bool any_up() const;
   // The current groups only (retired ones are left out).
   [[nodiscard]] v1::ClusterState Snapshot() const;

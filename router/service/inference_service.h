@@ -97,10 +97,11 @@ class InferenceService final : public v1::Inference::CallbackService {
 
   void Acquire();
   void ReleaseOne();
-  // Runs `call` against every current group's stub at once; then LoadLoraAdapter's answer.
-  grpc::Status UpdateLora(
-      const std::string& name, bool load,
-      const std::function<grpc::Status(v1::Worker::Stub&, grpc::ClientContext&)>& call);
+  // Runs `call` against every current group's stub at once (it sets the response's
+  // report_sequence); then LoadLoraAdapter's answer.
+  grpc::Status UpdateLora(const std::string& name, bool load,
+                          const std::function<grpc::Status(v1::Worker::Stub&, grpc::ClientContext&,
+                                                           uint64_t* report_sequence)>& call);
   uint64_t NextRequestId() { return next_request_id_.fetch_add(1); }
 
   const InferenceServiceOptions options_;

@@ -25,47 +25,56 @@ grpc::Status InferenceService::LoadLoraAdapter(const std::string& name, const st
   request.set_lora_name(name);
   request.set_lora_path(path);
   request.set_load_inplace(load_inplace);
-  return UpdateLora(name, /*load=*/true, [&](v1::Worker::Stub& stub, grpc::ClientContext& context) {
-    v1::LoadLoraAdapterResponse response;
-    return stub.LoadLoraAdapter(&context, request, &response);
-  });
+  return UpdateLora(name, /*load=*/true,
+                    [&](v1::Worker::Stub& stub, grpc::ClientContext& context, uint64_t* sequence) {
+                      v1::LoadLoraAdapterResponse response;
+                      const grpc::Status status =
+                          stub.LoadLoraAdapter(&context, request, &response);
+                      *sequence = response.report_sequence();
+                      return status;
+                    });
 }
 
 grpc::Status InferenceService::UnloadLoraAdapter(const std::string& name) {
   v1::UnloadLoraAdapterRequest request;
   request.set_lora_name(name);
   return UpdateLora(name, /*load=*/false,
-                    [&](v1::Worker::Stub& stub, grpc::ClientContext& context) {
+                    [&](v1::Worker::Stub& stub, grpc::ClientContext& context, uint64_t* sequence) {
                       v1::UnloadLoraAdapterResponse response;
-                      return stub.UnloadLoraAdapter(&context, request, &response);
+                      const grpc::Status status =
+                          stub.UnloadLoraAdapter(&context, request, &response);
+                      *sequence = response.report_sequence();
+                      return status;
                     });
 }
 
 grpc::Status InferenceService::UpdateLora(
     const std::string& name, bool load,
-    const std::function<grpc::Status(v1::Worker::Stub&, grpc::ClientContext&)>& call) {
+    const std::function<grpc::Status(v1::Worker::Stub&, grpc::ClientContext&,
+                                     uint64_t* report_sequence)>& call) {
   const std::vector<size_t> groups = monitor_->current();
   if (groups.empty()) {
     return {grpc::StatusCode::UNAVAILABLE, "no worker group is up to serve the adapter"};
   }
   std::vector<grpc::Status> results(groups.size());
+  std::vector<uint64_t> sequences(groups.size(), 0);
   {
     std::vector<std::thread> threads;
     for (size_t i = 0; i < groups.size(); ++i) {
       threads.emplace_back([&, i] {
         grpc::ClientContext context;
         context.set_deadline(absl::ToChronoTime(absl::Now() + kLoraCallTimeout));
-        results[i] = call(*monitor_->stub(groups[i]), context);
+        results[i] = call(*monitor_->stub(groups[i]), context, &sequences[i]);
       });
     }
     for (std::thread& thread : threads) thread.join();
   }
-  std::vector<size_t> done;
+  std::vector<LoraChange> done;
   std::vector<std::string> failures;
   const grpc::Status* first_failure = nullptr;
   for (size_t i = 0; i < groups.size(); ++i) {
     if (results[i].ok()) {
-      done.push_back(groups[i]);
+      done.push_back({.group = groups[i], .report_sequence = sequences[i]});
       continue;
     }
     if (first_failure == nullptr) first_failure = &results[i];
@@ -85,7 +94,7 @@ grpc::Status InferenceService::UpdateLora(
                  : absl::StrCat("Success: LoRA adapter '", name, "' removed successfully.")};
   }
   std::vector<std::string> succeeded;
-  for (const size_t g : done) succeeded.push_back(monitor_->address(g));
+  for (const LoraChange& change : done) succeeded.push_back(monitor_->address(change.group));
   const std::string message =
       absl::StrCat("LoRA adapter '", name, "' was not ", load ? "loaded" : "unloaded",
                    done.empty() ? ": " : " everywhere: ", absl::StrJoin(failures, "; "),

@@ -458,6 +458,48 @@ std::optional<v1::LoadReport> ReadUntil(grpc::ClientReaderInterface<v1::LoadRepo
   return std::nullopt;
 }
 
+// A run-time LoRA load's and unload's answers name the first load report made after them (what
+// a router waits for): that report shows the change.
+TEST_F(WorkerE2eTest, RuntimeLoraChangesNameTheFirstReportThatShowsThem) {
+  std::vector<std::string> flags = FixtureFlags();
+  flags.insert(flags.end(),
+               {"--allow-runtime-lora-updating", "--max-loras", "1", "--max-lora-rank", "8"});
+  WorkerProcess worker(flags);
+  Connect(worker);
+  auto watch_context = Context(60);
+  auto watch = stub_->WatchLoad(watch_context.get(), v1::WatchLoadRequest());
+  v1::LoadReport first;
+  ASSERT_TRUE(watch->Read(&first));
+  const auto lists_rs = [](const v1::LoadReport& report) {
+    return std::any_of(report.lora_adapters().begin(), report.lora_adapters().end(),
+                       [](const v1::LoraAdapter& a) { return a.name() == "rs"; });
+  };
+  ASSERT_FALSE(lists_rs(first));
+  v1::LoadLoraAdapterRequest load;
+  load.set_lora_name("rs");
+  load.set_lora_path((testdata::FixtureDir("lora") / "llama-gqa-rslora").string());
+  v1::LoadLoraAdapterResponse loaded;
+  auto load_context = Context(30);
+  ASSERT_TRUE(stub_->LoadLoraAdapter(load_context.get(), load, &loaded).ok());
+  EXPECT_GT(loaded.report_sequence(), first.sequence());
+  std::optional<v1::LoadReport> report = ReadUntil(
+      *watch, [&](const v1::LoadReport& r) { return r.sequence() >= loaded.report_sequence(); });
+  ASSERT_TRUE(report.has_value());
+  EXPECT_TRUE(lists_rs(*report)) << report->DebugString();
+
+  v1::UnloadLoraAdapterRequest unload;
+  unload.set_lora_name("rs");
+  v1::UnloadLoraAdapterResponse unloaded;
+  auto unload_context = Context(30);
+  ASSERT_TRUE(stub_->UnloadLoraAdapter(unload_context.get(), unload, &unloaded).ok());
+  EXPECT_GT(unloaded.report_sequence(), report->sequence());
+  report = ReadUntil(
+      *watch, [&](const v1::LoadReport& r) { return r.sequence() >= unloaded.report_sequence(); });
+  ASSERT_TRUE(report.has_value());
+  EXPECT_FALSE(lists_rs(*report)) << report->DebugString();
+  watch_context->TryCancel();
+}
+
 TEST_F(WorkerE2eTest, LoadUpdatesWhileRunningAndClientCancelFreesTheBlocks) {
   WorkerProcess worker(SlowFlags());
   Connect(worker);

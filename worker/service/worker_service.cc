@@ -369,6 +369,13 @@ void LoadPublisher::Stop() {
   wake_.notify_all();
 }
 
+uint64_t LoadPublisher::NextSequence() {
+  // Under mu_: a report Run is making now may hold statistics polled before the caller's change,
+  // so the next one is the first sure to be made after it.
+  std::lock_guard<std::mutex> lock(mu_);
+  return latest_.sequence() + 1;
+}
+
 void LoadPublisher::Run() {
   absl::Time last_sent = absl::Now();
   std::unique_lock<std::mutex> lock(mu_);
@@ -577,7 +584,8 @@ grpc::ServerUnaryReactor* WorkerService::LoadLoraAdapter(grpc::CallbackServerCon
       [spec, replace = request->load_inplace()](Engine& engine) {
         return engine.LoadLora(spec, replace);
       },
-      [response, name = spec.name](const EngineStats& stats) {
+      [response, name = spec.name](const EngineStats& stats, uint64_t report_sequence) {
+        response->set_report_sequence(report_sequence);
         for (const ServedLoraAdapter& adapter : *stats.lora_adapters) {
           if (adapter.name != name) continue;
           response->mutable_adapter()->set_name(adapter.name);
@@ -590,16 +598,19 @@ grpc::ServerUnaryReactor* WorkerService::LoadLoraAdapter(grpc::CallbackServerCon
 
 grpc::ServerUnaryReactor* WorkerService::UnloadLoraAdapter(
     grpc::CallbackServerContext* context, const v1::UnloadLoraAdapterRequest* request,
-    v1::UnloadLoraAdapterResponse* /*response*/) {
+    v1::UnloadLoraAdapterResponse* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   RunEngineOp(
       reactor, [name = request->lora_name()](Engine& engine) { return engine.UnloadLora(name); },
-      nullptr);
+      [response](const EngineStats&, uint64_t report_sequence) {
+        response->set_report_sequence(report_sequence);
+      });
   return reactor;
 }
 
-void WorkerService::RunEngineOp(grpc::ServerUnaryReactor* reactor, EngineLoop::EngineOp op,
-                                std::function<void(const EngineStats&)> on_success) {
+void WorkerService::RunEngineOp(
+    grpc::ServerUnaryReactor* reactor, EngineLoop::EngineOp op,
+    std::function<void(const EngineStats&, uint64_t report_sequence)> on_success) {
   EngineLoop* loop = loop_.load();
   if (loop == nullptr || shut_down_.load()) {
     reactor->Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, loop == nullptr
@@ -607,11 +618,17 @@ void WorkerService::RunEngineOp(grpc::ServerUnaryReactor* reactor, EngineLoop::E
                                                                     : "the worker is stopping"));
     return;
   }
-  loop->Post(std::move(op),
-             [reactor, loop, on_success = std::move(on_success)](const absl::Status& status) {
-               if (status.ok() && on_success) on_success(loop->Stats());
-               reactor->Finish(ToGrpcStatus(status));
-             });
+  LoadPublisher* publisher = nullptr;  // set before loop_, kept until the service goes
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    publisher = publisher_.get();
+  }
+  loop->Post(std::move(op), [reactor, loop, publisher,
+                             on_success = std::move(on_success)](const absl::Status& status) {
+    // The loop published the op's statistics before calling this.
+    if (status.ok()) on_success(loop->Stats(), publisher->NextSequence());
+    reactor->Finish(ToGrpcStatus(status));
+  });
 }
 
 }  // namespace headroom::worker

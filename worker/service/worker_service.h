@@ -131,6 +131,9 @@ class LoadPublisher {
   void Unsubscribe(WatchLoadReactor* reactor);
   // Ends every stream with OK and stops polling; idempotent.
   void Stop();
+  // The sequence of the next report: the first to reflect what the engine loop has published by
+  // now.
+  [[nodiscard]] uint64_t NextSequence();
 
  private:
   void Run();
@@ -195,9 +198,10 @@ class WorkerService final : public v1::Worker::CallbackService {
   // A Submit stream ended (its OnDone).
   void StreamDone();
   // Runs `op` on the engine thread and finishes `reactor` with its status, after `on_success`
-  // (may be null) filled the response from the statistics it published.
+  // filled the response from the statistics it published and the sequence of the first load
+  // report to reflect them.
   void RunEngineOp(grpc::ServerUnaryReactor* reactor, EngineLoop::EngineOp op,
-                   std::function<void(const EngineStats&)> on_success);
+                   std::function<void(const EngineStats&, uint64_t report_sequence)> on_success);
   void UpdateHealth();
 
   const WorkerServiceOptions options_;

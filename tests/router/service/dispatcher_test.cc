@@ -118,6 +118,32 @@ TEST(DispatcherSetGroupsTest, QueuedRequestGoesToTheRemainingGroupAndARemovedOne
   dispatcher.Stop();
 }
 
+// A run-time unload is settled by a report that no longer lists the adapter, or by the report the
+// worker's answer named even if it lists the adapter again (a resolving group loaded it again for
+// a request): waiting for the adapter to be gone would then time out though the unload was done.
+TEST(DispatcherLoraTest, AnUnloadIsSettledByTheReportItsAnswerNamed) {
+  Dispatcher dispatcher(Options({"a:1", "b:2"}));
+  const auto serving = [](uint64_t sequence, bool lists) {
+    v1::LoadReport r = Report(sequence, 100);
+    r.set_lora_resolver(true);
+    if (lists) r.add_lora_adapters()->set_name("x");
+    return r;
+  };
+  dispatcher.OnReport(0, serving(4, true));
+  dispatcher.OnReport(1, serving(9, true));
+  const auto settles = [&](std::vector<LoraChange> changed) {
+    return dispatcher.AwaitLoraReports(changed, "x", /*served=*/false,
+                                       absl::Now() + absl::Milliseconds(50));
+  };
+  EXPECT_FALSE(settles({{.group = 0, .report_sequence = 5}}));
+  dispatcher.OnReport(0, serving(5, true));  // after the unload, loaded again
+  EXPECT_TRUE(settles({{.group = 0, .report_sequence = 5}}));
+  // b named no report (an older worker): only the adapter gone settles it.
+  EXPECT_FALSE(settles({{.group = 0, .report_sequence = 5}, {.group = 1, .report_sequence = 0}}));
+  dispatcher.OnReport(1, serving(10, false));
+  EXPECT_TRUE(settles({{.group = 0, .report_sequence = 5}, {.group = 1, .report_sequence = 0}}));
+}
+
 // A group that sends no report for silence_timeout is lost: each request placed there and not
 // finished is told, once per silence; requests on a group that keeps reporting, and finished
 // ones, are not. A report and a new silence tell again.
