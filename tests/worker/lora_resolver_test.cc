@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "engine_thread_hold.h"
 #include "fixture_model.h"
 #include "lora_runtime_helpers.h"
 #include "worker/backend/cpu_backend.h"
@@ -139,6 +140,14 @@ Steps RunToIdle(Engine& engine) {
   return run;
 }
 
+// Steps `engine` until a request finishes, appending the tokens to `out`.
+void StepUntilARequestFinishes(Engine& engine, std::vector<StepToken>& out) {
+  do {
+    RunSteps(engine, /*whole=*/false, out);
+  } while (!::testing::Test::HasFatalFailure() &&
+           (out.empty() || out.back().finish == FinishReason::kNone));
+}
+
 // One slot, "rs" running: a request for "sql" waits (counted as waiting) instead of being
 // refused, and a later "rs" request waits behind it (rs gives way), so "sql" is not starved.
 // Each gets PEFT's tokens; nothing allocates device memory.
@@ -188,9 +197,7 @@ TEST(LoraResolverTest, AFreedSlotGoesToTheRequestWaitingLongest) {
   std::vector<StepToken> out;
   RunSteps(*engine, /*whole=*/false, out);
   ASSERT_TRUE(engine->AddRequest(LongPromptRequest(2, "sql")).ok());
-  while (out.empty() || out.back().finish == FinishReason::kNone) {
-    RunSteps(*engine, /*whole=*/false, out);
-  }
+  StepUntilARequestFinishes(*engine, out);
   ASSERT_EQ(out.back().id, RequestId{1});
   EXPECT_EQ(engine->Stats().lora_slots_open, 0);  // rs is idle, but sql waits for its slot
   ASSERT_TRUE(engine->AddRequest(LongPromptRequest(3, "sql2")).ok());
@@ -232,9 +239,7 @@ TEST(LoraResolverTest, AWaitingRequestIsAbortedOrRefusedWhenItsTurnComes) {
   RunSteps(*engine, /*whole=*/false, out);
   ASSERT_TRUE(engine->AddRequest(LongPromptRequest(5, "sql")).ok());
   out.clear();
-  while (out.empty() || out.back().finish == FinishReason::kNone) {
-    RunSteps(*engine, /*whole=*/false, out);
-  }
+  StepUntilARequestFinishes(*engine, out);
   EXPECT_EQ(out.back().id, RequestId{4});
   EXPECT_EQ(engine->Stats().lora_slot_waiting, 1);
   ASSERT_TRUE(engine->LoadLora(testing::Spec("pinned", "llama-gqa-all")).ok());
@@ -263,14 +268,7 @@ TEST(LoraResolverTest, TheLoopAnswersWaitingRequestsWithTokensOrTheirRefusal) {
   EngineLoop loop(std::move(engine));
   // The engine thread is held until all three are in, so "rs" (first) takes the slot and the
   // others wait: "phi" (another model's adapter, which cannot load) and "sql".
-  std::promise<void> release;
-  std::shared_future<void> released = release.get_future().share();
-  loop.Post(
-      [released](Engine&) {
-        released.wait();
-        return absl::OkStatus();
-      },
-      [](const absl::Status&) {});
+  testing::EngineThreadHold hold(loop);
   int64_t id = 0;
   for (const char* name : {"rs", "phi", "sql"}) {
     Answer& answer = answers[++id];
@@ -284,7 +282,7 @@ TEST(LoraResolverTest, TheLoopAnswersWaitingRequestsWithTokensOrTheirRefusal) {
       if (event->finish != FinishReason::kNone) answer.done.set_value();
     });
   }
-  release.set_value();
+  hold.Release();
   for (auto& [request, answer] : answers) {
     ASSERT_EQ(answer.done.get_future().wait_for(std::chrono::seconds(60)),
               std::future_status::ready)

@@ -14,6 +14,7 @@
 #include "absl/cleanup/cleanup.h"
 #include "absl/time/clock.h"
 #include "common/metrics.h"
+#include "engine_thread_hold.h"
 #include "fixture_model.h"
 #include "worker/backend/cpu_backend.h"
 #include "worker/engine/engine_loop.h"
@@ -22,6 +23,12 @@ namespace headroom::worker {
 namespace {
 
 constexpr const char* kModel = "m";
+// The cache the engines below have (their 80 blocks of 16 tokens).
+const CacheConfigInfo kCache = {.block_size = 16,
+                                .cache_dtype = "float32",
+                                .enable_prefix_caching = true,
+                                .gpu_memory_utilization = 0.9,
+                                .num_gpu_blocks = 80};
 
 LoraModuleSpec Spec(const std::string& name, const std::string& fixture) {
   return {.name = name, .path = (testdata::FixtureDir("lora") / fixture).string()};
@@ -62,13 +69,7 @@ TEST(WorkerMetricsTest, LoraGaugesCountEachAdaptersRequestsByName) {
                                &backend);
   ASSERT_TRUE(engine.ok()) << engine.status();
   metrics::Registry registry;
-  WorkerMetrics worker_metrics(&registry, kModel, 256,
-                               {.block_size = 16,
-                                .cache_dtype = "float32",
-                                .enable_prefix_caching = true,
-                                .gpu_memory_utilization = 0.9,
-                                .num_gpu_blocks = 80},
-                               /*lora=*/true);
+  WorkerMetrics worker_metrics(&registry, kModel, 256, kCache, /*lora=*/true);
   const std::vector<std::string> order = {"rs", "sql2", "sql2", "", "rs", "rs", "rs"};
   // Before the loop: requests it cancels as it is destroyed still find theirs.
   std::vector<std::promise<void>> ended(order.size());
@@ -157,26 +158,13 @@ TEST(WorkerMetricsTest, TheSlotWaitingGaugeCountsRequestsWaitingForALoraSlot) {
                                &backend);
   ASSERT_TRUE(engine.ok()) << engine.status();
   metrics::Registry registry;
-  WorkerMetrics worker_metrics(&registry, kModel, 256,
-                               {.block_size = 16,
-                                .cache_dtype = "float32",
-                                .enable_prefix_caching = true,
-                                .gpu_memory_utilization = 0.9,
-                                .num_gpu_blocks = 80},
-                               /*lora=*/true);
+  WorkerMetrics worker_metrics(&registry, kModel, 256, kCache, /*lora=*/true);
   std::string while_waiting;
   std::vector<std::promise<void>> ended(3);
   EngineLoop loop(*std::move(engine));
   worker_metrics.SetLoop(&loop);
   // Held until all three are in, so they are taken in one go, "rs" first.
-  std::promise<void> release;
-  std::shared_future<void> released = release.get_future().share();
-  loop.Post(
-      [released](Engine&) {
-        released.wait();
-        return absl::OkStatus();
-      },
-      [](const absl::Status&) {});
+  testing::EngineThreadHold hold(loop);
   int64_t id = 0;
   for (const char* name : {"rs", "sql", "sql2"}) {
     Request r;
@@ -192,7 +180,7 @@ TEST(WorkerMetricsTest, TheSlotWaitingGaugeCountsRequestsWaitingForALoraSlot) {
       if (!event.ok() || event->finish != FinishReason::kNone) ended[i].set_value();
     });
   }
-  release.set_value();
+  hold.Release();
   for (std::promise<void>& end : ended) end.get_future().wait();
   const std::string waiting =
       std::string("headroom:lora_requests_waiting_for_slot{model_name=\"") + kModel + "\"} ";

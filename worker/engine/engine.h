@@ -383,8 +383,10 @@ class Engine {
   int32_t OpenLoraSlots(const SchedulerStats& stats) const;
   // Queues `request`, its adapter resolved to its slot (the rest of AddRequest).
   absl::Status Enqueue(Request request);
-  // LoadLora; `resolved`: the adapter was loaded on first use and may give way to another.
-  absl::Status LoadLoraInto(const LoraModuleSpec& spec, bool replace, bool resolved);
+  // LoadLora; `resolved`: the adapter was loaded on first use and may give way to another;
+  // `stats`: the scheduler's now (which slots have requests in flight).
+  absl::Status LoadLoraInto(const LoraModuleSpec& spec, bool replace, bool resolved,
+                            const SchedulerStats& stats);
   // The slot of the least recently requested adapter loaded on first use with no request in
   // flight in `stats` (none: nullopt).
   std::optional<int32_t> IdleResolvedSlot(const SchedulerStats& stats) const;

@@ -142,7 +142,7 @@ std::optional<int32_t> Engine::IdleResolvedSlot(const SchedulerStats& stats) con
 }
 
 absl::Status Engine::LoadLora(const LoraModuleSpec& spec, bool replace) {
-  return LoadLoraInto(spec, replace, /*resolved=*/false);
+  return LoadLoraInto(spec, replace, /*resolved=*/false, scheduler_->Stats());
 }
 
 absl::StatusOr<Engine::LoraResolution> Engine::ResolveFromDir(const std::string& name) {
@@ -163,11 +163,11 @@ absl::StatusOr<Engine::LoraResolution> Engine::ResolveFromDir(const std::string&
                      " (LoRA adapters: ", ServedLoraNames(), ")"));
   }
   const SchedulerStats stats = scheduler_->Stats();
-  const absl::StatusOr<int32_t> free = FreeLoraSlot(stats);
-  // First come, first served: a slot that is there now goes to the requests already waiting.
-  if (lora_waiting_.empty() && (free.ok() || IdleResolvedSlot(stats).has_value())) {
-    const absl::Status loaded =
-        LoadLoraInto({.name = name, .path = path.string()}, /*replace=*/false, /*resolved=*/true);
+  // First come, first served: a slot open now goes to the requests already waiting (none is
+  // open while some wait).
+  if (OpenLoraSlots(stats) > 0) {
+    const absl::Status loaded = LoadLoraInto({.name = name, .path = path.string()},
+                                             /*replace=*/false, /*resolved=*/true, stats);
     if (loaded.ok()) return LoraResolution::kResolved;
     if (loaded.code() == absl::StatusCode::kUnavailable) return loaded;
     return absl::InvalidArgumentError(
@@ -179,7 +179,7 @@ absl::StatusOr<Engine::LoraResolution> Engine::ResolveFromDir(const std::string&
       "LoRA adapter \"", name, "\" was found (", path.string(),
       ") but no slot can take it (adapters loaded at start or by /v1/load_lora_adapter keep "
       "theirs): ",
-      free.status().message()));
+      FreeLoraSlot(stats).status().message()));
 }
 
 bool Engine::AwaitLoraSlot(const std::string& name, const SchedulerStats& stats) {
@@ -239,7 +239,8 @@ absl::Status Engine::RetryLoraWaiting() {
   return absl::OkStatus();
 }
 
-absl::Status Engine::LoadLoraInto(const LoraModuleSpec& spec, bool replace, bool resolved) {
+absl::Status Engine::LoadLoraInto(const LoraModuleSpec& spec, bool replace, bool resolved,
+                                  const SchedulerStats& stats) {
   HR_RETURN_IF_ERROR(RuntimeLoraAllowed());
   const int32_t served = ServingSlot(spec.name);
   const std::optional<int32_t> old = served < 0 ? std::nullopt : std::optional<int32_t>(served);
@@ -249,7 +250,6 @@ absl::Status Engine::LoadLoraInto(const LoraModuleSpec& spec, bool replace, bool
                      lora_slots_[static_cast<size_t>(*old)].path,
                      "); unload it first, or load it with load_inplace to replace it"));
   }
-  const SchedulerStats stats = scheduler_->Stats();  // which slots have requests in flight
   absl::StatusOr<int32_t> free = FreeLoraSlot(stats);
   // Replacing with no other slot free: the adapter's own, unless requests of it are in flight
   // (they finish with the weights they started with, so they need the slot as it is). Else an
