@@ -179,6 +179,13 @@ absl::Status ParseCommon(const Json& obj, ParsedRequest& out) {
   }
   HEADROOM_OPENAI_ASSIGN(echo, OptBool(obj, "echo"));
   out.echo = echo.value_or(false);
+  // vLLM's beam search would return other choices than sampling: refused, not ignored.
+  HEADROOM_OPENAI_ASSIGN(beam_search, OptBool(obj, "use_beam_search"));
+  if (beam_search.value_or(false)) {
+    return Bad("use_beam_search",
+               "use_beam_search is not supported (headroom samples each of the n choices); use "
+               "temperature 0 for the greedy choice, or n samples with a temperature");
+  }
 
   if (const Json* bias = Member(obj, "logit_bias"); bias != nullptr) {
     if (!bias->is_object()) return WrongType("logit_bias", "an object", *bias);
@@ -279,6 +286,11 @@ absl::Status ParseCommon(const Json& obj, ParsedRequest& out) {
 
   HEADROOM_OPENAI_ASSIGN(stream, OptBool(obj, "stream"));
   out.stream = stream.value_or(false);
+  HEADROOM_OPENAI_ASSIGN(return_token_ids, OptBool(obj, "return_token_ids"));
+  out.return_token_ids = return_token_ids.value_or(false);
+  g.set_return_prompt_token_ids(out.return_token_ids);
+  HEADROOM_OPENAI_ASSIGN(tokens_as_ids, OptBool(obj, "return_tokens_as_token_ids"));
+  out.return_tokens_as_token_ids = tokens_as_ids.value_or(false);
   if (const Json* prompt_logprobs = Member(obj, "prompt_logprobs"); prompt_logprobs != nullptr) {
     HEADROOM_OPENAI_ASSIGN(top, TopLogprobsValue(*prompt_logprobs, "prompt_logprobs"));
     if (out.stream) {

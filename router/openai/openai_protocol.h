@@ -78,6 +78,13 @@ struct ParsedRequest {
   // vLLM's prompt_logprobs field (both endpoints, not streamed): -1 none, else the top-N; the
   // response carries vLLM's `prompt_logprobs` list.
   int32_t prompt_logprobs = -1;
+  // vLLM's return_token_ids: each choice carries its token_ids (streamed: each chunk's), and the
+  // prompt's ids go with it (completions: per choice; chat: once per response); generate asks
+  // the Inference service for them (return_prompt_token_ids).
+  bool return_token_ids = false;
+  // vLLM's return_tokens_as_token_ids: logprobs name tokens "token_id:<id>" (tokens whose text is
+  // not valid UTF-8 alone stay identifiable).
+  bool return_tokens_as_token_ids = false;
   // Embeddings: encoding_format "base64" (little-endian float32 bytes) rather than "float".
   bool embedding_base64 = false;
   // Embeddings: the caller tokenizes text inputs with or without the tokenizer's special tokens

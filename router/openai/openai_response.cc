@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <span>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "router/openai/embedding_response.h"
@@ -72,6 +73,8 @@ ResponseBuilder::ResponseBuilder(const ParsedRequest& request, std::string id, i
       logprobs_(request.logprobs),
       top_logprobs_(request.top_logprobs),
       prompt_logprobs_(request.prompt_logprobs),
+      return_token_ids_(request.return_token_ids),
+      tokens_as_ids_(request.return_tokens_as_token_ids),
       n_(request.n),
       tool_choice_(request.tools.choice),
       tools_(tool_choice_.parser == ToolCallParser::kQwen3Coder
@@ -118,6 +121,10 @@ ResponseBuilder::Json ResponseBuilder::EmptyLogprobs() const {
 }
 
 std::string ResponseBuilder::TokenString(int32_t id) const {
+  return tokens_as_ids_ ? absl::StrCat("token_id:", id) : DecodedToken(id);
+}
+
+std::string ResponseBuilder::DecodedToken(int32_t id) const {
   if (tokenizer_ == nullptr) return absl::StrCat("token_id:", id);
   const int32_t ids[1] = {id};
   return tokenizer_->Decode(std::span<const int32_t>(ids, 1),
@@ -187,6 +194,16 @@ void ResponseBuilder::NoteFinal(const v1::GenerateResponse& message, Choice& cho
     choice.prompt_tokens = message.usage().prompt_tokens();
     choice.completion_tokens = message.usage().completion_tokens();
   }
+}
+
+void ResponseBuilder::NoteTokenIds(const v1::GenerateResponse& message, Choice& choice) const {
+  if (!return_token_ids_) return;
+  if (message.prompt_token_ids_size() > 0) {
+    choice.prompt_token_ids.assign(message.prompt_token_ids().begin(),
+                                   message.prompt_token_ids().end());
+  }
+  choice.token_ids.insert(choice.token_ids.end(), message.token_ids().begin(),
+                          message.token_ids().end());
 }
 
 bool ResponseBuilder::RequiredCallsStopped(const Choice& choice) const {
@@ -271,6 +288,7 @@ std::string ResponseBuilder::SplitReasoning(const v1::GenerateResponse& reply, b
 std::string ResponseBuilder::StreamEvents(int32_t index, const v1::GenerateResponse& reply) {
   Choice& state = choices_.at(static_cast<size_t>(index));
   NoteFinal(reply, state);
+  NoteTokenIds(reply, state);
   const bool final = reply.finish_reason() != v1::FINISH_REASON_UNSPECIFIED;
   // With a reasoning parser, what follows reads only the reply's content; its reasoning goes out
   // beside it.
@@ -367,6 +385,15 @@ std::string ResponseBuilder::StreamEvents(int32_t index, const v1::GenerateRespo
   choice["stop_reason"] = final ? StopReasonJson(state) : Json(nullptr);
 
   Json chunk = ChunkEnvelope();
+  if (return_token_ids_) {
+    // vLLM's shape: the tokens of this chunk; the prompt's with a choice's first chunk (per choice
+    // for completions, on the chunk itself for chat).
+    choice["token_ids"] = std::exchange(state.token_ids, {});
+    if (!state.prompt_ids_sent && !state.prompt_token_ids.empty()) {
+      state.prompt_ids_sent = true;
+      (endpoint_ == Endpoint::kChat ? chunk : choice)["prompt_token_ids"] = state.prompt_token_ids;
+    }
+  }
   chunk["choices"] = Json::array({std::move(choice)});
   if (include_usage_) chunk["usage"] = continuous_usage_ ? UsageJson(state) : Json(nullptr);
   return Event(chunk);
@@ -387,8 +414,9 @@ std::string ResponseBuilder::StreamDone() const {
 ResponseBuilder::Json ResponseBuilder::PromptLogprobsJson(
     const v1::GenerateResponse& message) const {
   const auto entry = [this](int32_t token, float logprob, int32_t rank) {
-    return Json{
-        {"logprob", FiniteLogprob(logprob)}, {"rank", rank}, {"decoded_token", TokenString(token)}};
+    return Json{{"logprob", FiniteLogprob(logprob)},
+                {"rank", rank},
+                {"decoded_token", DecodedToken(token)}};
   };
   Json list = Json::array({nullptr});  // the first prompt token has no logprob
   const auto n = static_cast<size_t>(prompt_logprobs_ > 0 ? prompt_logprobs_ : 0);
@@ -425,6 +453,7 @@ void ResponseBuilder::Accumulate(int32_t index, const v1::GenerateResponse& mess
   }
   if (logprobs_) AppendLogprobs(message, state.text_offset, state.logprobs);
   NoteFinal(message, state);
+  NoteTokenIds(message, state);
 }
 
 std::string ResponseBuilder::EmbeddingBasedBody() const {
@@ -497,6 +526,11 @@ std::string ResponseBuilder::Body() const {
     if (prompt_logprobs_ >= 0 && endpoint_ == Endpoint::kCompletions) {
       choice["prompt_logprobs"] = state.prompt_logprobs;
     }
+    if (return_token_ids_) {
+      // vLLM's shape: the prompt's ids per choice for completions, once per response for chat.
+      if (endpoint_ == Endpoint::kCompletions) choice["prompt_token_ids"] = state.prompt_token_ids;
+      choice["token_ids"] = state.token_ids;
+    }
     choices.push_back(std::move(choice));
   }
   Json body = Json{{"id", id_},
@@ -506,6 +540,9 @@ std::string ResponseBuilder::Body() const {
   body["choices"] = std::move(choices);
   if (prompt_logprobs_ >= 0 && endpoint_ == Endpoint::kChat) {
     body["prompt_logprobs"] = choices_.front().prompt_logprobs;
+  }
+  if (return_token_ids_ && endpoint_ == Endpoint::kChat) {
+    body["prompt_token_ids"] = choices_.front().prompt_token_ids;
   }
   body["usage"] = UsageJson();
   return Dump(body);

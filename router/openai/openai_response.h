@@ -85,6 +85,12 @@ class ResponseBuilder {
     int32_t stop_token_id = 0;
     int32_t prompt_tokens = 0;
     int32_t completion_tokens = 0;
+    // return_token_ids: the prompt's ids (from the message that carries them) and the choice's
+    // ids (non-streaming: all; streaming: those not yet sent, as a message a parser held back
+    // goes out with a later chunk).
+    std::vector<int32_t> prompt_token_ids;
+    std::vector<int32_t> token_ids;
+    bool prompt_ids_sent = false;  // streaming
     // vLLM's prompt_logprobs list (when asked): null, then one {token id: {logprob, rank,
     // decoded_token}} per later prompt token.
     Json prompt_logprobs;
@@ -99,7 +105,11 @@ class ResponseBuilder {
   // Usage of one choice so far (continuous_usage_stats): its prompt's tokens and its own
   // completion tokens, as vLLM counts them per choice.
   [[nodiscard]] static Json UsageJson(const Choice& choice);
+  // How logprobs name token `id`: its text, or "token_id:<id>" (return_tokens_as_token_ids, or no
+  // tokenizer).
   [[nodiscard]] std::string TokenString(int32_t id) const;
+  // Token `id`'s text (special tokens kept), whatever the logprobs call it.
+  [[nodiscard]] std::string DecodedToken(int32_t id) const;
   // Appends the message's logprobs to `logprobs` (the completions or chat shape), advancing
   // `text_offset` for the completions shape; with echo, the prompt's first (the message that
   // carries prompt_token_ids).
@@ -110,6 +120,8 @@ class ResponseBuilder {
   // The prompt text `choice` starts with (echo), or null.
   [[nodiscard]] const std::string* EchoPrompt(int32_t choice) const;
   static void NoteFinal(const v1::GenerateResponse& message, Choice& choice);
+  // return_token_ids: keeps the message's token ids (and the prompt's) in `choice`.
+  void NoteTokenIds(const v1::GenerateResponse& message, Choice& choice) const;
   // vLLM's prompt_logprobs list of the message that carries prompt_token_ids.
   [[nodiscard]] Json PromptLogprobsJson(const v1::GenerateResponse& message) const;
   // Tool calls (tool_choice "required" or a named function): the reply's calls in the chat
@@ -156,6 +168,8 @@ class ResponseBuilder {
   bool logprobs_;
   int32_t top_logprobs_;
   int32_t prompt_logprobs_;
+  bool return_token_ids_;
+  bool tokens_as_ids_;
   int32_t n_;
   ToolChoice tool_choice_;
   // The request's tools, for a parser that converts values by their types (qwen3_coder); null

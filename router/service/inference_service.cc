@@ -239,7 +239,7 @@ class GenerateReactor final : public grpc::ServerWriteReactor<v1::GenerateRespon
       }
       if (!ids.empty() && completion_tokens_ == 0) {
         first_token = true;
-        if (req_.sampling.has_prompt_logprobs()) {
+        if (req_.sampling.has_prompt_logprobs() || req_.return_prompt_token_ids) {
           out.mutable_prompt_token_ids()->Assign(req_.prompt.begin(), req_.prompt.end());
         }
       }

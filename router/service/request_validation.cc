@@ -276,6 +276,7 @@ absl::StatusOr<ValidatedRequest> ValidateGenerateRequest(const v1::GenerateReque
   out.cache_salt = request.cache_salt();
   out.priority = request.priority();
   out.skip_special_tokens = !s.has_skip_special_tokens() || s.skip_special_tokens();
+  out.return_prompt_token_ids = request.return_prompt_token_ids();
   return out;
 }
 

@@ -45,6 +45,9 @@ struct ValidatedRequest {
   bool skip_special_tokens = true;
   // An embedding (GenerateRequest.embedding), as the worker takes it; max_tokens is then 0.
   std::optional<v1::PoolingParams> pooling;
+  // The first message with tokens carries the prompt's ids
+  // (GenerateRequest.return_prompt_token_ids).
+  bool return_prompt_token_ids = false;
 
   // Prompt + max_tokens: what placement reserves for.
   [[nodiscard]] int64_t max_total_tokens() const {

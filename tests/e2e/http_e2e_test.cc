@@ -504,6 +504,63 @@ TEST_F(HttpE2eTest, EchoPrependsThePromptToTheCompletion) {
   }
 }
 
+// vLLM's return_token_ids: a greedy request's ids are transformers' greedy tokens (the fixture's
+// expected.json), streamed or not, beside the prompt's ids; a text prompt's ids are its tokens as
+// the router's /tokenize gives them, after truncate_prompt_tokens.
+TEST_F(HttpE2eTest, ReturnTokenIdsAreTransformersGreedyTokens) {
+  std::ifstream in(worker::testdata::FixtureDir("llama-gqa") / "expected.json");
+  const Json expected = Json::parse(in);
+  const Json& prompt = expected["prompts"][1];
+  ASSERT_TRUE(expected["ignore_eos"].get<bool>());
+  const auto ids = prompt["ids"].get<std::vector<int32_t>>();
+  auto greedy = prompt["greedy"].get<std::vector<int32_t>>();
+  greedy.resize(12);
+
+  Json request = {{"prompt", ids},
+                  {"max_tokens", 12},
+                  {"temperature", 0},
+                  {"ignore_eos", true},
+                  {"return_token_ids", true}};
+  HttpResponse response = cluster_->Post("/v1/completions", request.dump());
+  ASSERT_EQ(response.status, 200) << response.body;
+  Json choice = Json::parse(response.body)["choices"][0];
+  EXPECT_EQ(choice["token_ids"].get<std::vector<int32_t>>(), greedy) << choice.dump();
+  EXPECT_EQ(choice["prompt_token_ids"].get<std::vector<int32_t>>(), ids);
+
+  request["stream"] = true;
+  response = cluster_->Post("/v1/completions", request.dump());
+  ASSERT_EQ(response.status, 200) << response.body;
+  std::vector<int32_t> streamed;
+  int prompts_sent = 0;
+  for (const std::string& event : response.Events()) {
+    if (event == "[DONE]") continue;
+    const Json chunk = Json::parse(event);
+    for (const Json& id : chunk["choices"][0]["token_ids"]) streamed.push_back(id.get<int32_t>());
+    if (chunk["choices"][0].contains("prompt_token_ids")) {
+      ++prompts_sent;
+      EXPECT_EQ(chunk["choices"][0]["prompt_token_ids"].get<std::vector<int32_t>>(), ids);
+    }
+  }
+  EXPECT_EQ(streamed, greedy);
+  EXPECT_EQ(prompts_sent, 1);
+
+  const std::string text = "paged attention keeps blocks";
+  response = cluster_->Post("/tokenize", Json{{"prompt", text}}.dump());
+  ASSERT_EQ(response.status, 200) << response.body;
+  auto tokens = Json::parse(response.body)["tokens"].get<std::vector<int32_t>>();
+  ASSERT_GT(tokens.size(), 5u);
+  tokens.erase(tokens.begin(), tokens.end() - 5);
+  response = cluster_->Post("/v1/completions", Json{{"prompt", text},
+                                                    {"max_tokens", 2},
+                                                    {"truncate_prompt_tokens", 5},
+                                                    {"return_token_ids", true}}
+                                                   .dump());
+  ASSERT_EQ(response.status, 200) << response.body;
+  choice = Json::parse(response.body)["choices"][0];
+  EXPECT_EQ(choice["prompt_token_ids"].get<std::vector<int32_t>>(), tokens);
+  EXPECT_EQ(choice["token_ids"].size(), 2u);
+}
+
 // echo + logprobs (how lm-eval-harness scores text) and gRPC prompt_logprobs: each prompt
 // token's logprob given the ones before it equals log_softmax of transformers' prompt logits
 // (the fixture's expected.json).
@@ -1263,6 +1320,13 @@ TEST_F(HttpE2eTest, BadInputGetsTheRightStatusAndAMessageNamingTheFieldAndLimit)
        {"guided_grammar", "not supported"},
        {kAuth},
        "guided_grammar"},
+      {"vLLM's beam search (chat)",
+       "/v1/chat/completions",
+       R"({"messages": [{"role": "user", "content": "hi"}], "use_beam_search": true, "n": 3})",
+       400,
+       {"use_beam_search is not supported"},
+       {kAuth},
+       "use_beam_search"},
       {"guided_regex with a backreference",
        "/v1/completions",
        R"({"prompt": "hi", "guided_regex": "(a)\\1"})",

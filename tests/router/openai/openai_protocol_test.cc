@@ -80,6 +80,14 @@ TEST(OpenAiProtocolTest, BadCompletionBodies) {
       {R"({"prompt": "x", "best_of": 3})", "best_of",
        "best_of > n is not supported (every sample is returned), got best_of 3 with n 1"},
       {R"({"prompt": "x", "echo": 1})", "echo", "echo must be a boolean"},
+      {R"({"prompt": "x", "return_token_ids": "yes"})", "return_token_ids",
+       "return_token_ids must be a boolean"},
+      {R"({"prompt": "x", "use_beam_search": true, "n": 2})", "use_beam_search",
+       "use_beam_search is not supported"},
+      {R"({"prompt": "x", "return_tokens_as_token_ids": 0})", "return_tokens_as_token_ids",
+       "return_tokens_as_token_ids must be a boolean"},
+      {R"({"prompt": "x", "use_beam_search": 1})", "use_beam_search",
+       "use_beam_search must be a boolean"},
       {R"({"prompt": "x", "prompt_logprobs": 21})", "prompt_logprobs",
        "prompt_logprobs must be in [0, 20], got 21"},
       {R"({"prompt": "x", "prompt_logprobs": 1, "stream": true})", "prompt_logprobs",
@@ -378,12 +386,16 @@ TEST(OpenAiProtocolTest, CompletionFieldsMapToGenerateRequest) {
     "logit_bias": {"5": 1.5, "70": -100},
     "echo": false, "user": "u-1", "unknown_field": [1], "priority": -3,
     "allowed_token_ids": [9, 4], "skip_special_tokens": false, "truncate_prompt_tokens": 12,
-    "guided_choice": ["yes", "no"],
+    "guided_choice": ["yes", "no"], "return_token_ids": true, "use_beam_search": false,
+    "return_tokens_as_token_ids": true,
     "response_format": {"type": "text"}
   })");
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->endpoint, Endpoint::kCompletions);
   const v1::GenerateRequest& g = r->generate;
+  EXPECT_TRUE(r->return_token_ids);
+  EXPECT_TRUE(r->return_tokens_as_token_ids);
+  EXPECT_TRUE(g.return_prompt_token_ids());
   EXPECT_EQ(g.model(), "llama");
   EXPECT_EQ(g.text(), "Hello");
   const v1::SamplingParams& s = g.sampling();

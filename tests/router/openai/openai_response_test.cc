@@ -222,6 +222,44 @@ TEST_F(ResponseBuilderTest, ChatLogprobsShape) {
   EXPECT_TRUE(entry["top_logprobs"].empty());
 }
 
+// vLLM's return_tokens_as_token_ids: every token the logprobs name (sampled, alternatives, echoed
+// prompt) is "token_id:<id>", chat's bytes are that name's, completions' text offsets advance by
+// its length; vLLM's prompt_logprobs keep the decoded token.
+TEST_F(ResponseBuilderTest, TokensAsTokenIdsNameEveryLogprobToken) {
+  ParsedRequest chat_request = Request(Endpoint::kChat, false, false, true, 2);
+  chat_request.return_tokens_as_token_ids = true;
+  ResponseBuilder chat(chat_request, "chatcmpl-4", 1, "m", tokenizer_.get());
+  chat.Accumulate(0, Last("a", v1::FINISH_REASON_LENGTH, 3, 1));
+  const Json content = Json::parse(chat.Body())["choices"][0]["logprobs"]["content"];
+  ASSERT_EQ(content.size(), 1u);
+  EXPECT_EQ(content[0]["token"], "token_id:97");
+  const std::string name = "token_id:97";
+  EXPECT_EQ(content[0]["bytes"], Json(std::vector<int>(name.begin(), name.end())));
+  EXPECT_EQ(content[0]["top_logprobs"][1]["token"], "token_id:63");  // '?'
+
+  ParsedRequest request = Request(Endpoint::kCompletions, false, false, true, 2);
+  request.return_tokens_as_token_ids = true;
+  request.echo = true;
+  request.generate.mutable_token_ids()->add_ids('x');
+  request.generate.mutable_token_ids()->add_ids('b');
+  request.prompt_logprobs = 1;
+  ResponseBuilder completion(request, "cmpl-4", 1, "m", tokenizer_.get());
+  v1::GenerateResponse last = Last("ab", v1::FINISH_REASON_LENGTH, 2, 2);
+  last.add_prompt_token_ids('x');
+  last.add_prompt_token_ids('b');
+  v1::Logprob* b = last.add_prompt_logprobs();
+  b->set_token_id('b');
+  b->set_logprob(-1.0f);
+  b->set_rank(1);
+  completion.Accumulate(0, last);
+  const Json choice = Json::parse(completion.Body())["choices"][0];
+  const Json& lp = choice["logprobs"];
+  EXPECT_EQ(lp["tokens"], (Json{"token_id:120", "token_id:98", "token_id:97", "token_id:98"}));
+  EXPECT_EQ(lp["text_offset"], (Json{0, 12, 23, 34}));
+  EXPECT_TRUE(lp["top_logprobs"][2].contains("token_id:63")) << lp.dump();
+  EXPECT_EQ(choice["prompt_logprobs"][1]["98"]["decoded_token"], "b");
+}
+
 TEST_F(ResponseBuilderTest, FinalOnlyMessageAndStopToken) {
   ResponseBuilder chat(Request(Endpoint::kChat, true, false, false, 0), "c", 1, "m", nullptr);
   v1::GenerateResponse last;
@@ -528,6 +566,78 @@ TEST_F(ResponseBuilderTest, PromptLogprobsInVllmsShape) {
                                                   : body["choices"][0]["prompt_logprobs"];
     EXPECT_EQ(got, expected) << body.dump();
     EXPECT_EQ(endpoint == Endpoint::kChat, !body["choices"][0].contains("prompt_logprobs"));
+  }
+}
+
+// vLLM's return_token_ids: every choice's token ids (streamed: each chunk's own, tokens a parser
+// held back going out with a later chunk) and the prompt's ids, per choice for completions and
+// once per response for chat; nothing of the kind without it.
+TEST_F(ResponseBuilderTest, ReturnTokenIdsInVllmsShape) {
+  // Choice c of 2: "ab" then "c" (its first message with the prompt's ids, as the service sends
+  // them), then a final message holding a token that shows no text (0xC3, half a character).
+  const auto messages = [](int32_t c) {
+    v1::GenerateResponse first = Delta("ab");
+    first.add_prompt_token_ids(7);
+    first.add_prompt_token_ids(8 + c);
+    v1::GenerateResponse held;
+    held.add_token_ids(0xC3);
+    v1::GenerateResponse last = Last("c", v1::FINISH_REASON_LENGTH, 2, 4);
+    return std::vector<v1::GenerateResponse>{first, held, last};
+  };
+  const std::vector<int32_t> ids = {'a', 'b', 0xC3, 'c'};
+  for (const Endpoint endpoint : {Endpoint::kCompletions, Endpoint::kChat}) {
+    for (const bool asked : {true, false}) {
+      ParsedRequest request = Request(endpoint, false, false, false, 0);
+      request.n = 2;
+      request.return_token_ids = asked;
+      ResponseBuilder whole(request, "id", 1, "m", tokenizer_.get());
+      for (const int32_t c : {0, 1}) {
+        for (const v1::GenerateResponse& m : messages(c)) whole.Accumulate(c, m);
+      }
+      const Json body = Json::parse(whole.Body());
+      for (const int32_t c : {0, 1}) {
+        const Json& choice = body["choices"][static_cast<size_t>(c)];
+        EXPECT_EQ(choice.contains("token_ids"), asked) << body.dump();
+        if (asked) {
+          EXPECT_EQ(choice["token_ids"].get<std::vector<int32_t>>(), ids);
+        }
+        const bool per_choice = asked && endpoint == Endpoint::kCompletions;
+        EXPECT_EQ(choice.contains("prompt_token_ids"), per_choice) << body.dump();
+        if (per_choice) {
+          EXPECT_EQ(choice["prompt_token_ids"].get<std::vector<int32_t>>(),
+                    (std::vector<int32_t>{7, 8 + c}));
+        }
+      }
+      EXPECT_EQ(body.contains("prompt_token_ids"), asked && endpoint == Endpoint::kChat);
+      if (asked && endpoint == Endpoint::kChat) {
+        EXPECT_EQ(body["prompt_token_ids"].get<std::vector<int32_t>>(),
+                  (std::vector<int32_t>{7, 8}));
+      }
+
+      // Streamed, with a reasoning parser for chat: it holds the 0xC3 message back entirely.
+      request.stream = true;
+      if (endpoint == Endpoint::kChat) request.reasoning_parser = ReasoningParser::kQwen3;
+      ResponseBuilder stream(request, "id", 1, "m", tokenizer_.get());
+      for (const int32_t c : {0, 1}) {
+        std::vector<int32_t> streamed, prompt;
+        for (const v1::GenerateResponse& m : messages(c)) {
+          for (const Json& event : Events(stream.StreamEvents(c, m))) {
+            const Json& choice = event["choices"][0];
+            EXPECT_EQ(choice.contains("token_ids"), asked) << event.dump();
+            if (!asked) continue;
+            for (const Json& id : choice["token_ids"]) streamed.push_back(id.get<int32_t>());
+            const Json& holder = endpoint == Endpoint::kChat ? event : choice;
+            if (holder.contains("prompt_token_ids")) {
+              EXPECT_TRUE(prompt.empty()) << "the prompt's ids went out twice";
+              prompt = holder["prompt_token_ids"].get<std::vector<int32_t>>();
+            }
+          }
+        }
+        if (!asked) continue;
+        EXPECT_EQ(streamed, ids);
+        EXPECT_EQ(prompt, (std::vector<int32_t>{7, 8 + c}));
+      }
+    }
   }
 }
 
