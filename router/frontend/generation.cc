@@ -16,9 +16,8 @@ namespace {
 
 constexpr char kJson[] = "application/json";
 
-// The gRPC side names fields as in the proto ("sampling.max_tokens", "token_ids.ids[3]");
-// HTTP clients sent OpenAI's flat names. Returns the message with those names and the field
-// (`prompt_field` for the prompt: "prompt", or embeddings' "input").
+}  // namespace
+
 std::pair<std::string, std::string> OpenAiMessage(const std::string& grpc_message,
                                                   const std::string& prompt_field) {
   std::string message = absl::StrReplaceAll(
@@ -55,8 +54,6 @@ std::pair<std::string, std::string> OpenAiMessage(const std::string& grpc_messag
   if (param == "text" || param == "token_ids" || param == "prompt") param = prompt_field;
   return {std::move(message), std::move(param)};
 }
-
-}  // namespace
 
 void RespondOpenAiError(http::ResponseWriter& writer, int status, const std::string& message,
                         const std::string& param,

@@ -118,6 +118,12 @@ class Generation : public std::enable_shared_from_this<Generation> {
   bool answered_ = false;            // guarded by mu_: the answer (or an error) was written
 };
 
+// The gRPC side names fields as in the proto ("sampling.max_tokens", "token_ids.ids[3]");
+// HTTP clients sent OpenAI's flat names. Returns the message with those names and the field
+// (`prompt_field` for the prompt: "prompt", or embeddings' "input").
+std::pair<std::string, std::string> OpenAiMessage(const std::string& grpc_message,
+                                                  const std::string& prompt_field);
+
 // Answers `status` with OpenAI's error body ({"error": {message, type, param, code}}).
 void RespondOpenAiError(http::ResponseWriter& writer, int status, const std::string& message,
                         const std::string& param = "",

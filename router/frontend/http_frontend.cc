@@ -10,6 +10,7 @@
 #include "common/json_depth.h"
 #include "common/status_macros.h"
 #include "nlohmann/json.hpp"
+#include "router/frontend/beam_search.h"
 #include "router/frontend/generation.h"
 #include "router/frontend/responses_writer.h"
 #include "router/openai/json_fields.h"
@@ -20,6 +21,9 @@
 
 namespace headroom::router {
 namespace {
+
+// OpenAI's (and vLLM's) max_tokens when a completions request does not give it.
+constexpr int32_t kCompletionsMaxTokens = 16;
 
 using Json = nlohmann::json;
 // Request bodies keep their key order (a chat body's tools reach the template as written).
@@ -272,7 +276,8 @@ void HttpFrontend::Generate(const http::HttpRequest& request, bool chat,
   // The n samples of a text prompt are tokenized once, here, rather than n times by the Inference
   // service (whose handler pool would also count each of them as a queued request). Choices
   // [first, first + n) share a prompt.
-  for (size_t first = 0; n > 1 && first < choices.size(); first += static_cast<size_t>(n)) {
+  for (size_t first = 0; (n > 1 || parsed->beam_search) && first < choices.size();
+       first += static_cast<size_t>(n)) {
     if (choices[first].has_token_ids()) continue;
     absl::StatusOr<std::vector<int32_t>> ids = options_.tokenizer->Encode(choices[first].text());
     if (!ids.ok()) {
@@ -286,6 +291,7 @@ void HttpFrontend::Generate(const http::HttpRequest& request, bool chat,
       choices[j].mutable_token_ids()->mutable_ids()->Assign(ids->begin(), ids->end());
     }
   }
+  if (parsed->beam_search) return StartBeamSearch(*parsed, std::move(choices), std::move(writer));
   StartGeneration(*parsed, std::move(choices), std::move(writer));
 }
 
@@ -338,10 +344,8 @@ void HttpFrontend::Embed(const http::HttpRequest& request,
   StartGeneration(*parsed, std::move(choices), std::move(writer));
 }
 
-void HttpFrontend::StartGeneration(const openai::ParsedRequest& parsed,
-                                   std::vector<v1::GenerateRequest> choices,
-                                   std::shared_ptr<http::ResponseWriter> writer) {
-  std::string model = parsed.generate.model();
+std::optional<GenerationHooks> HttpFrontend::OpenCall(std::string& model,
+                                                      http::ResponseWriter& writer) {
   if (model.empty()) model = options_.model_name();
   std::function<void(int32_t, int64_t)> finished_prompt;
   if (options_.on_request_finished) {
@@ -352,21 +356,82 @@ void HttpFrontend::StartGeneration(const openai::ParsedRequest& parsed,
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (shutting_down_) {
-      return RespondOpenAiError(*writer, 503,
-                                "the router is shutting down; retry on another replica", "",
-                                {{"Retry-After", "1"}});
+      RespondOpenAiError(writer, 503, "the router is shutting down; retry on another replica", "",
+                         {{"Retry-After", "1"}});
+      return std::nullopt;
     }
     ++open_calls_;
   }
+  return GenerationHooks{.stub = stub_.get(),
+                         .tokenizer = options_.tokenizer,
+                         .shutting_down = [this] { return ShuttingDown(); },
+                         .ended = [this] { CallEnded(); },
+                         .finished_prompt = std::move(finished_prompt)};
+}
+
+void HttpFrontend::StartGeneration(const openai::ParsedRequest& parsed,
+                                   std::vector<v1::GenerateRequest> choices,
+                                   std::shared_ptr<http::ResponseWriter> writer) {
+  std::string model = parsed.generate.model();
+  std::optional<GenerationHooks> hooks = OpenCall(model, *writer);
+  if (!hooks.has_value()) return;
   const std::string id = absl::StrCat(openai::ResponseIdPrefix(parsed.endpoint), "-", RandomHex());
-  auto generation = std::make_shared<Generation>(
-      GenerationHooks{.stub = stub_.get(),
-                      .tokenizer = options_.tokenizer,
-                      .shutting_down = [this] { return ShuttingDown(); },
-                      .ended = [this] { CallEnded(); },
-                      .finished_prompt = std::move(finished_prompt)},
-      std::move(writer), parsed, std::move(choices), id, UnixSeconds(), std::move(model));
+  auto generation =
+      std::make_shared<Generation>(*std::move(hooks), std::move(writer), parsed, std::move(choices),
+                                   id, UnixSeconds(), std::move(model));
   generation->Start();
+}
+
+void HttpFrontend::StartBeamSearch(const openai::ParsedRequest& parsed,
+                                   std::vector<v1::GenerateRequest> choices,
+                                   std::shared_ptr<http::ResponseWriter> writer) {
+  const v1::SamplingParams& sampling = parsed.generate.sampling();
+  BeamSearchOptions options{
+      .width = parsed.n,
+      .max_tokens = sampling.has_max_tokens() ? sampling.max_tokens() : kCompletionsMaxTokens,
+      .length_penalty = parsed.length_penalty,
+      .ending_tokens = {sampling.stop_token_ids().begin(), sampling.stop_token_ids().end()},
+      .top_logprobs = parsed.logprobs ? parsed.top_logprobs : 0};
+  if (const std::optional<int32_t> eos = options_.tokenizer->eos_token_id();
+      eos.has_value() && !sampling.ignore_eos()) {
+    options.ending_tokens.push_back(*eos);
+  }
+  const int64_t max_model_len = options_.max_model_len();
+  std::vector<std::vector<int32_t>> prompts;
+  for (size_t first = 0; first < choices.size(); first += static_cast<size_t>(parsed.n)) {
+    const auto& ids = choices[first].token_ids().ids();
+    if (options.max_tokens < 1) {
+      return RespondOpenAiError(
+          *writer, 400, absl::StrCat("max_tokens must be at least 1, got ", options.max_tokens),
+          "max_tokens");
+    }
+    // Each step asks for one token after the prompt and the beam: the last must fit too.
+    const int64_t prompt_tokens = ids.size();
+    if (max_model_len > 0 && prompt_tokens + options.max_tokens > max_model_len) {
+      return RespondOpenAiError(
+          *writer, 400,
+          absl::StrCat("prompt (", prompt_tokens, " tokens) + max_tokens (", options.max_tokens,
+                       ") exceeds max_model_len (", max_model_len, ")"),
+          "max_tokens");
+    }
+    prompts.emplace_back(ids.begin(), ids.end());
+  }
+  std::string model = parsed.generate.model();
+  std::optional<GenerationHooks> hooks = OpenCall(model, *writer);
+  if (!hooks.has_value()) return;
+  v1::GenerateRequest step;
+  step.set_model(parsed.generate.model());
+  step.set_cache_salt(parsed.generate.cache_salt());
+  step.set_priority(parsed.generate.priority());
+  if (sampling.has_skip_special_tokens()) {
+    step.mutable_sampling()->set_skip_special_tokens(sampling.skip_special_tokens());
+  }
+  const std::string id = absl::StrCat(openai::ResponseIdPrefix(parsed.endpoint), "-", RandomHex());
+  auto search = std::make_shared<BeamSearch>(
+      *std::move(hooks), std::move(writer), parsed, std::move(step), std::move(prompts),
+      std::move(options), sampling.include_stop_str_in_output(), id, UnixSeconds(),
+      std::move(model));
+  search->Start();
 }
 
 void HttpFrontend::SetReasoning(std::string_view prompt, openai::ParsedRequest& parsed) const {

@@ -47,6 +47,7 @@
 #include "grpcpp/grpcpp.h"
 #include "headroom/v1/inference.grpc.pb.h"
 #include "router/frontend/cors.h"
+#include "router/frontend/generation.h"
 #include "router/http/http_server.h"
 #include "router/openai/chat_template.h"
 #include "router/openai/openai_protocol.h"
@@ -137,6 +138,13 @@ class HttpFrontend {
   void StartGeneration(const openai::ParsedRequest& parsed,
                        std::vector<v1::GenerateRequest> choices,
                        std::shared_ptr<http::ResponseWriter> writer);
+  // use_beam_search: runs `choices` (each prompt's token ids in choice p * n) as one BeamSearch.
+  void StartBeamSearch(const openai::ParsedRequest& parsed,
+                       std::vector<v1::GenerateRequest> choices,
+                       std::shared_ptr<http::ResponseWriter> writer);
+  // Counts a call open and returns the hooks of a request for `model` (the served name when
+  // empty); nullopt after answering 503 when the router is shutting down.
+  std::optional<GenerationHooks> OpenCall(std::string& model, http::ResponseWriter& writer);
   // /v1/load_lora_adapter, /v1/unload_lora_adapter.
   void UpdateLora(const http::HttpRequest& request, http::ResponseWriter& writer);
   void Tokenize(const http::HttpRequest& request, http::ResponseWriter& writer);

@@ -156,6 +156,52 @@ absl::Status ParseStructuredOutput(const Json& obj, v1::SamplingParams& s) {
   return absl::OkStatus();
 }
 
+// use_beam_search: n is the beam width, whose 2n candidates per step are top logprobs (at most 20,
+// so n <= 10, as in vLLM), and the fields that would change which tokens a beam may take, or
+// what its prompt is, are refused rather than ignored (beam search ranks the model's own
+// logprobs). Sampling fields (temperature, top_p, top_k, min_p, seed) mean nothing to it and are
+// ignored, as vLLM ignores them.
+absl::Status CheckBeamSearch(const ParsedRequest& out) {
+  if (!out.beam_search) return absl::OkStatus();
+  constexpr int32_t kMaxBeamWidth = 10;
+  if (out.n > kMaxBeamWidth) {
+    return Bad("n", absl::StrCat("n is the beam width with use_beam_search and must be at most ",
+                                 kMaxBeamWidth,
+                                 " (each step asks for the top 2n logprobs, at "
+                                 "most 20), got ",
+                                 out.n));
+  }
+  const v1::GenerateRequest& g = out.generate;
+  const v1::SamplingParams& s = g.sampling();
+  const std::pair<const char*, bool> refused[] = {
+      {"echo", out.echo},
+      {"prompt_logprobs", out.prompt_logprobs >= 0},
+      {"stop", s.stop_size() > 0},
+      {"min_tokens", s.min_tokens() > 0},
+      {"logit_bias", s.logit_bias_size() > 0},
+      {"allowed_token_ids", s.allowed_token_ids_size() > 0},
+      {"repetition_penalty", s.has_repetition_penalty() && s.repetition_penalty() != 1.0f},
+      {"frequency_penalty", s.frequency_penalty() != 0.0f},
+      {"presence_penalty", s.presence_penalty() != 0.0f},
+      {"truncate_prompt_tokens", g.has_truncate_prompt_tokens()},
+      {out.tools.choice.kind == ToolChoice::Kind::kRequired ||
+               out.tools.choice.kind == ToolChoice::Kind::kFunction
+           ? "tool_choice"
+           : "response_format",
+       !s.json_schema().empty() || s.json_object() || s.guided_choice_size() > 0 ||
+           !s.guided_regex().empty()},
+  };
+  for (const auto& [field, given] : refused) {
+    if (given) {
+      return Bad(field, absl::StrCat("use_beam_search cannot be combined with ", field,
+                                     ": beam search ranks the model's own logprobs, with "
+                                     "max_tokens, ignore_eos, stop_token_ids, length_penalty "
+                                     "and logprobs"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 // The fields both endpoints share: model, sampling, stream, n, penalties, cache_salt.
 absl::Status ParseCommon(const Json& obj, ParsedRequest& out) {
   v1::GenerateRequest& g = out.generate;
@@ -179,12 +225,11 @@ absl::Status ParseCommon(const Json& obj, ParsedRequest& out) {
   }
   HEADROOM_OPENAI_ASSIGN(echo, OptBool(obj, "echo"));
   out.echo = echo.value_or(false);
-  // vLLM's beam search would return other choices than sampling: refused, not ignored.
   HEADROOM_OPENAI_ASSIGN(beam_search, OptBool(obj, "use_beam_search"));
-  if (beam_search.value_or(false)) {
-    return Bad("use_beam_search",
-               "use_beam_search is not supported (headroom samples each of the n choices); use "
-               "temperature 0 for the greedy choice, or n samples with a temperature");
+  out.beam_search = beam_search.value_or(false);
+  if (const Json* penalty = Member(obj, "length_penalty"); penalty != nullptr) {
+    if (!penalty->is_number()) return WrongType("length_penalty", "a number", *penalty);
+    out.length_penalty = penalty->get<double>();
   }
 
   if (const Json* bias = Member(obj, "logit_bias"); bias != nullptr) {
@@ -469,6 +514,7 @@ absl::StatusOr<ParsedRequest> ParseCompletionRequest(std::string_view body) {
     out.generate.mutable_sampling()->set_prompt_logprobs(
         std::max(out.top_logprobs, out.prompt_logprobs));
   }
+  HR_RETURN_IF_ERROR(CheckBeamSearch(out));
   return out;
 }
 
@@ -679,6 +725,7 @@ absl::StatusOr<ParsedRequest> ParseChatObject(const Json& obj) {
     out.top_logprobs = n;
   }
   if (out.logprobs) out.generate.mutable_sampling()->set_logprobs(out.top_logprobs);
+  HR_RETURN_IF_ERROR(CheckBeamSearch(out));
   return out;
 }
 

@@ -85,6 +85,10 @@ struct ParsedRequest {
   // vLLM's return_tokens_as_token_ids: logprobs name tokens "token_id:<id>" (tokens whose text is
   // not valid UTF-8 alone stay identifiable).
   bool return_tokens_as_token_ids = false;
+  // vLLM's use_beam_search: the n choices are the n best beams (router/frontend/beam_search.h),
+  // ranked with length_penalty (vLLM's, default 1).
+  bool beam_search = false;
+  double length_penalty = 1.0;
   // Embeddings: encoding_format "base64" (little-endian float32 bytes) rather than "float".
   bool embedding_base64 = false;
   // Embeddings: the caller tokenizes text inputs with or without the tokenizer's special tokens

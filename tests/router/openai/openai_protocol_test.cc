@@ -82,8 +82,16 @@ TEST(OpenAiProtocolTest, BadCompletionBodies) {
       {R"({"prompt": "x", "echo": 1})", "echo", "echo must be a boolean"},
       {R"({"prompt": "x", "return_token_ids": "yes"})", "return_token_ids",
        "return_token_ids must be a boolean"},
-      {R"({"prompt": "x", "use_beam_search": true, "n": 2})", "use_beam_search",
-       "use_beam_search is not supported"},
+      {R"({"prompt": "x", "use_beam_search": true, "n": 11})", "n",
+       "n is the beam width with use_beam_search and must be at most 10"},
+      {R"({"prompt": "x", "use_beam_search": true, "stop": "y"})", "stop",
+       "use_beam_search cannot be combined with stop"},
+      {R"({"prompt": "x", "use_beam_search": true, "logit_bias": {"3": 1}})", "logit_bias",
+       "use_beam_search cannot be combined with logit_bias"},
+      {R"({"prompt": "x", "use_beam_search": true, "truncate_prompt_tokens": 3})",
+       "truncate_prompt_tokens", "use_beam_search cannot be combined with truncate_prompt_tokens"},
+      {R"({"prompt": "x", "length_penalty": "long"})", "length_penalty",
+       "length_penalty must be a number"},
       {R"({"prompt": "x", "return_tokens_as_token_ids": 0})", "return_tokens_as_token_ids",
        "return_tokens_as_token_ids must be a boolean"},
       {R"({"prompt": "x", "use_beam_search": 1})", "use_beam_search",
@@ -375,6 +383,20 @@ TEST(OpenAiProtocolTest, BadChatBodies) {
   for (const BadBody& c : cases) ExpectBad(ParseChatRequest(c.body), c);
 }
 
+// use_beam_search: n is the beam width; sampling fields mean nothing to it and are accepted.
+TEST(OpenAiProtocolTest, BeamSearchTakesNAsItsWidth) {
+  for (const auto parse : {ParseCompletionRequest, ParseChatRequest}) {
+    absl::StatusOr<ParsedRequest> r = parse(R"({
+      "prompt": "x", "messages": [{"role": "user", "content": "x"}], "use_beam_search": true,
+      "n": 4, "length_penalty": 2, "temperature": 0.7, "top_p": 0.5, "seed": 3,
+      "stop_token_ids": [5], "ignore_eos": true})");
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_TRUE(r->beam_search);
+    EXPECT_EQ(r->n, 4);
+    EXPECT_EQ(r->length_penalty, 2.0);
+  }
+}
+
 TEST(OpenAiProtocolTest, CompletionFieldsMapToGenerateRequest) {
   absl::StatusOr<ParsedRequest> r = ParseCompletionRequest(R"({
     "model": "llama", "prompt": "Hello", "max_tokens": 32, "temperature": 0, "top_p": 0.9,
@@ -386,7 +408,7 @@ TEST(OpenAiProtocolTest, CompletionFieldsMapToGenerateRequest) {
     "logit_bias": {"5": 1.5, "70": -100},
     "echo": false, "user": "u-1", "unknown_field": [1], "priority": -3,
     "allowed_token_ids": [9, 4], "skip_special_tokens": false, "truncate_prompt_tokens": 12,
-    "guided_choice": ["yes", "no"], "return_token_ids": true, "use_beam_search": false,
+    "guided_choice": ["yes", "no"], "return_token_ids": true, "use_beam_search": false, "length_penalty": 0.5,
     "return_tokens_as_token_ids": true,
     "response_format": {"type": "text"}
   })");
@@ -395,6 +417,8 @@ TEST(OpenAiProtocolTest, CompletionFieldsMapToGenerateRequest) {
   const v1::GenerateRequest& g = r->generate;
   EXPECT_TRUE(r->return_token_ids);
   EXPECT_TRUE(r->return_tokens_as_token_ids);
+  EXPECT_FALSE(r->beam_search);
+  EXPECT_EQ(r->length_penalty, 0.5);
   EXPECT_TRUE(g.return_prompt_token_ids());
   EXPECT_EQ(g.model(), "llama");
   EXPECT_EQ(g.text(), "Hello");
