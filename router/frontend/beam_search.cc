@@ -109,13 +109,7 @@ class BeamSearch::StepCall final : public grpc::ClientReadReactor<v1::GenerateRe
   }
 
   void OnDone(const grpc::Status& status) override {
-    std::string retry_after;
-    if (!status.ok()) {
-      const auto& trailers = context_.GetServerTrailingMetadata();
-      if (auto it = trailers.find("retry-after"); it != trailers.end()) {
-        retry_after.assign(it->second.data(), it->second.size());
-      }
-    }
+    const std::string retry_after = status.ok() ? std::string() : RetryAfterOf(context_);
     grpc::Status result = status;
     if (result.ok() && !next_.has_value()) {
       result = grpc::Status(grpc::StatusCode::INTERNAL, "a beam search step returned no token");

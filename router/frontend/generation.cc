@@ -61,6 +61,12 @@ void RespondOpenAiError(http::ResponseWriter& writer, int status, const std::str
   writer.Respond(status, kJson, openai::ErrorBody(status, message, param), std::move(headers));
 }
 
+std::string RetryAfterOf(const grpc::ClientContext& context) {
+  const auto& trailers = context.GetServerTrailingMetadata();
+  const auto it = trailers.find("retry-after");
+  return it == trailers.end() ? std::string() : std::string(it->second.data(), it->second.size());
+}
+
 int HttpStatusOf(grpc::StatusCode code) {
   switch (code) {
     case grpc::StatusCode::OK:
@@ -116,13 +122,7 @@ class Generation::ChoiceCall final : public grpc::ClientReadReactor<v1::Generate
   }
 
   void OnDone(const grpc::Status& status) override {
-    std::string retry_after;
-    if (!status.ok()) {
-      const auto& trailers = context_.GetServerTrailingMetadata();
-      if (auto it = trailers.find("retry-after"); it != trailers.end()) {
-        retry_after.assign(it->second.data(), it->second.size());
-      }
-    }
+    const std::string retry_after = status.ok() ? std::string() : RetryAfterOf(context_);
     // The last call's reset destroys the Generation and with it this reactor: touch nothing
     // after it (gRPC allows deleting a reactor in OnDone). `ended` runs after it, so the
     // Generation (and the writer it holds) is gone when the front learns it may shut down.

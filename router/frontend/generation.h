@@ -124,6 +124,9 @@ class Generation : public std::enable_shared_from_this<Generation> {
 std::pair<std::string, std::string> OpenAiMessage(const std::string& grpc_message,
                                                   const std::string& prompt_field);
 
+// The Retry-After a refused call's trailers carry (the Inference service's 429), or "".
+std::string RetryAfterOf(const grpc::ClientContext& context);
+
 // Answers `status` with OpenAI's error body ({"error": {message, type, param, code}}).
 void RespondOpenAiError(http::ResponseWriter& writer, int status, const std::string& message,
                         const std::string& param = "",
