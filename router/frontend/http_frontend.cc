@@ -396,15 +396,15 @@ void HttpFrontend::StartBeamSearch(const openai::ParsedRequest& parsed,
       eos.has_value() && !sampling.ignore_eos()) {
     options.ending_tokens.push_back(*eos);
   }
+  if (options.max_tokens < 1) {
+    return RespondOpenAiError(
+        *writer, 400, absl::StrCat("max_tokens must be at least 1, got ", options.max_tokens),
+        "max_tokens");
+  }
   const int64_t max_model_len = options_.max_model_len();
   std::vector<std::vector<int32_t>> prompts;
   for (size_t first = 0; first < choices.size(); first += static_cast<size_t>(parsed.n)) {
     const auto& ids = choices[first].token_ids().ids();
-    if (options.max_tokens < 1) {
-      return RespondOpenAiError(
-          *writer, 400, absl::StrCat("max_tokens must be at least 1, got ", options.max_tokens),
-          "max_tokens");
-    }
     // Each step asks for one token after the prompt and the beam: the last must fit too.
     const int64_t prompt_tokens = ids.size();
     if (max_model_len > 0 && prompt_tokens + options.max_tokens > max_model_len) {

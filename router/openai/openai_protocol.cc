@@ -166,10 +166,8 @@ absl::Status CheckBeamSearch(const ParsedRequest& out) {
   constexpr int32_t kMaxBeamWidth = 10;
   if (out.n > kMaxBeamWidth) {
     return Bad("n", absl::StrCat("n is the beam width with use_beam_search and must be at most ",
-                                 kMaxBeamWidth,
-                                 " (each step asks for the top 2n logprobs, at "
-                                 "most 20), got ",
-                                 out.n));
+                                 kMaxBeamWidth, " (each step asks for the top 2n logprobs, ",
+                                 "at most 20), got ", out.n));
   }
   const v1::GenerateRequest& g = out.generate;
   const v1::SamplingParams& s = g.sampling();

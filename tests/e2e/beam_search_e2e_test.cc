@@ -149,7 +149,8 @@ TEST_F(BeamSearchE2eTest, FieldsBeamSearchCannotHonourAreRefused) {
       {{{"presence_penalty", 0.5}}, "presence_penalty"},
       {{{"guided_choice", {"a", "b"}}}, "response_format"},
       {{{"echo", true}}, "echo"},
-      {{{"max_tokens", 300}}, "max_tokens"},  // 7 + 300 > max_model_len 256
+      {{{"max_tokens", 300}}, "max_tokens"},  // the prompt + 300 > max_model_len 256
+      {{{"max_tokens", 0}}, "max_tokens"},
   };
   for (const auto& [change, field] : cases) {
     Json request = base;
