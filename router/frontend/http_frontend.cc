@@ -274,12 +274,14 @@ void HttpFrontend::Generate(const http::HttpRequest& request, bool chat,
     choices.push_back(openai::ChoiceRequest(*parsed, i));
   }
   // The n samples of a text prompt are tokenized once, here, rather than n times by the Inference
-  // service (whose handler pool would also count each of them as a queued request). Choices
-  // [first, first + n) share a prompt.
-  for (size_t first = 0; (n > 1 || parsed->beam_search) && first < choices.size();
-       first += static_cast<size_t>(n)) {
+  // service (whose handler pool would also count each of them as a queued request); so is a
+  // prompt for beam search, or one without special tokens (add_special_tokens false; the service
+  // adds them). Choices [first, first + n) share a prompt.
+  const bool tokenize_here = n > 1 || parsed->beam_search || !parsed->add_special_tokens;
+  for (size_t first = 0; tokenize_here && first < choices.size(); first += static_cast<size_t>(n)) {
     if (choices[first].has_token_ids()) continue;
-    absl::StatusOr<std::vector<int32_t>> ids = options_.tokenizer->Encode(choices[first].text());
+    absl::StatusOr<std::vector<int32_t>> ids = options_.tokenizer->Encode(
+        choices[first].text(), {.add_special_tokens = parsed->add_special_tokens});
     if (!ids.ok()) {
       const std::string field = parsed->more_prompts.empty()
                                     ? "prompt"

@@ -494,6 +494,10 @@ absl::StatusOr<ParsedRequest> ParseCompletionRequest(std::string_view body) {
   out.endpoint = Endpoint::kCompletions;
   if (absl::Status st = ParseCommon(obj, out); !st.ok()) return st;
   if (absl::Status st = ParsePrompts(obj, "prompt", out); !st.ok()) return st;
+  // vLLM's add_special_tokens (completions default true): false tokenizes a text prompt without
+  // the tokenizer's BOS and the like (the front then tokenizes it).
+  HEADROOM_OPENAI_ASSIGN(add_special_tokens, OptBool(obj, "add_special_tokens"));
+  out.add_special_tokens = add_special_tokens.value_or(true);
   HEADROOM_OPENAI_ASSIGN(suffix, OptString(obj, "suffix"));
   if (suffix.has_value() && !suffix->empty()) return Bad("suffix", "suffix is not supported");
   if (const Json* logprobs = Member(obj, "logprobs"); logprobs != nullptr) {

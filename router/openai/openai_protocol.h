@@ -91,8 +91,8 @@ struct ParsedRequest {
   double length_penalty = 1.0;
   // Embeddings: encoding_format "base64" (little-endian float32 bytes) rather than "float".
   bool embedding_base64 = false;
-  // Embeddings: the caller tokenizes text inputs with or without the tokenizer's special tokens
-  // (vLLM's add_special_tokens, default true).
+  // Embeddings and completions: the caller tokenizes text inputs with or without the tokenizer's
+  // special tokens (vLLM's add_special_tokens, default true).
   bool add_special_tokens = true;
   // What errors call each choice's prompt ("text_2[3]", "documents[0]"); empty: "prompt[i]"
   // (completions, chat) or "input[i]" (embeddings) when there are several.

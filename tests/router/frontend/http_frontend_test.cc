@@ -22,6 +22,7 @@
 #include "grpcpp/grpcpp.h"
 #include "nlohmann/json.hpp"
 #include "router/tokenizer/byte_tokenizer.h"
+#include "tests/router/tokenizer/fixtures.h"
 
 namespace headroom::router {
 namespace {
@@ -186,6 +187,52 @@ TEST_F(HttpFrontendTest, NSamplesOfATextPromptAreTokenizedOnceByTheFront) {
   const std::set<uint64_t> seeds = {7, 8, 9};
   EXPECT_EQ(seeds_by_prompt[(std::vector<int32_t>{'h', 'i'})], seeds);
   EXPECT_EQ(seeds_by_prompt[(std::vector<int32_t>{'y', 'o'})], seeds);
+  frontend->BeginShutdown();
+  EXPECT_TRUE(frontend->WaitForIdle(absl::Now() + absl::Seconds(10)));
+  server->Shutdown();
+}
+
+// vLLM's add_special_tokens on completions: false sends a text prompt without the tokenizer's
+// special tokens (Llama 3's <|begin_of_text|>), tokenized by the front; the default leaves the
+// text to the Inference service, which adds them.
+TEST_F(HttpFrontendTest, CompletionsAddSpecialTokensFalseLeavesOutTheBos) {
+  absl::StatusOr<std::unique_ptr<Tokenizer>> llama3 =
+      Tokenizer::FromFiles(testing::FixtureDir("llama3") + "/tokenizer.json",
+                           testing::FixtureDir("llama3") + "/tokenizer_config.json");
+  ASSERT_TRUE(llama3.ok()) << llama3.status();
+  tokenizer_ = *std::move(llama3);
+  const std::vector<int32_t> with = *tokenizer_->Encode("Hello there");
+  const std::vector<int32_t> without =
+      *tokenizer_->Encode("Hello there", {.add_special_tokens = false});
+  ASSERT_EQ(with.size(), without.size() + 1) << "the fixture's tokenizer adds a BOS";
+
+  RecordingInference service;
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+  builder.RegisterService(&service);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  ASSERT_NE(port, 0);
+  std::unique_ptr<HttpFrontend> frontend = Make(
+      16,
+      grpc::CreateChannel(absl::StrCat("127.0.0.1:", port), grpc::InsecureChannelCredentials()));
+  for (const char* body : {R"({"prompt": "Hello there", "add_special_tokens": false})",
+                           R"({"prompt": "Hello there", "n": 2, "add_special_tokens": false})",
+                           R"({"prompt": "Hello there"})"}) {
+    auto writer = std::make_shared<RecordingWriter>();
+    frontend->Handle(Post("/v1/completions", body), writer);
+    ASSERT_TRUE(writer->Wait());
+    ASSERT_EQ(writer->status_, 200) << writer->body_;
+  }
+  std::lock_guard<std::mutex> lock(service.mu_);
+  ASSERT_EQ(service.requests_.size(), 4u);
+  for (size_t i = 0; i < 3; ++i) {
+    const v1::GenerateRequest& r = service.requests_[i];
+    ASSERT_TRUE(r.has_token_ids()) << r.DebugString();
+    EXPECT_EQ(std::vector<int32_t>(r.token_ids().ids().begin(), r.token_ids().ids().end()),
+              without);
+  }
+  EXPECT_EQ(service.requests_[3].text(), "Hello there");  // the service adds the BOS
   frontend->BeginShutdown();
   EXPECT_TRUE(frontend->WaitForIdle(absl::Now() + absl::Seconds(10)));
   server->Shutdown();
