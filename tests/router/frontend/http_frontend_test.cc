@@ -114,6 +114,20 @@ class HttpFrontendTest : public ::testing::Test {
         .cors = std::nullopt});
   }
 
+  // Serves `service` on a free loopback port, which channel_ then dials; null if it did not start.
+  std::unique_ptr<grpc::Server> Serve(RecordingInference& service) {
+    grpc::ServerBuilder builder;
+    int port = 0;
+    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+    builder.RegisterService(&service);
+    std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+    if (port == 0) return nullptr;
+    channel_ =
+        grpc::CreateChannel(absl::StrCat("127.0.0.1:", port), grpc::InsecureChannelCredentials());
+    return server;
+  }
+
+  std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<Tokenizer> tokenizer_ = *MakeByteTokenizer(256);
   metrics::Registry registry_;
   std::atomic<int> busy_{0};  // on_busy calls
@@ -156,15 +170,9 @@ TEST_F(HttpFrontendTest, AFullPoolAnswers429AtOnceAndCheapRoutesStillAnswer) {
 // front (not n times by the service's own pool); the echoed text stays the prompt as sent.
 TEST_F(HttpFrontendTest, NSamplesOfATextPromptAreTokenizedOnceByTheFront) {
   RecordingInference service;
-  grpc::ServerBuilder builder;
-  int port = 0;
-  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
-  builder.RegisterService(&service);
-  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
-  ASSERT_NE(port, 0);
-  std::unique_ptr<HttpFrontend> frontend = Make(
-      16,
-      grpc::CreateChannel(absl::StrCat("127.0.0.1:", port), grpc::InsecureChannelCredentials()));
+  std::unique_ptr<grpc::Server> server = Serve(service);
+  ASSERT_NE(server, nullptr);
+  std::unique_ptr<HttpFrontend> frontend = Make(16, channel_);
   auto writer = std::make_shared<RecordingWriter>();
   frontend->Handle(
       Post("/v1/completions", R"({"prompt": ["hi", "yo"], "n": 3, "seed": 7, "echo": true})"),
@@ -207,15 +215,9 @@ TEST_F(HttpFrontendTest, CompletionsAddSpecialTokensFalseLeavesOutTheBos) {
   ASSERT_EQ(with.size(), without.size() + 1) << "the fixture's tokenizer adds a BOS";
 
   RecordingInference service;
-  grpc::ServerBuilder builder;
-  int port = 0;
-  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
-  builder.RegisterService(&service);
-  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
-  ASSERT_NE(port, 0);
-  std::unique_ptr<HttpFrontend> frontend = Make(
-      16,
-      grpc::CreateChannel(absl::StrCat("127.0.0.1:", port), grpc::InsecureChannelCredentials()));
+  std::unique_ptr<grpc::Server> server = Serve(service);
+  ASSERT_NE(server, nullptr);
+  std::unique_ptr<HttpFrontend> frontend = Make(16, channel_);
   for (const char* body : {R"({"prompt": "Hello there", "add_special_tokens": false})",
                            R"({"prompt": "Hello there", "n": 2, "add_special_tokens": false})",
                            R"({"prompt": "Hello there"})"}) {
