@@ -18,7 +18,7 @@ BeamSearchState::BeamSearchState(int32_t prompt_tokens, BeamSearchOptions option
   live_.emplace_back();  // the prompt alone
 }
 
-int32_t BeamSearchState::candidates_per_beam() const {
+int32_t BeamSearchState::logprobs_per_step() const {
   return std::max(2 * options_.width, options_.top_logprobs);
 }
 
@@ -28,49 +28,76 @@ double BeamSearchState::Score(const Beam& beam) const {
   return beam.cumulative_logprob / std::pow(length, options_.length_penalty);
 }
 
+Beam BeamSearchState::Extend(const Beam& parent, const v1::Logprob& next, int candidate) const {
+  const auto& top = next.top_logprobs();
+  Beam beam = parent;
+  const int32_t token = top[candidate].token_id();
+  v1::Logprob& lp = beam.logprobs.emplace_back();
+  lp.set_token_id(token);
+  lp.set_logprob(top[candidate].logprob());
+  for (int a = 0; a < std::min(options_.top_logprobs, top.size()); ++a) {
+    *lp.add_top_logprobs() = top[a];
+  }
+  beam.tokens.push_back(token);
+  beam.cumulative_logprob += static_cast<double>(top[candidate].logprob());
+  beam.ended = Ends(token);
+  return beam;
+}
+
+bool BeamSearchState::Ends(int32_t token) const {
+  return std::find(options_.ending_tokens.begin(), options_.ending_tokens.end(), token) !=
+         options_.ending_tokens.end();
+}
+
+void BeamSearchState::Complete(std::vector<Beam> beams) {
+  // Only the k best complete beams can be in the answer (their scores never change), so no more
+  // are kept: the search holds O(k) beams however many candidates end.
+  for (Beam& beam : beams) complete_.push_back(std::move(beam));
+  std::stable_sort(complete_.begin(), complete_.end(),
+                   [this](const Beam& a, const Beam& b) { return Score(a) > Score(b); });
+  if (complete_.size() > static_cast<size_t>(options_.width)) {
+    complete_.resize(static_cast<size_t>(options_.width));
+  }
+}
+
 void BeamSearchState::Expand(const std::vector<v1::Logprob>& next) {
   HR_CHECK(next.size() == live_.size());
-  const auto ending = [this](int32_t token) {
-    return std::find(options_.ending_tokens.begin(), options_.ending_tokens.end(), token) !=
-           options_.ending_tokens.end();
-  };
-  // 2k candidates (vLLM's and transformers' number), whatever more the answer's logprobs want.
+  // 2k candidates (vLLM's and transformers' number), whatever more the answer's logprobs want;
+  // a candidate is copied out of its parent only once it is kept.
   const int wanted = 2 * options_.width;
-  std::vector<Beam> grown;
+  struct Candidate {
+    size_t parent;
+    int index;
+    double cumulative_logprob;
+  };
+  std::vector<Candidate> grown;
+  std::vector<Beam> ended;
   for (size_t i = 0; i < live_.size(); ++i) {
     const auto& top = next[i].top_logprobs();
     for (int c = 0; c < std::min(wanted, top.size()); ++c) {
-      Beam beam = live_[i];
-      const int32_t token = top[c].token_id();
-      v1::Logprob& lp = beam.logprobs.emplace_back();
-      lp.set_token_id(token);
-      lp.set_logprob(top[c].logprob());
-      for (int a = 0; a < std::min(options_.top_logprobs, top.size()); ++a) {
-        *lp.add_top_logprobs() = top[a];
-      }
-      beam.tokens.push_back(token);
-      beam.cumulative_logprob += static_cast<double>(top[c].logprob());
-      if (ending(token)) {
-        beam.ended = true;
-        complete_.push_back(std::move(beam));
+      if (Ends(top[c].token_id())) {
+        ended.push_back(Extend(live_[i], next[i], c));
       } else {
-        grown.push_back(std::move(beam));
+        grown.push_back(
+            {i, c, live_[i].cumulative_logprob + static_cast<double>(top[c].logprob())});
       }
     }
   }
   // Stable, as vLLM's sorted(): among equal scores the earlier beam and candidate first.
-  std::stable_sort(grown.begin(), grown.end(), [](const Beam& a, const Beam& b) {
+  std::stable_sort(grown.begin(), grown.end(), [](const Candidate& a, const Candidate& b) {
     return a.cumulative_logprob > b.cumulative_logprob;
   });
-  if (grown.size() > static_cast<size_t>(options_.width)) {
-    grown.resize(static_cast<size_t>(options_.width));
+  std::vector<Beam> kept;
+  for (size_t g = 0; g < std::min(grown.size(), static_cast<size_t>(options_.width)); ++g) {
+    kept.push_back(Extend(live_[grown[g].parent], next[grown[g].parent], grown[g].index));
   }
+  Complete(std::move(ended));
   if (++steps_ < options_.max_tokens) {
-    live_ = std::move(grown);
+    live_ = std::move(kept);
     return;
   }
   live_.clear();
-  for (Beam& beam : grown) complete_.push_back(std::move(beam));
+  Complete(std::move(kept));
 }
 
 std::vector<Beam> BeamSearchState::Best() const {
@@ -201,7 +228,7 @@ std::vector<std::shared_ptr<BeamSearch::StepCall>> BeamSearch::StepCallsLocked(s
     sampling.set_max_tokens(1);
     sampling.set_temperature(0.0f);
     sampling.set_ignore_eos(true);  // an ending token is a candidate like any other
-    sampling.set_logprobs(search.state.candidates_per_beam());
+    sampling.set_logprobs(search.state.logprobs_per_step());
     calls.push_back(std::make_shared<StepCall>(prompt, b, std::move(request)));
     in_flight_.push_back(calls.back());
   }

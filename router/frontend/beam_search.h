@@ -59,7 +59,7 @@ class BeamSearchState {
 
   // Top logprobs each step's request asks for: 2k (as vLLM and transformers take), or the
   // answer's top_logprobs when more.
-  [[nodiscard]] int32_t candidates_per_beam() const;
+  [[nodiscard]] int32_t logprobs_per_step() const;
   // The beams the next step extends; empty when the search is over.
   [[nodiscard]] const std::vector<Beam>& live() const { return live_; }
   [[nodiscard]] bool done() const { return live_.empty(); }
@@ -69,8 +69,17 @@ class BeamSearchState {
   [[nodiscard]] std::vector<Beam> Best() const;
   // vLLM's score of `beam` (get_beam_search_score).
   [[nodiscard]] double Score(const Beam& beam) const;
+  // Beams held: the live ones and the complete ones kept (at most 2k).
+  [[nodiscard]] size_t beams_held() const { return live_.size() + complete_.size(); }
 
  private:
+  // `parent` extended by candidate `candidate` of its distribution `next`.
+  [[nodiscard]] Beam Extend(const Beam& parent, const v1::Logprob& next, int candidate) const;
+  // `token` completes a beam (an ending token).
+  [[nodiscard]] bool Ends(int32_t token) const;
+  // Adds `beams` to the complete ones, keeping the k best by score.
+  void Complete(std::vector<Beam> beams);
+
   const int32_t prompt_tokens_;
   const BeamSearchOptions options_;
   int32_t steps_ = 0;

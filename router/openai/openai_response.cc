@@ -389,9 +389,9 @@ std::string ResponseBuilder::StreamEvents(int32_t index, const v1::GenerateRespo
     // vLLM's shape: the tokens of this chunk; the prompt's with a choice's first chunk (per choice
     // for completions, on the chunk itself for chat).
     choice["token_ids"] = std::exchange(state.token_ids, {});
-    if (!state.prompt_ids_sent && !state.prompt_token_ids.empty()) {
-      state.prompt_ids_sent = true;
-      (endpoint_ == Endpoint::kChat ? chunk : choice)["prompt_token_ids"] = state.prompt_token_ids;
+    if (!state.prompt_token_ids.empty()) {  // only the first message carries them
+      (endpoint_ == Endpoint::kChat ? chunk : choice)["prompt_token_ids"] =
+          std::exchange(state.prompt_token_ids, {});
     }
   }
   chunk["choices"] = Json::array({std::move(choice)});

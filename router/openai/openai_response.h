@@ -90,7 +90,6 @@ class ResponseBuilder {
     // goes out with a later chunk).
     std::vector<int32_t> prompt_token_ids;
     std::vector<int32_t> token_ids;
-    bool prompt_ids_sent = false;  // streaming
     // vLLM's prompt_logprobs list (when asked): null, then one {token id: {logprob, rank,
     // decoded_token}} per later prompt token.
     Json prompt_logprobs;

@@ -256,15 +256,16 @@ absl::Status Engine::LoadLoraInto(const LoraModuleSpec& spec, bool replace, bool
   // idle adapter loaded on first use gives way (it loads again when next requested).
   const int32_t old_requests = old.has_value() ? InFlight(stats, static_cast<size_t>(*old)) : 0;
   std::optional<int32_t> overwritten;
-  if (!free.ok())
+  if (!free.ok()) {
     overwritten = old.has_value() && old_requests == 0 ? old : IdleResolvedSlot(stats);
-  if (!free.ok() && !overwritten.has_value()) {
-    if (!old.has_value()) return free.status();
-    return absl::ResourceExhaustedError(absl::StrCat(free.status().message(), " (replacing \"",
-                                                     spec.name, "\" needs another slot while its ",
-                                                     old_requests, " requests finish)"));
+    if (!overwritten.has_value() && !old.has_value()) return free.status();
+    if (!overwritten.has_value()) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat(free.status().message(), " (replacing \"", spec.name,
+                       "\" needs another slot while its ", old_requests, " requests finish)"));
+    }
   }
-  const int32_t slot = overwritten.value_or(free.ok() ? *free : -1);
+  const int32_t slot = free.ok() ? *free : *overwritten;
   const ShardSpec shard{.tensor_parallel_size = comm_ == nullptr ? 1 : comm_->world_size(),
                         .rank = comm_ == nullptr ? 0 : comm_->rank()};
   // This rank's shard first: an adapter that does not load here is refused before the followers

@@ -43,7 +43,7 @@ TEST(BeamSearchStateTest, FollowsVllmsRulesByHand) {
                             .length_penalty = 2.0,
                             .ending_tokens = {9},
                             .top_logprobs = 1});
-  EXPECT_EQ(state.candidates_per_beam(), 4);
+  EXPECT_EQ(state.logprobs_per_step(), 4);
   ASSERT_EQ(state.live().size(), 1u);
   EXPECT_TRUE(state.live()[0].tokens.empty());
 
@@ -79,7 +79,7 @@ TEST(BeamSearchStateTest, EndsWhenEveryCandidateEnds) {
                             .length_penalty = 1.0,
                             .ending_tokens = {7, 8},
                             .top_logprobs = 3});
-  EXPECT_EQ(state.candidates_per_beam(), 3);
+  EXPECT_EQ(state.logprobs_per_step(), 3);
   // Only the first 2k = 2 are candidates: 7 and 8 both end; 4 (third) is not one.
   state.Expand({Next({{7, -0.5f}, {8, -1.0f}, {4, -1.5f}})});
   EXPECT_TRUE(state.done());
@@ -87,6 +87,22 @@ TEST(BeamSearchStateTest, EndsWhenEveryCandidateEnds) {
   ASSERT_EQ(Tokens(best), (std::vector<std::vector<int32_t>>{{7}}));
   EXPECT_TRUE(best[0].ended);
   EXPECT_EQ(best[0].logprobs[0].top_logprobs_size(), 3);
+}
+
+// However many candidates end, the search holds the k best complete beams and the live ones, no
+// more. Width 1, prompt 3: every step's two candidates are 5 (-0.1) and the ending 7 (-0.2), so
+// ten steps complete ten beams [5 x i, 7], scored -(0.1 i + 0.2) / (3 + i): [7] is the best
+// (-0.0667), ahead of the ten 5s (-1 / 13 = -0.0769).
+TEST(BeamSearchStateTest, KeepsOnlyTheBestCompleteBeams) {
+  BeamSearchState state(
+      3, {.width = 1, .max_tokens = 10, .length_penalty = 1.0, .ending_tokens = {7}});
+  while (!state.done()) {
+    state.Expand({Next({{5, -0.1f}, {7, -0.2f}})});
+    EXPECT_LE(state.beams_held(), 2u);
+  }
+  const std::vector<Beam> best = state.Best();
+  ASSERT_EQ(Tokens(best), (std::vector<std::vector<int32_t>>{{7}}));
+  EXPECT_TRUE(best[0].ended);
 }
 
 }  // namespace
