@@ -71,7 +71,8 @@ struct SamplingParams {
   const int32_t* output_tokens = nullptr;
   int64_t num_output_tokens = 0;
   // Tokens that may not be chosen now (vLLM's min_tokens: EOS and the stop token ids until the
-  // output is long enough); ignored when they are the whole vocabulary.
+  // output is long enough; vLLM's bad_words: a word's last token after its others); ignored when
+  // they would leave no token to choose.
   const int32_t* banned_tokens = nullptr;
   int64_t num_banned_tokens = 0;
   // Finite biases added to those tokens' logits (ids distinct).

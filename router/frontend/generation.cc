@@ -49,6 +49,7 @@ std::pair<std::string, std::string> OpenAiMessage(const std::string& grpc_messag
                                                            "allowed_token_ids",
                                                            "truncate_prompt_tokens",
                                                            "guided_choice",
+                                                           "bad_words",
                                                            "dimensions"};
   if (!kFields.contains(param)) param.clear();
   if (param == "text" || param == "token_ids" || param == "prompt") param = prompt_field;

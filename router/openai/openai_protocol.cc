@@ -178,6 +178,7 @@ absl::Status CheckBeamSearch(const ParsedRequest& out) {
       {"min_tokens", s.min_tokens() > 0},
       {"logit_bias", s.logit_bias_size() > 0},
       {"allowed_token_ids", s.allowed_token_ids_size() > 0},
+      {"bad_words", s.bad_words_size() > 0},
       {"repetition_penalty", s.has_repetition_penalty() && s.repetition_penalty() != 1.0f},
       {"frequency_penalty", s.frequency_penalty() != 0.0f},
       {"presence_penalty", s.presence_penalty() != 0.0f},
@@ -323,6 +324,14 @@ absl::Status ParseCommon(const Json& obj, ParsedRequest& out) {
     for (size_t i = 0; i < allowed->size(); ++i) {
       HEADROOM_OPENAI_ASSIGN(id, ToInt32((*allowed)[i], Path("allowed_token_ids", i)));
       s.add_allowed_token_ids(id);
+    }
+  }
+  if (const Json* words = Member(obj, "bad_words"); words != nullptr) {
+    if (!words->is_array()) return WrongType("bad_words", "an array of strings", *words);
+    for (size_t i = 0; i < words->size(); ++i) {
+      const Json& w = (*words)[i];
+      if (!w.is_string()) return WrongType(Path("bad_words", i), "a string", w);
+      s.add_bad_words(w.get<std::string>());  // tokenized and checked with the other fields
     }
   }
   if (absl::Status st = ParseStructuredOutput(obj, s); !st.ok()) return st;

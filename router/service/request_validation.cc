@@ -7,6 +7,8 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "router/jinja/text.h"
 #include "worker/engine/json_schema.h"
 #include "worker/engine/regex_matcher.h"
 
@@ -77,6 +79,42 @@ absl::StatusOr<ValidatedRequest> ValidateEmbedding(const v1::GenerateRequest& re
 }
 
 }  // namespace
+
+absl::StatusOr<std::vector<std::vector<int32_t>>> BadWordsTokenIds(const v1::SamplingParams& s,
+                                                                   const Tokenizer& tokenizer) {
+  std::vector<std::vector<int32_t>> out;
+  int64_t tokens = 0;
+  for (int i = 0; i < s.bad_words_size(); ++i) {
+    const std::string_view word = jinja::text::LStrip(s.bad_words(i), nullptr);
+    const std::string path = absl::StrCat("sampling.bad_words[", i, "]");
+    if (word.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, " must contain a character other than whitespace"));
+    }
+    for (const bool spaced : {false, true}) {
+      absl::StatusOr<std::vector<int32_t>> ids = tokenizer.Encode(
+          spaced ? " " + std::string(word) : std::string(word), {.add_special_tokens = false});
+      if (!ids.ok()) {
+        return absl::InvalidArgumentError(absl::StrCat(path, ": ", ids.status().message()));
+      }
+      if (ids->empty()) {  // a normalizer that drops the whole word
+        return absl::InvalidArgumentError(absl::StrCat(path, " tokenizes to no tokens"));
+      }
+      if (spaced && (ids->size() != out.back().size() || ids->front() == out.back().front())) {
+        continue;  // as vLLM: the spaced form only where it is another word of the same length
+      }
+      tokens += static_cast<int64_t>(ids->size());
+      out.push_back(*std::move(ids));
+    }
+    if (out.size() > static_cast<size_t>(kMaxBadWordSequences) || tokens > kMaxBadWordTokens) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "sampling.bad_words gives more than ", kMaxBadWordSequences, " token sequences or ",
+          kMaxBadWordTokens, " tokens in all (a word can give two: at the start and in mid-text); ",
+          "the first ", i + 1, " words give ", out.size(), " sequences of ", tokens, " tokens"));
+    }
+  }
+  return out;
+}
 
 absl::StatusOr<ValidatedRequest> ValidateGenerateRequest(const v1::GenerateRequest& request,
                                                          const Tokenizer& tokenizer,
@@ -228,6 +266,11 @@ absl::StatusOr<ValidatedRequest> ValidateGenerateRequest(const v1::GenerateReque
     }
   }
   if (absl::Status st = TokenizeGuidedChoices(s, tokenizer, out.sampling); !st.ok()) return st;
+  HR_ASSIGN_OR_RETURN(const std::vector<std::vector<int32_t>> bad_words,
+                      BadWordsTokenIds(s, tokenizer));
+  for (const std::vector<int32_t>& ids : bad_words) {
+    out.sampling.add_bad_words()->mutable_ids()->Assign(ids.begin(), ids.end());
+  }
   for (int i = 0; i < s.stop_token_ids_size(); ++i) {
     if (s.stop_token_ids(i) < 0) {
       return absl::InvalidArgumentError(

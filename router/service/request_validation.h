@@ -27,6 +27,10 @@ inline constexpr size_t kMaxJsonSchemaBytes = 64 * 1024;
 inline constexpr size_t kMaxGuidedRegexBytes = 4 * 1024;
 // sampling.constraint_after (a tag such as "</think>").
 inline constexpr size_t kMaxConstraintAfterBytes = 64;
+// sampling.bad_words: most token sequences (a word can give two) and their most tokens in all
+// (vLLM's limits).
+inline constexpr int32_t kMaxBadWordSequences = 128;
+inline constexpr int32_t kMaxBadWordTokens = 1024;
 
 struct ValidatedRequest {
   // Prompt token ids (tokenized text, or the ids as given).
@@ -55,10 +59,19 @@ struct ValidatedRequest {
   }
 };
 
+// vLLM's bad_words as token sequences (SamplingParams.update_from_tokenizer): each word with its
+// leading whitespace (Python's str.isspace) removed, tokenized without special tokens; then " " +
+// that, kept only when it has as many tokens with a different first one (the word in mid-text).
+// INVALID_ARGUMENT for a word that is whitespace only, a word the tokenizer refuses, and more
+// sequences or tokens than kMaxBadWordSequences / kMaxBadWordTokens.
+absl::StatusOr<std::vector<std::vector<int32_t>>> BadWordsTokenIds(const v1::SamplingParams& s,
+                                                                  const Tokenizer& tokenizer);
+
 // Tokenizes and validates `request`. INVALID_ARGUMENT names the field and the numbers: empty
 // prompt, ids outside the vocabulary, temperature < 0, top_p outside (0, 1], top_k < -1,
 // max_tokens < 1, sampling given for an embedding, logprobs outside [0, 20], token ids of
-// logit_bias or allowed_token_ids outside the vocabulary, truncate_prompt_tokens other than -1 or
+// logit_bias or allowed_token_ids outside the vocabulary, bad_words (BadWordsTokenIds),
+// truncate_prompt_tokens other than -1 or
 // >= 1, prompt (after truncation) + max_tokens above `largest_max_model_len` (the largest
 // max_model_len among up groups; 0 skips that check and makes truncate_prompt_tokens -1 keep the
 // whole prompt).

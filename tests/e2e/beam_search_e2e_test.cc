@@ -147,6 +147,7 @@ TEST_F(BeamSearchE2eTest, FieldsBeamSearchCannotHonourAreRefused) {
       {{{"n", 11}}, "n"},
       {{{"stop", "x"}}, "stop"},
       {{{"presence_penalty", 0.5}}, "presence_penalty"},
+      {{{"bad_words", {"x"}}}, "bad_words"},
       {{{"guided_choice", {"a", "b"}}}, "response_format"},
       {{{"echo", true}}, "echo"},
       {{{"max_tokens", 300}}, "max_tokens"},  // the prompt + 300 > max_model_len 256

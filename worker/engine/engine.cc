@@ -2,12 +2,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <span>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/check.h"
 #include "common/status_macros.h"
 #include "kernels/cpu/sampling.h"
+#include "worker/engine/bad_words.h"
 #include "worker/engine/forward_input_builder.h"
 #include "worker/engine/guided_choice.h"
 
@@ -93,6 +95,17 @@ absl::Status ValidateSamplingParams(const SamplingParams& p, int64_t vocab_size)
       }
     }
   }
+  for (size_t i = 0; i < p.bad_words.size(); ++i) {
+    if (p.bad_words[i].empty()) {
+      return absl::InvalidArgumentError(absl::StrCat("bad_words[", i, "] has no tokens"));
+    }
+    for (int32_t id : p.bad_words[i]) {
+      if (id < 0 || id >= vocab_size) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("bad_words[", i, "]: token ", id, " is outside [0, ", vocab_size, ")"));
+      }
+    }
+  }
   if (p.min_tokens < 0 || p.min_tokens > p.max_tokens) {
     return absl::InvalidArgumentError(absl::StrCat("min_tokens must be in [0, max_tokens (",
                                                    p.max_tokens, ")], got ", p.min_tokens));
@@ -100,11 +113,11 @@ absl::Status ValidateSamplingParams(const SamplingParams& p, int64_t vocab_size)
   return absl::OkStatus();
 }
 
-// The engine keeps the output so far for the penalties (repetition_penalty reads the prompt too)
-// and for guided choice.
+// The engine keeps the output so far for the penalties (repetition_penalty reads the prompt too),
+// guided choice and bad words.
 bool KeepsOutput(const SamplingParams& p) {
   return p.repetition_penalty != 1.0f || p.frequency_penalty != 0.0f ||
-         p.presence_penalty != 0.0f || !p.guided_choice.empty();
+         p.presence_penalty != 0.0f || !p.guided_choice.empty() || !p.bad_words.empty();
 }
 
 // The token that ends a guided choice where a longer choice could go on: EOS unless ignored,
@@ -327,6 +340,7 @@ absl::Status Engine::Enqueue(Request request) {
                     .prompt = {},
                     .output = {},
                     .min_tokens_banned = {},
+                    .banned = {},
                     .bias_tokens = {},
                     .bias_values = {},
                     .json = std::nullopt,
@@ -439,7 +453,14 @@ absl::StatusOr<std::vector<StepToken>> Engine::Step() {
     if (!seq.sample) continue;
     row_sampling_.push_back(&s);
     embeds = embeds || s.embedding.has_value();
-    const bool below_min_tokens = s.generated < s.params.min_tokens;
+    // min_tokens' bans while they hold; with bad words, a copy the words' bans are added to.
+    std::span<const int32_t> banned;
+    if (s.generated < s.params.min_tokens) banned = s.min_tokens_banned;
+    if (!s.params.bad_words.empty()) {
+      s.banned.assign(banned.begin(), banned.end());
+      AppendBadWordBans(s.params.bad_words, s.output, &s.banned);
+      banned = s.banned;
+    }
     const std::vector<int32_t>* allowed = &s.params.allowed_token_ids;
     if (!s.constraint_on) {
       // Free until constraint_after shows (AwaitConstraint).
@@ -473,9 +494,8 @@ absl::StatusOr<std::vector<StepToken>> Engine::Step() {
                      .num_prompt_tokens = static_cast<int64_t>(s.prompt.size()),
                      .output_tokens = s.output.data(),
                      .num_output_tokens = static_cast<int64_t>(s.output.size()),
-                     .banned_tokens = below_min_tokens ? s.min_tokens_banned.data() : nullptr,
-                     .num_banned_tokens =
-                         below_min_tokens ? static_cast<int64_t>(s.min_tokens_banned.size()) : 0,
+                     .banned_tokens = banned.data(),
+                     .num_banned_tokens = static_cast<int64_t>(banned.size()),
                      .bias_tokens = s.bias_tokens.data(),
                      .bias_values = s.bias_values.data(),
                      .num_bias = static_cast<int64_t>(s.bias_tokens.size()),

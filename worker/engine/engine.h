@@ -241,12 +241,15 @@ class Engine {
     int64_t generated = 0;
     // When a step first scheduled the request (InfinitePast: not yet).
     absl::Time first_scheduled = absl::InfinitePast();
-    // For the penalties and guided choice only (empty without them): the prompt
+    // For the penalties, guided choice and bad words only (empty without them): the prompt
     // (repetition_penalty) and the tokens generated so far.
     std::vector<int32_t> prompt;
     std::vector<int32_t> output;
     // What min_tokens keeps from being sampled early: the stop token ids and EOS.
     std::vector<int32_t> min_tokens_banned;
+    // This step's bans where the request has bad words: those of min_tokens while they hold, and
+    // the bad words' (rebuilt each step).
+    std::vector<int32_t> banned;
     // logit_bias, as the sampler takes it.
     std::vector<int32_t> bias_tokens;
     std::vector<float> bias_values;

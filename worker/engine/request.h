@@ -60,6 +60,10 @@ struct SamplingParams {
   // vLLM's guided_choice, tokenized (worker/engine/guided_choice.h): the output is one of these
   // sequences. Not with allowed_token_ids.
   std::vector<std::vector<int32_t>> guided_choice;
+  // vLLM's bad_words, tokenized (worker/engine/bad_words.h): a sequence's last token is not
+  // sampled where the output so far ends with its other tokens (each sequence not empty, ids in
+  // the vocabulary). With any constraint above.
+  std::vector<std::vector<int32_t>> bad_words;
   // OpenAI's response_format json_object: the output is a JSON object (worker/engine/
   // json_matcher.h); the request stops once it is closed. Not with guided_choice or
   // allowed_token_ids.

@@ -57,6 +57,9 @@ absl::StatusOr<Request> RequestFromProto(const v1::SubmitRequest& proto, Request
   for (const v1::TokenSequence& choice : in.guided_choice()) {
     out.guided_choice.emplace_back(choice.ids().begin(), choice.ids().end());
   }
+  for (const v1::TokenSequence& word : in.bad_words()) {
+    out.bad_words.emplace_back(word.ids().begin(), word.ids().end());
+  }
   return request;
 }
 
