@@ -109,6 +109,9 @@ FlagSet MakeRouterFlags() {
   flags.AddString("allowed-methods", "[\"*\"]", "CORS: allowed methods, a JSON list.");
   flags.AddString("allowed-headers", "[\"*\"]", "CORS: allowed request headers, a JSON list.");
   flags.AddBool("allow-credentials", false, "CORS: allow credentials (cookies) cross-origin.");
+  flags.AddBool("enable-request-id-headers", false,
+                "Every HTTP response carries X-Request-Id: the request's own, or one made for it "
+                "(vLLM's flag). Without it a request's X-Request-Id still names its response id.");
   flags.AddInt64("max-connections", 0,
                  "Most open HTTP connections; one more is answered 429 (Retry-After) at once. "
                  "0 = the open-file limit (raised to its hard limit at start) less 256 kept for "
@@ -403,7 +406,8 @@ absl::Status Serve(const FlagSet& flags, const sigset_t& stop_signals, std::ostr
               router_metrics.OnRequestFinished(model, n, max_generation_tokens);
             },
         .grpc_load = [&service] { return service.OpenRequests(); },
-        .cors = cors});
+        .cors = cors,
+        .request_id_headers = flags.GetBool("enable-request-id-headers")});
     router::http::HttpServerOptions http_options;
     http_options.host = host;
     http_options.port = static_cast<int>(http_port);

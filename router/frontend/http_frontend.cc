@@ -96,6 +96,26 @@ bool HttpFrontend::Authorized(const http::HttpRequest& request) const {
 
 namespace {
 
+// vLLM's X-Request-Id: a request's header, when given, is its response id's unique part (over
+// the body's request_id). INVALID_ARGUMENT when it is longer than openai::kMaxRequestIdBytes.
+absl::Status TakeRequestIdHeader(const http::HttpRequest& request, openai::ParsedRequest& parsed) {
+  std::optional<std::string> header = request.Header("x-request-id");
+  if (!header.has_value() || header->empty()) return absl::OkStatus();
+  if (header->size() > openai::kMaxRequestIdBytes) {
+    return absl::InvalidArgumentError(absl::StrCat("the X-Request-Id header is ", header->size(),
+                                                   " bytes, at most ", openai::kMaxRequestIdBytes,
+                                                   " are accepted"));
+  }
+  parsed.request_id = *std::move(header);
+  return absl::OkStatus();
+}
+
+// The response id: the endpoint's prefix, "-" and the request id (random when none was given).
+std::string ResponseId(const openai::ParsedRequest& parsed) {
+  return absl::StrCat(openai::ResponseIdPrefix(parsed.endpoint), "-",
+                      parsed.request_id.empty() ? RandomHex() : parsed.request_id);
+}
+
 // /v1/embeddings, and vLLM's /score and /rerank (both also under /v1, rerank under /v2 too):
 // every choice is an embedding.
 bool EmbeddingRoute(const std::string& path) {
@@ -106,6 +126,17 @@ bool EmbeddingRoute(const std::string& path) {
 }  // namespace
 
 void HttpFrontend::Handle(http::HttpRequest request, std::shared_ptr<http::ResponseWriter> writer) {
+  if (options_.request_id_headers) {
+    // vLLM's --enable-request-id-headers: the request's X-Request-Id, or one made for it, which
+    // the request then carries as if the client had sent it (its response id ends with it).
+    auto given = std::find_if(request.headers.begin(), request.headers.end(),
+                              [](const auto& header) { return header.first == "x-request-id"; });
+    if (given == request.headers.end()) {
+      given = request.headers.insert(given, {"x-request-id", ""});
+    }
+    if (given->second.empty()) given->second = RandomHex();
+    writer = WithHeaders(std::move(writer), {{"X-Request-Id", given->second}});
+  }
   // CORS first, as vLLM's middleware wraps its routes: a preflight carries no API key.
   if (options_.cors.has_value() && request.Header("origin").has_value()) {
     if (std::optional<CorsPreflight> preflight = CorsPreflightAnswer(*options_.cors, request)) {
@@ -213,6 +244,9 @@ void HttpFrontend::Generate(const http::HttpRequest& request, bool chat,
   if (!parsed.ok()) {
     return RespondOpenAiError(*writer, 400, std::string(parsed.status().message()),
                               openai::ErrorParam(parsed.status()));
+  }
+  if (absl::Status st = TakeRequestIdHeader(request, *parsed); !st.ok()) {
+    return RespondOpenAiError(*writer, 400, std::string(st.message()));
   }
   if (chat) {
     openai::ToolChoice& tool_choice = parsed->tools.choice;
@@ -323,6 +357,9 @@ void HttpFrontend::Embed(const http::HttpRequest& request,
     return RespondOpenAiError(*writer, 400, std::string(parsed.status().message()),
                               openai::ErrorParam(parsed.status()));
   }
+  if (absl::Status st = TakeRequestIdHeader(request, *parsed); !st.ok()) {
+    return RespondOpenAiError(*writer, 400, std::string(st.message()));
+  }
   const int32_t inputs = openai::ChoiceCount(*parsed);
   std::vector<v1::GenerateRequest> choices;
   choices.reserve(static_cast<size_t>(inputs));
@@ -377,7 +414,7 @@ void HttpFrontend::StartGeneration(const openai::ParsedRequest& parsed,
   std::string model = parsed.generate.model();
   std::optional<GenerationHooks> hooks = OpenCall(model, *writer);
   if (!hooks.has_value()) return;
-  const std::string id = absl::StrCat(openai::ResponseIdPrefix(parsed.endpoint), "-", RandomHex());
+  const std::string id = ResponseId(parsed);
   auto generation =
       std::make_shared<Generation>(*std::move(hooks), std::move(writer), parsed, std::move(choices),
                                    id, UnixSeconds(), std::move(model));
@@ -428,7 +465,7 @@ void HttpFrontend::StartBeamSearch(const openai::ParsedRequest& parsed,
   if (sampling.has_skip_special_tokens()) {
     step.mutable_sampling()->set_skip_special_tokens(sampling.skip_special_tokens());
   }
-  const std::string id = absl::StrCat(openai::ResponseIdPrefix(parsed.endpoint), "-", RandomHex());
+  const std::string id = ResponseId(parsed);
   auto search = std::make_shared<BeamSearch>(
       *std::move(hooks), std::move(writer), parsed, std::move(step), std::move(prompts),
       std::move(options), sampling.include_stop_str_in_output(), id, UnixSeconds(),

@@ -108,6 +108,9 @@ struct HttpFrontendOptions {
   // CORS (cors.h): preflights answered, responses to a request with Origin given the policy's
   // headers; nullopt: no CORS headers at all.
   std::optional<CorsPolicy> cors;
+  // vLLM's --enable-request-id-headers: every response carries X-Request-Id, the request's own or
+  // one made for it (which a completion's, chat's or embedding's id then ends with).
+  bool request_id_headers = false;
 };
 
 class HttpFrontend {

@@ -208,6 +208,14 @@ absl::Status ParseCommon(const Json& obj, ParsedRequest& out) {
 
   HEADROOM_OPENAI_ASSIGN(model, OptString(obj, "model"));
   if (model.has_value()) g.set_model(*model);
+  HEADROOM_OPENAI_ASSIGN(request_id, OptString(obj, "request_id"));
+  if (request_id.has_value()) {
+    if (request_id->empty() || request_id->size() > kMaxRequestIdBytes) {
+      return Bad("request_id", absl::StrCat("request_id must be 1 to ", kMaxRequestIdBytes,
+                                            " bytes, got ", request_id->size()));
+    }
+    out.request_id = *std::move(request_id);
+  }
 
   HEADROOM_OPENAI_ASSIGN(n, OptInt64(obj, "n"));
   if (n.has_value() && (*n < 1 || *n > kMaxChoices)) {

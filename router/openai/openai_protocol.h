@@ -39,8 +39,15 @@ inline constexpr int32_t kMaxChoices = 128;
 // Most inputs one embeddings request may give (OpenAI's limit); each is a Generate call.
 inline constexpr int32_t kMaxEmbeddingInputs = 2048;
 
+// Longest request_id / X-Request-Id accepted (it is repeated in every streamed chunk).
+inline constexpr size_t kMaxRequestIdBytes = 256;
+
 struct ParsedRequest {
   Endpoint endpoint = Endpoint::kCompletions;
+  // vLLM's request_id (completions, chat): the response id's unique part ("cmpl-<request_id>");
+  // the HTTP front puts a request's X-Request-Id header here, which wins, as in vLLM. Empty: a
+  // random one. At most kMaxRequestIdBytes.
+  std::string request_id;
   // model, prompt (text, or token_ids for an integer-array prompt; unset for chat: the caller
   // renders `messages` and sets it), sampling, cache_salt.
   v1::GenerateRequest generate;

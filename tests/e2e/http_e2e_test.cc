@@ -402,10 +402,11 @@ TEST_F(HttpE2eTest, RequestParamsNCountsEachPromptOnceWithItsN) {
         sample("vllm:request_params_n_bucket", "1"), sample("vllm:request_params_n_bucket", "2"),
         sample("vllm:request_max_num_generation_tokens_sum")};
   };
-  // Series appear with their first observation: start from one request.
+  // Series appear with their first observation: start from one request (the cluster is shared by
+  // the file's tests, so others may have counted before: only differences are checked).
   GrpcText(*cluster_->stub, "Hello", 4);
   const std::array<double, 5> before = read();
-  ASSERT_EQ(before[0], 1) << "one gRPC request so far";
+  ASSERT_GE(before[0], 1) << "the gRPC request is counted";
 
   GrpcText(*cluster_->stub, "Hello", 4);
   ASSERT_EQ(

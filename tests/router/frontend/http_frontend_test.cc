@@ -91,7 +91,8 @@ class RecordingInference final : public v1::Inference::Service {
 class HttpFrontendTest : public ::testing::Test {
  protected:
   std::unique_ptr<HttpFrontend> Make(size_t max_queued,
-                                     std::shared_ptr<grpc::Channel> channel = nullptr) {
+                                     std::shared_ptr<grpc::Channel> channel = nullptr,
+                                     bool request_id_headers = false) {
     return std::make_unique<HttpFrontend>(HttpFrontendOptions{
         // Never dialled unless given: /tokenize needs no worker.
         .channel = channel != nullptr
@@ -111,7 +112,8 @@ class HttpFrontendTest : public ::testing::Test {
         .on_busy = [this] { ++busy_; },
         .on_request_finished = nullptr,
         .grpc_load = nullptr,
-        .cors = std::nullopt});
+        .cors = std::nullopt,
+        .request_id_headers = request_id_headers});
   }
 
   // Serves `service` on a free loopback port, which channel_ then dials; null if it did not start.
@@ -235,6 +237,94 @@ TEST_F(HttpFrontendTest, CompletionsAddSpecialTokensFalseLeavesOutTheBos) {
               without);
   }
   EXPECT_EQ(service.requests_[3].text(), "Hello there");  // the service adds the BOS
+  frontend->BeginShutdown();
+  EXPECT_TRUE(frontend->WaitForIdle(absl::Now() + absl::Seconds(10)));
+  server->Shutdown();
+}
+
+// vLLM's request ids: a request's X-Request-Id header names its response id ("cmpl-<id>"), over
+// the body's request_id, which names it otherwise; with neither the id is random. No response
+// header without --enable-request-id-headers.
+TEST_F(HttpFrontendTest, ResponseIdsEndWithTheRequestId) {
+  RecordingInference service;
+  std::unique_ptr<grpc::Server> server = Serve(service);
+  ASSERT_NE(server, nullptr);
+  std::unique_ptr<HttpFrontend> frontend = Make(16, channel_);
+  struct Case {
+    std::string header;      // X-Request-Id; empty: none
+    std::string request_id;  // the body's; empty: none
+    std::string id;          // the response's; empty: random
+  };
+  for (const Case& c : std::vector<Case>{{"trace-7", "", "cmpl-trace-7"},
+                                         {"", "mine", "cmpl-mine"},
+                                         {"trace-7", "mine", "cmpl-trace-7"},
+                                         {"", "", ""}}) {
+    http::HttpRequest request = Post("/v1/completions", R"({"prompt": "hi", "max_tokens": 1})");
+    if (!c.header.empty()) request.headers.emplace_back("x-request-id", c.header);
+    if (!c.request_id.empty()) {
+      nlohmann::json body = nlohmann::json::parse(request.body);
+      body["request_id"] = c.request_id;
+      request.body = body.dump();
+    }
+    auto writer = std::make_shared<RecordingWriter>();
+    frontend->Handle(std::move(request), writer);
+    ASSERT_TRUE(writer->Wait());
+    ASSERT_EQ(writer->status_, 200) << writer->body_;
+    const std::string id = nlohmann::json::parse(writer->body_)["id"];
+    if (c.id.empty()) {
+      EXPECT_EQ(id.size(), 5u + 24u) << id;
+      EXPECT_EQ(id.find_first_not_of("0123456789abcdef", 5), std::string::npos) << id;
+    } else {
+      EXPECT_EQ(id, c.id);
+    }
+    EXPECT_TRUE(writer->headers_.empty()) << "no X-Request-Id without the flag";
+  }
+  // Longer than kMaxRequestIdBytes: refused, naming the header.
+  http::HttpRequest request = Post("/v1/completions", R"({"prompt": "hi"})");
+  request.headers.emplace_back("x-request-id", std::string(openai::kMaxRequestIdBytes + 1, 'a'));
+  auto writer = std::make_shared<RecordingWriter>();
+  frontend->Handle(std::move(request), writer);
+  ASSERT_TRUE(writer->Wait());
+  EXPECT_EQ(writer->status_, 400);
+  EXPECT_NE(writer->body_.find("the X-Request-Id header is 257 bytes, at most 256"),
+            std::string::npos)
+      << writer->body_;
+  frontend->BeginShutdown();
+  EXPECT_TRUE(frontend->WaitForIdle(absl::Now() + absl::Seconds(10)));
+  server->Shutdown();
+}
+
+// --enable-request-id-headers: every response carries X-Request-Id, the request's own or a new
+// one, which a completion's id then ends with.
+TEST_F(HttpFrontendTest, RequestIdHeadersEchoOrMakeTheId) {
+  RecordingInference service;
+  std::unique_ptr<grpc::Server> server = Serve(service);
+  ASSERT_NE(server, nullptr);
+  std::unique_ptr<HttpFrontend> frontend = Make(16, channel_, /*request_id_headers=*/true);
+  using Headers = std::vector<std::pair<std::string, std::string>>;
+
+  http::HttpRequest health;
+  health.method = "GET";
+  health.path = "/health";
+  health.headers.emplace_back("x-request-id", "probe-1");
+  auto writer = std::make_shared<RecordingWriter>();
+  frontend->Handle(std::move(health), writer);
+  ASSERT_TRUE(writer->Wait());
+  EXPECT_EQ(writer->headers_, (Headers{{"X-Request-Id", "probe-1"}}));
+
+  for (const bool empty_header : {false, true}) {
+    http::HttpRequest request = Post("/v1/completions", R"({"prompt": "hi", "max_tokens": 1})");
+    if (empty_header) request.headers.emplace_back("x-request-id", "");
+    writer = std::make_shared<RecordingWriter>();
+    frontend->Handle(std::move(request), writer);
+    ASSERT_TRUE(writer->Wait());
+    ASSERT_EQ(writer->status_, 200) << writer->body_;
+    ASSERT_EQ(writer->headers_.size(), 1u);
+    EXPECT_EQ(writer->headers_[0].first, "X-Request-Id");
+    const std::string made = writer->headers_[0].second;
+    EXPECT_EQ(made.size(), 24u) << made;
+    EXPECT_EQ(nlohmann::json::parse(writer->body_)["id"], "cmpl-" + made);
+  }
   frontend->BeginShutdown();
   EXPECT_TRUE(frontend->WaitForIdle(absl::Now() + absl::Seconds(10)));
   server->Shutdown();

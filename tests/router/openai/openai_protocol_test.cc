@@ -315,6 +315,10 @@ TEST(OpenAiProtocolTest, BadChatBodies) {
        "max_completion_tokens", "max_completion_tokens must be an integer, got string"},
       {R"({"messages": [{"role": "user", "content": "x"}], "logprobs": 2})", "logprobs",
        "logprobs must be a boolean, got number"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "request_id": ""})", "request_id",
+       "request_id must be 1 to 256 bytes, got 0"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "request_id": 7})", "request_id",
+       "request_id must be a string, got number"},
       {R"({"messages": [{"role": "user", "content": "x"}], "logprobs": true, "top_logprobs": 21})",
        "top_logprobs", "top_logprobs must be in [0, 20], got 21"},
       {R"({"messages": [{"role": "user", "content": "x"}], "top_logprobs": 2})", "top_logprobs",
@@ -590,7 +594,7 @@ TEST(OpenAiProtocolTest, GuidedRegexInEitherSpellingReachesTheSampling) {
 TEST(OpenAiProtocolTest, ChatFieldsMapToGenerateRequest) {
   absl::StatusOr<ParsedRequest> r = ParseChatRequest(R"({
     "model": "qwen", "max_tokens": 10, "max_completion_tokens": 20, "logprobs": true,
-    "top_logprobs": 5, "stream": false,
+    "top_logprobs": 5, "stream": false, "request_id": "trace-9",
     "structured_outputs": {"choice": ["positive", "negative"], "json": null},
     "response_format": {"type": "text"}, "chat_template_kwargs": {"enable_thinking": false},
     "messages": [
@@ -602,6 +606,7 @@ TEST(OpenAiProtocolTest, ChatFieldsMapToGenerateRequest) {
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->endpoint, Endpoint::kChat);
   EXPECT_EQ(r->generate.model(), "qwen");
+  EXPECT_EQ(r->request_id, "trace-9");
   ASSERT_EQ(r->generate.sampling().guided_choice_size(), 2);
   EXPECT_EQ(r->generate.sampling().guided_choice(1), "negative");
   EXPECT_EQ(r->generate.prompt_case(), v1::GenerateRequest::PROMPT_NOT_SET);
