@@ -504,8 +504,11 @@ absl::StatusOr<std::vector<int32_t>> HttpFrontend::ChatPromptIds(
                      "/v1/completions, or start the router with --chat-template"));
   }
   absl::StatusOr<std::string> prompt =
-      options_.chat_template->Render(parsed.messages, parsed.add_generation_prompt,
-                                     parsed.tools.tools, parsed.chat_template_kwargs);
+      parsed.continue_final_message
+          ? options_.chat_template->RenderContinuingFinalMessage(
+                parsed.messages, parsed.tools.tools, parsed.chat_template_kwargs)
+          : options_.chat_template->Render(parsed.messages, parsed.add_generation_prompt,
+                                           parsed.tools.tools, parsed.chat_template_kwargs);
   if (!prompt.ok()) return absl::InvalidArgumentError(prompt.status().message());
   // The template already holds the special tokens (BOS, headers): add none.
   absl::StatusOr<std::vector<int32_t>> ids =
@@ -526,22 +529,19 @@ absl::StatusOr<openai::ParsedRequest> HttpFrontend::ParseEmbedding(std::string_v
 
 absl::Status HttpFrontend::RenderEmbeddingChat(RequestJson& obj) const {
   if (obj.contains("input")) return openai::Bad("input", "give input or messages, not both");
-  for (const char* unsupported : {"chat_template", "continue_final_message"}) {
-    const auto it = obj.find(unsupported);
-    if (it != obj.end() && !it->is_null() && *it != false) {
-      return openai::Bad(unsupported, absl::StrCat(unsupported, " is not supported"));
-    }
+  if (const auto it = obj.find("chat_template");
+      it != obj.end() && !it->is_null() && *it != false) {
+    return openai::Bad("chat_template", "chat_template is not supported");
   }
-  // The chat parser reads the messages and the template's settings (type-checking them).
-  RequestJson chat = RequestJson::object();
-  for (const char* key : {"messages", "add_generation_prompt", "chat_template_kwargs"}) {
-    if (const auto it = obj.find(key); it != obj.end()) chat[key] = *it;
+  // The chat parser reads the messages and the template's settings (type-checking them);
+  // vLLM's embedding chat requests default add_generation_prompt to false.
+  RequestJson chat = {{"add_generation_prompt", false}};
+  for (const char* key :
+       {"messages", "add_generation_prompt", "continue_final_message", "chat_template_kwargs"}) {
+    if (const auto it = obj.find(key); it != obj.end() && !it->is_null()) chat[key] = *it;
   }
   absl::StatusOr<openai::ParsedRequest> parsed = openai::ParseChatObject(chat);
   if (!parsed.ok()) return parsed.status();
-  const auto generation_prompt = chat.find("add_generation_prompt");
-  parsed->add_generation_prompt = generation_prompt != chat.end() &&
-                                  generation_prompt->is_boolean() && generation_prompt->get<bool>();
   bool add_special = false;
   if (const auto it = obj.find("add_special_tokens"); it != obj.end()) {
     if (!it->is_boolean()) {

@@ -4,6 +4,8 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "router/jinja/text.h"
 #include "router/tokenizer/json_util.h"
 #include "router/tokenizer/string_util.h"
 #include "router/tokenizer/tokenizer_config.h"
@@ -57,6 +59,34 @@ ChatTemplate ChatTemplate::Builtin(ChatFormat format, ChatTemplateTokens tokens)
   absl::StatusOr<ChatTemplate> t =
       Create(format == ChatFormat::kChatML ? kChatMLTemplate : kLlama3Template, std::move(tokens));
   return *std::move(t);  // both parse: tests render them against transformers
+}
+
+absl::StatusOr<std::string> ChatTemplate::RenderContinuingFinalMessage(
+    std::vector<ChatMessage> messages, const nlohmann::ordered_json& tools,
+    const nlohmann::ordered_json& kwargs, const jinja::RenderOptions& options) const {
+  if (messages.empty()) {
+    return absl::InvalidArgumentError(
+        "continue_final_message is set but there are no messages to continue");
+  }
+  // transformers' sentinel, its trailing space included: whether it survives tells whether the
+  // template trimmed the content.
+  constexpr std::string_view kTag = "CONTINUE_FINAL_MESSAGE_TAG ";
+  const std::string final_text(jinja::text::Strip(messages.back().content, nullptr));
+  messages.back().content += kTag;
+  HR_ASSIGN_OR_RETURN(std::string rendered,
+                      Render(messages, /*add_generation_prompt=*/false, tools, kwargs, options));
+  const std::string_view bare_tag = kTag.substr(0, kTag.size() - 1);
+  const size_t tag_at = rendered.rfind(bare_tag);
+  if (rendered.find(final_text) == std::string::npos || tag_at == std::string::npos) {
+    return absl::InvalidArgumentError(
+        "continue_final_message is set but the final message does not appear in the chat after "
+        "applying the chat template (the template drops part of it), so it cannot be continued");
+  }
+  if (std::string_view(rendered).substr(tag_at, kTag.size()) == kTag) {
+    rendered.resize(tag_at);  // the template keeps the content as it is
+    return rendered;
+  }
+  return std::string(jinja::text::RStrip(std::string_view(rendered).substr(0, tag_at), nullptr));
 }
 
 absl::StatusOr<std::string> ChatTemplate::Render(const std::vector<ChatMessage>& messages,

@@ -61,6 +61,18 @@ class ChatTemplate {
                                      const nlohmann::ordered_json& kwargs = nullptr,
                                      const jinja::RenderOptions& options = {}) const;
 
+  // vLLM's continue_final_message, as transformers' apply_chat_template does it: the final
+  // message is left open for the model to continue (an assistant reply's first words, given by
+  // the client). The messages are rendered without a generation prompt, the final one's content
+  // followed by a sentinel, and the text is cut where the sentinel starts; where the template
+  // trimmed the content (the sentinel's trailing space is gone), trailing whitespace is dropped
+  // too. InvalidArgument when there are no messages or the template drops the final message's
+  // text.
+  absl::StatusOr<std::string> RenderContinuingFinalMessage(
+      std::vector<ChatMessage> messages, const nlohmann::ordered_json& tools = nullptr,
+      const nlohmann::ordered_json& kwargs = nullptr,
+      const jinja::RenderOptions& options = {}) const;
+
   // The token that ends an assistant turn when the template writes a known one ("<|im_end|>",
   // "<|eot_id|>", "<end_of_turn>", "<|end|>"). A checkpoint's eos_token may be another one
   // (Llama-3-Instruct's is <|end_of_text|>), so a chat reply also stops on this token.

@@ -703,6 +703,13 @@ absl::StatusOr<ParsedRequest> ParseChatObject(const Json& obj) {
 
   HEADROOM_OPENAI_ASSIGN(add_generation_prompt, OptBool(obj, "add_generation_prompt"));
   out.add_generation_prompt = add_generation_prompt.value_or(true);
+  HEADROOM_OPENAI_ASSIGN(continue_final, OptBool(obj, "continue_final_message"));
+  out.continue_final_message = continue_final.value_or(false);
+  if (out.continue_final_message && out.add_generation_prompt) {
+    return Bad("continue_final_message",
+               "Cannot set both continue_final_message and add_generation_prompt to true (the "
+               "default): give add_generation_prompt false to continue the final message");
+  }
   // vLLM's chat_template_kwargs: more variables for the template (Qwen3's enable_thinking).
   if (const Json* kwargs = Member(obj, "chat_template_kwargs");
       kwargs != nullptr && !kwargs->is_null()) {

@@ -60,6 +60,10 @@ struct ParsedRequest {
   std::vector<ChatMessage> messages;
   // Chat: end the prompt with the assistant header (vLLM's add_generation_prompt, default true).
   bool add_generation_prompt = true;
+  // Chat: vLLM's continue_final_message: the prompt ends inside the final message (its text
+  // continued by the reply, ChatTemplate::RenderContinuingFinalMessage); not with
+  // add_generation_prompt.
+  bool continue_final_message = false;
   // Chat: vLLM's chat_template_kwargs (an object, or null when not given).
   nlohmann::ordered_json chat_template_kwargs = nullptr;
   // Chat: tools for the template, and how the reply calls them (sampling.json_schema holds the

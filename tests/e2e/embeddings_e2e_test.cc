@@ -143,7 +143,7 @@ TEST_F(EmbeddingsE2eTest, TextInputEmbedsAsItsTokens) {
 // vLLM's chat form: {"messages"} in place of "input" embeds the prompt the chat template renders
 // (Qwen2-Instruct's ChatML, the byte tokenizer's default, as transformers renders it), without
 // the generation prompt and without special tokens on top unless asked, as vLLM's
-// EmbeddingChatRequest defaults are.
+// EmbeddingChatRequest defaults are; continue_final_message leaves the last message open.
 TEST_F(EmbeddingsE2eTest, MessagesEmbedTheRenderedChat) {
   const std::string turns =
       "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n<|im_start|>user\nSay hi"
@@ -166,6 +166,15 @@ TEST_F(EmbeddingsE2eTest, MessagesEmbedTheRenderedChat) {
   ExpectNear(with_header["data"][0]["embedding"].get<std::vector<double>>(),
              header_text["data"][0]["embedding"].get<std::vector<double>>(),
              "messages with the generation prompt");
+  // continue_final_message: the prompt ends inside the last message (transformers' rendering,
+  // tests/router/openai/fixtures/continue_final_message.json, for ChatML: cut after its content).
+  const Json open_turn = embed({{"messages", messages}, {"continue_final_message", true}});
+  const Json open_text =
+      embed({{"input", turns.substr(0, turns.size() - std::string_view("<|im_end|>\n").size())},
+             {"add_special_tokens", false}});
+  ExpectNear(open_turn["data"][0]["embedding"].get<std::vector<double>>(),
+             open_text["data"][0]["embedding"].get<std::vector<double>>(),
+             "messages continuing the final one");
   // null is "not given", as everywhere in the API.
   const Json null_header = embed({{"messages", messages}, {"add_generation_prompt", nullptr}});
   ExpectNear(null_header["data"][0]["embedding"].get<std::vector<double>>(),
@@ -182,7 +191,10 @@ TEST_F(EmbeddingsE2eTest, MessagesEmbedTheRenderedChat) {
   for (const auto& [body, field] : std::vector<std::pair<Json, std::string>>{
            {{{"messages", messages}, {"input", "x"}}, "input"},
            {{{"messages", messages}, {"chat_template", "{{ 1 }}"}}, "chat_template"},
-           {{{"messages", messages}, {"continue_final_message", true}}, "continue_final_message"},
+           {{{"messages", messages},
+             {"continue_final_message", true},
+             {"add_generation_prompt", true}},
+            "continue_final_message"},
            {{{"messages", "hi"}}, "messages"},
            {{{"messages", messages}, {"add_special_tokens", 1}}, "add_special_tokens"}}) {
     const HttpResponse response = cluster_->Post("/v1/embeddings", body.dump());

@@ -169,6 +169,49 @@ TEST_F(HttpE2eTest, CompletionsStreamingAndNotEqualGrpcGenerate) {
   EXPECT_EQ(usage["usage"]["completion_tokens"], 24);
 }
 
+// vLLM's continue_final_message: the prompt ends inside the final assistant message as
+// transformers renders it (tests/router/openai/fixtures/continue_final_message.json; chatml is the
+// router's built-in template for the byte tokenizer), and the reply continues it as a completion
+// of that prompt does. With the default add_generation_prompt it is refused, as in vLLM.
+TEST_F(HttpE2eTest, ContinueFinalMessageEndsThePromptInsideTheLastMessage) {
+  std::ifstream in(worker::testdata::SourceDir() / "tests/router/openai/fixtures" /
+                   "continue_final_message.json");
+  const Json fixture = Json::parse(in);
+  const Json& chatml = fixture["templates"][0];
+  ASSERT_EQ(chatml["name"], "chatml");
+  const Json& c = chatml["cases"][0];
+  ASSERT_EQ(c["name"], "assistant_prefix");
+  const std::string expected = c["expected"];
+  Json chat = {{"messages", c["messages"]},
+               {"add_generation_prompt", false},
+               {"continue_final_message", true},
+               {"max_tokens", 6},
+               {"temperature", 0},
+               {"ignore_eos", true},
+               {"return_token_ids", true}};
+  const HttpResponse response = cluster_->Post("/v1/chat/completions", chat.dump());
+  ASSERT_EQ(response.status, 200) << response.body;
+  const Json body = Json::parse(response.body);
+  Json bytes = Json::array();
+  for (const char ch : expected) bytes.push_back(static_cast<unsigned char>(ch));
+  EXPECT_EQ(body["prompt_token_ids"], bytes);
+
+  const Json completion = {{"prompt", bytes},
+                           {"max_tokens", 6},
+                           {"temperature", 0},
+                           {"ignore_eos", true},
+                           {"return_token_ids", true}};
+  const HttpResponse completed = cluster_->Post("/v1/completions", completion.dump());
+  ASSERT_EQ(completed.status, 200) << completed.body;
+  EXPECT_EQ(body["choices"][0]["token_ids"],
+            Json::parse(completed.body)["choices"][0]["token_ids"]);
+
+  chat.erase("add_generation_prompt");
+  const HttpResponse refused = cluster_->Post("/v1/chat/completions", chat.dump());
+  EXPECT_EQ(refused.status, 400) << refused.body;
+  EXPECT_EQ(Json::parse(refused.body)["error"]["param"], "continue_final_message");
+}
+
 // vLLM's penalties reach the engine from the OpenAI API as from gRPC, and change the output.
 TEST_F(HttpE2eTest, PenaltiesGiveTheSameTextAsGrpcAndChangeIt) {
   const std::string plain = GrpcText(*cluster_->stub, "Hello world", 32);

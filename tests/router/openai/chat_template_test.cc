@@ -68,6 +68,23 @@ TEST(ChatTemplateTest, BuiltinsRenderLikeTransformers) {
   EXPECT_GE(checked, 16);
 }
 
+// The jinja fixtures' generators froze strftime_now's clock at 2024-12-25 09:30:00.
+jinja::RenderOptions FrozenClock() {
+  jinja::RenderOptions frozen;
+  frozen.now = std::tm{.tm_sec = 0,
+                       .tm_min = 30,
+                       .tm_hour = 9,
+                       .tm_mday = 25,
+                       .tm_mon = 11,
+                       .tm_year = 124,
+                       .tm_wday = 3,
+                       .tm_yday = 359,
+                       .tm_isdst = 0,
+                       .tm_gmtoff = 0,
+                       .tm_zone = nullptr};
+  return frozen;
+}
+
 TEST(ChatTemplateTest, RealTemplatesRenderLikeTransformers) {
   // The ChatTemplate path (special tokens, messages with their tool_calls / tool_call_id / name,
   // tools, add_generation_prompt, kwargs) over the real models' templates and conversations.
@@ -97,23 +114,10 @@ TEST(ChatTemplateTest, RealTemplatesRenderLikeTransformers) {
         }
         messages.push_back(std::move(message));
       }
-      // The generator froze strftime_now's clock at 2024-12-25 09:30:00.
-      jinja::RenderOptions frozen;
-      frozen.now = std::tm{.tm_sec = 0,
-                           .tm_min = 30,
-                           .tm_hour = 9,
-                           .tm_mday = 25,
-                           .tm_mon = 11,
-                           .tm_year = 124,
-                           .tm_wday = 3,
-                           .tm_yday = 359,
-                           .tm_isdst = 0,
-                           .tm_gmtoff = 0,
-                           .tm_zone = nullptr};
       absl::StatusOr<std::string> got =
           tmpl->Render(messages, c["add_generation_prompt"].get<bool>(),
                        c.value("tools", nlohmann::ordered_json()),
-                       c.value("extra", nlohmann::ordered_json::object()), frozen);
+                       c.value("extra", nlohmann::ordered_json::object()), FrozenClock());
       const std::string where = t["name"].get<std::string>() + " / " + c["name"].get<std::string>();
       if (c.contains("expected")) {
         ASSERT_TRUE(got.ok()) << where << ": " << got.status();
@@ -131,6 +135,50 @@ TEST(ChatTemplateTest, RealTemplatesRenderLikeTransformers) {
     }
   }
   EXPECT_EQ(checked, 259);
+}
+
+// vLLM's continue_final_message against transformers 4.57's apply_chat_template(
+// continue_final_message=True) (fixtures/continue_final_message.json,
+// scripts/gen_continue_final_message_fixtures.py): the built-in and the real models' templates, a
+// final assistant or user message, trailing whitespace a template keeps or trims, text that also
+// appears earlier, an empty final message; a template's own refusal and a template that drops
+// the final message are errors.
+TEST(ChatTemplateTest, ContinueFinalMessageRendersLikeTransformers) {
+  const nlohmann::ordered_json fixture =
+      LoadFixture("tests/router/openai/fixtures/continue_final_message.json");
+  ASSERT_TRUE(fixture.contains("templates"));
+  int checked = 0;
+  int errors = 0;
+  for (const auto& t : fixture["templates"]) {
+    const auto& special = t["special_tokens"];
+    auto token = [&](const char* key) -> std::optional<std::string> {
+      if (!special.contains(key)) return std::nullopt;
+      return special[key].get<std::string>();
+    };
+    absl::StatusOr<ChatTemplate> tmpl =
+        ChatTemplate::Create(t["template"].get<std::string>(), {.bos_token = token("bos_token"),
+                                                                .eos_token = token("eos_token"),
+                                                                .unk_token = token("unk_token"),
+                                                                .pad_token = token("pad_token")});
+    ASSERT_TRUE(tmpl.ok()) << t["name"] << ": " << tmpl.status();
+    for (const auto& c : t["cases"]) {
+      const std::string where = t["name"].get<std::string>() + " / " + c["name"].get<std::string>();
+      absl::StatusOr<std::string> got = tmpl->RenderContinuingFinalMessage(
+          Messages(c["messages"]), nullptr, nullptr, FrozenClock());
+      if (c.contains("expected")) {
+        ASSERT_TRUE(got.ok()) << where << ": " << got.status();
+        EXPECT_EQ(*got, c["expected"].get<std::string>()) << where;
+      } else {
+        EXPECT_EQ(got.status().code(), absl::StatusCode::kInvalidArgument) << where;
+        ++errors;
+      }
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, 103);
+  EXPECT_EQ(errors, 2);
+  EXPECT_FALSE(ChatTemplate::Builtin(ChatFormat::kChatML, {}).RenderContinuingFinalMessage({}).ok())
+      << "no messages to continue";
 }
 
 TEST(ChatTemplateTest, EndOfTurnIsTheTemplatesTurnToken) {
