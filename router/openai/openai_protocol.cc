@@ -686,7 +686,6 @@ absl::StatusOr<ParsedRequest> ParseChatObject(const Json& obj) {
   ParsedRequest out;
   out.endpoint = Endpoint::kChat;
   if (absl::Status st = ParseCommon(obj, out); !st.ok()) return st;
-  if (out.echo) return Bad("echo", "echo is not supported for chat completions");
 
   const Json* messages = Member(obj, "messages");
   if (messages == nullptr) return Bad("messages", "messages is required");
@@ -722,6 +721,11 @@ absl::StatusOr<ParsedRequest> ParseChatObject(const Json& obj) {
   }
 
   HEADROOM_OPENAI_ASSIGN(tools, ParseToolRequest(obj));
+  // vLLM's chat echo prepends the last message to the reply's content; a reply that calls tools
+  // has its calls instead.
+  if (out.echo && tools.choice.kind != ToolChoice::Kind::kNone) {
+    return Bad("echo", "echo is not supported with tools (give tool_choice \"none\")");
+  }
   const bool calls = tools.choice.kind == ToolChoice::Kind::kFunction ||
                      tools.choice.kind == ToolChoice::Kind::kRequired;
   if (calls) {

@@ -76,6 +76,8 @@ struct ParsedRequest {
   PromptReasoning prompt_reasoning = PromptReasoning::kNone;
   bool stream = false;
   // Completions: each choice's text starts with its prompt (a token id prompt detokenized).
+  // Chat (vLLM's): each reply's content starts with the last message's, when that message has
+  // the reply's role (continue_final_message's prefill); not with tools.
   bool echo = false;
   // stream_options.include_usage: a last chunk with usage and no choices.
   bool include_usage = false;

@@ -89,7 +89,13 @@ ResponseBuilder::ResponseBuilder(const ParsedRequest& request, std::string id, i
       tokenizer_(tokenizer),
       choices_(static_cast<size_t>(ChoiceCount(request))) {
   for (Choice& choice : choices_) choice.logprobs = EmptyLogprobs();
-  if (request.echo) {
+  if (endpoint_ == Endpoint::kChat) {
+    const ChatMessage* last = request.messages.empty() ? nullptr : &request.messages.back();
+    role_ = request.add_generation_prompt || last == nullptr ? "assistant" : last->role;
+    if (request.echo && last != nullptr && last->role == role_) {
+      echo_prompts_.push_back(last->content);  // the one prompt every choice shares
+    }
+  } else if (request.echo) {
     for (size_t p = 0; p <= request.more_prompts.size(); ++p) {
       const v1::GenerateRequest& g = p == 0 ? request.generate : request.more_prompts[p - 1];
       if (!g.has_token_ids()) {
@@ -167,7 +173,8 @@ void ResponseBuilder::AppendLogprob(const v1::Logprob& lp, int64_t& text_offset,
 
 void ResponseBuilder::AppendLogprobs(const v1::GenerateResponse& message, int64_t& text_offset,
                                      Json& logprobs) const {
-  if (!echo_prompts_.empty() && message.prompt_token_ids_size() > 0) {
+  if (endpoint_ == Endpoint::kCompletions && !echo_prompts_.empty() &&
+      message.prompt_token_ids_size() > 0) {
     // Echo: the prompt's tokens first (completions only). The first has no logprob: null, as
     // in vLLM and OpenAI.
     const std::string first = TokenString(message.prompt_token_ids(0));
@@ -320,7 +327,7 @@ std::string ResponseBuilder::StreamEvents(int32_t index, const v1::GenerateRespo
     // also carries the call's id and name); so do "required" calls, read out of their array.
     Json delta = Json::object();
     if (first_chat) {
-      delta["role"] = "assistant";
+      delta["role"] = role_;
       delta["content"] = "";
     }
     state.text += message.text();
@@ -359,9 +366,10 @@ std::string ResponseBuilder::StreamEvents(int32_t index, const v1::GenerateRespo
     state.role_sent = true;
   } else if (endpoint_ == Endpoint::kChat) {
     Json delta = Json::object();
-    if (first_chat) delta["role"] = "assistant";
+    if (first_chat) delta["role"] = role_;
     if (first_chat || has_text || (has_logprobs && !has_reasoning) || bare_tokens) {
-      delta["content"] = message.text();
+      delta["content"] = echo != nullptr ? *echo + message.text() : message.text();
+      state.echoed = true;
     }
     choice["delta"] = std::move(delta);
     state.role_sent = true;
@@ -487,7 +495,9 @@ std::string ResponseBuilder::Body() const {
     // An "auto" reply that called tools, or a "required" one that stopped.
     bool called = false;
     if (endpoint_ == Endpoint::kChat) {
-      Json message = Json{{"role", "assistant"}, {"content", state.text}};
+      const std::string* echo = EchoPrompt(static_cast<int32_t>(i));
+      Json message =
+          Json{{"role", role_}, {"content", echo != nullptr ? *echo + state.text : state.text}};
       // vLLM's shape for a called tool: empty content and the calls (a reply cut by max_tokens
       // before a whole call keeps its text).
       if (CallsTools()) {
@@ -556,7 +566,7 @@ ResponseBuilder::Json ResponseBuilder::AutoToolDelta(int32_t index,
                                                      const v1::GenerateResponse& message,
                                                      bool first, bool final, Choice& state) const {
   Json delta = Json::object();
-  if (first) delta["role"] = "assistant";
+  if (first) delta["role"] = role_;
   state.text += message.text();
   const ToolCallParser parser = *tool_choice_.parser;
   std::string content;

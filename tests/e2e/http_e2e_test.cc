@@ -172,7 +172,8 @@ TEST_F(HttpE2eTest, CompletionsStreamingAndNotEqualGrpcGenerate) {
 // vLLM's continue_final_message: the prompt ends inside the final assistant message as
 // transformers renders it (tests/router/openai/fixtures/continue_final_message.json; chatml is the
 // router's built-in template for the byte tokenizer), and the reply continues it as a completion
-// of that prompt does. With the default add_generation_prompt it is refused, as in vLLM.
+// of that prompt does (with echo, after the message's own text). With the default
+// add_generation_prompt it is refused, as in vLLM.
 TEST_F(HttpE2eTest, ContinueFinalMessageEndsThePromptInsideTheLastMessage) {
   std::ifstream in(worker::testdata::SourceDir() / "tests/router/openai/fixtures" /
                    "continue_final_message.json");
@@ -205,6 +206,18 @@ TEST_F(HttpE2eTest, ContinueFinalMessageEndsThePromptInsideTheLastMessage) {
   ASSERT_EQ(completed.status, 200) << completed.body;
   EXPECT_EQ(body["choices"][0]["token_ids"],
             Json::parse(completed.body)["choices"][0]["token_ids"]);
+
+  // vLLM's echo: the reply's content starts with the message it continues.
+  chat["echo"] = true;
+  const HttpResponse echoed = cluster_->Post("/v1/chat/completions", chat.dump());
+  ASSERT_EQ(echoed.status, 200) << echoed.body;
+  const Json echoed_body = Json::parse(echoed.body);
+  const Json& message = echoed_body["choices"][0]["message"];
+  EXPECT_EQ(message["role"], "assistant");
+  EXPECT_EQ(message["content"],
+            c["messages"].back()["content"].get<std::string>() +
+                Json::parse(completed.body)["choices"][0]["text"].get<std::string>());
+  chat.erase("echo");
 
   chat.erase("add_generation_prompt");
   const HttpResponse refused = cluster_->Post("/v1/chat/completions", chat.dump());

@@ -154,6 +154,58 @@ TEST_F(ResponseBuilderTest, ChatStreamMatchesNonStream) {
   }
 }
 
+// vLLM's chat role and echo: without a generation prompt the reply takes the last message's role,
+// and echo prepends that message's content (streamed: in the first chunk), the logprobs still
+// only the generated tokens'; after a generation prompt the role is "assistant" and a last
+// message of another role is not echoed.
+TEST_F(ResponseBuilderTest, ChatEchoPrependsTheLastMessageOfTheRepliesRole) {
+  struct Case {
+    bool add_generation_prompt;
+    std::string last_role;
+    std::string role;     // the reply's
+    std::string content;  // the reply's
+  };
+  for (const Case& c : std::vector<Case>{{false, "assistant", "assistant", "Sure: Hello wo!"},
+                                         {false, "user", "user", "Sure: Hello wo!"},
+                                         {true, "user", "assistant", "Hello wo!"}}) {
+    for (const bool stream : {false, true}) {
+      SCOPED_TRACE(c.last_role + (stream ? " streamed" : ""));
+      ParsedRequest r = Request(Endpoint::kChat, stream, false, true, 1);
+      r.add_generation_prompt = c.add_generation_prompt;
+      r.echo = true;
+      r.return_token_ids = true;
+      r.messages = {{.role = "user", .content = "Say hi"},
+                    {.role = c.last_role, .content = "Sure: "}};
+      ResponseBuilder builder(r, "chatcmpl-1", 1, "m", tokenizer_.get());
+      std::vector<v1::GenerateResponse> replies = Conversation();
+      for (const int32_t id : {1, 2, 3}) replies.front().add_prompt_token_ids(id);
+      std::string role;
+      std::string content;
+      size_t logprobs = 0;
+      if (stream) {
+        std::string sse;
+        for (const auto& m : replies) sse += builder.StreamEvents(0, m);
+        for (const Json& e : Events(sse)) {
+          const Json& choice = e["choices"][0];
+          if (choice["delta"].contains("role")) role = choice["delta"]["role"];
+          if (choice["delta"].contains("content")) content += choice["delta"]["content"];
+          if (choice["logprobs"].is_object()) logprobs += choice["logprobs"]["content"].size();
+        }
+      } else {
+        for (const auto& m : replies) builder.Accumulate(0, m);
+        const Json body = Json::parse(builder.Body());
+        const Json& message = body["choices"][0]["message"];
+        role = message["role"];
+        content = message["content"];
+        logprobs = body["choices"][0]["logprobs"]["content"].size();
+      }
+      EXPECT_EQ(role, c.role);
+      EXPECT_EQ(content, c.content);
+      EXPECT_EQ(logprobs, 9u) << "the generated tokens' only";
+    }
+  }
+}
+
 TEST_F(ResponseBuilderTest, CompletionStreamMatchesNonStream) {
   ResponseBuilder stream(Request(Endpoint::kCompletions, true, false, true, 1), "cmpl-9", 5, "m",
                          tokenizer_.get());
