@@ -71,10 +71,9 @@ absl::StatusOr<std::vector<std::vector<int32_t>>> BadWordsTokenIds(const v1::Sam
 // prompt, ids outside the vocabulary, temperature < 0, top_p outside (0, 1], top_k < -1,
 // max_tokens < 1, sampling given for an embedding, logprobs outside [0, 20], token ids of
 // logit_bias or allowed_token_ids outside the vocabulary, bad_words (BadWordsTokenIds),
-// truncate_prompt_tokens other than -1 or
-// >= 1, prompt (after truncation) + max_tokens above `largest_max_model_len` (the largest
-// max_model_len among up groups; 0 skips that check and makes truncate_prompt_tokens -1 keep the
-// whole prompt).
+// truncate_prompt_tokens other than -1 or >= 1, prompt (after truncation) + max_tokens above
+// `largest_max_model_len` (the largest max_model_len among up groups; 0 skips that check and
+// makes truncate_prompt_tokens -1 keep the whole prompt).
 absl::StatusOr<ValidatedRequest> ValidateGenerateRequest(const v1::GenerateRequest& request,
                                                          const Tokenizer& tokenizer,
                                                          int32_t largest_max_model_len);
