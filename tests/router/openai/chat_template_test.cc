@@ -68,6 +68,19 @@ TEST(ChatTemplateTest, BuiltinsRenderLikeTransformers) {
   EXPECT_GE(checked, 16);
 }
 
+// A fixture's template with its special tokens ({"template", "special_tokens"}).
+absl::StatusOr<ChatTemplate> FixtureTemplate(const nlohmann::ordered_json& t) {
+  const auto& special = t["special_tokens"];
+  auto token = [&](const char* key) -> std::optional<std::string> {
+    if (!special.contains(key) || !special[key].is_string()) return std::nullopt;
+    return special[key].get<std::string>();
+  };
+  return ChatTemplate::Create(t["template"].get<std::string>(), {.bos_token = token("bos_token"),
+                                                                 .eos_token = token("eos_token"),
+                                                                 .unk_token = token("unk_token"),
+                                                                 .pad_token = token("pad_token")});
+}
+
 // The jinja fixtures' generators froze strftime_now's clock at 2024-12-25 09:30:00.
 jinja::RenderOptions FrozenClock() {
   jinja::RenderOptions frozen;
@@ -93,16 +106,7 @@ TEST(ChatTemplateTest, RealTemplatesRenderLikeTransformers) {
   ASSERT_TRUE(fixture.contains("templates"));
   int checked = 0;
   for (const auto& t : fixture["templates"]) {
-    const auto& special = t["special_tokens"];
-    auto token = [&](const char* key) -> std::optional<std::string> {
-      if (!special.contains(key) || !special[key].is_string()) return std::nullopt;
-      return special[key].get<std::string>();
-    };
-    absl::StatusOr<ChatTemplate> tmpl =
-        ChatTemplate::Create(t["template"].get<std::string>(), {.bos_token = token("bos_token"),
-                                                                .eos_token = token("eos_token"),
-                                                                .unk_token = token("unk_token"),
-                                                                .pad_token = token("pad_token")});
+    absl::StatusOr<ChatTemplate> tmpl = FixtureTemplate(t);
     ASSERT_TRUE(tmpl.ok()) << t["name"] << ": " << tmpl.status();
     for (const auto& c : t["cases"]) {
       std::vector<ChatMessage> messages;
@@ -150,16 +154,7 @@ TEST(ChatTemplateTest, ContinueFinalMessageRendersLikeTransformers) {
   int checked = 0;
   int errors = 0;
   for (const auto& t : fixture["templates"]) {
-    const auto& special = t["special_tokens"];
-    auto token = [&](const char* key) -> std::optional<std::string> {
-      if (!special.contains(key)) return std::nullopt;
-      return special[key].get<std::string>();
-    };
-    absl::StatusOr<ChatTemplate> tmpl =
-        ChatTemplate::Create(t["template"].get<std::string>(), {.bos_token = token("bos_token"),
-                                                                .eos_token = token("eos_token"),
-                                                                .unk_token = token("unk_token"),
-                                                                .pad_token = token("pad_token")});
+    absl::StatusOr<ChatTemplate> tmpl = FixtureTemplate(t);
     ASSERT_TRUE(tmpl.ok()) << t["name"] << ": " << tmpl.status();
     for (const auto& c : t["cases"]) {
       const std::string where = t["name"].get<std::string>() + " / " + c["name"].get<std::string>();
