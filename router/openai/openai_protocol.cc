@@ -719,6 +719,21 @@ absl::StatusOr<ParsedRequest> ParseChatObject(const Json& obj) {
     }
     out.chat_template_kwargs = *kwargs;
   }
+  // vLLM's documents (retrieval templates: Granite, Command R): the template's `documents`, as
+  // apply_chat_template(documents=...) passes them.
+  if (const Json* documents = Member(obj, "documents");
+      documents != nullptr && !documents->is_null()) {
+    if (!documents->is_array()) return WrongType("documents", "an array of objects", *documents);
+    for (size_t i = 0; i < documents->size(); ++i) {
+      const Json& document = (*documents)[i];
+      if (!document.is_object()) return WrongType(Path("documents", i), "an object", document);
+    }
+    if (out.chat_template_kwargs.is_object() && out.chat_template_kwargs.contains("documents")) {
+      return Bad("documents", "give documents or chat_template_kwargs.documents, not both");
+    }
+    if (!out.chat_template_kwargs.is_object()) out.chat_template_kwargs = Json::object();
+    out.chat_template_kwargs["documents"] = *documents;
+  }
 
   HEADROOM_OPENAI_ASSIGN(tools, ParseToolRequest(obj));
   // vLLM's chat echo prepends the last message to the reply's content; a reply that calls tools

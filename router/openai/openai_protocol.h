@@ -64,7 +64,8 @@ struct ParsedRequest {
   // continued by the reply, ChatTemplate::RenderContinuingFinalMessage); not with
   // add_generation_prompt.
   bool continue_final_message = false;
-  // Chat: vLLM's chat_template_kwargs (an object, or null when not given).
+  // Chat: vLLM's chat_template_kwargs (an object, or null when not given); vLLM's documents
+  // field is its "documents".
   nlohmann::ordered_json chat_template_kwargs = nullptr;
   // Chat: tools for the template, and how the reply calls them (sampling.json_schema holds the
   // call's schema for tool_choice "required" or a named function).

@@ -380,6 +380,13 @@ TEST(OpenAiProtocolTest, BadChatBodies) {
       {R"({"messages": [{"role": "user", "content": "x"}],
            "chat_template_kwargs": {"messages": []}})",
        "chat_template_kwargs.messages", "cannot replace the request's messages"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "documents": {"text": "a"}})",
+       "documents", "documents must be an array of objects, got object"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "documents": [{"text": "a"}, "b"]})",
+       "documents[1]", "documents[1] must be an object, got string"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "documents": [],
+           "chat_template_kwargs": {"documents": []}})",
+       "documents", "give documents or chat_template_kwargs.documents, not both"},
       {R"({"messages": [{"role": "user", "content": "x"}], "echo": true,
            "tools": [{"type": "function", "function": {"name": "f"}}]})",
        "echo", "echo is not supported with tools"},
@@ -599,6 +606,7 @@ TEST(OpenAiProtocolTest, ChatFieldsMapToGenerateRequest) {
   absl::StatusOr<ParsedRequest> r = ParseChatRequest(R"({
     "model": "qwen", "max_tokens": 10, "max_completion_tokens": 20, "logprobs": true,
     "top_logprobs": 5, "stream": false, "request_id": "trace-9",
+    "documents": [{"doc_id": "1", "text": "Paris."}],
     "structured_outputs": {"choice": ["positive", "negative"], "json": null},
     "response_format": {"type": "text"}, "chat_template_kwargs": {"enable_thinking": false},
     "messages": [
@@ -611,6 +619,9 @@ TEST(OpenAiProtocolTest, ChatFieldsMapToGenerateRequest) {
   EXPECT_EQ(r->endpoint, Endpoint::kChat);
   EXPECT_EQ(r->generate.model(), "qwen");
   EXPECT_EQ(r->request_id, "trace-9");
+  // vLLM's documents reach the template as its `documents`, beside the other kwargs.
+  EXPECT_EQ(r->chat_template_kwargs.dump(),
+            R"({"enable_thinking":false,"documents":[{"doc_id":"1","text":"Paris."}]})");
   ASSERT_EQ(r->generate.sampling().guided_choice_size(), 2);
   EXPECT_EQ(r->generate.sampling().guided_choice(1), "negative");
   EXPECT_EQ(r->generate.prompt_case(), v1::GenerateRequest::PROMPT_NOT_SET);
@@ -625,7 +636,6 @@ TEST(OpenAiProtocolTest, ChatFieldsMapToGenerateRequest) {
   EXPECT_EQ(r->messages[2].role, "assistant");
   EXPECT_EQ(r->messages[2].content, "");
   EXPECT_EQ(r->messages[3].content, "again");
-  EXPECT_EQ(r->chat_template_kwargs, nlohmann::json({{"enable_thinking", false}}));
 }
 
 // JSON mode is OpenAI's response_format json_object or vLLM's structured_outputs.json_object.
