@@ -116,6 +116,26 @@ std::string ResponseId(const openai::ParsedRequest& parsed) {
                       parsed.request_id.empty() ? RandomHex() : parsed.request_id);
 }
 
+// vLLM's /invocations (SageMaker's one inference route): the route whose request the body is,
+// tried in vLLM's order: chat (messages), completions (prompt), embeddings (input), score
+// (text_1 and text_2), rerank (query and documents). Answers 400 and returns nullopt when the body
+// is none of them.
+std::optional<std::string> InvocationRoute(const http::HttpRequest& request,
+                                           http::ResponseWriter& writer) {
+  const std::optional<RequestJson> body = ParseObject(request, writer);
+  if (!body.has_value()) return std::nullopt;
+  if (body->contains("messages")) return "/v1/chat/completions";
+  if (body->contains("prompt")) return "/v1/completions";
+  if (body->contains("input")) return "/v1/embeddings";
+  if (body->contains("text_1") && body->contains("text_2")) return "/score";
+  if (body->contains("query") && body->contains("documents")) return "/rerank";
+  RespondOpenAiError(writer, 400,
+                     "cannot find a suitable handler for the request: /invocations takes a chat "
+                     "completion (messages), completion (prompt), embedding (input), score "
+                     "(text_1 and text_2) or rerank (query and documents) request");
+  return std::nullopt;
+}
+
 // /v1/embeddings, and vLLM's /score and /rerank (both also under /v1, rerank under /v2 too):
 // every choice is an embedding.
 bool EmbeddingRoute(const std::string& path) {
@@ -170,8 +190,8 @@ void HttpFrontend::Handle(http::HttpRequest request, std::shared_ptr<http::Respo
   }
   const bool lora_route = path == "/v1/load_lora_adapter" || path == "/v1/unload_lora_adapter";
   const bool known = path == "/v1/completions" || path == "/v1/chat/completions" ||
-                     path == "/v1/responses" || EmbeddingRoute(path) || path == "/v1/models" ||
-                     path == "/tokenize" || path == "/detokenize" ||
+                     path == "/invocations" || path == "/v1/responses" || EmbeddingRoute(path) ||
+                     path == "/v1/models" || path == "/tokenize" || path == "/detokenize" ||
                      (lora_route && options_.update_lora);
   if (!known) {
     // vLLM's run-time adapter routes without an InferenceService to serve them: a 404 as
@@ -209,10 +229,18 @@ void HttpFrontend::Handle(http::HttpRequest request, std::shared_ptr<http::Respo
   // Parsing and tokenizing a body of up to 1 MiB takes up to hundreds of ms: on the pool.
   std::shared_ptr<http::ResponseWriter> refused = writer;
   const bool generation = path == "/v1/completions" || path == "/v1/chat/completions" ||
-                          path == "/v1/responses" || EmbeddingRoute(path);
+                          path == "/v1/responses" || path == "/invocations" || EmbeddingRoute(path);
   if (generation) parsing_.fetch_add(1);
   const bool queued =
       pool_.Post([this, request = std::move(request), writer = std::move(writer)]() mutable {
+        if (request.path == "/invocations") {
+          std::optional<std::string> route = InvocationRoute(request, *writer);
+          if (!route.has_value()) {  // answered 400
+            parsing_.fetch_sub(1);
+            return;
+          }
+          request.path = *std::move(route);
+        }
         if (request.path == "/tokenize") return Tokenize(request, *writer);
         if (request.path == "/detokenize") return Detokenize(request, *writer);
         if (request.path == "/v1/load_lora_adapter" || request.path == "/v1/unload_lora_adapter") {

@@ -159,6 +159,12 @@ TEST_F(EmbeddingsE2eTest, MessagesEmbedTheRenderedChat) {
   EXPECT_EQ(chat["usage"]["prompt_tokens"], static_cast<int>(turns.size()));
   ExpectNear(chat["data"][0]["embedding"].get<std::vector<double>>(),
              text["data"][0]["embedding"].get<std::vector<double>>(), "messages against text");
+  // vLLM's /invocations takes the embedding request too (its "input").
+  const HttpResponse invoked =
+      cluster_->Post("/invocations", Json{{"input", turns}, {"add_special_tokens", false}}.dump());
+  ASSERT_EQ(invoked.status, 200) << invoked.body;
+  ExpectNear(Json::parse(invoked.body)["data"][0]["embedding"].get<std::vector<double>>(),
+             text["data"][0]["embedding"].get<std::vector<double>>(), "/invocations against text");
   // add_generation_prompt: the assistant header follows.
   const Json with_header = embed({{"messages", messages}, {"add_generation_prompt", true}});
   const Json header_text =

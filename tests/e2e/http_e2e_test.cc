@@ -225,6 +225,37 @@ TEST_F(HttpE2eTest, ContinueFinalMessageEndsThePromptInsideTheLastMessage) {
   EXPECT_EQ(Json::parse(refused.body)["error"]["param"], "continue_final_message");
 }
 
+// vLLM's /invocations (SageMaker's route): a body goes to the route its fields name and is
+// answered as that route answers it; a body of no known shape is a 400.
+TEST_F(HttpE2eTest, InvocationsGoToTheRouteTheBodyNames) {
+  const Json completion = {
+      {"prompt", "Hello"}, {"max_tokens", 5}, {"temperature", 0}, {"ignore_eos", true}};
+  const Json chat = {{"messages", {{{"role", "user"}, {"content", "Hello"}}}},
+                     {"max_tokens", 5},
+                     {"temperature", 0},
+                     {"ignore_eos", true}};
+  for (const auto& [body, route] :
+       {std::pair{completion, "/v1/completions"}, std::pair{chat, "/v1/chat/completions"}}) {
+    const HttpResponse direct = cluster_->Post(route, body.dump());
+    const HttpResponse invoked = cluster_->Post("/invocations", body.dump());
+    ASSERT_EQ(direct.status, 200) << direct.body;
+    ASSERT_EQ(invoked.status, 200) << invoked.body;
+    Json want = Json::parse(direct.body);
+    Json got = Json::parse(invoked.body);
+    for (Json* answer : {&want, &got}) {
+      answer->erase("id");
+      answer->erase("created");
+    }
+    EXPECT_EQ(got, want) << route;
+  }
+  for (const std::string body : {R"({"foo": 1})", "not json"}) {
+    const HttpResponse refused = cluster_->Post("/invocations", body);
+    EXPECT_EQ(refused.status, 400) << refused.body;
+  }
+  EXPECT_NE(cluster_->Post("/invocations", R"({"foo": 1})").body.find("suitable handler"),
+            std::string::npos);
+}
+
 // vLLM's penalties reach the engine from the OpenAI API as from gRPC, and change the output.
 TEST_F(HttpE2eTest, PenaltiesGiveTheSameTextAsGrpcAndChangeIt) {
   const std::string plain = GrpcText(*cluster_->stub, "Hello world", 32);
