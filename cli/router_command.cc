@@ -109,6 +109,9 @@ FlagSet MakeRouterFlags() {
   flags.AddString("allowed-methods", "[\"*\"]", "CORS: allowed methods, a JSON list.");
   flags.AddString("allowed-headers", "[\"*\"]", "CORS: allowed request headers, a JSON list.");
   flags.AddBool("allow-credentials", false, "CORS: allow credentials (cookies) cross-origin.");
+  flags.AddBool("trust-request-chat-template", false,
+                "Render a chat request's own chat_template (vLLM's flag); without it such a "
+                "request is refused 400.");
   flags.AddBool("enable-request-id-headers", false,
                 "Every HTTP response carries X-Request-Id: the request's own, or one made for it "
                 "(vLLM's flag). Without it a request's X-Request-Id still names its response id.");
@@ -407,7 +410,8 @@ absl::Status Serve(const FlagSet& flags, const sigset_t& stop_signals, std::ostr
             },
         .grpc_load = [&service] { return service.OpenRequests(); },
         .cors = cors,
-        .request_id_headers = flags.GetBool("enable-request-id-headers")});
+        .request_id_headers = flags.GetBool("enable-request-id-headers"),
+        .trust_request_chat_template = flags.GetBool("trust-request-chat-template")});
     router::http::HttpServerOptions http_options;
     http_options.host = host;
     http_options.port = static_cast<int>(http_port);

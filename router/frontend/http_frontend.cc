@@ -116,6 +116,12 @@ std::string ResponseId(const openai::ParsedRequest& parsed) {
                       parsed.request_id.empty() ? RandomHex() : parsed.request_id);
 }
 
+// The field a chat prompt's error names: the request's chat_template, or the messages.
+std::string ChatErrorParam(const absl::Status& status) {
+  std::string param = openai::ErrorParam(status);
+  return param.empty() ? "messages" : param;
+}
+
 // vLLM's /invocations (SageMaker's one inference route): the route whose request the body is,
 // tried in vLLM's order: chat (messages), completions (prompt), embeddings (input), score
 // (text_1 and text_2), rerank (query and documents). Answers 400 and returns nullopt when the body
@@ -300,17 +306,18 @@ void HttpFrontend::Generate(const http::HttpRequest& request, bool chat,
     }
     const Tokenizer& tokenizer = *options_.tokenizer;
     std::string prompt;
-    absl::StatusOr<std::vector<int32_t>> ids = ChatPromptIds(*parsed, &prompt);
+    std::optional<std::string> eot;
+    absl::StatusOr<std::vector<int32_t>> ids = ChatPromptIds(*parsed, &prompt, &eot);
     if (!ids.ok()) {
-      return RespondOpenAiError(*writer, 400, std::string(ids.status().message()), "messages");
+      return RespondOpenAiError(*writer, 400, std::string(ids.status().message()),
+                                ChatErrorParam(ids.status()));
     }
     if (options_.reasoning_parser.has_value()) SetReasoning(prompt, *parsed);
     parsed->generate.mutable_token_ids()->mutable_ids()->Assign(ids->begin(), ids->end());
     // The turn ends at the template's end-of-turn token, which a checkpoint's eos_token may not
     // be (Llama-3-Instruct: <|eot_id|> vs <|end_of_text|>); like EOS, ignore_eos ignores it.
     v1::SamplingParams& sampling = *parsed->generate.mutable_sampling();
-    if (const std::optional<std::string>& eot = options_.chat_template->end_of_turn();
-        eot.has_value() && !sampling.ignore_eos()) {
+    if (eot.has_value() && !sampling.ignore_eos()) {
       if (const std::optional<int32_t> id = tokenizer.TokenToId(*eot); id.has_value()) {
         sampling.add_stop_token_ids(*id);
       }
@@ -523,20 +530,52 @@ void HttpFrontend::SetReasoning(std::string_view prompt, openai::ParsedRequest& 
 }
 
 absl::StatusOr<std::vector<int32_t>> HttpFrontend::ChatPromptIds(
-    const openai::ParsedRequest& parsed, std::string* rendered) const {
-  if (!options_.chat_template.has_value()) {
+    const openai::ParsedRequest& parsed, std::string* rendered,
+    std::optional<std::string>* end_of_turn) const {
+  const openai::ChatTemplate* chat_template =
+      options_.chat_template.has_value() ? &*options_.chat_template : nullptr;
+  std::optional<openai::ChatTemplate> requested;
+  if (parsed.chat_template.has_value()) {
+    if (!options_.trust_request_chat_template) {
+      return openai::Bad("chat_template",
+                         "Chat template is passed with request, but "
+                         "--trust-request-chat-template is not set. Refused request with "
+                         "untrusted chat template.");
+    }
+    openai::ChatTemplateTokens tokens;
+    if (chat_template != nullptr) {
+      tokens = chat_template->tokens();
+    } else {
+      if (const std::optional<int32_t> bos = options_.tokenizer->bos_token_id()) {
+        tokens.bos_token = options_.tokenizer->IdToToken(*bos);
+      }
+      if (const std::optional<int32_t> eos = options_.tokenizer->eos_token_id()) {
+        tokens.eos_token = options_.tokenizer->IdToToken(*eos);
+      }
+    }
+    absl::StatusOr<openai::ChatTemplate> parsed_template =
+        openai::ChatTemplate::Create(*parsed.chat_template, std::move(tokens));
+    if (!parsed_template.ok()) {
+      return openai::Bad("chat_template",
+                         absl::StrCat("chat_template: ", parsed_template.status().message()));
+    }
+    requested = *std::move(parsed_template);
+    chat_template = &*requested;
+  }
+  if (chat_template == nullptr) {
     return absl::InvalidArgumentError(
         absl::StrCat("model \"", options_.model_name(),
                      "\" has no chat template (neither chat_template.jinja nor a chat_template "
                      "in tokenizer_config.json, or it did not parse: see the router's log); use "
                      "/v1/completions, or start the router with --chat-template"));
   }
+  if (end_of_turn != nullptr) *end_of_turn = chat_template->end_of_turn();
   absl::StatusOr<std::string> prompt =
       parsed.continue_final_message
-          ? options_.chat_template->RenderContinuingFinalMessage(
-                parsed.messages, parsed.tools.tools, parsed.chat_template_kwargs)
-          : options_.chat_template->Render(parsed.messages, parsed.add_generation_prompt,
-                                           parsed.tools.tools, parsed.chat_template_kwargs);
+          ? chat_template->RenderContinuingFinalMessage(parsed.messages, parsed.tools.tools,
+                                                        parsed.chat_template_kwargs)
+          : chat_template->Render(parsed.messages, parsed.add_generation_prompt, parsed.tools.tools,
+                                  parsed.chat_template_kwargs);
   if (!prompt.ok()) return absl::InvalidArgumentError(prompt.status().message());
   // The template already holds the special tokens (BOS, headers): add none.
   absl::StatusOr<std::vector<int32_t>> ids =
@@ -557,15 +596,11 @@ absl::StatusOr<openai::ParsedRequest> HttpFrontend::ParseEmbedding(std::string_v
 
 absl::Status HttpFrontend::RenderEmbeddingChat(RequestJson& obj) const {
   if (obj.contains("input")) return openai::Bad("input", "give input or messages, not both");
-  if (const auto it = obj.find("chat_template");
-      it != obj.end() && !it->is_null() && *it != false) {
-    return openai::Bad("chat_template", "chat_template is not supported");
-  }
   // The chat parser reads the messages and the template's settings (type-checking them);
   // vLLM's embedding chat requests default add_generation_prompt to false.
   RequestJson chat = {{"add_generation_prompt", false}};
-  for (const char* key :
-       {"messages", "add_generation_prompt", "continue_final_message", "chat_template_kwargs"}) {
+  for (const char* key : {"messages", "add_generation_prompt", "continue_final_message",
+                          "chat_template", "chat_template_kwargs"}) {
     if (const auto it = obj.find(key); it != obj.end() && !it->is_null()) chat[key] = *it;
   }
   absl::StatusOr<openai::ParsedRequest> parsed = openai::ParseChatObject(chat);
@@ -579,7 +614,9 @@ absl::Status HttpFrontend::RenderEmbeddingChat(RequestJson& obj) const {
   }
   std::string prompt;
   absl::StatusOr<std::vector<int32_t>> ids = ChatPromptIds(*parsed, &prompt);
-  if (!ids.ok()) return openai::Bad("messages", std::string(ids.status().message()));
+  if (!ids.ok()) {
+    return openai::Bad(ChatErrorParam(ids.status()), std::string(ids.status().message()));
+  }
   if (add_special) {
     // On top of what the template holds, as vLLM's add_special_tokens adds them.
     ids = options_.tokenizer->Encode(prompt, {.add_special_tokens = true});
@@ -643,7 +680,8 @@ void HttpFrontend::Tokenize(const http::HttpRequest& request, http::ResponseWrit
     }
     absl::StatusOr<std::vector<int32_t>> ids = ChatPromptIds(*parsed);
     if (!ids.ok()) {
-      return RespondOpenAiError(writer, 400, std::string(ids.status().message()), "messages");
+      return RespondOpenAiError(writer, 400, std::string(ids.status().message()),
+                                ChatErrorParam(ids.status()));
     }
     Json out = {
         {"count", ids->size()}, {"max_model_len", options_.max_model_len()}, {"tokens", *ids}};

@@ -111,6 +111,9 @@ struct HttpFrontendOptions {
   // vLLM's --enable-request-id-headers: every response carries X-Request-Id, the request's own or
   // one made for it (which a completion's, chat's or embedding's id then ends with).
   bool request_id_headers = false;
+  // vLLM's --trust-request-chat-template: a chat request's own chat_template renders its prompt
+  // (the interpreter's bounds hold); otherwise such a request is refused 400, as in vLLM.
+  bool trust_request_chat_template = false;
 };
 
 class HttpFrontend {
@@ -165,8 +168,12 @@ class HttpFrontend {
   // and add_special_tokens default to false, as vLLM's EmbeddingChatRequest). InvalidArgument
   // naming the field.
   absl::Status RenderEmbeddingChat(nlohmann::ordered_json& body) const;
-  absl::StatusOr<std::vector<int32_t>> ChatPromptIds(const openai::ParsedRequest& parsed,
-                                                     std::string* rendered = nullptr) const;
+  // A chat request's prompt ids, rendered by its own chat_template (when trusted) or the model's;
+  // `rendered` gets the text and `end_of_turn` that template's turn token. InvalidArgument with
+  // the field as its ErrorParam ("chat_template"), or none (the messages).
+  absl::StatusOr<std::vector<int32_t>> ChatPromptIds(
+      const openai::ParsedRequest& parsed, std::string* rendered = nullptr,
+      std::optional<std::string>* end_of_turn = nullptr) const;
   void Detokenize(const http::HttpRequest& request, http::ResponseWriter& writer);
   bool Authorized(const http::HttpRequest& request) const;
   void CallEnded();

@@ -77,6 +77,8 @@ class ChatTemplate {
   // "<|eot_id|>", "<end_of_turn>", "<|end|>"). A checkpoint's eos_token may be another one
   // (Llama-3-Instruct's is <|end_of_text|>), so a chat reply also stops on this token.
   const std::optional<std::string>& end_of_turn() const { return end_of_turn_; }
+  // The special token strings it prints.
+  const ChatTemplateTokens& tokens() const { return tokens_; }
 
  private:
   ChatTemplate(jinja::Template t, ChatTemplateTokens tokens, std::optional<std::string> eot)

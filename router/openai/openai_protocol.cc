@@ -702,6 +702,8 @@ absl::StatusOr<ParsedRequest> ParseChatObject(const Json& obj) {
 
   HEADROOM_OPENAI_ASSIGN(add_generation_prompt, OptBool(obj, "add_generation_prompt"));
   out.add_generation_prompt = add_generation_prompt.value_or(true);
+  HEADROOM_OPENAI_ASSIGN(request_template, OptString(obj, "chat_template"));
+  out.chat_template = std::move(request_template);
   HEADROOM_OPENAI_ASSIGN(continue_final, OptBool(obj, "continue_final_message"));
   out.continue_final_message = continue_final.value_or(false);
   if (out.continue_final_message && out.add_generation_prompt) {

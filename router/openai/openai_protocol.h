@@ -64,6 +64,9 @@ struct ParsedRequest {
   // continued by the reply, ChatTemplate::RenderContinuingFinalMessage); not with
   // add_generation_prompt.
   bool continue_final_message = false;
+  // Chat: vLLM's per-request chat_template (Jinja source), used in place of the model's only where
+  // the router trusts request templates (--trust-request-chat-template, as vLLM's flag).
+  std::optional<std::string> chat_template;
   // Chat: vLLM's chat_template_kwargs (an object, or null when not given); vLLM's documents
   // field is its "documents".
   nlohmann::ordered_json chat_template_kwargs = nullptr;

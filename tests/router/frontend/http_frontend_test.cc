@@ -92,7 +92,8 @@ class HttpFrontendTest : public ::testing::Test {
  protected:
   std::unique_ptr<HttpFrontend> Make(size_t max_queued,
                                      std::shared_ptr<grpc::Channel> channel = nullptr,
-                                     bool request_id_headers = false) {
+                                     bool request_id_headers = false,
+                                     bool trust_request_chat_template = false) {
     return std::make_unique<HttpFrontend>(HttpFrontendOptions{
         // Never dialled unless given: /tokenize needs no worker.
         .channel = channel != nullptr
@@ -113,7 +114,8 @@ class HttpFrontendTest : public ::testing::Test {
         .on_request_finished = nullptr,
         .grpc_load = nullptr,
         .cors = std::nullopt,
-        .request_id_headers = request_id_headers});
+        .request_id_headers = request_id_headers,
+        .trust_request_chat_template = trust_request_chat_template});
   }
 
   // Serves `service` on a free loopback port, which channel_ then dials; null if it did not start.
@@ -327,6 +329,47 @@ TEST_F(HttpFrontendTest, RequestIdHeadersEchoOrMakeTheId) {
   }
   frontend->BeginShutdown();
   EXPECT_TRUE(frontend->WaitForIdle(absl::Now() + absl::Seconds(10)));
+  server->Shutdown();
+}
+
+// vLLM's per-request chat_template: refused 400 unless the router trusts request templates
+// (--trust-request-chat-template); trusted, it renders the prompt in place of the model's (here
+// there is none) and a template that does not parse is a 400 naming it.
+TEST_F(HttpFrontendTest, RequestChatTemplatesRenderOnlyWhenTrusted) {
+  RecordingInference service;
+  std::unique_ptr<grpc::Server> server = Serve(service);
+  ASSERT_NE(server, nullptr);
+  const std::string body =
+      R"({"messages": [{"role": "user", "content": "hi"}, {"role": "user", "content": "yo"}],
+          "chat_template": "{% for m in messages %}[{{ m['content'] }}]{% endfor %}",
+          "max_tokens": 1})";
+  for (const bool trusted : {false, true}) {
+    std::unique_ptr<HttpFrontend> frontend = Make(16, channel_, false, trusted);
+    auto writer = std::make_shared<RecordingWriter>();
+    frontend->Handle(Post("/v1/chat/completions", body), writer);
+    ASSERT_TRUE(writer->Wait());
+    const nlohmann::json answer = nlohmann::json::parse(writer->body_);
+    if (!trusted) {
+      EXPECT_EQ(writer->status_, 400);
+      EXPECT_EQ(answer["error"]["param"], "chat_template") << writer->body_;
+      EXPECT_NE(writer->body_.find("--trust-request-chat-template is not set"), std::string::npos);
+    } else {
+      ASSERT_EQ(writer->status_, 200) << writer->body_;
+      std::lock_guard<std::mutex> lock(service.mu_);
+      ASSERT_EQ(service.requests_.size(), 1u);
+      const auto& ids = service.requests_[0].token_ids().ids();
+      EXPECT_EQ(std::string(ids.begin(), ids.end()), "[hi][yo]");
+    }
+    writer = std::make_shared<RecordingWriter>();
+    nlohmann::json broken = nlohmann::json::parse(body);
+    broken["chat_template"] = "{% for m in messages %}";
+    frontend->Handle(Post("/v1/chat/completions", broken.dump()), writer);
+    ASSERT_TRUE(writer->Wait());
+    EXPECT_EQ(writer->status_, 400);
+    EXPECT_EQ(nlohmann::json::parse(writer->body_)["error"]["param"], "chat_template");
+    frontend->BeginShutdown();
+    EXPECT_TRUE(frontend->WaitForIdle(absl::Now() + absl::Seconds(10)));
+  }
   server->Shutdown();
 }
 
