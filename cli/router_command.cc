@@ -109,6 +109,8 @@ FlagSet MakeRouterFlags() {
   flags.AddString("allowed-methods", "[\"*\"]", "CORS: allowed methods, a JSON list.");
   flags.AddString("allowed-headers", "[\"*\"]", "CORS: allowed request headers, a JSON list.");
   flags.AddBool("allow-credentials", false, "CORS: allow credentials (cookies) cross-origin.");
+  flags.AddString("response-role", "assistant",
+                  "The role of a chat reply after a generation prompt (vLLM's flag).");
   flags.AddBool("trust-request-chat-template", false,
                 "Render a chat request's own chat_template (vLLM's flag); without it such a "
                 "request is refused 400.");
@@ -411,7 +413,8 @@ absl::Status Serve(const FlagSet& flags, const sigset_t& stop_signals, std::ostr
         .grpc_load = [&service] { return service.OpenRequests(); },
         .cors = cors,
         .request_id_headers = flags.GetBool("enable-request-id-headers"),
-        .trust_request_chat_template = flags.GetBool("trust-request-chat-template")});
+        .trust_request_chat_template = flags.GetBool("trust-request-chat-template"),
+        .response_role = *flags.GetString("response-role")});
     router::http::HttpServerOptions http_options;
     http_options.host = host;
     http_options.port = static_cast<int>(http_port);

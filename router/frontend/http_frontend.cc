@@ -283,6 +283,7 @@ void HttpFrontend::Generate(const http::HttpRequest& request, bool chat,
     return RespondOpenAiError(*writer, 400, std::string(st.message()));
   }
   if (chat) {
+    parsed->response_role = options_.response_role;
     openai::ToolChoice& tool_choice = parsed->tools.choice;
     if (tool_choice.kind == openai::ToolChoice::Kind::kAuto) {
       if (!options_.tool_call_parser.has_value()) {

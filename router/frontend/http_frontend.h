@@ -114,6 +114,8 @@ struct HttpFrontendOptions {
   // vLLM's --trust-request-chat-template: a chat request's own chat_template renders its prompt
   // (the interpreter's bounds hold); otherwise such a request is refused 400, as in vLLM.
   bool trust_request_chat_template = false;
+  // vLLM's --response-role: a chat reply's role after a generation prompt.
+  std::string response_role = "assistant";
 };
 
 class HttpFrontend {

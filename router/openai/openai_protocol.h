@@ -60,6 +60,9 @@ struct ParsedRequest {
   std::vector<ChatMessage> messages;
   // Chat: end the prompt with the assistant header (vLLM's add_generation_prompt, default true).
   bool add_generation_prompt = true;
+  // Chat: the reply's role after a generation prompt (vLLM's --response-role; the HTTP front
+  // sets it).
+  std::string response_role = "assistant";
   // Chat: vLLM's continue_final_message: the prompt ends inside the final message (its text
   // continued by the reply, ChatTemplate::RenderContinuingFinalMessage); not with
   // add_generation_prompt.

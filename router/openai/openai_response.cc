@@ -91,7 +91,7 @@ ResponseBuilder::ResponseBuilder(const ParsedRequest& request, std::string id, i
   for (Choice& choice : choices_) choice.logprobs = EmptyLogprobs();
   if (endpoint_ == Endpoint::kChat) {
     const ChatMessage* last = request.messages.empty() ? nullptr : &request.messages.back();
-    role_ = request.add_generation_prompt || last == nullptr ? "assistant" : last->role;
+    role_ = request.add_generation_prompt || last == nullptr ? request.response_role : last->role;
     if (request.echo && last != nullptr && last->role == role_) {
       echo_prompts_.push_back(last->content);  // the one prompt every choice shares
     }

@@ -180,8 +180,8 @@ class ResponseBuilder {
   int64_t created_;
   std::string model_;
   const Tokenizer* tokenizer_;
-  // Chat: the reply's role, vLLM's: "assistant" after a generation prompt, else the last
-  // message's (it continues that message, or answers as it).
+  // Chat: the reply's role, vLLM's: the response role ("assistant", or --response-role) after a
+  // generation prompt, else the last message's (it continues that message, or answers as it).
   std::string role_;
   // Echo: each prompt's text (a token id prompt decoded); for chat, the last message's content
   // when it has the reply's role. Empty without echo.

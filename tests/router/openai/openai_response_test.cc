@@ -156,22 +156,27 @@ TEST_F(ResponseBuilderTest, ChatStreamMatchesNonStream) {
 
 // vLLM's chat role and echo: without a generation prompt the reply takes the last message's role,
 // and echo prepends that message's content (streamed: in the first chunk), the logprobs still
-// only the generated tokens'; after a generation prompt the role is "assistant" and a last
-// message of another role is not echoed.
+// only the generated tokens'; after a generation prompt the role is the response role
+// ("assistant", or --response-role) and a last message of another role is not echoed.
 TEST_F(ResponseBuilderTest, ChatEchoPrependsTheLastMessageOfTheRepliesRole) {
   struct Case {
     bool add_generation_prompt;
+    std::string response_role;  // --response-role
     std::string last_role;
     std::string role;     // the reply's
     std::string content;  // the reply's
   };
-  for (const Case& c : std::vector<Case>{{false, "assistant", "assistant", "Sure: Hello wo!"},
-                                         {false, "user", "user", "Sure: Hello wo!"},
-                                         {true, "user", "assistant", "Hello wo!"}}) {
+  for (const Case& c :
+       std::vector<Case>{{false, "assistant", "assistant", "assistant", "Sure: Hello wo!"},
+                         {false, "assistant", "user", "user", "Sure: Hello wo!"},
+                         {true, "assistant", "user", "assistant", "Hello wo!"},
+                         {true, "bot", "user", "bot", "Hello wo!"},
+                         {true, "user", "user", "user", "Sure: Hello wo!"}}) {
     for (const bool stream : {false, true}) {
-      SCOPED_TRACE(c.last_role + (stream ? " streamed" : ""));
+      SCOPED_TRACE(c.response_role + " / " + c.last_role + (stream ? " streamed" : ""));
       ParsedRequest r = Request(Endpoint::kChat, stream, false, true, 1);
       r.add_generation_prompt = c.add_generation_prompt;
+      r.response_role = c.response_role;
       r.echo = true;
       r.return_token_ids = true;
       r.messages = {{.role = "user", .content = "Say hi"},
