@@ -671,6 +671,25 @@ void HttpFrontend::UpdateLora(const http::HttpRequest& request, http::ResponseWr
 void HttpFrontend::Tokenize(const http::HttpRequest& request, http::ResponseWriter& writer) {
   std::optional<RequestJson> body = ParseObject(request, writer);
   if (!body.has_value()) return;
+  // vLLM's return_token_strs: the tokens' vocabulary strings beside their ids.
+  bool token_strs = false;
+  if (const auto it = body->find("return_token_strs"); it != body->end() && !it->is_null()) {
+    if (!it->is_boolean()) {
+      return RespondOpenAiError(writer, 400, "return_token_strs must be a boolean",
+                                "return_token_strs");
+    }
+    token_strs = it->get<bool>();
+  }
+  const auto answer = [&](const std::vector<int32_t>& ids) {
+    Json out = {
+        {"count", ids.size()}, {"max_model_len", options_.max_model_len()}, {"tokens", ids}};
+    out["token_strs"] = nullptr;
+    if (token_strs) {
+      Json& strs = out["token_strs"] = Json::array();
+      for (const int32_t id : ids) strs.push_back(options_.tokenizer->IdToToken(id).value_or(""));
+    }
+    writer.Respond(200, kJson, out.dump());
+  };
   // vLLM's chat form: {"messages": [...], "add_generation_prompt", "tools", ...} tokenized as the
   // chat request would be.
   if (body->contains("messages")) {
@@ -684,9 +703,7 @@ void HttpFrontend::Tokenize(const http::HttpRequest& request, http::ResponseWrit
       return RespondOpenAiError(writer, 400, std::string(ids.status().message()),
                                 ChatErrorParam(ids.status()));
     }
-    Json out = {
-        {"count", ids->size()}, {"max_model_len", options_.max_model_len()}, {"tokens", *ids}};
-    return writer.Respond(200, kJson, out.dump());
+    return answer(*ids);
   }
   const auto prompt = body->find("prompt");
   if (prompt == body->end() || !prompt->is_string()) {
@@ -706,9 +723,7 @@ void HttpFrontend::Tokenize(const http::HttpRequest& request, http::ResponseWrit
     return RespondOpenAiError(writer, 400, absl::StrCat("prompt: ", ids.status().message()),
                               "prompt");
   }
-  Json out = {
-      {"count", ids->size()}, {"max_model_len", options_.max_model_len()}, {"tokens", *ids}};
-  writer.Respond(200, kJson, out.dump());
+  answer(*ids);
 }
 
 void HttpFrontend::Detokenize(const http::HttpRequest& request, http::ResponseWriter& writer) {

@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <fstream>
 #include <future>
 #include <map>
 #include <memory>
@@ -330,6 +331,50 @@ TEST_F(HttpFrontendTest, RequestIdHeadersEchoOrMakeTheId) {
   frontend->BeginShutdown();
   EXPECT_TRUE(frontend->WaitForIdle(absl::Now() + absl::Seconds(10)));
   server->Shutdown();
+}
+
+// vLLM's return_token_strs on /tokenize: each token's string as tokenizer.json's vocabulary (or
+// added tokens) spells it, the BOS included; without it token_strs is null, as vLLM answers.
+TEST_F(HttpFrontendTest, TokenizeReturnsTokenStringsFromTheVocabulary) {
+  const std::string dir = testing::FixtureDir("llama3");
+  absl::StatusOr<std::unique_ptr<Tokenizer>> llama3 =
+      Tokenizer::FromFiles(dir + "/tokenizer.json", dir + "/tokenizer_config.json");
+  ASSERT_TRUE(llama3.ok()) << llama3.status();
+  tokenizer_ = *std::move(llama3);
+  std::ifstream in(dir + "/tokenizer.json");
+  const nlohmann::json file = nlohmann::json::parse(in);
+  std::map<int32_t, std::string> vocabulary;
+  for (const auto& [token, id] : file["model"]["vocab"].items())
+    vocabulary[id.get<int32_t>()] = token;
+  for (const nlohmann::json& added : file["added_tokens"]) {
+    vocabulary[added["id"].get<int32_t>()] = added["content"].get<std::string>();
+  }
+  std::unique_ptr<HttpFrontend> frontend = Make(16);
+  for (const bool strs : {false, true}) {
+    auto writer = std::make_shared<RecordingWriter>();
+    frontend->Handle(
+        Post("/tokenize",
+             nlohmann::json{{"prompt", "Hello there, world!"}, {"return_token_strs", strs}}.dump()),
+        writer);
+    ASSERT_TRUE(writer->Wait());
+    ASSERT_EQ(writer->status_, 200) << writer->body_;
+    const nlohmann::json body = nlohmann::json::parse(writer->body_);
+    if (!strs) {
+      EXPECT_TRUE(body["token_strs"].is_null()) << writer->body_;
+      continue;
+    }
+    ASSERT_EQ(body["token_strs"].size(), body["tokens"].size()) << writer->body_;
+    ASSERT_GE(body["tokens"].size(), 4u);
+    EXPECT_EQ(body["token_strs"][0], "<|begin_of_text|>");
+    for (size_t i = 0; i < body["tokens"].size(); ++i) {
+      EXPECT_EQ(body["token_strs"][i], vocabulary.at(body["tokens"][i].get<int32_t>())) << i;
+    }
+  }
+  auto writer = std::make_shared<RecordingWriter>();
+  frontend->Handle(Post("/tokenize", R"({"prompt": "hi", "return_token_strs": 1})"), writer);
+  ASSERT_TRUE(writer->Wait());
+  EXPECT_EQ(writer->status_, 400);
+  EXPECT_EQ(nlohmann::json::parse(writer->body_)["error"]["param"], "return_token_strs");
 }
 
 // vLLM's per-request chat_template: refused 400 unless the router trusts request templates
