@@ -198,13 +198,8 @@ absl::StatusOr<std::optional<router::openai::ChatTemplate>> ChatTemplate(
   if (value == "none") return std::nullopt;
   // Built-in templates print the tokenizer's BOS (llama3); a file's template gets
   // tokenizer_config.json's special tokens below.
-  router::openai::ChatTemplateTokens tokens;
-  if (const std::optional<int32_t> bos = tokenizer.bos_token_id()) {
-    tokens.bos_token = tokenizer.IdToToken(*bos);
-  }
-  if (const std::optional<int32_t> eos = tokenizer.eos_token_id()) {
-    tokens.eos_token = tokenizer.IdToToken(*eos);
-  }
+  const router::openai::ChatTemplateTokens tokens =
+      router::openai::TokenizerSpecialTokens(tokenizer);
   if (value != "auto") {
     HR_ASSIGN_OR_RETURN(router::openai::ChatTemplate t,
                         router::openai::ChatTemplateFromFlag(value, tokens));

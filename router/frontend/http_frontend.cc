@@ -543,19 +543,10 @@ absl::StatusOr<std::vector<int32_t>> HttpFrontend::ChatPromptIds(
                          "--trust-request-chat-template is not set. Refused request with "
                          "untrusted chat template.");
     }
-    openai::ChatTemplateTokens tokens;
-    if (chat_template != nullptr) {
-      tokens = chat_template->tokens();
-    } else {
-      if (const std::optional<int32_t> bos = options_.tokenizer->bos_token_id()) {
-        tokens.bos_token = options_.tokenizer->IdToToken(*bos);
-      }
-      if (const std::optional<int32_t> eos = options_.tokenizer->eos_token_id()) {
-        tokens.eos_token = options_.tokenizer->IdToToken(*eos);
-      }
-    }
-    absl::StatusOr<openai::ChatTemplate> parsed_template =
-        openai::ChatTemplate::Create(*parsed.chat_template, std::move(tokens));
+    absl::StatusOr<openai::ChatTemplate> parsed_template = openai::ChatTemplate::Create(
+        *parsed.chat_template, chat_template != nullptr
+                                   ? chat_template->tokens()
+                                   : openai::TokenizerSpecialTokens(*options_.tokenizer));
     if (!parsed_template.ok()) {
       return openai::Bad("chat_template",
                          absl::StrCat("chat_template: ", parsed_template.status().message()));

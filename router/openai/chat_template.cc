@@ -184,6 +184,17 @@ absl::StatusOr<ChatTemplate> ChatTemplateFromFlag(std::string_view value,
       file.status().message(), ") or a Jinja template"));
 }
 
+ChatTemplateTokens TokenizerSpecialTokens(const Tokenizer& tokenizer) {
+  ChatTemplateTokens tokens;
+  if (const std::optional<int32_t> bos = tokenizer.bos_token_id()) {
+    tokens.bos_token = tokenizer.IdToToken(*bos);
+  }
+  if (const std::optional<int32_t> eos = tokenizer.eos_token_id()) {
+    tokens.eos_token = tokenizer.IdToToken(*eos);
+  }
+  return tokens;
+}
+
 absl::StatusOr<ChatFormat> ParseChatFormatName(std::string_view name) {
   if (name == "chatml") return ChatFormat::kChatML;
   if (name == "llama3") return ChatFormat::kLlama3;

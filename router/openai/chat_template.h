@@ -20,6 +20,7 @@
 #include "absl/status/statusor.h"
 #include "nlohmann/json.hpp"
 #include "router/jinja/template.h"
+#include "router/tokenizer/tokenizer.h"
 
 namespace headroom::router::openai {
 
@@ -100,6 +101,10 @@ absl::StatusOr<std::optional<ChatTemplate>> LoadChatTemplate(const std::string& 
 // (when it holds "{{" or "{%") the template itself, as vLLM's --chat-template takes it.
 absl::StatusOr<ChatTemplate> ChatTemplateFromFlag(std::string_view value,
                                                   ChatTemplateTokens tokens);
+
+// The tokenizer's BOS and EOS strings, for a template that comes without tokenizer_config.json's
+// (a built-in one, --chat-template's, a request's).
+ChatTemplateTokens TokenizerSpecialTokens(const Tokenizer& tokenizer);
 
 // "chatml" or "llama3".
 absl::StatusOr<ChatFormat> ParseChatFormatName(std::string_view name);
