@@ -118,10 +118,16 @@ std::string AttentionExtras(const worker::ModelConfig& c) {
 
 std::string ModelSummary(const worker::ModelConfig& c, worker::DType dtype, worker::DType kv_dtype,
                          int64_t max_model_len) {
-  std::string summary = absl::StrFormat("Model %s (%s)\n", c.source, c.architecture);
+  std::string summary = absl::StrFormat("Model %s (%s)\n", c.source,
+                                        c.classifier ? c.classifier->architecture : c.architecture);
   absl::StrAppendFormat(&summary, "  layers %d, hidden %d, intermediate %d, vocab %d (%s)\n",
                         c.num_hidden_layers, c.hidden_size, c.intermediate_size, c.vocab_size,
-                        c.tie_word_embeddings ? "tied LM head" : "untied LM head");
+                        c.classifier
+                            ? absl::StrCat("a score head of ", c.classifier->num_labels(),
+                                           c.classifier->num_labels() == 1 ? " label" : " labels",
+                                           " on the host, no LM head")
+                        : c.tie_word_embeddings ? "tied LM head"
+                                                : "untied LM head");
   absl::StrAppendFormat(&summary, "  attention: %d heads, %d KV heads, head_dim %d%s\n",
                         c.num_attention_heads, c.num_key_value_heads, c.head_dim,
                         absl::StrCat(c.qkv_bias ? ", q/k/v bias" : "",

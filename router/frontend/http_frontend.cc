@@ -142,11 +142,16 @@ std::optional<std::string> InvocationRoute(const http::HttpRequest& request,
   return std::nullopt;
 }
 
-// /v1/embeddings, and vLLM's /score and /rerank (both also under /v1, rerank under /v2 too):
-// every choice is an embedding.
+// vLLM's /classify (SGLang's /v1/classify too).
+bool ClassifyRoute(const std::string& path) {
+  return path == "/classify" || path == "/v1/classify";
+}
+
+// /v1/embeddings, vLLM's /score and /rerank (both also under /v1, rerank under /v2 too) and
+// /classify: every choice pools its prompt.
 bool EmbeddingRoute(const std::string& path) {
   return path == "/v1/embeddings" || path == "/score" || path == "/v1/score" || path == "/rerank" ||
-         path == "/v1/rerank" || path == "/v2/rerank";
+         path == "/v1/rerank" || path == "/v2/rerank" || ClassifyRoute(path);
 }
 
 }  // namespace
@@ -386,7 +391,8 @@ void HttpFrontend::Embed(const http::HttpRequest& request,
                          std::shared_ptr<http::ResponseWriter> writer) {
   const std::string& path = request.path;
   absl::StatusOr<openai::ParsedRequest> parsed =
-      path == "/v1/embeddings"                  ? ParseEmbedding(request.body)
+      path == "/v1/embeddings"                  ? ParseEmbedding(request.body, /*classify=*/false)
+      : ClassifyRoute(path)                     ? ParseEmbedding(request.body, /*classify=*/true)
       : path == "/score" || path == "/v1/score" ? openai::ParseScoreRequest(request.body)
                                                 : openai::ParseRerankRequest(request.body);
   if (!parsed.ok()) {
@@ -579,11 +585,12 @@ absl::StatusOr<std::vector<int32_t>> HttpFrontend::ChatPromptIds(
   return ids;
 }
 
-absl::StatusOr<openai::ParsedRequest> HttpFrontend::ParseEmbedding(std::string_view body) const {
+absl::StatusOr<openai::ParsedRequest> HttpFrontend::ParseEmbedding(std::string_view body,
+                                                                   bool classify) const {
   absl::StatusOr<RequestJson> obj = openai::ParseObject(body);
   if (!obj.ok()) return obj.status();
   if (obj->contains("messages")) HR_RETURN_IF_ERROR(RenderEmbeddingChat(*obj));
-  return openai::ParseEmbeddingObject(*obj);
+  return classify ? openai::ParseClassifyObject(*obj) : openai::ParseEmbeddingObject(*obj);
 }
 
 absl::Status HttpFrontend::RenderEmbeddingChat(RequestJson& obj) const {

@@ -11,6 +11,17 @@
 #include "nlohmann/json.hpp"
 
 namespace headroom::router::openai {
+namespace {
+
+// vLLM's usage of a pooling answer: the prompts' tokens, no completion.
+nlohmann::ordered_json PoolingUsage(int64_t prompt_tokens) {
+  return {{"prompt_tokens", prompt_tokens},
+          {"total_tokens", prompt_tokens},
+          {"completion_tokens", 0},
+          {"prompt_tokens_details", nullptr}};
+}
+
+}  // namespace
 
 std::string Float32Base64(std::span<const float> values) {
   std::string bytes;
@@ -61,11 +72,7 @@ std::string EmbeddingsBody(const std::string& id, int64_t created, const std::st
     out += "]}";
   }
   out += "],\"usage\":";
-  out += Json{{"prompt_tokens", prompt_tokens},
-              {"total_tokens", prompt_tokens},
-              {"completion_tokens", 0},
-              {"prompt_tokens_details", nullptr}}
-             .dump();
+  out += PoolingUsage(prompt_tokens).dump();
   out += '}';
   return out;
 }
@@ -94,10 +101,25 @@ std::string ScoreBody(const std::string& id, int64_t created, const std::string&
   }
   Json body = Json{{"id", id}, {"object", "list"}, {"created", created}, {"model", model}};
   body["data"] = std::move(data);
-  body["usage"] = Json{{"prompt_tokens", prompt_tokens},
-                       {"total_tokens", prompt_tokens},
-                       {"completion_tokens", 0},
-                       {"prompt_tokens_details", nullptr}};
+  body["usage"] = PoolingUsage(prompt_tokens);
+  return body.dump();
+}
+
+std::string ClassificationBody(const std::string& id, int64_t created, const std::string& model,
+                               const std::vector<Classification>& results, int64_t prompt_tokens) {
+  using Json = nlohmann::ordered_json;
+  Json data = Json::array();
+  for (size_t i = 0; i < results.size(); ++i) {
+    Json probs = Json::array();
+    for (const float p : results[i].probs) probs.push_back(static_cast<double>(p));
+    data.push_back(Json{{"index", i},
+                        {"label", results[i].label},
+                        {"probs", std::move(probs)},
+                        {"num_classes", results[i].probs.size()}});
+  }
+  Json body = Json{{"id", id}, {"object", "list"}, {"created", created}, {"model", model}};
+  body["data"] = std::move(data);
+  body["usage"] = PoolingUsage(prompt_tokens);
   return body.dump();
 }
 

@@ -1,5 +1,6 @@
 // OpenAI /v1/embeddings response bodies ({"object": "list", "data": [{"object": "embedding",
-// "index", "embedding"}], "usage"}), with vLLM's id and created. Pure.
+// "index", "embedding"}], "usage"}), with vLLM's id and created, and vLLM's /score, /rerank and
+// /classify bodies. Pure.
 #pragma once
 
 #include <cstdint>
@@ -27,6 +28,18 @@ double CosineSimilarity(std::span<const float> a, std::span<const float> b);
 // "object": "score", "score"}], "usage"}.
 std::string ScoreBody(const std::string& id, int64_t created, const std::string& model,
                       const std::vector<double>& scores, int64_t prompt_tokens);
+
+// One input's classification: the label scores (activated unless asked otherwise) and the label
+// of the highest.
+struct Classification {
+  std::span<const float> probs;
+  std::string label;
+};
+
+// vLLM's /classify answer: {"id", "object": "list", "created", "model", "data": [{"index",
+// "label", "probs", "num_classes"}], "usage"}, inputs in order.
+std::string ClassificationBody(const std::string& id, int64_t created, const std::string& model,
+                               const std::vector<Classification>& results, int64_t prompt_tokens);
 
 // vLLM's /rerank answer: {"id", "model", "usage": {"total_tokens"}, "results": [{"index",
 // "document": {"text"}, "relevance_score"}]}, best first (ties in document order), the `top_n`

@@ -542,14 +542,49 @@ absl::StatusOr<ParsedRequest> ParseEmbeddingRequest(std::string_view body) {
   return ParseEmbeddingObject(obj);
 }
 
-absl::StatusOr<ParsedRequest> ParseEmbeddingObject(const Json& obj) {
-  ParsedRequest out;
-  out.endpoint = Endpoint::kEmbeddings;
+namespace {
+
+// The fields /v1/embeddings and /classify share: model, input, add_special_tokens, user,
+// priority, truncate_prompt_tokens.
+absl::Status ParsePoolingCommon(const Json& obj, Endpoint endpoint, ParsedRequest& out) {
+  out.endpoint = endpoint;
   v1::GenerateRequest& g = out.generate;
   HEADROOM_OPENAI_ASSIGN(model, OptString(obj, "model"));
   if (model.has_value()) g.set_model(*model);
   if (absl::Status st = ParsePrompts(obj, "input", out); !st.ok()) return st;
-  v1::EmbeddingParams& embedding = *g.mutable_embedding();
+  g.mutable_embedding();  // set, whatever the request's own fields
+  HEADROOM_OPENAI_ASSIGN(add_special_tokens, OptBool(obj, "add_special_tokens"));
+  out.add_special_tokens = add_special_tokens.value_or(true);
+  HEADROOM_OPENAI_ASSIGN(user, OptString(obj, "user"));  // type-checked, then unused (as vLLM)
+  HEADROOM_OPENAI_ASSIGN(priority, OptInt32(obj, "priority"));
+  if (priority.has_value()) g.set_priority(*priority);
+  HEADROOM_OPENAI_ASSIGN(truncate, OptInt32(obj, "truncate_prompt_tokens"));
+  if (truncate.has_value()) g.set_truncate_prompt_tokens(*truncate);  // range checked later
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<ParsedRequest> ParseClassifyObject(const Json& obj) {
+  ParsedRequest out;
+  HR_RETURN_IF_ERROR(ParsePoolingCommon(obj, Endpoint::kClassify, out));
+  v1::EmbeddingParams& params = *out.generate.mutable_embedding();
+  params.set_classify(true);
+  // vLLM's get_use_activation: the deprecated names first.
+  for (const char* field : {"softmax", "activation", "use_activation"}) {
+    HEADROOM_OPENAI_ASSIGN(activate, OptBool(obj, field));
+    if (activate.has_value()) {
+      params.set_normalize(*activate);
+      break;
+    }
+  }
+  return out;
+}
+
+absl::StatusOr<ParsedRequest> ParseEmbeddingObject(const Json& obj) {
+  ParsedRequest out;
+  HR_RETURN_IF_ERROR(ParsePoolingCommon(obj, Endpoint::kEmbeddings, out));
+  v1::EmbeddingParams& embedding = *out.generate.mutable_embedding();
   HEADROOM_OPENAI_ASSIGN(dimensions, OptInt32(obj, "dimensions"));
   if (dimensions.has_value()) {
     // OpenAI's and vLLM's floor; the model's width is the worker's to check.
@@ -567,13 +602,6 @@ absl::StatusOr<ParsedRequest> ParseEmbeddingObject(const Json& obj) {
                                                *format, "\""));
   }
   out.embedding_base64 = format == "base64";
-  HEADROOM_OPENAI_ASSIGN(add_special_tokens, OptBool(obj, "add_special_tokens"));
-  out.add_special_tokens = add_special_tokens.value_or(true);
-  HEADROOM_OPENAI_ASSIGN(user, OptString(obj, "user"));  // type-checked, then unused (as vLLM)
-  HEADROOM_OPENAI_ASSIGN(priority, OptInt32(obj, "priority"));
-  if (priority.has_value()) g.set_priority(*priority);
-  HEADROOM_OPENAI_ASSIGN(truncate, OptInt32(obj, "truncate_prompt_tokens"));
-  if (truncate.has_value()) g.set_truncate_prompt_tokens(*truncate);  // range checked later
   return out;
 }
 

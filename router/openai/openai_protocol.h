@@ -23,13 +23,15 @@
 namespace headroom::router::openai {
 
 // kScore and kRerank are vLLM's /score and /rerank over an embedding model: each text is embedded
-// (one choice each) and a score is the cosine similarity of two choices' vectors.
-enum class Endpoint { kCompletions, kChat, kEmbeddings, kScore, kRerank };
+// (one choice each) and a score is the cosine similarity of two choices' vectors. kClassify is
+// vLLM's /classify: a sequence classifier scores each input (EmbeddingParams.classify).
+enum class Endpoint { kCompletions, kChat, kEmbeddings, kScore, kRerank, kClassify };
 
-// The endpoint's choices are embeddings (kEmbeddings, kScore, kRerank).
+// The endpoint's choices pool their prompt: embeddings (kEmbeddings, kScore, kRerank) or
+// classifications (kClassify).
 inline bool Embeds(Endpoint endpoint) {
   return endpoint == Endpoint::kEmbeddings || endpoint == Endpoint::kScore ||
-         endpoint == Endpoint::kRerank;
+         endpoint == Endpoint::kRerank || endpoint == Endpoint::kClassify;
 }
 
 // Most top-N logprobs a request may ask for (OpenAI's and vLLM's limit).
@@ -140,6 +142,12 @@ absl::StatusOr<ParsedRequest> ParseChatObject(const nlohmann::ordered_json& body
 absl::StatusOr<ParsedRequest> ParseEmbeddingRequest(std::string_view body);
 // The same, of a body already parsed.
 absl::StatusOr<ParsedRequest> ParseEmbeddingObject(const nlohmann::ordered_json& body);
+
+// vLLM's /classify (of a body already parsed): `input` as for embeddings (add_special_tokens,
+// truncate_prompt_tokens, priority, user too), each input one choice with
+// GenerateRequest.embedding.classify set; use_activation (or its older names softmax and
+// activation, read first as vLLM does) becomes EmbeddingParams.normalize.
+absl::StatusOr<ParsedRequest> ParseClassifyObject(const nlohmann::ordered_json& body);
 
 // vLLM's /score over an embedding model: text_1 and text_2 (each a string or a list of strings;
 // 1:1, 1:N or N:N) become one embedding choice per text, and score i compares text_1[0 or i]

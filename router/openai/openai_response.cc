@@ -55,6 +55,8 @@ const char* ResponseIdPrefix(Endpoint endpoint) {
       return "score";
     case Endpoint::kRerank:
       return "rerank";
+    case Endpoint::kClassify:
+      return "classify";
     case Endpoint::kCompletions:
       break;
   }
@@ -445,6 +447,7 @@ void ResponseBuilder::Accumulate(int32_t index, const v1::GenerateResponse& mess
   Choice& state = choices_.at(static_cast<size_t>(index));
   if (Embeds(endpoint_)) {
     state.embedding.assign(message.embedding().begin(), message.embedding().end());
+    state.label = message.label();
     NoteFinal(message, state);
     return;
   }
@@ -472,6 +475,12 @@ std::string ResponseBuilder::EmbeddingBasedBody() const {
     embeddings.reserve(choices_.size());
     for (const Choice& choice : choices_) embeddings.emplace_back(choice.embedding);
     return EmbeddingsBody(id_, created_, model_, embeddings, prompt_tokens, embedding_base64_);
+  }
+  if (endpoint_ == Endpoint::kClassify) {
+    std::vector<Classification> results;
+    results.reserve(choices_.size());
+    for (const Choice& choice : choices_) results.push_back({choice.embedding, choice.label});
+    return ClassificationBody(id_, created_, model_, results, prompt_tokens);
   }
   std::vector<double> scores;
   scores.reserve(score_pairs_.size());

@@ -93,8 +93,9 @@ class ResponseBuilder {
     // vLLM's prompt_logprobs list (when asked): null, then one {token id: {logprob, rank,
     // decoded_token}} per later prompt token.
     Json prompt_logprobs;
-    // Embeddings: the input's vector.
+    // Embeddings: the input's vector; classifications: its label scores, and the top label.
     std::vector<float> embedding;
+    std::string label;
   };
 
   [[nodiscard]] Json ChunkEnvelope() const;
@@ -154,7 +155,7 @@ class ResponseBuilder {
   static Json FinishReasonJson(const Choice& choice);
   static Json StopReasonJson(const Choice& choice);
 
-  // Body() of /v1/embeddings, /score and /rerank: their choices are embeddings.
+  // Body() of /v1/embeddings, /score, /rerank and /classify: their choices pool their prompts.
   [[nodiscard]] std::string EmbeddingBasedBody() const;
 
   Endpoint endpoint_;

@@ -245,6 +245,7 @@ class GenerateReactor final : public grpc::ServerWriteReactor<v1::GenerateRespon
       }
       completion_tokens_ += static_cast<int32_t>(ids.size());
       *out.mutable_embedding() = message.embedding();
+      out.set_label(message.label());
       const bool last = message.finish_reason() != v1::FINISH_REASON_UNSPECIFIED;
       // The token that stopped the request (EOS, a stop token) is in token_ids but not in the
       // text unless include_stop_str_in_output, as in vLLM (its text would be "</s>", or a

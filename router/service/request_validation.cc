@@ -62,14 +62,15 @@ absl::StatusOr<ValidatedRequest> ValidateEmbedding(const v1::GenerateRequest& re
   }
   out.max_tokens = 0;
   if (largest_max_model_len > 0 && out.prompt.size() > static_cast<size_t>(largest_max_model_len)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("this model's maximum context length is ", largest_max_model_len,
-                     " tokens (the largest worker group's); the input to embed has ",
-                     out.prompt.size(), " tokens. Please reduce the length of the input"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "this model's maximum context length is ", largest_max_model_len,
+        " tokens (the largest worker group's); the input to ", e.classify() ? "classify" : "embed",
+        " has ", out.prompt.size(), " tokens. Please reduce the length of the input"));
   }
   v1::PoolingParams& pooling = out.pooling.emplace();
   pooling.set_dimensions(e.dimensions());
   if (e.has_normalize()) pooling.set_normalize(e.normalize());  // unset: the model's default
+  pooling.set_classify(e.classify());
   // What the worker runs: one greedy pass whose token it drops.
   out.sampling.set_temperature(0.0f);
   out.sampling.set_max_tokens(1);

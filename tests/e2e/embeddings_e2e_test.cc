@@ -275,6 +275,16 @@ TEST_F(EmbeddingsE2eTest, BadRequestsAre400NamingTheField) {
   }
 }
 
+// /classify needs a sequence classifier; this cluster's model is a causal LM: 400 saying so.
+TEST_F(EmbeddingsE2eTest, ClassifyOnAGeneratorSaysWhy) {
+  const HttpResponse response = cluster_->Post("/classify", Json{{"input", "x"}}.dump());
+  ASSERT_EQ(response.status, 400) << response.body;
+  EXPECT_NE(response.body.find("is not a sequence classifier (LlamaForCausalLM): classification "
+                               "needs a *ForSequenceClassification checkpoint"),
+            std::string::npos)
+      << response.body;
+}
+
 // gRPC clients ask with GenerateRequest.embedding: one message, the vector and the usage.
 TEST_F(EmbeddingsE2eTest, GrpcGenerateWithEmbeddingAnswersOneMessage) {
   const std::vector<Reference> refs = References();

@@ -192,6 +192,7 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const ModelConfig& config
         .cache_key = adapter.cache_key.empty() ? "name:" + adapter.name : adapter.cache_key,
         .serving = true};
   }
+  engine->classifier_head_ = weights.score.data;
   engine->PublishServedLora();
   engine->options_.lora_adapters = nullptr;  // on the device now
   return engine;
@@ -249,6 +250,23 @@ std::optional<Pooling> PoolingOf(const std::string& mode) {
 
 absl::Status Engine::ValidateEmbedding(const EmbeddingParams& params) const {
   const ModelConfig& config = model_->config();
+  if (params.classify != config.classifier.has_value()) {
+    return params.classify
+               ? absl::InvalidArgumentError(absl::StrCat(
+                     "model \"", config.source, "\" is not a sequence classifier (",
+                     config.architecture,
+                     "): classification needs a *ForSequenceClassification checkpoint"))
+               : absl::InvalidArgumentError(absl::StrCat(
+                     "model \"", config.source, "\" is a sequence classifier (",
+                     config.classifier->architecture,
+                     "): it answers classification requests (/classify), not embeddings"));
+  }
+  if (params.classify && params.dimensions != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("dimensions (", params.dimensions,
+                     ") shapes embeddings; a classification answers one score per label (",
+                     config.classifier->num_labels(), ")"));
+  }
   if (!PoolingOf(options_.pooling.mode).has_value()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "this model pools its embeddings by ", options_.pooling.mode, " (", options_.pooling.source,
@@ -295,11 +313,32 @@ std::vector<float> Engine::EmbeddingOf(const float* hidden, int64_t hidden_size,
   return out;
 }
 
+void Engine::PooledOutput(const float* hidden, const EmbeddingParams& params,
+                          StepToken& out) const {
+  const ModelConfig& config = model_->config();
+  if (!params.classify) {
+    out.embedding = EmbeddingOf(hidden, config.hidden_size, params);
+    return;
+  }
+  out.embedding = ClassScores(*config.classifier, classifier_head_,
+                              {hidden, static_cast<size_t>(config.hidden_size)},
+                              params.normalize.value_or(true));
+  out.label = TopLabel(*config.classifier, out.embedding);
+}
+
 absl::Status Engine::AddRequest(Request request) {
+  if (!request.embedding.has_value() && model_->config().classifier.has_value()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("model \"", model_->config().source, "\" is a sequence classifier (",
+                     model_->config().classifier->architecture,
+                     "): it answers classification requests (/classify), not generation"));
+  }
   if (request.embedding.has_value()) {
     HR_RETURN_IF_ERROR(ValidateEmbedding(*request.embedding));
     if (!request.embedding->normalize.has_value()) {
-      request.embedding->normalize = options_.pooling.normalize;
+      // A classification activates unless told not to (vLLM's use_activation); an embedding is
+      // normalized as the model's files say.
+      request.embedding->normalize = request.embedding->classify || options_.pooling.normalize;
     }
     request.embedding->pooling = *PoolingOf(options_.pooling.mode);
     // One greedy token from the last row: the cheapest pass through the sampler, whose token is
@@ -578,10 +617,9 @@ absl::StatusOr<std::vector<StepToken>> Engine::Step() {
         for (size_t d = 0; d < pooled.size(); ++d) {
           pooled[d] = static_cast<float>(s.pooled[d] / static_cast<double>(s.pooled_count));
         }
-        t.embedding = EmbeddingOf(pooled.data(), hidden, *s.embedding);
+        PooledOutput(pooled.data(), *s.embedding, t);
       } else {
-        t.embedding =
-            EmbeddingOf(hidden_.data() + static_cast<int64_t>(i) * hidden, hidden, *s.embedding);
+        PooledOutput(hidden_.data() + static_cast<int64_t>(i) * hidden, *s.embedding, t);
       }
     }
     if (t.finish == FinishReason::kNone) {

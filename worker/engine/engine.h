@@ -133,6 +133,9 @@ struct StepToken {
   // An embedding request's vector (its only StepToken, whose token means nothing): the
   // final-normed hidden state of its last prompt token, truncated and normalized as it asked.
   std::vector<float> embedding = {};
+  // A classification (EmbeddingParams::classify): `embedding` holds the label scores, and this
+  // names the highest (config.json's id2label).
+  std::string label = {};
 };
 
 // A LoRA adapter the engine serves.
@@ -335,6 +338,9 @@ class Engine {
   // L2-normalized.
   static std::vector<float> EmbeddingOf(const float* hidden, int64_t hidden_size,
                                         const EmbeddingParams& params);
+  // What an embedding request answers for its pooled row `hidden`: the vector (EmbeddingOf), or
+  // for a classification the label scores, with their top label in `out.label`.
+  void PooledOutput(const float* hidden, const EmbeddingParams& params, StepToken& out) const;
 
   // The rows of this step's embeddings that pool their prompt (input_.pooled_rows, and the
   // request of each in pooled_owner_).
@@ -412,6 +418,8 @@ class Engine {
   std::unique_ptr<kvcache::KvCacheManager> kv_;
   std::unique_ptr<Scheduler> scheduler_;
   std::unique_ptr<LlamaModel> model_;
+  // A classifier's score head ([num_labels, hidden], ModelWeights::score); empty otherwise.
+  std::vector<float> classifier_head_;
   std::vector<LoraSlot> lora_slots_;  // model_->num_lora_slots() entries
   int64_t lora_requests_ = 0;         // requests that named an adapter so far
   // Requests waiting for a LoRA slot, in arrival order, and the adapters not served that they

@@ -95,7 +95,11 @@ struct EmbeddingParams {
   // Keep only the first `dimensions` values (Matryoshka); 0 keeps all. Applied before normalize.
   int32_t dimensions = 0;
   // Divide the vector by its L2 norm; unset: the model's default (PoolingConfig::normalize).
+  // With `classify`: vLLM's use_activation, the classifier's activation (unset: true).
   std::optional<bool> normalize;
+  // vLLM's classify task: the model's score head over the pooled row (ModelConfig::classifier;
+  // other models refuse it), num_labels scores in place of the vector.
+  bool classify = false;
   // The model's (PoolingConfig), set by the engine. Other than kLast, every prompt position is
   // computed: the request takes no prefix-cache hits.
   Pooling pooling = Pooling::kLast;

@@ -99,6 +99,7 @@ constexpr LayerField kLayerFields[] = {
 constexpr char kEmbedName[] = "model.embed_tokens.weight";
 constexpr char kNormName[] = "model.norm.weight";
 constexpr char kLmHeadName[] = "lm_head.weight";
+constexpr char kScoreName[] = "score.weight";
 
 std::string LayerTensorName(size_t layer, std::string_view suffix) {
   return absl::StrCat("model.layers.", layer, ".", absl::string_view(suffix.data(), suffix.size()));
@@ -334,6 +335,10 @@ absl::StatusOr<std::vector<Slot>> MakeSlots(const ModelConfig& config, ShardSpec
   if (!config.tie_word_embeddings) {
     add(std::string(kLmHeadName), {vocab, hidden}, &weights.lm_head, Init::kRandom,
         Split::kVocabRows);
+  }
+  if (config.classifier.has_value()) {
+    add(std::string(kScoreName), {config.classifier->num_labels(), hidden}, &weights.score,
+        Init::kRandom, Split::kReplicated);
   }
   return slots;
 }
@@ -615,6 +620,7 @@ std::vector<NamedWeight> ListWeights(const ModelWeights& weights) {
   }
   add(std::string(kNormName), weights.norm);
   add(std::string(kLmHeadName), weights.lm_head);
+  add(std::string(kScoreName), weights.score);
   return named;
 }
 

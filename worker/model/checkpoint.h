@@ -81,6 +81,9 @@ struct ModelWeights {
   std::vector<LayerWeights> layers;  // num_hidden_layers entries.
   HostTensor norm;                   // [H]  final RMSNorm weight.
   HostTensor lm_head;                // [vocab, H]; empty when config.tie_word_embeddings.
+  // A classifier's head (config.classifier; "score.weight"), [num_labels, H]; else empty. Every
+  // rank holds all of it; the model never uploads it (the engine applies it on the host).
+  HostTensor score;
   // How the checkpoint names its experts: Mixtral's block_sparse_moe.experts.E.w1, Qwen3-MoE's
   // mlp.experts.E.gate_proj, or Granite-MoE's stacked block_sparse_moe.input_linear [E, 2I, H]
   // (gate rows, then up rows, per expert) and output_linear [E, H, I], whose parts ListWeights
@@ -100,9 +103,9 @@ struct NamedWeight {
   const HostTensor* tensor = nullptr;
 };
 
-// Every tensor `config` has, in checkpoint order (embed, layers in order, norm, lm_head), with the
-// shape it must have. Biases appear only when the config has them; lm_head only when untied; a
-// fused tensor (Phi-3's qkv_proj, gate_up_proj) once, with its fused shape.
+// Every tensor `config` has, in checkpoint order (embed, layers in order, norm, lm_head, score),
+// with the shape it must have. Biases appear only when the config has them; lm_head only when
+// untied; a fused tensor (Phi-3's qkv_proj, gate_up_proj) once, with its fused shape.
 struct WeightSpec {
   std::string name;            // Hugging Face tensor name.
   std::vector<int64_t> shape;  // Expected shape.

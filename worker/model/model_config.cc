@@ -208,12 +208,21 @@ absl::StatusOr<std::string> ReadArchitecture(const FieldReader& reader, const Js
                                                       Describe(root.at("architectures"))));
   }
   std::string architecture = (*architectures)[0].get<std::string>();
+  // A classifier's decoder: any text architecture but Gemma 3's (whose
+  // Gemma3ForSequenceClassification is the multimodal model's).
+  const std::optional<std::string> decoder = ClassifierDecoder(architecture);
+  const std::string& served = decoder.value_or(architecture);
   for (const std::string& supported : SupportedArchitectures()) {
-    if (architecture == supported) return architecture;
+    if (served == supported &&
+        !(decoder.has_value() && (served == kGemma3 || served == kGemma3Multimodal))) {
+      return architecture;
+    }
   }
-  return reader.Error("architectures", absl::StrCat("names unsupported architecture \"",
-                                                    architecture, "\"; supported: ",
-                                                    absl::StrJoin(SupportedArchitectures(), ", ")));
+  return reader.Error("architectures",
+                      absl::StrCat("names unsupported architecture \"", architecture,
+                                   "\"; supported: ", absl::StrJoin(SupportedArchitectures(), ", "),
+                                   ", and the ForSequenceClassification form of each but "
+                                   "Gemma 3's"));
 }
 
 // "linear" scaling: every rotary frequency divided by the required `factor`.
@@ -831,6 +840,10 @@ absl::StatusOr<ModelConfig> ParseModelConfigJson(std::string_view json_text,
   ModelConfig config;
   config.source = std::string(path);
   HR_ASSIGN_OR_RETURN(config.architecture, ReadArchitecture(reader, root));
+  if (std::optional<std::string> decoder = ClassifierDecoder(config.architecture)) {
+    HR_ASSIGN_OR_RETURN(config.classifier, ReadClassifier(root, path, config.architecture));
+    config.architecture = *std::move(decoder);
+  }
   HR_ASSIGN_OR_RETURN(config.vocab_size, reader.PositiveInt("vocab_size"));
   HR_ASSIGN_OR_RETURN(config.hidden_size, reader.PositiveInt("hidden_size"));
   HR_ASSIGN_OR_RETURN(config.intermediate_size, reader.PositiveInt("intermediate_size"));
@@ -864,6 +877,8 @@ absl::StatusOr<ModelConfig> ParseModelConfigJson(std::string_view json_text,
   HR_ASSIGN_OR_RETURN(config.tie_word_embeddings,
                       reader.Bool("tie_word_embeddings", config.architecture == kGemma2 ||
                                                              config.architecture == kGemma3));
+  // A classifier has a score head and no LM head.
+  if (config.classifier.has_value()) config.tie_word_embeddings = true;
   HR_ASSIGN_OR_RETURN(config.rms_norm_eps, reader.PositiveNumber("rms_norm_eps", 1e-6));
   HR_ASSIGN_OR_RETURN(config.rope_theta, reader.PositiveNumber("rope_theta", 10000.0));
   HR_RETURN_IF_ERROR(ReadRotaryDim(reader, config));

@@ -18,6 +18,7 @@
 
 #include "absl/status/statusor.h"
 #include "kvcache/layer_groups.h"
+#include "worker/model/classifier.h"
 #include "worker/model/dtype.h"
 
 namespace headroom::worker {
@@ -164,6 +165,11 @@ struct ModelConfig {
   // ("language_model.model.*", or "model.language_model.*" since transformers 4.52); the vision
   // tower is not loaded (text-only serving).
   bool language_model_of_multimodal = false;
+  // A *ForSequenceClassification checkpoint (classifier.h): `architecture` is its decoder's
+  // *ForCausalLM, tie_word_embeddings is set (it has no LM head; an embedding request's one
+  // sampler pass reads the embedding matrix), and the engine answers classification requests
+  // only.
+  std::optional<Classifier> classifier;
 };
 
 // The leading values of each q/k head that rotary turns (rotary_dim, or head_dim when 0).

@@ -19,6 +19,7 @@ absl::StatusOr<Request> RequestFromProto(const v1::SubmitRequest& proto, Request
     EmbeddingParams& embedding = request.embedding.emplace();
     embedding.dimensions = proto.pooling().dimensions();
     if (proto.pooling().has_normalize()) embedding.normalize = proto.pooling().normalize();
+    embedding.classify = proto.pooling().classify();
   }
   const v1::TokenSamplingParams& in = proto.sampling();
   SamplingParams& out = request.sampling;
@@ -95,6 +96,7 @@ void SetGenerated(int32_t token, float logprob, const std::vector<TokenLogprob>&
 void AppendToken(const StepToken& token, v1::SubmitResponse& response) {
   if (!token.embedding.empty()) {
     response.mutable_embedding()->Assign(token.embedding.begin(), token.embedding.end());
+    response.set_label(token.label);
     response.set_finish_reason(FinishReasonToProto(token.finish));
     return;
   }

@@ -226,6 +226,53 @@ TEST(OpenAiProtocolTest, EmbeddingFieldsMapToGenerateRequests) {
   EXPECT_EQ(plain->generate.embedding().dimensions(), 0);
 }
 
+// vLLM's /classify: inputs as for embeddings, each a classification choice; use_activation and
+// its older names (read first, as vLLM's get_use_activation does) set whether to activate.
+TEST(OpenAiProtocolTest, ClassifyFieldsMapToGenerateRequests) {
+  const auto parse = [](const std::string& body) {
+    return ParseClassifyObject(nlohmann::ordered_json::parse(body));
+  };
+  absl::StatusOr<ParsedRequest> r = parse(
+      R"({"model": "m", "input": ["a b", [5, 6]], "priority": 3, "truncate_prompt_tokens": 9,
+          "add_special_tokens": false, "user": "u"})");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->endpoint, Endpoint::kClassify);
+  EXPECT_FALSE(r->add_special_tokens);
+  ASSERT_EQ(ChoiceCount(*r), 2);
+  for (int32_t i : {0, 1}) {
+    const v1::GenerateRequest g = ChoiceRequest(*r, i);
+    EXPECT_EQ(g.model(), "m");
+    EXPECT_FALSE(g.has_sampling());
+    EXPECT_TRUE(g.embedding().classify());
+    EXPECT_FALSE(g.embedding().has_normalize()) << "unset: the worker activates";
+    EXPECT_EQ(g.embedding().dimensions(), 0);
+    EXPECT_EQ(g.priority(), 3);
+    EXPECT_EQ(g.truncate_prompt_tokens(), 9);
+  }
+  EXPECT_EQ(ChoiceRequest(*r, 1).token_ids().ids_size(), 2);
+  struct Case {
+    const char* body;
+    bool activate;
+  };
+  for (const Case& c :
+       {Case{R"({"input": "a", "use_activation": false})", false},
+        Case{R"({"input": "a", "activation": false, "use_activation": true})", false},
+        Case{R"({"input": "a", "softmax": true, "activation": false})", true},
+        Case{R"({"input": "a", "softmax": null, "use_activation": true})", true}}) {
+    absl::StatusOr<ParsedRequest> parsed = parse(c.body);
+    ASSERT_TRUE(parsed.ok()) << parsed.status() << c.body;
+    ASSERT_TRUE(parsed->generate.embedding().has_normalize()) << c.body;
+    EXPECT_EQ(parsed->generate.embedding().normalize(), c.activate) << c.body;
+  }
+  const std::vector<BadBody> bad = {
+      {R"({})", "input", "input is required"},
+      {R"({"input": "a", "use_activation": "yes"})", "use_activation",
+       "use_activation must be a boolean"},
+      {R"({"input": "a", "softmax": 1})", "softmax", "softmax must be a boolean"},
+  };
+  for (const BadBody& c : bad) ExpectBad(parse(c.body), c);
+}
+
 // vLLM's /score pairing: 1:1, 1:N (text_1 against each), N:N (pairwise); every text one
 // embedding choice named for errors, none normalized.
 TEST(OpenAiProtocolTest, ScorePairsTheTexts) {

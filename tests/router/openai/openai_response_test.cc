@@ -835,6 +835,39 @@ TEST(EmbeddingResponseTest, BuilderFoldsEachInput) {
   EXPECT_EQ(body["usage"]["prompt_tokens"], 3);
 }
 
+// vLLM's ClassificationResponse: one entry per input in order with its label, its scores as
+// probs and their count as num_classes; usage counts the prompts, no completion.
+TEST(EmbeddingResponseTest, ClassificationsFoldIntoVllmsShape) {
+  absl::StatusOr<ParsedRequest> parsed =
+      ParseClassifyObject(nlohmann::ordered_json::parse(R"({"input": ["a", "bc"]})"));
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  ResponseBuilder builder(*parsed, "classify-7", 9, "m", nullptr);
+  for (int32_t i : {1, 0}) {
+    v1::GenerateResponse message;
+    message.add_embedding(0.25f * static_cast<float>(i + 1));
+    message.add_embedding(1.0f - 0.25f * static_cast<float>(i + 1));
+    message.set_label(i == 0 ? "no" : "yes");
+    message.set_finish_reason(v1::FINISH_REASON_STOP);
+    message.mutable_usage()->set_prompt_tokens(i + 1);
+    builder.Accumulate(i, message);
+  }
+  const Json body = Json::parse(builder.Body());
+  EXPECT_EQ(body["id"], "classify-7");
+  EXPECT_EQ(body["object"], "list");
+  EXPECT_EQ(body["created"], 9);
+  EXPECT_EQ(body["model"], "m");
+  ASSERT_EQ(body["data"].size(), 2u);
+  EXPECT_EQ(body["data"][0],
+            (Json{{"index", 0}, {"label", "no"}, {"probs", {0.25, 0.75}}, {"num_classes", 2}}));
+  EXPECT_EQ(body["data"][1],
+            (Json{{"index", 1}, {"label", "yes"}, {"probs", {0.5, 0.5}}, {"num_classes", 2}}));
+  EXPECT_EQ(body["usage"], (Json{{"prompt_tokens", 3},
+                                 {"total_tokens", 3},
+                                 {"completion_tokens", 0},
+                                 {"prompt_tokens_details", nullptr}}));
+  EXPECT_EQ(ResponseIdPrefix(Endpoint::kClassify), std::string("classify"));
+}
+
 // torch.nn.functional.cosine_similarity([1, 2, 3], [4, -5, 6], dim=0) in float64 is
 // 0.36548694232390355; against a zero vector it is 0.
 TEST(EmbeddingResponseTest, CosineSimilarityIsTorchs) {

@@ -1,0 +1,157 @@
+// vLLM's /classify end to end: a real router and two real workers serving the llama-classify
+// fixture (a LlamaForSequenceClassification with 3 named labels), checked against Hugging Face
+// transformers' scores (tests/worker/fixtures/llama-classify/classification.json,
+// scripts/gen_classification_fixtures.py) in vLLM's response shape, over gRPC too, with the
+// refusals a vLLM user gets from a classifier (400 saying why).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "http_cluster.h"
+#include "nlohmann/json.hpp"
+
+namespace headroom::e2e {
+namespace {
+
+using Json = nlohmann::json;
+
+struct Reference {
+  std::string text;
+  std::vector<int32_t> ids;
+  std::vector<double> logits;
+  std::vector<double> probs;
+  std::string label;
+};
+
+std::vector<Reference> References() {
+  std::ifstream file(worker::testdata::FixtureDir("llama-classify") / "classification.json");
+  const Json doc = Json::parse(file);
+  std::vector<Reference> out;
+  for (const Json& p : doc["prompts"]) {
+    out.push_back({.text = p["text"].get<std::string>(),
+                   .ids = p["ids"].get<std::vector<int32_t>>(),
+                   .logits = p["logits"].get<std::vector<double>>(),
+                   .probs = p["probs"].get<std::vector<double>>(),
+                   .label = p["label"].get<std::string>()});
+  }
+  return out;
+}
+
+void ExpectNear(const std::vector<double>& got, const std::vector<double>& want,
+                const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  for (size_t i = 0; i < got.size(); ++i) {
+    EXPECT_NEAR(got[i], want[i], 2e-4 + 1e-4 * std::fabs(want[i])) << what << " score " << i;
+  }
+}
+
+// The message of a 400 answer (an empty string when the answer is not a 400).
+std::string BadRequestMessage(const HttpResponse& response) {
+  EXPECT_EQ(response.status, 400) << response.body;
+  if (response.status != 400) return "";
+  return Json::parse(response.body)["error"]["message"].get<std::string>();
+}
+
+class ClassifyE2eTest : public SharedClusterTest<ClassifyE2eTest> {
+ public:
+  static std::vector<std::string> ExtraWorkerFlags() {
+    return {"--model", worker::testdata::FixtureDir("llama-classify").string()};
+  }
+};
+
+// Text inputs (the byte tokenizer's ids are the fixture's) on both routes: one entry per input in
+// order with transformers' softmax, its top label and the label count; usage counts the tokens.
+TEST_F(ClassifyE2eTest, TextInputsMatchTransformers) {
+  const std::vector<Reference> refs = References();
+  Json inputs = Json::array();
+  size_t tokens = 0;
+  for (const Reference& r : refs) {
+    inputs.push_back(r.text);
+    tokens += r.ids.size();
+  }
+  for (const char* path : {"/classify", "/v1/classify"}) {
+    const HttpResponse response = cluster_->Post(path, Json{{"input", inputs}}.dump());
+    ASSERT_EQ(response.status, 200) << response.body;
+    const Json body = Json::parse(response.body);
+    EXPECT_EQ(body["object"], "list");
+    EXPECT_EQ(body["id"].get<std::string>().rfind("classify-", 0), 0u) << body["id"];
+    EXPECT_FALSE(body["model"].get<std::string>().empty());
+    EXPECT_EQ(body["usage"]["prompt_tokens"], tokens);
+    EXPECT_EQ(body["usage"]["total_tokens"], tokens);
+    EXPECT_EQ(body["usage"]["completion_tokens"], 0);
+    ASSERT_EQ(body["data"].size(), refs.size());
+    for (size_t i = 0; i < refs.size(); ++i) {
+      const Json& entry = body["data"][i];
+      EXPECT_EQ(entry["index"], i);
+      EXPECT_EQ(entry["label"], refs[i].label) << path << " input " << i;
+      EXPECT_EQ(entry["num_classes"], 3);
+      ExpectNear(entry["probs"].get<std::vector<double>>(), refs[i].probs,
+                 std::string(path) + " input " + std::to_string(i));
+    }
+  }
+}
+
+// use_activation false answers the raw scores (token-id inputs this time); the label is still
+// the top one.
+TEST_F(ClassifyE2eTest, RawScoresWithoutActivation) {
+  const std::vector<Reference> refs = References();
+  const HttpResponse response =
+      cluster_->Post("/classify", Json{{"input", refs[2].ids}, {"use_activation", false}}.dump());
+  ASSERT_EQ(response.status, 200) << response.body;
+  const Json entry = Json::parse(response.body)["data"][0];
+  ExpectNear(entry["probs"].get<std::vector<double>>(), refs[2].logits, "raw");
+  EXPECT_EQ(entry["label"], refs[2].label);
+}
+
+// gRPC clients classify with GenerateRequest.embedding.classify: one message, the scores in
+// `embedding` and the label.
+TEST_F(ClassifyE2eTest, GrpcGenerateClassifies) {
+  const std::vector<Reference> refs = References();
+  v1::GenerateRequest request;
+  request.set_text(refs[4].text);
+  request.mutable_embedding()->set_classify(true);
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+  auto reader = cluster_->stub->Generate(&context, request);
+  std::vector<v1::GenerateResponse> messages;
+  v1::GenerateResponse message;
+  while (reader->Read(&message)) messages.push_back(message);
+  const grpc::Status status = reader->Finish();
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  ASSERT_EQ(messages.size(), 1u);
+  EXPECT_EQ(messages[0].token_ids_size(), 0);
+  EXPECT_EQ(messages[0].label(), refs[4].label);
+  EXPECT_EQ(messages[0].usage().prompt_tokens(), static_cast<int32_t>(refs[4].ids.size()));
+  ExpectNear(std::vector<double>(messages[0].embedding().begin(), messages[0].embedding().end()),
+             refs[4].probs, "gRPC");
+}
+
+// A classifier neither generates nor embeds, and a prompt past max_model_len is not classified:
+// 400s that say so, and the cluster still classifies afterwards.
+TEST_F(ClassifyE2eTest, WhatAClassifierRefuses) {
+  EXPECT_NE(BadRequestMessage(
+                cluster_->Post("/v1/completions", Json{{"prompt", "hi"}, {"max_tokens", 2}}.dump()))
+                .find("it answers classification requests (/classify), not generation"),
+            std::string::npos);
+  EXPECT_NE(
+      BadRequestMessage(cluster_->Post("/v1/embeddings", Json{{"input", "hi"}}.dump()))
+          .find("LlamaForSequenceClassification): it answers classification requests (/classify), "
+                "not embeddings"),
+      std::string::npos);
+  EXPECT_NE(BadRequestMessage(
+                cluster_->Post("/classify", Json{{"input", "hi"}, {"softmax", "yes"}}.dump()))
+                .find("softmax must be a boolean"),
+            std::string::npos);
+  EXPECT_NE(
+      BadRequestMessage(cluster_->Post("/classify", Json{{"input", std::string(300, 'a')}}.dump()))
+          .find("the input to classify has 300 tokens"),
+      std::string::npos);
+  const HttpResponse after = cluster_->Post("/classify", Json{{"input", "x"}}.dump());
+  EXPECT_EQ(after.status, 200) << after.body;
+}
+
+}  // namespace
+}  // namespace headroom::e2e

@@ -1,0 +1,164 @@
+#include "worker/model/classifier.h"
+
+#include <algorithm>
+#include <cmath>
+#include <optional>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "nlohmann/json.hpp"
+
+namespace headroom::worker {
+namespace {
+
+using Json = nlohmann::json;
+
+constexpr std::string_view kClassifierSuffix = "ForSequenceClassification";
+// transformers' PretrainedConfig default when config.json has neither id2label nor num_labels.
+constexpr int64_t kDefaultNumLabels = 2;
+// A bound on num_labels, so a typo cannot ask for a huge head (score.weight's shape is checked
+// against it too).
+constexpr int64_t kMaxNumLabels = 1 << 20;
+
+absl::Status FieldError(std::string_view path, std::string_view field, std::string_view what) {
+  return absl::InvalidArgumentError(
+      absl::StrCat(std::string(path), ": field \"", std::string(field), "\" ", std::string(what)));
+}
+
+// `field` of `root`; null when absent or null.
+const Json* Member(const Json& root, std::string_view field) {
+  const auto it = root.find(field);
+  if (it == root.end() || it->is_null()) return nullptr;
+  return &*it;
+}
+
+absl::StatusOr<std::vector<std::string>> ReadLabels(const Json& root, std::string_view path) {
+  if (const Json* id2label = Member(root, "id2label"); id2label != nullptr) {
+    if (!id2label->is_object() || id2label->empty() ||
+        id2label->size() > static_cast<size_t>(kMaxNumLabels)) {
+      return FieldError(
+          path, "id2label",
+          absl::StrCat("must be an object of 1 to ", kMaxNumLabels, " label ids to names"));
+    }
+    std::vector<std::optional<std::string>> labels(id2label->size());
+    for (auto it = id2label->begin(); it != id2label->end(); ++it) {
+      const std::string& key = it.key();
+      const Json& value = it.value();
+      int64_t id = -1;
+      if (!absl::SimpleAtoi(key, &id) || id < 0 || id >= static_cast<int64_t>(labels.size())) {
+        return FieldError(
+            path, "id2label",
+            absl::StrCat("has key \"", key, "\"; its keys must be the ids 0..", labels.size() - 1));
+      }
+      if (!value.is_string()) {
+        return FieldError(path, "id2label",
+                          absl::StrCat("maps \"", key, "\" to ", value.dump(), ", not a string"));
+      }
+      if (labels[static_cast<size_t>(id)].has_value()) {
+        return FieldError(path, "id2label", absl::StrCat("names id ", id, " twice"));
+      }
+      labels[static_cast<size_t>(id)] = value.get<std::string>();
+    }
+    std::vector<std::string> out;
+    out.reserve(labels.size());
+    for (std::optional<std::string>& label : labels) {
+      // Keys are distinct ids in [0, size), so every slot is filled.
+      out.push_back(std::move(label).value_or(""));
+    }
+    return out;
+  }
+  int64_t num_labels = kDefaultNumLabels;
+  if (const Json* n = Member(root, "num_labels"); n != nullptr) {
+    if (!n->is_number_integer() || n->get<int64_t>() < 1 || n->get<int64_t>() > kMaxNumLabels) {
+      return FieldError(
+          path, "num_labels",
+          absl::StrCat("must be an integer in [1, ", kMaxNumLabels, "], got ", n->dump()));
+    }
+    num_labels = n->get<int64_t>();
+  }
+  std::vector<std::string> out;
+  for (int64_t i = 0; i < num_labels; ++i) out.push_back(absl::StrCat("LABEL_", i));
+  return out;
+}
+
+}  // namespace
+
+std::optional<std::string> ClassifierDecoder(std::string_view architecture) {
+  if (!architecture.ends_with(kClassifierSuffix) ||
+      architecture.size() == kClassifierSuffix.size()) {
+    return std::nullopt;
+  }
+  architecture.remove_suffix(kClassifierSuffix.size());
+  return absl::StrCat(std::string(architecture), "ForCausalLM");
+}
+
+absl::StatusOr<Classifier> ReadClassifier(const Json& root, std::string_view path,
+                                          std::string architecture) {
+  Classifier out;
+  out.architecture = std::move(architecture);
+  absl::StatusOr<std::vector<std::string>> labels = ReadLabels(root, path);
+  if (!labels.ok()) return labels.status();
+  out.labels = *std::move(labels);
+  if (const Json* type = Member(root, "problem_type"); type != nullptr) {
+    if (!type->is_string()) {
+      return FieldError(path, "problem_type", absl::StrCat("must be a string, got ", type->dump()));
+    }
+    out.problem_type = type->get<std::string>();
+  }
+  // vLLM's get_classification_act_fn (with its PoolerClassify's one-label sigmoid).
+  if (out.problem_type == "regression") {
+    out.activation = ClassifierActivation::kNone;
+  } else if (out.problem_type == "multi_label_classification") {
+    out.activation = ClassifierActivation::kSigmoid;
+  } else if (out.problem_type.empty() || out.problem_type == "single_label_classification") {
+    out.activation =
+        out.num_labels() < 2 ? ClassifierActivation::kSigmoid : ClassifierActivation::kSoftmax;
+  } else {
+    return FieldError(path, "problem_type",
+                      absl::StrCat("is \"", out.problem_type,
+                                   "\"; transformers knows regression, "
+                                   "single_label_classification and multi_label_classification"));
+  }
+  return out;
+}
+
+std::vector<float> ClassScores(const Classifier& classifier, std::span<const float> weight,
+                               std::span<const float> hidden, bool activate) {
+  const size_t labels = static_cast<size_t>(classifier.num_labels());
+  const size_t width = hidden.size();
+  std::vector<double> scores(labels, 0.0);
+  for (size_t l = 0; l < labels; ++l) {
+    const float* row = weight.data() + l * width;
+    double sum = 0;
+    for (size_t i = 0; i < width; ++i) {
+      sum += static_cast<double>(row[i]) * static_cast<double>(hidden[i]);
+    }
+    scores[l] = sum;
+  }
+  if (activate) {
+    switch (classifier.activation) {
+      case ClassifierActivation::kSoftmax: {
+        const double top = *std::max_element(scores.begin(), scores.end());
+        double total = 0;
+        for (double& s : scores) total += (s = std::exp(s - top));
+        for (double& s : scores) s /= total;
+        break;
+      }
+      case ClassifierActivation::kSigmoid:
+        for (double& s : scores) s = 1.0 / (1.0 + std::exp(-s));
+        break;
+      case ClassifierActivation::kNone:
+        break;
+    }
+  }
+  return {scores.begin(), scores.end()};
+}
+
+const std::string& TopLabel(const Classifier& classifier, std::span<const float> scores) {
+  const auto top = std::max_element(scores.begin(), scores.end());
+  return classifier.labels.at(static_cast<size_t>(top - scores.begin()));
+}
+
+}  // namespace headroom::worker

@@ -1,0 +1,63 @@
+// Sequence classifiers: a Hugging Face *ForSequenceClassification checkpoint (reward models,
+// vLLM's /classify models such as jason9693/Qwen2.5-1.5B-apeach) is the decoder of its
+// *ForCausalLM counterpart with a score head, score.weight [num_labels, hidden] and no bias, in
+// place of the LM head. transformers reads the head over the final-normed hidden state of the
+// last (non-padding) token; vLLM pools the last token and applies the activation its
+// get_classification_act_fn picks from config.json's problem_type:
+//   "regression"                     none (the raw scores);
+//   "multi_label_classification"     a sigmoid per label;
+//   "single_label_classification"    softmax over the labels,
+//   or none given                    softmax, a sigmoid when there is one label.
+// The head runs on the host, over the pooled row the engine already copies there for embeddings,
+// so a classifier needs no device memory beyond its decoder's.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "nlohmann/json_fwd.hpp"
+
+namespace headroom::worker {
+
+enum class ClassifierActivation : uint8_t { kSoftmax, kSigmoid, kNone };
+
+struct Classifier {
+  // The checkpoint's architecture, e.g. "Qwen2ForSequenceClassification" (ModelConfig's
+  // architecture is its decoder's *ForCausalLM).
+  std::string architecture;
+  // config.json's id2label in id order; num_labels is its size. Without id2label, transformers'
+  // default: LABEL_0 and LABEL_1 (or config.json's num_labels of them).
+  std::vector<std::string> labels;
+  std::string problem_type;  // "" when config.json gives none
+  ClassifierActivation activation = ClassifierActivation::kSoftmax;
+
+  [[nodiscard]] int64_t num_labels() const { return static_cast<int64_t>(labels.size()); }
+};
+
+// The *ForCausalLM architecture whose decoder `architecture` classifies with
+// ("Qwen2ForSequenceClassification" -> "Qwen2ForCausalLM"); nullopt for any other name.
+[[nodiscard]] std::optional<std::string> ClassifierDecoder(std::string_view architecture);
+
+// Reads id2label (or num_labels) and problem_type from config.json's top-level object `root`.
+// InvalidArgument naming `path` and the field: id2label not an object of "0".."n-1" to strings,
+// num_labels not positive, an unknown problem_type.
+[[nodiscard]] absl::StatusOr<Classifier> ReadClassifier(const nlohmann::json& root,
+                                                        std::string_view path,
+                                                        std::string architecture);
+
+// The head over one pooled row: `weight` [num_labels, hidden] (row-major) times `hidden`, in
+// double precision, then the classifier's activation when `activate` (vLLM's use_activation).
+[[nodiscard]] std::vector<float> ClassScores(const Classifier& classifier,
+                                             std::span<const float> weight,
+                                             std::span<const float> hidden, bool activate);
+
+// The label of the highest score (the first of equals), as vLLM names a classification.
+[[nodiscard]] const std::string& TopLabel(const Classifier& classifier,
+                                          std::span<const float> scores);
+
+}  // namespace headroom::worker
