@@ -390,6 +390,14 @@ absl::Status Serve(const FlagSet& flags, const sigset_t& stop_signals, std::ostr
         .healthy = [&stopping] { return !stopping.load(); },
         .model_name = [&service] { return service.ModelName(); },
         .max_model_len = [&dispatcher] { return dispatcher.largest_max_model_len(); },
+        .served_classifier =
+            [&dispatcher] {
+              const router::Dispatcher::ReportedClassifier reported =
+                  dispatcher.reported_classifier();
+              return reported.reranker     ? router::ServedClassifier::kReranker
+                     : reported.classifier ? router::ServedClassifier::kClassifier
+                                           : router::ServedClassifier::kNone;
+            },
         .list_models = [&service] { return service.Models(); },
         .update_lora =
             [&service](const router::LoraUpdate& update) {

@@ -222,11 +222,41 @@ worker::ShardSpec ShardOf(const EngineSetup& setup) {
   return {.tensor_parallel_size = setup.tensor_parallel_size, .rank = setup.rank};
 }
 
+// The model's tokenizer: <model>/tokenizer.json when there is one; for dummy models, and
+// checkpoints without one whose vocabulary is the byte tokenizer's size (at most 258), the byte
+// tokenizer (ids 0..255 are the bytes), which is what a router without --tokenizer uses.
+absl::StatusOr<std::unique_ptr<router::Tokenizer>> ModelTokenizer(const std::string& model,
+                                                                  int64_t vocab_size) {
+  const bool dummy = model.rfind("dummy:", 0) == 0;
+  const std::filesystem::path file = std::filesystem::path(model) / "tokenizer.json";
+  std::error_code exists_error;
+  if (!dummy && std::filesystem::exists(file, exists_error)) {
+    return router::Tokenizer::FromDirectory(model);
+  }
+  if (dummy || vocab_size <= 258) {
+    return router::MakeByteTokenizer(static_cast<int32_t>(std::max<int64_t>(vocab_size, 256)));
+  }
+  return absl::NotFoundError(
+      absl::StrCat("no tokenizer.json, and a vocabulary of ", vocab_size, " tokens is not bytes"));
+}
+
 absl::StatusOr<EngineSetup> ParseEngineSetup(const FlagSet& flags) {
   EngineSetup setup;
   setup.model = *flags.GetString("model");
   const std::string& model = setup.model;
   HR_ASSIGN_OR_RETURN(setup.config, worker::LoadModelConfig(model, HfOverrides(flags)));
+  if (setup.config.classifier.has_value() && !setup.config.classifier->from_tokens.empty()) {
+    // vLLM's LLM-as-reranker conversion: the head's rows are those tokens' (every rank reads them).
+    absl::StatusOr<std::unique_ptr<router::Tokenizer>> tokenizer =
+        ModelTokenizer(model, setup.config.vocab_size);
+    if (!tokenizer.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "classifier_from_token needs the model's tokenizer: ", tokenizer.status().message()));
+    }
+    HR_RETURN_IF_ERROR(worker::ResolveClassifierTokens(
+        [&](std::string_view token) { return (*tokenizer)->TokenToId(token); },
+        setup.config.vocab_size, *setup.config.classifier));
+  }
   const worker::ModelConfig& config = setup.config;
   worker::EngineOptions& options = setup.options;
   HR_ASSIGN_OR_RETURN(options.max_num_seqs, Int32Flag(flags, "max-num-seqs", 1));
@@ -413,26 +443,13 @@ absl::Status RunFollower(const FlagSet& flags, std::ostream& err) {
   return absl::OkStatus();
 }
 
-// The bytes each token id adds to a text, for JSON mode: from <model>/tokenizer.json when there
-// is one (special tokens: none); for dummy models, and checkpoints without one whose vocabulary is
-// the byte tokenizer's size (at most 258), the byte tokenizer's (ids 0..255 are the bytes), which
-// is what a router without --tokenizer uses for them. Null otherwise, with a warning: the worker
+// The bytes each token id adds to a text, for JSON mode: from the model's tokenizer
+// (ModelTokenizer; special tokens: none). Null when it has none, with a warning: the worker
 // serves and refuses JSON mode (a larger vocabulary read as bytes would constrain nonsense).
 std::shared_ptr<const worker::JsonVocabulary> LoadJsonVocabulary(const std::string& model,
                                                                  int64_t vocab_size,
                                                                  std::ostream& err) {
-  const bool dummy = model.rfind("dummy:", 0) == 0;
-  const std::filesystem::path file = std::filesystem::path(model) / "tokenizer.json";
-  std::error_code exists_error;
-  absl::StatusOr<std::unique_ptr<router::Tokenizer>> tokenizer;
-  if (!dummy && std::filesystem::exists(file, exists_error)) {
-    tokenizer = router::Tokenizer::FromDirectory(model);
-  } else if (dummy || vocab_size <= 258) {
-    tokenizer = router::MakeByteTokenizer(static_cast<int32_t>(std::max<int64_t>(vocab_size, 256)));
-  } else {
-    tokenizer = absl::NotFoundError(absl::StrCat("no tokenizer.json, and a vocabulary of ",
-                                                 vocab_size, " tokens is not bytes"));
-  }
+  absl::StatusOr<std::unique_ptr<router::Tokenizer>> tokenizer = ModelTokenizer(model, vocab_size);
   if (!tokenizer.ok()) {
     err << "headroom worker: " << model << ": " << tokenizer.status().message()
         << "; response_format json_object and json_schema are refused\n";
@@ -515,6 +532,8 @@ absl::Status Serve(const FlagSet& flags, const sigset_t& stop_signals, std::ostr
        .max_num_batched_tokens = options.max_num_batched_tokens,
        .priority_scheduling = options.scheduling_policy == worker::SchedulingPolicy::kPriority,
        .lora_resolver = !options.lora_resolver_dir.empty(),
+       .classifier = setup.config.classifier.has_value(),
+       .reranker = setup.config.classifier.has_value() && !setup.config.classifier->method.empty(),
        .step_stall_timeout = step_stall_timeout,
        .observer = &worker_metrics,
        .sampling_defaults = sampling_defaults});

@@ -18,6 +18,14 @@ last token's, as vLLM pools) and the activations vLLM applies (its PoolerClassif
 2+ labels, sigmoid over one; PoolerMultiLabelClassify: sigmoid; regression: none), with the label
 id2label gives the highest probability.
 
+And, for vLLM's "LLM as reranker" conversion (a causal LM read as a classifier whose score head is
+built from LM-head rows of given tokens), classification_from_token.json in the committed causal
+fixtures llama-gqa (untied LM head) and llama-tied (the head is the embedding), which this script
+reads and does not rewrite: for every prompt, the last position's logits of the tokens "a" and "b"
+(ids 97 and 98, the byte tokenizer's) and the 2-way softmax's probability of "b"
+(from_2_way_softmax: one label, sigmoid of the difference), and of "x", "y", "z" with their
+softmax (no_post_processing: a label per token).
+
 Install as for gen_model_fixtures.py (build/venv-fixtures), then run:
   build/venv-fixtures/bin/python scripts/gen_classification_fixtures.py
 """
@@ -27,8 +35,8 @@ import shutil
 
 import torch
 import transformers
-from transformers import (LlamaConfig, LlamaForSequenceClassification, Qwen2Config,
-                          Qwen2ForSequenceClassification)
+from transformers import (AutoModelForCausalLM, LlamaConfig, LlamaForSequenceClassification,
+                          Qwen2Config, Qwen2ForSequenceClassification)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FIXTURES = os.path.join(ROOT, "tests", "worker", "fixtures")
@@ -90,6 +98,21 @@ def randomize(model):
                 param.copy_(0.5 * torch.randn_like(param))
 
 
+def write_doc(path, name, fields):
+    """A fixture file: who made it and with what, then `fields`."""
+    doc = {
+        "model": name,
+        "generator": "scripts/gen_classification_fixtures.py",
+        "torch": torch.__version__,
+        "transformers": transformers.__version__,
+        "compute_dtype": "float32",
+    }
+    doc.update(fields)
+    with open(path, "w") as f:
+        json.dump(doc, f, ensure_ascii=False, indent=1)
+        f.write("\n")
+
+
 def activations(logits, num_labels, problem_type):
     """vLLM's classify activation for the config, and the two others, by name."""
     out = {
@@ -148,12 +171,7 @@ def generate(name, build, seed):
     if config.num_labels > 1:
         # The fixture must tell labels apart: not every prompt may land on one.
         assert len(set(labels)) > 1, (name, labels)
-    doc = {
-        "model": name,
-        "generator": "scripts/gen_classification_fixtures.py",
-        "torch": torch.__version__,
-        "transformers": transformers.__version__,
-        "compute_dtype": "float32",
+    write_doc(os.path.join(out_dir, "classification.json"), name, {
         "architecture": saved["architectures"][0],
         "num_labels": config.num_labels,
         "id2label": [config.id2label[i] for i in range(config.num_labels)],
@@ -164,16 +182,48 @@ def generate(name, build, seed):
                   "sigmoid are both for other problem_types; label is id2label of probs' argmax; "
                   "ids are the text's UTF-8 bytes (the byte tokenizer); 7 significant digits"),
         "prompts": prompts,
-    }
-    with open(os.path.join(out_dir, "classification.json"), "w") as f:
-        json.dump(doc, f, ensure_ascii=False, indent=1)
-        f.write("\n")
+    })
     print(f"{name}: {len(prompts)} prompts, labels {labels}")
+
+
+def from_token(name):
+    out_dir = os.path.join(FIXTURES, name)
+    model = AutoModelForCausalLM.from_pretrained(out_dir, torch_dtype=torch.float32,
+                                                 attn_implementation="eager")
+    model.eval()
+    two_way = [ord("a"), ord("b")]
+    per_token = [ord("x"), ord("y"), ord("z")]
+    prompts = []
+    for text in PROMPTS:
+        ids = list(text.encode("utf-8"))
+        with torch.no_grad():
+            logits = model(input_ids=torch.tensor([ids]), use_cache=False).logits[0, -1].float()
+        pair = logits[two_way]
+        prompts.append({
+            "text": text,
+            "ids": ids,
+            "two_way_logits": vector(pair),
+            # softmax([no, yes])[yes] = sigmoid(yes - no): what vLLM's one label scores.
+            "two_way_score": g7(torch.softmax(pair, dim=-1)[1]),
+            "per_token_logits": vector(logits[per_token]),
+            "per_token_probs": vector(torch.softmax(logits[per_token], dim=-1)),
+        })
+    write_doc(os.path.join(out_dir, "classification_from_token.json"), name, {
+        "two_way_tokens": ["a", "b"],
+        "per_token_tokens": ["x", "y", "z"],
+        "notes": ("logits are AutoModelForCausalLM(ids).logits[0, -1] at the tokens' ids (their "
+                  "bytes); two_way_score is the softmax over the two of the second; "
+                  "per_token_probs the softmax over the three; 7 significant digits"),
+        "prompts": prompts,
+    })
+    print(f"{name}: from_token, {len(prompts)} prompts")
 
 
 def main():
     generate("llama-classify", llama_classify, seed=31)
     generate("qwen2-reward", qwen2_reward, seed=32)
+    from_token("llama-gqa")
+    from_token("llama-tied")
 
 
 if __name__ == "__main__":

@@ -123,13 +123,15 @@ std::string ChatErrorParam(const absl::Status& status) {
 }
 
 // vLLM's /invocations (SageMaker's one inference route): the route whose request the body is,
-// tried in vLLM's order: chat (messages), completions (prompt), embeddings (input), score
-// (text_1 and text_2), rerank (query and documents). Answers 400 and returns nullopt when the body
-// is none of them.
+// tried in vLLM's order: chat (messages), completions (prompt), embeddings (input), score (text_1
+// and text_2), rerank (query and documents); for a `classifier`, whose one task is classification
+// (vLLM picks among the model's tasks), input and messages bodies are classifications. Answers
+// 400 and returns nullopt when the body is none of them.
 std::optional<std::string> InvocationRoute(const http::HttpRequest& request,
-                                           http::ResponseWriter& writer) {
+                                           http::ResponseWriter& writer, bool classifier) {
   const std::optional<RequestJson> body = ParseObject(request, writer);
   if (!body.has_value()) return std::nullopt;
+  if (classifier && (body->contains("input") || body->contains("messages"))) return "/classify";
   if (body->contains("messages")) return "/v1/chat/completions";
   if (body->contains("prompt")) return "/v1/completions";
   if (body->contains("input")) return "/v1/embeddings";
@@ -245,7 +247,8 @@ void HttpFrontend::Handle(http::HttpRequest request, std::shared_ptr<http::Respo
   const bool queued =
       pool_.Post([this, request = std::move(request), writer = std::move(writer)]() mutable {
         if (request.path == "/invocations") {
-          std::optional<std::string> route = InvocationRoute(request, *writer);
+          std::optional<std::string> route =
+              InvocationRoute(request, *writer, ServedKind() != ServedClassifier::kNone);
           if (!route.has_value()) {  // answered 400
             parsing_.fetch_sub(1);
             return;
@@ -387,6 +390,10 @@ void HttpFrontend::Responses(const http::HttpRequest& request,
                            UnixSeconds()));
 }
 
+ServedClassifier HttpFrontend::ServedKind() const {
+  return options_.served_classifier ? options_.served_classifier() : ServedClassifier::kNone;
+}
+
 void HttpFrontend::Embed(const http::HttpRequest& request,
                          std::shared_ptr<http::ResponseWriter> writer) {
   const std::string& path = request.path;
@@ -401,6 +408,25 @@ void HttpFrontend::Embed(const http::HttpRequest& request,
   }
   if (absl::Status st = TakeRequestIdHeader(request, *parsed); !st.ok()) {
     return RespondOpenAiError(*writer, 400, std::string(st.message()));
+  }
+  if (parsed->endpoint == openai::Endpoint::kScore ||
+      parsed->endpoint == openai::Endpoint::kRerank) {
+    // A classifier scores pairs as vLLM's cross-encoders do: a reranker (a causal LM converted
+    // with classifier_from_token) classifies the two texts joined; a native classifier would
+    // need its tokenizer's pair template, which is not served.
+    switch (ServedKind()) {
+      case ServedClassifier::kReranker:
+        openai::JoinScorePairs(*parsed);
+        break;
+      case ServedClassifier::kClassifier:
+        return RespondOpenAiError(
+            *writer, 400,
+            "this model is a sequence classifier: scoring text pairs with it needs its "
+            "tokenizer's pair template, which headroom does not serve; /classify scores one "
+            "text (join the pair as the model expects)");
+      case ServedClassifier::kNone:
+        break;
+    }
   }
   const int32_t inputs = openai::ChoiceCount(*parsed);
   std::vector<v1::GenerateRequest> choices;

@@ -65,6 +65,8 @@ struct LoraUpdate {
   bool load_inplace = false;
 };
 
+enum class ServedClassifier { kNone, kClassifier, kReranker };
+
 struct HttpFrontendOptions {
   // A channel to the router's Inference service (Server::InProcessChannel).
   std::shared_ptr<grpc::Channel> channel;
@@ -86,6 +88,10 @@ struct HttpFrontendOptions {
   // Served model id and its longest context (for /v1/models and /tokenize).
   std::function<std::string()> model_name;
   std::function<int32_t()> max_model_len;
+  // What the served model is besides a generator (its groups' load reports): a sequence
+  // classifier answers /classify (and vLLM's /invocations sends it "input" bodies), a reranker
+  // (one converted from a causal LM) /score and /rerank too; unset: neither.
+  std::function<ServedClassifier()> served_classifier = nullptr;
   // /v1/models' cards (the base model and its LoRA adapters); unset: model_name's alone.
   std::function<v1::ListModelsResponse()> list_models;
   // /v1/load_lora_adapter (`load`) and /v1/unload_lora_adapter (InferenceService::LoadLoraAdapter,
@@ -184,6 +190,8 @@ class HttpFrontend {
   // n or prompts, from its arrival to its answer), plus options_.grpc_load(). A request is
   // counted twice for the moment between its Generation starting and its pool job returning.
   int64_t ServerLoad();
+  // options_.served_classifier's answer (kNone when unset).
+  ServedClassifier ServedKind() const;
 
   const HttpFrontendOptions options_;
   std::unique_ptr<v1::Inference::Stub> stub_;

@@ -121,6 +121,9 @@ struct ParsedRequest {
   std::vector<std::string> choice_names;
   // Score and rerank: the two choices each score compares, in the answer's order.
   std::vector<std::pair<int32_t, int32_t>> score_pairs;
+  // Score and rerank by a reranker (JoinScorePairs): choice i is pair i classified, and its
+  // first score is the pair's (score_pairs is then empty).
+  bool cross_encoder = false;
   // Rerank: the documents (sent back with their scores) and how many of the best to return
   // (top_n; 0 returns all).
   std::vector<std::string> documents;
@@ -157,6 +160,12 @@ absl::StatusOr<ParsedRequest> ParseScoreRequest(std::string_view body);
 // become one embedding choice each (the query first), and document j is scored against the
 // query; top_n keeps the best (0 or absent: all).
 absl::StatusOr<ParsedRequest> ParseRerankRequest(std::string_view body);
+
+// vLLM's scoring by an LLM-as-reranker classifier (its use_sep_token false): each pair of a
+// parsed /score or /rerank request becomes one classification choice whose text is the first
+// text followed by the second (tokenized as one text), named "<first> + <second>" for errors,
+// scored with the classifier's activation; sets cross_encoder.
+void JoinScorePairs(ParsedRequest& request);
 
 // The offending request field of an error from the parsers; "" when it has none.
 std::string ErrorParam(const absl::Status& status);

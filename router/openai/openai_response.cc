@@ -68,6 +68,7 @@ ResponseBuilder::ResponseBuilder(const ParsedRequest& request, std::string id, i
     : endpoint_(request.endpoint),
       embedding_base64_(request.embedding_base64),
       score_pairs_(request.score_pairs),
+      cross_encoder_(request.cross_encoder),
       documents_(request.documents),
       top_n_(request.top_n),
       include_usage_(request.include_usage),
@@ -483,10 +484,16 @@ std::string ResponseBuilder::EmbeddingBasedBody() const {
     return ClassificationBody(id_, created_, model_, results, prompt_tokens);
   }
   std::vector<double> scores;
-  scores.reserve(score_pairs_.size());
-  for (const auto& [a, b] : score_pairs_) {
-    scores.push_back(CosineSimilarity(choices_.at(static_cast<size_t>(a)).embedding,
-                                      choices_.at(static_cast<size_t>(b)).embedding));
+  if (cross_encoder_) {
+    // Each choice classified one pair; its one label's score is the pair's.
+    for (const Choice& choice : choices_) {
+      scores.push_back(choice.embedding.empty() ? 0.0 : static_cast<double>(choice.embedding[0]));
+    }
+  } else {
+    for (const auto& [a, b] : score_pairs_) {
+      scores.push_back(CosineSimilarity(choices_.at(static_cast<size_t>(a)).embedding,
+                                        choices_.at(static_cast<size_t>(b)).embedding));
+    }
   }
   if (endpoint_ == Endpoint::kScore) {
     return ScoreBody(id_, created_, model_, scores, prompt_tokens);

@@ -161,6 +161,7 @@ class ResponseBuilder {
   Endpoint endpoint_;
   bool embedding_base64_;
   std::vector<std::pair<int32_t, int32_t>> score_pairs_;  // score and rerank
+  bool cross_encoder_;                                    // score and rerank by a reranker
   std::vector<std::string> documents_;                    // rerank
   int32_t top_n_;                                         // rerank
   bool include_usage_;

@@ -179,6 +179,17 @@ std::string Dispatcher::reported_model() const {
   return "";
 }
 
+Dispatcher::ReportedClassifier Dispatcher::reported_classifier() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (size_t g = 0; g < table_.size(); ++g) {
+    if (table_.load(g).up && table_.report(g).has_value()) {
+      return {.classifier = table_.report(g)->classifier(),
+              .reranker = table_.report(g)->reranker()};
+    }
+  }
+  return {};
+}
+
 std::vector<v1::LoraAdapter> Dispatcher::reported_lora_adapters() const {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<v1::LoraAdapter> adapters;

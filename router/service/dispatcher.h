@@ -133,6 +133,13 @@ class Dispatcher {
   [[nodiscard]] int32_t largest_max_model_len() const;
   // The model the first up group reports ("" when none has reported).
   [[nodiscard]] std::string reported_model() const;
+  // What the first up group that reported says of its model: a sequence classifier
+  // (LoadReport.classifier), converted from a causal LM (LoadReport.reranker).
+  struct ReportedClassifier {
+    bool classifier = false;
+    bool reranker = false;
+  };
+  [[nodiscard]] ReportedClassifier reported_classifier() const;
   // The LoRA adapters up groups report, each name once (the first group's path), in report
   // order.
   [[nodiscard]] std::vector<v1::LoraAdapter> reported_lora_adapters() const;

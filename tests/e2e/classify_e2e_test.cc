@@ -106,6 +106,28 @@ TEST_F(ClassifyE2eTest, RawScoresWithoutActivation) {
   EXPECT_EQ(entry["label"], refs[2].label);
 }
 
+// vLLM's /invocations on a classifier (its groups report LoadReport.classifier): "input" and
+// "messages" bodies are classifications, answered as /classify answers them.
+TEST_F(ClassifyE2eTest, InvocationsClassify) {
+  const std::vector<Reference> refs = References();
+  const Json messages = Json::array({Json{{"role", "user"}, {"content", refs[0].text}}});
+  for (const Json& body : {Json{{"input", refs[3].text}}, Json{{"messages", messages}}}) {
+    const HttpResponse direct = cluster_->Post("/classify", body.dump());
+    const HttpResponse invoked = cluster_->Post("/invocations", body.dump());
+    ASSERT_EQ(direct.status, 200) << direct.body;
+    ASSERT_EQ(invoked.status, 200) << invoked.body;
+    const Json want = Json::parse(direct.body);
+    const Json got = Json::parse(invoked.body);
+    EXPECT_EQ(got["id"].get<std::string>().rfind("classify-", 0), 0u) << got["id"];
+    EXPECT_EQ(got["data"], want["data"]) << body.dump();
+    EXPECT_EQ(got["usage"], want["usage"]) << body.dump();
+  }
+  ExpectNear(Json::parse(cluster_->Post("/invocations", Json{{"input", refs[3].text}}.dump())
+                             .body)["data"][0]["probs"]
+                 .get<std::vector<double>>(),
+             refs[3].probs, "/invocations");
+}
+
 // gRPC clients classify with GenerateRequest.embedding.classify: one message, the scores in
 // `embedding` and the label.
 TEST_F(ClassifyE2eTest, GrpcGenerateClassifies) {
@@ -149,8 +171,92 @@ TEST_F(ClassifyE2eTest, WhatAClassifierRefuses) {
       BadRequestMessage(cluster_->Post("/classify", Json{{"input", std::string(300, 'a')}}.dump()))
           .find("the input to classify has 300 tokens"),
       std::string::npos);
+  // Pairs need the tokenizer's pair template for a native classifier: refused, saying so.
+  EXPECT_NE(
+      BadRequestMessage(cluster_->Post("/score", Json{{"text_1", "a"}, {"text_2", "b"}}.dump()))
+          .find("pair template"),
+      std::string::npos);
   const HttpResponse after = cluster_->Post("/classify", Json{{"input", "x"}}.dump());
   EXPECT_EQ(after.status, 200) << after.body;
+}
+
+// vLLM's LLM-as-reranker: the llama-gqa causal LM served with Qwen3-Reranker's --hf-overrides
+// shape (tokens "a" and "b", the byte tokenizer's, as the negative and positive answers). A text
+// scores the 2-way softmax of "b" at its last position
+// (tests/worker/fixtures/llama-gqa/classification_from_token.json, transformers' logits).
+class RerankerE2eTest : public SharedClusterTest<RerankerE2eTest> {
+ public:
+  static std::vector<std::string> ExtraWorkerFlags() {
+    return {"--hf-overrides",
+            R"({"architectures": ["LlamaForSequenceClassification"],
+                "classifier_from_token": ["a", "b"], "is_original_qwen3_reranker": true})"};
+  }
+};
+
+struct RerankReference {
+  std::string text;
+  double score;
+};
+
+std::vector<RerankReference> RerankReferences() {
+  std::ifstream file(worker::testdata::FixtureDir("llama-gqa") / "classification_from_token.json");
+  const Json doc = Json::parse(file);
+  std::vector<RerankReference> out;
+  for (const Json& p : doc["prompts"]) {
+    out.push_back({p["text"].get<std::string>(), p["two_way_score"].get<double>()});
+  }
+  return out;
+}
+
+// /classify gives the one label's score; /score of a text split in two (text_1 the head, text_2
+// the rest) scores the whole text, as vLLM joins the pair; /rerank orders the documents by it
+// (an empty query keeps each document whole); /invocations routes text pairs to /score.
+TEST_F(RerankerE2eTest, PairsScoreTheirJoinedText) {
+  const std::vector<RerankReference> refs = RerankReferences();
+  const HttpResponse classified = cluster_->Post("/classify", Json{{"input", refs[0].text}}.dump());
+  ASSERT_EQ(classified.status, 200) << classified.body;
+  const Json entry = Json::parse(classified.body)["data"][0];
+  EXPECT_EQ(entry["label"], "LABEL_0");
+  ExpectNear(entry["probs"].get<std::vector<double>>(), {refs[0].score}, "/classify");
+
+  Json heads = Json::array();
+  Json rests = Json::array();
+  for (const RerankReference& r : refs) {
+    size_t cut = r.text.size() / 2;
+    // At a character's start, so each half is UTF-8 (JSON text).
+    while (cut > 0 && (static_cast<unsigned char>(r.text[cut]) & 0xC0) == 0x80) --cut;
+    heads.push_back(r.text.substr(0, cut));
+    rests.push_back(r.text.substr(cut));
+  }
+  for (const char* path : {"/score", "/invocations"}) {
+    const HttpResponse scored =
+        cluster_->Post(path, Json{{"text_1", heads}, {"text_2", rests}}.dump());
+    ASSERT_EQ(scored.status, 200) << scored.body;
+    const Json body = Json::parse(scored.body);
+    ASSERT_EQ(body["data"].size(), refs.size());
+    for (size_t i = 0; i < refs.size(); ++i) {
+      EXPECT_EQ(body["data"][i]["index"], i);
+      ExpectNear({body["data"][i]["score"].get<double>()}, {refs[i].score},
+                 std::string(path) + " pair " + std::to_string(i));
+    }
+  }
+
+  Json documents = Json::array();
+  for (const RerankReference& r : refs) documents.push_back(r.text);
+  const HttpResponse reranked =
+      cluster_->Post("/rerank", Json{{"query", ""}, {"documents", documents}}.dump());
+  ASSERT_EQ(reranked.status, 200) << reranked.body;
+  const Json results = Json::parse(reranked.body)["results"];
+  ASSERT_EQ(results.size(), refs.size());
+  double previous = 2;
+  for (const Json& result : results) {
+    const auto index = result["index"].get<size_t>();
+    const double score = result["relevance_score"].get<double>();
+    ExpectNear({score}, {refs[index].score}, "rerank document " + std::to_string(index));
+    EXPECT_EQ(result["document"]["text"], refs[index].text);
+    EXPECT_LE(score, previous) << "best first";
+    previous = score;
+  }
 }
 
 }  // namespace

@@ -249,6 +249,81 @@ TEST(ClassificationTest, ProblemTypePicksTheActivation) {
   }
 }
 
+// vLLM's LLM-as-reranker conversion of a causal LM (config.json through --hf-overrides): the head
+// is built from the LM head's rows of the tokens (the untied lm_head.weight of llama-gqa, the
+// embedding of llama-tied), and the scores are transformers' logits of those tokens, the 2-way
+// softmax of the second for from_2_way_softmax (also as Qwen3-Reranker's
+// is_original_qwen3_reranker asks it), a softmax over the three for no_post_processing.
+TEST(ClassificationTest, FromTokenConversionMatchesTransformers) {
+  // The byte tokenizer's vocabulary: each of these one-letter tokens is its byte.
+  const auto byte_id = [](std::string_view token) -> std::optional<int32_t> {
+    if (token.size() != 1) return std::nullopt;
+    return static_cast<int32_t>(static_cast<unsigned char>(token[0]));
+  };
+  struct Case {
+    const char* overrides;
+    bool two_way;
+  };
+  const std::vector<Case> cases = {
+      {R"({"architectures": ["LlamaForSequenceClassification"],
+           "classifier_from_token": ["a", "b"], "method": "from_2_way_softmax"})",
+       true},
+      {R"({"architectures": ["LlamaForSequenceClassification"],
+           "classifier_from_token": ["a", "b"], "is_original_qwen3_reranker": true})",
+       true},
+      {R"({"architectures": ["LlamaForSequenceClassification"],
+           "classifier_from_token": ["x", "y", "z"], "method": "no_post_processing"})",
+       false},
+  };
+  for (const char* fixture : {"llama-gqa", "llama-tied"}) {
+    std::ifstream file(testdata::FixtureDir(fixture) / "classification_from_token.json");
+    const json doc = json::parse(file);
+    const std::string dir = testdata::FixtureDir(fixture).string();
+    for (const Case& c : cases) {
+      SCOPED_TRACE(absl::StrCat(fixture, " ", c.overrides));
+      absl::StatusOr<ModelConfig> config = LoadModelConfig(dir, c.overrides);
+      ASSERT_TRUE(config.ok()) << config.status();
+      ASSERT_TRUE(ResolveClassifierTokens(byte_id, config->vocab_size, *config->classifier).ok());
+      EXPECT_EQ(config->classifier->num_labels(), c.two_way ? 1 : 3);
+      absl::StatusOr<ModelWeights> weights = LoadWeights(*config, dir);
+      ASSERT_TRUE(weights.ok()) << weights.status();
+      EXPECT_TRUE(weights->lm_head.empty()) << "the LM head is not loaded whole";
+      CpuBackend backend(1);
+      auto engine = Engine::Create(*config, *weights, Options(), &backend);
+      ASSERT_TRUE(engine.ok()) << engine.status();
+      std::vector<Request> requests;
+      const json& prompts = doc["prompts"];
+      for (size_t i = 0; i < prompts.size(); ++i) {
+        const auto ids = prompts[i]["ids"].get<std::vector<int32_t>>();
+        requests.push_back(Classify(static_cast<int64_t>(i), ids, {}));
+        requests.push_back(Classify(100 + static_cast<int64_t>(i), ids, false));
+      }
+      std::map<int64_t, Classified> got;
+      testdata::DriveEngine(**engine, requests, false, [&got](StepToken& t) {
+        got[t.id.value()] = {std::move(t.embedding), std::move(t.label)};
+      });
+      ASSERT_EQ(got.size(), requests.size());
+      for (size_t i = 0; i < prompts.size(); ++i) {
+        const auto id = static_cast<int64_t>(i);
+        const json& p = prompts[i];
+        if (c.two_way) {
+          const auto logits = p["two_way_logits"].get<std::vector<double>>();
+          ExpectScoresNear(got.at(id).scores, {p["two_way_score"].get<double>()},
+                           absl::StrCat("prompt ", i));
+          ExpectScoresNear(got.at(100 + id).scores, {logits[1] - logits[0]},
+                           absl::StrCat("raw, prompt ", i));
+        } else {
+          ExpectScoresNear(got.at(id).scores, p["per_token_probs"].get<std::vector<double>>(),
+                           absl::StrCat("prompt ", i));
+          ExpectScoresNear(got.at(100 + id).scores,
+                           p["per_token_logits"].get<std::vector<double>>(),
+                           absl::StrCat("raw, prompt ", i));
+        }
+      }
+    }
+  }
+}
+
 // What a classifier cannot do, and classification where the model is no classifier: refused
 // before anything runs, saying why.
 TEST(ClassificationTest, RefusalsSayWhy) {
@@ -361,6 +436,41 @@ TEST(ClassifierConfigTest, RefusalsNameTheField) {
     EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << architecture;
     EXPECT_THAT(st.message(), HasSubstr(absl::StrCat("unsupported architecture \"", architecture)));
   }
+}
+
+// The conversion's keys are checked as vLLM checks them, and a token the tokenizer lacks is named.
+TEST(ClassifierConfigTest, ConversionRefusalsNameTheField) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {R"(, "method": "from_2_way_softmax")", "classifier_from_token\" is missing"},
+      {R"(, "classifier_from_token": ["no", "yes"])", "method\" is missing"},
+      {R"(, "classifier_from_token": ["a", "b", "c"], "method": "from_2_way_softmax")",
+       "has 3 tokens; from_2_way_softmax takes two"},
+      {R"(, "classifier_from_token": ["a"], "method": "pooled")", "is \"pooled\""},
+      {R"(, "classifier_from_token": "yes", "method": "no_post_processing")", "must be a list"},
+      {R"(, "classifier_from_token": ["a"], "is_original_qwen3_reranker": "yes")",
+       "must be a boolean"},
+      {R"(, "classifier_from_token": ["a"], "is_original_qwen3_reranker": true)",
+       "from_2_way_softmax takes two"},
+  };
+  for (const auto& [extra, needle] : cases) {
+    const absl::Status st = ParseError("Qwen2ForSequenceClassification", extra);
+    EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << extra;
+    EXPECT_THAT(st.message(), HasSubstr(needle)) << extra;
+  }
+  ModelConfig config = ParseWith(R"(, "classifier_from_token": ["no", "yes"],
+                                    "method": "no_post_processing", "id2label": {"0": "only"})");
+  EXPECT_EQ(config.classifier->labels, (std::vector<std::string>{"LABEL_0", "LABEL_1"}));
+  const absl::Status unknown = ResolveClassifierTokens(
+      [](std::string_view token) -> std::optional<int32_t> {
+        if (token == "no") return 5;
+        return std::nullopt;
+      },
+      256, *config.classifier);
+  EXPECT_EQ(unknown.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(unknown.message(), HasSubstr("\"yes\" is not a token of the model's tokenizer"));
+  const absl::Status outside = ResolveClassifierTokens(
+      [](std::string_view) -> std::optional<int32_t> { return 300; }, 256, *config.classifier);
+  EXPECT_THAT(outside.message(), HasSubstr("is id 300, outside the model's vocabulary of 256"));
 }
 
 }  // namespace

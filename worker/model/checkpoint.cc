@@ -336,7 +336,8 @@ absl::StatusOr<std::vector<Slot>> MakeSlots(const ModelConfig& config, ShardSpec
     add(std::string(kLmHeadName), {vocab, hidden}, &weights.lm_head, Init::kRandom,
         Split::kVocabRows);
   }
-  if (config.classifier.has_value()) {
+  // A converted classifier's head comes from LM-head rows instead (ConvertedScoreHead).
+  if (config.classifier.has_value() && config.classifier->method.empty()) {
     add(std::string(kScoreName), {config.classifier->num_labels(), hidden}, &weights.score,
         Init::kRandom, Split::kReplicated);
   }
@@ -644,6 +645,34 @@ std::string LanguageModelTensorName(const CheckpointFiles& files, const std::str
 
 }  // namespace
 
+// A converted classifier (Classifier::method): the LM head's rows of its tokens, read by
+// `read_row(tensor name, first element, out)` from the embedding matrix or lm_head.weight, made
+// into the score head. Nothing for any other model.
+absl::Status ConvertedScoreHead(
+    const ModelConfig& config,
+    const std::function<absl::Status(const std::string&, int64_t, absl::Span<float>)>& read_row,
+    ModelWeights& weights) {
+  if (!config.classifier.has_value() || config.classifier->method.empty()) {
+    return absl::OkStatus();
+  }
+  const Classifier& classifier = *config.classifier;
+  if (classifier.from_token_ids.size() != classifier.from_tokens.size()) {
+    return absl::FailedPreconditionError(
+        "classifier_from_token: the tokens' ids were not resolved (ResolveClassifierTokens)");
+  }
+  const int64_t hidden = config.hidden_size;
+  const std::string source = classifier.rows_from_embedding ? kEmbedName : kLmHeadName;
+  std::vector<float> rows(classifier.from_token_ids.size() * static_cast<size_t>(hidden));
+  for (size_t t = 0; t < classifier.from_token_ids.size(); ++t) {
+    HR_RETURN_IF_ERROR(read_row(source, classifier.from_token_ids[t] * hidden,
+                                absl::MakeSpan(rows).subspan(t * static_cast<size_t>(hidden),
+                                                             static_cast<size_t>(hidden))));
+  }
+  weights.score = {.shape = {classifier.num_labels(), hidden},
+                   .data = ConvertedHead(classifier, rows, hidden)};
+  return absl::OkStatus();
+}
+
 absl::StatusOr<ModelWeights> LoadWeights(const ModelConfig& config, std::string_view dir,
                                          ShardSpec shard) {
   const fs::path dir_path{std::string(dir)};
@@ -689,6 +718,20 @@ absl::StatusOr<ModelWeights> LoadWeights(const ModelConfig& config, std::string_
       return file->ReadFloat32(*tensor, part_start + first, out);
     }));
   }
+  HR_RETURN_IF_ERROR(ConvertedScoreHead(
+      config,
+      [&](const std::string& name, int64_t first, absl::Span<float> out) -> absl::Status {
+        HR_ASSIGN_OR_RETURN(const auto found, files.Find(name));
+        const std::vector<int64_t> want = {config.vocab_size, config.hidden_size};
+        if (found.second->shape != want) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("checkpoint ", dir_path.string(), ": tensor \"", name, "\" has shape ",
+                           ShapeString(found.second->shape), ", expected ", ShapeString(want),
+                           " (classifier_from_token reads its rows)"));
+        }
+        return found.first->ReadFloat32(*found.second, first, out);
+      },
+      weights));
   return weights;
 }
 
@@ -713,6 +756,13 @@ absl::StatusOr<ModelWeights> DummyWeights(const ModelConfig& config, uint64_t se
       return absl::OkStatus();
     }));
   }
+  HR_RETURN_IF_ERROR(ConvertedScoreHead(
+      config,
+      [seed](const std::string& name, int64_t first, absl::Span<float> out) {
+        FillDummy(seed, name, first, out);
+        return absl::OkStatus();
+      },
+      weights));
   return weights;
 }
 

@@ -34,6 +34,13 @@ const Json* Member(const Json& root, std::string_view field) {
   return &*it;
 }
 
+// Default labels: LABEL_0 .. LABEL_{n-1}, as transformers names them.
+std::vector<std::string> DefaultLabels(int64_t n) {
+  std::vector<std::string> out;
+  for (int64_t i = 0; i < n; ++i) out.push_back(absl::StrCat("LABEL_", i));
+  return out;
+}
+
 absl::StatusOr<std::vector<std::string>> ReadLabels(const Json& root, std::string_view path) {
   if (const Json* id2label = Member(root, "id2label"); id2label != nullptr) {
     if (!id2label->is_object() || id2label->empty() ||
@@ -78,9 +85,68 @@ absl::StatusOr<std::vector<std::string>> ReadLabels(const Json& root, std::strin
     }
     num_labels = n->get<int64_t>();
   }
-  std::vector<std::string> out;
-  for (int64_t i = 0; i < num_labels; ++i) out.push_back(absl::StrCat("LABEL_", i));
-  return out;
+  return DefaultLabels(num_labels);
+}
+
+// vLLM's conversion keys: classifier_from_token, method, is_original_qwen3_reranker (which sets
+// method from_2_way_softmax, as vLLM's Qwen3ForSequenceClassification config hook does). The
+// label count follows the method, as vLLM sets num_labels (transformers then renames them).
+absl::Status ReadConversion(const Json& root, std::string_view path, Classifier& out) {
+  const Json* tokens = Member(root, "classifier_from_token");
+  const Json* method = Member(root, "method");
+  if (method != nullptr && !method->is_string()) {
+    return FieldError(path, "method", absl::StrCat("must be a string, got ", method->dump()));
+  }
+  if (method != nullptr) out.method = method->get<std::string>();
+  if (const Json* qwen3 = Member(root, "is_original_qwen3_reranker"); qwen3 != nullptr) {
+    if (!qwen3->is_boolean()) {
+      return FieldError(path, "is_original_qwen3_reranker",
+                        absl::StrCat("must be a boolean, got ", qwen3->dump()));
+    }
+    if (qwen3->get<bool>()) out.method = "from_2_way_softmax";
+  }
+  if (tokens == nullptr && out.method.empty()) return absl::OkStatus();
+  if (tokens == nullptr) {
+    return FieldError(path, "classifier_from_token",
+                      absl::StrCat("is missing: method \"", out.method,
+                                   "\" builds the score head from these tokens' LM-head rows"));
+  }
+  if (!tokens->is_array() || tokens->empty() ||
+      tokens->size() > static_cast<size_t>(kMaxNumLabels)) {
+    return FieldError(path, "classifier_from_token",
+                      absl::StrCat("must be a list of 1 to ", kMaxNumLabels, " tokens, got ",
+                                   tokens->dump().substr(0, 80)));
+  }
+  for (const Json& token : *tokens) {
+    if (!token.is_string()) {
+      return FieldError(path, "classifier_from_token",
+                        absl::StrCat("holds ", token.dump(), ", not a token string"));
+    }
+    out.from_tokens.push_back(token.get<std::string>());
+  }
+  if (out.method == "from_2_way_softmax") {
+    if (out.from_tokens.size() != 2) {
+      return FieldError(path, "classifier_from_token",
+                        absl::StrCat("has ", out.from_tokens.size(),
+                                     " tokens; from_2_way_softmax takes two (the negative, then "
+                                     "the positive)"));
+    }
+    if (out.labels.size() != 1) out.labels = DefaultLabels(1);
+  } else if (out.method == "no_post_processing") {
+    if (out.labels.size() != out.from_tokens.size()) {
+      out.labels = DefaultLabels(static_cast<int64_t>(out.from_tokens.size()));
+    }
+  } else {
+    return FieldError(
+        path, "method",
+        out.method.empty()
+            ? std::string("is missing: classifier_from_token needs from_2_way_softmax "
+                          "or no_post_processing")
+            : absl::StrCat("is \"", out.method,
+                           "\"; vLLM's are from_2_way_softmax and "
+                           "no_post_processing"));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -101,6 +167,7 @@ absl::StatusOr<Classifier> ReadClassifier(const Json& root, std::string_view pat
   absl::StatusOr<std::vector<std::string>> labels = ReadLabels(root, path);
   if (!labels.ok()) return labels.status();
   out.labels = *std::move(labels);
+  if (absl::Status st = ReadConversion(root, path, out); !st.ok()) return st;
   if (const Json* type = Member(root, "problem_type"); type != nullptr) {
     if (!type->is_string()) {
       return FieldError(path, "problem_type", absl::StrCat("must be a string, got ", type->dump()));
@@ -122,6 +189,33 @@ absl::StatusOr<Classifier> ReadClassifier(const Json& root, std::string_view pat
                                    "single_label_classification and multi_label_classification"));
   }
   return out;
+}
+
+absl::Status ResolveClassifierTokens(
+    const std::function<std::optional<int32_t>(std::string_view)>& token_to_id, int64_t vocab_size,
+    Classifier& classifier) {
+  classifier.from_token_ids.clear();
+  for (const std::string& token : classifier.from_tokens) {
+    const std::optional<int32_t> id = token_to_id(token);
+    if (!id.has_value() || *id < 0 || *id >= vocab_size) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "classifier_from_token: \"", token, "\" ",
+          id.has_value()
+              ? absl::StrCat("is id ", *id, ", outside the model's vocabulary of ", vocab_size)
+              : std::string("is not a token of the model's tokenizer")));
+    }
+    classifier.from_token_ids.push_back(*id);
+  }
+  return absl::OkStatus();
+}
+
+std::vector<float> ConvertedHead(const Classifier& classifier, std::span<const float> rows,
+                                 int64_t hidden) {
+  const auto width = static_cast<size_t>(hidden);
+  if (classifier.method != "from_2_way_softmax") return {rows.begin(), rows.end()};
+  std::vector<float> head(width);
+  for (size_t i = 0; i < width; ++i) head[i] = rows[width + i] - rows[i];
+  return head;
 }
 
 std::vector<float> ClassScores(const Classifier& classifier, std::span<const float> weight,

@@ -10,15 +10,26 @@
 //   or none given                    softmax, a sigmoid when there is one label.
 // The head runs on the host, over the pooled row the engine already copies there for embeddings,
 // so a classifier needs no device memory beyond its decoder's.
+//
+// vLLM's "LLM as reranker" conversion reads a *ForCausalLM checkpoint as a classifier when
+// config.json (usually through --hf-overrides) names the architecture *ForSequenceClassification
+// with classifier_from_token and a method (Qwen3-Reranker: ["no", "yes"] and
+// is_original_qwen3_reranker; mxbai-rerank-v2: ["0", "1"] and from_2_way_softmax). The head is
+// then built from the LM head's rows of those tokens:
+//   "from_2_way_softmax"   two tokens, one label: the second's row minus the first's, so the
+//                          label's sigmoid is the 2-way softmax's probability of the second;
+//   "no_post_processing"   one label per token, its row.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "nlohmann/json_fwd.hpp"
 
@@ -35,6 +46,14 @@ struct Classifier {
   std::vector<std::string> labels;
   std::string problem_type;  // "" when config.json gives none
   ClassifierActivation activation = ClassifierActivation::kSoftmax;
+  // The conversion from LM-head rows (empty `method`: the checkpoint has score.weight).
+  std::string method;
+  std::vector<std::string> from_tokens;
+  // Their ids (ResolveClassifierTokens, with the model's tokenizer), in from_tokens order.
+  std::vector<int32_t> from_token_ids;
+  // Where those rows are: the embedding matrix when the checkpoint ties it to the LM head, else
+  // lm_head.weight.
+  bool rows_from_embedding = false;
 
   [[nodiscard]] int64_t num_labels() const { return static_cast<int64_t>(labels.size()); }
 };
@@ -49,6 +68,18 @@ struct Classifier {
 [[nodiscard]] absl::StatusOr<Classifier> ReadClassifier(const nlohmann::json& root,
                                                         std::string_view path,
                                                         std::string architecture);
+
+// Resolves from_tokens to ids with `token_to_id` (the tokenizer's vocabulary, added tokens
+// included, as transformers' convert_tokens_to_ids); InvalidArgument naming a token the
+// vocabulary lacks or an id outside [0, vocab_size).
+[[nodiscard]] absl::Status ResolveClassifierTokens(
+    const std::function<std::optional<int32_t>(std::string_view)>& token_to_id, int64_t vocab_size,
+    Classifier& classifier);
+
+// The head of a converted classifier from the LM head's `rows` ([from_tokens, hidden], in
+// from_tokens order): [num_labels, hidden] as `method` says.
+[[nodiscard]] std::vector<float> ConvertedHead(const Classifier& classifier,
+                                               std::span<const float> rows, int64_t hidden);
 
 // The head over one pooled row: `weight` [num_labels, hidden] (row-major) times `hidden`, in
 // double precision, then the classifier's activation when `activate` (vLLM's use_activation).

@@ -877,8 +877,12 @@ absl::StatusOr<ModelConfig> ParseModelConfigJson(std::string_view json_text,
   HR_ASSIGN_OR_RETURN(config.tie_word_embeddings,
                       reader.Bool("tie_word_embeddings", config.architecture == kGemma2 ||
                                                              config.architecture == kGemma3));
-  // A classifier has a score head and no LM head.
-  if (config.classifier.has_value()) config.tie_word_embeddings = true;
+  // A classifier has a score head and no LM head (a converted one reads the head's rows from
+  // the embedding when the checkpoint ties them, else from lm_head.weight).
+  if (config.classifier.has_value()) {
+    config.classifier->rows_from_embedding = config.tie_word_embeddings;
+    config.tie_word_embeddings = true;
+  }
   HR_ASSIGN_OR_RETURN(config.rms_norm_eps, reader.PositiveNumber("rms_norm_eps", 1e-6));
   HR_ASSIGN_OR_RETURN(config.rope_theta, reader.PositiveNumber("rope_theta", 10000.0));
   HR_RETURN_IF_ERROR(ReadRotaryDim(reader, config));

@@ -452,6 +452,8 @@ void WorkerService::SetReady(EngineLoop* loop) {
   base.set_max_num_batched_tokens(options_.max_num_batched_tokens);
   base.set_priority_scheduling(options_.priority_scheduling);
   base.set_lora_resolver(options_.lora_resolver);
+  base.set_classifier(options_.classifier);
+  base.set_reranker(options_.reranker);
   {
     std::lock_guard<std::mutex> lock(mu_);
     publisher_ = std::make_unique<LoadPublisher>(loop, std::move(base), options_, &draining_,

@@ -96,6 +96,10 @@ struct WorkerServiceOptions {
   // Adapters not loaded are loaded from a directory on first use (--lora-resolver-dir; reported
   // in LoadReport.lora_resolver).
   bool lora_resolver = false;
+  // The model is a sequence classifier, and one converted from a causal LM (reported in
+  // LoadReport.classifier and LoadReport.reranker).
+  bool classifier = false;
+  bool reranker = false;
   // Changes are reported at most this often...
   absl::Duration min_report_interval = absl::Milliseconds(50);
   // ...and a report is sent at least this often.

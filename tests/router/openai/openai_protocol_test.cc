@@ -273,6 +273,43 @@ TEST(OpenAiProtocolTest, ClassifyFieldsMapToGenerateRequests) {
   for (const BadBody& c : bad) ExpectBad(parse(c.body), c);
 }
 
+// A reranker scores each pair as one classification of the two texts joined (vLLM's LLM as
+// reranker), in the answer's order, named after both texts.
+TEST(OpenAiProtocolTest, JoinScorePairsClassifiesEachPairJoined) {
+  absl::StatusOr<ParsedRequest> score =
+      ParseScoreRequest(R"({"text_1": "q ", "text_2": ["a", "b"], "priority": 2})");
+  ASSERT_TRUE(score.ok()) << score.status();
+  JoinScorePairs(*score);
+  EXPECT_TRUE(score->cross_encoder);
+  EXPECT_TRUE(score->score_pairs.empty());
+  ASSERT_EQ(ChoiceCount(*score), 2);
+  EXPECT_EQ(ChoiceRequest(*score, 0).text(), "q a");
+  EXPECT_EQ(ChoiceRequest(*score, 1).text(), "q b");
+  EXPECT_EQ(score->choice_names,
+            (std::vector<std::string>{"text_1 + text_2[0]", "text_1 + text_2[1]"}));
+  for (int32_t i : {0, 1}) {
+    const v1::GenerateRequest g = ChoiceRequest(*score, i);
+    EXPECT_TRUE(g.embedding().classify());
+    EXPECT_FALSE(g.embedding().has_normalize()) << "the classifier's activation applies";
+    EXPECT_EQ(g.priority(), 2);
+  }
+  absl::StatusOr<ParsedRequest> pairwise =
+      ParseScoreRequest(R"({"text_1": ["1", "2"], "text_2": ["x", "y"]})");
+  ASSERT_TRUE(pairwise.ok()) << pairwise.status();
+  JoinScorePairs(*pairwise);
+  ASSERT_EQ(ChoiceCount(*pairwise), 2);
+  EXPECT_EQ(ChoiceRequest(*pairwise, 1).text(), "2y");
+  absl::StatusOr<ParsedRequest> rerank =
+      ParseRerankRequest(R"({"query": "Q:", "documents": ["d0", "d1", "d2"], "top_n": 2})");
+  ASSERT_TRUE(rerank.ok()) << rerank.status();
+  JoinScorePairs(*rerank);
+  ASSERT_EQ(ChoiceCount(*rerank), 3);
+  EXPECT_EQ(ChoiceRequest(*rerank, 2).text(), "Q:d2");
+  EXPECT_EQ(rerank->choice_names[2], "query + documents[2]");
+  EXPECT_EQ(rerank->documents.size(), 3u);
+  EXPECT_EQ(rerank->top_n, 2);
+}
+
 // vLLM's /score pairing: 1:1, 1:N (text_1 against each), N:N (pairwise); every text one
 // embedding choice named for errors, none normalized.
 TEST(OpenAiProtocolTest, ScorePairsTheTexts) {

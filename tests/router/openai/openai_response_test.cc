@@ -868,6 +868,31 @@ TEST(EmbeddingResponseTest, ClassificationsFoldIntoVllmsShape) {
   EXPECT_EQ(ResponseIdPrefix(Endpoint::kClassify), std::string("classify"));
 }
 
+// A reranker's score and rerank answers: each pair's score is its classification's one score.
+TEST(EmbeddingResponseTest, CrossEncoderScoresAreThePairsClassifications) {
+  absl::StatusOr<ParsedRequest> rerank =
+      ParseRerankRequest(R"({"query": "q", "documents": ["a", "b", "c"]})");
+  ASSERT_TRUE(rerank.ok()) << rerank.status();
+  JoinScorePairs(*rerank);
+  ResponseBuilder builder(*rerank, "rerank-1", 3, "m", nullptr);
+  const std::vector<float> scores = {0.25f, 0.75f, 0.5f};
+  for (int32_t i = 0; i < 3; ++i) {
+    v1::GenerateResponse message;
+    message.add_embedding(scores[static_cast<size_t>(i)]);
+    message.set_label("LABEL_0");
+    message.set_finish_reason(v1::FINISH_REASON_STOP);
+    message.mutable_usage()->set_prompt_tokens(2);
+    builder.Accumulate(i, message);
+  }
+  const Json body = Json::parse(builder.Body());
+  ASSERT_EQ(body["results"].size(), 3u);
+  EXPECT_EQ(body["results"][0]["index"], 1);
+  EXPECT_EQ(body["results"][0]["relevance_score"], 0.75);
+  EXPECT_EQ(body["results"][0]["document"]["text"], "b");
+  EXPECT_EQ(body["results"][2]["index"], 0);
+  EXPECT_EQ(body["usage"]["total_tokens"], 6);
+}
+
 // torch.nn.functional.cosine_similarity([1, 2, 3], [4, -5, 6], dim=0) in float64 is
 // 0.36548694232390355; against a zero vector it is 0.
 TEST(EmbeddingResponseTest, CosineSimilarityIsTorchs) {
