@@ -394,9 +394,9 @@ absl::Status Serve(const FlagSet& flags, const sigset_t& stop_signals, std::ostr
             [&dispatcher] {
               const router::Dispatcher::ReportedClassifier reported =
                   dispatcher.reported_classifier();
-              return reported.reranker     ? router::ServedClassifier::kReranker
-                     : reported.classifier ? router::ServedClassifier::kClassifier
-                                           : router::ServedClassifier::kNone;
+              return router::ServedClassifier{.classifier = reported.classifier,
+                                              .reranker = reported.reranker,
+                                              .num_labels = reported.num_labels};
             },
         .list_models = [&service] { return service.Models(); },
         .update_lora =

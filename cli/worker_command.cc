@@ -534,6 +534,9 @@ absl::Status Serve(const FlagSet& flags, const sigset_t& stop_signals, std::ostr
        .lora_resolver = !options.lora_resolver_dir.empty(),
        .classifier = setup.config.classifier.has_value(),
        .reranker = setup.config.classifier.has_value() && !setup.config.classifier->method.empty(),
+       .num_labels = setup.config.classifier.has_value()
+                         ? static_cast<int32_t>(setup.config.classifier->num_labels())
+                         : 0,
        .step_stall_timeout = step_stall_timeout,
        .observer = &worker_metrics,
        .sampling_defaults = sampling_defaults});

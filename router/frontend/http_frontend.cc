@@ -248,7 +248,7 @@ void HttpFrontend::Handle(http::HttpRequest request, std::shared_ptr<http::Respo
       pool_.Post([this, request = std::move(request), writer = std::move(writer)]() mutable {
         if (request.path == "/invocations") {
           std::optional<std::string> route =
-              InvocationRoute(request, *writer, ServedKind() != ServedClassifier::kNone);
+              InvocationRoute(request, *writer, ServedKind().classifier);
           if (!route.has_value()) {  // answered 400
             parsing_.fetch_sub(1);
             return;
@@ -391,7 +391,7 @@ void HttpFrontend::Responses(const http::HttpRequest& request,
 }
 
 ServedClassifier HttpFrontend::ServedKind() const {
-  return options_.served_classifier ? options_.served_classifier() : ServedClassifier::kNone;
+  return options_.served_classifier ? options_.served_classifier() : ServedClassifier{};
 }
 
 void HttpFrontend::Embed(const http::HttpRequest& request,
@@ -409,25 +409,22 @@ void HttpFrontend::Embed(const http::HttpRequest& request,
   if (absl::Status st = TakeRequestIdHeader(request, *parsed); !st.ok()) {
     return RespondOpenAiError(*writer, 400, std::string(st.message()));
   }
-  if (parsed->endpoint == openai::Endpoint::kScore ||
-      parsed->endpoint == openai::Endpoint::kRerank) {
-    // A classifier scores pairs as vLLM's cross-encoders do: a reranker (a causal LM converted
-    // with classifier_from_token) classifies the two texts joined; a native classifier would
-    // need its tokenizer's pair template, which is not served.
-    switch (ServedKind()) {
-      case ServedClassifier::kReranker:
-        openai::JoinScorePairs(*parsed);
-        break;
-      case ServedClassifier::kClassifier:
-        return RespondOpenAiError(
-            *writer, 400,
-            "this model is a sequence classifier: scoring text pairs with it needs its "
-            "tokenizer's pair template, which headroom does not serve; /classify scores one "
-            "text (join the pair as the model expects)");
-      case ServedClassifier::kNone:
-        break;
+  // A classifier scores pairs as vLLM's cross-encoders do (one label, its score the pair's): a
+  // reranker (a causal LM converted with classifier_from_token) classifies the two texts
+  // joined, a native one the pair encoded with the tokenizer's pair template.
+  std::vector<std::pair<std::string, std::string>> pair_texts;
+  if (const ServedClassifier served = ServedKind();
+      served.classifier && (parsed->endpoint == openai::Endpoint::kScore ||
+                            parsed->endpoint == openai::Endpoint::kRerank)) {
+    if (served.num_labels != 1) {
+      return RespondOpenAiError(
+          *writer, 400,
+          absl::StrCat("this model classifies into ", served.num_labels,
+                       " labels; scoring a pair needs a classifier of one label (use /classify)"));
     }
+    pair_texts = openai::JoinScorePairs(*parsed);
   }
+  const bool encode_pairs = !pair_texts.empty() && !ServedKind().reranker;
   const int32_t inputs = openai::ChoiceCount(*parsed);
   std::vector<v1::GenerateRequest> choices;
   choices.reserve(static_cast<size_t>(inputs));
@@ -436,8 +433,12 @@ void HttpFrontend::Embed(const http::HttpRequest& request,
     // Text inputs are tokenized here (add_special_tokens as asked), not by the Inference service,
     // whose handler pool would count each input of a long list as a queued request.
     if (choice.has_token_ids()) continue;
-    absl::StatusOr<std::vector<int32_t>> ids = options_.tokenizer->Encode(
-        choice.text(), {.add_special_tokens = parsed->add_special_tokens});
+    const EncodeOptions encode{.add_special_tokens = parsed->add_special_tokens};
+    absl::StatusOr<std::vector<int32_t>> ids =
+        encode_pairs
+            ? options_.tokenizer->EncodePair(pair_texts[static_cast<size_t>(i)].first,
+                                             pair_texts[static_cast<size_t>(i)].second, encode)
+            : options_.tokenizer->Encode(choice.text(), encode);
     if (!ids.ok()) {
       const std::string field = !parsed->choice_names.empty()
                                     ? parsed->choice_names[static_cast<size_t>(i)]

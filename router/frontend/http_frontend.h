@@ -65,7 +65,16 @@ struct LoraUpdate {
   bool load_inplace = false;
 };
 
-enum class ServedClassifier { kNone, kClassifier, kReranker };
+// What the served model is besides a generator (its groups' load reports).
+struct ServedClassifier {
+  // A sequence classifier: it answers /classify, and vLLM's /invocations sends it input and
+  // messages bodies.
+  bool classifier = false;
+  // One converted from a causal LM (vLLM's LLM as reranker): /score and /rerank join each pair
+  // into one text; a native classifier's pairs are encoded with the tokenizer's pair template.
+  bool reranker = false;
+  int32_t num_labels = 0;
+};
 
 struct HttpFrontendOptions {
   // A channel to the router's Inference service (Server::InProcessChannel).
@@ -88,9 +97,7 @@ struct HttpFrontendOptions {
   // Served model id and its longest context (for /v1/models and /tokenize).
   std::function<std::string()> model_name;
   std::function<int32_t()> max_model_len;
-  // What the served model is besides a generator (its groups' load reports): a sequence
-  // classifier answers /classify (and vLLM's /invocations sends it "input" bodies), a reranker
-  // (one converted from a causal LM) /score and /rerank too; unset: neither.
+  // What the served model is besides a generator (ServedClassifier); unset: a generator.
   std::function<ServedClassifier()> served_classifier = nullptr;
   // /v1/models' cards (the base model and its LoRA adapters); unset: model_name's alone.
   std::function<v1::ListModelsResponse()> list_models;
@@ -190,7 +197,7 @@ class HttpFrontend {
   // n or prompts, from its arrival to its answer), plus options_.grpc_load(). A request is
   // counted twice for the moment between its Generation starting and its pool job returning.
   int64_t ServerLoad();
-  // options_.served_classifier's answer (kNone when unset).
+  // options_.served_classifier's answer (a generator's when unset).
   ServedClassifier ServedKind() const;
 
   const HttpFrontendOptions options_;

@@ -705,7 +705,7 @@ absl::StatusOr<ParsedRequest> ParseRerankRequest(std::string_view body) {
   return out;
 }
 
-void JoinScorePairs(ParsedRequest& request) {
+std::vector<std::pair<std::string, std::string>> JoinScorePairs(ParsedRequest& request) {
   std::vector<std::string> texts = {request.generate.text()};
   for (const v1::GenerateRequest& p : request.more_prompts) texts.push_back(p.text());
   const std::vector<std::string> names = std::move(request.choice_names);
@@ -713,16 +713,19 @@ void JoinScorePairs(ParsedRequest& request) {
   request.more_prompts.clear();
   request.choice_names.clear();
   request.score_pairs.clear();
+  std::vector<std::pair<std::string, std::string>> halves;
   for (size_t i = 0; i < pairs.size(); ++i) {
     const auto a = static_cast<size_t>(pairs[i].first);
     const auto b = static_cast<size_t>(pairs[i].second);
     (i == 0 ? request.generate : request.more_prompts.emplace_back()).set_text(texts[a] + texts[b]);
     request.choice_names.push_back(absl::StrCat(names[a], " + ", names[b]));
+    halves.emplace_back(texts[a], texts[b]);
   }
   v1::EmbeddingParams& params = *request.generate.mutable_embedding();
   params.clear_normalize();  // the classifier's activation
   params.set_classify(true);
   request.cross_encoder = true;
+  return halves;
 }
 
 absl::StatusOr<ParsedRequest> ParseChatRequest(std::string_view body) {

@@ -161,11 +161,12 @@ absl::StatusOr<ParsedRequest> ParseScoreRequest(std::string_view body);
 // query; top_n keeps the best (0 or absent: all).
 absl::StatusOr<ParsedRequest> ParseRerankRequest(std::string_view body);
 
-// vLLM's scoring by an LLM-as-reranker classifier (its use_sep_token false): each pair of a
-// parsed /score or /rerank request becomes one classification choice whose text is the first
-// text followed by the second (tokenized as one text), named "<first> + <second>" for errors,
-// scored with the classifier's activation; sets cross_encoder.
-void JoinScorePairs(ParsedRequest& request);
+// vLLM's scoring by a classifier (a cross-encoder): each pair of a parsed /score or /rerank
+// request becomes one classification choice, named "<first> + <second>" for errors, scored with
+// the classifier's activation; sets cross_encoder. The choice's text is the first text followed
+// by the second, which an LLM-as-reranker classifies as one text (vLLM's use_sep_token false);
+// returns each choice's two texts, which a native classifier encodes as a pair.
+std::vector<std::pair<std::string, std::string>> JoinScorePairs(ParsedRequest& request);
 
 // The offending request field of an error from the parsers; "" when it has none.
 std::string ErrorParam(const absl::Status& status);

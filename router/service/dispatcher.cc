@@ -184,7 +184,8 @@ Dispatcher::ReportedClassifier Dispatcher::reported_classifier() const {
   for (size_t g = 0; g < table_.size(); ++g) {
     if (table_.load(g).up && table_.report(g).has_value()) {
       return {.classifier = table_.report(g)->classifier(),
-              .reranker = table_.report(g)->reranker()};
+              .reranker = table_.report(g)->reranker(),
+              .num_labels = table_.report(g)->num_labels()};
     }
   }
   return {};

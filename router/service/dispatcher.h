@@ -134,10 +134,11 @@ class Dispatcher {
   // The model the first up group reports ("" when none has reported).
   [[nodiscard]] std::string reported_model() const;
   // What the first up group that reported says of its model: a sequence classifier
-  // (LoadReport.classifier), converted from a causal LM (LoadReport.reranker).
+  // (LoadReport.classifier), converted from a causal LM (LoadReport.reranker), its labels.
   struct ReportedClassifier {
     bool classifier = false;
     bool reranker = false;
+    int32_t num_labels = 0;
   };
   [[nodiscard]] ReportedClassifier reported_classifier() const;
   // The LoRA adapters up groups report, each name once (the first group's path), in report

@@ -43,6 +43,7 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> MakeByteTokenizer(int32_t vocab_size)
   if (vocab_size > kByteTokenizerBosId) {
     t.bos_id_ = kByteTokenizerBosId;
     t.wrap_.prefix = {kByteTokenizerBosId};
+    t.wrap_.pair_prefix = {kByteTokenizerBosId};  // <|bos|> A B
   }
   if (vocab_size > kByteTokenizerEosId) t.eos_id_ = kByteTokenizerEosId;
   return tokenizer;

@@ -111,6 +111,14 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::FromJson(
     SpecialTokenWrap wrap_from_config;
     if (add_bos && t->bos_id_.has_value()) wrap_from_config.prefix.push_back(*t->bos_id_);
     if (add_eos && t->eos_id_.has_value()) wrap_from_config.suffix.push_back(*t->eos_id_);
+    // transformers' LlamaTokenizerFast template: the pair repeats the single's tokens around
+    // each sequence.
+    wrap_from_config.pair_prefix = wrap_from_config.prefix;
+    wrap_from_config.pair_middle = wrap_from_config.suffix;
+    wrap_from_config.pair_middle.insert(wrap_from_config.pair_middle.end(),
+                                        wrap_from_config.prefix.begin(),
+                                        wrap_from_config.prefix.end());
+    wrap_from_config.pair_suffix = wrap_from_config.suffix;
     t->wrap_ = std::move(wrap_from_config);
   }
   return t;
@@ -158,6 +166,32 @@ absl::StatusOr<std::vector<int32_t>> Tokenizer::Encode(std::string_view text,
     }
   }
   if (options.add_special_tokens) ids.insert(ids.end(), wrap_.suffix.begin(), wrap_.suffix.end());
+  return ids;
+}
+
+absl::StatusOr<std::vector<int32_t>> Tokenizer::EncodePair(std::string_view first,
+                                                           std::string_view second,
+                                                           const EncodeOptions& options) const {
+  // transformers reads an empty text_pair as none: the first text alone.
+  if (second.empty()) return Encode(first, options);
+  if (options.add_special_tokens && !wrap_.pair_supported) {
+    return absl::InvalidArgumentError(
+        "this tokenizer's post-processor has no pair template (tokenizer.json's post_processor), "
+        "so a text pair cannot be encoded with special tokens");
+  }
+  absl::StatusOr<std::vector<int32_t>> a = Encode(first, {.add_special_tokens = false});
+  if (!a.ok()) return a.status();
+  absl::StatusOr<std::vector<int32_t>> b = Encode(second, {.add_special_tokens = false});
+  if (!b.ok()) return b.status();
+  if (!options.add_special_tokens) {
+    a->insert(a->end(), b->begin(), b->end());
+    return a;
+  }
+  std::vector<int32_t> ids = wrap_.pair_prefix;
+  ids.insert(ids.end(), a->begin(), a->end());
+  ids.insert(ids.end(), wrap_.pair_middle.begin(), wrap_.pair_middle.end());
+  ids.insert(ids.end(), b->begin(), b->end());
+  ids.insert(ids.end(), wrap_.pair_suffix.begin(), wrap_.pair_suffix.end());
   return ids;
 }
 

@@ -58,6 +58,13 @@ class Tokenizer {
   // Token ids of `text`. InvalidArgument when `text` is not valid UTF-8 (names the byte offset).
   [[nodiscard]] absl::StatusOr<std::vector<int32_t>> Encode(
       std::string_view text, const EncodeOptions& options = {}) const;
+  // A text pair as transformers' tokenizer(text, text_pair) and `tokenizers`' encode(a, b)
+  // encode it (how vLLM tokenizes a cross-encoder's /score pair): each text encoded alone, with
+  // the post-processor's pair template around them (SpecialTokenWrap); an empty `second` is no
+  // pair, as transformers reads an empty text_pair (the single template). INVALID_ARGUMENT for
+  // invalid UTF-8, or special tokens asked of a post-processor without a pair template.
+  [[nodiscard]] absl::StatusOr<std::vector<int32_t>> EncodePair(
+      std::string_view first, std::string_view second, const EncodeOptions& options = {}) const;
   // Text of `ids`; ids outside the vocabulary are skipped (as `tokenizers` does). The result is
   // always valid UTF-8 (invalid byte sequences become U+FFFD).
   [[nodiscard]] std::string Decode(std::span<const int32_t> ids,

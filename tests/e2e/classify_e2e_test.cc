@@ -171,13 +171,62 @@ TEST_F(ClassifyE2eTest, WhatAClassifierRefuses) {
       BadRequestMessage(cluster_->Post("/classify", Json{{"input", std::string(300, 'a')}}.dump()))
           .find("the input to classify has 300 tokens"),
       std::string::npos);
-  // Pairs need the tokenizer's pair template for a native classifier: refused, saying so.
+  // A pair's score is one label's: three labels cannot score, as in vLLM.
   EXPECT_NE(
       BadRequestMessage(cluster_->Post("/score", Json{{"text_1", "a"}, {"text_2", "b"}}.dump()))
-          .find("pair template"),
+          .find("classifies into 3 labels; scoring a pair needs a classifier of one label"),
       std::string::npos);
   const HttpResponse after = cluster_->Post("/classify", Json{{"input", "x"}}.dump());
   EXPECT_EQ(after.status, 200) << after.body;
+}
+
+struct PairReference {
+  std::string text;
+  double score;
+};
+
+// Checks a one-label classifier's pair scoring against `refs` (a text and its score): /score of
+// each text split in two (text_1 the head, text_2 the rest) scores the whole text (the reranker
+// joins the pair; the byte tokenizer's pair is the two texts' bytes), /invocations routes the
+// pairs there too, and /rerank orders the texts by score (an empty query keeps each whole).
+void ExpectPairsScoreTheirText(const Cluster& cluster, const std::vector<PairReference>& refs) {
+  Json heads = Json::array();
+  Json rests = Json::array();
+  for (const PairReference& r : refs) {
+    size_t cut = r.text.size() / 2;
+    // At a character's start, so each half is UTF-8 (JSON text).
+    while (cut > 0 && (static_cast<unsigned char>(r.text[cut]) & 0xC0) == 0x80) --cut;
+    heads.push_back(r.text.substr(0, cut));
+    rests.push_back(r.text.substr(cut));
+  }
+  for (const char* path : {"/score", "/invocations"}) {
+    const HttpResponse scored =
+        cluster.Post(path, Json{{"text_1", heads}, {"text_2", rests}}.dump());
+    ASSERT_EQ(scored.status, 200) << scored.body;
+    const Json body = Json::parse(scored.body);
+    ASSERT_EQ(body["data"].size(), refs.size());
+    for (size_t i = 0; i < refs.size(); ++i) {
+      EXPECT_EQ(body["data"][i]["index"], i);
+      ExpectNear({body["data"][i]["score"].get<double>()}, {refs[i].score},
+                 std::string(path) + " pair " + std::to_string(i));
+    }
+  }
+  Json documents = Json::array();
+  for (const PairReference& r : refs) documents.push_back(r.text);
+  const HttpResponse reranked =
+      cluster.Post("/rerank", Json{{"query", ""}, {"documents", documents}}.dump());
+  ASSERT_EQ(reranked.status, 200) << reranked.body;
+  const Json results = Json::parse(reranked.body)["results"];
+  ASSERT_EQ(results.size(), refs.size());
+  double previous = 2;
+  for (const Json& result : results) {
+    const auto index = result["index"].get<size_t>();
+    const double score = result["relevance_score"].get<double>();
+    ExpectNear({score}, {refs[index].score}, "rerank document " + std::to_string(index));
+    EXPECT_EQ(result["document"]["text"], refs[index].text);
+    EXPECT_LE(score, previous) << "best first";
+    previous = score;
+  }
 }
 
 // vLLM's LLM-as-reranker: the llama-gqa causal LM served with Qwen3-Reranker's --hf-overrides
@@ -193,70 +242,39 @@ class RerankerE2eTest : public SharedClusterTest<RerankerE2eTest> {
   }
 };
 
-struct RerankReference {
-  std::string text;
-  double score;
-};
-
-std::vector<RerankReference> RerankReferences() {
+TEST_F(RerankerE2eTest, PairsScoreTheirJoinedText) {
   std::ifstream file(worker::testdata::FixtureDir("llama-gqa") / "classification_from_token.json");
   const Json doc = Json::parse(file);
-  std::vector<RerankReference> out;
+  std::vector<PairReference> refs;
   for (const Json& p : doc["prompts"]) {
-    out.push_back({p["text"].get<std::string>(), p["two_way_score"].get<double>()});
+    refs.push_back({p["text"].get<std::string>(), p["two_way_score"].get<double>()});
   }
-  return out;
-}
-
-// /classify gives the one label's score; /score of a text split in two (text_1 the head, text_2
-// the rest) scores the whole text, as vLLM joins the pair; /rerank orders the documents by it
-// (an empty query keeps each document whole); /invocations routes text pairs to /score.
-TEST_F(RerankerE2eTest, PairsScoreTheirJoinedText) {
-  const std::vector<RerankReference> refs = RerankReferences();
   const HttpResponse classified = cluster_->Post("/classify", Json{{"input", refs[0].text}}.dump());
   ASSERT_EQ(classified.status, 200) << classified.body;
   const Json entry = Json::parse(classified.body)["data"][0];
   EXPECT_EQ(entry["label"], "LABEL_0");
   ExpectNear(entry["probs"].get<std::vector<double>>(), {refs[0].score}, "/classify");
+  ExpectPairsScoreTheirText(*cluster_, refs);
+}
 
-  Json heads = Json::array();
-  Json rests = Json::array();
-  for (const RerankReference& r : refs) {
-    size_t cut = r.text.size() / 2;
-    // At a character's start, so each half is UTF-8 (JSON text).
-    while (cut > 0 && (static_cast<unsigned char>(r.text[cut]) & 0xC0) == 0x80) --cut;
-    heads.push_back(r.text.substr(0, cut));
-    rests.push_back(r.text.substr(cut));
+// A native one-label classifier (the qwen2-reward fixture, a Qwen2ForSequenceClassification)
+// scores pairs as a cross-encoder, each pair encoded with the tokenizer's pair template (the byte
+// tokenizer has none: the two texts' bytes), its score transformers' sigmoid of the text.
+class CrossEncoderE2eTest : public SharedClusterTest<CrossEncoderE2eTest> {
+ public:
+  static std::vector<std::string> ExtraWorkerFlags() {
+    return {"--model", worker::testdata::FixtureDir("qwen2-reward").string()};
   }
-  for (const char* path : {"/score", "/invocations"}) {
-    const HttpResponse scored =
-        cluster_->Post(path, Json{{"text_1", heads}, {"text_2", rests}}.dump());
-    ASSERT_EQ(scored.status, 200) << scored.body;
-    const Json body = Json::parse(scored.body);
-    ASSERT_EQ(body["data"].size(), refs.size());
-    for (size_t i = 0; i < refs.size(); ++i) {
-      EXPECT_EQ(body["data"][i]["index"], i);
-      ExpectNear({body["data"][i]["score"].get<double>()}, {refs[i].score},
-                 std::string(path) + " pair " + std::to_string(i));
-    }
-  }
+};
 
-  Json documents = Json::array();
-  for (const RerankReference& r : refs) documents.push_back(r.text);
-  const HttpResponse reranked =
-      cluster_->Post("/rerank", Json{{"query", ""}, {"documents", documents}}.dump());
-  ASSERT_EQ(reranked.status, 200) << reranked.body;
-  const Json results = Json::parse(reranked.body)["results"];
-  ASSERT_EQ(results.size(), refs.size());
-  double previous = 2;
-  for (const Json& result : results) {
-    const auto index = result["index"].get<size_t>();
-    const double score = result["relevance_score"].get<double>();
-    ExpectNear({score}, {refs[index].score}, "rerank document " + std::to_string(index));
-    EXPECT_EQ(result["document"]["text"], refs[index].text);
-    EXPECT_LE(score, previous) << "best first";
-    previous = score;
+TEST_F(CrossEncoderE2eTest, PairsScoreTheirText) {
+  std::ifstream file(worker::testdata::FixtureDir("qwen2-reward") / "classification.json");
+  const Json doc = Json::parse(file);
+  std::vector<PairReference> refs;
+  for (const Json& p : doc["prompts"]) {
+    refs.push_back({p["text"].get<std::string>(), p["probs"][0].get<double>()});
   }
+  ExpectPairsScoreTheirText(*cluster_, refs);
 }
 
 }  // namespace

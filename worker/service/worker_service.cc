@@ -454,6 +454,7 @@ void WorkerService::SetReady(EngineLoop* loop) {
   base.set_lora_resolver(options_.lora_resolver);
   base.set_classifier(options_.classifier);
   base.set_reranker(options_.reranker);
+  base.set_num_labels(options_.num_labels);
   {
     std::lock_guard<std::mutex> lock(mu_);
     publisher_ = std::make_unique<LoadPublisher>(loop, std::move(base), options_, &draining_,

@@ -100,6 +100,7 @@ struct WorkerServiceOptions {
   // LoadReport.classifier and LoadReport.reranker).
   bool classifier = false;
   bool reranker = false;
+  int32_t num_labels = 0;  // LoadReport.num_labels
   // Changes are reported at most this often...
   absl::Duration min_report_interval = absl::Milliseconds(50);
   // ...and a report is sent at least this often.

@@ -94,7 +94,8 @@ class HttpFrontendTest : public ::testing::Test {
   std::unique_ptr<HttpFrontend> Make(size_t max_queued,
                                      std::shared_ptr<grpc::Channel> channel = nullptr,
                                      bool request_id_headers = false,
-                                     bool trust_request_chat_template = false) {
+                                     bool trust_request_chat_template = false,
+                                     ServedClassifier served = {}) {
     return std::make_unique<HttpFrontend>(HttpFrontendOptions{
         // Never dialled unless given: /tokenize needs no worker.
         .channel = channel != nullptr
@@ -107,6 +108,7 @@ class HttpFrontendTest : public ::testing::Test {
         .healthy = [] { return true; },
         .model_name = [] { return std::string("m"); },
         .max_model_len = [] { return 256; },
+        .served_classifier = [served] { return served; },
         .list_models = nullptr,
         .update_lora = nullptr,
         .handler_threads = 1,
@@ -202,6 +204,60 @@ TEST_F(HttpFrontendTest, NSamplesOfATextPromptAreTokenizedOnceByTheFront) {
   EXPECT_EQ(seeds_by_prompt[(std::vector<int32_t>{'y', 'o'})], seeds);
   frontend->BeginShutdown();
   EXPECT_TRUE(frontend->WaitForIdle(absl::Now() + absl::Seconds(10)));
+  server->Shutdown();
+}
+
+// /score with a one-label classifier: a native one sends each pair encoded with the tokenizer's
+// pair template (Llama 3's <bos> A <bos> B, as transformers' tokenizer(text, text_pair) gives it:
+// tests/router/tokenizer/fixtures/pairs.json), a reranker the two texts joined and encoded as one;
+// a classifier of three labels cannot score.
+TEST_F(HttpFrontendTest, ScoreSendsClassifiersTheirPairs) {
+  absl::StatusOr<std::unique_ptr<Tokenizer>> llama3 =
+      Tokenizer::FromFiles(testing::FixtureDir("llama3") + "/tokenizer.json",
+                           testing::FixtureDir("llama3") + "/tokenizer_config.json");
+  ASSERT_TRUE(llama3.ok()) << llama3.status();
+  tokenizer_ = *std::move(llama3);
+  std::ifstream file(testing::FixtureDir("pairs.json"));
+  const nlohmann::json pairs = nlohmann::json::parse(file);
+  const nlohmann::json& pair = pairs["tokenizers"]["llama3"]["pairs"][0];
+  const std::string first = pair["first"];
+  const std::string second = pair["second"];
+  const nlohmann::json body = {{"text_1", first}, {"text_2", {second}}};
+
+  RecordingInference service;
+  std::unique_ptr<grpc::Server> server = Serve(service);
+  ASSERT_NE(server, nullptr);
+  struct Case {
+    ServedClassifier served;
+    std::vector<int32_t> ids;
+  };
+  const std::vector<Case> cases = {{{.classifier = true, .reranker = false, .num_labels = 1},
+                                    pair["ids"].get<std::vector<int32_t>>()},
+                                   {{.classifier = true, .reranker = true, .num_labels = 1},
+                                    *tokenizer_->Encode(first + second)}};
+  for (const Case& c : cases) {
+    std::unique_ptr<HttpFrontend> frontend = Make(16, channel_, false, false, c.served);
+    auto writer = std::make_shared<RecordingWriter>();
+    frontend->Handle(Post("/score", body.dump()), writer);
+    ASSERT_TRUE(writer->Wait());
+    ASSERT_EQ(writer->status_, 200) << writer->body_;
+    std::lock_guard<std::mutex> lock(service.mu_);
+    ASSERT_EQ(service.requests_.size(), 1u);
+    const v1::GenerateRequest& r = service.requests_[0];
+    EXPECT_TRUE(r.embedding().classify());
+    EXPECT_EQ(std::vector<int32_t>(r.token_ids().ids().begin(), r.token_ids().ids().end()), c.ids)
+        << (c.served.reranker ? "reranker" : "native");
+    service.requests_.clear();
+    frontend->BeginShutdown();
+  }
+  std::unique_ptr<HttpFrontend> three =
+      Make(16, channel_, false, false, {.classifier = true, .reranker = false, .num_labels = 3});
+  auto writer = std::make_shared<RecordingWriter>();
+  three->Handle(Post("/rerank", R"({"query": "q", "documents": ["d"]})"), writer);
+  ASSERT_TRUE(writer->Wait());
+  EXPECT_EQ(writer->status_, 400);
+  EXPECT_NE(writer->body_.find("classifies into 3 labels"), std::string::npos) << writer->body_;
+  three->BeginShutdown();
   server->Shutdown();
 }
 

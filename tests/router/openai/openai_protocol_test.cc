@@ -273,13 +273,15 @@ TEST(OpenAiProtocolTest, ClassifyFieldsMapToGenerateRequests) {
   for (const BadBody& c : bad) ExpectBad(parse(c.body), c);
 }
 
-// A reranker scores each pair as one classification of the two texts joined (vLLM's LLM as
-// reranker), in the answer's order, named after both texts.
+// A classifier scores each pair as one classification (of the two texts joined, for vLLM's LLM
+// as reranker), in the answer's order, named after both texts.
 TEST(OpenAiProtocolTest, JoinScorePairsClassifiesEachPairJoined) {
   absl::StatusOr<ParsedRequest> score =
       ParseScoreRequest(R"({"text_1": "q ", "text_2": ["a", "b"], "priority": 2})");
   ASSERT_TRUE(score.ok()) << score.status();
-  JoinScorePairs(*score);
+  EXPECT_EQ(JoinScorePairs(*score),
+            (std::vector<std::pair<std::string, std::string>>{{"q ", "a"}, {"q ", "b"}}))
+      << "each choice's two texts, for a pair template";
   EXPECT_TRUE(score->cross_encoder);
   EXPECT_TRUE(score->score_pairs.empty());
   ASSERT_EQ(ChoiceCount(*score), 2);

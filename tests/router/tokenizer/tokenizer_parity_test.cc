@@ -1,12 +1,15 @@
 // Parity with Hugging Face `tokenizers`: for every committed fixture, encoding the corpus gives the
 // ids `tokenizers` gave, and decoding gives the same text (fixtures/<name>/expected.jsonl), and
-// decoding random id sequences (biased to byte and special tokens) matches too (decode.jsonl).
+// decoding random id sequences (biased to byte and special tokens) matches too (decode.jsonl); text
+// pairs encode as transformers encodes them (pairs.json).
 #include <algorithm>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
 #include "router/tokenizer/tokenizer.h"
 #include "router/tokenizer/utf8.h"
 #include "tests/router/tokenizer/fixtures.h"
@@ -97,6 +100,72 @@ TEST_P(ParityTest, TokenBytesAddUpToTheDecodedText) {
     }
   }
   EXPECT_GT(compared, 30) << "too few rows to compare";
+}
+
+// Text pairs as transformers' tokenizer(text, text_pair) encodes them (fixtures/pairs.json,
+// scripts/gen_tokenizer_pair_fixtures.py): each text alone, in the pair template's special tokens
+// (Llama 3's <bos> A <bos> B, the llama2 family's as transformers rebuilds it from
+// tokenizer_config.json, none for the byte-level ones).
+TEST_P(ParityTest, PairsEncodeAsTransformers) {
+  std::ifstream file(FixtureDir("pairs.json"));
+  ASSERT_TRUE(file.good()) << "cannot open pairs.json";
+  const nlohmann::json cases = nlohmann::json::parse(file)["tokenizers"][GetParam()]["pairs"];
+  ASSERT_GE(cases.size(), 5u);
+  for (const nlohmann::json& c : cases) {
+    const std::string first = c["first"];
+    const std::string second = c["second"];
+    auto ids = tokenizer_->EncodePair(first, second);
+    ASSERT_TRUE(ids.ok()) << ids.status();
+    EXPECT_EQ(*ids, Ids(c["ids"])) << first << " | " << second;
+    auto plain = tokenizer_->EncodePair(first, second, {.add_special_tokens = false});
+    ASSERT_TRUE(plain.ok()) << plain.status();
+    EXPECT_EQ(*plain, Ids(c["ids_plain"])) << first << " | " << second;
+  }
+}
+
+// BERT's and RoBERTa's pair forms ([CLS] A [SEP] B [SEP]; <s> A </s></s> B </s>), against
+// `tokenizers` on small tokenizers built with those post-processors (pairs.json's processors).
+TEST(PairTest, BertAndRobertaPairsEncodeAsTokenizers) {
+  std::ifstream file(FixtureDir("pairs.json"));
+  ASSERT_TRUE(file.good()) << "cannot open pairs.json";
+  const nlohmann::json processors = nlohmann::json::parse(file)["processors"];
+  ASSERT_EQ(processors.size(), 2u);
+  for (const auto& [name, entry] : processors.items()) {
+    auto tokenizer =
+        Tokenizer::FromJson(entry["tokenizer_json"].get<std::string>(), std::nullopt, name);
+    ASSERT_TRUE(tokenizer.ok()) << name << ": " << tokenizer.status();
+    for (const nlohmann::json& c : entry["pairs"]) {
+      const std::string first = c["first"];
+      const std::string second = c["second"];
+      auto ids = (*tokenizer)->EncodePair(first, second);
+      ASSERT_TRUE(ids.ok()) << ids.status();
+      EXPECT_EQ(*ids, Ids(c["ids"])) << name << ": " << first << " | " << second;
+      auto plain = (*tokenizer)->EncodePair(first, second, {.add_special_tokens = false});
+      ASSERT_TRUE(plain.ok()) << plain.status();
+      EXPECT_EQ(*plain, Ids(c["ids_plain"])) << name << ": " << first << " | " << second;
+    }
+  }
+}
+
+// A TemplateProcessing without a pair template cannot add special tokens to a pair (`tokenizers`
+// fails too); without special tokens the pair is the two texts' ids.
+TEST(PairTest, ATemplateWithoutPairRefusesSpecialTokens) {
+  std::ifstream file(FixtureDir("pairs.json"));
+  nlohmann::json spec = nlohmann::json::parse(
+      nlohmann::json::parse(file)["processors"]["bert"]["tokenizer_json"].get<std::string>());
+  spec["post_processor"] = {
+      {"type", "TemplateProcessing"},
+      {"single", "[CLS] $A"},
+      {"special_tokens", {{"[CLS]", {{"id", "[CLS]"}, {"ids", {0}}, {"tokens", {"[CLS]"}}}}}}};
+  auto tokenizer = Tokenizer::FromJson(spec.dump());
+  ASSERT_TRUE(tokenizer.ok()) << tokenizer.status();
+  const auto refused = (*tokenizer)->EncodePair("ab", "c");
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.status().message().find("no pair template"), std::string::npos);
+  const auto plain = (*tokenizer)->EncodePair("ab", "c", {.add_special_tokens = false});
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_EQ(*plain, (std::vector<int32_t>{4, 5, 6}));
+  EXPECT_EQ(*(*tokenizer)->Encode("ab"), (std::vector<int32_t>{0, 4, 5}));
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, ParityTest, ::testing::ValuesIn(testing::FixtureNames()),
