@@ -722,8 +722,9 @@ std::vector<std::pair<std::string, std::string>> JoinScorePairs(ParsedRequest& r
     halves.emplace_back(texts[a], texts[b]);
   }
   v1::EmbeddingParams& params = *request.generate.mutable_embedding();
-  params.clear_normalize();  // the classifier's activation
+  params.clear_normalize();  // the classifier's activation for scores
   params.set_classify(true);
+  params.set_score_pair(true);
   request.cross_encoder = true;
   return halves;
 }

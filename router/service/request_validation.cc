@@ -71,6 +71,7 @@ absl::StatusOr<ValidatedRequest> ValidateEmbedding(const v1::GenerateRequest& re
   pooling.set_dimensions(e.dimensions());
   if (e.has_normalize()) pooling.set_normalize(e.normalize());  // unset: the model's default
   pooling.set_classify(e.classify());
+  pooling.set_score_pair(e.score_pair());
   // What the worker runs: one greedy pass whose token it drops.
   out.sampling.set_temperature(0.0f);
   out.sampling.set_max_tokens(1);

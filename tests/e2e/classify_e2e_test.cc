@@ -119,7 +119,12 @@ TEST_F(ClassifyE2eTest, InvocationsClassify) {
     const Json want = Json::parse(direct.body);
     const Json got = Json::parse(invoked.body);
     EXPECT_EQ(got["id"].get<std::string>().rfind("classify-", 0), 0u) << got["id"];
-    EXPECT_EQ(got["data"], want["data"]) << body.dump();
+    ASSERT_EQ(got["data"].size(), 1u) << invoked.body;
+    EXPECT_EQ(got["data"][0]["label"], want["data"][0]["label"]) << body.dump();
+    // Not bit-equal: the second may find the prompt in a group's prefix cache, and a matrix
+    // product of another height rounds differently.
+    ExpectNear(got["data"][0]["probs"].get<std::vector<double>>(),
+               want["data"][0]["probs"].get<std::vector<double>>(), body.dump());
     EXPECT_EQ(got["usage"], want["usage"]) << body.dump();
   }
   ExpectNear(Json::parse(cluster_->Post("/invocations", Json{{"input", refs[3].text}}.dump())

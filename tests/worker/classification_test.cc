@@ -324,6 +324,44 @@ TEST(ClassificationTest, FromTokenConversionMatchesTransformers) {
   }
 }
 
+// A pair's score (vLLM's score task) takes the cross-encoder activation config.json names:
+// sbert_ce_default_activation_function Identity answers the raw score, sentence_transformers'
+// activation_fn Tanh its tanh; classification keeps its sigmoid either way.
+TEST(ClassificationTest, ScorePairsTakeTheCrossEncoderActivation) {
+  const std::vector<Reference> refs = References("qwen2-reward");
+  const std::string dir = testdata::FixtureDir("qwen2-reward").string();
+  for (const char* overrides :
+       {R"({"sbert_ce_default_activation_function": "torch.nn.modules.linear.Identity"})",
+        R"({"sentence_transformers": {"activation_fn": "torch.nn.modules.activation.Tanh"}})"}) {
+    SCOPED_TRACE(overrides);
+    absl::StatusOr<ModelConfig> config = LoadModelConfig(dir, overrides);
+    ASSERT_TRUE(config.ok()) << config.status();
+    const bool tanh = std::string(overrides).find("Tanh") != std::string::npos;
+    std::vector<Request> requests;
+    for (size_t i = 0; i < refs.size(); ++i) {
+      requests.push_back(Classify(static_cast<int64_t>(i), refs[i].ids, {}));
+      Request pair = Classify(100 + static_cast<int64_t>(i), refs[i].ids, {});
+      pair.embedding->score_pair = true;
+      requests.push_back(pair);
+    }
+    const auto run = RunClassifier("qwen2-reward", *config, requests, Options(), false);
+    for (size_t i = 0; i < refs.size(); ++i) {
+      const auto id = static_cast<int64_t>(i);
+      ExpectScoresNear(run.at(id).scores, refs[i].probs, absl::StrCat("classify ", i));
+      const double logit = refs[i].logits[0];
+      ExpectScoresNear(run.at(100 + id).scores, {tanh ? std::tanh(logit) : logit},
+                       absl::StrCat("score ", i));
+    }
+  }
+  const absl::Status other =
+      LoadModelConfig(
+          dir, R"({"sbert_ce_default_activation_function": "torch.nn.modules.activation.ReLU"})")
+          .status();
+  EXPECT_EQ(other.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(other.message(), HasSubstr("sbert_ce_default_activation_function"));
+  EXPECT_THAT(other.message(), HasSubstr("ReLU"));
+}
+
 // What a classifier cannot do, and classification where the model is no classifier: refused
 // before anything runs, saying why.
 TEST(ClassificationTest, RefusalsSayWhy) {

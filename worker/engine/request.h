@@ -100,6 +100,9 @@ struct EmbeddingParams {
   // vLLM's classify task: the model's score head over the pooled row (ModelConfig::classifier;
   // other models refuse it), num_labels scores in place of the vector.
   bool classify = false;
+  // With classify: vLLM's score task (a cross-encoder's pair), activated by
+  // Classifier::score_activation.
+  bool score_pair = false;
   // The model's (PoolingConfig), set by the engine. Other than kLast, every prompt position is
   // computed: the request takes no prefix-cache hits.
   Pooling pooling = Pooling::kLast;

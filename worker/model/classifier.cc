@@ -175,18 +175,45 @@ absl::StatusOr<Classifier> ReadClassifier(const Json& root, std::string_view pat
     out.problem_type = type->get<std::string>();
   }
   // vLLM's get_classification_act_fn (with its PoolerClassify's one-label sigmoid).
+  const ClassifierActivation classify =
+      out.num_labels() < 2 ? ClassifierActivation::kSigmoid : ClassifierActivation::kSoftmax;
   if (out.problem_type == "regression") {
     out.activation = ClassifierActivation::kNone;
   } else if (out.problem_type == "multi_label_classification") {
     out.activation = ClassifierActivation::kSigmoid;
   } else if (out.problem_type.empty() || out.problem_type == "single_label_classification") {
-    out.activation =
-        out.num_labels() < 2 ? ClassifierActivation::kSigmoid : ClassifierActivation::kSoftmax;
+    out.activation = classify;
   } else {
     return FieldError(path, "problem_type",
                       absl::StrCat("is \"", out.problem_type,
                                    "\"; transformers knows regression, "
                                    "single_label_classification and multi_label_classification"));
+  }
+  // vLLM's get_cross_encoder_act_fn.
+  out.score_activation = out.activation;
+  std::string field = "sentence_transformers.activation_fn";
+  const Json* name = nullptr;
+  if (const Json* st = Member(root, "sentence_transformers"); st != nullptr && st->is_object()) {
+    name = Member(*st, "activation_fn");
+  }
+  if (name == nullptr) {
+    field = "sbert_ce_default_activation_function";
+    name = Member(root, field);
+  }
+  if (name == nullptr) return out;
+  const std::string fn = name->is_string() ? name->get<std::string>() : name->dump();
+  if (fn == "torch.nn.modules.linear.Identity") {
+    out.score_activation = ClassifierActivation::kNone;
+  } else if (fn == "torch.nn.modules.activation.Sigmoid" ||
+             fn == "torch.nn.modules.activation.Softmax") {
+    out.score_activation = classify;  // vLLM's PoolerActivation.wraps: PoolerClassify
+  } else if (fn == "torch.nn.modules.activation.Tanh") {
+    out.score_activation = ClassifierActivation::kTanh;
+  } else {
+    return FieldError(path, field,
+                      absl::StrCat("names ", fn,
+                                   "; headroom applies torch.nn.modules.linear.Identity and "
+                                   "torch.nn.modules.activation's Sigmoid, Softmax and Tanh"));
   }
   return out;
 }
@@ -219,7 +246,8 @@ std::vector<float> ConvertedHead(const Classifier& classifier, std::span<const f
 }
 
 std::vector<float> ClassScores(const Classifier& classifier, std::span<const float> weight,
-                               std::span<const float> hidden, bool activate) {
+                               std::span<const float> hidden,
+                               std::optional<ClassifierActivation> activation) {
   const size_t labels = static_cast<size_t>(classifier.num_labels());
   const size_t width = hidden.size();
   std::vector<double> scores(labels, 0.0);
@@ -231,21 +259,22 @@ std::vector<float> ClassScores(const Classifier& classifier, std::span<const flo
     }
     scores[l] = sum;
   }
-  if (activate) {
-    switch (classifier.activation) {
-      case ClassifierActivation::kSoftmax: {
-        const double top = *std::max_element(scores.begin(), scores.end());
-        double total = 0;
-        for (double& s : scores) total += (s = std::exp(s - top));
-        for (double& s : scores) s /= total;
-        break;
-      }
-      case ClassifierActivation::kSigmoid:
-        for (double& s : scores) s = 1.0 / (1.0 + std::exp(-s));
-        break;
-      case ClassifierActivation::kNone:
-        break;
+  switch (activation.value_or(ClassifierActivation::kNone)) {
+    case ClassifierActivation::kSoftmax: {
+      const double top = *std::max_element(scores.begin(), scores.end());
+      double total = 0;
+      for (double& s : scores) total += (s = std::exp(s - top));
+      for (double& s : scores) s /= total;
+      break;
     }
+    case ClassifierActivation::kSigmoid:
+      for (double& s : scores) s = 1.0 / (1.0 + std::exp(-s));
+      break;
+    case ClassifierActivation::kTanh:
+      for (double& s : scores) s = std::tanh(s);
+      break;
+    case ClassifierActivation::kNone:
+      break;
   }
   return {scores.begin(), scores.end()};
 }

@@ -35,7 +35,7 @@
 
 namespace headroom::worker {
 
-enum class ClassifierActivation : uint8_t { kSoftmax, kSigmoid, kNone };
+enum class ClassifierActivation : uint8_t { kSoftmax, kSigmoid, kNone, kTanh };
 
 struct Classifier {
   // The checkpoint's architecture, e.g. "Qwen2ForSequenceClassification" (ModelConfig's
@@ -46,6 +46,11 @@ struct Classifier {
   std::vector<std::string> labels;
   std::string problem_type;  // "" when config.json gives none
   ClassifierActivation activation = ClassifierActivation::kSoftmax;
+  // A pair's score (vLLM's score task, get_cross_encoder_act_fn): config.json's
+  // sentence_transformers.activation_fn, else sbert_ce_default_activation_function, where one
+  // names torch.nn's Identity (none), Sigmoid or Softmax (as `activation` picks them: a sigmoid
+  // for one label, else softmax) or Tanh; else `activation`.
+  ClassifierActivation score_activation = ClassifierActivation::kSoftmax;
   // The conversion from LM-head rows (empty `method`: the checkpoint has score.weight).
   std::string method;
   std::vector<std::string> from_tokens;
@@ -82,10 +87,11 @@ struct Classifier {
                                                std::span<const float> rows, int64_t hidden);
 
 // The head over one pooled row: `weight` [num_labels, hidden] (row-major) times `hidden`, in
-// double precision, then the classifier's activation when `activate` (vLLM's use_activation).
+// double precision, then `activation` (vLLM's use_activation false: none).
 [[nodiscard]] std::vector<float> ClassScores(const Classifier& classifier,
                                              std::span<const float> weight,
-                                             std::span<const float> hidden, bool activate);
+                                             std::span<const float> hidden,
+                                             std::optional<ClassifierActivation> activation);
 
 // The label of the highest score (the first of equals), as vLLM names a classification.
 [[nodiscard]] const std::string& TopLabel(const Classifier& classifier,

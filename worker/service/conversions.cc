@@ -20,6 +20,7 @@ absl::StatusOr<Request> RequestFromProto(const v1::SubmitRequest& proto, Request
     embedding.dimensions = proto.pooling().dimensions();
     if (proto.pooling().has_normalize()) embedding.normalize = proto.pooling().normalize();
     embedding.classify = proto.pooling().classify();
+    embedding.score_pair = proto.pooling().score_pair();
   }
   const v1::TokenSamplingParams& in = proto.sampling();
   SamplingParams& out = request.sampling;

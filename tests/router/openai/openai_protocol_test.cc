@@ -292,6 +292,7 @@ TEST(OpenAiProtocolTest, JoinScorePairsClassifiesEachPairJoined) {
   for (int32_t i : {0, 1}) {
     const v1::GenerateRequest g = ChoiceRequest(*score, i);
     EXPECT_TRUE(g.embedding().classify());
+    EXPECT_TRUE(g.embedding().score_pair()) << "vLLM's score task";
     EXPECT_FALSE(g.embedding().has_normalize()) << "the classifier's activation applies";
     EXPECT_EQ(g.priority(), 2);
   }
