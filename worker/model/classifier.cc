@@ -149,32 +149,9 @@ absl::Status ReadConversion(const Json& root, std::string_view path, Classifier&
   return absl::OkStatus();
 }
 
-}  // namespace
-
-std::optional<std::string> ClassifierDecoder(std::string_view architecture) {
-  if (!architecture.ends_with(kClassifierSuffix) ||
-      architecture.size() == kClassifierSuffix.size()) {
-    return std::nullopt;
-  }
-  architecture.remove_suffix(kClassifierSuffix.size());
-  return absl::StrCat(std::string(architecture), "ForCausalLM");
-}
-
-absl::StatusOr<Classifier> ReadClassifier(const Json& root, std::string_view path,
-                                          std::string architecture) {
-  Classifier out;
-  out.architecture = std::move(architecture);
-  absl::StatusOr<std::vector<std::string>> labels = ReadLabels(root, path);
-  if (!labels.ok()) return labels.status();
-  out.labels = *std::move(labels);
-  if (absl::Status st = ReadConversion(root, path, out); !st.ok()) return st;
-  if (const Json* type = Member(root, "problem_type"); type != nullptr) {
-    if (!type->is_string()) {
-      return FieldError(path, "problem_type", absl::StrCat("must be a string, got ", type->dump()));
-    }
-    out.problem_type = type->get<std::string>();
-  }
-  // vLLM's get_classification_act_fn (with its PoolerClassify's one-label sigmoid).
+// The activations: vLLM's get_classification_act_fn from problem_type (with its PoolerClassify's
+// one-label sigmoid), and get_cross_encoder_act_fn's for a pair's score.
+absl::Status ReadActivations(const Json& root, std::string_view path, Classifier& out) {
   const ClassifierActivation classify =
       out.num_labels() < 2 ? ClassifierActivation::kSigmoid : ClassifierActivation::kSoftmax;
   if (out.problem_type == "regression") {
@@ -200,7 +177,7 @@ absl::StatusOr<Classifier> ReadClassifier(const Json& root, std::string_view pat
     field = "sbert_ce_default_activation_function";
     name = Member(root, field);
   }
-  if (name == nullptr) return out;
+  if (name == nullptr) return absl::OkStatus();
   const std::string fn = name->is_string() ? name->get<std::string>() : name->dump();
   if (fn == "torch.nn.modules.linear.Identity") {
     out.score_activation = ClassifierActivation::kNone;
@@ -215,6 +192,35 @@ absl::StatusOr<Classifier> ReadClassifier(const Json& root, std::string_view pat
                                    "; headroom applies torch.nn.modules.linear.Identity and "
                                    "torch.nn.modules.activation's Sigmoid, Softmax and Tanh"));
   }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+std::optional<std::string> ClassifierDecoder(std::string_view architecture) {
+  if (!architecture.ends_with(kClassifierSuffix) ||
+      architecture.size() == kClassifierSuffix.size()) {
+    return std::nullopt;
+  }
+  architecture.remove_suffix(kClassifierSuffix.size());
+  return absl::StrCat(std::string(architecture), "ForCausalLM");
+}
+
+absl::StatusOr<Classifier> ReadClassifier(const Json& root, std::string_view path,
+                                          std::string architecture) {
+  Classifier out;
+  out.architecture = std::move(architecture);
+  absl::StatusOr<std::vector<std::string>> labels = ReadLabels(root, path);
+  if (!labels.ok()) return labels.status();
+  out.labels = *std::move(labels);
+  if (absl::Status st = ReadConversion(root, path, out); !st.ok()) return st;
+  if (const Json* type = Member(root, "problem_type"); type != nullptr) {
+    if (!type->is_string()) {
+      return FieldError(path, "problem_type", absl::StrCat("must be a string, got ", type->dump()));
+    }
+    out.problem_type = type->get<std::string>();
+  }
+  if (absl::Status st = ReadActivations(root, path, out); !st.ok()) return st;
   return out;
 }
 
