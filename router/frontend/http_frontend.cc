@@ -413,18 +413,21 @@ void HttpFrontend::Embed(const http::HttpRequest& request,
   // reranker (a causal LM converted with classifier_from_token) classifies the two texts
   // joined, a native one the pair encoded with the tokenizer's pair template.
   std::vector<std::pair<std::string, std::string>> pair_texts;
-  if (const ServedClassifier served = ServedKind();
-      served.classifier && (parsed->endpoint == openai::Endpoint::kScore ||
-                            parsed->endpoint == openai::Endpoint::kRerank)) {
-    if (served.num_labels != 1) {
-      return RespondOpenAiError(
-          *writer, 400,
-          absl::StrCat("this model classifies into ", served.num_labels,
-                       " labels; scoring a pair needs a classifier of one label (use /classify)"));
+  bool encode_pairs = false;
+  if (parsed->endpoint == openai::Endpoint::kScore ||
+      parsed->endpoint == openai::Endpoint::kRerank) {
+    if (const ServedClassifier served = ServedKind(); served.classifier) {
+      if (served.num_labels != 1) {
+        return RespondOpenAiError(
+            *writer, 400,
+            absl::StrCat(
+                "this model classifies into ", served.num_labels,
+                " labels; scoring a pair needs a classifier of one label (use /classify)"));
+      }
+      pair_texts = openai::JoinScorePairs(*parsed);
+      encode_pairs = !served.reranker;
     }
-    pair_texts = openai::JoinScorePairs(*parsed);
   }
-  const bool encode_pairs = !pair_texts.empty() && !ServedKind().reranker;
   const int32_t inputs = openai::ChoiceCount(*parsed);
   std::vector<v1::GenerateRequest> choices;
   choices.reserve(static_cast<size_t>(inputs));

@@ -171,24 +171,26 @@ int32_t Dispatcher::largest_max_model_len() const {
   return table_.largest_max_model_len();
 }
 
+const v1::LoadReport* Dispatcher::FirstUpReport() const {
+  for (size_t g = 0; g < table_.size(); ++g) {
+    if (table_.load(g).up && table_.report(g).has_value()) return &*table_.report(g);
+  }
+  return nullptr;
+}
+
 std::string Dispatcher::reported_model() const {
   std::lock_guard<std::mutex> lock(mu_);
-  for (size_t g = 0; g < table_.size(); ++g) {
-    if (table_.load(g).up && table_.report(g).has_value()) return table_.report(g)->model();
-  }
-  return "";
+  const v1::LoadReport* report = FirstUpReport();
+  return report != nullptr ? report->model() : "";
 }
 
 Dispatcher::ReportedClassifier Dispatcher::reported_classifier() const {
   std::lock_guard<std::mutex> lock(mu_);
-  for (size_t g = 0; g < table_.size(); ++g) {
-    if (table_.load(g).up && table_.report(g).has_value()) {
-      return {.classifier = table_.report(g)->classifier(),
-              .reranker = table_.report(g)->reranker(),
-              .num_labels = table_.report(g)->num_labels()};
-    }
-  }
-  return {};
+  const v1::LoadReport* report = FirstUpReport();
+  if (report == nullptr) return {};
+  return {.classifier = report->classifier(),
+          .reranker = report->reranker(),
+          .num_labels = report->num_labels()};
 }
 
 std::vector<v1::LoraAdapter> Dispatcher::reported_lora_adapters() const {

@@ -159,6 +159,9 @@ class Dispatcher {
   [[nodiscard]] v1::ClusterState Snapshot() const;
 
  private:
+  // The report of the first up group that has reported; null when none. mu_ must be held.
+  [[nodiscard]] const v1::LoadReport* FirstUpReport() const;
+
   struct Pending {
     int64_t max_total_tokens = 0;
     absl::Time deadline;

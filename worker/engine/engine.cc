@@ -320,12 +320,12 @@ void Engine::PooledOutput(const float* hidden, const EmbeddingParams& params,
     out.embedding = EmbeddingOf(hidden, config.hidden_size, params);
     return;
   }
-  const ClassifierActivation activation =
-      params.score_pair ? config.classifier->score_activation : config.classifier->activation;
-  out.embedding = ClassScores(
-      *config.classifier, classifier_head_, {hidden, static_cast<size_t>(config.hidden_size)},
-      params.normalize.value_or(true) ? std::optional<ClassifierActivation>(activation)
-                                      : std::nullopt);
+  const ClassifierActivation activation = !params.normalize.value_or(true)
+                                              ? ClassifierActivation::kNone
+                                          : params.score_pair ? config.classifier->score_activation
+                                                              : config.classifier->activation;
+  out.embedding = ClassScores(*config.classifier, classifier_head_,
+                              {hidden, static_cast<size_t>(config.hidden_size)}, activation);
   out.label = TopLabel(*config.classifier, out.embedding);
 }
 

@@ -643,8 +643,6 @@ std::string LanguageModelTensorName(const CheckpointFiles& files, const std::str
   return old_form;
 }
 
-}  // namespace
-
 // A converted classifier (Classifier::method): the LM head's rows of its tokens, read by
 // `read_row(tensor name, first element, out)` from the embedding matrix or lm_head.weight, made
 // into the score head. Nothing for any other model.
@@ -672,6 +670,8 @@ absl::Status ConvertedScoreHead(
                    .data = ConvertedHead(classifier, rows, hidden)};
   return absl::OkStatus();
 }
+
+}  // namespace
 
 absl::StatusOr<ModelWeights> LoadWeights(const ModelConfig& config, std::string_view dir,
                                          ShardSpec shard) {

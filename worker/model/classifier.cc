@@ -252,8 +252,7 @@ std::vector<float> ConvertedHead(const Classifier& classifier, std::span<const f
 }
 
 std::vector<float> ClassScores(const Classifier& classifier, std::span<const float> weight,
-                               std::span<const float> hidden,
-                               std::optional<ClassifierActivation> activation) {
+                               std::span<const float> hidden, ClassifierActivation activation) {
   const size_t labels = static_cast<size_t>(classifier.num_labels());
   const size_t width = hidden.size();
   std::vector<double> scores(labels, 0.0);
@@ -265,7 +264,7 @@ std::vector<float> ClassScores(const Classifier& classifier, std::span<const flo
     }
     scores[l] = sum;
   }
-  switch (activation.value_or(ClassifierActivation::kNone)) {
+  switch (activation) {
     case ClassifierActivation::kSoftmax: {
       const double top = *std::max_element(scores.begin(), scores.end());
       double total = 0;

@@ -87,11 +87,11 @@ struct Classifier {
                                                std::span<const float> rows, int64_t hidden);
 
 // The head over one pooled row: `weight` [num_labels, hidden] (row-major) times `hidden`, in
-// double precision, then `activation` (vLLM's use_activation false: none).
+// double precision, then `activation` (kNone for vLLM's use_activation false).
 [[nodiscard]] std::vector<float> ClassScores(const Classifier& classifier,
                                              std::span<const float> weight,
                                              std::span<const float> hidden,
-                                             std::optional<ClassifierActivation> activation);
+                                             ClassifierActivation activation);
 
 // The label of the highest score (the first of equals), as vLLM names a classification.
 [[nodiscard]] const std::string& TopLabel(const Classifier& classifier,
