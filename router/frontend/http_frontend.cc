@@ -149,11 +149,11 @@ bool ClassifyRoute(const std::string& path) {
   return path == "/classify" || path == "/v1/classify";
 }
 
-// /v1/embeddings, vLLM's /score and /rerank (both also under /v1, rerank under /v2 too) and
-// /classify: every choice pools its prompt.
+// /v1/embeddings, vLLM's /score and /rerank (both also under /v1, rerank under /v2 too),
+// /classify and /pooling: every choice pools its prompt.
 bool EmbeddingRoute(const std::string& path) {
   return path == "/v1/embeddings" || path == "/score" || path == "/v1/score" || path == "/rerank" ||
-         path == "/v1/rerank" || path == "/v2/rerank" || ClassifyRoute(path);
+         path == "/v1/rerank" || path == "/v2/rerank" || path == "/pooling" || ClassifyRoute(path);
 }
 
 }  // namespace
@@ -398,8 +398,9 @@ void HttpFrontend::Embed(const http::HttpRequest& request,
                          std::shared_ptr<http::ResponseWriter> writer) {
   const std::string& path = request.path;
   absl::StatusOr<openai::ParsedRequest> parsed =
-      path == "/v1/embeddings"                  ? ParseEmbedding(request.body, /*classify=*/false)
-      : ClassifyRoute(path)                     ? ParseEmbedding(request.body, /*classify=*/true)
+      path == "/v1/embeddings" ? ParseEmbedding(request.body, PoolingKind::kEmbed)
+      : ClassifyRoute(path)    ? ParseEmbedding(request.body, PoolingKind::kClassify)
+      : path == "/pooling"     ? ParseEmbedding(request.body, PoolingKind::kPooling)
       : path == "/score" || path == "/v1/score" ? openai::ParseScoreRequest(request.body)
                                                 : openai::ParseRerankRequest(request.body);
   if (!parsed.ok()) {
@@ -616,11 +617,19 @@ absl::StatusOr<std::vector<int32_t>> HttpFrontend::ChatPromptIds(
 }
 
 absl::StatusOr<openai::ParsedRequest> HttpFrontend::ParseEmbedding(std::string_view body,
-                                                                   bool classify) const {
+                                                                   PoolingKind kind) const {
   absl::StatusOr<RequestJson> obj = openai::ParseObject(body);
   if (!obj.ok()) return obj.status();
   if (obj->contains("messages")) HR_RETURN_IF_ERROR(RenderEmbeddingChat(*obj));
-  return classify ? openai::ParseClassifyObject(*obj) : openai::ParseEmbeddingObject(*obj);
+  switch (kind) {
+    case PoolingKind::kEmbed:
+      return openai::ParseEmbeddingObject(*obj);
+    case PoolingKind::kClassify:
+      return openai::ParseClassifyObject(*obj);
+    case PoolingKind::kPooling:
+      break;
+  }
+  return openai::ParsePoolingObject(*obj, ServedKind().classifier);
 }
 
 absl::Status HttpFrontend::RenderEmbeddingChat(RequestJson& obj) const {

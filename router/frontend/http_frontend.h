@@ -175,9 +175,12 @@ class HttpFrontend {
   // --reasoning-parser: how the chat reply to `prompt` is split, and where its structured output
   // starts (sampling.constraint_after).
   void SetReasoning(std::string_view prompt, openai::ParsedRequest& parsed) const;
-  // A /v1/embeddings body (a /classify body when `classify`), parsed once: OpenAI's "input", or
-  // vLLM's chat form (RenderEmbeddingChat).
-  absl::StatusOr<openai::ParsedRequest> ParseEmbedding(std::string_view body, bool classify) const;
+  // Which body ParseEmbedding reads: /v1/embeddings, /classify, or /pooling (the served model's
+  // task).
+  enum class PoolingKind { kEmbed, kClassify, kPooling };
+  // A body of `kind`, parsed once: OpenAI's "input", or vLLM's chat form (RenderEmbeddingChat).
+  absl::StatusOr<openai::ParsedRequest> ParseEmbedding(std::string_view body,
+                                                       PoolingKind kind) const;
   // vLLM's chat form of /v1/embeddings ({"messages": [...]} in place of "input"): the messages
   // rendered by the chat template and tokenized into "input", in place (add_generation_prompt
   // and add_special_tokens default to false, as vLLM's EmbeddingChatRequest). InvalidArgument

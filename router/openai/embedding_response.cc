@@ -36,9 +36,13 @@ std::string Float32Base64(std::span<const float> values) {
   return absl::Base64Escape(bytes);
 }
 
-std::string EmbeddingsBody(const std::string& id, int64_t created, const std::string& model,
+namespace {
+
+// An embeddings-shaped answer: one {"index", "object": `object`, `key`: vector} entry per input.
+std::string VectorListBody(const std::string& id, int64_t created, const std::string& model,
                            const std::vector<std::span<const float>>& embeddings,
-                           int64_t prompt_tokens, bool base64) {
+                           int64_t prompt_tokens, bool base64, const char* object,
+                           const char* key) {
   using Json = nlohmann::ordered_json;
   // Written out directly rather than through a JSON tree: 2048 inputs of 4096 values would hold
   // ~130 MB of tree nodes next to the ~170 MB of text.
@@ -51,8 +55,8 @@ std::string EmbeddingsBody(const std::string& id, int64_t created, const std::st
   out += ",\"data\":[";
   char number[32];
   for (size_t i = 0; i < embeddings.size(); ++i) {
-    absl::StrAppend(&out, i > 0 ? "," : "", "{\"index\":", i,
-                    ",\"object\":\"embedding\",\"embedding\":");
+    absl::StrAppend(&out, i > 0 ? "," : "", "{\"index\":", i, ",\"object\":\"", object, "\",\"",
+                    key, "\":");
     if (base64) {
       absl::StrAppend(&out, "\"", Float32Base64(embeddings[i]), "\"}");
       continue;
@@ -75,6 +79,21 @@ std::string EmbeddingsBody(const std::string& id, int64_t created, const std::st
   out += PoolingUsage(prompt_tokens).dump();
   out += '}';
   return out;
+}
+
+}  // namespace
+
+std::string EmbeddingsBody(const std::string& id, int64_t created, const std::string& model,
+                           const std::vector<std::span<const float>>& embeddings,
+                           int64_t prompt_tokens, bool base64) {
+  return VectorListBody(id, created, model, embeddings, prompt_tokens, base64, "embedding",
+                        "embedding");
+}
+
+std::string PoolingBody(const std::string& id, int64_t created, const std::string& model,
+                        const std::vector<std::span<const float>>& outputs, int64_t prompt_tokens,
+                        bool base64) {
+  return VectorListBody(id, created, model, outputs, prompt_tokens, base64, "pooling", "data");
 }
 
 double CosineSimilarity(std::span<const float> a, std::span<const float> b) {

@@ -20,6 +20,13 @@ std::string EmbeddingsBody(const std::string& id, int64_t created, const std::st
                            const std::vector<std::span<const float>>& embeddings,
                            int64_t prompt_tokens, bool base64);
 
+// vLLM's /pooling answer: {"id", "object": "list", "created", "model", "data": [{"index",
+// "object": "pooling", "data"}], "usage"}, each entry's data the input's pooled output (an
+// embedding, or a classifier's label scores) as a list of numbers or (base64) a string.
+std::string PoolingBody(const std::string& id, int64_t created, const std::string& model,
+                        const std::vector<std::span<const float>>& outputs, int64_t prompt_tokens,
+                        bool base64);
+
 // The cosine similarity of two vectors of one size, as torch.nn.functional.cosine_similarity
 // computes it (each norm clamped to 1e-8), in double precision.
 double CosineSimilarity(std::span<const float> a, std::span<const float> b);

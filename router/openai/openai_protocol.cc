@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <initializer_list>
 #include <limits>
 #include <optional>
 #include <string>
@@ -563,21 +564,39 @@ absl::Status ParsePoolingCommon(const Json& obj, Endpoint endpoint, ParsedReques
   return absl::OkStatus();
 }
 
+// vLLM's get_use_activation: the first of `fields` given (the deprecated names come first)
+// becomes EmbeddingParams.normalize (normalizing an embedding, activating a classifier's scores).
+absl::Status ParseActivation(const Json& obj, std::initializer_list<const char*> fields,
+                             ParsedRequest& out) {
+  for (const char* field : fields) {
+    HEADROOM_OPENAI_ASSIGN(activate, OptBool(obj, field));
+    if (activate.has_value()) {
+      out.generate.mutable_embedding()->set_normalize(*activate);
+      break;
+    }
+  }
+  return absl::OkStatus();
+}
+
+// encoding_format: "float" (the default) or "base64".
+absl::Status ParseEncodingFormat(const Json& obj, ParsedRequest& out) {
+  HEADROOM_OPENAI_ASSIGN(format, OptString(obj, "encoding_format"));
+  if (format.has_value() && *format != "float" && *format != "base64") {
+    return Bad("encoding_format", absl::StrCat("encoding_format must be \"float\" or \"base64\", "
+                                               "got \"",
+                                               *format, "\""));
+  }
+  out.embedding_base64 = format == "base64";
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<ParsedRequest> ParseClassifyObject(const Json& obj) {
   ParsedRequest out;
   HR_RETURN_IF_ERROR(ParsePoolingCommon(obj, Endpoint::kClassify, out));
-  v1::EmbeddingParams& params = *out.generate.mutable_embedding();
-  params.set_classify(true);
-  // vLLM's get_use_activation: the deprecated names first.
-  for (const char* field : {"softmax", "activation", "use_activation"}) {
-    HEADROOM_OPENAI_ASSIGN(activate, OptBool(obj, field));
-    if (activate.has_value()) {
-      params.set_normalize(*activate);
-      break;
-    }
-  }
+  out.generate.mutable_embedding()->set_classify(true);
+  HR_RETURN_IF_ERROR(ParseActivation(obj, {"softmax", "activation", "use_activation"}, out));
   return out;
 }
 
@@ -593,15 +612,30 @@ absl::StatusOr<ParsedRequest> ParseEmbeddingObject(const Json& obj) {
     }
     embedding.set_dimensions(*dimensions);
   }
-  HEADROOM_OPENAI_ASSIGN(normalize, OptBool(obj, "normalize"));
-  if (normalize.has_value()) embedding.set_normalize(*normalize);
-  HEADROOM_OPENAI_ASSIGN(format, OptString(obj, "encoding_format"));
-  if (format.has_value() && *format != "float" && *format != "base64") {
-    return Bad("encoding_format", absl::StrCat("encoding_format must be \"float\" or \"base64\", "
-                                               "got \"",
-                                               *format, "\""));
+  HR_RETURN_IF_ERROR(ParseActivation(obj, {"normalize", "use_activation"}, out));
+  HR_RETURN_IF_ERROR(ParseEncodingFormat(obj, out));
+  return out;
+}
+
+absl::StatusOr<ParsedRequest> ParsePoolingObject(const Json& obj, bool classifier) {
+  const char* served = classifier ? "classify" : "embed";
+  HEADROOM_OPENAI_ASSIGN(task, OptString(obj, "task"));
+  if (task.has_value() && *task != served) {
+    return Bad("task", absl::StrCat("unsupported task: \"", *task,
+                                    "\"; this model's pooling task is \"", served,
+                                    "\" (per-token outputs, token_embed and token_classify, are "
+                                    "not served)"));
   }
-  out.embedding_base64 = format == "base64";
+  if (const Json* dimensions = Member(obj, "dimensions");
+      dimensions != nullptr && !dimensions->is_null()) {
+    return Bad("dimensions",
+               "dimensions is currently not supported by /pooling (use /v1/embeddings)");
+  }
+  absl::StatusOr<ParsedRequest> out =
+      classifier ? ParseClassifyObject(obj) : ParseEmbeddingObject(obj);
+  if (!out.ok()) return out;
+  if (classifier) HR_RETURN_IF_ERROR(ParseEncodingFormat(obj, *out));
+  out->endpoint = Endpoint::kPooling;
   return out;
 }
 

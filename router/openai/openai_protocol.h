@@ -24,14 +24,17 @@ namespace headroom::router::openai {
 
 // kScore and kRerank are vLLM's /score and /rerank over an embedding model: each text is embedded
 // (one choice each) and a score is the cosine similarity of two choices' vectors. kClassify is
-// vLLM's /classify: a sequence classifier scores each input (EmbeddingParams.classify).
-enum class Endpoint { kCompletions, kChat, kEmbeddings, kScore, kRerank, kClassify };
+// vLLM's /classify: a sequence classifier scores each input (EmbeddingParams.classify). kPooling
+// is vLLM's /pooling: each input's pooled output as the model's pooling task makes it (an
+// embedding, or a classifier's label scores).
+enum class Endpoint { kCompletions, kChat, kEmbeddings, kScore, kRerank, kClassify, kPooling };
 
-// The endpoint's choices pool their prompt: embeddings (kEmbeddings, kScore, kRerank) or
-// classifications (kClassify).
+// The endpoint's choices pool their prompt: embeddings (kEmbeddings, kScore, kRerank),
+// classifications (kClassify) or either (kPooling).
 inline bool Embeds(Endpoint endpoint) {
   return endpoint == Endpoint::kEmbeddings || endpoint == Endpoint::kScore ||
-         endpoint == Endpoint::kRerank || endpoint == Endpoint::kClassify;
+         endpoint == Endpoint::kRerank || endpoint == Endpoint::kClassify ||
+         endpoint == Endpoint::kPooling;
 }
 
 // Most top-N logprobs a request may ask for (OpenAI's and vLLM's limit).
@@ -111,7 +114,8 @@ struct ParsedRequest {
   // ranked with length_penalty (vLLM's, default 1).
   bool beam_search = false;
   double length_penalty = 1.0;
-  // Embeddings: encoding_format "base64" (little-endian float32 bytes) rather than "float".
+  // Embeddings and pooling: encoding_format "base64" (little-endian float32 bytes) rather than
+  // "float".
   bool embedding_base64 = false;
   // Embeddings and completions: the caller tokenizes text inputs with or without the tokenizer's
   // special tokens (vLLM's add_special_tokens, default true).
@@ -139,9 +143,9 @@ absl::StatusOr<ParsedRequest> ParseChatRequest(std::string_view body);
 absl::StatusOr<ParsedRequest> ParseChatObject(const nlohmann::ordered_json& body);
 
 // OpenAI /v1/embeddings (with vLLM's extras): `input` (a string, token ids, or a list of either)
-// becomes `generate` and `more_prompts` with GenerateRequest.embedding set (dimensions,
-// normalize); encoding_format, truncate_prompt_tokens, add_special_tokens, priority; `user` is
-// accepted and ignored.
+// becomes `generate` and `more_prompts` with GenerateRequest.embedding set (dimensions;
+// normalize, or vLLM's newer name use_activation, read second); encoding_format,
+// truncate_prompt_tokens, add_special_tokens, priority; `user` is accepted and ignored.
 absl::StatusOr<ParsedRequest> ParseEmbeddingRequest(std::string_view body);
 // The same, of a body already parsed.
 absl::StatusOr<ParsedRequest> ParseEmbeddingObject(const nlohmann::ordered_json& body);
@@ -151,6 +155,12 @@ absl::StatusOr<ParsedRequest> ParseEmbeddingObject(const nlohmann::ordered_json&
 // GenerateRequest.embedding.classify set; use_activation (or its older names softmax and
 // activation, read first as vLLM does) becomes EmbeddingParams.normalize.
 absl::StatusOr<ParsedRequest> ParseClassifyObject(const nlohmann::ordered_json& body);
+
+// vLLM's /pooling (of a body already parsed): the model's one pooling task, `task` ("classify"
+// for a `classifier`, else "embed"; another is a 400 naming both), parsed as /classify or
+// /v1/embeddings parses it (dimensions refused, as vLLM does); encoding_format for both.
+absl::StatusOr<ParsedRequest> ParsePoolingObject(const nlohmann::ordered_json& body,
+                                                 bool classifier);
 
 // vLLM's /score over an embedding model: text_1 and text_2 (each a string or a list of strings;
 // 1:1, 1:N or N:N) become one embedding choice per text, and score i compares text_1[0 or i]

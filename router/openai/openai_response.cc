@@ -57,6 +57,8 @@ const char* ResponseIdPrefix(Endpoint endpoint) {
       return "rerank";
     case Endpoint::kClassify:
       return "classify";
+    case Endpoint::kPooling:
+      return "pooling";
     case Endpoint::kCompletions:
       break;
   }
@@ -471,11 +473,14 @@ void ResponseBuilder::Accumulate(int32_t index, const v1::GenerateResponse& mess
 std::string ResponseBuilder::EmbeddingBasedBody() const {
   int64_t prompt_tokens = 0;
   for (const Choice& choice : choices_) prompt_tokens += choice.prompt_tokens;
-  if (endpoint_ == Endpoint::kEmbeddings) {
+  if (endpoint_ == Endpoint::kEmbeddings || endpoint_ == Endpoint::kPooling) {
     std::vector<std::span<const float>> embeddings;
     embeddings.reserve(choices_.size());
     for (const Choice& choice : choices_) embeddings.emplace_back(choice.embedding);
-    return EmbeddingsBody(id_, created_, model_, embeddings, prompt_tokens, embedding_base64_);
+    return endpoint_ == Endpoint::kPooling
+               ? PoolingBody(id_, created_, model_, embeddings, prompt_tokens, embedding_base64_)
+               : EmbeddingsBody(id_, created_, model_, embeddings, prompt_tokens,
+                                embedding_base64_);
   }
   if (endpoint_ == Endpoint::kClassify) {
     std::vector<Classification> results;

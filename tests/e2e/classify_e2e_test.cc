@@ -133,6 +133,42 @@ TEST_F(ClassifyE2eTest, InvocationsClassify) {
              refs[3].probs, "/invocations");
 }
 
+// vLLM's /pooling on a classifier: its task is classify, each entry's data transformers'
+// softmax (the raw scores with use_activation false); the chat form too; an embedding is a 400.
+TEST_F(ClassifyE2eTest, PoolingClassifies) {
+  const std::vector<Reference> refs = References();
+  for (const bool activate : {true, false}) {
+    const HttpResponse response = cluster_->Post(
+        "/pooling",
+        Json{{"input", {refs[1].text, refs[4].text}}, {"use_activation", activate}}.dump());
+    ASSERT_EQ(response.status, 200) << response.body;
+    const Json body = Json::parse(response.body);
+    EXPECT_EQ(body["id"].get<std::string>().rfind("pooling-", 0), 0u) << body["id"];
+    EXPECT_EQ(body["usage"]["prompt_tokens"], refs[1].ids.size() + refs[4].ids.size());
+    ASSERT_EQ(body["data"].size(), 2u);
+    for (size_t i = 0; i < 2; ++i) {
+      const Reference& ref = refs[i == 0 ? 1 : 4];
+      EXPECT_EQ(body["data"][i],
+                (Json{{"index", i}, {"object", "pooling"}, {"data", body["data"][i]["data"]}}))
+          << "vLLM's PoolingResponseData fields only";
+      ExpectNear(body["data"][i]["data"].get<std::vector<double>>(),
+                 activate ? ref.probs : ref.logits, "pooling " + std::to_string(i));
+    }
+  }
+  const Json messages = Json::array({Json{{"role", "user"}, {"content", refs[0].text}}});
+  const HttpResponse chat = cluster_->Post("/pooling", Json{{"messages", messages}}.dump());
+  const HttpResponse classified = cluster_->Post("/classify", Json{{"messages", messages}}.dump());
+  ASSERT_EQ(chat.status, 200) << chat.body;
+  ASSERT_EQ(classified.status, 200) << classified.body;
+  ExpectNear(Json::parse(chat.body)["data"][0]["data"].get<std::vector<double>>(),
+             Json::parse(classified.body)["data"][0]["probs"].get<std::vector<double>>(),
+             "chat form");
+  const std::string message =
+      BadRequestMessage(cluster_->Post("/pooling", Json{{"input", "x"}, {"task", "embed"}}.dump()));
+  EXPECT_NE(message.find("this model's pooling task is \"classify\""), std::string::npos)
+      << message;
+}
+
 // gRPC clients classify with GenerateRequest.embedding.classify: one message, the scores in
 // `embedding` and the label.
 TEST_F(ClassifyE2eTest, GrpcGenerateClassifies) {

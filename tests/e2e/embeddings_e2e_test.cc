@@ -285,6 +285,47 @@ TEST_F(EmbeddingsE2eTest, ClassifyOnAGeneratorSaysWhy) {
       << response.body;
 }
 
+// vLLM's /pooling on an embedding model: its task is embed, each entry's data transformers'
+// vector (normalized by default, raw with use_activation false, base64 too); a classification
+// is a 400 naming the task.
+TEST_F(EmbeddingsE2eTest, PoolingEmbeds) {
+  const std::vector<Reference> refs = References();
+  const Json inputs = {refs[0].ids, refs[3].ids};
+  for (const bool activate : {true, false}) {
+    const HttpResponse response =
+        cluster_->Post("/pooling", Json{{"input", inputs}, {"use_activation", activate}}.dump());
+    ASSERT_EQ(response.status, 200) << response.body;
+    const Json body = Json::parse(response.body);
+    EXPECT_EQ(body["id"].get<std::string>().rfind("pooling-", 0), 0u) << body["id"];
+    EXPECT_EQ(body["object"], "list");
+    EXPECT_EQ(body["usage"]["prompt_tokens"], refs[0].ids.size() + refs[3].ids.size());
+    ASSERT_EQ(body["data"].size(), 2u);
+    for (size_t i = 0; i < 2; ++i) {
+      const Reference& ref = refs[i == 0 ? 0 : 3];
+      EXPECT_EQ(body["data"][i]["object"], "pooling");
+      EXPECT_EQ(body["data"][i]["index"], i);
+      ExpectNear(body["data"][i]["data"].get<std::vector<double>>(),
+                 activate ? ref.normalized : ref.last_hidden,
+                 "pooling " + std::to_string(i) + (activate ? " normalized" : " raw"));
+    }
+  }
+  const HttpResponse base64 = cluster_->Post(
+      "/pooling", Json{{"input", refs[1].ids}, {"encoding_format", "base64"}}.dump());
+  ASSERT_EQ(base64.status, 200) << base64.body;
+  const std::vector<float> got =
+      DecodeFloat32Base64(Json::parse(base64.body)["data"][0]["data"].get<std::string>());
+  ExpectNear(std::vector<double>(got.begin(), got.end()), refs[1].normalized, "base64");
+
+  const HttpResponse wrong_task =
+      cluster_->Post("/pooling", Json{{"input", "x"}, {"task", "classify"}}.dump());
+  ASSERT_EQ(wrong_task.status, 400) << wrong_task.body;
+  const Json error = Json::parse(wrong_task.body)["error"];
+  EXPECT_EQ(error["param"], "task");
+  EXPECT_NE(error["message"].get<std::string>().find("this model's pooling task is \"embed\""),
+            std::string::npos)
+      << wrong_task.body;
+}
+
 // gRPC clients ask with GenerateRequest.embedding: one message, the vector and the usage.
 TEST_F(EmbeddingsE2eTest, GrpcGenerateWithEmbeddingAnswersOneMessage) {
   const std::vector<Reference> refs = References();

@@ -273,6 +273,78 @@ TEST(OpenAiProtocolTest, ClassifyFieldsMapToGenerateRequests) {
   for (const BadBody& c : bad) ExpectBad(parse(c.body), c);
 }
 
+// /v1/embeddings takes vLLM's newer use_activation for normalize, normalize read first (as
+// vLLM's get_use_activation reads the deprecated name first).
+TEST(OpenAiProtocolTest, EmbeddingsTakeUseActivationForNormalize) {
+  struct Case {
+    const char* body;
+    bool normalize;
+  };
+  for (const Case& c :
+       {Case{R"({"input": "a", "use_activation": false})", false},
+        Case{R"({"input": "a", "normalize": true, "use_activation": false})", true},
+        Case{R"({"input": "a", "normalize": null, "use_activation": true})", true}}) {
+    absl::StatusOr<ParsedRequest> parsed = ParseEmbeddingRequest(c.body);
+    ASSERT_TRUE(parsed.ok()) << parsed.status() << c.body;
+    ASSERT_TRUE(parsed->generate.embedding().has_normalize()) << c.body;
+    EXPECT_EQ(parsed->generate.embedding().normalize(), c.normalize) << c.body;
+  }
+  ExpectBad(ParseEmbeddingRequest(R"({"input": "a", "use_activation": 0})"),
+            {"", "use_activation", "use_activation must be a boolean"});
+}
+
+// vLLM's /pooling: the served model's one task (embed, or classify for a classifier), parsed as
+// that endpoint parses it, with encoding_format for both; another task and dimensions are 400s.
+TEST(OpenAiProtocolTest, PoolingTakesTheModelsTask) {
+  const auto parse = [](const std::string& body, bool classifier) {
+    return ParsePoolingObject(nlohmann::ordered_json::parse(body), classifier);
+  };
+  absl::StatusOr<ParsedRequest> embed =
+      parse(R"({"model": "m", "input": ["a", [5, 6]], "use_activation": false,
+                "encoding_format": "base64", "priority": 2})",
+            /*classifier=*/false);
+  ASSERT_TRUE(embed.ok()) << embed.status();
+  EXPECT_EQ(embed->endpoint, Endpoint::kPooling);
+  EXPECT_TRUE(embed->embedding_base64);
+  ASSERT_EQ(ChoiceCount(*embed), 2);
+  for (int32_t i : {0, 1}) {
+    const v1::GenerateRequest g = ChoiceRequest(*embed, i);
+    EXPECT_EQ(g.model(), "m");
+    EXPECT_FALSE(g.embedding().classify());
+    ASSERT_TRUE(g.embedding().has_normalize());
+    EXPECT_FALSE(g.embedding().normalize());
+    EXPECT_EQ(g.priority(), 2);
+  }
+  absl::StatusOr<ParsedRequest> classify =
+      parse(R"({"input": "a", "task": "classify", "softmax": false, "encoding_format": "base64"})",
+            /*classifier=*/true);
+  ASSERT_TRUE(classify.ok()) << classify.status();
+  EXPECT_EQ(classify->endpoint, Endpoint::kPooling);
+  EXPECT_TRUE(classify->embedding_base64) << "base64 for a classifier's scores too";
+  EXPECT_TRUE(classify->generate.embedding().classify());
+  EXPECT_FALSE(classify->generate.embedding().normalize());
+  absl::StatusOr<ParsedRequest> defaulted = parse(R"({"input": [1], "task": null})", true);
+  ASSERT_TRUE(defaulted.ok()) << defaulted.status();
+  EXPECT_TRUE(defaulted->generate.embedding().classify()) << "a classifier's task is classify";
+  EXPECT_FALSE(defaulted->generate.embedding().has_normalize());
+  absl::StatusOr<ParsedRequest> embed_task = parse(R"({"input": [1], "task": "embed"})", false);
+  ASSERT_TRUE(embed_task.ok()) << embed_task.status();
+  EXPECT_FALSE(embed_task->generate.embedding().classify());
+
+  ExpectBad(parse(R"({"input": "a", "task": "classify"})", false),
+            {"", "task", "unsupported task: \"classify\"; this model's pooling task is \"embed\""});
+  ExpectBad(parse(R"({"input": "a", "task": "embed"})", true),
+            {"", "task", "this model's pooling task is \"classify\""});
+  ExpectBad(parse(R"({"input": "a", "task": "token_embed"})", false),
+            {"", "task", "token_embed and token_classify, are not served"});
+  ExpectBad(parse(R"({"input": "a", "task": 3})", false), {"", "task", "task must be a string"});
+  ExpectBad(parse(R"({"input": "a", "dimensions": 8})", false),
+            {"", "dimensions", "dimensions is currently not supported"});
+  ExpectBad(parse(R"({"input": "a", "encoding_format": "bytes"})", true),
+            {"", "encoding_format", "encoding_format must be \"float\" or \"base64\""});
+  ExpectBad(parse(R"({"task": "embed"})", false), {"", "input", "input is required"});
+}
+
 // A classifier scores each pair as one classification (of the two texts joined, for vLLM's LLM
 // as reranker), in the answer's order, named after both texts.
 TEST(OpenAiProtocolTest, JoinScorePairsClassifiesEachPairJoined) {

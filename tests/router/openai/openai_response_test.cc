@@ -868,6 +868,42 @@ TEST(EmbeddingResponseTest, ClassificationsFoldIntoVllmsShape) {
   EXPECT_EQ(ResponseIdPrefix(Endpoint::kClassify), std::string("classify"));
 }
 
+// vLLM's PoolingResponse: one {"index", "object": "pooling", "data"} entry per input in order,
+// data a list of numbers or base64 float32; the id's prefix is vLLM's "pooling".
+TEST(EmbeddingResponseTest, PoolingFoldsIntoVllmsShape) {
+  for (const bool base64 : {false, true}) {
+    absl::StatusOr<ParsedRequest> parsed =
+        ParsePoolingObject(nlohmann::ordered_json{{"input", {"a", "bc"}},
+                                                  {"encoding_format", base64 ? "base64" : "float"}},
+                           /*classifier=*/true);
+    ASSERT_TRUE(parsed.ok()) << parsed.status();
+    ResponseBuilder builder(*parsed, "pooling-7", 9, "m", nullptr);
+    for (int32_t i : {1, 0}) {
+      v1::GenerateResponse message;
+      message.add_embedding(0.25f * static_cast<float>(i + 1));
+      message.add_embedding(-1.5f);
+      message.set_label("LABEL_0");
+      message.set_finish_reason(v1::FINISH_REASON_STOP);
+      message.mutable_usage()->set_prompt_tokens(i + 1);
+      builder.Accumulate(i, message);
+    }
+    const Json body = Json::parse(builder.Body());
+    EXPECT_EQ(body["id"], "pooling-7");
+    EXPECT_EQ(body["object"], "list");
+    EXPECT_EQ(body["created"], 9);
+    EXPECT_EQ(body["model"], "m");
+    ASSERT_EQ(body["data"].size(), 2u);
+    // 0.25 and -1.5 as little-endian float32: 00 00 80 3e, 00 00 c0 bf.
+    const Json first = base64 ? Json("AACAPgAAwL8=") : Json{0.25, -1.5};
+    EXPECT_EQ(body["data"][0], (Json{{"index", 0}, {"object", "pooling"}, {"data", first}}));
+    EXPECT_EQ(body["data"][1]["index"], 1);
+    EXPECT_EQ(body["data"][1]["object"], "pooling");
+    EXPECT_EQ(body["usage"]["prompt_tokens"], 3);
+    EXPECT_EQ(body["usage"]["completion_tokens"], 0);
+  }
+  EXPECT_EQ(ResponseIdPrefix(Endpoint::kPooling), std::string("pooling"));
+}
+
 // A reranker's score and rerank answers: each pair's score is its classification's one score.
 TEST(EmbeddingResponseTest, CrossEncoderScoresAreThePairsClassifications) {
   absl::StatusOr<ParsedRequest> rerank =
