@@ -91,6 +91,16 @@ Writes tests/worker/fixtures/<name>/ for three small SEEDED RANDOM checkpoints:
               when norm_topk_prob) with its shared expert zeroed (Qwen3-MoE has none) and not
               saved, plus qwen3-qknorm's hooks.
 
+  smollm3-nope  SmolLM3ForCausalLM (SmolLM3-3B's layout): Llama's block with no rotary on the
+              layers no_rope_layers marks 0 (here every 2nd of 4, from no_rope_layer_interval 2;
+              SmolLM3-3B: every 4th) and, with use_sliding_window, a 16-token window on those
+              NoPE layers (SmolLM3Config's derived layer_types); GQA 4/2, tied, bfloat16. Needs
+              transformers >= 4.53 (SmolLM3), so it is written only when named:
+                PYTHONPATH=build/pydeps-tf457 build/venv-fixtures/bin/python \
+                  scripts/gen_model_fixtures.py smollm3-nope
+              after `build/venv-fixtures/bin/pip install --target build/pydeps-tf457
+              transformers==4.57.1` (4.57.1 wrote the committed one; it runs on the same torch).
+
 Each directory holds config.json, the safetensors file(s), and:
   expected.json       reference outputs computed in float32 from the SAVED weights (the checkpoint
                       is reloaded and upcast, so both sides start from identical numbers): 4 prompts
@@ -255,6 +265,42 @@ def granite_config():
 def granite_moe_config():
     return GraniteMoeConfig(intermediate_size=48, num_local_experts=4, num_experts_per_tok=2,
                             **GRANITE_COMMON)
+
+
+def smollm3_config():
+    from transformers import SmolLM3Config  # transformers >= 4.53
+    return SmolLM3Config(
+        vocab_size=256, hidden_size=64, intermediate_size=128, num_hidden_layers=4,
+        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256,
+        rope_theta=1000000.0, rms_norm_eps=1e-6, tie_word_embeddings=True,
+        no_rope_layer_interval=2, use_sliding_window=True, sliding_window=16,
+        initializer_range=INIT_STD, bos_token_id=1, eos_token_id=2, pad_token_id=0)
+
+
+def check_smollm3_bites(model, config):
+    """The NoPE layers and their window must each change the logits of a prompt longer than the
+    window, or the fixture would not test them."""
+    assert config.no_rope_layers == [1, 0, 1, 0], config.no_rope_layers
+    assert config.layer_types == ["full_attention", "sliding_attention"] * 2, config.layer_types
+    ids = torch.arange(3, 3 + 3 * config.sliding_window).remainder(config.vocab_size)[None]
+    with torch.no_grad():
+        both = model(input_ids=ids, use_cache=False).logits[0]
+        for layer in model.model.layers:
+            layer.self_attn.use_rope = 1
+        roped = model(input_ids=ids, use_cache=False).logits[0]
+        for layer, rope in zip(model.model.layers, config.no_rope_layers):
+            layer.self_attn.use_rope = rope
+        for layer in model.model.layers:
+            layer.attention_type = "full_attention"
+        unwindowed = model(input_ids=ids, use_cache=False).logits[0]
+        for layer, layer_type in zip(model.model.layers, config.layer_types):
+            layer.attention_type = layer_type
+        again = model(input_ids=ids, use_cache=False).logits[0]
+    assert torch.equal(both, again)
+    assert (both - roped).abs().max() > 1e-2, "NoPE layers do not change the logits"
+    window = config.sliding_window
+    assert torch.allclose(both[:window], unwindowed[:window], atol=1e-5)
+    assert (both[window:] - unwindowed[window:]).abs().max() > 1e-2, "the window does not bite"
 
 
 MODELS = [
@@ -770,6 +816,8 @@ def generate_model(name, make_config, dtype, shards, seed):
 
     if config.model_type in ("gemma2", "phi3") and config.sliding_window:
         check_window_bites(ref, config)
+    if config.model_type == "smollm3":
+        check_smollm3_bites(ref, config)
     if config.rope_scaling and config.rope_scaling.get("type") == "longrope":
         check_longrope_bites(ref, config)
     if config.rope_scaling and config.rope_scaling.get("type") == "yarn":
@@ -936,6 +984,8 @@ def main():
     for name, make_config, dtype, shards, seed in MODELS:
         if not only or name in only:
             generate_model(name, make_config, dtype, shards, seed)
+    if "smollm3-nope" in only:  # transformers >= 4.53 only: see the module docstring
+        generate_model("smollm3-nope", smollm3_config, torch.bfloat16, 1, 9876)
     if not only or "qwen3-qknorm" in only:
         generate_qwen3("qwen3-qknorm", 3456)
     if not only or "qwen3-moe" in only:

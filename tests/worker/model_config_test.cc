@@ -1579,5 +1579,78 @@ TEST(DTypeTest, UnknownDtypeListsTheSupportedOnes) {
   }
 }
 
+// HuggingFaceTB/SmolLM3-3B's shape: a NoPE layer every 4th (no_rope_layers 1,1,1,0 x 9), tied
+// embeddings, no window.
+std::string SmolLM3Config(std::string_view extra) {
+  std::vector<std::string> rope;
+  for (int i = 0; i < 36; ++i) rope.push_back(i % 4 == 3 ? "0" : "1");
+  return absl::StrCat(R"({"architectures": ["SmolLM3ForCausalLM"], "model_type": "smollm3",
+      "hidden_size": 2048, "intermediate_size": 11008, "num_hidden_layers": 36,
+      "num_attention_heads": 16, "num_key_value_heads": 4, "vocab_size": 128256,
+      "max_position_embeddings": 65536, "rope_theta": 5000000.0, "rms_norm_eps": 1e-06,
+      "hidden_act": "silu", "use_sliding_window": false, "sliding_window": null,
+      "torch_dtype": "bfloat16")",
+                      extra.empty() ? R"(, "no_rope_layers": [)" + absl::StrJoin(rope, ",") + "]"
+                                    : std::string(extra),
+                      "}");
+}
+
+// SmolLM3 (SmolLM3Config's rules): no_rope_layers' zeros attend without rotary; without the list,
+// every no_rope_layer_interval-th layer (4 by default); the embeddings tied unless told
+// otherwise; a window only with use_sliding_window, on layer_types' sliding layers or else the
+// NoPE ones.
+TEST_F(ModelDirTest, LoadsSmolLM3WithNoPeLayers) {
+  absl::StatusOr<ModelConfig> config = LoadModelConfig(WriteConfig(SmolLM3Config("")));
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->architecture, "SmolLM3ForCausalLM");
+  EXPECT_EQ(config->head_dim, 128);
+  EXPECT_TRUE(config->tie_word_embeddings) << "SmolLM3Config's default";
+  EXPECT_FALSE(config->qkv_bias);
+  EXPECT_FALSE(config->sliding_window.has_value());
+  ASSERT_EQ(config->nope_layers.size(), 36u);
+  for (size_t i = 0; i < 36; ++i) EXPECT_EQ(config->nope_layers[i], i % 4 == 3) << i;
+
+  // Without the list: every 4th layer, or every no_rope_layer_interval-th.
+  for (const auto& [extra, interval] :
+       {std::pair{std::string(R"(, "tie_word_embeddings": false)"), 4},
+        std::pair{std::string(R"(, "no_rope_layer_interval": 3)"), 3}}) {
+    config = LoadModelConfig(WriteConfig(SmolLM3Config(extra)));
+    ASSERT_TRUE(config.ok()) << config.status();
+    ASSERT_EQ(config->nope_layers.size(), 36u);
+    for (size_t i = 0; i < 36; ++i) {
+      EXPECT_EQ(config->nope_layers[i], (i + 1) % static_cast<size_t>(interval) == 0) << i;
+    }
+  }
+  EXPECT_FALSE(config->sliding_window.has_value());
+
+  // use_sliding_window: the NoPE layers slide, or layer_types' sliding ones.
+  std::string json = ReplaceAll(SmolLM3Config(R"(, "no_rope_layer_interval": 2)"),
+                                R"("use_sliding_window": false, "sliding_window": null)",
+                                R"("use_sliding_window": true, "sliding_window": 4096)");
+  config = LoadModelConfig(WriteConfig(json));
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(LayerSlidingWindow(*config, 0), 0);
+  EXPECT_EQ(LayerSlidingWindow(*config, 1), 4096);
+  EXPECT_EQ(LayerSlidingWindow(*config, 35), 4096);
+  std::vector<std::string> types(36, "\"full_attention\"");
+  types[0] = "\"sliding_attention\"";
+  config = LoadModelConfig(WriteConfig(ReplaceAll(
+      json, R"("torch_dtype")",
+      absl::StrCat(R"("layer_types": [)", absl::StrJoin(types, ","), R"(], "torch_dtype")"))));
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(LayerSlidingWindow(*config, 0), 4096);
+  EXPECT_EQ(LayerSlidingWindow(*config, 1), 0);
+  EXPECT_TRUE(config->nope_layers[1]) << "the window does not change which layers rotate";
+
+  ExpectError(LoadModelConfig(WriteConfig(SmolLM3Config(R"(, "no_rope_layers": [1, 0])"))),
+              absl::StatusCode::kInvalidArgument,
+              {ConfigPath(), "\"no_rope_layers\" must list 0 or 1 for each of the 36 layers"});
+  ExpectError(LoadModelConfig(WriteConfig(SmolLM3Config(
+                  absl::StrCat(R"(, "no_rope_layers": [)",
+                               absl::StrJoin(std::vector<std::string>(36, "2"), ","), "]")))),
+              absl::StatusCode::kInvalidArgument,
+              {"\"no_rope_layers\" has number 2 at layer 0; each entry is 0 (NoPE) or 1"});
+}
+
 }  // namespace
 }  // namespace headroom::worker

@@ -179,7 +179,8 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"qwen3-qknorm", 2}, Case{"mixtral-moe", 2}, Case{"qwen3-moe", 2},
                       Case{"gemma2-softcap", 2}, Case{"phi3-fused", 2}, Case{"phi3-longrope", 2},
                       Case{"gemma3-local-rope", 2}, Case{"gemma3-mm-text", 2},
-                      Case{"granite-mup", 2}, Case{"granite-moe", 2}, Case{"qwen2-yarn", 2}),
+                      Case{"granite-mup", 2}, Case{"granite-moe", 2}, Case{"qwen2-yarn", 2},
+                      Case{"smollm3-nope", 2}),
     [](const auto& param_info) {
       std::string name = absl::StrCat(param_info.param.fixture, "_tp", param_info.param.tp);
       for (char& c : name) {

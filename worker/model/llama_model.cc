@@ -228,7 +228,8 @@ absl::Status LlamaModel::Upload(const ModelWeights& w) {
                                   .sliding_window = static_cast<int32_t>(std::min<int64_t>(
                                       LayerSlidingWindow(config_, static_cast<int64_t>(i)),
                                       std::numeric_limits<int32_t>::max()))};
-    d.inv_freq = d.attention.sliding_window > 0 ? local_inv_freq : inv_freq_;
+    const bool nope = i < config_.nope_layers.size() && config_.nope_layers[i];
+    d.inv_freq = nope ? nullptr : d.attention.sliding_window > 0 ? local_inv_freq : inv_freq_;
     // gate and up are fused into one GEMM: [gate rows; up rows].
     std::vector<float> gate_up = lw.gate_proj.data;
     gate_up.insert(gate_up.end(), lw.up_proj.data.begin(), lw.up_proj.data.end());
@@ -543,8 +544,10 @@ absl::Status LlamaModel::Layer(const DeviceLayer& l, int64_t n, const int64_t* s
     HR_RETURN_IF_ERROR(b.RmsNorm(arena_.q, l.q_norm, n * heads, head_dim, eps, arena_.q));
     HR_RETURN_IF_ERROR(b.RmsNorm(arena_.k, l.k_norm, n * kv_heads, head_dim, eps, arena_.k));
   }
-  HR_RETURN_IF_ERROR(b.Rotary(arena_.q, arena_.k, arena_.positions, l.inv_freq, n, heads, kv_heads,
-                              head_dim, RotaryDim(config_), rotary_scale_));
+  if (l.inv_freq != nullptr) {  // else a NoPE layer (SmolLM3): positions only through the mask
+    HR_RETURN_IF_ERROR(b.Rotary(arena_.q, arena_.k, arena_.positions, l.inv_freq, n, heads,
+                                kv_heads, head_dim, RotaryDim(config_), rotary_scale_));
+  }
   HR_RETURN_IF_ERROR(b.WriteKvCache(arena_.k, arena_.v, slot_mapping, n, l.kv));
   HR_RETURN_IF_ERROR(b.PagedAttention(arena_.q, l.kv, batch, n, heads, l.attention, arena_.attn));
   HR_RETURN_IF_ERROR(

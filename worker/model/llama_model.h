@@ -144,10 +144,11 @@ class LlamaModel {
     // [experts, hidden], each expert's gate_up [experts, 2 * intermediate, hidden] and down
     // [experts, hidden, intermediate].
     MoeExperts moe;
-    KvCacheLayer kv;                  // the pool tensor at this layer's slot in its group
-    int32_t kv_group = 0;             // whose block tables and slot mapping address it
-    AttentionParams attention;        // score scale, softcap and this layer's sliding window
-    const float* inv_freq = nullptr;  // [rotary_dim / 2]: the model's, or the sliding layers' own
+    KvCacheLayer kv;            // the pool tensor at this layer's slot in its group
+    int32_t kv_group = 0;       // whose block tables and slot mapping address it
+    AttentionParams attention;  // score scale, softcap and this layer's sliding window
+    // [rotary_dim / 2]: the model's, or the sliding layers' own; null: no rotary (NoPE).
+    const float* inv_freq = nullptr;
     // Every adapter slot's factors per projection (LoraTarget order); `a` null where no adapter
     // changes the projection in this layer.
     std::array<LoraWeights, kNumLoraTargets> lora{};

@@ -32,6 +32,7 @@ inline constexpr std::string_view kGemma3Multimodal = "Gemma3ForConditionalGener
 inline constexpr std::string_view kPhi3 = "Phi3ForCausalLM";
 inline constexpr std::string_view kGranite = "GraniteForCausalLM";
 inline constexpr std::string_view kGraniteMoe = "GraniteMoeForCausalLM";
+inline constexpr std::string_view kSmolLM3 = "SmolLM3ForCausalLM";
 inline constexpr std::string_view kDummyPrefix = "dummy:";
 
 // MistralConfig's default when config.json has no sliding_window key (transformers behaviour).
@@ -49,6 +50,9 @@ inline constexpr int64_t kGemma2DefaultSlidingWindow = 4096;
 inline constexpr double kGemma2DefaultQueryPreAttnScalar = 224;
 inline constexpr double kGemma2DefaultAttnSoftcap = 50.0;
 inline constexpr double kGemma2DefaultFinalSoftcap = 30.0;
+
+// SmolLM3Config's default: without a no_rope_layers list, every 4th layer has no rotary.
+inline constexpr int64_t kSmolLM3DefaultNoRopeInterval = 4;
 
 std::string Describe(const Json& value) {
   std::string text = value.dump();
@@ -410,6 +414,71 @@ absl::Status ReadRopeScaling(const FieldReader& reader, std::string_view path,
   return absl::OkStatus();
 }
 
+// config.json's layer_types (newer transformers): which layers slide, into sliding_layers.
+absl::Status ReadLayerTypes(const FieldReader& reader, ModelConfig& config) {
+  const Json* types = reader.Find("layer_types");
+  if (types == nullptr) return absl::OkStatus();
+  if (!types->is_array() || static_cast<int64_t>(types->size()) != config.num_hidden_layers) {
+    return reader.Error("layer_types",
+                        absl::StrCat("must list one type per layer (", config.num_hidden_layers,
+                                     "), got ", Describe(*types)));
+  }
+  config.sliding_layers.clear();
+  for (const Json& type : *types) {
+    if (type == "sliding_attention") {
+      config.sliding_layers.push_back(true);
+    } else if (type == "full_attention") {
+      config.sliding_layers.push_back(false);
+    } else {
+      return reader.Error("layer_types",
+                          absl::StrCat("has ", Describe(type),
+                                       "; supported: \"sliding_attention\", \"full_attention\""));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// SmolLM3: Llama's block, but the layers no_rope_layers marks 0 (every 4th by default) attend
+// without rotary (NoPE); with use_sliding_window, layer_types' sliding layers (by default the NoPE
+// ones, as SmolLM3Config derives them) take the window.
+absl::Status ReadSmolLM3(const FieldReader& reader, ModelConfig& config) {
+  HR_ASSIGN_OR_RETURN(const bool attention_bias, reader.Bool("attention_bias", false));
+  config.qkv_bias = attention_bias;
+  config.o_proj_bias = attention_bias;
+  HR_ASSIGN_OR_RETURN(config.mlp_bias, reader.Bool("mlp_bias", false));
+  const auto layers = static_cast<size_t>(config.num_hidden_layers);
+  config.nope_layers.assign(layers, false);
+  if (const Json* rope = reader.Find("no_rope_layers"); rope != nullptr) {
+    // SmolLM3Config: "at least the same length as the number of layers", 1 for rotary.
+    if (!rope->is_array() || rope->size() < layers) {
+      return reader.Error("no_rope_layers", absl::StrCat("must list 0 or 1 for each of the ",
+                                                         layers, " layers, got ", Describe(*rope)));
+    }
+    for (size_t i = 0; i < layers; ++i) {
+      const Json& flag = (*rope)[i];
+      if (flag != 0 && flag != 1) {
+        return reader.Error("no_rope_layers", absl::StrCat("has ", Describe(flag), " at layer ", i,
+                                                           "; each entry is 0 (NoPE) or 1"));
+      }
+      config.nope_layers[i] = flag == 0;
+    }
+  } else {
+    HR_ASSIGN_OR_RETURN(const std::optional<int64_t> given,
+                        reader.OptionalPositiveInt("no_rope_layer_interval"));
+    const int64_t interval = given.value_or(kSmolLM3DefaultNoRopeInterval);
+    for (size_t i = 0; i < layers; ++i) {
+      config.nope_layers[i] = (static_cast<int64_t>(i) + 1) % interval == 0;
+    }
+  }
+  HR_ASSIGN_OR_RETURN(const bool use_sliding_window, reader.Bool("use_sliding_window", false));
+  HR_ASSIGN_OR_RETURN(const std::optional<int64_t> window,
+                      reader.OptionalPositiveInt("sliding_window"));
+  if (!use_sliding_window || !window) return absl::OkStatus();
+  config.sliding_window = window;
+  config.sliding_layers = config.nope_layers;
+  return ReadLayerTypes(reader, config);
+}
+
 absl::Status ReadBiasesAndWindow(const FieldReader& reader, ModelConfig& config) {
   if (config.architecture == kQwen2) {
     // Qwen2's q/k/v projections always carry a bias and o_proj never does; config.json has no key.
@@ -459,6 +528,8 @@ absl::Status ReadBiasesAndWindow(const FieldReader& reader, ModelConfig& config)
     HR_ASSIGN_OR_RETURN(const bool attention_bias, reader.Bool("attention_bias", false));
     config.qkv_bias = attention_bias;
     config.o_proj_bias = attention_bias;
+  } else if (config.architecture == kSmolLM3) {
+    HR_RETURN_IF_ERROR(ReadSmolLM3(reader, config));
   } else if (config.architecture == kMixtral) {
     // MixtralConfig's sliding_window defaults to none (Mistral's to 4096).
     HR_ASSIGN_OR_RETURN(config.sliding_window, reader.OptionalPositiveInt("sliding_window"));
@@ -516,25 +587,7 @@ absl::Status ReadGemma2(const FieldReader& reader, ModelConfig& config) {
 // Which Gemma 3 layers slide: config.json's layer_types list when present (newer transformers),
 // else sliding_window_pattern (older; `_sliding_window_pattern` in some files).
 absl::Status ReadGemma3LayerTypes(const FieldReader& reader, ModelConfig& config) {
-  if (const Json* types = reader.Find("layer_types"); types != nullptr) {
-    if (!types->is_array() || static_cast<int64_t>(types->size()) != config.num_hidden_layers) {
-      return reader.Error("layer_types",
-                          absl::StrCat("must list one type per layer (", config.num_hidden_layers,
-                                       "), got ", Describe(*types)));
-    }
-    for (const Json& type : *types) {
-      if (type == "sliding_attention") {
-        config.sliding_layers.push_back(true);
-      } else if (type == "full_attention") {
-        config.sliding_layers.push_back(false);
-      } else {
-        return reader.Error("layer_types",
-                            absl::StrCat("has ", Describe(type),
-                                         "; supported: \"sliding_attention\", \"full_attention\""));
-      }
-    }
-    return absl::OkStatus();
-  }
+  if (reader.Find("layer_types") != nullptr) return ReadLayerTypes(reader, config);
   for (std::string_view key : {"sliding_window_pattern", "_sliding_window_pattern"}) {
     HR_ASSIGN_OR_RETURN(const std::optional<int64_t> pattern, reader.OptionalPositiveInt(key));
     if (!pattern) continue;
@@ -703,7 +756,8 @@ const std::vector<std::string>& SupportedArchitectures() {
       std::string(kLlama),   std::string(kMistral),    std::string(kMixtral),
       std::string(kQwen2),   std::string(kQwen3),      std::string(kQwen3Moe),
       std::string(kGemma2),  std::string(kGemma3),     std::string(kPhi3),
-      std::string(kGranite), std::string(kGraniteMoe), std::string(kGemma3Multimodal)};
+      std::string(kGranite), std::string(kGraniteMoe), std::string(kGemma3Multimodal),
+      std::string(kSmolLM3)};
   return *kArchitectures;
 }
 
@@ -873,10 +927,12 @@ absl::StatusOr<ModelConfig> ParseModelConfigJson(std::string_view json_text,
     config.head_dim = config.hidden_size / config.num_attention_heads;
   }
 
-  // Gemma's configs tie the embeddings unless told otherwise; the others do not.
+  // Gemma's and SmolLM3's configs tie the embeddings unless told otherwise (transformers then
+  // leaves the key out of config.json: it equals PretrainedConfig's default); the others do not.
   HR_ASSIGN_OR_RETURN(config.tie_word_embeddings,
                       reader.Bool("tie_word_embeddings", config.architecture == kGemma2 ||
-                                                             config.architecture == kGemma3));
+                                                             config.architecture == kGemma3 ||
+                                                             config.architecture == kSmolLM3));
   // A classifier has a score head and no LM head (a converted one reads the head's rows from
   // the embedding when the checkpoint ties them, else from lm_head.weight).
   if (config.classifier.has_value()) {

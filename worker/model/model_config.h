@@ -131,6 +131,8 @@ struct ModelConfig {
   // list (newer transformers) fills sliding_layers instead, which then decides.
   int64_t sliding_window_pattern = 0;
   std::vector<bool> sliding_layers;
+  // Layers that attend without rotary (NoPE: SmolLM3's no_rope_layers zeros); empty: none.
+  std::vector<bool> nope_layers;
   // Rotary base of the sliding-window layers when it differs from rope_theta (Gemma 3's
   // rope_local_base_freq, 10000 against 1e6); 0: rope_theta for every layer.
   double rope_local_theta = 0;
