@@ -176,13 +176,7 @@ TEST_F(ClassifyE2eTest, GrpcGenerateClassifies) {
   v1::GenerateRequest request;
   request.set_text(refs[4].text);
   request.mutable_embedding()->set_classify(true);
-  grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
-  auto reader = cluster_->stub->Generate(&context, request);
-  std::vector<v1::GenerateResponse> messages;
-  v1::GenerateResponse message;
-  while (reader->Read(&message)) messages.push_back(message);
-  const grpc::Status status = reader->Finish();
+  const auto [messages, status] = GenerateAll(*cluster_->stub, request);
   ASSERT_TRUE(status.ok()) << status.error_message();
   ASSERT_EQ(messages.size(), 1u);
   EXPECT_EQ(messages[0].token_ids_size(), 0);

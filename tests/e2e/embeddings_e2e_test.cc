@@ -332,13 +332,7 @@ TEST_F(EmbeddingsE2eTest, GrpcGenerateWithEmbeddingAnswersOneMessage) {
   v1::GenerateRequest request;
   request.mutable_token_ids()->mutable_ids()->Assign(refs[1].ids.begin(), refs[1].ids.end());
   request.mutable_embedding()->set_normalize(false);
-  grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
-  auto reader = cluster_->stub->Generate(&context, request);
-  std::vector<v1::GenerateResponse> messages;
-  v1::GenerateResponse message;
-  while (reader->Read(&message)) messages.push_back(message);
-  const grpc::Status status = reader->Finish();
+  const auto [messages, status] = GenerateAll(*cluster_->stub, request);
   ASSERT_TRUE(status.ok()) << status.error_message();
   ASSERT_EQ(messages.size(), 1u);
   EXPECT_EQ(messages[0].token_ids_size(), 0);
@@ -349,11 +343,7 @@ TEST_F(EmbeddingsE2eTest, GrpcGenerateWithEmbeddingAnswersOneMessage) {
 
   // Sampling has no meaning for an embedding: refused rather than ignored.
   request.mutable_sampling()->set_temperature(0.5f);
-  grpc::ClientContext refused_context;
-  auto refused = cluster_->stub->Generate(&refused_context, request);
-  while (refused->Read(&message)) {
-  }
-  const grpc::Status refusal = refused->Finish();
+  const grpc::Status refusal = GenerateAll(*cluster_->stub, request).status;
   EXPECT_EQ(refusal.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_NE(refusal.error_message().find("sampling must be unset for an embedding request"),
             std::string::npos)

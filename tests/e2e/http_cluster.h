@@ -29,6 +29,22 @@ inline int ReadHttpPort(ChildProcess& router) {
   return line.rfind(prefix, 0) == 0 ? PortOf(line.substr(prefix.size())) : 0;
 }
 
+// A whole Generate call (a 30 s deadline): every message, then the status it ended with.
+struct GenerateResult {
+  std::vector<v1::GenerateResponse> messages;
+  grpc::Status status;
+};
+inline GenerateResult GenerateAll(v1::Inference::Stub& stub, const v1::GenerateRequest& request) {
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+  auto reader = stub.Generate(&context, request);
+  GenerateResult result;
+  v1::GenerateResponse message;
+  while (reader->Read(&message)) result.messages.push_back(message);
+  result.status = reader->Finish();
+  return result;
+}
+
 struct Cluster {
   std::unique_ptr<ChildProcess> worker_a, worker_b, router;
   int http_port = 0;
