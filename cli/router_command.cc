@@ -392,11 +392,12 @@ absl::Status Serve(const FlagSet& flags, const sigset_t& stop_signals, std::ostr
         .max_model_len = [&dispatcher] { return dispatcher.largest_max_model_len(); },
         .served_classifier =
             [&dispatcher] {
-              const router::Dispatcher::ReportedClassifier reported =
-                  dispatcher.reported_classifier();
-              return router::ServedClassifier{.classifier = reported.classifier,
-                                              .reranker = reported.reranker,
-                                              .num_labels = reported.num_labels};
+              return dispatcher.ReadFirstUpReport([](const v1::LoadReport* report) {
+                if (report == nullptr) return router::ServedClassifier{};
+                return router::ServedClassifier{.classifier = report->classifier(),
+                                                .reranker = report->reranker(),
+                                                .num_labels = report->num_labels()};
+              });
             },
         .list_models = [&service] { return service.Models(); },
         .update_lora =

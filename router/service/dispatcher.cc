@@ -184,15 +184,6 @@ std::string Dispatcher::reported_model() const {
   return report != nullptr ? report->model() : "";
 }
 
-Dispatcher::ReportedClassifier Dispatcher::reported_classifier() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  const v1::LoadReport* report = FirstUpReport();
-  if (report == nullptr) return {};
-  return {.classifier = report->classifier(),
-          .reranker = report->reranker(),
-          .num_labels = report->num_labels()};
-}
-
 std::vector<v1::LoraAdapter> Dispatcher::reported_lora_adapters() const {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<v1::LoraAdapter> adapters;

@@ -133,14 +133,13 @@ class Dispatcher {
   [[nodiscard]] int32_t largest_max_model_len() const;
   // The model the first up group reports ("" when none has reported).
   [[nodiscard]] std::string reported_model() const;
-  // What the first up group that reported says of its model: a sequence classifier
-  // (LoadReport.classifier), converted from a causal LM (LoadReport.reranker), its labels.
-  struct ReportedClassifier {
-    bool classifier = false;
-    bool reranker = false;
-    int32_t num_labels = 0;
-  };
-  [[nodiscard]] ReportedClassifier reported_classifier() const;
+  // `read(report)` with the LoadReport of the first up group that has reported (null when
+  // none), under the dispatcher's lock: `read` copies what it needs out and returns at once.
+  template <typename Read>
+  auto ReadFirstUpReport(Read read) const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return read(FirstUpReport());
+  }
   // The LoRA adapters up groups report, each name once (the first group's path), in report
   // order.
   [[nodiscard]] std::vector<v1::LoraAdapter> reported_lora_adapters() const;

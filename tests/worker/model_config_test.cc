@@ -1616,6 +1616,7 @@ TEST_F(ModelDirTest, LoadsSmolLM3WithNoPeLayers) {
         std::pair{std::string(R"(, "no_rope_layer_interval": 3)"), 3}}) {
     config = LoadModelConfig(WriteConfig(SmolLM3Config(extra)));
     ASSERT_TRUE(config.ok()) << config.status();
+    EXPECT_EQ(config->tie_word_embeddings, interval != 4) << "an explicit false wins";
     ASSERT_EQ(config->nope_layers.size(), 36u);
     for (size_t i = 0; i < 36; ++i) {
       EXPECT_EQ(config->nope_layers[i], (i + 1) % static_cast<size_t>(interval) == 0) << i;

@@ -246,20 +246,23 @@ std::optional<Pooling> PoolingOf(const std::string& mode) {
   return std::nullopt;
 }
 
+// What a classifier answers instead of `request` ("generation", "embeddings").
+absl::Status ClassifierRefuses(const ModelConfig& config, const char* request) {
+  return absl::InvalidArgumentError(absl::StrCat(
+      "model \"", config.source, "\" is a sequence classifier (", config.classifier->architecture,
+      "): it answers classification requests (/classify), not ", request));
+}
+
 }  // namespace
 
 absl::Status Engine::ValidateEmbedding(const EmbeddingParams& params) const {
   const ModelConfig& config = model_->config();
   if (params.classify != config.classifier.has_value()) {
-    return params.classify
-               ? absl::InvalidArgumentError(absl::StrCat(
-                     "model \"", config.source, "\" is not a sequence classifier (",
-                     config.architecture,
-                     "): classification needs a *ForSequenceClassification checkpoint"))
-               : absl::InvalidArgumentError(absl::StrCat(
-                     "model \"", config.source, "\" is a sequence classifier (",
-                     config.classifier->architecture,
-                     "): it answers classification requests (/classify), not embeddings"));
+    return params.classify ? absl::InvalidArgumentError(absl::StrCat(
+                                 "model \"", config.source, "\" is not a sequence classifier (",
+                                 config.architecture,
+                                 "): classification needs a *ForSequenceClassification checkpoint"))
+                           : ClassifierRefuses(config, "embeddings");
   }
   if (params.classify && params.dimensions != 0) {
     return absl::InvalidArgumentError(
@@ -331,10 +334,7 @@ void Engine::PooledOutput(const float* hidden, const EmbeddingParams& params,
 
 absl::Status Engine::AddRequest(Request request) {
   if (!request.embedding.has_value() && model_->config().classifier.has_value()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("model \"", model_->config().source, "\" is a sequence classifier (",
-                     model_->config().classifier->architecture,
-                     "): it answers classification requests (/classify), not generation"));
+    return ClassifierRefuses(model_->config(), "generation");
   }
   if (request.embedding.has_value()) {
     HR_RETURN_IF_ERROR(ValidateEmbedding(*request.embedding));

@@ -438,14 +438,22 @@ absl::Status ReadLayerTypes(const FieldReader& reader, ModelConfig& config) {
   return absl::OkStatus();
 }
 
+// attention_bias (LlamaConfig's: q/k/v and o_proj) and, for configs that have it, mlp_bias
+// (gate/up/down); both false when absent.
+absl::Status ReadBiasFlags(const FieldReader& reader, bool mlp, ModelConfig& config) {
+  HR_ASSIGN_OR_RETURN(const bool attention_bias, reader.Bool("attention_bias", false));
+  config.qkv_bias = attention_bias;
+  config.o_proj_bias = attention_bias;
+  if (!mlp) return absl::OkStatus();
+  HR_ASSIGN_OR_RETURN(config.mlp_bias, reader.Bool("mlp_bias", false));
+  return absl::OkStatus();
+}
+
 // SmolLM3: Llama's block, but the layers no_rope_layers marks 0 (every 4th by default) attend
 // without rotary (NoPE); with use_sliding_window, layer_types' sliding layers (by default the NoPE
 // ones, as SmolLM3Config derives them) take the window.
 absl::Status ReadSmolLM3(const FieldReader& reader, ModelConfig& config) {
-  HR_ASSIGN_OR_RETURN(const bool attention_bias, reader.Bool("attention_bias", false));
-  config.qkv_bias = attention_bias;
-  config.o_proj_bias = attention_bias;
-  HR_ASSIGN_OR_RETURN(config.mlp_bias, reader.Bool("mlp_bias", false));
+  HR_RETURN_IF_ERROR(ReadBiasFlags(reader, /*mlp=*/true, config));
   const auto layers = static_cast<size_t>(config.num_hidden_layers);
   config.nope_layers.assign(layers, false);
   if (const Json* rope = reader.Find("no_rope_layers"); rope != nullptr) {
@@ -491,9 +499,7 @@ absl::Status ReadBiasesAndWindow(const FieldReader& reader, ModelConfig& config)
   } else if (config.architecture == kQwen3 || config.architecture == kQwen3Moe) {
     // Qwen3: q/k/v and o biases only with attention_bias (false in the published checkpoints),
     // and a per-head RMSNorm of q and k.
-    HR_ASSIGN_OR_RETURN(const bool attention_bias, reader.Bool("attention_bias", false));
-    config.qkv_bias = attention_bias;
-    config.o_proj_bias = attention_bias;
+    HR_RETURN_IF_ERROR(ReadBiasFlags(reader, /*mlp=*/false, config));
     config.qk_norm = true;
     HR_ASSIGN_OR_RETURN(const bool use_sliding_window, reader.Bool("use_sliding_window", false));
     if (use_sliding_window) {
@@ -501,10 +507,7 @@ absl::Status ReadBiasesAndWindow(const FieldReader& reader, ModelConfig& config)
                           "is true; sliding-window attention for Qwen3 is not supported");
     }
   } else if (config.architecture == kLlama) {
-    HR_ASSIGN_OR_RETURN(const bool attention_bias, reader.Bool("attention_bias", false));
-    config.qkv_bias = attention_bias;
-    config.o_proj_bias = attention_bias;
-    HR_ASSIGN_OR_RETURN(config.mlp_bias, reader.Bool("mlp_bias", false));
+    HR_RETURN_IF_ERROR(ReadBiasFlags(reader, /*mlp=*/true, config));
   } else if (config.architecture == kPhi3) {
     // Phi-3 / Phi-4: fused projections, no biases, a window on every layer when set (Phi-3-mini-4k:
     // 2047; Phi3Config's default is none).
@@ -513,10 +516,7 @@ absl::Status ReadBiasesAndWindow(const FieldReader& reader, ModelConfig& config)
   } else if (config.architecture == kGranite || config.architecture == kGraniteMoe) {
     // Granite (3.x): Llama's block with muP multipliers on the embeddings, the attention scores,
     // the residual branches and the logits; all 1 in GraniteConfig when absent.
-    HR_ASSIGN_OR_RETURN(const bool attention_bias, reader.Bool("attention_bias", false));
-    config.qkv_bias = attention_bias;
-    config.o_proj_bias = attention_bias;
-    HR_ASSIGN_OR_RETURN(config.mlp_bias, reader.Bool("mlp_bias", false));
+    HR_RETURN_IF_ERROR(ReadBiasFlags(reader, /*mlp=*/true, config));
     HR_ASSIGN_OR_RETURN(config.embedding_multiplier,
                         reader.PositiveNumber("embedding_multiplier", 1.0));
     HR_ASSIGN_OR_RETURN(config.attention_multiplier,
@@ -525,9 +525,7 @@ absl::Status ReadBiasesAndWindow(const FieldReader& reader, ModelConfig& config)
                         reader.PositiveNumber("residual_multiplier", 1.0));
     HR_ASSIGN_OR_RETURN(config.logits_scaling, reader.PositiveNumber("logits_scaling", 1.0));
   } else if (config.architecture == kGemma2 || config.architecture == kGemma3) {
-    HR_ASSIGN_OR_RETURN(const bool attention_bias, reader.Bool("attention_bias", false));
-    config.qkv_bias = attention_bias;
-    config.o_proj_bias = attention_bias;
+    HR_RETURN_IF_ERROR(ReadBiasFlags(reader, /*mlp=*/false, config));
   } else if (config.architecture == kSmolLM3) {
     HR_RETURN_IF_ERROR(ReadSmolLM3(reader, config));
   } else if (config.architecture == kMixtral) {
