@@ -17,6 +17,12 @@ adapter_config.json and adapter_model.safetensors a fine-tuning run leaves, whic
                     residual_multiplier (0.22) scales those projections' whole outputs, the
                     adapter's update included (a smaller scale left the greedy tokens as they
                     were); bfloat16.
+  glm4-sandwich-all r 8, lora_alpha 16 on GLM-4's q/k/v_proj, o_proj, fused gate_up_proj and
+                    down_proj; bfloat16. GLM rotates interleaved pairs of q and k, which the server
+                    reorders in the base weights, and so in the adapter's q and k B rows too.
+                    Needs transformers >= 4.51, so it is written only when named:
+                      PYTHONPATH=build/pydeps-tf457 build/venv-fixtures/bin/python \
+                        scripts/gen_lora_fixtures.py glm4-sandwich-all
 
 PEFT initializes B to zeros, which would make every adapter the base model: init_lora_weights=False
 keeps torch's default init for A and B instead (seeded), so each adapter changes the greedy tokens
@@ -61,11 +67,18 @@ ADAPTERS = [
     ("granite-mup-out", "granite-mup", dict(r=4, lora_alpha=256, target_modules=["o_proj", "down_proj"]),
      torch.bfloat16, 4324),
 ]
+# Written only when named (a base fixture of NAMED_ONLY).
+NAMED_ONLY = [
+    ("glm4-sandwich-all", "glm4-sandwich",
+     dict(r=8, lora_alpha=16,
+          target_modules=["q_proj", "k_proj", "v_proj", "o_proj", "gate_up_proj", "down_proj"]),
+     torch.bfloat16, 4325),
+]
 
 
 def base_seed(base):
     """The seed gen_model_fixtures.py built `base` with: its prompts are drawn from it."""
-    for name, _, _, _, seed in base_fixtures.MODELS:
+    for name, _, _, _, seed in base_fixtures.MODELS + base_fixtures.NAMED_ONLY:
         if name == base:
             return seed
     raise KeyError(base)
@@ -151,6 +164,9 @@ def main():
     only = set(sys.argv[1:])
     for name, base, lora_args, dtype, seed in ADAPTERS:
         if not only or name in only:
+            generate(name, base, lora_args, dtype, seed)
+    for name, base, lora_args, dtype, seed in NAMED_ONLY:
+        if name in only:
             generate(name, base, lora_args, dtype, seed)
 
 

@@ -100,6 +100,18 @@ Writes tests/worker/fixtures/<name>/ for three small SEEDED RANDOM checkpoints:
                   scripts/gen_model_fixtures.py smollm3-nope
               after `build/venv-fixtures/bin/pip install --target build/pydeps-tf457
               transformers==4.57.1` (4.57.1 wrote the committed one; it runs on the same torch).
+  glm4-sandwich Glm4ForCausalLM (GLM-4-0414's layout) with transformers' own Glm4: rotary over
+              the INTERLEAVED pairs (2i, 2i+1) of the leading half of each head
+              (partial_rotary_factor 0.5: 8 of 16 values turn), q/k/v biases (attention_bias) and
+              no o_proj bias, gate and up fused in one gate_up_proj, and four norms per layer
+              (input_layernorm; post_self_attn_layernorm on the attention output;
+              post_attention_layernorm before the MLP; post_mlp_layernorm on its output); GQA 4/2,
+              untied, bfloat16. Before writing, the generator checks that rotate-half rotary in
+              place of the interleaved one changes the logits. Needs transformers >= 4.51 (Glm4):
+              written only when named, like smollm3-nope.
+  glm-interleaved GlmForCausalLM (glm-4-9b-chat-hf's layout): glm4-sandwich's attention and MLP in
+              Llama's two-norm block, head_dim 32 (16 of 32 values turn), GQA 4/2, untied,
+              bfloat16; the same check. Written only when named (transformers >= 4.46 has Glm).
 
 Each directory holds config.json, the safetensors file(s), and:
   expected.json       reference outputs computed in float32 from the SAVED weights (the checkpoint
@@ -277,6 +289,61 @@ def smollm3_config():
         initializer_range=INIT_STD, bos_token_id=1, eos_token_id=2, pad_token_id=0)
 
 
+def glm4_config():
+    from transformers import Glm4Config  # transformers >= 4.51
+    return Glm4Config(
+        vocab_size=256, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, head_dim=16, partial_rotary_factor=0.5,
+        max_position_embeddings=256, rope_theta=10000.0, rms_norm_eps=1e-5,
+        tie_word_embeddings=False, attention_bias=True,
+        initializer_range=INIT_STD, bos_token_id=1, eos_token_id=2, pad_token_id=0)
+
+
+def glm_config():
+    from transformers import GlmConfig
+    return GlmConfig(
+        vocab_size=256, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, head_dim=32, partial_rotary_factor=0.5,
+        max_position_embeddings=256, rope_theta=10000.0, rms_norm_eps=1e-5,
+        tie_word_embeddings=False, attention_bias=True,
+        initializer_range=INIT_STD, bos_token_id=1, eos_token_id=2, pad_token_id=0)
+
+
+def check_glm_interleaving_bites(model, config):
+    """Rotary over the interleaved pairs must differ from rotate-half rotary on the same model, or
+    the fixture would not tell the two apart."""
+    import importlib
+    module = importlib.import_module(type(model).__module__)
+    interleaved = module.apply_rotary_pos_emb
+
+    def rotate_half_partial(q, k, cos, sin, position_ids=None, unsqueeze_dim=1):
+        # Llama's rotate-half over the leading rotary_dim values (cos and sin are
+        # [freqs, freqs] of rotary_dim), the rest passed through.
+        cos, sin = cos.unsqueeze(unsqueeze_dim), sin.unsqueeze(unsqueeze_dim)
+        dim = cos.shape[-1]
+
+        def turn(x):
+            rot, rest = x[..., :dim], x[..., dim:]
+            half = torch.cat((-rot[..., dim // 2:], rot[..., :dim // 2]), dim=-1)
+            return torch.cat((rot * cos + half * sin, rest), dim=-1)
+        return turn(q), turn(k)
+
+    ids = torch.arange(3, 3 + 40).remainder(config.vocab_size)[None]
+    with torch.no_grad():
+        want = model(input_ids=ids, use_cache=False).logits[0]
+        module.apply_rotary_pos_emb = rotate_half_partial
+        try:
+            other = model(input_ids=ids, use_cache=False).logits[0]
+        finally:
+            module.apply_rotary_pos_emb = interleaved
+        again = model(input_ids=ids, use_cache=False).logits[0]
+    assert torch.equal(want, again)
+    diff = (want - other).abs().max()
+    assert diff > 1e-2, "interleaved and rotate-half rotary give the same logits"
+    print(f"  {config.model_type}: rotate-half in place of interleaved rotary moves logits by "
+          f"up to {diff:.3f}")
+
+
 def check_smollm3_bites(model, config):
     """The NoPE layers and their window must each change the logits of a prompt longer than the
     window, or the fixture would not test them."""
@@ -315,6 +382,15 @@ MODELS = [
     ("granite-mup", granite_config, torch.bfloat16, 1, 9753),
     ("granite-moe", granite_moe_config, torch.bfloat16, 1, 8642),
     ("qwen2-yarn", qwen2_yarn_config, torch.bfloat16, 1, 5679),
+]
+
+
+# Written only when named: their architectures need a newer transformers than 4.46 (see the
+# module docstring). Same fields as MODELS.
+NAMED_ONLY = [
+    ("smollm3-nope", smollm3_config, torch.bfloat16, 1, 9876),
+    ("glm4-sandwich", glm4_config, torch.bfloat16, 1, 9877),
+    ("glm-interleaved", glm_config, torch.bfloat16, 1, 9879),
 ]
 
 
@@ -818,9 +894,12 @@ def generate_model(name, make_config, dtype, shards, seed):
         check_window_bites(ref, config)
     if config.model_type == "smollm3":
         check_smollm3_bites(ref, config)
-    if config.rope_scaling and config.rope_scaling.get("type") == "longrope":
+    if config.model_type in ("glm", "glm4"):
+        check_glm_interleaving_bites(ref, config)
+    rope_scaling = getattr(config, "rope_scaling", None)  # GlmConfig has none
+    if rope_scaling and rope_scaling.get("type") == "longrope":
         check_longrope_bites(ref, config)
-    if config.rope_scaling and config.rope_scaling.get("type") == "yarn":
+    if rope_scaling and rope_scaling.get("type") == "yarn":
         check_yarn_bites(ref, config)
     finish_fixture(name, out_dir, ref, config.vocab_size, seed, dtype, files, saved)
 
@@ -984,8 +1063,9 @@ def main():
     for name, make_config, dtype, shards, seed in MODELS:
         if not only or name in only:
             generate_model(name, make_config, dtype, shards, seed)
-    if "smollm3-nope" in only:  # transformers >= 4.53 only: see the module docstring
-        generate_model("smollm3-nope", smollm3_config, torch.bfloat16, 1, 9876)
+    for name, make_config, dtype, shards, seed in NAMED_ONLY:
+        if name in only:
+            generate_model(name, make_config, dtype, shards, seed)
     if not only or "qwen3-qknorm" in only:
         generate_qwen3("qwen3-qknorm", 3456)
     if not only or "qwen3-moe" in only:

@@ -287,7 +287,8 @@ TEST(CheckpointTest, Qwen3HasPerHeadQkNormsAndNoBiases) {
 TEST(CheckpointTest, Phi3FusedProjectionsLoadAsTheirParts) {
   const ModelConfig config = FixtureConfig("phi3-fused");
   EXPECT_EQ(config.architecture, "Phi3ForCausalLM");
-  EXPECT_TRUE(config.fused_projections);
+  EXPECT_TRUE(config.fused_qkv);
+  EXPECT_TRUE(config.fused_gate_up);
   EXPECT_EQ(config.sliding_window, 12);
   absl::StatusOr<ModelWeights> weights =
       LoadWeights(config, testdata::FixtureDir("phi3-fused").string());
@@ -341,6 +342,53 @@ TEST(CheckpointTest, Phi3FusedProjectionsLoadAsTheirParts) {
   EXPECT_THAT(std::string(status.message()),
               AllOf(HasSubstr("\"model.layers.0.mlp.gate_up_proj.weight\""),
                     HasSubstr("has shape [192, 64], expected [256, 64]")));
+}
+
+// GLM's checkpoints load tensor by tensor as torch recorded them: gate_up_proj as its gate and up
+// parts (q/k/v stay separate, with biases; o_proj has none), and GLM-4's four norms per layer by
+// their own names (post_self_attn_layernorm, post_attention_layernorm, post_mlp_layernorm).
+TEST(CheckpointTest, GlmLoadsItsNormsAndFusedGateUp) {
+  for (const char* name : {"glm4-sandwich", "glm-interleaved"}) {
+    SCOPED_TRACE(name);
+    const ModelConfig config = FixtureConfig(name);
+    EXPECT_TRUE(config.fused_gate_up);
+    EXPECT_FALSE(config.fused_qkv);
+    EXPECT_TRUE(config.qkv_bias);
+    EXPECT_FALSE(config.o_proj_bias);
+    absl::StatusOr<ModelWeights> weights = LoadWeights(config, testdata::FixtureDir(name).string());
+    ASSERT_TRUE(weights.ok()) << weights.status();
+    const Json probe = ReadJson(testdata::FixtureDir(name) / "weights_probe.json");
+    const Json& tensors = probe.at("tensors");
+    std::set<std::string> recorded;
+    for (const auto& [tensor_name, entry] : tensors.items()) recorded.insert(tensor_name);
+
+    // Every tensor but the fused one's parts under its torch name.
+    std::set<std::string> matched;
+    for (const NamedWeight& weight : ListWeights(*weights)) {
+      if (!tensors.contains(weight.name)) continue;
+      SCOPED_TRACE(weight.name);
+      ExpectMatchesProbe(tensors.at(weight.name), weight.tensor->data);
+      matched.insert(weight.name);
+    }
+    for (size_t i = 0; i < weights->layers.size(); ++i) {
+      const LayerWeights& layer = weights->layers[i];
+      const std::string fused = absl::StrCat("model.layers.", i, ".mlp.gate_up_proj.weight");
+      SCOPED_TRACE(fused);
+      std::vector<float> joined = layer.gate_proj.data;
+      joined.insert(joined.end(), layer.up_proj.data.begin(), layer.up_proj.data.end());
+      ExpectMatchesProbe(tensors.at(fused), joined);
+      matched.insert(fused);
+      // The sandwich norms are GLM-4's alone.
+      EXPECT_EQ(layer.pre_feedforward_layernorm.empty(), config.architecture == "GlmForCausalLM");
+    }
+    EXPECT_EQ(matched, recorded);
+
+    std::set<std::string> expected;
+    const absl::StatusOr<std::vector<WeightSpec>> specs = ExpectedWeights(config);
+    ASSERT_TRUE(specs.ok()) << specs.status();
+    for (const WeightSpec& spec : *specs) expected.insert(spec.name);
+    EXPECT_EQ(expected, recorded);
+  }
 }
 
 // Granite-MoE's experts are stacked, input_linear [E, 2I, H] (each expert's gate rows, then its
@@ -499,7 +547,8 @@ TEST(CheckpointTest, ExpectedJsonIsWellFormed) {
   for (const char* name :
        {"llama-gqa", "qwen2-bias", "llama-tied", "qwen3-qknorm", "mixtral-moe", "qwen3-moe",
         "gemma2-softcap", "gemma3-local-rope", "granite-mup", "phi3-fused", "granite-moe",
-        "phi3-longrope", "gemma3-mm-text", "phi4-partial-rotary", "qwen2-yarn", "smollm3-nope"}) {
+        "phi3-longrope", "gemma3-mm-text", "phi4-partial-rotary", "qwen2-yarn", "smollm3-nope",
+        "glm4-sandwich", "glm-interleaved"}) {
     SCOPED_TRACE(name);
     const Json expected = ReadJson(testdata::FixtureDir(name) / "expected.json");
     ASSERT_EQ(expected.at("prompts").size(), 4u);

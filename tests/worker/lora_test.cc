@@ -395,7 +395,8 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, LoraParityTest,
                          ::testing::Values(Served{"llama-gqa",
                                                   {"llama-gqa-all", "llama-gqa-rslora"}},
                                            Served{"phi3-fused", {"phi3-fused-all"}},
-                                           Served{"granite-mup", {"granite-mup-out"}}),
+                                           Served{"granite-mup", {"granite-mup-out"}},
+                                           Served{"glm4-sandwich", {"glm4-sandwich-all"}}),
                          [](const ::testing::TestParamInfo<Served>& param_info) {
                            std::string name = param_info.param.base;
                            std::replace(name.begin(), name.end(), '-', '_');

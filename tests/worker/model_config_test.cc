@@ -881,7 +881,8 @@ TEST_F(ModelDirTest, LoadsPhi3WithFusedProjectionsAndAWindowOnEveryLayer) {
   const absl::StatusOr<ModelConfig> config = LoadModelConfig(WriteConfig(kPhi3MiniConfig));
   ASSERT_TRUE(config.ok()) << config.status();
   EXPECT_EQ(config->architecture, "Phi3ForCausalLM");
-  EXPECT_TRUE(config->fused_projections);
+  EXPECT_TRUE(config->fused_qkv);
+  EXPECT_TRUE(config->fused_gate_up);
   EXPECT_FALSE(config->qkv_bias);
   EXPECT_EQ(config->hidden_activation, Activation::kSilu);
   EXPECT_EQ(config->head_dim, 96);
@@ -941,13 +942,14 @@ TEST_F(ModelDirTest, LoadsPhi3WithFusedProjectionsAndAWindowOnEveryLayer) {
                                                      R"("partial_rotary_factor": 0.5,)"))),
               absl::StatusCode::kInvalidArgument,
               {"\"partial_rotary_factor\" is 0.5; partial rotary embedding is supported for "
-               "Phi3ForCausalLM only"});
+               "Phi3ForCausalLM, GlmForCausalLM and Glm4ForCausalLM only"});
 
   // dummy:phi-4 is Phi-4's shape with the same layout.
   const absl::StatusOr<ModelConfig> phi4 = LoadModelConfig("dummy:phi-4");
   ASSERT_TRUE(phi4.ok()) << phi4.status();
   EXPECT_EQ(phi4->architecture, "Phi3ForCausalLM");
-  EXPECT_TRUE(phi4->fused_projections);
+  EXPECT_TRUE(phi4->fused_qkv);
+  EXPECT_TRUE(phi4->fused_gate_up);
   EXPECT_EQ(phi4->num_key_value_heads, 10);
   EXPECT_EQ(phi4->head_dim, 128);
   EXPECT_EQ(phi4->max_position_embeddings, 16384);
@@ -960,7 +962,8 @@ TEST_F(ModelDirTest, LoadsPhi4MiniAndItsPresetIsThatConfig) {
   const absl::StatusOr<ModelConfig> config = LoadModelConfig(WriteConfig(kPhi4MiniConfig));
   ASSERT_TRUE(config.ok()) << config.status();
   EXPECT_EQ(config->architecture, "Phi3ForCausalLM");
-  EXPECT_TRUE(config->fused_projections);
+  EXPECT_TRUE(config->fused_qkv);
+  EXPECT_TRUE(config->fused_gate_up);
   EXPECT_TRUE(config->tie_word_embeddings);
   EXPECT_EQ(config->head_dim, 128);
   EXPECT_EQ(RotaryDim(*config), 96);  // int(128 x 0.75)
@@ -1001,7 +1004,8 @@ TEST_F(ModelDirTest, LoadsPhi4MiniAndItsPresetIsThatConfig) {
   EXPECT_EQ(preset->vocab_size, config->vocab_size);
   EXPECT_EQ(preset->max_position_embeddings, config->max_position_embeddings);
   EXPECT_EQ(preset->tie_word_embeddings, config->tie_word_embeddings);
-  EXPECT_EQ(preset->fused_projections, config->fused_projections);
+  EXPECT_EQ(preset->fused_qkv, config->fused_qkv);
+  EXPECT_EQ(preset->fused_gate_up, config->fused_gate_up);
   EXPECT_EQ(preset->qkv_bias, config->qkv_bias);
   EXPECT_EQ(preset->torch_dtype, config->torch_dtype);
   EXPECT_EQ(preset->hidden_activation, config->hidden_activation);
@@ -1533,7 +1537,7 @@ TEST(ModelConfigTest, PresetMatchesItsPublishedConfigJson) {
 TEST(ModelConfigTest, UnknownPresetListsThePresets) {
   ExpectError(LoadModelConfig("dummy:llama-4"), absl::StatusCode::kNotFound,
               {"unknown preset \"dummy:llama-4\"",
-               "presets: gemma-2-2b, gemma-3-1b, llama-2-7b, llama-3-70b, llama-3-8b, "
+               "presets: gemma-2-2b, gemma-3-1b, glm-4-9b, llama-2-7b, llama-3-70b, llama-3-8b, "
                "llama-3.1-8b, mistral-7b, "
                "mixtral-8x7b, phi-4, phi-4-mini, qwen2-7b, qwen3-30b-a3b, qwen3-8b, small, tiny"});
   ExpectError(LoadModelConfig("dummy:"), absl::StatusCode::kNotFound, {"unknown preset"});
@@ -1651,6 +1655,84 @@ TEST_F(ModelDirTest, LoadsSmolLM3WithNoPeLayers) {
                                absl::StrJoin(std::vector<std::string>(36, "2"), ","), "]")))),
               absl::StatusCode::kInvalidArgument,
               {"\"no_rope_layers\" has number 2 at layer 0; each entry is 0 (NoPE) or 1"});
+}
+
+// THUDM/GLM-4-9B-0414's shape (Glm4ForCausalLM): 2 KV heads of 128, half of each head rotated.
+std::string Glm4Config(const std::string& architecture, const std::string& extra) {
+  return absl::StrCat(R"({"architectures": [")", architecture, R"("],
+      "hidden_size": 4096, "intermediate_size": 13696, "num_hidden_layers": 40,
+      "num_attention_heads": 32, "num_key_value_heads": 2, "head_dim": 128, "vocab_size": 151552,
+      "max_position_embeddings": 32768, "rope_theta": 10000.0, "rms_norm_eps": 1e-05,
+      "hidden_act": "silu", "tie_word_embeddings": false, "torch_dtype": "bfloat16")",
+                      extra, "}");
+}
+
+// GLM (GlmConfig's and Glm4Config's rules): q/k/v biases unless attention_bias is false, no
+// o_proj bias, gate and up fused, rotary over interleaved pairs of the leading
+// partial_rotary_factor (0.5 by default) of each head; GLM-4 adds its four norms per layer.
+TEST_F(ModelDirTest, LoadsGlmWithInterleavedPartialRotary) {
+  for (const char* architecture : {"Glm4ForCausalLM", "GlmForCausalLM"}) {
+    SCOPED_TRACE(architecture);
+    absl::StatusOr<ModelConfig> config =
+        LoadModelConfig(WriteConfig(Glm4Config(architecture, R"(, "partial_rotary_factor": 0.5)")));
+    ASSERT_TRUE(config.ok()) << config.status();
+    EXPECT_EQ(config->architecture, architecture);
+    EXPECT_EQ(RotaryDim(*config), 64);
+    EXPECT_TRUE(config->interleaved_rotary);
+    EXPECT_TRUE(config->qkv_bias) << "Glm4Config's attention_bias defaults to true";
+    EXPECT_FALSE(config->o_proj_bias);
+    EXPECT_TRUE(config->fused_gate_up);
+    EXPECT_FALSE(config->fused_qkv);
+    EXPECT_FALSE(config->tie_word_embeddings);
+    const bool glm4 = std::string_view(architecture) == "Glm4ForCausalLM";
+    EXPECT_EQ(config->sandwich_norms, glm4);
+    EXPECT_EQ(config->glm4_norm_names, glm4);
+    EXPECT_FALSE(config->norm_weight_offset);
+    EXPECT_EQ(config->embedding_multiplier, 1.0);
+
+    // Without the keys: the config classes' defaults (half the head, biases).
+    config = LoadModelConfig(WriteConfig(Glm4Config(architecture, "")));
+    ASSERT_TRUE(config.ok()) << config.status();
+    EXPECT_EQ(RotaryDim(*config), 64);
+    EXPECT_TRUE(config->qkv_bias);
+    config = LoadModelConfig(WriteConfig(
+        Glm4Config(architecture, R"(, "attention_bias": false, "partial_rotary_factor": 0.25)")));
+    ASSERT_TRUE(config.ok()) << config.status();
+    EXPECT_FALSE(config->qkv_bias);
+    EXPECT_EQ(RotaryDim(*config), 32);
+  }
+  // dummy:glm-4-9b is GLM-4-9B-0414's config, field by field.
+  const absl::StatusOr<ModelConfig> config = LoadModelConfig(
+      WriteConfig(Glm4Config("Glm4ForCausalLM", R"(, "partial_rotary_factor": 0.5)")));
+  const absl::StatusOr<ModelConfig> preset = LoadModelConfig("dummy:glm-4-9b");
+  ASSERT_TRUE(config.ok()) << config.status();
+  ASSERT_TRUE(preset.ok()) << preset.status();
+  EXPECT_EQ(preset->architecture, config->architecture);
+  EXPECT_EQ(preset->num_hidden_layers, config->num_hidden_layers);
+  EXPECT_EQ(preset->hidden_size, config->hidden_size);
+  EXPECT_EQ(preset->intermediate_size, config->intermediate_size);
+  EXPECT_EQ(preset->num_attention_heads, config->num_attention_heads);
+  EXPECT_EQ(preset->num_key_value_heads, config->num_key_value_heads);
+  EXPECT_EQ(preset->head_dim, config->head_dim);
+  EXPECT_EQ(preset->rotary_dim, config->rotary_dim);
+  EXPECT_EQ(preset->interleaved_rotary, config->interleaved_rotary);
+  EXPECT_EQ(preset->vocab_size, config->vocab_size);
+  EXPECT_EQ(preset->max_position_embeddings, config->max_position_embeddings);
+  EXPECT_EQ(preset->tie_word_embeddings, config->tie_word_embeddings);
+  EXPECT_EQ(preset->fused_qkv, config->fused_qkv);
+  EXPECT_EQ(preset->fused_gate_up, config->fused_gate_up);
+  EXPECT_EQ(preset->qkv_bias, config->qkv_bias);
+  EXPECT_EQ(preset->o_proj_bias, config->o_proj_bias);
+  EXPECT_EQ(preset->sandwich_norms, config->sandwich_norms);
+  EXPECT_EQ(preset->glm4_norm_names, config->glm4_norm_names);
+  EXPECT_EQ(preset->torch_dtype, config->torch_dtype);
+  EXPECT_DOUBLE_EQ(preset->rms_norm_eps, config->rms_norm_eps);
+  EXPECT_DOUBLE_EQ(preset->rope_theta, config->rope_theta);
+
+  ExpectError(LoadModelConfig(WriteConfig(
+                  Glm4Config("Glm4ForCausalLM", R"(, "partial_rotary_factor": 0.004)"))),
+              absl::StatusCode::kInvalidArgument,
+              {"int(head_dim 128 x 0.004) = 0 rotated values per head"});
 }
 
 }  // namespace

@@ -105,6 +105,17 @@ std::string LayerTensorName(size_t layer, std::string_view suffix) {
   return absl::StrCat("model.layers.", layer, ".", absl::string_view(suffix.data(), suffix.size()));
 }
 
+// The checkpoint's name for a layer field's tensor (after "model.layers.{i}."): the field's own,
+// but GLM-4's for the sandwich norms.
+using NormNames = ModelWeights::NormNames;
+std::string_view CheckpointSuffix(NormNames names, std::string_view suffix) {
+  if (names != NormNames::kGlm4) return suffix;
+  if (suffix == "post_attention_layernorm.weight") return "post_self_attn_layernorm.weight";
+  if (suffix == "pre_feedforward_layernorm.weight") return "post_attention_layernorm.weight";
+  if (suffix == "post_feedforward_layernorm.weight") return "post_mlp_layernorm.weight";
+  return suffix;
+}
+
 // A mixture-of-experts layer's tensor names after "model.layers.{i}.": its router's, and expert
 // e's gate, up and down projections'.
 using ExpertLayout = ModelWeights::ExpertLayout;
@@ -170,8 +181,9 @@ void ReadAsPart(Slot& slot, std::string tensor_name, std::vector<int64_t> tensor
   slot.row_offset = first_row;
 }
 
-// Phi-3 keeps q/k/v in one qkv_proj and gate/up in one gate_up_proj: the part that `suffix`
-// names is a block of rows of that tensor. Other suffixes are left alone.
+// Phi-3 keeps q/k/v in one qkv_proj and gate/up in one gate_up_proj (GLM the latter only): the
+// part that `suffix` names is a block of rows of that tensor when the config fuses it. Other
+// suffixes are left alone.
 void MarkFusedPart(const ModelConfig& config, std::string_view suffix, size_t layer, Slot& slot) {
   const int64_t q = config.num_attention_heads * config.head_dim;
   const int64_t kv = config.num_key_value_heads * config.head_dim;
@@ -181,16 +193,18 @@ void MarkFusedPart(const ModelConfig& config, std::string_view suffix, size_t la
     std::string_view fused;
     int64_t row_offset;
     int64_t fused_rows;
+    bool in_use;  // whether this config fuses the tensor
   };
   const Part parts[] = {
-      {"self_attn.q_proj.weight", "self_attn.qkv_proj.weight", 0, q + 2 * kv},
-      {"self_attn.k_proj.weight", "self_attn.qkv_proj.weight", q, q + 2 * kv},
-      {"self_attn.v_proj.weight", "self_attn.qkv_proj.weight", q + kv, q + 2 * kv},
-      {"mlp.gate_proj.weight", "mlp.gate_up_proj.weight", 0, 2 * inter},
-      {"mlp.up_proj.weight", "mlp.gate_up_proj.weight", inter, 2 * inter},
+      {"self_attn.q_proj.weight", "self_attn.qkv_proj.weight", 0, q + 2 * kv, config.fused_qkv},
+      {"self_attn.k_proj.weight", "self_attn.qkv_proj.weight", q, q + 2 * kv, config.fused_qkv},
+      {"self_attn.v_proj.weight", "self_attn.qkv_proj.weight", q + kv, q + 2 * kv,
+       config.fused_qkv},
+      {"mlp.gate_proj.weight", "mlp.gate_up_proj.weight", 0, 2 * inter, config.fused_gate_up},
+      {"mlp.up_proj.weight", "mlp.gate_up_proj.weight", inter, 2 * inter, config.fused_gate_up},
   };
   for (const Part& part : parts) {
-    if (part.suffix != suffix) continue;
+    if (part.suffix != suffix || !part.in_use) continue;
     ReadAsPart(slot, LayerTensorName(layer, part.fused), {part.fused_rows, config.hidden_size},
                part.row_offset);
   }
@@ -293,6 +307,7 @@ absl::StatusOr<std::vector<Slot>> MakeSlots(const ModelConfig& config, ShardSpec
   weights.expert_layout = config.architecture == "MixtralForCausalLM"      ? ExpertLayout::kMixtral
                           : config.architecture == "GraniteMoeForCausalLM" ? ExpertLayout::kStacked
                                                                            : ExpertLayout::kQwen;
+  weights.norm_names = config.glm4_norm_names ? NormNames::kGlm4 : NormNames::kGemma;
   add(std::string(kEmbedName), {vocab, hidden}, &weights.embed_tokens, Init::kRandom,
       Split::kVocabRows);
   for (size_t i = 0; i < weights.layers.size(); ++i) {
@@ -301,9 +316,9 @@ absl::StatusOr<std::vector<Slot>> MakeSlots(const ModelConfig& config, ShardSpec
       if (!present(field.presence)) continue;
       std::vector<int64_t> shape = {resolve(field.rows)};
       if (field.cols != Dim::kNone) shape.push_back(resolve(field.cols));
-      add(LayerTensorName(i, field.suffix), std::move(shape), &(layer.*field.member), field.init,
-          field.split);
-      if (config.fused_projections) MarkFusedPart(config, field.suffix, i, slots.back());
+      add(LayerTensorName(i, CheckpointSuffix(weights.norm_names, field.suffix)), std::move(shape),
+          &(layer.*field.member), field.init, field.split);
+      MarkFusedPart(config, field.suffix, i, slots.back());
     }
     if (config.num_experts == 0) continue;
     const int64_t inter = config.intermediate_size;
@@ -609,7 +624,8 @@ std::vector<NamedWeight> ListWeights(const ModelWeights& weights) {
   for (size_t i = 0; i < weights.layers.size(); ++i) {
     const LayerWeights& layer = weights.layers[i];
     for (const LayerField& field : kLayerFields) {
-      add(LayerTensorName(i, field.suffix), layer.*field.member);
+      add(LayerTensorName(i, CheckpointSuffix(weights.norm_names, field.suffix)),
+          layer.*field.member);
     }
     add(LayerTensorName(i, RouterName(weights.expert_layout)), layer.moe_router);
     for (size_t e = 0; e < layer.experts.size(); ++e) {

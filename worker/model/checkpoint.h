@@ -3,8 +3,9 @@
 //
 // LoadWeights reads `model.safetensors`, or the shards named by `model.safetensors.index.json`
 // (its weight_map: tensor name -> shard file), converts F32/F16/BF16 to float32 and checks every
-// shape against the ModelConfig. Phi-3's fused qkv_proj and gate_up_proj are read as their parts
-// (LayerWeights' q/k/v_proj, gate/up_proj), each rank reading only its rows of each part. Tensors
+// shape against the ModelConfig. Phi-3's fused qkv_proj and gate_up_proj (GLM's gate_up_proj) are
+// read as their parts (LayerWeights' q/k/v_proj, gate/up_proj), each rank reading only its rows
+// of each part. Tensors
 // the model does not use (rotary_emb.inv_freq, lm_head.weight of a tied model) are ignored. Errors:
 //   NotFoundError         the directory, or both model.safetensors and the index, or a shard file
 //                         the index names, does not exist;
@@ -90,6 +91,12 @@ struct ModelWeights {
   // names "...input_linear.weight[E].gate" / "[E].up" / "output_linear.weight[E]".
   enum class ExpertLayout : uint8_t { kMixtral, kQwen, kStacked };
   ExpertLayout expert_layout = ExpertLayout::kQwen;
+  // How the checkpoint names the sandwich norms (config.sandwich_norms): Gemma's
+  // post_attention_layernorm (attention output), pre_feedforward_layernorm (MLP input) and
+  // post_feedforward_layernorm (MLP output), or GLM-4's post_self_attn_layernorm,
+  // post_attention_layernorm and post_mlp_layernorm for the same three (config.glm4_norm_names).
+  enum class NormNames : uint8_t { kGemma, kGlm4 };
+  NormNames norm_names = NormNames::kGemma;
 
   // The LM head to multiply with: lm_head, or embed_tokens when the embeddings are tied.
   [[nodiscard]] const HostTensor& output_embedding() const {

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "kernels/cpu/rotary.h"
+#include "worker/model/rotary_layout.h"
 #include "worker/model/shard_weights.h"
 
 namespace headroom::worker {
@@ -70,6 +71,16 @@ absl::StatusOr<const float*> LlamaModel::UploadScaled(const std::vector<float>& 
   std::vector<float> scaled = host;
   for (float& v : scaled) v = static_cast<float>(static_cast<double>(v) * factor);
   return UploadTensor(scaled, what);
+}
+
+absl::StatusOr<const float*> LlamaModel::UploadQueryKeyRows(const std::vector<float>& host,
+                                                            int64_t row_width,
+                                                            const std::string& what) {
+  if (!config_.interleaved_rotary) return UploadTensor(host, what);
+  std::vector<float> rows = host;
+  HR_RETURN_IF_ERROR(
+      InterleavedToRotateHalfRows(rows, row_width, config_.head_dim, RotaryDim(config_)));
+  return UploadTensor(rows, what);
 }
 
 absl::Status LlamaModel::CheckShard(const ModelWeights& w) const {
@@ -191,11 +202,12 @@ absl::Status LlamaModel::Upload(const ModelWeights& w) {
     const std::string p = absl::StrCat("layer ", i, " ");
     DeviceLayer d;
     HR_ASSIGN_OR_RETURN(d.input_norm, UploadNorm(lw.input_layernorm.data, p + "input_layernorm"));
-    HR_ASSIGN_OR_RETURN(d.q_proj, UploadTensor(lw.q_proj.data, p + "q_proj"));
-    HR_ASSIGN_OR_RETURN(d.k_proj, UploadTensor(lw.k_proj.data, p + "k_proj"));
+    const int64_t hidden = config_.hidden_size;
+    HR_ASSIGN_OR_RETURN(d.q_proj, UploadQueryKeyRows(lw.q_proj.data, hidden, p + "q_proj"));
+    HR_ASSIGN_OR_RETURN(d.k_proj, UploadQueryKeyRows(lw.k_proj.data, hidden, p + "k_proj"));
     HR_ASSIGN_OR_RETURN(d.v_proj, UploadTensor(lw.v_proj.data, p + "v_proj"));
-    HR_ASSIGN_OR_RETURN(d.q_bias, UploadTensor(lw.q_proj_bias.data, p + "q_bias"));
-    HR_ASSIGN_OR_RETURN(d.k_bias, UploadTensor(lw.k_proj_bias.data, p + "k_bias"));
+    HR_ASSIGN_OR_RETURN(d.q_bias, UploadQueryKeyRows(lw.q_proj_bias.data, 1, p + "q_bias"));
+    HR_ASSIGN_OR_RETURN(d.k_bias, UploadQueryKeyRows(lw.k_proj_bias.data, 1, p + "k_bias"));
     HR_ASSIGN_OR_RETURN(d.v_bias, UploadTensor(lw.v_proj_bias.data, p + "v_bias"));
     HR_ASSIGN_OR_RETURN(d.q_norm, UploadNorm(lw.q_norm.data, p + "q_norm"));
     HR_ASSIGN_OR_RETURN(d.k_norm, UploadNorm(lw.k_norm.data, p + "k_norm"));
@@ -205,8 +217,8 @@ absl::Status LlamaModel::Upload(const ModelWeights& w) {
     HR_ASSIGN_OR_RETURN(d.o_proj, UploadScaled(lw.o_proj.data, residual, p + "o_proj"));
     HR_ASSIGN_OR_RETURN(d.o_bias, UploadScaled(lw.o_proj_bias.data, residual, p + "o_bias"));
     if (config_.sandwich_norms) {
-      // Gemma 2: post_attention_layernorm normalizes the attention output; the MLP's input norm
-      // is pre_feedforward_layernorm.
+      // Gemma 2 / GLM-4: post_attention_layernorm normalizes the attention output; the MLP's
+      // input norm is pre_feedforward_layernorm (GLM-4's names: checkpoint.h, NormNames).
       HR_ASSIGN_OR_RETURN(d.attn_out_norm, UploadNorm(lw.post_attention_layernorm.data,
                                                       p + "post_attention_layernorm"));
       HR_ASSIGN_OR_RETURN(d.post_norm, UploadNorm(lw.pre_feedforward_layernorm.data,
@@ -368,6 +380,11 @@ absl::Status LlamaModel::LoadLoraSlot(int32_t slot, const LoraAdapter& adapter) 
             b[static_cast<size_t>(row * rank + c)] = static_cast<float>(
                 static_cast<double>(lb.data[static_cast<size_t>(row * r + c)]) * scale);
           }
+        }
+        // GLM: q's and k's output rows in the rotate-half order, as their base weights.
+        if (config_.interleaved_rotary && (target == LoraTarget::kQ || target == LoraTarget::kK)) {
+          HR_RETURN_IF_ERROR(
+              InterleavedToRotateHalfRows(b, rank, config_.head_dim, RotaryDim(config_)));
         }
       }
       // The model allocated these buffers (UploadLora); the view is read-only for the kernels.

@@ -205,6 +205,11 @@ class LlamaModel {
   // `host` times `factor` (Granite's multipliers folded into weights).
   absl::StatusOr<const float*> UploadScaled(const std::vector<float>& host, double factor,
                                             const std::string& what);
+  // Rows of q's or k's outputs (a projection's [rows, row_width], a bias's [rows]), reordered
+  // into the rotate-half layout where the checkpoint rotates interleaved pairs (GLM;
+  // rotary_layout.h).
+  absl::StatusOr<const float*> UploadQueryKeyRows(const std::vector<float>& host, int64_t row_width,
+                                                  const std::string& what);
   // The [n, hidden] result in arena_.proj RMS-normalized in place by `norm` (null: left as is).
   absl::Status NormalizeOutput(const float* norm, int64_t n);
   absl::Status CheckShard(const ModelWeights& weights) const;

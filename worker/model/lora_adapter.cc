@@ -188,13 +188,13 @@ absl::StatusOr<FactorName> ParseFactorName(const ModelConfig& config, absl::stri
     return refuse(absl::StrCat("adapts the MLP of ", config.source,
                                ", a mixture of experts: LoRA on experts is not served"));
   }
-  // Phi-3 fuses q/k/v and gate/up; o_proj and down_proj stand alone in every model.
+  // Phi-3 fuses q/k/v and gate/up, GLM gate/up; o_proj and down_proj stand alone in every model.
   const bool fused = name.module == Module::kQkv || name.module == Module::kGateUp;
   const bool fusable = name.module != Module::kO && name.module != Module::kDown;
-  if (fusable && fused != config.fused_projections) {
+  const bool model_fuses = block == "mlp" ? config.fused_gate_up : config.fused_qkv;
+  if (fusable && fused != model_fuses) {
     return refuse(absl::StrCat("names ", proj, ", which ", config.source, " does not have (its ",
-                               block, " ", config.fused_projections ? "fuses" : "splits",
-                               " its projections)"));
+                               block, " ", model_fuses ? "fuses" : "splits", " its projections)"));
   }
   return name;
 }

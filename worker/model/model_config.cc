@@ -33,6 +33,8 @@ inline constexpr std::string_view kPhi3 = "Phi3ForCausalLM";
 inline constexpr std::string_view kGranite = "GraniteForCausalLM";
 inline constexpr std::string_view kGraniteMoe = "GraniteMoeForCausalLM";
 inline constexpr std::string_view kSmolLM3 = "SmolLM3ForCausalLM";
+inline constexpr std::string_view kGlm = "GlmForCausalLM";
+inline constexpr std::string_view kGlm4 = "Glm4ForCausalLM";
 inline constexpr std::string_view kDummyPrefix = "dummy:";
 
 // MistralConfig's default when config.json has no sliding_window key (transformers behaviour).
@@ -53,6 +55,10 @@ inline constexpr double kGemma2DefaultFinalSoftcap = 30.0;
 
 // SmolLM3Config's default: without a no_rope_layers list, every 4th layer has no rotary.
 inline constexpr int64_t kSmolLM3DefaultNoRopeInterval = 4;
+
+// GlmConfig's and Glm4Config's defaults for keys config.json may leave out.
+inline constexpr double kGlmDefaultPartialRotaryFactor = 0.5;
+inline constexpr bool kGlmDefaultAttentionBias = true;
 
 std::string Describe(const Json& value) {
   std::string text = value.dump();
@@ -296,17 +302,20 @@ absl::StatusOr<RopeScaling> ReadYarnScaling(const FieldReader& rope, const Model
   return scaling;
 }
 
-// rotary_dim from partial_rotary_factor (Phi-4-mini's 0.75), as transformers forms it:
-// int(head_dim * factor), rotating that many leading values of each head (Phi3 only: the other
-// architectures' attention rotates whole heads, so a factor there is refused).
+// rotary_dim from partial_rotary_factor (Phi-4-mini's 0.75, GLM's 0.5 by default), as
+// transformers forms it: int(head_dim * factor), rotating that many leading values of each head
+// (Phi-3 and GLM only: the other architectures' attention rotates whole heads, so a factor there
+// is refused).
 absl::Status ReadRotaryDim(const FieldReader& reader, ModelConfig& config) {
-  HR_ASSIGN_OR_RETURN(const std::optional<double> factor,
-                      reader.OptionalNumber("partial_rotary_factor"));
+  const bool glm = config.architecture == kGlm || config.architecture == kGlm4;
+  HR_ASSIGN_OR_RETURN(std::optional<double> factor, reader.OptionalNumber("partial_rotary_factor"));
+  if (!factor && glm) factor = kGlmDefaultPartialRotaryFactor;
   if (!factor || *factor == 1.0) return absl::OkStatus();
-  if (config.architecture != kPhi3) {
+  if (config.architecture != kPhi3 && !glm) {
     return reader.Error("partial_rotary_factor",
                         absl::StrCat("is ", *factor, "; partial rotary embedding is supported for ",
-                                     std::string(kPhi3), " only"));
+                                     std::string(kPhi3), ", ", std::string(kGlm), " and ",
+                                     std::string(kGlm4), " only"));
   }
   if (!(*factor > 0.0 && *factor < 1.0)) {
     return reader.Error("partial_rotary_factor", absl::StrCat("must be in (0, 1], got ", *factor));
@@ -511,7 +520,8 @@ absl::Status ReadBiasesAndWindow(const FieldReader& reader, ModelConfig& config)
   } else if (config.architecture == kPhi3) {
     // Phi-3 / Phi-4: fused projections, no biases, a window on every layer when set (Phi-3-mini-4k:
     // 2047; Phi3Config's default is none).
-    config.fused_projections = true;
+    config.fused_qkv = true;
+    config.fused_gate_up = true;
     HR_ASSIGN_OR_RETURN(config.sliding_window, reader.OptionalPositiveInt("sliding_window"));
   } else if (config.architecture == kGranite || config.architecture == kGraniteMoe) {
     // Granite (3.x): Llama's block with muP multipliers on the embeddings, the attention scores,
@@ -528,6 +538,17 @@ absl::Status ReadBiasesAndWindow(const FieldReader& reader, ModelConfig& config)
     HR_RETURN_IF_ERROR(ReadBiasFlags(reader, /*mlp=*/false, config));
   } else if (config.architecture == kSmolLM3) {
     HR_RETURN_IF_ERROR(ReadSmolLM3(reader, config));
+  } else if (config.architecture == kGlm || config.architecture == kGlm4) {
+    // GLM-4 (GlmForCausalLM: glm-4-9b-chat-hf; Glm4ForCausalLM: GLM-4-0414, with sandwich norms):
+    // q/k/v biases with attention_bias (true by default), never an o_proj bias, gate and up fused,
+    // and rotary over interleaved pairs of the leading partial_rotary_factor of each head.
+    HR_ASSIGN_OR_RETURN(config.qkv_bias, reader.Bool("attention_bias", kGlmDefaultAttentionBias));
+    config.fused_gate_up = true;
+    config.interleaved_rotary = true;
+    if (config.architecture == kGlm4) {
+      config.sandwich_norms = true;
+      config.glm4_norm_names = true;
+    }
   } else if (config.architecture == kMixtral) {
     // MixtralConfig's sliding_window defaults to none (Mistral's to 4096).
     HR_ASSIGN_OR_RETURN(config.sliding_window, reader.OptionalPositiveInt("sliding_window"));
@@ -755,7 +776,7 @@ const std::vector<std::string>& SupportedArchitectures() {
       std::string(kQwen2),   std::string(kQwen3),      std::string(kQwen3Moe),
       std::string(kGemma2),  std::string(kGemma3),     std::string(kPhi3),
       std::string(kGranite), std::string(kGraniteMoe), std::string(kGemma3Multimodal),
-      std::string(kSmolLM3)};
+      std::string(kSmolLM3), std::string(kGlm),        std::string(kGlm4)};
   return *kArchitectures;
 }
 

@@ -1,7 +1,7 @@
 // ModelConfig: the shape of a decoder-only transformer, parsed from a Hugging Face config.json
 // (SupportedArchitectures(): Llama, Mistral, Mixtral, Qwen2, Qwen3, Qwen3-MoE, Gemma 2, Gemma 3,
-// Phi-3, Granite, Granite-MoE) or taken from a built-in preset (`dummy:<preset>`, the real
-// shapes of published checkpoints, for plans, demos and benchmarks).
+// Phi-3, Granite, Granite-MoE, SmolLM3, GLM, GLM-4) or taken from a built-in preset
+// (`dummy:<preset>`, the real shapes of published checkpoints, for plans, demos and benchmarks).
 //
 // Errors name the path and the field: NotFoundError for a missing directory or config.json,
 // InvalidArgumentError for malformed JSON (with the parser's position), a missing or ill-typed
@@ -159,9 +159,21 @@ struct ModelConfig {
   // attn_logit_softcapping) and the final logits (final_logit_softcapping).
   double attn_logit_softcapping = 0;
   double final_logit_softcapping = 0;
-  // Phi-3 / Phi-4: the checkpoint stores q, k and v as one qkv_proj [q + 2 kv, hidden] and gate
-  // and up as one gate_up_proj [2 intermediate, hidden]; the loader reads each part's rows.
-  bool fused_projections = false;
+  // The checkpoint stores q, k and v as one qkv_proj [q + 2 kv, hidden] (Phi-3 / Phi-4), and gate
+  // and up as one gate_up_proj [2 intermediate, hidden] (Phi-3 / Phi-4, GLM); the loader reads
+  // each part's rows.
+  bool fused_qkv = false;
+  bool fused_gate_up = false;
+  // GLM: rotary turns the pairs (2i, 2i + 1) of each head's leading rotary_dim values (GPT-J's
+  // interleaved layout) instead of (i, i + rotary_dim / 2). The model reorders q_proj's and
+  // k_proj's rows (their biases, and LoRA B's rows) into the rotate-half order as it loads them
+  // (rotary_layout.h), so the kernels know one layout; q . k is unchanged, since q and k are
+  // reordered alike.
+  bool interleaved_rotary = false;
+  // GLM-4: the sandwich norms (sandwich_norms) are named post_self_attn_layernorm (the attention
+  // output's), post_attention_layernorm (the MLP's input norm) and post_mlp_layernorm (the MLP
+  // output's) in place of Gemma's post_attention / pre_feedforward / post_feedforward_layernorm.
+  bool glm4_norm_names = false;
   // Gemma3ForConditionalGeneration (Gemma 3 4B+): the settings came from config.json's
   // text_config and the checkpoint keeps the language model's tensors under a prefix
   // ("language_model.model.*", or "model.language_model.*" since transformers 4.52); the vision

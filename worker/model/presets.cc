@@ -170,7 +170,8 @@ std::vector<Preset> MakePresets() {
   ModelConfig phi4 = Llama(40, 5120, 40, 10, 17920, 100352, 16384);
   phi4.architecture = "Phi3ForCausalLM";
   phi4.rope_theta = 250000.0;
-  phi4.fused_projections = true;
+  phi4.fused_qkv = true;
+  phi4.fused_gate_up = true;
   presets.push_back({"phi-4", phi4});
 
   // microsoft/Phi-4-mini-instruct: 24 heads over 8 KV heads of 128, 96 of them rotated
@@ -178,7 +179,8 @@ std::vector<Preset> MakePresets() {
   // positions to 131072 (its sliding_window 262144 never masks a key: none).
   ModelConfig phi4_mini = Llama(32, 3072, 24, 8, 8192, 200064, 131072);
   phi4_mini.architecture = "Phi3ForCausalLM";
-  phi4_mini.fused_projections = true;
+  phi4_mini.fused_qkv = true;
+  phi4_mini.fused_gate_up = true;
   phi4_mini.tie_word_embeddings = true;
   phi4_mini.rotary_dim = 96;
   phi4_mini.long_rope = LongRope{
@@ -194,6 +196,19 @@ std::vector<Preset> MakePresets() {
       .original_max_position_embeddings = 4096,
       .attention_factor = LongRopeAttentionFactor(131072, 4096)};
   presets.push_back({"phi-4-mini", phi4_mini});
+
+  // THUDM/GLM-4-9B-0414: Glm4ForCausalLM, 2 KV heads of 128, rotary over interleaved pairs of
+  // half of each head, q/k/v biases, gate_up_proj fused, four norms per layer, untied
+  // 151552-row vocabulary, 32768 positions.
+  ModelConfig glm4_9b = Llama(40, 4096, 32, 2, 13696, 151552, 32768);
+  glm4_9b.architecture = "Glm4ForCausalLM";
+  glm4_9b.rotary_dim = 64;
+  glm4_9b.interleaved_rotary = true;
+  glm4_9b.qkv_bias = true;
+  glm4_9b.fused_gate_up = true;
+  glm4_9b.sandwich_norms = true;
+  glm4_9b.glm4_norm_names = true;
+  presets.push_back({"glm-4-9b", glm4_9b});
 
   for (Preset& preset : presets)
     preset.config.source = absl::StrCat("dummy:", std::string(preset.name));
