@@ -30,6 +30,12 @@ Writes tests/worker/fixtures/<name>/ for three small SEEDED RANDOM checkpoints:
               logits at 5 (small caps, so tanh bends them), and a 16-token sliding window on layer 0
               (even layers) that prompts of 23 and 61 tokens exceed; 2 layers, hidden 64, 4 heads /
               2 kv heads, saved in bfloat16.
+  gemma-mqa   GemmaForCausalLM (Gemma 1's layout, gemma-2b's multi-query attention) with
+              transformers' own Gemma: (1 + w) RMSNorms, embeddings times sqrt(hidden),
+              gelu_pytorch_tanh, one KV head for 4 query heads, head_dim 32 so that q_proj
+              [128, 64] is wider than the residual (gemma-7b: 16 x 256 over 3072), attention
+              scaled by head_dim^-0.5, tied embeddings, Llama's two norms per layer; 2 layers,
+              saved in bfloat16.
   gemma3-local-rope  Gemma3ForCausalLM (Gemma-3-1B's layout): gemma2-softcap's block without the
               softcaps, plus per-head q_norm / k_norm ((1 + w), like Gemma's other norms) and a
               rotary base of its own for the sliding layers (rope_local_base_freq 10000 against
@@ -151,8 +157,9 @@ import numpy as np
 import torch
 import transformers
 from safetensors.torch import load_file, save_file
-from transformers import (AutoModelForCausalLM, Gemma2Config, GraniteConfig, GraniteMoeConfig,
-                          LlamaConfig, MixtralConfig, Phi3Config, Qwen2Config, Qwen2MoeConfig)
+from transformers import (AutoModelForCausalLM, Gemma2Config, GemmaConfig, GraniteConfig,
+                          GraniteMoeConfig, LlamaConfig, MixtralConfig, Phi3Config, Qwen2Config,
+                          Qwen2MoeConfig)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OUT = os.path.join(ROOT, "tests", "worker", "fixtures")
@@ -217,6 +224,15 @@ def gemma2_config():
         rope_theta=10000.0, rms_norm_eps=1e-6, tie_word_embeddings=True,
         hidden_activation="gelu_pytorch_tanh", query_pre_attn_scalar=24, sliding_window=16,
         attn_logit_softcapping=5.0, final_logit_softcapping=5.0,
+        initializer_range=INIT_STD, bos_token_id=1, eos_token_id=2, pad_token_id=0)
+
+
+def gemma_config():
+    return GemmaConfig(
+        vocab_size=256, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=1, head_dim=32, max_position_embeddings=256,
+        rope_theta=10000.0, rms_norm_eps=1e-6, tie_word_embeddings=True,
+        hidden_activation="gelu_pytorch_tanh",
         initializer_range=INIT_STD, bos_token_id=1, eos_token_id=2, pad_token_id=0)
 
 
@@ -382,6 +398,7 @@ MODELS = [
     ("granite-mup", granite_config, torch.bfloat16, 1, 9753),
     ("granite-moe", granite_moe_config, torch.bfloat16, 1, 8642),
     ("qwen2-yarn", qwen2_yarn_config, torch.bfloat16, 1, 5679),
+    ("gemma-mqa", gemma_config, torch.bfloat16, 1, 1358),
 ]
 
 
@@ -400,7 +417,7 @@ def build_model(config, seed):
                                              torch_dtype=torch.float32)
     # HF init leaves norms at 1 and biases at 0, which would leave those code paths untested.
     # Gemma's norms multiply by (1 + w): their stored weights are drawn around 0 instead.
-    norm_center = 0.0 if config.model_type == "gemma2" else 1.0
+    norm_center = 0.0 if config.model_type in ("gemma", "gemma2") else 1.0
     with torch.no_grad():
         for name, param in model.named_parameters():
             if name.endswith("norm.weight"):

@@ -1279,8 +1279,10 @@ TEST_F(ModelDirTest, UnsupportedArchitectureListsTheSupportedOnes) {
       absl::StatusCode::kInvalidArgument,
       {ConfigPath(), "unsupported architecture \"GPT2LMHeadModel\"",
        "supported: LlamaForCausalLM, MistralForCausalLM, MixtralForCausalLM, Qwen2ForCausalLM, "
-       "Qwen3ForCausalLM, Qwen3MoeForCausalLM, Gemma2ForCausalLM, Gemma3ForCausalLM, "
-       "Phi3ForCausalLM, GraniteForCausalLM, GraniteMoeForCausalLM"});
+       "Qwen3ForCausalLM, Qwen3MoeForCausalLM, GemmaForCausalLM, Gemma2ForCausalLM, "
+       "Gemma3ForCausalLM, Phi3ForCausalLM, GraniteForCausalLM, GraniteMoeForCausalLM, "
+       "SmolLM3ForCausalLM, GlmForCausalLM, Glm4ForCausalLM, Gemma3ForConditionalGeneration, and "
+       "the ForSequenceClassification form of each but Gemma 3's"});
 }
 
 TEST_F(ModelDirTest, UnsupportedActivationDtypeAndRopeScaling) {
@@ -1655,6 +1657,48 @@ TEST_F(ModelDirTest, LoadsSmolLM3WithNoPeLayers) {
                                absl::StrJoin(std::vector<std::string>(36, "2"), ","), "]")))),
               absl::StatusCode::kInvalidArgument,
               {"\"no_rope_layers\" has number 2 at layer 0; each entry is 0 (NoPE) or 1"});
+}
+
+// google/gemma-7b's config.json as first published: "hidden_act": "gelu" and no
+// hidden_activation, head_dim 256 x 16 heads wider than the 3072 residual, tied embeddings left
+// out of the file (GemmaConfig's default).
+constexpr char kGemma7bConfig[] = R"({"architectures": ["GemmaForCausalLM"], "model_type": "gemma",
+    "hidden_size": 3072, "intermediate_size": 24576, "num_hidden_layers": 28,
+    "num_attention_heads": 16, "num_key_value_heads": 16, "head_dim": 256, "vocab_size": 256000,
+    "max_position_embeddings": 8192, "rope_theta": 10000.0, "rms_norm_eps": 1e-06,
+    "hidden_act": "gelu", "torch_dtype": "bfloat16", "bos_token_id": 2, "eos_token_id": 1})";
+
+// Gemma 1 (GemmaConfig's rules, and vLLM's): (1 + w) norms, embeddings times sqrt(hidden), tied
+// unless told otherwise, the tanh GELU whatever hidden_act says unless hidden_activation names
+// another, attention scaled by head_dim^-0.5 (no softcaps, no window, two norms per layer).
+TEST_F(ModelDirTest, LoadsGemmaWithItsTanhGelu) {
+  absl::StatusOr<ModelConfig> config = LoadModelConfig(WriteConfig(kGemma7bConfig));
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->architecture, "GemmaForCausalLM");
+  EXPECT_EQ(config->head_dim, 256);
+  EXPECT_EQ(config->hidden_activation, Activation::kGeluTanh) << "hidden_act is not read";
+  EXPECT_TRUE(config->tie_word_embeddings);
+  EXPECT_TRUE(config->norm_weight_offset);
+  EXPECT_DOUBLE_EQ(config->embedding_multiplier, std::sqrt(3072.0));
+  EXPECT_FALSE(config->sandwich_norms);
+  EXPECT_FALSE(config->sliding_window.has_value());
+  EXPECT_EQ(config->query_pre_attn_scalar, 0.0);
+  EXPECT_EQ(config->attn_logit_softcapping, 0.0);
+  EXPECT_EQ(config->final_logit_softcapping, 0.0);
+  EXPECT_FALSE(config->qkv_bias);
+
+  config = LoadModelConfig(WriteConfig(
+      ReplaceAll(kGemma7bConfig, R"("hidden_act": "gelu")",
+                 R"("hidden_act": "gelu", "attention_bias": true, "tie_word_embeddings": false)")));
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_TRUE(config->qkv_bias);
+  EXPECT_TRUE(config->o_proj_bias) << "GemmaAttention's o_proj takes attention_bias too";
+  EXPECT_FALSE(config->tie_word_embeddings);
+  // Exact GELU named where it is read is refused, not served as the tanh one.
+  ExpectError(LoadModelConfig(WriteConfig(ReplaceAll(kGemma7bConfig, R"("hidden_act": "gelu")",
+                                                     R"("hidden_activation": "gelu")"))),
+              absl::StatusCode::kInvalidArgument,
+              {"\"hidden_activation\" names unsupported activation \"gelu\""});
 }
 
 // THUDM/GLM-4-9B-0414's shape (Glm4ForCausalLM): 2 KV heads of 128, half of each head rotated.

@@ -255,7 +255,8 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, ModelParityTest,
                                            "mixtral-moe", "qwen3-moe", "gemma2-softcap",
                                            "gemma3-local-rope", "gemma3-mm-text", "granite-mup",
                                            "granite-moe", "phi3-fused", "qwen2-yarn",
-                                           "smollm3-nope", "glm4-sandwich", "glm-interleaved"),
+                                           "smollm3-nope", "glm4-sandwich", "glm-interleaved",
+                                           "gemma-mqa"),
                          [](const ::testing::TestParamInfo<std::string>& param_info) {
                            std::string name = param_info.param;
                            for (char& c : name) c = c == '-' ? '_' : c;

@@ -26,6 +26,7 @@ inline constexpr std::string_view kQwen2 = "Qwen2ForCausalLM";
 inline constexpr std::string_view kQwen3 = "Qwen3ForCausalLM";
 inline constexpr std::string_view kMixtral = "MixtralForCausalLM";
 inline constexpr std::string_view kQwen3Moe = "Qwen3MoeForCausalLM";
+inline constexpr std::string_view kGemma = "GemmaForCausalLM";
 inline constexpr std::string_view kGemma2 = "Gemma2ForCausalLM";
 inline constexpr std::string_view kGemma3 = "Gemma3ForCausalLM";
 inline constexpr std::string_view kGemma3Multimodal = "Gemma3ForConditionalGeneration";
@@ -534,7 +535,8 @@ absl::Status ReadBiasesAndWindow(const FieldReader& reader, ModelConfig& config)
     HR_ASSIGN_OR_RETURN(config.residual_multiplier,
                         reader.PositiveNumber("residual_multiplier", 1.0));
     HR_ASSIGN_OR_RETURN(config.logits_scaling, reader.PositiveNumber("logits_scaling", 1.0));
-  } else if (config.architecture == kGemma2 || config.architecture == kGemma3) {
+  } else if (config.architecture == kGemma || config.architecture == kGemma2 ||
+             config.architecture == kGemma3) {
     HR_RETURN_IF_ERROR(ReadBiasFlags(reader, /*mlp=*/false, config));
   } else if (config.architecture == kSmolLM3) {
     HR_RETURN_IF_ERROR(ReadSmolLM3(reader, config));
@@ -680,8 +682,6 @@ absl::Status ReadGemma3(const FieldReader& reader, std::string_view path, ModelC
   return ReadGemma3RopeParameters(reader, path, config);
 }
 
-// The MLP's activation: Gemma reads hidden_activation (transformers ignores its hidden_act), the
-// others hidden_act.
 // is_matryoshka and matryoshka_dimensions (a list implies is_matryoshka), as vLLM reads them.
 absl::Status ReadMatryoshka(const FieldReader& reader, ModelConfig& config) {
   HR_ASSIGN_OR_RETURN(config.is_matryoshka, reader.Bool("is_matryoshka", false));
@@ -703,8 +703,11 @@ absl::Status ReadMatryoshka(const FieldReader& reader, ModelConfig& config) {
   return absl::OkStatus();
 }
 
+// The MLP's activation: Gemma reads hidden_activation (transformers ignores its hidden_act), the
+// others hidden_act.
 absl::Status ReadActivation(const FieldReader& reader, ModelConfig& config) {
-  const bool gemma = config.architecture == kGemma2 || config.architecture == kGemma3;
+  const bool gemma = config.architecture == kGemma || config.architecture == kGemma2 ||
+                     config.architecture == kGemma3;
   const std::string_view field = gemma ? "hidden_activation" : "hidden_act";
   HR_ASSIGN_OR_RETURN(const std::optional<std::string> activation, reader.OptionalString(field));
   const std::string name = activation.value_or(gemma ? "gelu_pytorch_tanh" : "silu");
@@ -771,12 +774,15 @@ absl::Status ReadExperts(const FieldReader& reader, ModelConfig& config) {
 }  // namespace
 
 const std::vector<std::string>& SupportedArchitectures() {
+  // clang-format off
   static const std::vector<std::string>* const kArchitectures = new std::vector<std::string>{
       std::string(kLlama),   std::string(kMistral),    std::string(kMixtral),
       std::string(kQwen2),   std::string(kQwen3),      std::string(kQwen3Moe),
-      std::string(kGemma2),  std::string(kGemma3),     std::string(kPhi3),
-      std::string(kGranite), std::string(kGraniteMoe), std::string(kGemma3Multimodal),
-      std::string(kSmolLM3), std::string(kGlm),        std::string(kGlm4)};
+      std::string(kGemma),   std::string(kGemma2),     std::string(kGemma3),
+      std::string(kPhi3),    std::string(kGranite),    std::string(kGraniteMoe),
+      std::string(kSmolLM3), std::string(kGlm),        std::string(kGlm4),
+      std::string(kGemma3Multimodal)};
+  // clang-format on
   return *kArchitectures;
 }
 
@@ -949,7 +955,8 @@ absl::StatusOr<ModelConfig> ParseModelConfigJson(std::string_view json_text,
   // Gemma's and SmolLM3's configs tie the embeddings unless told otherwise (transformers then
   // leaves the key out of config.json: it equals PretrainedConfig's default); the others do not.
   HR_ASSIGN_OR_RETURN(config.tie_word_embeddings,
-                      reader.Bool("tie_word_embeddings", config.architecture == kGemma2 ||
+                      reader.Bool("tie_word_embeddings", config.architecture == kGemma ||
+                                                             config.architecture == kGemma2 ||
                                                              config.architecture == kGemma3 ||
                                                              config.architecture == kSmolLM3));
   // A classifier has a score head and no LM head (a converted one reads the head's rows from
@@ -980,6 +987,13 @@ absl::StatusOr<ModelConfig> ParseModelConfigJson(std::string_view json_text,
   HR_RETURN_IF_ERROR(ReadExperts(reader, config));
   HR_RETURN_IF_ERROR(ReadActivation(reader, config));
   HR_RETURN_IF_ERROR(ReadMatryoshka(reader, config));
+  if (config.architecture == kGemma) {
+    // Gemma (1, 1.1, CodeGemma): Llama's block with (1 + w) norms, sqrt(hidden)-scaled embeddings
+    // and the tanh GELU (transformers and vLLM take it whatever hidden_act says when
+    // hidden_activation is absent, as the first checkpoints' "gelu" was a mistake).
+    config.norm_weight_offset = true;
+    config.embedding_multiplier = std::sqrt(static_cast<double>(config.hidden_size));
+  }
   if (config.architecture == kGemma2) HR_RETURN_IF_ERROR(ReadGemma2(reader, config));
   if (config.architecture == kGemma3) HR_RETURN_IF_ERROR(ReadGemma3(reader, path, config));
   return config;

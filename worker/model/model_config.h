@@ -1,6 +1,6 @@
 // ModelConfig: the shape of a decoder-only transformer, parsed from a Hugging Face config.json
-// (SupportedArchitectures(): Llama, Mistral, Mixtral, Qwen2, Qwen3, Qwen3-MoE, Gemma 2, Gemma 3,
-// Phi-3, Granite, Granite-MoE, SmolLM3, GLM, GLM-4) or taken from a built-in preset
+// (SupportedArchitectures(): Llama, Mistral, Mixtral, Qwen2, Qwen3, Qwen3-MoE, Gemma, Gemma 2,
+// Gemma 3, Phi-3, Granite, Granite-MoE, SmolLM3, GLM, GLM-4) or taken from a built-in preset
 // (`dummy:<preset>`, the real shapes of published checkpoints, for plans, demos and benchmarks).
 //
 // Errors name the path and the field: NotFoundError for a missing directory or config.json,
