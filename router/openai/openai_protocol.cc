@@ -452,10 +452,26 @@ absl::StatusOr<ChatMessage> ParseMessage(const Json& m, size_t index) {
                                        "\" is not supported (system, user, assistant or tool)"));
   }
   // What else vLLM hands the template, in its order: an assistant's tool_calls (arguments
-  // parsed), a tool result's tool_call_id, a name.
+  // parsed) and its earlier reasoning, a tool result's tool_call_id, a name.
   if (const Json* calls = Member(m, "tool_calls"); calls != nullptr && out.role == "assistant") {
     HEADROOM_OPENAI_ASSIGN(parsed, ParseToolCalls(*calls, absl::StrCat(path, ".tool_calls")));
     out.fields["tool_calls"] = std::move(parsed);
+  }
+  if (out.role == "assistant") {
+    // The reasoning a reply carried, sent back for interleaved thinking: vLLM's `reasoning`, or
+    // its older name `reasoning_content` (what DeepSeek's API and most clients send). The
+    // template sees it under both names, as vLLM passes it: Qwen3's and GLM's templates read
+    // reasoning_content, newer ones reasoning.
+    for (const char* key : {"reasoning", "reasoning_content"}) {
+      const Json* reasoning = Member(m, key);
+      if (reasoning == nullptr) continue;
+      if (!reasoning->is_string()) {
+        return WrongType(absl::StrCat(path, ".", key), "a string", *reasoning);
+      }
+      out.fields["reasoning"] = *reasoning;
+      out.fields["reasoning_content"] = *reasoning;
+      break;
+    }
   }
   if (const Json* id = Member(m, "tool_call_id"); id != nullptr && out.role == "tool") {
     if (!id->is_string()) return WrongType(absl::StrCat(path, ".tool_call_id"), "a string", *id);

@@ -14,6 +14,7 @@
 
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "router/openai/openai_protocol.h"
 
 namespace headroom::router::openai {
 namespace {
@@ -174,6 +175,57 @@ TEST(ChatTemplateTest, ContinueFinalMessageRendersLikeTransformers) {
   EXPECT_EQ(errors, 2);
   EXPECT_FALSE(ChatTemplate::Builtin(ChatFormat::kChatML, {}).RenderContinuingFinalMessage({}).ok())
       << "no messages to continue";
+}
+
+// An assistant turn's reasoning sent back over HTTP (interleaved thinking) reaches the template
+// whichever name the client uses: vLLM's `reasoning` or the older `reasoning_content` that
+// Qwen3's template reads. The reference is transformers' render of Qwen3's real template for a
+// message carrying reasoning_content (case "reasoning_content_field").
+TEST(ChatTemplateTest, ReasoningSentBackReachesTheTemplateUnderEitherName) {
+  const nlohmann::ordered_json fixture =
+      LoadFixture("tests/router/jinja/fixtures/jinja_chat_templates.json");
+  const nlohmann::ordered_json* qwen3 = nullptr;
+  const nlohmann::ordered_json* reference = nullptr;
+  for (const auto& t : fixture["templates"]) {
+    if (t["name"] != "qwen3") continue;
+    qwen3 = &t;
+    for (const auto& c : t["cases"]) {
+      if (c["name"] == "reasoning_content_field") reference = &c;
+    }
+  }
+  ASSERT_NE(reference, nullptr);
+  absl::StatusOr<ChatTemplate> tmpl = FixtureTemplate(*qwen3);
+  ASSERT_TRUE(tmpl.ok()) << tmpl.status();
+  ASSERT_EQ((*reference)["messages"].back()["reasoning_content"], "Capital of France.");
+  const std::string& want = (*reference)["expected"].get_ref<const std::string&>();
+  ASSERT_NE(want.find("Capital of France."), std::string::npos) << "the reference renders it";
+
+  for (const char* field : {"reasoning", "reasoning_content"}) {
+    SCOPED_TRACE(field);
+    nlohmann::ordered_json body = {{"messages", (*reference)["messages"]}};
+    nlohmann::ordered_json& reply = body["messages"].back();
+    reply.erase("reasoning_content");
+    reply[field] = "Capital of France.";
+    absl::StatusOr<ParsedRequest> parsed = ParseChatObject(body);
+    ASSERT_TRUE(parsed.ok()) << parsed.status();
+    absl::StatusOr<std::string> got =
+        tmpl->Render(parsed->messages, (*reference)["add_generation_prompt"].get<bool>(), nullptr,
+                     nullptr, FrozenClock());
+    ASSERT_TRUE(got.ok()) << got.status();
+    EXPECT_EQ(*got, want);
+  }
+
+  // Reasoning that is not text is refused by name; a user's is not the model's and is ignored.
+  absl::StatusOr<ParsedRequest> bad = ParseChatRequest(
+      R"({"messages": [{"role": "user", "content": "a"},
+                       {"role": "assistant", "content": "b", "reasoning": ["x"]}]})");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(bad.status().message(), "messages[1].reasoning must be a string, got array");
+  absl::StatusOr<ParsedRequest> user =
+      ParseChatRequest(R"({"messages": [{"role": "user", "content": "a", "reasoning": "r"}]})");
+  ASSERT_TRUE(user.ok()) << user.status();
+  EXPECT_FALSE(user->messages[0].fields.contains("reasoning"));
 }
 
 TEST(ChatTemplateTest, EndOfTurnIsTheTemplatesTurnToken) {
