@@ -305,24 +305,22 @@ def smollm3_config():
         initializer_range=INIT_STD, bos_token_id=1, eos_token_id=2, pad_token_id=0)
 
 
+GLM_COMMON = dict(
+    vocab_size=256, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+    num_attention_heads=4, num_key_value_heads=2, partial_rotary_factor=0.5,
+    max_position_embeddings=256, rope_theta=10000.0, rms_norm_eps=1e-5,
+    tie_word_embeddings=False, attention_bias=True,
+    initializer_range=INIT_STD, bos_token_id=1, eos_token_id=2, pad_token_id=0)
+
+
 def glm4_config():
     from transformers import Glm4Config  # transformers >= 4.51
-    return Glm4Config(
-        vocab_size=256, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-        num_attention_heads=4, num_key_value_heads=2, head_dim=16, partial_rotary_factor=0.5,
-        max_position_embeddings=256, rope_theta=10000.0, rms_norm_eps=1e-5,
-        tie_word_embeddings=False, attention_bias=True,
-        initializer_range=INIT_STD, bos_token_id=1, eos_token_id=2, pad_token_id=0)
+    return Glm4Config(head_dim=16, **GLM_COMMON)
 
 
 def glm_config():
     from transformers import GlmConfig
-    return GlmConfig(
-        vocab_size=256, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-        num_attention_heads=4, num_key_value_heads=2, head_dim=32, partial_rotary_factor=0.5,
-        max_position_embeddings=256, rope_theta=10000.0, rms_norm_eps=1e-5,
-        tie_word_embeddings=False, attention_bias=True,
-        initializer_range=INIT_STD, bos_token_id=1, eos_token_id=2, pad_token_id=0)
+    return GlmConfig(head_dim=32, **GLM_COMMON)
 
 
 def check_glm_interleaving_bites(model, config):

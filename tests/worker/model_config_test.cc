@@ -958,6 +958,35 @@ TEST_F(ModelDirTest, LoadsPhi3WithFusedProjectionsAndAWindowOnEveryLayer) {
   EXPECT_FALSE(phi4->tie_word_embeddings);
 }
 
+// A preset and the published config.json it stands for agree on every field the plan, the loader
+// and the forward pass read (the rope scaling blocks are compared by the tests that have them).
+void ExpectSameModel(const ModelConfig& preset, const ModelConfig& config) {
+  EXPECT_EQ(preset.architecture, config.architecture);
+  EXPECT_EQ(preset.num_hidden_layers, config.num_hidden_layers);
+  EXPECT_EQ(preset.hidden_size, config.hidden_size);
+  EXPECT_EQ(preset.intermediate_size, config.intermediate_size);
+  EXPECT_EQ(preset.num_attention_heads, config.num_attention_heads);
+  EXPECT_EQ(preset.num_key_value_heads, config.num_key_value_heads);
+  EXPECT_EQ(preset.head_dim, config.head_dim);
+  EXPECT_EQ(preset.rotary_dim, config.rotary_dim);
+  EXPECT_EQ(preset.interleaved_rotary, config.interleaved_rotary);
+  EXPECT_EQ(preset.vocab_size, config.vocab_size);
+  EXPECT_EQ(preset.max_position_embeddings, config.max_position_embeddings);
+  EXPECT_EQ(preset.tie_word_embeddings, config.tie_word_embeddings);
+  EXPECT_EQ(preset.fused_qkv, config.fused_qkv);
+  EXPECT_EQ(preset.fused_gate_up, config.fused_gate_up);
+  EXPECT_EQ(preset.qkv_bias, config.qkv_bias);
+  EXPECT_EQ(preset.o_proj_bias, config.o_proj_bias);
+  EXPECT_EQ(preset.sandwich_norms, config.sandwich_norms);
+  EXPECT_EQ(preset.glm4_norm_names, config.glm4_norm_names);
+  EXPECT_EQ(preset.norm_weight_offset, config.norm_weight_offset);
+  EXPECT_EQ(preset.torch_dtype, config.torch_dtype);
+  EXPECT_EQ(preset.hidden_activation, config.hidden_activation);
+  EXPECT_EQ(preset.sliding_window, config.sliding_window);
+  EXPECT_DOUBLE_EQ(preset.rms_norm_eps, config.rms_norm_eps);
+  EXPECT_DOUBLE_EQ(preset.rope_theta, config.rope_theta);
+}
+
 TEST_F(ModelDirTest, LoadsPhi4MiniAndItsPresetIsThatConfig) {
   const absl::StatusOr<ModelConfig> config = LoadModelConfig(WriteConfig(kPhi4MiniConfig));
   ASSERT_TRUE(config.ok()) << config.status();
@@ -993,25 +1022,7 @@ TEST_F(ModelDirTest, LoadsPhi4MiniAndItsPresetIsThatConfig) {
   // dummy:phi-4-mini is this config, field by field.
   const absl::StatusOr<ModelConfig> preset = LoadModelConfig("dummy:phi-4-mini");
   ASSERT_TRUE(preset.ok()) << preset.status();
-  EXPECT_EQ(preset->architecture, config->architecture);
-  EXPECT_EQ(preset->num_hidden_layers, config->num_hidden_layers);
-  EXPECT_EQ(preset->hidden_size, config->hidden_size);
-  EXPECT_EQ(preset->intermediate_size, config->intermediate_size);
-  EXPECT_EQ(preset->num_attention_heads, config->num_attention_heads);
-  EXPECT_EQ(preset->num_key_value_heads, config->num_key_value_heads);
-  EXPECT_EQ(preset->head_dim, config->head_dim);
-  EXPECT_EQ(preset->rotary_dim, config->rotary_dim);
-  EXPECT_EQ(preset->vocab_size, config->vocab_size);
-  EXPECT_EQ(preset->max_position_embeddings, config->max_position_embeddings);
-  EXPECT_EQ(preset->tie_word_embeddings, config->tie_word_embeddings);
-  EXPECT_EQ(preset->fused_qkv, config->fused_qkv);
-  EXPECT_EQ(preset->fused_gate_up, config->fused_gate_up);
-  EXPECT_EQ(preset->qkv_bias, config->qkv_bias);
-  EXPECT_EQ(preset->torch_dtype, config->torch_dtype);
-  EXPECT_EQ(preset->hidden_activation, config->hidden_activation);
-  EXPECT_EQ(preset->sliding_window, config->sliding_window);
-  EXPECT_DOUBLE_EQ(preset->rms_norm_eps, config->rms_norm_eps);
-  EXPECT_DOUBLE_EQ(preset->rope_theta, config->rope_theta);
+  ExpectSameModel(*preset, *config);
   EXPECT_FALSE(preset->rope_scaling.has_value());
   ASSERT_TRUE(preset->long_rope.has_value());
   EXPECT_EQ(preset->long_rope->short_factor, config->long_rope->short_factor);
@@ -1751,27 +1762,7 @@ TEST_F(ModelDirTest, LoadsGlmWithInterleavedPartialRotary) {
   const absl::StatusOr<ModelConfig> preset = LoadModelConfig("dummy:glm-4-9b");
   ASSERT_TRUE(config.ok()) << config.status();
   ASSERT_TRUE(preset.ok()) << preset.status();
-  EXPECT_EQ(preset->architecture, config->architecture);
-  EXPECT_EQ(preset->num_hidden_layers, config->num_hidden_layers);
-  EXPECT_EQ(preset->hidden_size, config->hidden_size);
-  EXPECT_EQ(preset->intermediate_size, config->intermediate_size);
-  EXPECT_EQ(preset->num_attention_heads, config->num_attention_heads);
-  EXPECT_EQ(preset->num_key_value_heads, config->num_key_value_heads);
-  EXPECT_EQ(preset->head_dim, config->head_dim);
-  EXPECT_EQ(preset->rotary_dim, config->rotary_dim);
-  EXPECT_EQ(preset->interleaved_rotary, config->interleaved_rotary);
-  EXPECT_EQ(preset->vocab_size, config->vocab_size);
-  EXPECT_EQ(preset->max_position_embeddings, config->max_position_embeddings);
-  EXPECT_EQ(preset->tie_word_embeddings, config->tie_word_embeddings);
-  EXPECT_EQ(preset->fused_qkv, config->fused_qkv);
-  EXPECT_EQ(preset->fused_gate_up, config->fused_gate_up);
-  EXPECT_EQ(preset->qkv_bias, config->qkv_bias);
-  EXPECT_EQ(preset->o_proj_bias, config->o_proj_bias);
-  EXPECT_EQ(preset->sandwich_norms, config->sandwich_norms);
-  EXPECT_EQ(preset->glm4_norm_names, config->glm4_norm_names);
-  EXPECT_EQ(preset->torch_dtype, config->torch_dtype);
-  EXPECT_DOUBLE_EQ(preset->rms_norm_eps, config->rms_norm_eps);
-  EXPECT_DOUBLE_EQ(preset->rope_theta, config->rope_theta);
+  ExpectSameModel(*preset, *config);
 
   ExpectError(LoadModelConfig(WriteConfig(
                   Glm4Config("Glm4ForCausalLM", R"(, "partial_rotary_factor": 0.004)"))),
