@@ -179,9 +179,9 @@ const v1::LoadReport* Dispatcher::FirstUpReport() const {
 }
 
 std::string Dispatcher::reported_model() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  const v1::LoadReport* report = FirstUpReport();
-  return report != nullptr ? report->model() : "";
+  return ReadFirstUpReport([](const v1::LoadReport* report) {
+    return report != nullptr ? report->model() : std::string();
+  });
 }
 
 std::vector<v1::LoraAdapter> Dispatcher::reported_lora_adapters() const {

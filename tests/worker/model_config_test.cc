@@ -978,7 +978,6 @@ void ExpectSameModel(const ModelConfig& preset, const ModelConfig& config) {
   EXPECT_EQ(preset.qkv_bias, config.qkv_bias);
   EXPECT_EQ(preset.o_proj_bias, config.o_proj_bias);
   EXPECT_EQ(preset.sandwich_norms, config.sandwich_norms);
-  EXPECT_EQ(preset.glm4_norm_names, config.glm4_norm_names);
   EXPECT_EQ(preset.norm_weight_offset, config.norm_weight_offset);
   EXPECT_EQ(preset.torch_dtype, config.torch_dtype);
   EXPECT_EQ(preset.hidden_activation, config.hidden_activation);
@@ -1741,7 +1740,6 @@ TEST_F(ModelDirTest, LoadsGlmWithInterleavedPartialRotary) {
     EXPECT_FALSE(config->tie_word_embeddings);
     const bool glm4 = std::string_view(architecture) == "Glm4ForCausalLM";
     EXPECT_EQ(config->sandwich_norms, glm4);
-    EXPECT_EQ(config->glm4_norm_names, glm4);
     EXPECT_FALSE(config->norm_weight_offset);
     EXPECT_EQ(config->embedding_multiplier, 1.0);
 

@@ -307,7 +307,8 @@ absl::StatusOr<std::vector<Slot>> MakeSlots(const ModelConfig& config, ShardSpec
   weights.expert_layout = config.architecture == "MixtralForCausalLM"      ? ExpertLayout::kMixtral
                           : config.architecture == "GraniteMoeForCausalLM" ? ExpertLayout::kStacked
                                                                            : ExpertLayout::kQwen;
-  weights.norm_names = config.glm4_norm_names ? NormNames::kGlm4 : NormNames::kGemma;
+  weights.norm_names =
+      config.architecture == "Glm4ForCausalLM" ? NormNames::kGlm4 : NormNames::kGemma;
   add(std::string(kEmbedName), {vocab, hidden}, &weights.embed_tokens, Init::kRandom,
       Split::kVocabRows);
   for (size_t i = 0; i < weights.layers.size(); ++i) {

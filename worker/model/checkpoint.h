@@ -94,7 +94,7 @@ struct ModelWeights {
   // How the checkpoint names the sandwich norms (config.sandwich_norms): Gemma's
   // post_attention_layernorm (attention output), pre_feedforward_layernorm (MLP input) and
   // post_feedforward_layernorm (MLP output), or GLM-4's post_self_attn_layernorm,
-  // post_attention_layernorm and post_mlp_layernorm for the same three (config.glm4_norm_names).
+  // post_attention_layernorm and post_mlp_layernorm for the same three (Glm4ForCausalLM).
   enum class NormNames : uint8_t { kGemma, kGlm4 };
   NormNames norm_names = NormNames::kGemma;
 

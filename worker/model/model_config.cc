@@ -547,10 +547,8 @@ absl::Status ReadBiasesAndWindow(const FieldReader& reader, ModelConfig& config)
     HR_ASSIGN_OR_RETURN(config.qkv_bias, reader.Bool("attention_bias", kGlmDefaultAttentionBias));
     config.fused_gate_up = true;
     config.interleaved_rotary = true;
-    if (config.architecture == kGlm4) {
-      config.sandwich_norms = true;
-      config.glm4_norm_names = true;
-    }
+    // GLM-4-0414's four norms are Gemma 2's sandwich under other names (ModelWeights::NormNames).
+    config.sandwich_norms = config.architecture == kGlm4;
   } else if (config.architecture == kMixtral) {
     // MixtralConfig's sliding_window defaults to none (Mistral's to 4096).
     HR_ASSIGN_OR_RETURN(config.sliding_window, reader.OptionalPositiveInt("sliding_window"));

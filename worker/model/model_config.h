@@ -170,10 +170,6 @@ struct ModelConfig {
   // (rotary_layout.h), so the kernels know one layout; q . k is unchanged, since q and k are
   // reordered alike.
   bool interleaved_rotary = false;
-  // GLM-4: the sandwich norms (sandwich_norms) are named post_self_attn_layernorm (the attention
-  // output's), post_attention_layernorm (the MLP's input norm) and post_mlp_layernorm (the MLP
-  // output's) in place of Gemma's post_attention / pre_feedforward / post_feedforward_layernorm.
-  bool glm4_norm_names = false;
   // Gemma3ForConditionalGeneration (Gemma 3 4B+): the settings came from config.json's
   // text_config and the checkpoint keeps the language model's tensors under a prefix
   // ("language_model.model.*", or "model.language_model.*" since transformers 4.52); the vision

@@ -207,7 +207,6 @@ std::vector<Preset> MakePresets() {
   glm4_9b.qkv_bias = true;
   glm4_9b.fused_gate_up = true;
   glm4_9b.sandwich_norms = true;
-  glm4_9b.glm4_norm_names = true;
   presets.push_back({"glm-4-9b", glm4_9b});
 
   for (Preset& preset : presets)

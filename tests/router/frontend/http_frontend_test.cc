@@ -121,6 +121,15 @@ class HttpFrontendTest : public ::testing::Test {
         .trust_request_chat_template = trust_request_chat_template});
   }
 
+  // Meta-Llama-3's tokenizer (the test fixture) for the frontends made after.
+  void UseLlama3Tokenizer() {
+    absl::StatusOr<std::unique_ptr<Tokenizer>> llama3 =
+        Tokenizer::FromFiles(testing::FixtureDir("llama3") + "/tokenizer.json",
+                             testing::FixtureDir("llama3") + "/tokenizer_config.json");
+    ASSERT_TRUE(llama3.ok()) << llama3.status();
+    tokenizer_ = *std::move(llama3);
+  }
+
   // Serves `service` on a free loopback port, which channel_ then dials; null if it did not start.
   std::unique_ptr<grpc::Server> Serve(RecordingInference& service) {
     grpc::ServerBuilder builder;
@@ -212,11 +221,7 @@ TEST_F(HttpFrontendTest, NSamplesOfATextPromptAreTokenizedOnceByTheFront) {
 // tests/router/tokenizer/fixtures/pairs.json), a reranker the two texts joined and encoded as one;
 // a classifier of three labels cannot score.
 TEST_F(HttpFrontendTest, ScoreSendsClassifiersTheirPairs) {
-  absl::StatusOr<std::unique_ptr<Tokenizer>> llama3 =
-      Tokenizer::FromFiles(testing::FixtureDir("llama3") + "/tokenizer.json",
-                           testing::FixtureDir("llama3") + "/tokenizer_config.json");
-  ASSERT_TRUE(llama3.ok()) << llama3.status();
-  tokenizer_ = *std::move(llama3);
+  ASSERT_NO_FATAL_FAILURE(UseLlama3Tokenizer());
   std::ifstream file(testing::FixtureDir("pairs.json"));
   const nlohmann::json pairs = nlohmann::json::parse(file);
   const nlohmann::json& pair = pairs["tokenizers"]["llama3"]["pairs"][0];
@@ -265,11 +270,7 @@ TEST_F(HttpFrontendTest, ScoreSendsClassifiersTheirPairs) {
 // special tokens (Llama 3's <|begin_of_text|>), tokenized by the front; the default leaves the
 // text to the Inference service, which adds them.
 TEST_F(HttpFrontendTest, CompletionsAddSpecialTokensFalseLeavesOutTheBos) {
-  absl::StatusOr<std::unique_ptr<Tokenizer>> llama3 =
-      Tokenizer::FromFiles(testing::FixtureDir("llama3") + "/tokenizer.json",
-                           testing::FixtureDir("llama3") + "/tokenizer_config.json");
-  ASSERT_TRUE(llama3.ok()) << llama3.status();
-  tokenizer_ = *std::move(llama3);
+  ASSERT_NO_FATAL_FAILURE(UseLlama3Tokenizer());
   const std::vector<int32_t> with = *tokenizer_->Encode("Hello there");
   const std::vector<int32_t> without =
       *tokenizer_->Encode("Hello there", {.add_special_tokens = false});

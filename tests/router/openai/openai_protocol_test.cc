@@ -1,5 +1,6 @@
 #include "router/openai/openai_protocol.h"
 
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,22 @@ void ExpectBad(const absl::StatusOr<ParsedRequest>& r, const BadBody& c) {
   EXPECT_EQ(ErrorParam(r.status()), c.param) << c.body << " -> " << r.status();
   EXPECT_NE(r.status().message().find(c.contains), std::string::npos)
       << c.body << " -> " << r.status();
+}
+
+// A body and the EmbeddingParams.normalize it must set (use_activation and its older names).
+struct NormalizeCase {
+  const char* body;
+  bool normalize;
+};
+
+template <typename Parse>
+void ExpectNormalize(const Parse& parse, std::initializer_list<NormalizeCase> cases) {
+  for (const NormalizeCase& c : cases) {
+    absl::StatusOr<ParsedRequest> parsed = parse(c.body);
+    ASSERT_TRUE(parsed.ok()) << parsed.status() << c.body;
+    ASSERT_TRUE(parsed->generate.embedding().has_normalize()) << c.body;
+    EXPECT_EQ(parsed->generate.embedding().normalize(), c.normalize) << c.body;
+  }
 }
 
 TEST(OpenAiProtocolTest, BadCompletionBodies) {
@@ -250,20 +267,10 @@ TEST(OpenAiProtocolTest, ClassifyFieldsMapToGenerateRequests) {
     EXPECT_EQ(g.truncate_prompt_tokens(), 9);
   }
   EXPECT_EQ(ChoiceRequest(*r, 1).token_ids().ids_size(), 2);
-  struct Case {
-    const char* body;
-    bool activate;
-  };
-  for (const Case& c :
-       {Case{R"({"input": "a", "use_activation": false})", false},
-        Case{R"({"input": "a", "activation": false, "use_activation": true})", false},
-        Case{R"({"input": "a", "softmax": true, "activation": false})", true},
-        Case{R"({"input": "a", "softmax": null, "use_activation": true})", true}}) {
-    absl::StatusOr<ParsedRequest> parsed = parse(c.body);
-    ASSERT_TRUE(parsed.ok()) << parsed.status() << c.body;
-    ASSERT_TRUE(parsed->generate.embedding().has_normalize()) << c.body;
-    EXPECT_EQ(parsed->generate.embedding().normalize(), c.activate) << c.body;
-  }
+  ExpectNormalize(parse, {{R"({"input": "a", "use_activation": false})", false},
+                          {R"({"input": "a", "activation": false, "use_activation": true})", false},
+                          {R"({"input": "a", "softmax": true, "activation": false})", true},
+                          {R"({"input": "a", "softmax": null, "use_activation": true})", true}});
   const std::vector<BadBody> bad = {
       {R"({})", "input", "input is required"},
       {R"({"input": "a", "use_activation": "yes"})", "use_activation",
@@ -276,19 +283,10 @@ TEST(OpenAiProtocolTest, ClassifyFieldsMapToGenerateRequests) {
 // /v1/embeddings takes vLLM's newer use_activation for normalize, normalize read first (as
 // vLLM's get_use_activation reads the deprecated name first).
 TEST(OpenAiProtocolTest, EmbeddingsTakeUseActivationForNormalize) {
-  struct Case {
-    const char* body;
-    bool normalize;
-  };
-  for (const Case& c :
-       {Case{R"({"input": "a", "use_activation": false})", false},
-        Case{R"({"input": "a", "normalize": true, "use_activation": false})", true},
-        Case{R"({"input": "a", "normalize": null, "use_activation": true})", true}}) {
-    absl::StatusOr<ParsedRequest> parsed = ParseEmbeddingRequest(c.body);
-    ASSERT_TRUE(parsed.ok()) << parsed.status() << c.body;
-    ASSERT_TRUE(parsed->generate.embedding().has_normalize()) << c.body;
-    EXPECT_EQ(parsed->generate.embedding().normalize(), c.normalize) << c.body;
-  }
+  ExpectNormalize(ParseEmbeddingRequest,
+                  {{R"({"input": "a", "use_activation": false})", false},
+                   {R"({"input": "a", "normalize": true, "use_activation": false})", true},
+                   {R"({"input": "a", "normalize": null, "use_activation": true})", true}});
   ExpectBad(ParseEmbeddingRequest(R"({"input": "a", "use_activation": 0})"),
             {"", "use_activation", "use_activation must be a boolean"});
 }
