@@ -246,6 +246,9 @@ TEST_F(HttpFrontendTest, ScoreSendsClassifiersTheirPairs) {
     frontend->Handle(Post("/score", body.dump()), writer);
     ASSERT_TRUE(writer->Wait());
     ASSERT_EQ(writer->status_, 200) << writer->body_;
+    frontend->BeginShutdown();
+    // The reply is written before the gRPC call ends: the frontend outlives its calls.
+    EXPECT_TRUE(frontend->WaitForIdle(absl::Now() + absl::Seconds(10)));
     std::lock_guard<std::mutex> lock(service.mu_);
     ASSERT_EQ(service.requests_.size(), 1u);
     const v1::GenerateRequest& r = service.requests_[0];
@@ -253,7 +256,6 @@ TEST_F(HttpFrontendTest, ScoreSendsClassifiersTheirPairs) {
     EXPECT_EQ(std::vector<int32_t>(r.token_ids().ids().begin(), r.token_ids().ids().end()), c.ids)
         << (c.served.reranker ? "reranker" : "native");
     service.requests_.clear();
-    frontend->BeginShutdown();
   }
   std::unique_ptr<HttpFrontend> three =
       Make(16, channel_, false, false, {.classifier = true, .reranker = false, .num_labels = 3});
@@ -263,6 +265,7 @@ TEST_F(HttpFrontendTest, ScoreSendsClassifiersTheirPairs) {
   EXPECT_EQ(writer->status_, 400);
   EXPECT_NE(writer->body_.find("classifies into 3 labels"), std::string::npos) << writer->body_;
   three->BeginShutdown();
+  EXPECT_TRUE(three->WaitForIdle(absl::Now() + absl::Seconds(10)));
   server->Shutdown();
 }
 
