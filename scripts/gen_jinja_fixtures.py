@@ -1690,6 +1690,12 @@ CHAT_TEMPLATES = [
               [U1, _m("assistant", "<think>\nThe user asks about France.\n</think>\n\nParis.")], False),
          case("reasoning_content_field",
               [U1, _m("assistant", "Paris.", reasoning_content="Capital of France.")], False),
+         # Interleaved thinking: a turn that reasoned, called a tool, read its result, reasoned
+         # again and answered (the Responses API test sends it as items).
+         case("reasoning_across_tool_calls",
+              [U_TOOL, _m("assistant", "", reasoning_content="I need the weather.", tool_calls=[CALL_STR]),
+               T_RESULT, _m("assistant", "It is 18 °C and sunny in Paris.", reasoning_content="It is sunny.")],
+              False, TOOLS),
          case("tool_response_in_user_message",
               [U_TOOL, A_CALL, _m("user", "<tool_response>\n{\"temperature\": 18}\n</tool_response>")], True,
               TOOLS),

@@ -3,6 +3,7 @@
 #include <cstddef>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <utility>
 
 #include "absl/status/status.h"
@@ -74,8 +75,56 @@ absl::StatusOr<Json> MessageContent(const Json& content, const std::string& path
   return parts;
 }
 
-// One input item (a message, a function call the model made, a function's output) appended to
-// the chat messages; reasoning items are dropped, as the chat template renders none.
+// The assistant message that items the model produced in one turn (its reasoning, its text, its
+// calls) join: the last message when it is the assistant's and `key` is still free there, else a
+// new one. Contiguous items become one message, as vLLM merges them (vllm#42189): templates expect
+// a turn's reasoning, content and tool calls on one message.
+Json& AssistantTurn(Json& messages, const char* key) {
+  if (messages.empty() || messages.back()["role"] != "assistant" ||
+      (messages.back().contains(key) && !messages.back()[key].is_null())) {
+    messages.push_back(Json{{"role", "assistant"}, {"content", nullptr}});
+  }
+  return messages.back();
+}
+
+// A reasoning item's text: its `content` (reasoning_text parts), else its `summary`
+// (summary_text parts, joined as paragraphs), as vLLM reads them. Encrypted reasoning is
+// another server's; headroom issues none and cannot read it.
+absl::StatusOr<std::string> ReasoningText(const Json& item, const std::string& path) {
+  if (const Json* encrypted = Member(item, "encrypted_content");
+      encrypted != nullptr && !encrypted->is_null()) {
+    return Bad(absl::StrCat(path, ".encrypted_content"),
+               absl::StrCat(path,
+                            ".encrypted_content is not supported: headroom encrypts no reasoning; "
+                            "send its text as content"));
+  }
+  std::string text;
+  for (const auto& [key, part_type, separator] : {std::tuple{"content", "reasoning_text", ""},
+                                                  std::tuple{"summary", "summary_text", "\n\n"}}) {
+    const std::string list_path = absl::StrCat(path, ".", key);
+    const Json* parts = Member(item, key);
+    if (parts == nullptr || parts->is_null()) continue;
+    if (!parts->is_array()) return WrongType(list_path, "an array", *parts);
+    for (size_t j = 0; j < parts->size(); ++j) {
+      const Json& part = (*parts)[j];
+      const std::string part_path = Path(list_path, j);
+      if (!part.is_object()) return WrongType(part_path, "an object", part);
+      HEADROOM_OPENAI_ASSIGN(type, RequiredString(part, part_path, "type"));
+      if (type != part_type) {
+        return Bad(absl::StrCat(part_path, ".type"),
+                   absl::StrCat(part_path, ".type \"", type, "\" is not supported (", part_type,
+                                " only)"));
+      }
+      HEADROOM_OPENAI_ASSIGN(part_text, RequiredString(part, part_path, "text"));
+      absl::StrAppend(&text, j == 0 ? "" : separator, part_text);
+    }
+    if (!text.empty()) return text;
+  }
+  return text;
+}
+
+// One input item (a message, the model's reasoning, a function call it made, a function's
+// output) appended to the chat messages.
 absl::Status AppendItem(const Json& item, size_t index, Json& messages) {
   const std::string path = Path("input", index);
   if (!item.is_object()) return WrongType(path, "an object", item);
@@ -95,9 +144,19 @@ absl::Status AppendItem(const Json& item, size_t index, Json& messages) {
     const Json* content = Member(item, "content");
     if (content == nullptr) return Bad(content_path, absl::StrCat(content_path, " is required"));
     HEADROOM_OPENAI_ASSIGN(chat_content, MessageContent(*content, content_path));
+    if (role == "assistant") {
+      AssistantTurn(messages, "content")["content"] = std::move(chat_content);
+      return absl::OkStatus();
+    }
     // Chat templates know no developer role; its instructions are the system's.
     messages.push_back(Json{{"role", role == "developer" ? "system" : role},
                             {"content", std::move(chat_content)}});
+    return absl::OkStatus();
+  }
+  if (type == "reasoning") {
+    HEADROOM_OPENAI_ASSIGN(text, ReasoningText(item, path));
+    // An item with no text carries nothing a template could render.
+    if (!text.empty()) AssistantTurn(messages, "reasoning")["reasoning"] = std::move(text);
     return absl::OkStatus();
   }
   if (type == "function_call") {
@@ -107,7 +166,7 @@ absl::Status AppendItem(const Json& item, size_t index, Json& messages) {
     Json call = {{"id", std::move(call_id)},
                  {"type", "function"},
                  {"function", {{"name", std::move(name)}, {"arguments", std::move(arguments)}}}};
-    // Calls made in one turn belong to that assistant message.
+    // Every call of a turn joins its assistant message, however many there are.
     if (messages.empty() || messages.back()["role"] != "assistant") {
       messages.push_back(Json{{"role", "assistant"}, {"content", nullptr}});
     }
@@ -124,7 +183,6 @@ absl::Status AppendItem(const Json& item, size_t index, Json& messages) {
         {"role", "tool"}, {"tool_call_id", std::move(call_id)}, {"content", std::move(content)}});
     return absl::OkStatus();
   }
-  if (type == "reasoning") return absl::OkStatus();
   return Bad(absl::StrCat(path, ".type"),
              absl::StrCat(path, ".type \"", type,
                           "\" is not supported (message, function_call, function_call_output or "

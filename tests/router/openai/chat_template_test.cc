@@ -15,6 +15,7 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "router/openai/openai_protocol.h"
+#include "router/openai/responses_api.h"
 
 namespace headroom::router::openai {
 namespace {
@@ -139,7 +140,7 @@ TEST(ChatTemplateTest, RealTemplatesRenderLikeTransformers) {
       ++checked;
     }
   }
-  EXPECT_EQ(checked, 259);
+  EXPECT_EQ(checked, 260);
 }
 
 // vLLM's continue_final_message against transformers 4.57's apply_chat_template(
@@ -177,39 +178,50 @@ TEST(ChatTemplateTest, ContinueFinalMessageRendersLikeTransformers) {
       << "no messages to continue";
 }
 
+// One case of the real templates' fixture (jinja_chat_templates.json) with its template.
+struct RealCase {
+  nlohmann::ordered_json reference;  // {name, messages, tools, add_generation_prompt, expected}
+  absl::StatusOr<ChatTemplate> tmpl = absl::NotFoundError("no such template");
+};
+
+RealCase LoadRealCase(const std::string& template_name, const std::string& case_name) {
+  const nlohmann::ordered_json fixture =
+      LoadFixture("tests/router/jinja/fixtures/jinja_chat_templates.json");
+  RealCase out;
+  for (const auto& t : fixture["templates"]) {
+    if (t["name"] != template_name) continue;
+    out.tmpl = FixtureTemplate(t);
+    for (const auto& c : t["cases"]) {
+      if (c["name"] == case_name) out.reference = c;
+    }
+  }
+  EXPECT_TRUE(out.reference.contains("expected")) << template_name << " / " << case_name;
+  return out;
+}
+
 // An assistant turn's reasoning sent back over HTTP (interleaved thinking) reaches the template
 // whichever name the client uses: vLLM's `reasoning` or the older `reasoning_content` that
 // Qwen3's template reads. The reference is transformers' render of Qwen3's real template for a
 // message carrying reasoning_content (case "reasoning_content_field").
 TEST(ChatTemplateTest, ReasoningSentBackReachesTheTemplateUnderEitherName) {
-  const nlohmann::ordered_json fixture =
-      LoadFixture("tests/router/jinja/fixtures/jinja_chat_templates.json");
-  const nlohmann::ordered_json* qwen3 = nullptr;
-  const nlohmann::ordered_json* reference = nullptr;
-  for (const auto& t : fixture["templates"]) {
-    if (t["name"] != "qwen3") continue;
-    qwen3 = &t;
-    for (const auto& c : t["cases"]) {
-      if (c["name"] == "reasoning_content_field") reference = &c;
-    }
-  }
-  ASSERT_NE(reference, nullptr);
-  absl::StatusOr<ChatTemplate> tmpl = FixtureTemplate(*qwen3);
-  ASSERT_TRUE(tmpl.ok()) << tmpl.status();
-  ASSERT_EQ((*reference)["messages"].back()["reasoning_content"], "Capital of France.");
-  const std::string& want = (*reference)["expected"].get_ref<const std::string&>();
+  const RealCase qwen3 = LoadRealCase("qwen3", "reasoning_content_field");
+  ASSERT_TRUE(qwen3.tmpl.ok()) << qwen3.tmpl.status();
+  const nlohmann::ordered_json& reference = qwen3.reference;
+  const ChatTemplate* tmpl = &*qwen3.tmpl;
+  ASSERT_EQ(reference["messages"].back()["reasoning_content"], "Capital of France.");
+  const std::string& want = reference["expected"].get_ref<const std::string&>();
   ASSERT_NE(want.find("Capital of France."), std::string::npos) << "the reference renders it";
 
   for (const char* field : {"reasoning", "reasoning_content"}) {
     SCOPED_TRACE(field);
-    nlohmann::ordered_json body = {{"messages", (*reference)["messages"]}};
+    nlohmann::ordered_json body = {{"messages", reference["messages"]}};
     nlohmann::ordered_json& reply = body["messages"].back();
     reply.erase("reasoning_content");
     reply[field] = "Capital of France.";
     absl::StatusOr<ParsedRequest> parsed = ParseChatObject(body);
     ASSERT_TRUE(parsed.ok()) << parsed.status();
     absl::StatusOr<std::string> got =
-        tmpl->Render(parsed->messages, (*reference)["add_generation_prompt"].get<bool>(), nullptr,
+        tmpl->Render(parsed->messages, reference["add_generation_prompt"].get<bool>(), nullptr,
                      nullptr, FrozenClock());
     ASSERT_TRUE(got.ok()) << got.status();
     EXPECT_EQ(*got, want);
@@ -226,6 +238,60 @@ TEST(ChatTemplateTest, ReasoningSentBackReachesTheTemplateUnderEitherName) {
       ParseChatRequest(R"({"messages": [{"role": "user", "content": "a", "reasoning": "r"}]})");
   ASSERT_TRUE(user.ok()) << user.status();
   EXPECT_FALSE(user->messages[0].fields.contains("reasoning"));
+}
+
+// The same turn sent back to the Responses API as output items (what a client appends to its
+// input after a tool call): reasoning, function_call, function_call_output, reasoning, message.
+// The items of one turn become one assistant message, reasoning included, as vLLM merges them;
+// the prompt equals transformers' render of Qwen3's real template for that chat
+// (case "reasoning_across_tool_calls").
+TEST(ChatTemplateTest, ResponsesReasoningItemsReachTheTemplateWithTheirTurn) {
+  const RealCase qwen3 = LoadRealCase("qwen3", "reasoning_across_tool_calls");
+  ASSERT_TRUE(qwen3.tmpl.ok()) << qwen3.tmpl.status();
+  const nlohmann::ordered_json& chat = qwen3.reference["messages"];
+  ASSERT_EQ(chat.size(), 4u);
+  const std::string& want = qwen3.reference["expected"].get_ref<const std::string&>();
+  ASSERT_NE(want.find("I need the weather."), std::string::npos) << "the reference renders it";
+  ASSERT_NE(want.find("It is sunny."), std::string::npos);
+
+  nlohmann::ordered_json tools = nlohmann::ordered_json::array();
+  for (const auto& tool : qwen3.reference["tools"]) {
+    nlohmann::ordered_json flat = {{"type", "function"}};
+    flat.update(tool["function"]);
+    tools.push_back(std::move(flat));
+  }
+  const nlohmann::ordered_json& call = chat[1]["tool_calls"][0];
+  // The first reasoning as content, the second as a summary (what OpenAI's own items carry).
+  const nlohmann::ordered_json input = {
+      {{"role", "user"}, {"content", chat[0]["content"]}},
+      {{"type", "reasoning"},
+       {"id", "rs_1"},
+       {"summary", nlohmann::ordered_json::array()},
+       {"content", {{{"type", "reasoning_text"}, {"text", chat[1]["reasoning_content"]}}}}},
+      {{"type", "function_call"},
+       {"call_id", call["id"]},
+       {"name", call["function"]["name"]},
+       {"arguments", call["function"]["arguments"]}},
+      {{"type", "function_call_output"},
+       {"call_id", chat[2]["tool_call_id"]},
+       {"output", chat[2]["content"]}},
+      {{"type", "reasoning"},
+       {"id", "rs_2"},
+       {"summary", {{{"type", "summary_text"}, {"text", chat[3]["reasoning_content"]}}}}},
+      {{"type", "message"},
+       {"role", "assistant"},
+       {"content", {{{"type", "output_text"}, {"text", chat[3]["content"]}}}}}};
+  absl::StatusOr<ResponsesRequest> responses = ParseResponsesRequest(
+      nlohmann::ordered_json{{"model", "m"}, {"input", input}, {"tools", tools}}.dump());
+  ASSERT_TRUE(responses.ok()) << responses.status();
+  ASSERT_EQ(responses->chat["messages"].size(), 4u) << responses->chat["messages"].dump();
+  absl::StatusOr<ParsedRequest> parsed = ParseChatObject(responses->chat);
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  absl::StatusOr<std::string> got =
+      qwen3.tmpl->Render(parsed->messages, qwen3.reference["add_generation_prompt"].get<bool>(),
+                         parsed->tools.tools, nullptr, FrozenClock());
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(*got, want);
 }
 
 TEST(ChatTemplateTest, EndOfTurnIsTheTemplatesTurnToken) {

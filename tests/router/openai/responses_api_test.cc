@@ -85,6 +85,31 @@ TEST(ResponsesApiTest, ItemsBecomeTheChatTheyDescribe) {
             Json::parse(R"({"type": "json_object"})"));
 }
 
+// Reasoning items join the assistant turn they belong to (vLLM's merge): the item's content, or
+// its summary's paragraphs, goes on the last message when it is the assistant's and has no
+// reasoning yet, as text goes on one with no text; otherwise a new assistant message starts. An
+// item with no text adds nothing.
+TEST(ResponsesApiTest, ReasoningItemsJoinTheirTurn) {
+  const ResponsesRequest r = Parse(R"({"input": [
+      {"role": "user", "content": "Hi"},
+      {"type": "reasoning", "summary": [{"type": "summary_text", "text": "One."},
+                                        {"type": "summary_text", "text": "Two."}]},
+      {"type": "reasoning", "content": [], "summary": []},
+      {"role": "assistant", "content": "Hello."},
+      {"role": "assistant", "content": "Again."},
+      {"type": "reasoning", "content": [{"type": "reasoning_text", "text": "Three."}],
+       "summary": [{"type": "summary_text", "text": "unused"}]},
+      {"type": "reasoning", "content": null, "summary": [{"type": "summary_text", "text": "Four."}],
+       "encrypted_content": null},
+      {"type": "function_call", "call_id": "c", "name": "f", "arguments": "{}"}]})");
+  EXPECT_EQ(r.chat["messages"], Json::parse(R"([
+    {"role": "user", "content": "Hi"},
+    {"role": "assistant", "content": "Hello.", "reasoning": "One.\n\nTwo."},
+    {"role": "assistant", "content": "Again.", "reasoning": "Three."},
+    {"role": "assistant", "content": null, "reasoning": "Four.", "tool_calls": [
+      {"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}]}])"));
+}
+
 TEST(ResponsesApiTest, BadRequestsNameTheField) {
   const struct {
     const char* body;
@@ -101,6 +126,12 @@ TEST(ResponsesApiTest, BadRequestsNameTheField) {
        "input[0].role \"tool\" is not supported"},
       {R"({"input": [{"type": "function_call", "call_id": "c", "name": "f"}]})",
        "input[0].arguments", "input[0].arguments is required"},
+      {R"({"input": [{"type": "reasoning", "summary": [], "encrypted_content": "gAAAA"}]})",
+       "input[0].encrypted_content", "encrypted_content is not supported"},
+      {R"({"input": [{"type": "reasoning", "content": [{"type": "output_text", "text": "t"}]}]})",
+       "input[0].content[0].type", "\"output_text\" is not supported (reasoning_text only)"},
+      {R"({"input": [{"type": "reasoning", "summary": [{"type": "summary_text"}]}]})",
+       "input[0].summary[0].text", "input[0].summary[0].text is required"},
       {R"({"input": "x", "tools": [{"type": "web_search_preview"}]})", "tools[0].type",
        "headroom runs no built-in tools"},
       {R"({"input": "x", "tool_choice": {"type": "file_search"}})", "tool_choice",
