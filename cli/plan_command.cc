@@ -133,9 +133,14 @@ std::string ModelSummary(const worker::ModelConfig& c, worker::DType dtype, work
                         absl::StrCat(c.qkv_bias ? ", q/k/v bias" : "",
                                      c.qk_norm ? ", per-head q/k norm" : "", AttentionExtras(c)));
   if (c.num_experts > 0) {
-    absl::StrAppendFormat(
-        &summary, "  mixture of experts: %d experts of intermediate %d, top %d%s\n", c.num_experts,
-        c.intermediate_size, c.num_experts_per_tok, c.norm_topk_prob ? " (renormalized)" : "");
+    absl::StrAppendFormat(&summary,
+                          "  mixture of experts: %d experts of intermediate %d, top %d%s%s\n",
+                          c.num_experts, c.intermediate_size, c.num_experts_per_tok,
+                          c.norm_topk_prob ? " (renormalized)" : "",
+                          c.shared_expert_intermediate_size > 0
+                              ? absl::StrCat(", a gated shared expert of intermediate ",
+                                             c.shared_expert_intermediate_size)
+                              : "");
   }
   std::string rope_scaling;
   if (c.rope_scaling && c.rope_scaling->type == worker::RopeScalingType::kYarn) {

@@ -51,6 +51,9 @@ absl::Status ValidateModel(const ModelDims& m) {
     HR_RETURN_IF_ERROR(
         CheckRange("model num_experts_per_tok", m.num_experts_per_tok, 1, m.num_experts));
   }
+  HR_RETURN_IF_ERROR(CheckRange("model shared_expert_intermediate_size",
+                                m.shared_expert_intermediate_size, 0,
+                                m.num_experts > 0 ? kMaxIntermediateSize : 0));
   if (m.num_attention_heads % m.num_kv_heads != 0) {
     return absl::InvalidArgumentError(absl::StrCat("model num_key_value_heads (", m.num_kv_heads,
                                                    ") must divide num_attention_heads (",
@@ -89,13 +92,15 @@ ActivationArena ArenaOf(const MemoryPlanInput& in, const TensorParallelShard& sh
 
   ActivationArena arena;
   // A mixture of experts runs each token through num_experts_per_tok experts: that many rows of
-  // gate_up and silu(g)*u per token, and the router's logits and routes.
+  // gate_up and silu(g)*u per token, and the router's logits and routes. A shared expert runs
+  // after them in the same buffers, one row per token of its own width.
   const int64_t mlp_rows = m.num_experts > 0 ? t * m.num_experts_per_tok : t;
+  const int64_t mlp_values = std::max(mlp_rows * shard.intermediate, t * shard.shared_intermediate);
   arena.token_buffers_bytes = 3 * Align(t * m.hidden_size * a)  // hidden, residual, normed
                               + Align(t * (shard.q_dim + 2 * shard.kv_dim) * a)  // qkv
                               + Align(t * shard.q_dim * a)                       // attn out
-                              + Align(mlp_rows * 2 * shard.intermediate * a)     // gate_up
-                              + Align(mlp_rows * shard.intermediate * a)         // silu(g)*u
+                              + Align(mlp_values * 2 * a)                        // gate_up
+                              + Align(mlp_values * a)                            // silu(g)*u
                               + (m.num_experts > 0 ? Align(t * m.num_experts * kFp32Bytes) +
                                                          Align(mlp_rows * m.hidden_size * a)
                                                    : 0);  // router logits; expert outputs
@@ -281,8 +286,12 @@ int64_t WeightParamsPerRank(const ModelDims& m, int64_t tensor_parallel_size) {
   const int64_t dense = 2 * h * shard.intermediate    // gate_proj, up_proj (column-parallel)
                         + shard.intermediate * h      // down_proj (row-parallel)
                         + (m.mlp_bias ? 2 * shard.intermediate + h : 0);
-  // Mixture of experts: each expert's slice, and the router (replicated).
-  const int64_t mlp = m.num_experts > 0 ? m.num_experts * (3 * h * shard.intermediate + h) : dense;
+  // Mixture of experts: each expert's slice, and the router (replicated); a shared expert's slice
+  // and its gate (replicated).
+  const int64_t shared =
+      m.shared_expert_intermediate_size > 0 ? 3 * h * shard.shared_intermediate + h : 0;
+  const int64_t mlp =
+      m.num_experts > 0 ? m.num_experts * (3 * h * shard.intermediate + h) + shared : dense;
   // input_layernorm, post_attention_layernorm (+ pre/post_feedforward_layernorm), and q_norm /
   // k_norm (all replicated)
   const int64_t norms = (m.sandwich_norms ? 4 : 2) * h + (m.qk_norm ? 2 * m.head_dim : 0);

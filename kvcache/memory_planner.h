@@ -48,6 +48,9 @@ struct ModelDims {
   // across ranks like a dense MLP) and a replicated router; 0 = dense.
   int64_t num_experts = 0;
   int64_t num_experts_per_tok = 0;
+  // A shared expert beside the routed ones (Qwen2-MoE): one SwiGLU MLP of this width every token
+  // runs, split across ranks like a dense MLP, with a replicated [hidden] gate; 0 = none.
+  int64_t shared_expert_intermediate_size = 0;
   // Every layer attends at most this many positions back (Mistral-7B-v0.1): a sequence holds
   // only its window's blocks (sliding_window.h); 0 = some layer reads the whole context.
   int64_t kv_sliding_window = 0;

@@ -12,6 +12,7 @@ TensorParallelShard ShardOf(const ModelDims& model, int64_t tp) {
   shard.kv_dim = shard.kv_heads * model.head_dim;
   shard.intermediate = model.intermediate_size / tp;
   shard.vocab_rows = (model.vocab_size + tp - 1) / tp;
+  shard.shared_intermediate = model.shared_expert_intermediate_size / tp;
   return shard;
 }
 
@@ -29,6 +30,11 @@ std::vector<std::string> ShardingProblems(const ModelDims& model, int64_t tp) {
     problems.push_back(
         absl::StrCat("intermediate_size ", model.intermediate_size, " is not divisible by ", tp));
   }
+  if (model.shared_expert_intermediate_size % tp != 0) {
+    problems.push_back(absl::StrCat("shared_expert_intermediate_size ",
+                                    model.shared_expert_intermediate_size, " is not divisible by ",
+                                    tp));
+  }
   return problems;
 }
 
@@ -42,6 +48,7 @@ ShardOffsets ShardOffsetsOf(const ModelDims& model, int64_t tp, int64_t rank) {
       model.num_kv_heads % tp == 0 ? rank * shard.kv_heads : rank / (tp / model.num_kv_heads);
   offsets.intermediate = rank * shard.intermediate;
   offsets.vocab_row = rank * shard.vocab_rows;
+  offsets.shared_intermediate = rank * shard.shared_intermediate;
   return offsets;
 }
 

@@ -6,7 +6,8 @@
 //   query heads   split: rank r holds heads [r * heads, (r + 1) * heads)
 //   KV heads      split when tp divides them; otherwise (the KV heads divide tp) each rank keeps
 //                 a copy of the one KV head its query heads attend to
-//   MLP           gate/up rows and down columns split by intermediate_size / tp
+//   MLP           gate/up rows and down columns split by intermediate_size / tp (each expert's,
+//                 and a shared expert's by shared_expert_intermediate_size / tp)
 //   vocabulary    embedding and LM-head rows split by ceil(vocab / tp), the last rank padded
 #pragma once
 
@@ -19,12 +20,13 @@
 namespace headroom::kvcache {
 
 struct TensorParallelShard {
-  int64_t heads = 0;         // Query heads on this rank.
-  int64_t kv_heads = 0;      // KV heads on this rank (split, or 1 replicated head).
-  int64_t q_dim = 0;         // heads * head_dim.
-  int64_t kv_dim = 0;        // kv_heads * head_dim.
-  int64_t intermediate = 0;  // MLP columns on this rank.
-  int64_t vocab_rows = 0;    // Embedding / LM-head rows on this rank (vocab padded to tp).
+  int64_t heads = 0;                // Query heads on this rank.
+  int64_t kv_heads = 0;             // KV heads on this rank (split, or 1 replicated head).
+  int64_t q_dim = 0;                // heads * head_dim.
+  int64_t kv_dim = 0;               // kv_heads * head_dim.
+  int64_t intermediate = 0;         // MLP columns on this rank.
+  int64_t vocab_rows = 0;           // Embedding / LM-head rows on this rank (vocab padded to tp).
+  int64_t shared_intermediate = 0;  // The shared expert's MLP columns on this rank (0: none).
 };
 
 // The shard of any rank (all ranks hold the same sizes). Requires ShardingProblems(...) empty.
@@ -40,6 +42,7 @@ struct ShardOffsets {
   int64_t kv_head = 0;
   int64_t intermediate = 0;
   int64_t vocab_row = 0;
+  int64_t shared_intermediate = 0;
 };
 [[nodiscard]] ShardOffsets ShardOffsetsOf(const ModelDims& model, int64_t tensor_parallel_size,
                                           int64_t rank);

@@ -91,6 +91,12 @@ Writes tests/worker/fixtures/<name>/ for three small SEEDED RANDOM checkpoints:
               to 4 of 8 at head_dim 16; Qwen's 32/1 would span 0 to 3), the default attention
               factor 0.1 ln 4 + 1; rope_theta 1e4, GQA 4/2, saved in bfloat16. The prompts of 61
               tokens and their continuations run past position 64.
+  qwen2-moe   Qwen2MoeForCausalLM (Qwen1.5-MoE / Qwen2-57B-A14B's layout) with transformers' own
+              Qwen2Moe: 8 experts of intermediate 32, the top 2 NOT renormalized (norm_topk_prob
+              false, Qwen2MoeConfig's default), and a shared expert of intermediate 48 whose output
+              is scaled by sigmoid(shared_expert_gate . x); q/k/v biases, GQA 4/2, untied,
+              bfloat16. The generator checks that the gate and the shared expert each move the
+              logits.
   qwen3-moe   Qwen3MoeForCausalLM (Qwen3-30B-A3B's layout): qwen3-qknorm's attention, untied, and
               8 experts of intermediate 32, top 2, norm_topk_prob. The reference is transformers
               4.46's Qwen2MoeForCausalLM (the same sparse block: softmax, top-k, renormalized
@@ -215,6 +221,40 @@ def mixtral_moe_config():
         num_local_experts=4, num_experts_per_tok=2, rope_theta=1000000.0, rms_norm_eps=1e-5,
         tie_word_embeddings=False, sliding_window=None, router_jitter_noise=0.0,
         initializer_range=INIT_STD, bos_token_id=1, eos_token_id=2)
+
+
+def qwen2_moe_config():
+    return Qwen2MoeConfig(
+        vocab_size=256, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256,
+        rope_theta=1000000.0, rms_norm_eps=1e-6, tie_word_embeddings=False,
+        use_sliding_window=False, num_experts=8, num_experts_per_tok=2, moe_intermediate_size=32,
+        shared_expert_intermediate_size=48, norm_topk_prob=False, decoder_sparse_step=1,
+        mlp_only_layers=[], initializer_range=INIT_STD, bos_token_id=1, eos_token_id=2)
+
+
+def check_shared_expert_bites(model):
+    """The shared expert and its sigmoid gate must both move the logits, or the fixture would not
+    test them: zeroing the gate's weights (a constant 0.5) and dropping the expert must each
+    change the logits."""
+    ids = torch.arange(3, 40).remainder(model.config.vocab_size)[None]
+    with torch.no_grad():
+        base = model(ids).logits[0]
+        layers = model.model.layers
+        gates = [layer.mlp.shared_expert_gate.weight.clone() for layer in layers]
+        for layer in layers:
+            layer.mlp.shared_expert_gate.weight.zero_()
+        half = model(ids).logits[0]
+        downs = [layer.mlp.shared_expert.down_proj.weight.clone() for layer in layers]
+        for layer in layers:
+            layer.mlp.shared_expert.down_proj.weight.zero_()
+        none = model(ids).logits[0]
+        for layer, gate, down in zip(layers, gates, downs):
+            layer.mlp.shared_expert_gate.weight.copy_(gate)
+            layer.mlp.shared_expert.down_proj.weight.copy_(down)
+        assert torch.equal(model(ids).logits[0], base)
+    assert (base - half).abs().max() > 1e-2, "the shared expert's gate does not change the logits"
+    assert (half - none).abs().max() > 1e-2, "the shared expert does not change the logits"
 
 
 def gemma2_config():
@@ -397,6 +437,7 @@ MODELS = [
     ("granite-moe", granite_moe_config, torch.bfloat16, 1, 8642),
     ("qwen2-yarn", qwen2_yarn_config, torch.bfloat16, 1, 5679),
     ("gemma-mqa", gemma_config, torch.bfloat16, 1, 1358),
+    ("qwen2-moe", qwen2_moe_config, torch.bfloat16, 1, 2469),
 ]
 
 
@@ -911,6 +952,8 @@ def generate_model(name, make_config, dtype, shards, seed):
         check_smollm3_bites(ref, config)
     if config.model_type in ("glm", "glm4"):
         check_glm_interleaving_bites(ref, config)
+    if config.model_type == "qwen2_moe":
+        check_shared_expert_bites(ref)
     rope_scaling = getattr(config, "rope_scaling", None)  # GlmConfig has none
     if rope_scaling and rope_scaling.get("type") == "longrope":
         check_longrope_bites(ref, config)

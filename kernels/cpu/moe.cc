@@ -51,6 +51,25 @@ void RouteToken(const float* logits, const MoeExpertsView& e, std::vector<int64_
   }
 }
 
+// One SwiGLU MLP, down(silu(gate x) * up x), over m rows; y holds the [m, hidden] result. The
+// scratch is kept across calls.
+struct SwiGlu {
+  std::vector<float> gate_up;
+  std::vector<float> act;
+  std::vector<float> y;
+
+  absl::Status Run(const float* rows, int64_t m, int64_t hidden, const float* w_gate_up,
+                   const float* w_down, int64_t inter) {
+    const auto count = static_cast<size_t>(m);
+    gate_up.resize(count * 2 * static_cast<size_t>(inter));
+    act.resize(count * static_cast<size_t>(inter));
+    y.resize(count * static_cast<size_t>(hidden));
+    HR_RETURN_IF_ERROR(Linear(rows, w_gate_up, nullptr, m, 2 * inter, hidden, gate_up.data()));
+    HR_RETURN_IF_ERROR(SiluAndMul(gate_up.data(), m, inter, act.data()));
+    return Linear(act.data(), w_down, nullptr, m, hidden, inter, y.data());
+  }
+};
+
 }  // namespace
 
 absl::Status MoeMlp(const float* x, const MoeExpertsView& e, int64_t num_tokens, int64_t hidden,
@@ -69,6 +88,14 @@ absl::Status MoeMlp(const float* x, const MoeExpertsView& e, int64_t num_tokens,
   HR_RETURN_IF_ERROR(
       internal::CheckPointer(kOp, "gate_up", e.gate_up, e.num_experts * 2 * e.inter * hidden));
   HR_RETURN_IF_ERROR(internal::CheckPointer(kOp, "down", e.down, e.num_experts * hidden * e.inter));
+  HR_RETURN_IF_ERROR(internal::CheckNonNegative(kOp, "shared_inter", e.shared_inter));
+  if (e.shared_inter > 0) {
+    HR_RETURN_IF_ERROR(internal::CheckPointer(kOp, "shared_gate_up", e.shared_gate_up,
+                                              2 * e.shared_inter * hidden));
+    HR_RETURN_IF_ERROR(
+        internal::CheckPointer(kOp, "shared_down", e.shared_down, hidden * e.shared_inter));
+    HR_RETURN_IF_ERROR(internal::CheckPointer(kOp, "shared_gate", e.shared_gate, hidden));
+  }
   HR_RETURN_IF_ERROR(internal::CheckPointer(kOp, "out", out, num_tokens * hidden));
   std::fill(out, out + num_tokens * hidden, 0.0f);
   if (num_tokens == 0) return absl::OkStatus();
@@ -90,11 +117,8 @@ absl::Status MoeMlp(const float* x, const MoeExpertsView& e, int64_t num_tokens,
     }
   }
   // Each expert over its tokens as one batch; outputs added in expert order.
-  const auto inter = static_cast<size_t>(e.inter);
+  SwiGlu mlp;
   std::vector<float> rows;
-  std::vector<float> gate_up;
-  std::vector<float> act;
-  std::vector<float> y;
   for (size_t expert = 0; expert < served.size(); ++expert) {
     const auto& tokens = served[expert];
     if (tokens.empty()) continue;
@@ -103,21 +127,25 @@ absl::Status MoeMlp(const float* x, const MoeExpertsView& e, int64_t num_tokens,
     for (size_t r = 0; r < m; ++r) {
       std::copy_n(x + tokens[r].first * h, h, rows.begin() + static_cast<std::ptrdiff_t>(r * h));
     }
-    gate_up.resize(m * 2 * inter);
-    act.resize(m * inter);
-    y.resize(m * h);
-    const float* w_gate_up = e.gate_up + expert * 2 * inter * h;
-    const float* w_down = e.down + expert * h * inter;
-    const auto rows_m = static_cast<int64_t>(m);
-    HR_RETURN_IF_ERROR(
-        Linear(rows.data(), w_gate_up, nullptr, rows_m, 2 * e.inter, hidden, gate_up.data()));
-    HR_RETURN_IF_ERROR(SiluAndMul(gate_up.data(), rows_m, e.inter, act.data()));
-    HR_RETURN_IF_ERROR(Linear(act.data(), w_down, nullptr, rows_m, hidden, e.inter, y.data()));
+    const auto inter = static_cast<size_t>(e.inter);
+    HR_RETURN_IF_ERROR(mlp.Run(rows.data(), static_cast<int64_t>(m), hidden,
+                               e.gate_up + expert * 2 * inter * h, e.down + expert * h * inter,
+                               e.inter));
     for (size_t r = 0; r < m; ++r) {
       float* dst = out + tokens[r].first * h;
       const float weight = tokens[r].second;
-      for (size_t j = 0; j < h; ++j) dst[j] += weight * y[r * h + j];
+      for (size_t j = 0; j < h; ++j) dst[j] += weight * mlp.y[r * h + j];
     }
+  }
+  if (e.shared_inter == 0) return absl::OkStatus();
+  // The shared expert over every token, scaled by its gate's sigmoid.
+  HR_RETURN_IF_ERROR(
+      mlp.Run(x, num_tokens, hidden, e.shared_gate_up, e.shared_down, e.shared_inter));
+  std::vector<float> gate(n);
+  HR_RETURN_IF_ERROR(Linear(x, e.shared_gate, nullptr, num_tokens, 1, hidden, gate.data()));
+  for (size_t t = 0; t < n; ++t) {
+    const float weight = 1.0f / (1.0f + std::exp(-gate[t]));
+    for (size_t j = 0; j < h; ++j) out[t * h + j] += weight * mlp.y[t * h + j];
   }
   return absl::OkStatus();
 }

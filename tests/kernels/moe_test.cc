@@ -17,10 +17,32 @@ using testing::Poisoned;
 using testing::RandomFloats;
 
 // The MoE MLP of one token, in double, computed token by token over every chosen expert: the
-// router's softmax, the top_k by probability (ties to the lower index), renormalized or not.
+// router's softmax, the top_k by probability (ties to the lower index), renormalized or not; plus
+// the shared expert scaled by its gate's sigmoid when there is one.
 struct Weights {
   std::vector<float> router, gate_up, down;
+  std::vector<float> shared_gate_up = {}, shared_down = {}, shared_gate = {};
 };
+
+// down(silu(gate x) * up x) of one token, in double.
+std::vector<double> SwiGluReference(const float* x, const float* gate_up, const float* down,
+                                    size_t inter, size_t h) {
+  std::vector<double> act(inter);
+  for (size_t i = 0; i < inter; ++i) {
+    double g = 0;
+    double u = 0;
+    for (size_t c = 0; c < h; ++c) {
+      g += double{gate_up[i * h + c]} * double{x[c]};
+      u += double{gate_up[(inter + i) * h + c]} * double{x[c]};
+    }
+    act[i] = g / (1 + std::exp(-g)) * u;
+  }
+  std::vector<double> y(h);
+  for (size_t c = 0; c < h; ++c) {
+    for (size_t i = 0; i < inter; ++i) y[c] += double{down[c * inter + i]} * act[i];
+  }
+  return y;
+}
 
 std::vector<double> Reference(const float* x, const Weights& w, const MoeExpertsView& e,
                               int64_t hidden) {
@@ -47,24 +69,16 @@ std::vector<double> Reference(const float* x, const Weights& w, const MoeExperts
   std::vector<double> out(h);
   for (const size_t expert : order) {
     const double weight = e.renormalize ? probs[expert] / kept : probs[expert];
-    const float* gate_up = w.gate_up.data() + expert * 2 * inter * h;
-    const float* down = w.down.data() + expert * h * inter;
-    std::vector<double> act(inter);
-    for (size_t i = 0; i < inter; ++i) {
-      double g = 0;
-      double u = 0;
-      for (size_t c = 0; c < h; ++c) {
-        g += double{gate_up[i * h + c]} * double{x[c]};
-        u += double{gate_up[(inter + i) * h + c]} * double{x[c]};
-      }
-      act[i] = g / (1 + std::exp(-g)) * u;
-    }
-    for (size_t c = 0; c < h; ++c) {
-      double y = 0;
-      for (size_t i = 0; i < inter; ++i) y += double{down[c * inter + i]} * act[i];
-      out[c] += weight * y;
-    }
+    const std::vector<double> y = SwiGluReference(x, w.gate_up.data() + expert * 2 * inter * h,
+                                                  w.down.data() + expert * h * inter, inter, h);
+    for (size_t c = 0; c < h; ++c) out[c] += weight * y[c];
   }
+  if (w.shared_gate.empty()) return out;
+  double gate = 0;
+  for (size_t c = 0; c < h; ++c) gate += double{w.shared_gate[c]} * double{x[c]};
+  const std::vector<double> y = SwiGluReference(x, w.shared_gate_up.data(), w.shared_down.data(),
+                                                static_cast<size_t>(e.shared_inter), h);
+  for (size_t c = 0; c < h; ++c) out[c] += y[c] / (1 + std::exp(-gate));
   return out;
 }
 
@@ -73,20 +87,32 @@ TEST(MoeTest, MatchesTokenByTokenDoubleReferenceOnOddSizes) {
   struct Shape {
     int64_t tokens, hidden, experts, top_k, inter;
     bool renormalize;
+    int64_t shared_inter;  // 0: no shared expert
   };
-  for (const Shape& s : {Shape{1, 8, 4, 2, 6, true}, Shape{7, 13, 5, 1, 3, true},
-                         Shape{19, 16, 8, 3, 11, false}, Shape{33, 24, 6, 6, 5, true}}) {
+  for (const Shape& s : {Shape{1, 8, 4, 2, 6, true, 0}, Shape{7, 13, 5, 1, 3, true, 0},
+                         Shape{19, 16, 8, 3, 11, false, 0}, Shape{33, 24, 6, 6, 5, true, 0},
+                         Shape{1, 8, 4, 2, 6, false, 9}, Shape{23, 17, 7, 3, 5, false, 13},
+                         Shape{12, 10, 3, 2, 4, true, 1}}) {
     const std::vector<float> x = RandomFloats(rng, s.tokens * s.hidden, -1.0f, 1.0f);
-    const Weights w{RandomFloats(rng, s.experts * s.hidden, -1.0f, 1.0f),
-                    RandomFloats(rng, s.experts * 2 * s.inter * s.hidden, -0.5f, 0.5f),
-                    RandomFloats(rng, s.experts * s.hidden * s.inter, -0.5f, 0.5f)};
+    Weights w{RandomFloats(rng, s.experts * s.hidden, -1.0f, 1.0f),
+              RandomFloats(rng, s.experts * 2 * s.inter * s.hidden, -0.5f, 0.5f),
+              RandomFloats(rng, s.experts * s.hidden * s.inter, -0.5f, 0.5f)};
+    if (s.shared_inter > 0) {
+      w.shared_gate_up = RandomFloats(rng, 2 * s.shared_inter * s.hidden, -0.5f, 0.5f);
+      w.shared_down = RandomFloats(rng, s.hidden * s.shared_inter, -0.5f, 0.5f);
+      w.shared_gate = RandomFloats(rng, s.hidden, -1.0f, 1.0f);
+    }
     const MoeExpertsView e{.router = w.router.data(),
                            .gate_up = w.gate_up.data(),
                            .down = w.down.data(),
                            .num_experts = s.experts,
                            .top_k = s.top_k,
                            .inter = s.inter,
-                           .renormalize = s.renormalize};
+                           .renormalize = s.renormalize,
+                           .shared_gate_up = w.shared_gate_up.data(),
+                           .shared_down = w.shared_down.data(),
+                           .shared_gate = w.shared_gate.data(),
+                           .shared_inter = s.shared_inter};
     std::vector<float> out = Poisoned(s.tokens * s.hidden);
     ASSERT_TRUE(MoeMlp(x.data(), e, s.tokens, s.hidden, out.data()).ok());
     for (int64_t t = 0; t < s.tokens; ++t) {
@@ -96,7 +122,7 @@ TEST(MoeTest, MatchesTokenByTokenDoubleReferenceOnOddSizes) {
                     want[static_cast<size_t>(c)],
                     1e-5 * (1 + std::abs(want[static_cast<size_t>(c)])))
             << "tokens " << s.tokens << " experts " << s.experts << " top_k " << s.top_k
-            << " token " << t << " column " << c;
+            << " shared_inter " << s.shared_inter << " token " << t << " column " << c;
       }
     }
   }
@@ -135,6 +161,14 @@ TEST(MoeTest, BadShapesAreInvalidArgument) {
   EXPECT_EQ(MoeMlp(w.data(), e, 1, 4, out.data()).code(), absl::StatusCode::kInvalidArgument);
   e.top_k = 1;
   EXPECT_TRUE(MoeMlp(w.data(), e, 0, 4, out.data()).ok());
+  e.shared_inter = -1;
+  EXPECT_EQ(MoeMlp(w.data(), e, 1, 4, out.data()).code(), absl::StatusCode::kInvalidArgument);
+  e.shared_inter = 2;  // a shared expert without its weights
+  EXPECT_EQ(MoeMlp(w.data(), e, 1, 4, out.data()).code(), absl::StatusCode::kInvalidArgument);
+  e.shared_gate_up = e.shared_down = w.data();
+  EXPECT_EQ(MoeMlp(w.data(), e, 1, 4, out.data()).code(), absl::StatusCode::kInvalidArgument);
+  e.shared_gate = w.data();
+  EXPECT_TRUE(MoeMlp(w.data(), e, 1, 4, out.data()).ok());
   e.router = nullptr;
   EXPECT_EQ(MoeMlp(w.data(), e, 1, 4, out.data()).code(), absl::StatusCode::kInvalidArgument);
 }

@@ -154,6 +154,21 @@ ModelDims Qwen3_30B_A3B() {  // intermediate_size: each expert's (moe_intermedia
           .num_experts_per_tok = 8};
 }
 
+ModelDims Qwen15MoeA27B() {  // 60 experts of 1408 and a shared expert of 5632; q/k/v biases
+  return {.num_layers = 24,
+          .hidden_size = 2048,
+          .intermediate_size = 1408,
+          .num_attention_heads = 16,
+          .num_kv_heads = 16,
+          .head_dim = 128,
+          .vocab_size = 151936,
+          .max_position_embeddings = 32768,
+          .qkv_bias = true,
+          .num_experts = 60,
+          .num_experts_per_tok = 4,
+          .shared_expert_intermediate_size = 5632};
+}
+
 // Published parameter counts (Hugging Face safetensors metadata / model cards).
 constexpr int64_t kLlama3_8BParams = 8'030'261'248;
 constexpr int64_t kLlama3_70BParams = 70'553'706'496;
@@ -163,6 +178,7 @@ constexpr int64_t kQwen2_7BParams = 7'615'616'512;
 constexpr int64_t kQwen3_8BParams = 8'190'735'360;  // q_norm / k_norm: 2 x 128 per layer
 constexpr int64_t kMixtral8x7BParams = 46'702'792'704;
 constexpr int64_t kQwen3_30B_A3BParams = 30'532'122'624;
+constexpr int64_t kQwen15MoeA27BParams = 14'315'784'192;  // + shared expert and its gate
 constexpr int64_t kGemma2_2BParams = 2'614'341'888;  // pre/post_feedforward_layernorm: 2 x 2304
 constexpr int64_t kPhi4Params = 14'659'507'200;
 constexpr int64_t kGemma3_1BParams = 999'885'952;  // + q_norm / k_norm: 2 x 256 per layer
@@ -221,6 +237,7 @@ TEST(MemoryPlannerTest, WeightsMatchPublishedParameterCounts) {
         Case{"qwen3-8b", Qwen3_8B(), kQwen3_8BParams},
         Case{"mixtral-8x7b", Mixtral8x7B(), kMixtral8x7BParams},
         Case{"qwen3-30b-a3b", Qwen3_30B_A3B(), kQwen3_30B_A3BParams},
+        Case{"qwen1.5-moe-a2.7b", Qwen15MoeA27B(), kQwen15MoeA27BParams},
         Case{"gemma-2-2b", Gemma2_2B(), kGemma2_2BParams}, Case{"phi-4", Phi4(), kPhi4Params},
         Case{"gemma-3-1b", Gemma3_1B(), kGemma3_1BParams}}) {
     MemoryPlanInput input = Input(c.dims, 1024, 4096);  // Big enough for all of them.
@@ -560,6 +577,29 @@ TEST(MemoryPlannerTest, TpMustDivideIntermediateSize) {
   MemoryPlanInput input = Input(dims, 80, 8192);
   input.tensor_parallel_size = 2;
   ExpectInvalid(input, "intermediate_size 14335 is not divisible by 2");
+}
+
+// A shared expert is split like the routed ones; its gate is replicated like the router.
+TEST(MemoryPlannerTest, TensorParallelShardsTheSharedExpert) {
+  // Replicated per layer: two norms, the router [60, 2048] and the shared gate [1, 2048].
+  const int64_t replicated = 24 * (2 * 2048 + 60 * 2048 + 2048) + 2048;
+  for (int64_t tp : {2, 4, 8}) {
+    MemoryPlanInput input = Input(Qwen15MoeA27B(), 80, 8192);
+    input.tensor_parallel_size = tp;
+    const MemoryPlan plan = MustPlan(input);
+    EXPECT_EQ(plan.weight_params_per_rank * tp - (tp - 1) * replicated, kQwen15MoeA27BParams)
+        << "tp " << tp;
+  }
+  ModelDims dims = Qwen15MoeA27B();
+  dims.shared_expert_intermediate_size = 5630;
+  MemoryPlanInput input = Input(dims, 80, 8192);
+  input.tensor_parallel_size = 4;
+  ExpectInvalid(input, "shared_expert_intermediate_size 5630 is not divisible by 4");
+  ExpectInvalid(input, "Valid sizes for this model: 1, 2");
+  // A shared expert belongs to a mixture of experts.
+  dims = Llama3_8B();
+  dims.shared_expert_intermediate_size = 1024;
+  ExpectInvalid(Input(dims, 80, 8192), "shared_expert_intermediate_size must be between 0 and 0");
 }
 
 TEST(MemoryPlannerTest, ValidTensorParallelSizesListsEveryShardableSize) {

@@ -199,7 +199,7 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, FixtureLoadTest,
                          ::testing::Values("llama-gqa", "qwen2-bias", "llama-tied", "qwen3-qknorm",
                                            "mixtral-moe", "qwen3-moe", "gemma2-softcap",
                                            "gemma3-local-rope", "granite-mup", "smollm3-nope",
-                                           "gemma-mqa"),
+                                           "gemma-mqa", "qwen2-moe"),
                          [](const ::testing::TestParamInfo<std::string>& param_info) {
                            std::string test_name = param_info.param;
                            for (char& c : test_name) c = c == '-' ? '_' : c;
@@ -443,16 +443,19 @@ TEST(CheckpointTest, GraniteMoeStackedExpertsLoadAsEachExpertsParts) {
   EXPECT_EQ(expected, recorded);
 }
 
-// Mixtral's and Qwen3-MoE's experts load under their own names, in place of a dense MLP.
+// Mixtral's, Qwen3-MoE's and Qwen2-MoE's experts load under their own names, in place of a dense
+// MLP; Qwen2-MoE's shared expert and its gate beside them.
 TEST(CheckpointTest, MixtureOfExpertsLayersHoldTheRouterAndEachExpert) {
-  for (const auto& [name, experts, inter] :
-       {std::tuple{"mixtral-moe", 4, 48}, std::tuple{"qwen3-moe", 8, 32}}) {
+  for (const auto& [name, experts, inter, renormalize, shared] :
+       {std::tuple{"mixtral-moe", 4, 48, true, 0}, std::tuple{"qwen3-moe", 8, 32, true, 0},
+        std::tuple{"qwen2-moe", 8, 32, false, 48}}) {
     SCOPED_TRACE(name);
     const ModelConfig config = FixtureConfig(name);
     EXPECT_EQ(config.num_experts, experts);
     EXPECT_EQ(config.num_experts_per_tok, 2);
     EXPECT_EQ(config.intermediate_size, inter);
-    EXPECT_TRUE(config.norm_topk_prob);
+    EXPECT_EQ(config.norm_topk_prob, renormalize);
+    EXPECT_EQ(config.shared_expert_intermediate_size, shared);
     absl::StatusOr<ModelWeights> weights = LoadWeights(config, testdata::FixtureDir(name).string());
     ASSERT_TRUE(weights.ok()) << weights.status();
     for (const LayerWeights& layer : weights->layers) {
@@ -463,6 +466,15 @@ TEST(CheckpointTest, MixtureOfExpertsLayersHoldTheRouterAndEachExpert) {
       EXPECT_THAT(layer.experts[1].up_proj.shape, ElementsAre(inter, 64));
       EXPECT_THAT(layer.experts[1].down_proj.shape, ElementsAre(64, inter));
       EXPECT_NE(layer.experts[0].gate_proj.data, layer.experts[1].gate_proj.data);
+      if (shared == 0) {
+        EXPECT_TRUE(layer.shared_expert_gate.empty());
+        continue;
+      }
+      EXPECT_THAT(layer.shared_gate_proj.shape, ElementsAre(shared, 64));
+      EXPECT_THAT(layer.shared_up_proj.shape, ElementsAre(shared, 64));
+      EXPECT_THAT(layer.shared_down_proj.shape, ElementsAre(64, shared));
+      EXPECT_THAT(layer.shared_expert_gate.shape, ElementsAre(1, 64));
+      EXPECT_NE(layer.shared_gate_proj.data, layer.shared_up_proj.data);
     }
     // Every tensor of the checkpoint is one the config calls for, and the other way round.
     std::vector<std::string> listed;
@@ -546,10 +558,11 @@ TEST(CheckpointTest, MultimodalCheckpointsKeepTheLanguageModelUnderEitherPrefix)
 // The fixtures' reference outputs are well-formed (the forward-pass tests rely on them).
 TEST(CheckpointTest, ExpectedJsonIsWellFormed) {
   for (const char* name :
-       {"llama-gqa", "qwen2-bias", "llama-tied", "qwen3-qknorm", "mixtral-moe", "qwen3-moe",
-        "gemma2-softcap", "gemma3-local-rope", "granite-mup", "phi3-fused", "granite-moe",
-        "phi3-longrope", "gemma3-mm-text", "phi4-partial-rotary", "qwen2-yarn", "smollm3-nope",
-        "glm4-sandwich", "glm-interleaved", "gemma-mqa"}) {
+       {"llama-gqa",      "qwen2-bias",          "llama-tied",     "qwen3-qknorm",
+        "mixtral-moe",    "qwen3-moe",           "gemma2-softcap", "gemma3-local-rope",
+        "granite-mup",    "phi3-fused",          "granite-moe",    "phi3-longrope",
+        "gemma3-mm-text", "phi4-partial-rotary", "qwen2-yarn",     "smollm3-nope",
+        "glm4-sandwich",  "glm-interleaved",     "gemma-mqa",      "qwen2-moe"}) {
     SCOPED_TRACE(name);
     const Json expected = ReadJson(testdata::FixtureDir(name) / "expected.json");
     ASSERT_EQ(expected.at("prompts").size(), 4u);

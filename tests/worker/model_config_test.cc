@@ -982,8 +982,91 @@ void ExpectSameModel(const ModelConfig& preset, const ModelConfig& config) {
   EXPECT_EQ(preset.torch_dtype, config.torch_dtype);
   EXPECT_EQ(preset.hidden_activation, config.hidden_activation);
   EXPECT_EQ(preset.sliding_window, config.sliding_window);
+  EXPECT_EQ(preset.qk_norm, config.qk_norm);
+  EXPECT_EQ(preset.num_experts, config.num_experts);
+  EXPECT_EQ(preset.num_experts_per_tok, config.num_experts_per_tok);
+  EXPECT_EQ(preset.norm_topk_prob, config.norm_topk_prob);
+  EXPECT_EQ(preset.shared_expert_intermediate_size, config.shared_expert_intermediate_size);
   EXPECT_DOUBLE_EQ(preset.rms_norm_eps, config.rms_norm_eps);
   EXPECT_DOUBLE_EQ(preset.rope_theta, config.rope_theta);
+}
+
+// Qwen/Qwen1.5-MoE-A2.7B-Chat's config.json (as secondary sources quote it): routed experts of
+// moe_intermediate_size, the top 4 not renormalized, and a shared expert of
+// shared_expert_intermediate_size (the dense intermediate_size is unused); q/k/v biases though the
+// file says nothing of them.
+constexpr char kQwen15MoeA27BConfig[] = R"({
+  "architectures": ["Qwen2MoeForCausalLM"],
+  "attention_dropout": 0.0,
+  "bos_token_id": 151643,
+  "decoder_sparse_step": 1,
+  "eos_token_id": 151643,
+  "hidden_act": "silu",
+  "hidden_size": 2048,
+  "initializer_range": 0.02,
+  "intermediate_size": 5632,
+  "max_position_embeddings": 32768,
+  "max_window_layers": 21,
+  "model_type": "qwen2_moe",
+  "moe_intermediate_size": 1408,
+  "norm_topk_prob": false,
+  "num_attention_heads": 16,
+  "num_experts": 60,
+  "num_experts_per_tok": 4,
+  "num_hidden_layers": 24,
+  "num_key_value_heads": 16,
+  "output_router_logits": false,
+  "rms_norm_eps": 1e-06,
+  "rope_theta": 1000000.0,
+  "router_aux_loss_coef": 0.001,
+  "shared_expert_intermediate_size": 5632,
+  "sliding_window": 32768,
+  "tie_word_embeddings": false,
+  "torch_dtype": "bfloat16",
+  "transformers_version": "4.40.0.dev0",
+  "use_cache": true,
+  "use_sliding_window": false,
+  "vocab_size": 151936
+})";
+
+TEST_F(ModelDirTest, LoadsQwen2MoeWithItsSharedExpert) {
+  const absl::StatusOr<ModelConfig> config = LoadModelConfig(WriteConfig(kQwen15MoeA27BConfig));
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->architecture, "Qwen2MoeForCausalLM");
+  EXPECT_EQ(config->num_experts, 60);
+  EXPECT_EQ(config->num_experts_per_tok, 4);
+  EXPECT_EQ(config->intermediate_size, 1408) << "moe_intermediate_size, not the dense 5632";
+  EXPECT_EQ(config->shared_expert_intermediate_size, 5632);
+  EXPECT_FALSE(config->norm_topk_prob);
+  EXPECT_TRUE(config->qkv_bias);
+  EXPECT_FALSE(config->o_proj_bias);
+  EXPECT_FALSE(config->qk_norm);
+  EXPECT_FALSE(config->sliding_window.has_value()) << "use_sliding_window is false";
+  const absl::StatusOr<ModelConfig> preset = LoadModelConfig("dummy:qwen1.5-moe-a2.7b");
+  ASSERT_TRUE(preset.ok()) << preset.status();
+  ExpectSameModel(*preset, *config);
+
+  // Defaults of Qwen2MoeConfig for keys a file leaves out; qkv_bias read where newer files say it.
+  const absl::StatusOr<ModelConfig> bare = LoadModelConfig(
+      WriteConfig(ReplaceAll(kQwen15MoeA27BConfig, R"("shared_expert_intermediate_size": 5632,)",
+                             R"("qkv_bias": false,)")));
+  ASSERT_TRUE(bare.ok()) << bare.status();
+  EXPECT_EQ(bare->shared_expert_intermediate_size, 5632);
+  EXPECT_FALSE(bare->qkv_bias);
+
+  // What is not served is refused by name: dense layers, a window, a shared expert of no width.
+  for (const auto& [from, to, field] :
+       {std::tuple{R"("decoder_sparse_step": 1)", R"("decoder_sparse_step": 2)",
+                   "decoder_sparse_step"},
+        std::tuple{R"("use_sliding_window": false)", R"("use_sliding_window": true)",
+                   "use_sliding_window"},
+        std::tuple{R"("shared_expert_intermediate_size": 5632)",
+                   R"("shared_expert_intermediate_size": 0)", "shared_expert_intermediate_size"}}) {
+    const absl::StatusOr<ModelConfig> bad =
+        LoadModelConfig(WriteConfig(ReplaceAll(kQwen15MoeA27BConfig, from, to)));
+    EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument) << to;
+    EXPECT_THAT(std::string(bad.status().message()), HasSubstr(field)) << to;
+  }
 }
 
 TEST_F(ModelDirTest, LoadsPhi4MiniAndItsPresetIsThatConfig) {
@@ -1289,7 +1372,8 @@ TEST_F(ModelDirTest, UnsupportedArchitectureListsTheSupportedOnes) {
       absl::StatusCode::kInvalidArgument,
       {ConfigPath(), "unsupported architecture \"GPT2LMHeadModel\"",
        "supported: LlamaForCausalLM, MistralForCausalLM, MixtralForCausalLM, Qwen2ForCausalLM, "
-       "Qwen3ForCausalLM, Qwen3MoeForCausalLM, GemmaForCausalLM, Gemma2ForCausalLM, "
+       "Qwen2MoeForCausalLM, Qwen3ForCausalLM, Qwen3MoeForCausalLM, GemmaForCausalLM, "
+       "Gemma2ForCausalLM, "
        "Gemma3ForCausalLM, Phi3ForCausalLM, GraniteForCausalLM, GraniteMoeForCausalLM, "
        "SmolLM3ForCausalLM, GlmForCausalLM, Glm4ForCausalLM, Gemma3ForConditionalGeneration, and "
        "the ForSequenceClassification form of each but Gemma 3's"});
@@ -1551,7 +1635,8 @@ TEST(ModelConfigTest, UnknownPresetListsThePresets) {
               {"unknown preset \"dummy:llama-4\"",
                "presets: gemma-2-2b, gemma-3-1b, glm-4-9b, llama-2-7b, llama-3-70b, llama-3-8b, "
                "llama-3.1-8b, mistral-7b, "
-               "mixtral-8x7b, phi-4, phi-4-mini, qwen2-7b, qwen3-30b-a3b, qwen3-8b, small, tiny"});
+               "mixtral-8x7b, phi-4, phi-4-mini, qwen1.5-moe-a2.7b, qwen2-7b, qwen3-30b-a3b, "
+               "qwen3-8b, small, tiny"});
   ExpectError(LoadModelConfig("dummy:"), absl::StatusCode::kNotFound, {"unknown preset"});
 }
 

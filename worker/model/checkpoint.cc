@@ -35,12 +35,21 @@ constexpr char kIndexFile[] = "model.safetensors.index.json";
 constexpr int64_t kMaxDim = int64_t{1} << 31;
 
 // Which config flag a tensor depends on.
-enum class Presence { kAlways, kQkvBias, kOProjBias, kMlpBias, kQkNorm, kDenseMlp, kSandwichNorms };
+enum class Presence {
+  kAlways,
+  kQkvBias,
+  kOProjBias,
+  kMlpBias,
+  kQkNorm,
+  kDenseMlp,
+  kSandwichNorms,
+  kSharedExpert
+};
 // How DummyWeights fills a tensor. kNorm: an RMSNorm weight of 1 (stored as 0 when the config
 // keeps norm weights as offsets from 1, as Gemma's do).
 enum class Init { kRandom, kNorm, kZeros };
 // A symbolic dimension, resolved against the config.
-enum class Dim { kNone, kHidden, kQ, kKv, kInter, kHeadDim };
+enum class Dim { kNone, kOne, kHidden, kQ, kKv, kInter, kSharedInter, kHeadDim };
 
 struct LayerField {
   std::string_view suffix;  // After "model.layers.{i}.".
@@ -94,6 +103,14 @@ constexpr LayerField kLayerFields[] = {
      Dim::kHidden, Dim::kInter, Split::kMlpColumns},
     {"mlp.down_proj.bias", &LayerWeights::down_proj_bias, Presence::kMlpBias, Init::kZeros,
      Dim::kHidden, Dim::kNone, Split::kLeaderOnly},
+    {"mlp.shared_expert.gate_proj.weight", &LayerWeights::shared_gate_proj, Presence::kSharedExpert,
+     Init::kRandom, Dim::kSharedInter, Dim::kHidden, Split::kSharedMlpRows},
+    {"mlp.shared_expert.up_proj.weight", &LayerWeights::shared_up_proj, Presence::kSharedExpert,
+     Init::kRandom, Dim::kSharedInter, Dim::kHidden, Split::kSharedMlpRows},
+    {"mlp.shared_expert.down_proj.weight", &LayerWeights::shared_down_proj, Presence::kSharedExpert,
+     Init::kRandom, Dim::kHidden, Dim::kSharedInter, Split::kSharedMlpColumns},
+    {"mlp.shared_expert_gate.weight", &LayerWeights::shared_expert_gate, Presence::kSharedExpert,
+     Init::kRandom, Dim::kOne, Dim::kHidden, Split::kReplicated},
 };
 
 constexpr char kEmbedName[] = "model.embed_tokens.weight";
@@ -232,6 +249,13 @@ absl::Status ValidateDims(const ModelConfig& config) {
     return absl::InvalidArgumentError(
         absl::StrCat("model ", config.source, ": heads x head_dim exceeds 2^31"));
   }
+  if (config.shared_expert_intermediate_size < 0 ||
+      config.shared_expert_intermediate_size > kMaxDim) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("model ", config.source,
+                     ": shared_expert_intermediate_size = ", config.shared_expert_intermediate_size,
+                     " is not a usable dimension (must be in [0, 2^31])"));
+  }
   return absl::OkStatus();
 }
 
@@ -251,6 +275,10 @@ absl::StatusOr<std::vector<Slot>> MakeSlots(const ModelConfig& config, ShardSpec
         return config.num_key_value_heads * config.head_dim;
       case Dim::kInter:
         return config.intermediate_size;
+      case Dim::kSharedInter:
+        return config.shared_expert_intermediate_size;
+      case Dim::kOne:
+        return 1;
       case Dim::kHeadDim:
         return config.head_dim;
       case Dim::kNone:
@@ -274,6 +302,8 @@ absl::StatusOr<std::vector<Slot>> MakeSlots(const ModelConfig& config, ShardSpec
         return config.num_experts == 0;
       case Presence::kSandwichNorms:
         return config.sandwich_norms;
+      case Presence::kSharedExpert:
+        return config.shared_expert_intermediate_size > 0;
     }
     return false;
   };

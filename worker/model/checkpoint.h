@@ -75,6 +75,12 @@ struct LayerWeights {
   // each expert's MLP.
   HostTensor moe_router;               // [num_experts, H]
   std::vector<ExpertWeights> experts;  // num_experts entries
+  // Qwen2-MoE's shared expert beside them (config.shared_expert_intermediate_size S > 0), and its
+  // gate, whose sigmoid scales the shared expert's output; else empty.
+  HostTensor shared_gate_proj;    // [S, H]
+  HostTensor shared_up_proj;      // [S, H]
+  HostTensor shared_down_proj;    // [H, S]
+  HostTensor shared_expert_gate;  // [1, H]
 };
 
 struct ModelWeights {

@@ -281,6 +281,19 @@ absl::Status LlamaModel::UploadExperts(const LayerWeights& lw, const std::string
   moe.top_k = config_.num_experts_per_tok;
   moe.inter = shard_.intermediate;
   moe.renormalize = config_.norm_topk_prob;
+  if (lw.shared_expert_gate.empty()) return absl::OkStatus();
+  // Qwen2-MoE's shared expert: gate and up fused the same way.
+  std::vector<float> shared_gate_up = lw.shared_gate_proj.data;
+  shared_gate_up.insert(shared_gate_up.end(), lw.shared_up_proj.data.begin(),
+                        lw.shared_up_proj.data.end());
+  HR_ASSIGN_OR_RETURN(moe.shared_gate_up,
+                      UploadTensor(shared_gate_up, p + "shared_expert gate_up_proj"));
+  HR_ASSIGN_OR_RETURN(moe.shared_down,
+                      UploadScaled(lw.shared_down_proj.data, config_.residual_multiplier,
+                                   p + "shared_expert down_proj"));
+  HR_ASSIGN_OR_RETURN(moe.shared_gate,
+                      UploadTensor(lw.shared_expert_gate.data, p + "shared_expert_gate"));
+  moe.shared_inter = shard_.shared_intermediate;
   return absl::OkStatus();
 }
 

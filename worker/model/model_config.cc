@@ -26,6 +26,7 @@ inline constexpr std::string_view kQwen2 = "Qwen2ForCausalLM";
 inline constexpr std::string_view kQwen3 = "Qwen3ForCausalLM";
 inline constexpr std::string_view kMixtral = "MixtralForCausalLM";
 inline constexpr std::string_view kQwen3Moe = "Qwen3MoeForCausalLM";
+inline constexpr std::string_view kQwen2Moe = "Qwen2MoeForCausalLM";
 inline constexpr std::string_view kGemma = "GemmaForCausalLM";
 inline constexpr std::string_view kGemma2 = "Gemma2ForCausalLM";
 inline constexpr std::string_view kGemma3 = "Gemma3ForCausalLM";
@@ -37,6 +38,9 @@ inline constexpr std::string_view kSmolLM3 = "SmolLM3ForCausalLM";
 inline constexpr std::string_view kGlm = "GlmForCausalLM";
 inline constexpr std::string_view kGlm4 = "Glm4ForCausalLM";
 inline constexpr std::string_view kDummyPrefix = "dummy:";
+
+// Qwen2MoeConfig's default shared expert width (Qwen1.5-MoE-A2.7B's).
+inline constexpr int64_t kQwen2MoeDefaultSharedExpertIntermediateSize = 5632;
 
 // MistralConfig's default when config.json has no sliding_window key (transformers behaviour).
 inline constexpr int64_t kMistralDefaultSlidingWindow = 4096;
@@ -498,13 +502,18 @@ absl::Status ReadSmolLM3(const FieldReader& reader, ModelConfig& config) {
 }
 
 absl::Status ReadBiasesAndWindow(const FieldReader& reader, ModelConfig& config) {
-  if (config.architecture == kQwen2) {
+  if (config.architecture == kQwen2 || config.architecture == kQwen2Moe) {
     // Qwen2's q/k/v projections always carry a bias and o_proj never does; config.json has no key.
+    // Qwen2MoeConfig later gained qkv_bias, true by default.
     config.qkv_bias = true;
+    if (config.architecture == kQwen2Moe) {
+      HR_ASSIGN_OR_RETURN(config.qkv_bias, reader.Bool("qkv_bias", true));
+    }
     HR_ASSIGN_OR_RETURN(const bool use_sliding_window, reader.Bool("use_sliding_window", false));
     if (use_sliding_window) {
       return reader.Error("use_sliding_window",
-                          "is true; sliding-window attention for Qwen2 is not supported");
+                          absl::StrCat("is true; sliding-window attention for ",
+                                       config.architecture, " is not supported"));
     }
   } else if (config.architecture == kQwen3 || config.architecture == kQwen3Moe) {
     // Qwen3: q/k/v and o biases only with attention_bias (false in the published checkpoints),
@@ -724,8 +733,9 @@ absl::Status ReadActivation(const FieldReader& reader, ModelConfig& config) {
   return absl::OkStatus();
 }
 
-// Mixtral's and Qwen3-MoE's experts. Qwen3-MoE layers listed in mlp_only_layers, or skipped by a
-// decoder_sparse_step above 1, would be dense: refused (no published checkpoint has them).
+// Mixtral's, Qwen3-MoE's and Qwen2-MoE's experts (Qwen2-MoE's with its shared expert). Qwen layers
+// listed in mlp_only_layers, or skipped by a decoder_sparse_step above 1, would be dense: refused
+// (no published checkpoint has them).
 absl::Status ReadExperts(const FieldReader& reader, ModelConfig& config) {
   if (config.architecture == kMixtral || config.architecture == kGraniteMoe) {
     // Granite-MoE's gate: a softmax over the top k router logits, which is the softmax over all of
@@ -733,7 +743,7 @@ absl::Status ReadExperts(const FieldReader& reader, ModelConfig& config) {
     HR_ASSIGN_OR_RETURN(config.num_experts, reader.PositiveInt("num_local_experts"));
     HR_ASSIGN_OR_RETURN(config.num_experts_per_tok, reader.PositiveInt("num_experts_per_tok"));
     config.norm_topk_prob = true;
-  } else if (config.architecture == kQwen3Moe) {
+  } else if (config.architecture == kQwen3Moe || config.architecture == kQwen2Moe) {
     HR_ASSIGN_OR_RETURN(config.num_experts, reader.PositiveInt("num_experts"));
     HR_ASSIGN_OR_RETURN(config.num_experts_per_tok, reader.PositiveInt("num_experts_per_tok"));
     HR_ASSIGN_OR_RETURN(config.intermediate_size, reader.PositiveInt("moe_intermediate_size"));
@@ -752,11 +762,21 @@ absl::Status ReadExperts(const FieldReader& reader, ModelConfig& config) {
                           "names dense layers; only every layer a mixture of experts is "
                           "supported");
     }
+    // Qwen2-MoE's shared expert, every token's, beside the routed ones (Qwen2MoeConfig's default
+    // 5632 when absent; Qwen3-MoE has none).
+    if (config.architecture == kQwen2Moe) {
+      HR_ASSIGN_OR_RETURN(const std::optional<int64_t> shared,
+                          reader.OptionalPositiveInt("shared_expert_intermediate_size"));
+      config.shared_expert_intermediate_size =
+          shared.value_or(kQwen2MoeDefaultSharedExpertIntermediateSize);
+    }
   } else {
     return absl::OkStatus();
   }
   if (config.num_experts > kvcache::kMaxNumExperts) {
-    return reader.Error(config.architecture == kQwen3Moe ? "num_experts" : "num_local_experts",
+    return reader.Error(config.architecture == kMixtral || config.architecture == kGraniteMoe
+                            ? "num_local_experts"
+                            : "num_experts",
                         absl::StrCat("is ", config.num_experts, "; at most ",
                                      kvcache::kMaxNumExperts, " experts per layer are supported"));
   }
@@ -774,12 +794,12 @@ absl::Status ReadExperts(const FieldReader& reader, ModelConfig& config) {
 const std::vector<std::string>& SupportedArchitectures() {
   // clang-format off
   static const std::vector<std::string>* const kArchitectures = new std::vector<std::string>{
-      std::string(kLlama),   std::string(kMistral),    std::string(kMixtral),
-      std::string(kQwen2),   std::string(kQwen3),      std::string(kQwen3Moe),
-      std::string(kGemma),   std::string(kGemma2),     std::string(kGemma3),
-      std::string(kPhi3),    std::string(kGranite),    std::string(kGraniteMoe),
-      std::string(kSmolLM3), std::string(kGlm),        std::string(kGlm4),
-      std::string(kGemma3Multimodal)};
+      std::string(kLlama),       std::string(kMistral),     std::string(kMixtral),
+      std::string(kQwen2),       std::string(kQwen2Moe),    std::string(kQwen3),
+      std::string(kQwen3Moe),    std::string(kGemma),       std::string(kGemma2),
+      std::string(kGemma3),      std::string(kPhi3),        std::string(kGranite),
+      std::string(kGraniteMoe),  std::string(kSmolLM3),     std::string(kGlm),
+      std::string(kGlm4),        std::string(kGemma3Multimodal)};
   // clang-format on
   return *kArchitectures;
 }

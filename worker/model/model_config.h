@@ -116,12 +116,15 @@ struct ModelConfig {
   // q and k are RMS-normalized per head (weights [head_dim], q_norm / k_norm) after their
   // projections and before rotary (Qwen3).
   bool qk_norm = false;
-  // Mixture of experts (Mixtral, Qwen3-MoE): every layer's MLP is num_experts SwiGLU experts and a
-  // router; each token takes the top num_experts_per_tok, weighted by the router's softmax
-  // (renormalized over those when norm_topk_prob). 0 experts: a dense MLP.
+  // Mixture of experts (Mixtral, Qwen3-MoE, Qwen2-MoE): every layer's MLP is num_experts SwiGLU
+  // experts and a router; each token takes the top num_experts_per_tok, weighted by the router's
+  // softmax (renormalized over those when norm_topk_prob). 0 experts: a dense MLP.
   int64_t num_experts = 0;
   int64_t num_experts_per_tok = 0;
   bool norm_topk_prob = true;
+  // Qwen2-MoE's shared expert: one more SwiGLU MLP of this width that every token runs, its output
+  // scaled by sigmoid(shared_expert_gate . x) and added to the routed experts'; 0: none.
+  int64_t shared_expert_intermediate_size = 0;
   // Sliding-window attention width when the checkpoint uses one (Mistral-7B-v0.1: 4096; Gemma 2:
   // 4096 on its even layers). A query attends its own position and the window - 1 before it. The
   // memory plan does not exploit it: KV is provisioned for the full context.

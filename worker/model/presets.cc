@@ -122,6 +122,19 @@ std::vector<Preset> MakePresets() {
   qwen3_moe.rope_theta = 1000000.0;
   presets.push_back({"qwen3-30b-a3b", qwen3_moe});
 
+  // Qwen/Qwen1.5-MoE-A2.7B-Chat: 60 experts of 1408, the top 4 (not renormalized), and a shared
+  // expert of 5632 behind a sigmoid gate; q/k/v biases, 16 KV heads (MHA), 32768 positions.
+  ModelConfig qwen2_moe = Llama(24, 2048, 16, 16, 1408, 151936, 32768);
+  qwen2_moe.architecture = "Qwen2MoeForCausalLM";
+  qwen2_moe.qkv_bias = true;
+  qwen2_moe.num_experts = 60;
+  qwen2_moe.num_experts_per_tok = 4;
+  qwen2_moe.norm_topk_prob = false;
+  qwen2_moe.shared_expert_intermediate_size = 5632;
+  qwen2_moe.rms_norm_eps = 1e-6;
+  qwen2_moe.rope_theta = 1000000.0;
+  presets.push_back({"qwen1.5-moe-a2.7b", qwen2_moe});
+
   // google/gemma-2-2b: head_dim 256, 4 KV heads, tied 256000-row vocabulary, float32 checkpoint,
   // a 4096-token sliding window on the even layers, soft-capped attention scores (50) and logits
   // (30), query_pre_attn_scalar 256, 8192 positions.

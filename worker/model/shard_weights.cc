@@ -11,26 +11,28 @@ namespace headroom::worker {
 
 kvcache::ModelDims ModelDimsOf(const ModelConfig& config) {
   const kvcache::LayerGroups groups = KvCacheLayerGroups(config);
-  return kvcache::ModelDims{.num_layers = config.num_hidden_layers,
-                            .hidden_size = config.hidden_size,
-                            .intermediate_size = config.intermediate_size,
-                            .num_attention_heads = config.num_attention_heads,
-                            .num_kv_heads = config.num_key_value_heads,
-                            .head_dim = config.head_dim,
-                            .vocab_size = config.vocab_size,
-                            .max_position_embeddings = MaxContextLength(config),
-                            .tie_word_embeddings = config.tie_word_embeddings,
-                            .qkv_bias = config.qkv_bias,
-                            .o_proj_bias = config.o_proj_bias,
-                            .mlp_bias = config.mlp_bias,
-                            .qk_norm = config.qk_norm,
-                            .sandwich_norms = config.sandwich_norms,
-                            .num_experts = config.num_experts,
-                            .num_experts_per_tok = config.num_experts_per_tok,
-                            .kv_sliding_window = KvCacheSlidingWindow(config),
-                            .kv_group_windows = groups.windows,
-                            .kv_group_size = groups.group_size,
-                            .max_position_source = MaxContextSource(config)};
+  return kvcache::ModelDims{
+      .num_layers = config.num_hidden_layers,
+      .hidden_size = config.hidden_size,
+      .intermediate_size = config.intermediate_size,
+      .num_attention_heads = config.num_attention_heads,
+      .num_kv_heads = config.num_key_value_heads,
+      .head_dim = config.head_dim,
+      .vocab_size = config.vocab_size,
+      .max_position_embeddings = MaxContextLength(config),
+      .tie_word_embeddings = config.tie_word_embeddings,
+      .qkv_bias = config.qkv_bias,
+      .o_proj_bias = config.o_proj_bias,
+      .mlp_bias = config.mlp_bias,
+      .qk_norm = config.qk_norm,
+      .sandwich_norms = config.sandwich_norms,
+      .num_experts = config.num_experts,
+      .num_experts_per_tok = config.num_experts_per_tok,
+      .shared_expert_intermediate_size = config.shared_expert_intermediate_size,
+      .kv_sliding_window = KvCacheSlidingWindow(config),
+      .kv_group_windows = groups.windows,
+      .kv_group_size = groups.group_size,
+      .max_position_source = MaxContextSource(config)};
 }
 
 absl::Status CheckShardable(const ModelConfig& config, ShardSpec shard) {
@@ -69,6 +71,10 @@ TensorSlice SliceOf(const ModelConfig& config, ShardSpec shard, Split split) {
       return {Kind::kRows, at.intermediate, s.intermediate};
     case Split::kMlpColumns:
       return {Kind::kColumns, at.intermediate, s.intermediate};
+    case Split::kSharedMlpRows:
+      return {Kind::kRows, at.shared_intermediate, s.shared_intermediate};
+    case Split::kSharedMlpColumns:
+      return {Kind::kColumns, at.shared_intermediate, s.shared_intermediate};
     case Split::kVocabRows:
       return {Kind::kRows, at.vocab_row, s.vocab_rows};
     case Split::kLeaderOnly:

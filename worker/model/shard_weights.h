@@ -31,14 +31,16 @@ struct ShardSpec {
 
 // How tensor parallelism splits a weight (the table above).
 enum class Split {
-  kReplicated,    // whole on every rank
-  kQueryRows,     // rows of the rank's query heads
-  kKvRows,        // rows of the rank's KV heads (split, or one replicated head)
-  kQueryColumns,  // columns of the rank's query heads
-  kMlpRows,       // rows of the rank's MLP slice
-  kMlpColumns,    // columns of the rank's MLP slice
-  kVocabRows,     // rows of the rank's vocabulary slice, zero rows past the vocabulary
-  kLeaderOnly,    // whole on rank 0, absent elsewhere
+  kReplicated,        // whole on every rank
+  kQueryRows,         // rows of the rank's query heads
+  kKvRows,            // rows of the rank's KV heads (split, or one replicated head)
+  kQueryColumns,      // columns of the rank's query heads
+  kMlpRows,           // rows of the rank's MLP slice
+  kMlpColumns,        // columns of the rank's MLP slice
+  kSharedMlpRows,     // rows of the rank's slice of a shared expert's MLP
+  kSharedMlpColumns,  // columns of the rank's slice of a shared expert's MLP
+  kVocabRows,         // rows of the rank's vocabulary slice, zero rows past the vocabulary
+  kLeaderOnly,        // whole on rank 0, absent elsewhere
 };
 
 // The part of a [R] or [R, C] tensor a rank holds.
