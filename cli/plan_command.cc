@@ -131,7 +131,10 @@ std::string ModelSummary(const worker::ModelConfig& c, worker::DType dtype, work
   absl::StrAppendFormat(&summary, "  attention: %d heads, %d KV heads, head_dim %d%s\n",
                         c.num_attention_heads, c.num_key_value_heads, c.head_dim,
                         absl::StrCat(c.qkv_bias ? ", q/k/v bias" : "",
-                                     c.qk_norm ? ", per-head q/k norm" : "", AttentionExtras(c)));
+                                     !c.qk_norm               ? ""
+                                     : c.qk_norm_across_heads ? ", q/k norm across heads"
+                                                              : ", per-head q/k norm",
+                                     AttentionExtras(c)));
   if (c.num_experts > 0) {
     absl::StrAppendFormat(&summary,
                           "  mixture of experts: %d experts of intermediate %d, top %d%s%s\n",

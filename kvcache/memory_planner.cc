@@ -103,7 +103,10 @@ ActivationArena ArenaOf(const MemoryPlanInput& in, const TensorParallelShard& sh
                               + Align(mlp_values * a)                            // silu(g)*u
                               + (m.num_experts > 0 ? Align(t * m.num_experts * kFp32Bytes) +
                                                          Align(mlp_rows * m.hidden_size * a)
-                                                   : 0);  // router logits; expert outputs
+                                                   : 0)  // router logits; expert outputs
+                              + (m.qk_norm_across_heads && in.tensor_parallel_size > 1
+                                     ? Align(2 * t * kFp32Bytes)
+                                     : 0);  // q/k sums of squares, all-reduced
   const int64_t split_rows = s * shard.heads * kMaxKvSplits;
   arena.attention_scratch_bytes =
       Align(split_rows * m.head_dim * kFp32Bytes)                // partial outputs
@@ -292,9 +295,12 @@ int64_t WeightParamsPerRank(const ModelDims& m, int64_t tensor_parallel_size) {
       m.shared_expert_intermediate_size > 0 ? 3 * h * shard.shared_intermediate + h : 0;
   const int64_t mlp =
       m.num_experts > 0 ? m.num_experts * (3 * h * shard.intermediate + h) + shared : dense;
-  // input_layernorm, post_attention_layernorm (+ pre/post_feedforward_layernorm), and q_norm /
-  // k_norm (all replicated)
-  const int64_t norms = (m.sandwich_norms ? 4 : 2) * h + (m.qk_norm ? 2 * m.head_dim : 0);
+  // input_layernorm, post_attention_layernorm (+ pre/post_feedforward_layernorm; OLMo 2 only the
+  // output norms), replicated, and q_norm / k_norm: per head replicated, across heads split.
+  const int64_t qk_norms = !m.qk_norm               ? 0
+                           : m.qk_norm_across_heads ? shard.q_dim + shard.kv_dim
+                                                    : 2 * m.head_dim;
+  const int64_t norms = ((m.pre_norms ? 2 : 0) + (m.sandwich_norms ? 2 : 0)) * h + qk_norms;
   const int64_t embeddings = shard.vocab_rows * h * (m.tie_word_embeddings ? 1 : 2);
   return m.num_layers * (attention + mlp + norms) + embeddings + h /* final norm */;
 }

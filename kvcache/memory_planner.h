@@ -43,7 +43,11 @@ struct ModelDims {
   bool o_proj_bias = false;             // Output projection carries a bias.
   bool mlp_bias = false;                // gate/up/down carry biases.
   bool qk_norm = false;                 // per-head q and k RMSNorm weights (Qwen3), replicated.
-  bool sandwich_norms = false;          // two more [hidden] norms per layer (Gemma 2), replicated.
+  // With qk_norm: q and k norms over the whole projections ([q], [kv]: OLMo 2), split by heads.
+  bool qk_norm_across_heads = false;
+  bool sandwich_norms = false;  // two more [hidden] norms per layer (Gemma 2), replicated.
+  // The two [hidden] norms of each block's input; false: only the sandwich's output norms (OLMo 2).
+  bool pre_norms = true;
   // Mixture of experts: every layer's MLP is num_experts experts of intermediate_size (split
   // across ranks like a dense MLP) and a replicated router; 0 = dense.
   int64_t num_experts = 0;

@@ -124,6 +124,12 @@ Writes tests/worker/fixtures/<name>/ for three small SEEDED RANDOM checkpoints:
   glm-interleaved GlmForCausalLM (glm-4-9b-chat-hf's layout): glm4-sandwich's attention and MLP in
               Llama's two-norm block, head_dim 32 (16 of 32 values turn), GQA 4/2, untied,
               bfloat16; the same check. Written only when named (transformers >= 4.46 has Glm).
+  olmo2-postnorm Olmo2ForCausalLM (OLMo 2's layout) with transformers' own Olmo2: no norm before
+              attention or the MLP, an RMSNorm of each block's OUTPUT (post_attention_layernorm,
+              post_feedforward_layernorm) before its residual add, and q_norm / k_norm over the
+              WHOLE q and k projections (weights [heads x head_dim], [kv_heads x head_dim]), not
+              per head; GQA 4/2, untied, rope_theta 5e5, bfloat16. Written only when named
+              (transformers >= 4.47 has Olmo2; 4.57.1 wrote the committed one).
 
 Each directory holds config.json, the safetensors file(s), and:
   expected.json       reference outputs computed in float32 from the SAVED weights (the checkpoint
@@ -353,6 +359,15 @@ GLM_COMMON = dict(
     initializer_range=INIT_STD, bos_token_id=1, eos_token_id=2, pad_token_id=0)
 
 
+def olmo2_config():
+    from transformers import Olmo2Config  # transformers >= 4.47
+    return Olmo2Config(
+        vocab_size=256, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256,
+        rope_theta=500000.0, rms_norm_eps=1e-6, tie_word_embeddings=False, attention_bias=False,
+        initializer_range=INIT_STD, bos_token_id=1, eos_token_id=2, pad_token_id=0)
+
+
 def glm4_config():
     from transformers import Glm4Config  # transformers >= 4.51
     return Glm4Config(head_dim=16, **GLM_COMMON)
@@ -447,6 +462,7 @@ NAMED_ONLY = [
     ("smollm3-nope", smollm3_config, torch.bfloat16, 1, 9876),
     ("glm4-sandwich", glm4_config, torch.bfloat16, 1, 9877),
     ("glm-interleaved", glm_config, torch.bfloat16, 1, 9879),
+    ("olmo2-postnorm", olmo2_config, torch.bfloat16, 1, 9881),
 ]
 
 

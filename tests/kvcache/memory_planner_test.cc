@@ -169,6 +169,21 @@ ModelDims Qwen15MoeA27B() {  // 60 experts of 1408 and a shared expert of 5632; 
           .shared_expert_intermediate_size = 5632};
 }
 
+ModelDims Olmo2_7B() {  // output norms only; q/k norms across heads
+  return {.num_layers = 32,
+          .hidden_size = 4096,
+          .intermediate_size = 11008,
+          .num_attention_heads = 32,
+          .num_kv_heads = 32,
+          .head_dim = 128,
+          .vocab_size = 100352,
+          .max_position_embeddings = 4096,
+          .qk_norm = true,
+          .qk_norm_across_heads = true,
+          .sandwich_norms = true,
+          .pre_norms = false};
+}
+
 // Published parameter counts (Hugging Face safetensors metadata / model cards).
 constexpr int64_t kLlama3_8BParams = 8'030'261'248;
 constexpr int64_t kLlama3_70BParams = 70'553'706'496;
@@ -179,6 +194,7 @@ constexpr int64_t kQwen3_8BParams = 8'190'735'360;  // q_norm / k_norm: 2 x 128 
 constexpr int64_t kMixtral8x7BParams = 46'702'792'704;
 constexpr int64_t kQwen3_30B_A3BParams = 30'532'122'624;
 constexpr int64_t kQwen15MoeA27BParams = 14'315'784'192;  // + shared expert and its gate
+constexpr int64_t kOlmo2_7BParams = 7'298'617'344;        // 2 output norms; q/k norms 2 x 4096
 constexpr int64_t kGemma2_2BParams = 2'614'341'888;  // pre/post_feedforward_layernorm: 2 x 2304
 constexpr int64_t kPhi4Params = 14'659'507'200;
 constexpr int64_t kGemma3_1BParams = 999'885'952;  // + q_norm / k_norm: 2 x 256 per layer
@@ -238,6 +254,7 @@ TEST(MemoryPlannerTest, WeightsMatchPublishedParameterCounts) {
         Case{"mixtral-8x7b", Mixtral8x7B(), kMixtral8x7BParams},
         Case{"qwen3-30b-a3b", Qwen3_30B_A3B(), kQwen3_30B_A3BParams},
         Case{"qwen1.5-moe-a2.7b", Qwen15MoeA27B(), kQwen15MoeA27BParams},
+        Case{"olmo-2-7b", Olmo2_7B(), kOlmo2_7BParams},
         Case{"gemma-2-2b", Gemma2_2B(), kGemma2_2BParams}, Case{"phi-4", Phi4(), kPhi4Params},
         Case{"gemma-3-1b", Gemma3_1B(), kGemma3_1BParams}}) {
     MemoryPlanInput input = Input(c.dims, 1024, 4096);  // Big enough for all of them.
@@ -600,6 +617,17 @@ TEST(MemoryPlannerTest, TensorParallelShardsTheSharedExpert) {
   dims = Llama3_8B();
   dims.shared_expert_intermediate_size = 1024;
   ExpectInvalid(Input(dims, 80, 8192), "shared_expert_intermediate_size must be between 0 and 0");
+}
+
+// OLMo 2's q/k norms span every head, so they are split with the heads, not replicated.
+TEST(MemoryPlannerTest, TensorParallelSplitsQkNormsAcrossHeads) {
+  const int64_t replicated = 32 * 2 * 4096 + 4096;  // the two output norms, the final norm
+  for (int64_t tp : {2, 4}) {
+    MemoryPlanInput input = Input(Olmo2_7B(), 80, 4096);
+    input.tensor_parallel_size = tp;
+    EXPECT_EQ(MustPlan(input).weight_params_per_rank * tp - (tp - 1) * replicated, kOlmo2_7BParams)
+        << "tp " << tp;
+  }
 }
 
 TEST(MemoryPlannerTest, ValidTensorParallelSizesListsEveryShardableSize) {

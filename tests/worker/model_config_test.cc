@@ -1029,6 +1029,57 @@ constexpr char kQwen15MoeA27BConfig[] = R"({
   "vocab_size": 151936
 })";
 
+// allenai/OLMo-2-1124-7B's config.json (as secondary sources quote it).
+constexpr char kOlmo2_7BConfig[] = R"({
+  "architectures": ["Olmo2ForCausalLM"],
+  "attention_bias": false,
+  "attention_dropout": 0.0,
+  "eos_token_id": 100257,
+  "hidden_act": "silu",
+  "hidden_size": 4096,
+  "initializer_range": 0.02,
+  "intermediate_size": 11008,
+  "max_position_embeddings": 4096,
+  "model_type": "olmo2",
+  "num_attention_heads": 32,
+  "num_hidden_layers": 32,
+  "num_key_value_heads": 32,
+  "pad_token_id": 100277,
+  "rms_norm_eps": 1e-06,
+  "rope_scaling": null,
+  "rope_theta": 500000,
+  "tie_word_embeddings": false,
+  "torch_dtype": "float32",
+  "transformers_version": "4.47.0.dev0",
+  "use_cache": true,
+  "vocab_size": 100352
+})";
+
+// OLMo 2: only output norms (no input_layernorm), q/k norms across all heads.
+TEST_F(ModelDirTest, LoadsOlmo2WithOutputNormsAndQkNormsAcrossHeads) {
+  const absl::StatusOr<ModelConfig> config = LoadModelConfig(WriteConfig(kOlmo2_7BConfig));
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->architecture, "Olmo2ForCausalLM");
+  EXPECT_TRUE(config->qk_norm);
+  EXPECT_TRUE(config->qk_norm_across_heads);
+  EXPECT_TRUE(config->sandwich_norms);
+  EXPECT_FALSE(config->pre_norms);
+  EXPECT_FALSE(config->qkv_bias);
+  EXPECT_FALSE(config->o_proj_bias);
+  EXPECT_EQ(config->torch_dtype, DType::kFloat32);
+  const absl::StatusOr<ModelConfig> preset = LoadModelConfig("dummy:olmo-2-7b");
+  ASSERT_TRUE(preset.ok()) << preset.status();
+  ExpectSameModel(*preset, *config);
+  EXPECT_EQ(preset->qk_norm_across_heads, config->qk_norm_across_heads);
+  EXPECT_EQ(preset->pre_norms, config->pre_norms);
+
+  const absl::StatusOr<ModelConfig> biased = LoadModelConfig(WriteConfig(
+      ReplaceAll(kOlmo2_7BConfig, R"("attention_bias": false)", R"("attention_bias": true)")));
+  ASSERT_TRUE(biased.ok()) << biased.status();
+  EXPECT_TRUE(biased->qkv_bias);
+  EXPECT_TRUE(biased->o_proj_bias);
+}
+
 TEST_F(ModelDirTest, LoadsQwen2MoeWithItsSharedExpert) {
   const absl::StatusOr<ModelConfig> config = LoadModelConfig(WriteConfig(kQwen15MoeA27BConfig));
   ASSERT_TRUE(config.ok()) << config.status();
@@ -1375,7 +1426,8 @@ TEST_F(ModelDirTest, UnsupportedArchitectureListsTheSupportedOnes) {
        "Qwen2MoeForCausalLM, Qwen3ForCausalLM, Qwen3MoeForCausalLM, GemmaForCausalLM, "
        "Gemma2ForCausalLM, "
        "Gemma3ForCausalLM, Phi3ForCausalLM, GraniteForCausalLM, GraniteMoeForCausalLM, "
-       "SmolLM3ForCausalLM, GlmForCausalLM, Glm4ForCausalLM, Gemma3ForConditionalGeneration, and "
+       "SmolLM3ForCausalLM, GlmForCausalLM, Glm4ForCausalLM, Olmo2ForCausalLM, "
+       "Gemma3ForConditionalGeneration, and "
        "the ForSequenceClassification form of each but Gemma 3's"});
 }
 
@@ -1635,8 +1687,8 @@ TEST(ModelConfigTest, UnknownPresetListsThePresets) {
               {"unknown preset \"dummy:llama-4\"",
                "presets: gemma-2-2b, gemma-3-1b, glm-4-9b, llama-2-7b, llama-3-70b, llama-3-8b, "
                "llama-3.1-8b, mistral-7b, "
-               "mixtral-8x7b, phi-4, phi-4-mini, qwen1.5-moe-a2.7b, qwen2-7b, qwen3-30b-a3b, "
-               "qwen3-8b, small, tiny"});
+               "mixtral-8x7b, olmo-2-7b, phi-4, phi-4-mini, qwen1.5-moe-a2.7b, qwen2-7b, "
+               "qwen3-30b-a3b, qwen3-8b, small, tiny"});
   ExpectError(LoadModelConfig("dummy:"), absl::StatusCode::kNotFound, {"unknown preset"});
 }
 

@@ -64,6 +64,23 @@ class Backend {
                                              const float* weight,  // [hidden]
                                              int64_t n, int64_t hidden, float eps,
                                              float* out) = 0;  // [n, hidden]
+  // RMSNorm of rows split across a tensor-parallel group (kernels/cpu/rms_norm.h): each rank's
+  // sums of squares of its part, then, with the sums all-reduced, its part scaled by the whole
+  // row's rms (OLMo 2's q/k norms span every head).
+  [[nodiscard]] virtual absl::Status SumSquares(const float* x,  // [n, width]
+                                                int64_t n, int64_t width,
+                                                float* sum_squares) = 0;              // [n]
+  [[nodiscard]] virtual absl::Status RmsNormFromSumSquares(const float* x,            // [n, width]
+                                                           const float* sum_squares,  // [n]
+                                                           const float* weight,       // [width]
+                                                           int64_t n, int64_t width,
+                                                           int64_t full_width, float eps,
+                                                           float* out) = 0;  // [n, width]
+  // residual += x, in place (a residual add with no norm after it: OLMo 2's blocks read the
+  // residual stream itself).
+  [[nodiscard]] virtual absl::Status Add(float* residual,  // [count], updated in place
+                                         const float* x,   // [count]
+                                         int64_t count) = 0;
   // residual += x; out = RmsNorm(residual).
   [[nodiscard]] virtual absl::Status AddRmsNorm(float* residual,  // [n, hidden], updated in place
                                                 const float* x,   // [n, hidden]

@@ -60,6 +60,26 @@ absl::Status CpuBackend::RmsNorm(const float* x, const float* weight, int64_t n,
   return kernels::cpu::RmsNorm(x, weight, n, hidden, eps, out);
 }
 
+absl::Status CpuBackend::SumSquares(const float* x, int64_t n, int64_t width, float* sum_squares) {
+  return kernels::cpu::SumSquares(x, n, width, sum_squares);
+}
+
+absl::Status CpuBackend::RmsNormFromSumSquares(const float* x, const float* sum_squares,
+                                               const float* weight, int64_t n, int64_t width,
+                                               int64_t full_width, float eps, float* out) {
+  return kernels::cpu::RmsNormFromSumSquares(x, sum_squares, weight, n, width, full_width, eps,
+                                             out);
+}
+
+absl::Status CpuBackend::Add(float* residual, const float* x, int64_t count) {
+  if (count < 0 || (count > 0 && (residual == nullptr || x == nullptr))) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("Add: null pointer or negative count (", count, ")"));
+  }
+  for (int64_t i = 0; i < count; ++i) residual[i] += x[i];
+  return absl::OkStatus();
+}
+
 absl::Status CpuBackend::AddRmsNorm(float* residual, const float* x, const float* weight, int64_t n,
                                     int64_t hidden, float eps, float* out) {
   return kernels::cpu::AddRmsNorm(residual, x, weight, n, hidden, eps, out);

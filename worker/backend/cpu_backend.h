@@ -31,6 +31,13 @@ class CpuBackend final : public Backend {
                                        float* out) override;
   [[nodiscard]] absl::Status RmsNorm(const float* x, const float* weight, int64_t n, int64_t hidden,
                                      float eps, float* out) override;
+  [[nodiscard]] absl::Status SumSquares(const float* x, int64_t n, int64_t width,
+                                        float* sum_squares) override;
+  [[nodiscard]] absl::Status RmsNormFromSumSquares(const float* x, const float* sum_squares,
+                                                   const float* weight, int64_t n, int64_t width,
+                                                   int64_t full_width, float eps,
+                                                   float* out) override;
+  [[nodiscard]] absl::Status Add(float* residual, const float* x, int64_t count) override;
   [[nodiscard]] absl::Status AddRmsNorm(float* residual, const float* x, const float* weight,
                                         int64_t n, int64_t hidden, float eps, float* out) override;
   [[nodiscard]] absl::Status Linear(const float* x, const float* w, const float* bias, int64_t m,

@@ -43,13 +43,16 @@ enum class Presence {
   kQkNorm,
   kDenseMlp,
   kSandwichNorms,
-  kSharedExpert
+  kSharedExpert,
+  kPreNorm,            // input_layernorm: all but OLMo 2
+  kPreFeedforwardNorm  // Gemma 2's MLP input norm (sandwich norms, but not OLMo 2's)
 };
 // How DummyWeights fills a tensor. kNorm: an RMSNorm weight of 1 (stored as 0 when the config
 // keeps norm weights as offsets from 1, as Gemma's do).
 enum class Init { kRandom, kNorm, kZeros };
 // A symbolic dimension, resolved against the config.
-enum class Dim { kNone, kOne, kHidden, kQ, kKv, kInter, kSharedInter, kHeadDim };
+// kQNorm / kKNorm: head_dim, or the whole q / k width when the norms span every head (OLMo 2).
+enum class Dim { kNone, kOne, kHidden, kQ, kKv, kInter, kSharedInter, kHeadDim, kQNorm, kKNorm };
 
 struct LayerField {
   std::string_view suffix;  // After "model.layers.{i}.".
@@ -63,7 +66,7 @@ struct LayerField {
 
 // Every LayerWeights field, in the order ListWeights and ExpectedWeights report them.
 constexpr LayerField kLayerFields[] = {
-    {"input_layernorm.weight", &LayerWeights::input_layernorm, Presence::kAlways, Init::kNorm,
+    {"input_layernorm.weight", &LayerWeights::input_layernorm, Presence::kPreNorm, Init::kNorm,
      Dim::kHidden, Dim::kNone, Split::kReplicated},
     {"self_attn.q_proj.weight", &LayerWeights::q_proj, Presence::kAlways, Init::kRandom, Dim::kQ,
      Dim::kHidden, Split::kQueryRows},
@@ -77,10 +80,10 @@ constexpr LayerField kLayerFields[] = {
      Dim::kHidden, Split::kKvRows},
     {"self_attn.v_proj.bias", &LayerWeights::v_proj_bias, Presence::kQkvBias, Init::kZeros,
      Dim::kKv, Dim::kNone, Split::kKvRows},
-    {"self_attn.q_norm.weight", &LayerWeights::q_norm, Presence::kQkNorm, Init::kNorm,
-     Dim::kHeadDim, Dim::kNone, Split::kReplicated},
-    {"self_attn.k_norm.weight", &LayerWeights::k_norm, Presence::kQkNorm, Init::kNorm,
-     Dim::kHeadDim, Dim::kNone, Split::kReplicated},
+    {"self_attn.q_norm.weight", &LayerWeights::q_norm, Presence::kQkNorm, Init::kNorm, Dim::kQNorm,
+     Dim::kNone, Split::kQueryNorm},
+    {"self_attn.k_norm.weight", &LayerWeights::k_norm, Presence::kQkNorm, Init::kNorm, Dim::kKNorm,
+     Dim::kNone, Split::kKvNorm},
     {"self_attn.o_proj.weight", &LayerWeights::o_proj, Presence::kAlways, Init::kRandom,
      Dim::kHidden, Dim::kQ, Split::kQueryColumns},
     {"self_attn.o_proj.bias", &LayerWeights::o_proj_bias, Presence::kOProjBias, Init::kZeros,
@@ -88,7 +91,7 @@ constexpr LayerField kLayerFields[] = {
     {"post_attention_layernorm.weight", &LayerWeights::post_attention_layernorm, Presence::kAlways,
      Init::kNorm, Dim::kHidden, Dim::kNone, Split::kReplicated},
     {"pre_feedforward_layernorm.weight", &LayerWeights::pre_feedforward_layernorm,
-     Presence::kSandwichNorms, Init::kNorm, Dim::kHidden, Dim::kNone, Split::kReplicated},
+     Presence::kPreFeedforwardNorm, Init::kNorm, Dim::kHidden, Dim::kNone, Split::kReplicated},
     {"post_feedforward_layernorm.weight", &LayerWeights::post_feedforward_layernorm,
      Presence::kSandwichNorms, Init::kNorm, Dim::kHidden, Dim::kNone, Split::kReplicated},
     {"mlp.gate_proj.weight", &LayerWeights::gate_proj, Presence::kDenseMlp, Init::kRandom,
@@ -279,6 +282,12 @@ absl::StatusOr<std::vector<Slot>> MakeSlots(const ModelConfig& config, ShardSpec
         return config.shared_expert_intermediate_size;
       case Dim::kOne:
         return 1;
+      case Dim::kQNorm:
+        return config.qk_norm_across_heads ? config.num_attention_heads * config.head_dim
+                                           : config.head_dim;
+      case Dim::kKNorm:
+        return config.qk_norm_across_heads ? config.num_key_value_heads * config.head_dim
+                                           : config.head_dim;
       case Dim::kHeadDim:
         return config.head_dim;
       case Dim::kNone:
@@ -304,6 +313,10 @@ absl::StatusOr<std::vector<Slot>> MakeSlots(const ModelConfig& config, ShardSpec
         return config.sandwich_norms;
       case Presence::kSharedExpert:
         return config.shared_expert_intermediate_size > 0;
+      case Presence::kPreNorm:
+        return config.pre_norms;
+      case Presence::kPreFeedforwardNorm:
+        return config.sandwich_norms && config.pre_norms;
     }
     return false;
   };

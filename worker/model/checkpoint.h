@@ -49,7 +49,7 @@ struct ExpertWeights {
 // One decoder layer. Shapes with H = hidden_size, Q = num_attention_heads * head_dim,
 // KV = num_key_value_heads * head_dim, I = intermediate_size.
 struct LayerWeights {
-  HostTensor input_layernorm;  // [H]  RMSNorm weight before attention.
+  HostTensor input_layernorm;  // [H]  RMSNorm weight before attention; empty without pre norms.
   HostTensor q_proj;           // [Q, H]
   HostTensor k_proj;           // [KV, H]
   HostTensor v_proj;           // [KV, H]
@@ -57,13 +57,13 @@ struct LayerWeights {
   HostTensor q_proj_bias;      // [Q]   only when config.qkv_bias, else empty.
   HostTensor k_proj_bias;      // [KV]  only when config.qkv_bias, else empty.
   HostTensor v_proj_bias;      // [KV]  only when config.qkv_bias, else empty.
-  HostTensor q_norm;           // [head_dim] only when config.qk_norm, else empty.
-  HostTensor k_norm;           // [head_dim] only when config.qk_norm, else empty.
-  HostTensor o_proj_bias;      // [H]   only when config.o_proj_bias, else empty.
+  HostTensor q_norm;  // [head_dim] (or [Q] across heads) only when config.qk_norm, else empty.
+  HostTensor k_norm;  // [head_dim] (or [KV] across heads) only when config.qk_norm, else empty.
+  HostTensor o_proj_bias;  // [H]   only when config.o_proj_bias, else empty.
   // [H] RMSNorm weight before the MLP; with config.sandwich_norms (Gemma 2) the norm of the
   // attention output instead, and pre_feedforward_layernorm is the MLP's input norm.
   HostTensor post_attention_layernorm;
-  HostTensor pre_feedforward_layernorm;   // [H] only when config.sandwich_norms, else empty.
+  HostTensor pre_feedforward_layernorm;   // [H] only with sandwich norms and pre norms.
   HostTensor post_feedforward_layernorm;  // [H] only when config.sandwich_norms: the MLP output's.
   HostTensor gate_proj;                   // [I, H]
   HostTensor up_proj;                     // [I, H]

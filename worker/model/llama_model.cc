@@ -450,6 +450,9 @@ absl::Status LlamaModel::AllocateArena() {
     lora_starts_host_.reserve(static_cast<size_t>(s + 1));
     lora_slots_host_.reserve(static_cast<size_t>(s));
   }
+  if (tp_ > 1 && config_.qk_norm_across_heads) {
+    HR_ASSIGN_OR_RETURN(arena_.norm_sums, AllocateFloats(2 * t, "q/k sums of squares"));
+  }
   if (tp_ > 1) {
     HR_ASSIGN_OR_RETURN(arena_.gathered,
                         AllocateFloats(tp_ * s * shard_.vocab_rows, "gathered logits"));
@@ -550,30 +553,22 @@ absl::Status LlamaModel::AddLora(const DeviceLayer& layer, LoraTarget target, co
   return backend_->LoraAdd(x, lora, lora_segments_, n, ld_out, arena_.lora_scratch, out);
 }
 
-absl::Status LlamaModel::Layer(const DeviceLayer& l, int64_t n, const int64_t* slot_mapping,
-                               const AttentionBatch& batch) {
+absl::Status LlamaModel::Layer(const DeviceLayer& l, const float* in, int64_t n,
+                               const int64_t* slot_mapping, const AttentionBatch& batch) {
   const int64_t hidden = config_.hidden_size;
   const int64_t heads = shard_.heads;
   const int64_t kv_heads = shard_.kv_heads;
   const int64_t head_dim = config_.head_dim;
   const int64_t inter = shard_.intermediate;
-  const float eps = static_cast<float>(config_.rms_norm_eps);
   Backend& b = *backend_;
-  // Attention block; arena_.hidden holds norm1(x) on entry.
-  HR_RETURN_IF_ERROR(
-      b.Linear(arena_.hidden, l.q_proj, l.q_bias, n, heads * head_dim, hidden, arena_.q));
-  HR_RETURN_IF_ERROR(AddLora(l, LoraTarget::kQ, arena_.hidden, n, heads * head_dim, arena_.q));
-  HR_RETURN_IF_ERROR(
-      b.Linear(arena_.hidden, l.k_proj, l.k_bias, n, kv_heads * head_dim, hidden, arena_.k));
-  HR_RETURN_IF_ERROR(AddLora(l, LoraTarget::kK, arena_.hidden, n, kv_heads * head_dim, arena_.k));
-  HR_RETURN_IF_ERROR(
-      b.Linear(arena_.hidden, l.v_proj, l.v_bias, n, kv_heads * head_dim, hidden, arena_.v));
-  HR_RETURN_IF_ERROR(AddLora(l, LoraTarget::kV, arena_.hidden, n, kv_heads * head_dim, arena_.v));
-  if (l.q_norm != nullptr) {
-    // Qwen3: each head's q and k RMS-normalized over head_dim, in place, before rotary.
-    HR_RETURN_IF_ERROR(b.RmsNorm(arena_.q, l.q_norm, n * heads, head_dim, eps, arena_.q));
-    HR_RETURN_IF_ERROR(b.RmsNorm(arena_.k, l.k_norm, n * kv_heads, head_dim, eps, arena_.k));
-  }
+  // Attention block.
+  HR_RETURN_IF_ERROR(b.Linear(in, l.q_proj, l.q_bias, n, heads * head_dim, hidden, arena_.q));
+  HR_RETURN_IF_ERROR(AddLora(l, LoraTarget::kQ, in, n, heads * head_dim, arena_.q));
+  HR_RETURN_IF_ERROR(b.Linear(in, l.k_proj, l.k_bias, n, kv_heads * head_dim, hidden, arena_.k));
+  HR_RETURN_IF_ERROR(AddLora(l, LoraTarget::kK, in, n, kv_heads * head_dim, arena_.k));
+  HR_RETURN_IF_ERROR(b.Linear(in, l.v_proj, l.v_bias, n, kv_heads * head_dim, hidden, arena_.v));
+  HR_RETURN_IF_ERROR(AddLora(l, LoraTarget::kV, in, n, kv_heads * head_dim, arena_.v));
+  if (l.q_norm != nullptr) HR_RETURN_IF_ERROR(NormalizeQueryKey(l, n));
   if (l.inv_freq != nullptr) {  // else a NoPE layer (SmolLM3): positions only through the mask
     HR_RETURN_IF_ERROR(b.Rotary(arena_.q, arena_.k, arena_.positions, l.inv_freq, n, heads,
                                 kv_heads, head_dim, RotaryDim(config_), rotary_scale_));
@@ -585,18 +580,16 @@ absl::Status LlamaModel::Layer(const DeviceLayer& l, int64_t n, const int64_t* s
   HR_RETURN_IF_ERROR(AddLora(l, LoraTarget::kO, arena_.attn, n, hidden, arena_.proj));
   HR_RETURN_IF_ERROR(AllReduce(arena_.proj, n));
   HR_RETURN_IF_ERROR(NormalizeOutput(l.attn_out_norm, n));
-  // MLP block: x += attention out; h = norm2(x).
-  HR_RETURN_IF_ERROR(
-      b.AddRmsNorm(arena_.residual, arena_.proj, l.post_norm, n, hidden, eps, arena_.hidden));
+  // MLP block: x += attention out; its input norm2(x), or x.
+  HR_ASSIGN_OR_RETURN(const float* mlp_in, AddResidual(l.post_norm, n));
   if (l.moe.num_experts > 0) {
-    HR_RETURN_IF_ERROR(b.MoeMlp(arena_.hidden, l.moe, n, hidden, arena_.proj));
+    HR_RETURN_IF_ERROR(b.MoeMlp(mlp_in, l.moe, n, hidden, arena_.proj));
   } else {
     HR_RETURN_IF_ERROR(
-        b.Linear(arena_.hidden, l.gate_up, l.gate_up_bias, n, 2 * inter, hidden, arena_.gate_up));
+        b.Linear(mlp_in, l.gate_up, l.gate_up_bias, n, 2 * inter, hidden, arena_.gate_up));
     // Each row of the fused output: its gate columns, then its up columns.
-    HR_RETURN_IF_ERROR(AddLora(l, LoraTarget::kGate, arena_.hidden, n, 2 * inter, arena_.gate_up));
-    HR_RETURN_IF_ERROR(
-        AddLora(l, LoraTarget::kUp, arena_.hidden, n, 2 * inter, arena_.gate_up + inter));
+    HR_RETURN_IF_ERROR(AddLora(l, LoraTarget::kGate, mlp_in, n, 2 * inter, arena_.gate_up));
+    HR_RETURN_IF_ERROR(AddLora(l, LoraTarget::kUp, mlp_in, n, 2 * inter, arena_.gate_up + inter));
     HR_RETURN_IF_ERROR(config_.hidden_activation == Activation::kGeluTanh
                            ? b.GeluTanhAndMul(arena_.gate_up, n, inter, arena_.act)
                            : b.SiluAndMul(arena_.gate_up, n, inter, arena_.act));
@@ -606,6 +599,46 @@ absl::Status LlamaModel::Layer(const DeviceLayer& l, int64_t n, const int64_t* s
   }
   HR_RETURN_IF_ERROR(AllReduce(arena_.proj, n));
   return NormalizeOutput(l.mlp_out_norm, n);
+}
+
+absl::StatusOr<const float*> LlamaModel::AddResidual(const float* norm, int64_t n) {
+  const int64_t hidden = config_.hidden_size;
+  if (norm == nullptr) {
+    HR_RETURN_IF_ERROR(backend_->Add(arena_.residual, arena_.proj, n * hidden));
+    return arena_.residual;
+  }
+  HR_RETURN_IF_ERROR(backend_->AddRmsNorm(arena_.residual, arena_.proj, norm, n, hidden,
+                                          static_cast<float>(config_.rms_norm_eps), arena_.hidden));
+  return arena_.hidden;
+}
+
+absl::Status LlamaModel::NormalizeQueryKey(const DeviceLayer& l, int64_t n) {
+  Backend& b = *backend_;
+  const float eps = static_cast<float>(config_.rms_norm_eps);
+  const int64_t head_dim = config_.head_dim;
+  if (!config_.qk_norm_across_heads) {
+    // Qwen3: each head's q and k RMS-normalized over head_dim, in place, before rotary.
+    HR_RETURN_IF_ERROR(b.RmsNorm(arena_.q, l.q_norm, n * shard_.heads, head_dim, eps, arena_.q));
+    return b.RmsNorm(arena_.k, l.k_norm, n * shard_.kv_heads, head_dim, eps, arena_.k);
+  }
+  if (tp_ == 1) {
+    HR_RETURN_IF_ERROR(b.RmsNorm(arena_.q, l.q_norm, n, shard_.q_dim, eps, arena_.q));
+    return b.RmsNorm(arena_.k, l.k_norm, n, shard_.kv_dim, eps, arena_.k);
+  }
+  // OLMo 2 across ranks: each row's sum of squares over every rank's heads. A KV head replicated
+  // onto tp / kv_heads ranks is counted that many times, so k's mean divides by that many widths.
+  float* q_sums = arena_.norm_sums;
+  float* k_sums = arena_.norm_sums + n;
+  HR_RETURN_IF_ERROR(b.SumSquares(arena_.q, n, shard_.q_dim, q_sums));
+  HR_RETURN_IF_ERROR(b.SumSquares(arena_.k, n, shard_.kv_dim, k_sums));
+  HR_RETURN_IF_ERROR(comm_->AllReduceSum(arena_.norm_sums, static_cast<size_t>(2 * n)));
+  const int64_t kv_heads = config_.num_key_value_heads;
+  const int64_t kv_copies = kv_heads % tp_ == 0 ? 1 : tp_ / kv_heads;
+  HR_RETURN_IF_ERROR(b.RmsNormFromSumSquares(arena_.q, q_sums, l.q_norm, n, shard_.q_dim,
+                                             config_.num_attention_heads * head_dim, eps,
+                                             arena_.q));
+  return b.RmsNormFromSumSquares(arena_.k, k_sums, l.k_norm, n, shard_.kv_dim,
+                                 kv_copies * kv_heads * head_dim, eps, arena_.k);
 }
 
 absl::Status LlamaModel::NormalizeOutput(const float* norm, int64_t n) {
@@ -643,17 +676,20 @@ absl::Status LlamaModel::Forward(const ForwardInput& input, std::vector<float>* 
   HR_RETURN_IF_ERROR(b.Embedding(embed_tokens_, arena_.token_ids, n, embed_rows, hidden,
                                  embed_scale_, arena_.residual));
   HR_RETURN_IF_ERROR(AllReduce(arena_.residual, n));  // the vocabulary slices' lookups
-  HR_RETURN_IF_ERROR(
-      b.RmsNorm(arena_.residual, layers_.front().input_norm, n, hidden, eps, arena_.hidden));
+  // The first block's input: norm1(x), or x itself (OLMo 2).
+  const float* in = arena_.residual;
+  if (const float* norm = layers_.front().input_norm; norm != nullptr) {
+    HR_RETURN_IF_ERROR(b.RmsNorm(arena_.residual, norm, n, hidden, eps, arena_.hidden));
+    in = arena_.hidden;
+  }
   for (size_t i = 0; i < layers_.size(); ++i) {
     const DeviceLayer& layer = layers_[i];
     const auto group = static_cast<size_t>(layer.kv_group);
-    HR_RETURN_IF_ERROR(
-        Layer(layer, n, arena_.slot_mapping + static_cast<int64_t>(group) * n, batches_[group]));
-    // x += MLP out; h = the next layer's norm1(x), or the final norm.
+    HR_RETURN_IF_ERROR(Layer(layer, in, n, arena_.slot_mapping + static_cast<int64_t>(group) * n,
+                             batches_[group]));
+    // x += MLP out; the next layer's input, or the final norm's output in arena_.hidden.
     const float* next_norm = i + 1 < layers_.size() ? layers_[i + 1].input_norm : final_norm_;
-    HR_RETURN_IF_ERROR(
-        b.AddRmsNorm(arena_.residual, arena_.proj, next_norm, n, hidden, eps, arena_.hidden));
+    HR_ASSIGN_OR_RETURN(in, AddResidual(next_norm, n));
   }
   const int64_t rows = static_cast<int64_t>(input.logits_rows.size());
   logits->resize(static_cast<size_t>(rows * config_.vocab_size));

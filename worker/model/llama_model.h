@@ -121,19 +121,20 @@ class LlamaModel {
 
  private:
   struct DeviceLayer {
-    const float* input_norm = nullptr;  // [hidden]
+    const float* input_norm = nullptr;  // [hidden], or null: no input norm (OLMo 2)
     // Shapes per rank: heads, kv_heads and intermediate are the rank's shard (kvcache::ShardOf).
-    const float* q_proj = nullptr;         // [heads * head_dim, hidden]
-    const float* k_proj = nullptr;         // [kv_heads * head_dim, hidden]
-    const float* v_proj = nullptr;         // [kv_heads * head_dim, hidden]
-    const float* q_bias = nullptr;         // [heads * head_dim] or null
-    const float* k_bias = nullptr;         // [kv_heads * head_dim] or null
-    const float* v_bias = nullptr;         // [kv_heads * head_dim] or null
-    const float* q_norm = nullptr;         // [head_dim] or null (Qwen3's per-head norms)
-    const float* k_norm = nullptr;         // [head_dim] or null
+    const float* q_proj = nullptr;  // [heads * head_dim, hidden]
+    const float* k_proj = nullptr;  // [kv_heads * head_dim, hidden]
+    const float* v_proj = nullptr;  // [kv_heads * head_dim, hidden]
+    const float* q_bias = nullptr;  // [heads * head_dim] or null
+    const float* k_bias = nullptr;  // [kv_heads * head_dim] or null
+    const float* v_bias = nullptr;  // [kv_heads * head_dim] or null
+    // [head_dim] or null (Qwen3's per-head norms); [heads * head_dim] across heads (OLMo 2).
+    const float* q_norm = nullptr;
+    const float* k_norm = nullptr;         // [head_dim] or null; [kv_heads * head_dim] across heads
     const float* o_proj = nullptr;         // [hidden, heads * head_dim]
     const float* o_bias = nullptr;         // [hidden] or null (rank 0 only)
-    const float* post_norm = nullptr;      // [hidden]: the MLP's input norm
+    const float* post_norm = nullptr;      // [hidden]: the MLP's input norm (null: none, OLMo 2)
     const float* attn_out_norm = nullptr;  // [hidden] or null: the attention output's (Gemma 2)
     const float* mlp_out_norm = nullptr;   // [hidden] or null: the MLP output's (Gemma 2)
     const float* gate_up = nullptr;        // [2 * intermediate, hidden]: gate rows, then up rows
@@ -179,6 +180,9 @@ class LlamaModel {
     int32_t* lora_starts = nullptr;  // [S + 1]
     int32_t* lora_slots = nullptr;   // [S]
     float* lora_scratch = nullptr;   // [T, lora rank]
+    // With q/k norms across heads split over ranks (OLMo 2, tp > 1): each token's sums of squares
+    // of q, then of k.
+    float* norm_sums = nullptr;  // [2, T]
   };
 
   LlamaModel(const ModelConfig& config, const ModelLimits& limits, Backend* backend,
@@ -214,9 +218,17 @@ class LlamaModel {
   absl::Status NormalizeOutput(const float* norm, int64_t n);
   absl::Status CheckShard(const ModelWeights& weights) const;
   absl::Status CopyInput(const ForwardInput& input);
-  // `slot_mapping` and `batch` are those of the layer's KV group.
-  absl::Status Layer(const DeviceLayer& layer, int64_t n, const int64_t* slot_mapping,
-                     const AttentionBatch& batch);
+  // `in` is the block's input: norm1(x) in arena_.hidden, or x itself (arena_.residual) where the
+  // model has no input norms (OLMo 2). `slot_mapping` and `batch` are those of the layer's KV
+  // group.
+  absl::Status Layer(const DeviceLayer& layer, const float* in, int64_t n,
+                     const int64_t* slot_mapping, const AttentionBatch& batch);
+  // residual += arena_.proj, then the next block's input: `norm`(residual) in arena_.hidden, or,
+  // with no norm (OLMo 2), the residual stream itself.
+  absl::StatusOr<const float*> AddResidual(const float* norm, int64_t n);
+  // q_norm / k_norm of arena_.q and arena_.k in place: per head (Qwen3), or across every head
+  // (OLMo 2), whose heads are spread over the ranks: their sums of squares are all-reduced.
+  absl::Status NormalizeQueryKey(const DeviceLayer& layer, int64_t n);
   // Sums a [n, hidden] partial result over the ranks (nothing to do with one rank).
   absl::Status AllReduce(float* data, int64_t n);
   // The LM head over `rows` gathered rows, and the full [rows, vocab] logits on the host.

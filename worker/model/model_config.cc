@@ -37,6 +37,7 @@ inline constexpr std::string_view kGraniteMoe = "GraniteMoeForCausalLM";
 inline constexpr std::string_view kSmolLM3 = "SmolLM3ForCausalLM";
 inline constexpr std::string_view kGlm = "GlmForCausalLM";
 inline constexpr std::string_view kGlm4 = "Glm4ForCausalLM";
+inline constexpr std::string_view kOlmo2 = "Olmo2ForCausalLM";
 inline constexpr std::string_view kDummyPrefix = "dummy:";
 
 // Qwen2MoeConfig's default shared expert width (Qwen1.5-MoE-A2.7B's).
@@ -558,6 +559,15 @@ absl::Status ReadBiasesAndWindow(const FieldReader& reader, ModelConfig& config)
     config.interleaved_rotary = true;
     // GLM-4-0414's four norms are Gemma 2's sandwich under other names (ModelWeights::NormNames).
     config.sandwich_norms = config.architecture == kGlm4;
+  } else if (config.architecture == kOlmo2) {
+    // OLMo 2: no norm before attention or the MLP, an RMSNorm of each one's output before its
+    // residual add (Gemma 2's post norms, under the same names), and q/k norms over the whole
+    // projections; q/k/v/o biases only with attention_bias (false in the published checkpoints).
+    HR_RETURN_IF_ERROR(ReadBiasFlags(reader, /*mlp=*/false, config));
+    config.qk_norm = true;
+    config.qk_norm_across_heads = true;
+    config.sandwich_norms = true;
+    config.pre_norms = false;
   } else if (config.architecture == kMixtral) {
     // MixtralConfig's sliding_window defaults to none (Mistral's to 4096).
     HR_ASSIGN_OR_RETURN(config.sliding_window, reader.OptionalPositiveInt("sliding_window"));
@@ -799,7 +809,7 @@ const std::vector<std::string>& SupportedArchitectures() {
       std::string(kQwen3Moe),    std::string(kGemma),       std::string(kGemma2),
       std::string(kGemma3),      std::string(kPhi3),        std::string(kGranite),
       std::string(kGraniteMoe),  std::string(kSmolLM3),     std::string(kGlm),
-      std::string(kGlm4),        std::string(kGemma3Multimodal)};
+      std::string(kGlm4),        std::string(kOlmo2),       std::string(kGemma3Multimodal)};
   // clang-format on
   return *kArchitectures;
 }

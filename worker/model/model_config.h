@@ -116,6 +116,9 @@ struct ModelConfig {
   // q and k are RMS-normalized per head (weights [head_dim], q_norm / k_norm) after their
   // projections and before rotary (Qwen3).
   bool qk_norm = false;
+  // With qk_norm: the norms span the whole q and k projections, every head at once (weights
+  // [heads x head_dim] and [kv_heads x head_dim]: OLMo 2), not each head.
+  bool qk_norm_across_heads = false;
   // Mixture of experts (Mixtral, Qwen3-MoE, Qwen2-MoE): every layer's MLP is num_experts SwiGLU
   // experts and a router; each token takes the top num_experts_per_tok, weighted by the router's
   // softmax (renormalized over those when norm_topk_prob). 0 experts: a dense MLP.
@@ -150,6 +153,9 @@ struct ModelConfig {
   // to the residual (post_attention_layernorm, post_feedforward_layernorm), and the MLP's input
   // norm is pre_feedforward_layernorm.
   bool sandwich_norms = false;
+  // Each block's input is RMS-normalized (input_layernorm, and the MLP's input norm). False for
+  // OLMo 2, which has only the sandwich's output norms: its blocks read the residual stream itself.
+  bool pre_norms = true;
   // Attention scores are q . k * query_pre_attn_scalar^-0.5 (Gemma 2); 0: head_dim^-0.5.
   double query_pre_attn_scalar = 0;
   // Granite: the attention scores' scale itself (attention_multiplier); 0: as above.

@@ -135,6 +135,19 @@ std::vector<Preset> MakePresets() {
   qwen2_moe.rope_theta = 1000000.0;
   presets.push_back({"qwen1.5-moe-a2.7b", qwen2_moe});
 
+  // allenai/OLMo-2-1124-7B: no input norms, the attention and MLP outputs normalized before each
+  // residual add, q/k norms over all 32 heads, MHA, float32 checkpoint, 4096 positions.
+  ModelConfig olmo2 = Llama(32, 4096, 32, 32, 11008, 100352, 4096);
+  olmo2.architecture = "Olmo2ForCausalLM";
+  olmo2.qk_norm = true;
+  olmo2.qk_norm_across_heads = true;
+  olmo2.sandwich_norms = true;
+  olmo2.pre_norms = false;
+  olmo2.torch_dtype = DType::kFloat32;
+  olmo2.rms_norm_eps = 1e-6;
+  olmo2.rope_theta = 500000.0;
+  presets.push_back({"olmo-2-7b", olmo2});
+
   // google/gemma-2-2b: head_dim 256, 4 KV heads, tied 256000-row vocabulary, float32 checkpoint,
   // a 4096-token sliding window on the even layers, soft-capped attention scores (50) and logits
   // (30), query_pre_attn_scalar 256, 8192 positions.

@@ -25,7 +25,9 @@ kvcache::ModelDims ModelDimsOf(const ModelConfig& config) {
       .o_proj_bias = config.o_proj_bias,
       .mlp_bias = config.mlp_bias,
       .qk_norm = config.qk_norm,
+      .qk_norm_across_heads = config.qk_norm_across_heads,
       .sandwich_norms = config.sandwich_norms,
+      .pre_norms = config.pre_norms,
       .num_experts = config.num_experts,
       .num_experts_per_tok = config.num_experts_per_tok,
       .shared_expert_intermediate_size = config.shared_expert_intermediate_size,
@@ -75,6 +77,12 @@ TensorSlice SliceOf(const ModelConfig& config, ShardSpec shard, Split split) {
       return {Kind::kRows, at.shared_intermediate, s.shared_intermediate};
     case Split::kSharedMlpColumns:
       return {Kind::kColumns, at.shared_intermediate, s.shared_intermediate};
+    case Split::kQueryNorm:
+      return config.qk_norm_across_heads ? TensorSlice{Kind::kRows, at.head * hd, s.q_dim}
+                                         : TensorSlice{};
+    case Split::kKvNorm:
+      return config.qk_norm_across_heads ? TensorSlice{Kind::kRows, at.kv_head * hd, s.kv_dim}
+                                         : TensorSlice{};
     case Split::kVocabRows:
       return {Kind::kRows, at.vocab_row, s.vocab_rows};
     case Split::kLeaderOnly:

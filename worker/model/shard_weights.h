@@ -39,8 +39,10 @@ enum class Split {
   kMlpColumns,        // columns of the rank's MLP slice
   kSharedMlpRows,     // rows of the rank's slice of a shared expert's MLP
   kSharedMlpColumns,  // columns of the rank's slice of a shared expert's MLP
-  kVocabRows,         // rows of the rank's vocabulary slice, zero rows past the vocabulary
-  kLeaderOnly,        // whole on rank 0, absent elsewhere
+  kQueryNorm,   // q_norm: whole per head (Qwen3), the rank's heads' rows across heads (OLMo 2)
+  kKvNorm,      // k_norm: likewise for the rank's KV heads
+  kVocabRows,   // rows of the rank's vocabulary slice, zero rows past the vocabulary
+  kLeaderOnly,  // whole on rank 0, absent elsewhere
 };
 
 // The part of a [R] or [R, C] tensor a rank holds.
