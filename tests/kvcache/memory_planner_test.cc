@@ -381,6 +381,28 @@ TEST(MemoryPlannerTest, Llama3_8BActivationArenaFromTheBufferList) {
                                a.attention_scratch_bytes + a.metadata_bytes + a.rope_cache_bytes);
 }
 
+// A shared expert wider than a token's top_k expert rows widens gate_up and act to its width (it
+// runs in the same buffers); OLMo 2 across ranks adds two fp32 sums of squares per token.
+TEST(MemoryPlannerTest, ArenaHoldsAWideSharedExpertAndTheQkNormSums) {
+  const int64_t t = 8192;            // kDefaultMaxNumBatchedTokens
+  ModelDims dims = Qwen15MoeA27B();  // top 4 x 1408 = 5632 = the shared expert's width
+  const int64_t narrow = MustPlan(Input(dims, 80, 4096)).arena.token_buffers_bytes;
+  dims.shared_expert_intermediate_size = 4 * 5632;
+  EXPECT_EQ(MustPlan(Input(dims, 80, 4096)).arena.token_buffers_bytes - narrow,
+            t * 3 * (4 * 5632 - 5632) * 2)  // gate_up (2x) and act (1x), bf16
+      << "the shared expert's rows, not the routed ones', size the buffers";
+
+  MemoryPlanInput input = Input(Olmo2_7B(), 80, 4096);
+  const int64_t one_rank = MustPlan(input).arena.token_buffers_bytes;
+  input.tensor_parallel_size = 2;
+  MemoryPlanInput per_head = input;
+  per_head.model.qk_norm_across_heads = false;
+  EXPECT_EQ(
+      MustPlan(input).arena.token_buffers_bytes - MustPlan(per_head).arena.token_buffers_bytes,
+      2 * t * 4);
+  EXPECT_GT(one_rank, MustPlan(input).arena.token_buffers_bytes);  // the rest is split
+}
+
 TEST(MemoryPlannerTest, Llama3_8BOn80GiBAccountsForEveryByte) {
   const MemoryPlan plan = MustPlan(Input(Llama3_8B(), 80, 8192));
   EXPECT_EQ(plan.device_memory_bytes, 80 * kGiB);

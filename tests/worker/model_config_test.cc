@@ -983,6 +983,8 @@ void ExpectSameModel(const ModelConfig& preset, const ModelConfig& config) {
   EXPECT_EQ(preset.hidden_activation, config.hidden_activation);
   EXPECT_EQ(preset.sliding_window, config.sliding_window);
   EXPECT_EQ(preset.qk_norm, config.qk_norm);
+  EXPECT_EQ(preset.qk_norm_across_heads, config.qk_norm_across_heads);
+  EXPECT_EQ(preset.pre_norms, config.pre_norms);
   EXPECT_EQ(preset.num_experts, config.num_experts);
   EXPECT_EQ(preset.num_experts_per_tok, config.num_experts_per_tok);
   EXPECT_EQ(preset.norm_topk_prob, config.norm_topk_prob);
@@ -1070,8 +1072,6 @@ TEST_F(ModelDirTest, LoadsOlmo2WithOutputNormsAndQkNormsAcrossHeads) {
   const absl::StatusOr<ModelConfig> preset = LoadModelConfig("dummy:olmo-2-7b");
   ASSERT_TRUE(preset.ok()) << preset.status();
   ExpectSameModel(*preset, *config);
-  EXPECT_EQ(preset->qk_norm_across_heads, config->qk_norm_across_heads);
-  EXPECT_EQ(preset->pre_norms, config->pre_norms);
 
   const absl::StatusOr<ModelConfig> biased = LoadModelConfig(WriteConfig(
       ReplaceAll(kOlmo2_7BConfig, R"("attention_bias": false)", R"("attention_bias": true)")));
