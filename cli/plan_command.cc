@@ -49,7 +49,8 @@ FlagSet MakePlanFlags() {
   flags.AddInt64("block-size", kvcache::kDefaultBlockSize,
                  "Tokens per KV-cache block (a power of two, 1 to 256).");
   flags.AddString("dtype", "auto",
-                  "Weight and activation dtype: auto (the checkpoint's torch_dtype), float16, "
+                  "Weight and activation dtype: auto (as vLLM: the checkpoint's torch_dtype, a "
+                  "float32 checkpoint in bfloat16, a float32 classifier in float16), float16, "
                   "bfloat16, float32.");
   flags.AddString("kv-cache-dtype", "auto",
                   "KV-cache dtype: auto (same as --dtype), float16, bfloat16, float32.");
@@ -77,10 +78,9 @@ std::string Count(int64_t value) {
   return out;
 }
 
-absl::StatusOr<worker::DType> DTypeFlag(const FlagSet& flags, const char* name,
-                                        worker::DType auto_dtype) {
-  const std::string value = *flags.GetString(name);
-  absl::StatusOr<worker::DType> dtype = worker::ResolveDType(value, auto_dtype);
+// A dtype flag's value, or its error prefixed with the flag's name.
+absl::StatusOr<worker::DType> NamedDTypeFlag(const char* name,
+                                             absl::StatusOr<worker::DType> dtype) {
   if (!dtype.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("--", name, ": ", dtype.status().message()));
   }
@@ -179,8 +179,13 @@ std::string ModelSummary(const worker::ModelConfig& c, worker::DType dtype, work
 absl::StatusOr<std::string> Plan(const FlagSet& flags) {
   HR_ASSIGN_OR_RETURN(const worker::ModelConfig config,
                       worker::LoadModelConfig(*flags.GetString("model"), HfOverrides(flags)));
-  HR_ASSIGN_OR_RETURN(const worker::DType dtype, DTypeFlag(flags, "dtype", config.torch_dtype));
-  HR_ASSIGN_OR_RETURN(const worker::DType kv_dtype, DTypeFlag(flags, "kv-cache-dtype", dtype));
+  HR_ASSIGN_OR_RETURN(
+      const worker::DType dtype,
+      NamedDTypeFlag("dtype", worker::ResolveModelDType(config, *flags.GetString("dtype"))));
+  HR_ASSIGN_OR_RETURN(
+      const worker::DType kv_dtype,
+      NamedDTypeFlag("kv-cache-dtype",
+                     worker::ResolveDType(*flags.GetString("kv-cache-dtype"), dtype)));
 
   const std::optional<double> gpu_memory_gib = flags.GetDouble("gpu-memory-gib");
   if (!gpu_memory_gib) {

@@ -392,6 +392,25 @@ TEST(HeadroomCliTest, DtypeAndTensorParallelChangeThePlan) {
                                 HasSubstr("64.00 KiB"), HasSubstr("tensor parallel size 2")));
 }
 
+TEST(HeadroomCliTest, PlanServesAFloat32CheckpointInBfloat16AsVllmAuto) {
+  // OLMo-2-1124-7B ships float32; vLLM's --dtype auto serves it in bfloat16:
+  // 7,298,617,344 parameters x 2 bytes = 13.59 GiB per GPU.
+  RunResult result = RunHeadroom({"plan", "--model", "dummy:olmo-2-7b", "--gpu-memory-gib", "80"});
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_THAT(result.out, AllOf(HasSubstr("weights bfloat16, KV cache bfloat16 (checkpoint "
+                                          "float32)"),
+                                HasSubstr("13.59 GiB")));
+  result = RunHeadroom(
+      {"plan", "--model", "dummy:olmo-2-7b", "--gpu-memory-gib", "80", "--dtype", "float32"});
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_THAT(result.out,
+              AllOf(HasSubstr("weights float32, KV cache float32"), HasSubstr("27.19 GiB")));
+  result = RunHeadroom(
+      {"plan", "--model", "dummy:gemma-2-2b", "--gpu-memory-gib", "80", "--dtype", "half"});
+  ExpectRefused(result);
+  EXPECT_THAT(result.err, HasSubstr("--dtype: Gemma2ForCausalLM does not support float16"));
+}
+
 TEST(HeadroomCliTest, TinyPresetDefaultsToItsMaxPositions) {
   const RunResult result = RunHeadroom({"plan", "--model", "dummy:tiny", "--gpu-memory-gib", "8"});
   EXPECT_EQ(result.exit_code, 0) << result.err;

@@ -1721,6 +1721,67 @@ TEST(DTypeTest, AutoResolvesToTheGivenDtype) {
   EXPECT_EQ(ResolveDType("half", DType::kBFloat16).value(), DType::kFloat16);
 }
 
+// vLLM's --dtype auto on a GPU of compute capability 8.0+ (vllm/config's _resolve_auto_dtype):
+// a 16-bit checkpoint keeps its dtype; a float32 one is served in bfloat16, or float16 for a
+// pooling model; Gemma 2/3 and GLM-4 never run in float16.
+TEST(DTypeTest, AutoServesAFloat32CheckpointIn16BitsAsVllm) {
+  ModelConfig config = PresetModelConfig("llama-3-8b").value();
+  for (DType checkpoint : {DType::kBFloat16, DType::kFloat16}) {
+    config.torch_dtype = checkpoint;
+    EXPECT_EQ(ResolveModelDType(config, "auto").value(), checkpoint);
+  }
+  config.torch_dtype = DType::kFloat32;
+  EXPECT_EQ(ResolveModelDType(config, "auto").value(), DType::kBFloat16);
+  EXPECT_EQ(ResolveModelDType(config, "AUTO").value(), DType::kBFloat16);
+  // Asked for, float32 stays.
+  EXPECT_EQ(ResolveModelDType(config, "float32").value(), DType::kFloat32);
+  EXPECT_EQ(ResolveModelDType(config, "half").value(), DType::kFloat16);
+
+  config.classifier.emplace();
+  config.classifier->architecture = "LlamaForSequenceClassification";
+  EXPECT_EQ(ResolveModelDType(config, "auto").value(), DType::kFloat16);
+  config.torch_dtype = DType::kBFloat16;
+  EXPECT_EQ(ResolveModelDType(config, "auto").value(), DType::kBFloat16);
+
+  // OLMo-2-1124-7B ships float32.
+  const ModelConfig olmo2 = PresetModelConfig("olmo-2-7b").value();
+  ASSERT_EQ(olmo2.torch_dtype, DType::kFloat32);
+  EXPECT_EQ(ResolveModelDType(olmo2, "auto").value(), DType::kBFloat16);
+}
+
+TEST(DTypeTest, GemmaAndGlm4RefuseFloat16) {
+  ModelConfig gemma2 = PresetModelConfig("gemma-2-2b").value();
+  ASSERT_EQ(gemma2.torch_dtype, DType::kFloat32);
+  EXPECT_EQ(ResolveModelDType(gemma2, "auto").value(), DType::kBFloat16);
+  // A classifier would prefer float16, which Gemma 2 refuses.
+  gemma2.classifier.emplace();
+  gemma2.classifier->architecture = "Gemma2ForSequenceClassification";
+  EXPECT_EQ(ResolveModelDType(gemma2, "auto").value(), DType::kBFloat16);
+  gemma2.torch_dtype = DType::kFloat16;
+  EXPECT_EQ(ResolveModelDType(gemma2, "auto").value(), DType::kBFloat16);
+
+  ModelConfig config = PresetModelConfig("llama-3-8b").value();
+  for (const char* architecture : {"Gemma2ForCausalLM", "Gemma3ForCausalLM",
+                                   "Gemma3ForConditionalGeneration", "Glm4ForCausalLM"}) {
+    config.architecture = architecture;
+    for (const char* half : {"float16", "fp16", "half"}) {
+      const absl::StatusOr<DType> dtype = ResolveModelDType(config, half);
+      ASSERT_FALSE(dtype.ok()) << architecture;
+      EXPECT_EQ(dtype.status().code(), absl::StatusCode::kInvalidArgument);
+      EXPECT_EQ(dtype.status().message(),
+                absl::StrCat(architecture,
+                             " does not support float16 (numerical instability, as vLLM refuses "
+                             "it); use bfloat16 or float32"));
+    }
+    EXPECT_EQ(ResolveModelDType(config, "bfloat16").value(), DType::kBFloat16);
+  }
+  // GLM-4-9B-0414's predecessor architecture runs in float16.
+  config.architecture = "GlmForCausalLM";
+  EXPECT_EQ(ResolveModelDType(config, "float16").value(), DType::kFloat16);
+  EXPECT_THAT(std::string(ResolveModelDType(config, "fp8").status().message()),
+              HasSubstr("unsupported dtype \"fp8\""));
+}
+
 TEST(DTypeTest, UnknownDtypeListsTheSupportedOnes) {
   for (const char* bad : {"fp8", "", "int8", "autox"}) {
     const absl::StatusOr<DType> dtype = ResolveDType(bad, DType::kFloat16);

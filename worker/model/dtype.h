@@ -21,9 +21,8 @@ enum class DType { kFloat32, kFloat16, kBFloat16 };
 // "auto" is not a dtype; see ResolveDType.
 [[nodiscard]] absl::StatusOr<DType> ParseDType(std::string_view name);
 
-// Resolves a --dtype / --kv-cache-dtype value: "auto" means `auto_dtype` (the checkpoint's
-// torch_dtype for --dtype, the resolved --dtype for --kv-cache-dtype); anything else is parsed.
-// Unlike vLLM, "auto" keeps a float32 checkpoint in float32 (vLLM downcasts it to 16 bits).
+// Resolves a --kv-cache-dtype value: "auto" means `auto_dtype` (the resolved --dtype); anything
+// else is parsed. --dtype itself depends on the model: ResolveModelDType (model_config.h).
 [[nodiscard]] absl::StatusOr<DType> ResolveDType(std::string_view flag_value, DType auto_dtype);
 
 }  // namespace headroom::worker

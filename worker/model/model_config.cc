@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "absl/status/status.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
@@ -812,6 +813,37 @@ const std::vector<std::string>& SupportedArchitectures() {
       std::string(kGlm4),        std::string(kOlmo2),       std::string(kGemma3Multimodal)};
   // clang-format on
   return *kArchitectures;
+}
+
+namespace {
+
+// Architectures vLLM refuses to run in float16 (its _FLOAT16_NOT_SUPPORTED_MODELS).
+bool RefusesFloat16(const ModelConfig& config) {
+  for (std::string_view architecture : {kGemma2, kGemma3, kGemma3Multimodal, kGlm4}) {
+    if (config.architecture == architecture) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+absl::StatusOr<DType> ResolveModelDType(const ModelConfig& config, std::string_view flag_value) {
+  const bool refuses_float16 = RefusesFloat16(config);
+  if (absl::AsciiStrToLower(std::string(flag_value)) != "auto") {
+    HR_ASSIGN_OR_RETURN(const DType dtype, ParseDType(flag_value));
+    if (dtype == DType::kFloat16 && refuses_float16) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          config.architecture,
+          " does not support float16 (numerical instability, as vLLM refuses it); use bfloat16 "
+          "or float32"));
+    }
+    return dtype;
+  }
+  const DType preferred =
+      config.classifier && !refuses_float16 ? DType::kFloat16 : DType::kBFloat16;
+  if (config.torch_dtype == DType::kFloat32) return preferred;
+  if (config.torch_dtype == DType::kFloat16 && refuses_float16) return preferred;
+  return config.torch_dtype;
 }
 
 namespace {

@@ -213,6 +213,16 @@ struct ModelConfig {
 // when they all attend the same window (or none); Gemma 2/3: full-attention and windowed groups.
 [[nodiscard]] kvcache::LayerGroups KvCacheLayerGroups(const ModelConfig& config);
 
+// The dtype a GPU worker stores weights and computes in for `--dtype flag_value`, as vLLM resolves
+// it on a GPU of compute capability 8.0 or later (A100, H100, H200): "auto" keeps a 16-bit
+// checkpoint's torch_dtype and downcasts a float32 one to bfloat16, or to float16 for a
+// classifier (vLLM's pooling models prefer float16). Gemma 2, Gemma 3 and GLM-4 refuse float16
+// (vLLM: numerical instability): asked for it, InvalidArgument naming the alternatives; a float16
+// checkpoint of theirs resolves to bfloat16. The CPU backend computes in float32 whatever this
+// says.
+[[nodiscard]] absl::StatusOr<DType> ResolveModelDType(const ModelConfig& config,
+                                                      std::string_view flag_value);
+
 // Architectures LoadModelConfig accepts, in the order error messages list them.
 [[nodiscard]] const std::vector<std::string>& SupportedArchitectures();
 
