@@ -97,6 +97,10 @@ Writes tests/worker/fixtures/<name>/ for three small SEEDED RANDOM checkpoints:
               is scaled by sigmoid(shared_expert_gate . x); q/k/v biases, GQA 4/2, untied,
               bfloat16. The generator checks that the gate and the shared expert each move the
               logits.
+  olmoe       OlmoeForCausalLM (OLMoE-1B-7B's layout) with transformers' own Olmoe: Llama's
+              pre-norm block, q_norm / k_norm over the WHOLE q and k projections (as OLMo 2), and
+              8 experts of intermediate 32, the top 3 NOT renormalized (norm_topk_prob false,
+              OlmoeConfig's default); GQA 4/2, untied, bfloat16.
   qwen3-moe   Qwen3MoeForCausalLM (Qwen3-30B-A3B's layout): qwen3-qknorm's attention, untied, and
               8 experts of intermediate 32, top 2, norm_topk_prob. The reference is transformers
               4.46's Qwen2MoeForCausalLM (the same sparse block: softmax, top-k, renormalized
@@ -237,6 +241,16 @@ def qwen2_moe_config():
         use_sliding_window=False, num_experts=8, num_experts_per_tok=2, moe_intermediate_size=32,
         shared_expert_intermediate_size=48, norm_topk_prob=False, decoder_sparse_step=1,
         mlp_only_layers=[], initializer_range=INIT_STD, bos_token_id=1, eos_token_id=2)
+
+
+def olmoe_config():
+    from transformers import OlmoeConfig  # transformers >= 4.44
+    return OlmoeConfig(
+        vocab_size=256, hidden_size=64, intermediate_size=32, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256,
+        rope_theta=10000.0, rms_norm_eps=1e-5, tie_word_embeddings=False, attention_bias=False,
+        clip_qkv=None, num_experts=8, num_experts_per_tok=3, norm_topk_prob=False,
+        initializer_range=INIT_STD, bos_token_id=1, eos_token_id=2, pad_token_id=0)
 
 
 def check_shared_expert_bites(model):
@@ -453,6 +467,7 @@ MODELS = [
     ("qwen2-yarn", qwen2_yarn_config, torch.bfloat16, 1, 5679),
     ("gemma-mqa", gemma_config, torch.bfloat16, 1, 1358),
     ("qwen2-moe", qwen2_moe_config, torch.bfloat16, 1, 2469),
+    ("olmoe", olmoe_config, torch.bfloat16, 1, 2470),
 ]
 
 

@@ -169,6 +169,21 @@ ModelDims Qwen15MoeA27B() {  // 60 experts of 1408 and a shared expert of 5632; 
           .shared_expert_intermediate_size = 5632};
 }
 
+ModelDims OlmoE_1B_7B() {  // 64 experts of 1024; q/k norms across heads
+  return {.num_layers = 16,
+          .hidden_size = 2048,
+          .intermediate_size = 1024,
+          .num_attention_heads = 16,
+          .num_kv_heads = 16,
+          .head_dim = 128,
+          .vocab_size = 50304,
+          .max_position_embeddings = 4096,
+          .qk_norm = true,
+          .qk_norm_across_heads = true,
+          .num_experts = 64,
+          .num_experts_per_tok = 8};
+}
+
 ModelDims Olmo2_7B() {  // output norms only; q/k norms across heads
   return {.num_layers = 32,
           .hidden_size = 4096,
@@ -195,6 +210,7 @@ constexpr int64_t kMixtral8x7BParams = 46'702'792'704;
 constexpr int64_t kQwen3_30B_A3BParams = 30'532'122'624;
 constexpr int64_t kQwen15MoeA27BParams = 14'315'784'192;  // + shared expert and its gate
 constexpr int64_t kOlmo2_7BParams = 7'298'617'344;        // 2 output norms; q/k norms 2 x 4096
+constexpr int64_t kOlmoE_1B_7BParams = 6'919'161'856;     // 6.92B; q/k norms 2 x 2048
 constexpr int64_t kGemma2_2BParams = 2'614'341'888;  // pre/post_feedforward_layernorm: 2 x 2304
 constexpr int64_t kPhi4Params = 14'659'507'200;
 constexpr int64_t kGemma3_1BParams = 999'885'952;  // + q_norm / k_norm: 2 x 256 per layer
@@ -255,6 +271,7 @@ TEST(MemoryPlannerTest, WeightsMatchPublishedParameterCounts) {
         Case{"qwen3-30b-a3b", Qwen3_30B_A3B(), kQwen3_30B_A3BParams},
         Case{"qwen1.5-moe-a2.7b", Qwen15MoeA27B(), kQwen15MoeA27BParams},
         Case{"olmo-2-7b", Olmo2_7B(), kOlmo2_7BParams},
+        Case{"olmoe-1b-7b", OlmoE_1B_7B(), kOlmoE_1B_7BParams},
         Case{"gemma-2-2b", Gemma2_2B(), kGemma2_2BParams}, Case{"phi-4", Phi4(), kPhi4Params},
         Case{"gemma-3-1b", Gemma3_1B(), kGemma3_1BParams}}) {
     MemoryPlanInput input = Input(c.dims, 1024, 4096);  // Big enough for all of them.

@@ -1080,6 +1080,70 @@ TEST_F(ModelDirTest, LoadsOlmo2WithOutputNormsAndQkNormsAcrossHeads) {
   EXPECT_TRUE(biased->o_proj_bias);
 }
 
+// allenai/OLMoE-1B-7B-0924's config.json (as secondary sources quote it).
+constexpr char kOlmoE_1B_7BConfig[] = R"({
+  "architectures": ["OlmoeForCausalLM"],
+  "attention_bias": false,
+  "attention_dropout": 0.0,
+  "clip_qkv": null,
+  "eos_token_id": 50279,
+  "hidden_act": "silu",
+  "hidden_size": 2048,
+  "initializer_range": 0.02,
+  "intermediate_size": 1024,
+  "max_position_embeddings": 4096,
+  "model_type": "olmoe",
+  "norm_topk_prob": false,
+  "num_attention_heads": 16,
+  "num_experts": 64,
+  "num_experts_per_tok": 8,
+  "num_hidden_layers": 16,
+  "num_key_value_heads": 16,
+  "output_router_logits": false,
+  "pad_token_id": 1,
+  "rms_norm_eps": 1e-05,
+  "rope_scaling": null,
+  "rope_theta": 10000.0,
+  "router_aux_loss_coef": 0.01,
+  "tie_word_embeddings": false,
+  "torch_dtype": "bfloat16",
+  "transformers_version": "4.43.0.dev0",
+  "use_cache": true,
+  "vocab_size": 50304
+})";
+
+// OLMoE: Llama's pre-norm block, OLMo 2's q/k norms across heads, experts of intermediate_size.
+TEST_F(ModelDirTest, LoadsOlmoeWithQkNormsAcrossHeadsAndItsExperts) {
+  const absl::StatusOr<ModelConfig> config = LoadModelConfig(WriteConfig(kOlmoE_1B_7BConfig));
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->architecture, "OlmoeForCausalLM");
+  EXPECT_TRUE(config->qk_norm);
+  EXPECT_TRUE(config->qk_norm_across_heads);
+  EXPECT_TRUE(config->pre_norms);
+  EXPECT_FALSE(config->sandwich_norms);
+  EXPECT_EQ(config->num_experts, 64);
+  EXPECT_EQ(config->num_experts_per_tok, 8);
+  EXPECT_EQ(config->intermediate_size, 1024);
+  EXPECT_FALSE(config->norm_topk_prob);
+  EXPECT_EQ(config->shared_expert_intermediate_size, 0);
+  const absl::StatusOr<ModelConfig> preset = LoadModelConfig("dummy:olmoe-1b-7b");
+  ASSERT_TRUE(preset.ok()) << preset.status();
+  ExpectSameModel(*preset, *config);
+
+  const absl::StatusOr<ModelConfig> renormalized = LoadModelConfig(WriteConfig(
+      ReplaceAll(kOlmoE_1B_7BConfig, R"("norm_topk_prob": false)", R"("norm_topk_prob": true)")));
+  ASSERT_TRUE(renormalized.ok()) << renormalized.status();
+  EXPECT_TRUE(renormalized->norm_topk_prob);
+  ExpectError(
+      LoadModelConfig(
+          WriteConfig(ReplaceAll(kOlmoE_1B_7BConfig, R"("clip_qkv": null)", R"("clip_qkv": 8.0)"))),
+      absl::StatusCode::kInvalidArgument,
+      {ConfigPath(), "field \"clip_qkv\" is 8; clamping q, k and v is not supported (only null)"});
+  ExpectError(LoadModelConfig(WriteConfig(
+                  ReplaceAll(kOlmoE_1B_7BConfig, R"("num_experts": 64)", R"("num_experts": 0)"))),
+              absl::StatusCode::kInvalidArgument, {ConfigPath(), "field \"num_experts\""});
+}
+
 TEST_F(ModelDirTest, LoadsQwen2MoeWithItsSharedExpert) {
   const absl::StatusOr<ModelConfig> config = LoadModelConfig(WriteConfig(kQwen15MoeA27BConfig));
   ASSERT_TRUE(config.ok()) << config.status();
@@ -1427,7 +1491,7 @@ TEST_F(ModelDirTest, UnsupportedArchitectureListsTheSupportedOnes) {
        "Gemma2ForCausalLM, "
        "Gemma3ForCausalLM, Phi3ForCausalLM, GraniteForCausalLM, GraniteMoeForCausalLM, "
        "SmolLM3ForCausalLM, GlmForCausalLM, Glm4ForCausalLM, Olmo2ForCausalLM, "
-       "Gemma3ForConditionalGeneration, and "
+       "OlmoeForCausalLM, Gemma3ForConditionalGeneration, and "
        "the ForSequenceClassification form of each but Gemma 3's"});
 }
 
@@ -1683,12 +1747,13 @@ TEST(ModelConfigTest, PresetMatchesItsPublishedConfigJson) {
 }
 
 TEST(ModelConfigTest, UnknownPresetListsThePresets) {
-  ExpectError(LoadModelConfig("dummy:llama-4"), absl::StatusCode::kNotFound,
-              {"unknown preset \"dummy:llama-4\"",
-               "presets: gemma-2-2b, gemma-3-1b, glm-4-9b, llama-2-7b, llama-3-70b, llama-3-8b, "
-               "llama-3.1-8b, mistral-7b, "
-               "mixtral-8x7b, olmo-2-7b, phi-4, phi-4-mini, qwen1.5-moe-a2.7b, qwen2-7b, "
-               "qwen3-30b-a3b, qwen3-8b, small, tiny"});
+  ExpectError(
+      LoadModelConfig("dummy:llama-4"), absl::StatusCode::kNotFound,
+      {"unknown preset \"dummy:llama-4\"",
+       "presets: gemma-2-2b, gemma-3-1b, glm-4-9b, llama-2-7b, llama-3-70b, llama-3-8b, "
+       "llama-3.1-8b, mistral-7b, "
+       "mixtral-8x7b, olmo-2-7b, olmoe-1b-7b, phi-4, phi-4-mini, qwen1.5-moe-a2.7b, qwen2-7b, "
+       "qwen3-30b-a3b, qwen3-8b, small, tiny"});
   ExpectError(LoadModelConfig("dummy:"), absl::StatusCode::kNotFound, {"unknown preset"});
 }
 

@@ -39,6 +39,7 @@ inline constexpr std::string_view kSmolLM3 = "SmolLM3ForCausalLM";
 inline constexpr std::string_view kGlm = "GlmForCausalLM";
 inline constexpr std::string_view kGlm4 = "Glm4ForCausalLM";
 inline constexpr std::string_view kOlmo2 = "Olmo2ForCausalLM";
+inline constexpr std::string_view kOlmoe = "OlmoeForCausalLM";
 inline constexpr std::string_view kDummyPrefix = "dummy:";
 
 // Qwen2MoeConfig's default shared expert width (Qwen1.5-MoE-A2.7B's).
@@ -569,6 +570,18 @@ absl::Status ReadBiasesAndWindow(const FieldReader& reader, ModelConfig& config)
     config.qk_norm_across_heads = true;
     config.sandwich_norms = true;
     config.pre_norms = false;
+  } else if (config.architecture == kOlmoe) {
+    // OLMoE: Llama's pre-norm block with OLMo 2's q/k norms over the whole projections and a
+    // mixture of experts; clip_qkv (a clamp of q, k and v, null in OLMoE-1B-7B) is refused.
+    HR_RETURN_IF_ERROR(ReadBiasFlags(reader, /*mlp=*/false, config));
+    config.qk_norm = true;
+    config.qk_norm_across_heads = true;
+    HR_ASSIGN_OR_RETURN(const std::optional<double> clip, reader.OptionalNumber("clip_qkv"));
+    if (clip) {
+      return reader.Error("clip_qkv", absl::StrCat("is ", *clip,
+                                                   "; clamping q, k and v is not supported "
+                                                   "(only null)"));
+    }
   } else if (config.architecture == kMixtral) {
     // MixtralConfig's sliding_window defaults to none (Mistral's to 4096).
     HR_ASSIGN_OR_RETURN(config.sliding_window, reader.OptionalPositiveInt("sliding_window"));
@@ -744,9 +757,9 @@ absl::Status ReadActivation(const FieldReader& reader, ModelConfig& config) {
   return absl::OkStatus();
 }
 
-// Mixtral's, Qwen3-MoE's and Qwen2-MoE's experts (Qwen2-MoE's with its shared expert). Qwen layers
-// listed in mlp_only_layers, or skipped by a decoder_sparse_step above 1, would be dense: refused
-// (no published checkpoint has them).
+// Mixtral's, Qwen3-MoE's, Qwen2-MoE's and OLMoE's experts (Qwen2-MoE's with its shared expert).
+// Qwen layers listed in mlp_only_layers, or skipped by a decoder_sparse_step above 1, would be
+// dense: refused (no published checkpoint has them).
 absl::Status ReadExperts(const FieldReader& reader, ModelConfig& config) {
   if (config.architecture == kMixtral || config.architecture == kGraniteMoe) {
     // Granite-MoE's gate: a softmax over the top k router logits, which is the softmax over all of
@@ -754,6 +767,11 @@ absl::Status ReadExperts(const FieldReader& reader, ModelConfig& config) {
     HR_ASSIGN_OR_RETURN(config.num_experts, reader.PositiveInt("num_local_experts"));
     HR_ASSIGN_OR_RETURN(config.num_experts_per_tok, reader.PositiveInt("num_experts_per_tok"));
     config.norm_topk_prob = true;
+  } else if (config.architecture == kOlmoe) {
+    // OLMoE: intermediate_size is each expert's; the top k are not renormalized by default.
+    HR_ASSIGN_OR_RETURN(config.num_experts, reader.PositiveInt("num_experts"));
+    HR_ASSIGN_OR_RETURN(config.num_experts_per_tok, reader.PositiveInt("num_experts_per_tok"));
+    HR_ASSIGN_OR_RETURN(config.norm_topk_prob, reader.Bool("norm_topk_prob", false));
   } else if (config.architecture == kQwen3Moe || config.architecture == kQwen2Moe) {
     HR_ASSIGN_OR_RETURN(config.num_experts, reader.PositiveInt("num_experts"));
     HR_ASSIGN_OR_RETURN(config.num_experts_per_tok, reader.PositiveInt("num_experts_per_tok"));
@@ -810,7 +828,8 @@ const std::vector<std::string>& SupportedArchitectures() {
       std::string(kQwen3Moe),    std::string(kGemma),       std::string(kGemma2),
       std::string(kGemma3),      std::string(kPhi3),        std::string(kGranite),
       std::string(kGraniteMoe),  std::string(kSmolLM3),     std::string(kGlm),
-      std::string(kGlm4),        std::string(kOlmo2),       std::string(kGemma3Multimodal)};
+      std::string(kGlm4),        std::string(kOlmo2),       std::string(kOlmoe),
+      std::string(kGemma3Multimodal)};
   // clang-format on
   return *kArchitectures;
 }

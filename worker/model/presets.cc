@@ -148,6 +148,18 @@ std::vector<Preset> MakePresets() {
   olmo2.rope_theta = 500000.0;
   presets.push_back({"olmo-2-7b", olmo2});
 
+  // allenai/OLMoE-1B-7B-0924: 64 experts of 1024, the top 8 (not renormalized), q/k norms over
+  // all 16 heads, MHA, 4096 positions; 6,919,161,856 parameters (6.92B, as published).
+  ModelConfig olmoe = Llama(16, 2048, 16, 16, 1024, 50304, 4096);
+  olmoe.architecture = "OlmoeForCausalLM";
+  olmoe.qk_norm = true;
+  olmoe.qk_norm_across_heads = true;
+  olmoe.num_experts = 64;
+  olmoe.num_experts_per_tok = 8;
+  olmoe.norm_topk_prob = false;
+  olmoe.rope_theta = 10000.0;
+  presets.push_back({"olmoe-1b-7b", olmoe});
+
   // google/gemma-2-2b: head_dim 256, 4 KV heads, tied 256000-row vocabulary, float32 checkpoint,
   // a 4096-token sliding window on the even layers, soft-capped attention scores (50) and logits
   // (30), query_pre_attn_scalar 256, 8192 positions.
