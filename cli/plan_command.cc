@@ -104,7 +104,8 @@ std::string AttentionExtras(const worker::ModelConfig& c) {
                         ? absl::StrCat(" on ", sliding, " of ", c.num_hidden_layers, " layers")
                         : std::string());
     if (c.rope_local_theta > 0) {
-      absl::StrAppend(&extras, " (their rope_theta ", c.rope_local_theta, ")");
+      absl::StrAppend(&extras, " (their rope_theta ", c.rope_local_theta,
+                      c.rope_scaling ? ", unscaled)" : ")");
     }
   }
   if (c.attn_logit_softcapping > 0) {

@@ -134,6 +134,14 @@ Writes tests/worker/fixtures/<name>/ for three small SEEDED RANDOM checkpoints:
               WHOLE q and k projections (weights [heads x head_dim], [kv_heads x head_dim]), not
               per head; GQA 4/2, untied, rope_theta 5e5, bfloat16. Written only when named
               (transformers >= 4.47 has Olmo2; 4.57.1 wrote the committed one).
+  olmo3-hybrid Olmo3ForCausalLM (OLMo 3's layout) with transformers' own Olmo3: olmo2-postnorm's
+              block with layer_types [sliding_attention, full_attention], a 16-token window on the
+              first layer, and YaRN on the FULL layer only (max_position_embeddings 256,
+              rope_scaling factor 4 over original_max_position_embeddings 64, beta_fast 2,
+              beta_slow 0.25, as qwen2-yarn): the sliding layer rotates unscaled. The generator
+              checks that the window, YaRN's frequencies, its attention factor, and the sliding
+              layer's unscaled rotary each change the logits. Written only when named
+              (transformers >= 4.57 has Olmo3; 4.57.1 wrote the committed one).
 
 Each directory holds config.json, the safetensors file(s), and:
   expected.json       reference outputs computed in float32 from the SAVED weights (the checkpoint
@@ -382,6 +390,50 @@ def olmo2_config():
         initializer_range=INIT_STD, bos_token_id=1, eos_token_id=2, pad_token_id=0)
 
 
+def olmo3_config():
+    from transformers import Olmo3Config  # transformers >= 4.57
+    return Olmo3Config(
+        vocab_size=256, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256,
+        rope_theta=10000.0, rms_norm_eps=1e-6, tie_word_embeddings=False, attention_bias=False,
+        sliding_window=16, layer_types=["sliding_attention", "full_attention"],
+        rope_scaling={"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 64,
+                      "beta_fast": 2.0, "beta_slow": 0.25},
+        initializer_range=INIT_STD, bos_token_id=1, eos_token_id=2, pad_token_id=0)
+
+
+def check_olmo3_bites(model, config):
+    """OLMo 3's window and its two rotaries must each change the logits of a prompt longer than
+    the window and the pretrained length, or the fixture would not test them: the window (against
+    none), YaRN's frequencies (against the default ones) and attention factor (against 1) on the
+    full layer, and the sliding layer's unscaled rotary (against the full layer's)."""
+    ids = torch.arange(3, 3 + 2 * 64).remainder(config.vocab_size)[None]
+    sliding, full = model.model.rotary_embs["sliding_attention"], model.model.rotary_embs[
+        "full_attention"]
+    default_inv_freq = sliding.inv_freq.clone()
+
+    def change(module, attribute, value):
+        with torch.no_grad():
+            base = model(input_ids=ids, use_cache=False).logits[0]
+            saved = getattr(module, attribute)
+            setattr(module, attribute, value)
+            changed = model(input_ids=ids, use_cache=False).logits[0]
+            setattr(module, attribute, saved)
+        return float((base - changed).abs().max())
+
+    diffs = {
+        "window": change(model.config, "sliding_window", 10**6),
+        "yarn frequencies": change(full, "inv_freq", default_inv_freq),
+        "yarn attention factor": change(full, "attention_scaling", 1.0),
+        "sliding layer's unscaled frequencies": change(sliding, "inv_freq", full.inv_freq.clone()),
+        "sliding layer's unit attention factor": change(sliding, "attention_scaling",
+                                                        full.attention_scaling),
+    }
+    for what, diff in diffs.items():
+        assert diff > 1e-2, f"the {what} do not change the logits ({diff})"
+    print("  olmo3: max logit changes " + ", ".join(f"{k} {v:.3f}" for k, v in diffs.items()))
+
+
 def glm4_config():
     from transformers import Glm4Config  # transformers >= 4.51
     return Glm4Config(head_dim=16, **GLM_COMMON)
@@ -478,6 +530,7 @@ NAMED_ONLY = [
     ("glm4-sandwich", glm4_config, torch.bfloat16, 1, 9877),
     ("glm-interleaved", glm_config, torch.bfloat16, 1, 9879),
     ("olmo2-postnorm", olmo2_config, torch.bfloat16, 1, 9881),
+    ("olmo3-hybrid", olmo3_config, torch.bfloat16, 1, 9882),
 ]
 
 
@@ -985,10 +1038,12 @@ def generate_model(name, make_config, dtype, shards, seed):
         check_glm_interleaving_bites(ref, config)
     if config.model_type == "qwen2_moe":
         check_shared_expert_bites(ref)
+    if config.model_type == "olmo3":
+        check_olmo3_bites(ref, config)
     rope_scaling = getattr(config, "rope_scaling", None)  # GlmConfig has none
     if rope_scaling and rope_scaling.get("type") == "longrope":
         check_longrope_bites(ref, config)
-    if rope_scaling and rope_scaling.get("type") == "yarn":
+    if rope_scaling and rope_scaling.get("type") == "yarn" and config.model_type != "olmo3":
         check_yarn_bites(ref, config)
     finish_fixture(name, out_dir, ref, config.vocab_size, seed, dtype, files, saved)
 

@@ -199,7 +199,8 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, FixtureLoadTest,
                          ::testing::Values("llama-gqa", "qwen2-bias", "llama-tied", "qwen3-qknorm",
                                            "mixtral-moe", "qwen3-moe", "gemma2-softcap",
                                            "gemma3-local-rope", "granite-mup", "smollm3-nope",
-                                           "gemma-mqa", "qwen2-moe", "olmo2-postnorm", "olmoe"),
+                                           "gemma-mqa", "qwen2-moe", "olmo2-postnorm", "olmoe",
+                                           "olmo3-hybrid"),
                          [](const ::testing::TestParamInfo<std::string>& param_info) {
                            std::string test_name = param_info.param;
                            for (char& c : test_name) c = c == '-' ? '_' : c;
@@ -564,7 +565,7 @@ TEST(CheckpointTest, ExpectedJsonIsWellFormed) {
                            "gemma3-mm-text", "phi4-partial-rotary", "qwen2-yarn",
                            "smollm3-nope",   "glm4-sandwich",       "glm-interleaved",
                            "gemma-mqa",      "qwen2-moe",           "olmo2-postnorm",
-                           "olmoe"}) {
+                           "olmoe",          "olmo3-hybrid"}) {
     SCOPED_TRACE(name);
     const Json expected = ReadJson(testdata::FixtureDir(name) / "expected.json");
     ASSERT_EQ(expected.at("prompts").size(), 4u);

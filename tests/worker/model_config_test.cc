@@ -1080,6 +1080,76 @@ TEST_F(ModelDirTest, LoadsOlmo2WithOutputNormsAndQkNormsAcrossHeads) {
   EXPECT_TRUE(biased->o_proj_bias);
 }
 
+// OLMo-3-1025-7B's shape (values as secondary sources quote them; layer_types written out by
+// the test where it needs them): OLMo 2's block, a 4096-token window on three layers of four,
+// YaRN factor 8 over 8192 positions on the full-attention layers only.
+constexpr char kOlmo3_7BConfig[] = R"({
+  "architectures": ["Olmo3ForCausalLM"],
+  "attention_bias": false,
+  "hidden_act": "silu",
+  "hidden_size": 4096,
+  "intermediate_size": 11008,
+  "max_position_embeddings": 65536,
+  "model_type": "olmo3",
+  "num_attention_heads": 32,
+  "num_hidden_layers": 32,
+  "num_key_value_heads": 32,
+  "rms_norm_eps": 1e-06,
+  "rope_scaling": {"rope_type": "yarn", "factor": 8.0, "original_max_position_embeddings": 8192,
+                   "attention_factor": 1.2079441541679836, "beta_fast": 32, "beta_slow": 1},
+  "rope_theta": 500000,
+  "sliding_window": 4096,
+  "tie_word_embeddings": false,
+  "torch_dtype": "bfloat16",
+  "vocab_size": 100278
+})";
+
+// OLMo 3: the sliding layers (three of four by default) rotate unscaled with rope_theta; YaRN
+// only on the full-attention ones.
+TEST_F(ModelDirTest, LoadsOlmo3WithUnscaledRotaryOnItsSlidingLayers) {
+  absl::StatusOr<ModelConfig> config = LoadModelConfig(WriteConfig(kOlmo3_7BConfig));
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_TRUE(config->qk_norm_across_heads);
+  EXPECT_FALSE(config->pre_norms);
+  EXPECT_TRUE(config->sandwich_norms);
+  ASSERT_TRUE(config->rope_scaling.has_value());
+  EXPECT_EQ(config->rope_scaling->type, RopeScalingType::kYarn);
+  EXPECT_EQ(MaxContextLength(*config), 65536);
+  EXPECT_DOUBLE_EQ(config->rope_local_theta, 500000.0);
+  for (int64_t layer = 0; layer < 32; ++layer) {
+    const bool full = layer % 4 == 3;  // Olmo3Config: (i + 1) % 4 == 0 attends everything
+    EXPECT_EQ(LayerSlidingWindow(*config, layer), full ? 0 : 4096) << layer;
+    EXPECT_EQ(LayerIsSlidingKind(*config, layer), !full) << layer;
+  }
+  EXPECT_EQ(KvCacheSlidingWindow(*config), 0);  // the full layers keep every block
+
+  // layer_types, when given, decide; a null window leaves every layer unwindowed, but the
+  // sliding kind still rotates unscaled (transformers' Olmo3 picks the rotary by layer type).
+  std::string types = R"("layer_types": [)";
+  for (int layer = 0; layer < 32; ++layer) {
+    absl::StrAppend(&types, layer == 0 ? "" : ", ",
+                    layer < 2 ? R"("full_attention")" : R"("sliding_attention")");
+  }
+  absl::StrAppend(&types, R"(], "sliding_window": null)");
+  config =
+      LoadModelConfig(WriteConfig(ReplaceAll(kOlmo3_7BConfig, R"("sliding_window": 4096)", types)));
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_FALSE(config->sliding_window.has_value());
+  EXPECT_FALSE(LayerIsSlidingKind(*config, 1));
+  EXPECT_TRUE(LayerIsSlidingKind(*config, 2));
+  EXPECT_EQ(LayerSlidingWindow(*config, 2), 0);
+
+  // Without rope scaling every layer rotates alike; an absent window is Olmo3Config's 4096.
+  config = LoadModelConfig(WriteConfig(ReplaceAll(
+      ReplaceAll(kOlmo3_7BConfig, R"("sliding_window": 4096,)", ""),
+      R"("rope_scaling": {"rope_type": "yarn", "factor": 8.0, "original_max_position_embeddings": 8192,
+                   "attention_factor": 1.2079441541679836, "beta_fast": 32, "beta_slow": 1},)",
+      "")));
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->rope_local_theta, 0.0);
+  EXPECT_EQ(LayerSlidingWindow(*config, 0), 4096);
+}
+
 // allenai/OLMoE-1B-7B-0924's config.json (as secondary sources quote it).
 constexpr char kOlmoE_1B_7BConfig[] = R"({
   "architectures": ["OlmoeForCausalLM"],
@@ -1491,7 +1561,7 @@ TEST_F(ModelDirTest, UnsupportedArchitectureListsTheSupportedOnes) {
        "Gemma2ForCausalLM, "
        "Gemma3ForCausalLM, Phi3ForCausalLM, GraniteForCausalLM, GraniteMoeForCausalLM, "
        "SmolLM3ForCausalLM, GlmForCausalLM, Glm4ForCausalLM, Olmo2ForCausalLM, "
-       "OlmoeForCausalLM, Gemma3ForConditionalGeneration, and "
+       "Olmo3ForCausalLM, OlmoeForCausalLM, Gemma3ForConditionalGeneration, and "
        "the ForSequenceClassification form of each but Gemma 3's"});
 }
 

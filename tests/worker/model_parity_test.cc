@@ -256,7 +256,8 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, ModelParityTest,
                                            "gemma3-local-rope", "gemma3-mm-text", "granite-mup",
                                            "granite-moe", "phi3-fused", "qwen2-yarn",
                                            "smollm3-nope", "glm4-sandwich", "glm-interleaved",
-                                           "gemma-mqa", "qwen2-moe", "olmo2-postnorm", "olmoe"),
+                                           "gemma-mqa", "qwen2-moe", "olmo2-postnorm", "olmoe",
+                                           "olmo3-hybrid"),
                          [](const ::testing::TestParamInfo<std::string>& param_info) {
                            std::string name = param_info.param;
                            for (char& c : name) c = c == '-' ? '_' : c;

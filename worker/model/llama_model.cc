@@ -169,13 +169,13 @@ absl::Status LlamaModel::Upload(const ModelWeights& w) {
   // LongRoPE's and YaRN's attention factors multiply cos and sin, so only the rotated values of q
   // and k (a partial rotary's others stay as they are): they cannot be folded into the attention
   // scale.
-  rotary_scale_ = 1.0f;
+  float rotary_scale = 1.0f;
   if (config_.long_rope) {
-    rotary_scale_ = static_cast<float>(config_.long_rope->attention_factor);
+    rotary_scale = static_cast<float>(config_.long_rope->attention_factor);
   } else if (config_.rope_scaling && config_.rope_scaling->type == RopeScalingType::kYarn) {
-    rotary_scale_ = static_cast<float>(config_.rope_scaling->attention_factor);
+    rotary_scale = static_cast<float>(config_.rope_scaling->attention_factor);
   }
-  // Gemma 3: the sliding-window layers rotate with a base of their own, unscaled.
+  // Gemma 3 and OLMo 3: the sliding-window layers rotate with a base of their own, unscaled.
   const float* local_inv_freq = inv_freq_;
   if (config_.rope_local_theta > 0) {
     HR_ASSIGN_OR_RETURN(
@@ -241,7 +241,10 @@ absl::Status LlamaModel::Upload(const ModelWeights& w) {
                                       LayerSlidingWindow(config_, static_cast<int64_t>(i)),
                                       std::numeric_limits<int32_t>::max()))};
     const bool nope = i < config_.nope_layers.size() && config_.nope_layers[i];
-    d.inv_freq = nope ? nullptr : d.attention.sliding_window > 0 ? local_inv_freq : inv_freq_;
+    const bool local_rope =
+        config_.rope_local_theta > 0 && LayerIsSlidingKind(config_, static_cast<int64_t>(i));
+    d.inv_freq = nope ? nullptr : local_rope ? local_inv_freq : inv_freq_;
+    d.rotary_scale = local_rope ? 1.0f : rotary_scale;
     // gate and up are fused into one GEMM: [gate rows; up rows].
     std::vector<float> gate_up = lw.gate_proj.data;
     gate_up.insert(gate_up.end(), lw.up_proj.data.begin(), lw.up_proj.data.end());
@@ -571,7 +574,7 @@ absl::Status LlamaModel::Layer(const DeviceLayer& l, const float* in, int64_t n,
   if (l.q_norm != nullptr) HR_RETURN_IF_ERROR(NormalizeQueryKey(l, n));
   if (l.inv_freq != nullptr) {  // else a NoPE layer (SmolLM3): positions only through the mask
     HR_RETURN_IF_ERROR(b.Rotary(arena_.q, arena_.k, arena_.positions, l.inv_freq, n, heads,
-                                kv_heads, head_dim, RotaryDim(config_), rotary_scale_));
+                                kv_heads, head_dim, RotaryDim(config_), l.rotary_scale));
   }
   HR_RETURN_IF_ERROR(b.WriteKvCache(arena_.k, arena_.v, slot_mapping, n, l.kv));
   HR_RETURN_IF_ERROR(b.PagedAttention(arena_.q, l.kv, batch, n, heads, l.attention, arena_.attn));

@@ -150,6 +150,8 @@ class LlamaModel {
     AttentionParams attention;  // score scale, softcap and this layer's sliding window
     // [rotary_dim / 2]: the model's, or the sliding layers' own; null: no rotary (NoPE).
     const float* inv_freq = nullptr;
+    // Multiplies cos and sin: the model's attention factor, 1 on the sliding layers' own rotary.
+    float rotary_scale = 1.0f;
     // Every adapter slot's factors per projection (LoraTarget order); `a` null where no adapter
     // changes the projection in this layer.
     std::array<LoraWeights, kNumLoraTargets> lora{};
@@ -253,10 +255,8 @@ class LlamaModel {
   const float* embed_tokens_ = nullptr;
   const float* final_norm_ = nullptr;  // [hidden]
   const float* lm_head_ = nullptr;     // [vocab_rows, hidden] (the embedding when tied)
-  // [rotary_dim / 2]: rope_theta's (every layer but Gemma 3's sliding ones).
+  // [rotary_dim / 2]: rope_theta's (every layer but Gemma 3's and OLMo 3's sliding ones).
   const float* inv_freq_ = nullptr;
-  // Multiplies rotary's cos and sin: LongRoPE's or YaRN's attention factor, else 1.
-  float rotary_scale_ = 1.0f;
   float embed_scale_ = 1.0f;  // ModelConfig::embedding_multiplier
   std::vector<DeviceLayer> layers_;
   Arena arena_;

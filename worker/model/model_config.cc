@@ -39,6 +39,7 @@ inline constexpr std::string_view kSmolLM3 = "SmolLM3ForCausalLM";
 inline constexpr std::string_view kGlm = "GlmForCausalLM";
 inline constexpr std::string_view kGlm4 = "Glm4ForCausalLM";
 inline constexpr std::string_view kOlmo2 = "Olmo2ForCausalLM";
+inline constexpr std::string_view kOlmo3 = "Olmo3ForCausalLM";
 inline constexpr std::string_view kOlmoe = "OlmoeForCausalLM";
 inline constexpr std::string_view kDummyPrefix = "dummy:";
 
@@ -50,6 +51,8 @@ inline constexpr int64_t kMistralDefaultSlidingWindow = 4096;
 
 // Gemma3TextConfig's defaults for keys config.json may leave out.
 inline constexpr int64_t kGemma3DefaultSlidingWindow = 4096;
+inline constexpr int64_t kOlmo3DefaultSlidingWindow = 4096;
+inline constexpr int64_t kOlmo3DefaultPattern = 4;  // three sliding layers, then a full one
 inline constexpr int64_t kGemma3DefaultPattern = 6;
 inline constexpr double kGemma3DefaultQueryPreAttnScalar = 256;
 inline constexpr double kGemma3DefaultLocalRopeTheta = 10000.0;
@@ -504,6 +507,25 @@ absl::Status ReadSmolLM3(const FieldReader& reader, ModelConfig& config) {
   return ReadLayerTypes(reader, config);
 }
 
+// OLMo 3: OLMo 2's block with a sliding window on three layers of four (layer_types, else
+// Olmo3Config's pattern) whose rotary is never scaled; only the full-attention layers apply
+// rope_scaling (YaRN in OLMo-3-7B and -32B), as transformers' Olmo3 builds one rotary per kind.
+absl::Status ReadOlmo3Window(const FieldReader& reader, ModelConfig& config) {
+  HR_ASSIGN_OR_RETURN(const std::optional<int64_t> window,
+                      reader.OptionalPositiveInt("sliding_window"));
+  config.sliding_window =
+      reader.Has("sliding_window") ? window : std::optional(kOlmo3DefaultSlidingWindow);
+  config.sliding_window_pattern = kOlmo3DefaultPattern;
+  HR_RETURN_IF_ERROR(ReadLayerTypes(reader, config));
+  if (config.long_rope) {
+    return reader.Error("rope_scaling",
+                        "is longrope; OLMo 3 supports default, linear, llama3 "
+                        "and yarn");
+  }
+  if (config.rope_scaling) config.rope_local_theta = config.rope_theta;
+  return absl::OkStatus();
+}
+
 absl::Status ReadBiasesAndWindow(const FieldReader& reader, ModelConfig& config) {
   if (config.architecture == kQwen2 || config.architecture == kQwen2Moe) {
     // Qwen2's q/k/v projections always carry a bias and o_proj never does; config.json has no key.
@@ -561,7 +583,7 @@ absl::Status ReadBiasesAndWindow(const FieldReader& reader, ModelConfig& config)
     config.interleaved_rotary = true;
     // GLM-4-0414's four norms are Gemma 2's sandwich under other names (ModelWeights::NormNames).
     config.sandwich_norms = config.architecture == kGlm4;
-  } else if (config.architecture == kOlmo2) {
+  } else if (config.architecture == kOlmo2 || config.architecture == kOlmo3) {
     // OLMo 2: no norm before attention or the MLP, an RMSNorm of each one's output before its
     // residual add (Gemma 2's post norms, under the same names), and q/k norms over the whole
     // projections; q/k/v/o biases only with attention_bias (false in the published checkpoints).
@@ -570,6 +592,7 @@ absl::Status ReadBiasesAndWindow(const FieldReader& reader, ModelConfig& config)
     config.qk_norm_across_heads = true;
     config.sandwich_norms = true;
     config.pre_norms = false;
+    if (config.architecture == kOlmo3) HR_RETURN_IF_ERROR(ReadOlmo3Window(reader, config));
   } else if (config.architecture == kOlmoe) {
     // OLMoE: Llama's pre-norm block with OLMo 2's q/k norms over the whole projections and a
     // mixture of experts; clip_qkv (a clamp of q, k and v, null in OLMoE-1B-7B) is refused.
@@ -828,8 +851,8 @@ const std::vector<std::string>& SupportedArchitectures() {
       std::string(kQwen3Moe),    std::string(kGemma),       std::string(kGemma2),
       std::string(kGemma3),      std::string(kPhi3),        std::string(kGranite),
       std::string(kGraniteMoe),  std::string(kSmolLM3),     std::string(kGlm),
-      std::string(kGlm4),        std::string(kOlmo2),       std::string(kOlmoe),
-      std::string(kGemma3Multimodal)};
+      std::string(kGlm4),        std::string(kOlmo2),       std::string(kOlmo3),
+      std::string(kOlmoe),       std::string(kGemma3Multimodal)};
   // clang-format on
   return *kArchitectures;
 }
@@ -907,15 +930,17 @@ std::string MaxContextSource(const ModelConfig& config) {
                       UnscaledContext(config), " x factor ", config.rope_scaling->factor);
 }
 
-int64_t LayerSlidingWindow(const ModelConfig& config, int64_t layer) {
-  if (!config.sliding_window) return 0;
+bool LayerIsSlidingKind(const ModelConfig& config, int64_t layer) {
   if (!config.sliding_layers.empty()) {
-    const bool sliding = layer >= 0 && layer < static_cast<int64_t>(config.sliding_layers.size()) &&
-                         config.sliding_layers[static_cast<size_t>(layer)];
-    return sliding ? *config.sliding_window : 0;
+    return layer >= 0 && layer < static_cast<int64_t>(config.sliding_layers.size()) &&
+           config.sliding_layers[static_cast<size_t>(layer)];
   }
   const int64_t pattern = config.sliding_window_pattern;
-  if (pattern >= 2 && (layer + 1) % pattern == 0) return 0;
+  return !(pattern >= 2 && (layer + 1) % pattern == 0);
+}
+
+int64_t LayerSlidingWindow(const ModelConfig& config, int64_t layer) {
+  if (!config.sliding_window || !LayerIsSlidingKind(config, layer)) return 0;
   return *config.sliding_window;
 }
 

@@ -139,8 +139,9 @@ struct ModelConfig {
   std::vector<bool> sliding_layers;
   // Layers that attend without rotary (NoPE: SmolLM3's no_rope_layers zeros); empty: none.
   std::vector<bool> nope_layers;
-  // Rotary base of the sliding-window layers when it differs from rope_theta (Gemma 3's
-  // rope_local_base_freq, 10000 against 1e6); 0: rope_theta for every layer.
+  // Rotary base of the sliding-window layers, which then rotate unscaled (no rope_scaling, no
+  // attention factor on cos and sin): Gemma 3's rope_local_base_freq (10000 against 1e6); OLMo
+  // 3's rope_theta when its full-attention layers scale with YaRN. 0: every layer rotates alike.
   double rope_local_theta = 0;
 
   Activation hidden_activation = Activation::kSilu;
@@ -206,6 +207,10 @@ struct ModelConfig {
 [[nodiscard]] std::string MaxContextSource(const ModelConfig& config);
 // The sliding window of decoder layer `layer` (0: the layer attends the whole context).
 [[nodiscard]] int64_t LayerSlidingWindow(const ModelConfig& config, int64_t layer);
+// Whether decoder layer `layer` is of the sliding-window kind (layer_types, or the pattern),
+// whether or not the config sets a window: such layers rotate with rope_local_theta when it is
+// set (OLMo 3 with a null sliding_window still rotates them unscaled).
+[[nodiscard]] bool LayerIsSlidingKind(const ModelConfig& config, int64_t layer);
 // The window behind which the KV cache may release blocks: the largest layer window when every
 // layer has one (Mistral-7B-v0.1, Phi-3-mini), else 0 (a layer reads the whole context).
 [[nodiscard]] int64_t KvCacheSlidingWindow(const ModelConfig& config);
