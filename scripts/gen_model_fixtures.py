@@ -142,6 +142,18 @@ Writes tests/worker/fixtures/<name>/ for three small SEEDED RANDOM checkpoints:
               checks that the window, YaRN's frequencies, its attention factor, and the sliding
               layer's unscaled rotary each change the logits. Written only when named
               (transformers >= 4.57 has Olmo3; 4.57.1 wrote the committed one).
+  seed-oss-bias SeedOssForCausalLM (Seed-OSS-36B's layout) with transformers' own SeedOss:
+              Llama's block with q/k/v biases (attention_bias) and an o_proj bias of its own
+              (attention_out_bias, set here though Seed-OSS-36B leaves it false, so both flags
+              are read), head_dim 32 (not hidden / heads), GQA 4/2, untied, bfloat16. Written
+              only when named (transformers >= 4.56 has SeedOss; 4.57.1 wrote the committed one).
+  exaone4-hybrid Exaone4ForCausalLM (EXAONE 4.0's layout) with transformers' own Exaone4:
+              olmo2-postnorm's output norms (no input norms) with Qwen3's PER-HEAD q_norm / k_norm,
+              layer_types [sliding_attention, full_attention] with a 16-token window, and rotary
+              on the sliding layer only (the full layer is NoPE); GQA 4/2, untied, bfloat16. The
+              generator checks that the window and the full layer's missing rotary each change
+              the logits. Written only when named (transformers >= 4.54 has Exaone4; 4.57.1 wrote
+              the committed one).
 
 Each directory holds config.json, the safetensors file(s), and:
   expected.json       reference outputs computed in float32 from the SAVED weights (the checkpoint
@@ -434,6 +446,50 @@ def check_olmo3_bites(model, config):
     print("  olmo3: max logit changes " + ", ".join(f"{k} {v:.3f}" for k, v in diffs.items()))
 
 
+def seed_oss_config():
+    from transformers import SeedOssConfig  # transformers >= 4.56
+    return SeedOssConfig(
+        vocab_size=256, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, head_dim=32, max_position_embeddings=256,
+        rope_theta=10000.0, rms_norm_eps=1e-6, tie_word_embeddings=False, attention_bias=True,
+        attention_out_bias=True, mlp_bias=False, attention_dropout=0.0, residual_dropout=0.0,
+        initializer_range=INIT_STD, bos_token_id=1, eos_token_id=2, pad_token_id=0)
+
+
+def exaone4_config():
+    from transformers import Exaone4Config  # transformers >= 4.54
+    return Exaone4Config(
+        vocab_size=256, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256,
+        rope_theta=10000.0, rms_norm_eps=1e-5, tie_word_embeddings=False, sliding_window=16,
+        layer_types=["sliding_attention", "full_attention"],
+        initializer_range=INIT_STD, bos_token_id=1, eos_token_id=2, pad_token_id=0)
+
+
+def check_exaone4_bites(model, config):
+    """The window and the full layer's missing rotary must each change the logits of a prompt
+    longer than the window, or the fixture would not test them."""
+    ids = torch.arange(3, 3 + 3 * config.sliding_window).remainder(config.vocab_size)[None]
+    full = model.model.layers[1].self_attn
+    assert not full.is_sliding and model.model.layers[0].self_attn.is_sliding
+    with torch.no_grad():
+        base = model(input_ids=ids, use_cache=False).logits[0]
+        full.is_sliding = True  # rotates it (its mask still comes from layer_types)
+        roped = model(input_ids=ids, use_cache=False).logits[0]
+        full.is_sliding = False
+        model.config.sliding_window = 10**6
+        unwindowed = model(input_ids=ids, use_cache=False).logits[0]
+        model.config.sliding_window = config.sliding_window
+    w = config.sliding_window
+    nope = float((base - roped).abs().max())
+    assert nope > 1e-2, f"the NoPE layer does not change the logits ({nope})"
+    assert torch.allclose(base[:w], unwindowed[:w], atol=1e-5)
+    window = float((base[w:] - unwindowed[w:]).abs().max())
+    assert window > 1e-2, f"the window does not change the logits past it ({window})"
+    print(f"  exaone4: max logit change with rotary on the full layer {nope:.3f}, without the "
+          f"window {window:.3f}")
+
+
 def glm4_config():
     from transformers import Glm4Config  # transformers >= 4.51
     return Glm4Config(head_dim=16, **GLM_COMMON)
@@ -531,6 +587,8 @@ NAMED_ONLY = [
     ("glm-interleaved", glm_config, torch.bfloat16, 1, 9879),
     ("olmo2-postnorm", olmo2_config, torch.bfloat16, 1, 9881),
     ("olmo3-hybrid", olmo3_config, torch.bfloat16, 1, 9882),
+    ("exaone4-hybrid", exaone4_config, torch.bfloat16, 1, 9883),
+    ("seed-oss-bias", seed_oss_config, torch.bfloat16, 1, 9884),
 ]
 
 
@@ -1040,6 +1098,8 @@ def generate_model(name, make_config, dtype, shards, seed):
         check_shared_expert_bites(ref)
     if config.model_type == "olmo3":
         check_olmo3_bites(ref, config)
+    if config.model_type == "exaone4":
+        check_exaone4_bites(ref, config)
     rope_scaling = getattr(config, "rope_scaling", None)  # GlmConfig has none
     if rope_scaling and rope_scaling.get("type") == "longrope":
         check_longrope_bites(ref, config)

@@ -200,7 +200,7 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, FixtureLoadTest,
                                            "mixtral-moe", "qwen3-moe", "gemma2-softcap",
                                            "gemma3-local-rope", "granite-mup", "smollm3-nope",
                                            "gemma-mqa", "qwen2-moe", "olmo2-postnorm", "olmoe",
-                                           "olmo3-hybrid"),
+                                           "olmo3-hybrid", "exaone4-hybrid", "seed-oss-bias"),
                          [](const ::testing::TestParamInfo<std::string>& param_info) {
                            std::string test_name = param_info.param;
                            for (char& c : test_name) c = c == '-' ? '_' : c;
@@ -565,7 +565,8 @@ TEST(CheckpointTest, ExpectedJsonIsWellFormed) {
                            "gemma3-mm-text", "phi4-partial-rotary", "qwen2-yarn",
                            "smollm3-nope",   "glm4-sandwich",       "glm-interleaved",
                            "gemma-mqa",      "qwen2-moe",           "olmo2-postnorm",
-                           "olmoe",          "olmo3-hybrid"}) {
+                           "olmoe",          "olmo3-hybrid",        "exaone4-hybrid",
+                           "seed-oss-bias"}) {
     SCOPED_TRACE(name);
     const Json expected = ReadJson(testdata::FixtureDir(name) / "expected.json");
     ASSERT_EQ(expected.at("prompts").size(), 4u);

@@ -1150,6 +1150,119 @@ TEST_F(ModelDirTest, LoadsOlmo3WithUnscaledRotaryOnItsSlidingLayers) {
   EXPECT_EQ(LayerSlidingWindow(*config, 0), 4096);
 }
 
+// EXAONE-4.0-32B's shape (values as secondary sources quote them): output norms only, per-head
+// q/k norms, a 4096-token window on three layers of four ("LLLG"), llama3 rope scaling.
+constexpr char kExaone4_32BConfig[] = R"({
+  "architectures": ["Exaone4ForCausalLM"],
+  "head_dim": 128,
+  "hidden_act": "silu",
+  "hidden_size": 5120,
+  "intermediate_size": 27392,
+  "max_position_embeddings": 131072,
+  "model_type": "exaone4",
+  "num_attention_heads": 40,
+  "num_hidden_layers": 64,
+  "num_key_value_heads": 8,
+  "rms_norm_eps": 1e-05,
+  "rope_scaling": {"factor": 16.0, "high_freq_factor": 4.0, "low_freq_factor": 1.0,
+                   "original_max_position_embeddings": 8192, "rope_type": "llama3"},
+  "rope_theta": 1000000,
+  "sliding_window": 4096,
+  "sliding_window_pattern": "LLLG",
+  "tie_word_embeddings": false,
+  "torch_dtype": "bfloat16",
+  "vocab_size": 102400
+})";
+
+// EXAONE 4.0: the global layers attend everything without rotary; the local ones slide with it.
+TEST_F(ModelDirTest, LoadsExaone4WithNoPeGlobalLayers) {
+  absl::StatusOr<ModelConfig> config = LoadModelConfig(WriteConfig(kExaone4_32BConfig));
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_TRUE(config->qk_norm);
+  EXPECT_FALSE(config->qk_norm_across_heads);
+  EXPECT_FALSE(config->pre_norms);
+  EXPECT_TRUE(config->sandwich_norms);
+  EXPECT_FALSE(config->qkv_bias);
+  ASSERT_EQ(config->nope_layers.size(), 64u);
+  for (int64_t layer = 0; layer < 64; ++layer) {
+    const bool global = layer % 4 == 3;
+    EXPECT_EQ(LayerSlidingWindow(*config, layer), global ? 0 : 4096) << layer;
+    EXPECT_EQ(config->nope_layers[static_cast<size_t>(layer)], global) << layer;
+  }
+  // A period says the same as "LLLG"; so does Exaone4Config's default, 4.
+  for (const std::string pattern : {R"("sliding_window_pattern": 4,)", ""}) {
+    const absl::StatusOr<ModelConfig> periodic = LoadModelConfig(WriteConfig(
+        ReplaceAll(kExaone4_32BConfig, R"("sliding_window_pattern": "LLLG",)", pattern)));
+    ASSERT_TRUE(periodic.ok()) << periodic.status();
+    EXPECT_EQ(periodic->nope_layers, config->nope_layers) << pattern;
+    EXPECT_EQ(LayerSlidingWindow(*periodic, 2), 4096);
+    EXPECT_EQ(LayerSlidingWindow(*periodic, 3), 0);
+  }
+  // "LG" alternates; a null window rotates every layer and slides none (EXAONE-4.0-1.2B).
+  config = LoadModelConfig(WriteConfig(ReplaceAll(kExaone4_32BConfig, R"("LLLG")", R"("LG")")));
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_FALSE(config->nope_layers[0]);
+  EXPECT_TRUE(config->nope_layers[1]);
+  config = LoadModelConfig(WriteConfig(
+      ReplaceAll(kExaone4_32BConfig, R"("sliding_window": 4096)", R"("sliding_window": null)")));
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_TRUE(config->nope_layers.empty());
+  EXPECT_EQ(LayerSlidingWindow(*config, 0), 0);
+
+  ExpectError(
+      LoadModelConfig(WriteConfig(ReplaceAll(kExaone4_32BConfig, R"("LLLG")", R"("LLXG")"))),
+      absl::StatusCode::kInvalidArgument,
+      {ConfigPath(), R"(field "sliding_window_pattern" is string "LLXG"; a string pattern lists L )"
+                     "(local) and G (global) only"});
+  ExpectError(
+      LoadModelConfig(WriteConfig(ReplaceAll(kExaone4_32BConfig, R"("LLLG")", "1"))),
+      absl::StatusCode::kInvalidArgument,
+      {ConfigPath(), R"(field "sliding_window_pattern" is 1; a period must be at least 2)"});
+}
+
+// ByteDance-Seed/Seed-OSS-36B-Instruct's shape (values as secondary sources quote them).
+constexpr char kSeedOss36BConfig[] = R"({
+  "architectures": ["SeedOssForCausalLM"],
+  "attention_bias": true,
+  "attention_out_bias": false,
+  "head_dim": 128,
+  "hidden_act": "silu",
+  "hidden_size": 5120,
+  "intermediate_size": 27648,
+  "max_position_embeddings": 524288,
+  "mlp_bias": false,
+  "model_type": "seed_oss",
+  "num_attention_heads": 80,
+  "num_hidden_layers": 64,
+  "num_key_value_heads": 8,
+  "rms_norm_eps": 1e-06,
+  "rope_theta": 10000000.0,
+  "tie_word_embeddings": false,
+  "torch_dtype": "bfloat16",
+  "vocab_size": 155136
+})";
+
+// Seed-OSS: q/k/v biases from attention_bias (true when absent), o_proj's from attention_out_bias.
+TEST_F(ModelDirTest, LoadsSeedOssWithItsTwoAttentionBiasFlags) {
+  absl::StatusOr<ModelConfig> config = LoadModelConfig(WriteConfig(kSeedOss36BConfig));
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_TRUE(config->qkv_bias);
+  EXPECT_FALSE(config->o_proj_bias);
+  EXPECT_FALSE(config->mlp_bias);
+  EXPECT_EQ(config->head_dim, 128);
+  EXPECT_EQ(MaxContextLength(*config), 524288);
+  config = LoadModelConfig(
+      WriteConfig(ReplaceAll(ReplaceAll(kSeedOss36BConfig, R"("attention_bias": true,)", ""),
+                             R"("attention_out_bias": false)", R"("attention_out_bias": true)")));
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_TRUE(config->qkv_bias);
+  EXPECT_TRUE(config->o_proj_bias);
+  config = LoadModelConfig(WriteConfig(
+      ReplaceAll(kSeedOss36BConfig, R"("attention_bias": true)", R"("attention_bias": false)")));
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_FALSE(config->qkv_bias);
+}
+
 // allenai/OLMoE-1B-7B-0924's config.json (as secondary sources quote it).
 constexpr char kOlmoE_1B_7BConfig[] = R"({
   "architectures": ["OlmoeForCausalLM"],
@@ -1561,7 +1674,8 @@ TEST_F(ModelDirTest, UnsupportedArchitectureListsTheSupportedOnes) {
        "Gemma2ForCausalLM, "
        "Gemma3ForCausalLM, Phi3ForCausalLM, GraniteForCausalLM, GraniteMoeForCausalLM, "
        "SmolLM3ForCausalLM, GlmForCausalLM, Glm4ForCausalLM, Olmo2ForCausalLM, "
-       "Olmo3ForCausalLM, OlmoeForCausalLM, Gemma3ForConditionalGeneration, and "
+       "Olmo3ForCausalLM, OlmoeForCausalLM, Exaone4ForCausalLM, SeedOssForCausalLM, "
+       "Gemma3ForConditionalGeneration, and "
        "the ForSequenceClassification form of each but Gemma 3's"});
 }
 

@@ -41,6 +41,8 @@ inline constexpr std::string_view kGlm4 = "Glm4ForCausalLM";
 inline constexpr std::string_view kOlmo2 = "Olmo2ForCausalLM";
 inline constexpr std::string_view kOlmo3 = "Olmo3ForCausalLM";
 inline constexpr std::string_view kOlmoe = "OlmoeForCausalLM";
+inline constexpr std::string_view kExaone4 = "Exaone4ForCausalLM";
+inline constexpr std::string_view kSeedOss = "SeedOssForCausalLM";
 inline constexpr std::string_view kDummyPrefix = "dummy:";
 
 // Qwen2MoeConfig's default shared expert width (Qwen1.5-MoE-A2.7B's).
@@ -53,6 +55,8 @@ inline constexpr int64_t kMistralDefaultSlidingWindow = 4096;
 inline constexpr int64_t kGemma3DefaultSlidingWindow = 4096;
 inline constexpr int64_t kOlmo3DefaultSlidingWindow = 4096;
 inline constexpr int64_t kOlmo3DefaultPattern = 4;  // three sliding layers, then a full one
+inline constexpr int64_t kExaone4DefaultSlidingWindow = 4096;
+inline constexpr int64_t kExaone4DefaultPattern = 4;
 inline constexpr int64_t kGemma3DefaultPattern = 6;
 inline constexpr double kGemma3DefaultQueryPreAttnScalar = 256;
 inline constexpr double kGemma3DefaultLocalRopeTheta = 10000.0;
@@ -526,6 +530,47 @@ absl::Status ReadOlmo3Window(const FieldReader& reader, ModelConfig& config) {
   return absl::OkStatus();
 }
 
+// EXAONE 4.0: with a sliding window (Exaone4Config's default 4096; null: none), the layers of the
+// sliding kind attend the window with rotary and the others the whole context WITHOUT rotary
+// (transformers rotates a layer only when sliding_window is null or the layer slides). The kinds:
+// layer_types, else sliding_window_pattern, a period (every n-th layer global) or a string of
+// L (local) and G (global) repeated from layer 0 (EXAONE-4.0-32B: "LLLG").
+absl::Status ReadExaone4Window(const FieldReader& reader, ModelConfig& config) {
+  HR_ASSIGN_OR_RETURN(const std::optional<int64_t> window,
+                      reader.OptionalPositiveInt("sliding_window"));
+  config.sliding_window =
+      reader.Has("sliding_window") ? window : std::optional(kExaone4DefaultSlidingWindow);
+  if (!config.sliding_window) return absl::OkStatus();
+  const Json* pattern = reader.Find("sliding_window_pattern");
+  if (reader.Find("layer_types") != nullptr) {
+    HR_RETURN_IF_ERROR(ReadLayerTypes(reader, config));
+  } else if (pattern != nullptr && pattern->is_string()) {
+    const std::string kinds = pattern->get<std::string>();
+    if (kinds.empty() || kinds.find_first_not_of("LG") != std::string::npos) {
+      return reader.Error("sliding_window_pattern",
+                          absl::StrCat("is ", Describe(*pattern),
+                                       "; a string pattern lists L (local) and G (global) only"));
+    }
+    for (int64_t layer = 0; layer < config.num_hidden_layers; ++layer) {
+      config.sliding_layers.push_back(kinds[static_cast<size_t>(layer) % kinds.size()] == 'L');
+    }
+  } else {
+    HR_ASSIGN_OR_RETURN(const std::optional<int64_t> period,
+                        reader.OptionalPositiveInt("sliding_window_pattern"));
+    config.sliding_window_pattern = period.value_or(kExaone4DefaultPattern);
+    if (config.sliding_window_pattern < 2) {
+      return reader.Error("sliding_window_pattern",
+                          absl::StrCat("is ", config.sliding_window_pattern,
+                                       "; a period must be at least 2 (one local layer)"));
+    }
+  }
+  config.nope_layers.clear();
+  for (int64_t layer = 0; layer < config.num_hidden_layers; ++layer) {
+    config.nope_layers.push_back(!LayerIsSlidingKind(config, layer));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ReadBiasesAndWindow(const FieldReader& reader, ModelConfig& config) {
   if (config.architecture == kQwen2 || config.architecture == kQwen2Moe) {
     // Qwen2's q/k/v projections always carry a bias and o_proj never does; config.json has no key.
@@ -593,6 +638,18 @@ absl::Status ReadBiasesAndWindow(const FieldReader& reader, ModelConfig& config)
     config.sandwich_norms = true;
     config.pre_norms = false;
     if (config.architecture == kOlmo3) HR_RETURN_IF_ERROR(ReadOlmo3Window(reader, config));
+  } else if (config.architecture == kSeedOss) {
+    // Seed-OSS: Llama's block with q/k/v biases (attention_bias, true by default) and an o_proj
+    // bias of its own (attention_out_bias, false by default); mlp_bias as Llama's.
+    HR_ASSIGN_OR_RETURN(config.qkv_bias, reader.Bool("attention_bias", true));
+    HR_ASSIGN_OR_RETURN(config.o_proj_bias, reader.Bool("attention_out_bias", false));
+    HR_ASSIGN_OR_RETURN(config.mlp_bias, reader.Bool("mlp_bias", false));
+  } else if (config.architecture == kExaone4) {
+    // EXAONE 4.0: OLMo 2's output norms (no input norms), Qwen3's per-head q/k norms, no biases.
+    config.qk_norm = true;
+    config.sandwich_norms = true;
+    config.pre_norms = false;
+    HR_RETURN_IF_ERROR(ReadExaone4Window(reader, config));
   } else if (config.architecture == kOlmoe) {
     // OLMoE: Llama's pre-norm block with OLMo 2's q/k norms over the whole projections and a
     // mixture of experts; clip_qkv (a clamp of q, k and v, null in OLMoE-1B-7B) is refused.
@@ -852,7 +909,8 @@ const std::vector<std::string>& SupportedArchitectures() {
       std::string(kGemma3),      std::string(kPhi3),        std::string(kGranite),
       std::string(kGraniteMoe),  std::string(kSmolLM3),     std::string(kGlm),
       std::string(kGlm4),        std::string(kOlmo2),       std::string(kOlmo3),
-      std::string(kOlmoe),       std::string(kGemma3Multimodal)};
+      std::string(kOlmoe),       std::string(kExaone4),     std::string(kSeedOss),
+      std::string(kGemma3Multimodal)};
   // clang-format on
   return *kArchitectures;
 }
