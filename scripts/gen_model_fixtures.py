@@ -402,6 +402,17 @@ def olmo2_config():
         initializer_range=INIT_STD, bos_token_id=1, eos_token_id=2, pad_token_id=0)
 
 
+def logit_change(model, ids, module, attribute, value):
+    """The largest change of the logits of `ids` while module.attribute is `value` (restored)."""
+    with torch.no_grad():
+        base = model(input_ids=ids, use_cache=False).logits[0]
+        saved = getattr(module, attribute)
+        setattr(module, attribute, value)
+        changed = model(input_ids=ids, use_cache=False).logits[0]
+        setattr(module, attribute, saved)
+    return float((base - changed).abs().max())
+
+
 def olmo3_config():
     from transformers import Olmo3Config  # transformers >= 4.57
     return Olmo3Config(
@@ -425,13 +436,7 @@ def check_olmo3_bites(model, config):
     default_inv_freq = sliding.inv_freq.clone()
 
     def change(module, attribute, value):
-        with torch.no_grad():
-            base = model(input_ids=ids, use_cache=False).logits[0]
-            saved = getattr(module, attribute)
-            setattr(module, attribute, value)
-            changed = model(input_ids=ids, use_cache=False).logits[0]
-            setattr(module, attribute, saved)
-        return float((base - changed).abs().max())
+        return logit_change(model, ids, module, attribute, value)
 
     diffs = {
         "window": change(model.config, "sliding_window", 10**6),
@@ -1180,13 +1185,7 @@ def check_yarn_bites(model, config):
         config, "cpu")
 
     def change(attribute, value):
-        with torch.no_grad():
-            base = model(input_ids=ids, use_cache=False).logits[0]
-            saved = getattr(rotary, attribute)
-            setattr(rotary, attribute, value)
-            changed = model(input_ids=ids, use_cache=False).logits[0]
-            setattr(rotary, attribute, saved)
-        return float((base - changed).abs().max())
+        return logit_change(model, ids, rotary, attribute, value)
 
     frequencies = change("inv_freq", default_inv_freq)
     attention = change("attention_scaling", 1.0)

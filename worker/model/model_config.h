@@ -137,7 +137,8 @@ struct ModelConfig {
   // list (newer transformers) fills sliding_layers instead, which then decides.
   int64_t sliding_window_pattern = 0;
   std::vector<bool> sliding_layers;
-  // Layers that attend without rotary (NoPE: SmolLM3's no_rope_layers zeros); empty: none.
+  // Layers that attend without rotary (NoPE: SmolLM3's no_rope_layers zeros, EXAONE 4.0's global
+  // layers); empty: none.
   std::vector<bool> nope_layers;
   // Rotary base of the sliding-window layers, which then rotate unscaled (no rope_scaling, no
   // attention factor on cos and sin): Gemma 3's rope_local_base_freq (10000 against 1e6); OLMo
