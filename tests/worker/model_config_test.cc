@@ -1148,6 +1148,21 @@ TEST_F(ModelDirTest, LoadsOlmo3WithUnscaledRotaryOnItsSlidingLayers) {
   ASSERT_TRUE(config.ok()) << config.status();
   EXPECT_EQ(config->rope_local_theta, 0.0);
   EXPECT_EQ(LayerSlidingWindow(*config, 0), 4096);
+
+  // LongRoPE has no unscaled form for the sliding layers here: refused, naming the key.
+  std::string ones = "[1.0";
+  for (int i = 1; i < 64; ++i) absl::StrAppend(&ones, ", 1.0");
+  absl::StrAppend(&ones, "]");
+  ExpectError(
+      LoadModelConfig(WriteConfig(ReplaceAll(
+          kOlmo3_7BConfig,
+          R"("rope_scaling": {"rope_type": "yarn", "factor": 8.0, "original_max_position_embeddings": 8192,
+                   "attention_factor": 1.2079441541679836, "beta_fast": 32, "beta_slow": 1},)",
+          absl::StrCat(R"("rope_scaling": {"rope_type": "longrope", "short_factor": )", ones,
+                       R"(, "long_factor": )", ones,
+                       R"(, "original_max_position_embeddings": 8192},)")))),
+      absl::StatusCode::kInvalidArgument,
+      {ConfigPath(), R"(field "rope_scaling" is longrope; OLMo 3 supports)"});
 }
 
 // EXAONE-4.0-32B's shape (values as secondary sources quote them): output norms only, per-head

@@ -9,7 +9,6 @@
 #include <utility>
 
 #include "absl/status/status.h"
-#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
@@ -929,21 +928,21 @@ bool RefusesFloat16(const ModelConfig& config) {
 
 absl::StatusOr<DType> ResolveModelDType(const ModelConfig& config, std::string_view flag_value) {
   const bool refuses_float16 = RefusesFloat16(config);
-  if (absl::AsciiStrToLower(std::string(flag_value)) != "auto") {
-    HR_ASSIGN_OR_RETURN(const DType dtype, ParseDType(flag_value));
-    if (dtype == DType::kFloat16 && refuses_float16) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          config.architecture,
-          " does not support float16 (numerical instability, as vLLM refuses it); use bfloat16 "
-          "or float32"));
-    }
-    return dtype;
+  // What "auto" means; never float16 for a model that refuses it.
+  DType auto_dtype = config.torch_dtype;
+  if (auto_dtype == DType::kFloat32) {
+    auto_dtype = config.classifier && !refuses_float16 ? DType::kFloat16 : DType::kBFloat16;
+  } else if (auto_dtype == DType::kFloat16 && refuses_float16) {
+    auto_dtype = DType::kBFloat16;
   }
-  const DType preferred =
-      config.classifier && !refuses_float16 ? DType::kFloat16 : DType::kBFloat16;
-  if (config.torch_dtype == DType::kFloat32) return preferred;
-  if (config.torch_dtype == DType::kFloat16 && refuses_float16) return preferred;
-  return config.torch_dtype;
+  HR_ASSIGN_OR_RETURN(const DType dtype, ResolveDType(flag_value, auto_dtype));
+  if (dtype == DType::kFloat16 && refuses_float16) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        config.architecture,
+        " does not support float16 (numerical instability, as vLLM refuses it); use bfloat16 "
+        "or float32"));
+  }
+  return dtype;
 }
 
 namespace {
