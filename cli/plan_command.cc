@@ -117,6 +117,36 @@ std::string AttentionExtras(const worker::ModelConfig& c) {
   return extras;
 }
 
+// "  mixture of experts: 128 experts of intermediate 1408, top 8 (renormalized), sigmoid scores
+// with a correction bias, an ungated shared expert of intermediate 1408; the first 1 layer dense
+// of intermediate 10944".
+std::string ExpertsSummary(const worker::ModelConfig& c) {
+  std::string summary = absl::StrFormat(
+      "  mixture of experts: %d experts of intermediate %d, top %d%s", c.num_experts,
+      c.intermediate_size, c.num_experts_per_tok, c.norm_topk_prob ? " (renormalized)" : "");
+  if (c.moe_num_groups > 1) {
+    absl::StrAppendFormat(&summary, " from the best %d of %d groups", c.moe_topk_groups,
+                          c.moe_num_groups);
+  }
+  if (c.routed_scaling_factor != 1.0) {
+    absl::StrAppendFormat(&summary, " scaled x%g", c.routed_scaling_factor);
+  }
+  if (c.moe_sigmoid_scores) {
+    absl::StrAppend(&summary, ", sigmoid scores",
+                    c.moe_correction_bias ? " with a correction bias" : "");
+  }
+  if (c.shared_expert_intermediate_size > 0) {
+    absl::StrAppend(&summary, c.shared_expert_gated ? ", a gated" : ", an ungated",
+                    " shared expert of intermediate ", c.shared_expert_intermediate_size);
+  }
+  const int64_t dense = worker::NumDenseMlpLayers(c);
+  if (dense > 0) {
+    absl::StrAppendFormat(&summary, "; the first %d layer%s dense of intermediate %d", dense,
+                          dense == 1 ? "" : "s", c.dense_intermediate_size);
+  }
+  return summary + "\n";
+}
+
 std::string ModelSummary(const worker::ModelConfig& c, worker::DType dtype, worker::DType kv_dtype,
                          int64_t max_model_len) {
   std::string summary = absl::StrFormat("Model %s (%s)\n", c.source,
@@ -136,16 +166,7 @@ std::string ModelSummary(const worker::ModelConfig& c, worker::DType dtype, work
                                      : c.qk_norm_across_heads ? ", q/k norm across heads"
                                                               : ", per-head q/k norm",
                                      AttentionExtras(c)));
-  if (c.num_experts > 0) {
-    absl::StrAppendFormat(&summary,
-                          "  mixture of experts: %d experts of intermediate %d, top %d%s%s\n",
-                          c.num_experts, c.intermediate_size, c.num_experts_per_tok,
-                          c.norm_topk_prob ? " (renormalized)" : "",
-                          c.shared_expert_intermediate_size > 0
-                              ? absl::StrCat(", a gated shared expert of intermediate ",
-                                             c.shared_expert_intermediate_size)
-                              : "");
-  }
+  if (c.num_experts > 0) absl::StrAppend(&summary, ExpertsSummary(c));
   std::string rope_scaling;
   if (c.rope_scaling && c.rope_scaling->type == worker::RopeScalingType::kYarn) {
     rope_scaling = absl::StrFormat(

@@ -54,6 +54,12 @@ absl::Status ValidateModel(const ModelDims& m) {
   HR_RETURN_IF_ERROR(CheckRange("model shared_expert_intermediate_size",
                                 m.shared_expert_intermediate_size, 0,
                                 m.num_experts > 0 ? kMaxIntermediateSize : 0));
+  HR_RETURN_IF_ERROR(CheckRange("model num_dense_mlp_layers", m.num_dense_mlp_layers, 0,
+                                m.num_experts > 0 ? m.num_layers : 0));
+  if (m.num_dense_mlp_layers > 0) {
+    HR_RETURN_IF_ERROR(CheckRange("model dense_intermediate_size", m.dense_intermediate_size, 1,
+                                  kMaxIntermediateSize));
+  }
   if (m.num_attention_heads % m.num_kv_heads != 0) {
     return absl::InvalidArgumentError(absl::StrCat("model num_key_value_heads (", m.num_kv_heads,
                                                    ") must divide num_attention_heads (",
@@ -93,9 +99,12 @@ ActivationArena ArenaOf(const MemoryPlanInput& in, const TensorParallelShard& sh
   ActivationArena arena;
   // A mixture of experts runs each token through num_experts_per_tok experts: that many rows of
   // gate_up and silu(g)*u per token, and the router's logits and routes. A shared expert runs
-  // after them in the same buffers, one row per token of its own width.
+  // after them in the same buffers, one row per token of its own width, as do the dense layers'
+  // MLPs (GLM-4.5's first layers).
   const int64_t mlp_rows = m.num_experts > 0 ? t * m.num_experts_per_tok : t;
-  const int64_t mlp_values = std::max(mlp_rows * shard.intermediate, t * shard.shared_intermediate);
+  const int64_t mlp_values =
+      std::max({mlp_rows * shard.intermediate, t * shard.shared_intermediate,
+                m.num_dense_mlp_layers > 0 ? t * shard.dense_intermediate : 0});
   arena.token_buffers_bytes = 3 * Align(t * m.hidden_size * a)  // hidden, residual, normed
                               + Align(t * (shard.q_dim + 2 * shard.kv_dim) * a)  // qkv
                               + Align(t * shard.q_dim * a)                       // attn out
@@ -285,16 +294,19 @@ int64_t WeightParamsPerRank(const ModelDims& m, int64_t tensor_parallel_size) {
                             + 2 * h * shard.kv_dim  // k_proj, v_proj (column-parallel)
                             + shard.q_dim * h       // o_proj (row-parallel)
                             + (m.qkv_bias ? shard.q_dim + 2 * shard.kv_dim : 0) +
-                            (m.o_proj_bias ? h : 0);  // row-parallel bias: replicated
-  const int64_t dense = 2 * h * shard.intermediate    // gate_proj, up_proj (column-parallel)
-                        + shard.intermediate * h      // down_proj (row-parallel)
-                        + (m.mlp_bias ? 2 * shard.intermediate + h : 0);
-  // Mixture of experts: each expert's slice, and the router (replicated); a shared expert's slice
-  // and its gate (replicated).
-  const int64_t shared =
-      m.shared_expert_intermediate_size > 0 ? 3 * h * shard.shared_intermediate + h : 0;
-  const int64_t mlp =
-      m.num_experts > 0 ? m.num_experts * (3 * h * shard.intermediate + h) + shared : dense;
+                            (m.o_proj_bias ? h : 0);      // row-parallel bias: replicated
+  const int64_t dense = 2 * h * shard.dense_intermediate  // gate_proj, up_proj (column-parallel)
+                        + shard.dense_intermediate * h    // down_proj (row-parallel)
+                        + (m.mlp_bias ? 2 * shard.dense_intermediate + h : 0);
+  // Mixture of experts: each expert's slice, and the router and its correction bias
+  // (replicated); a shared expert's slice and its gate (replicated).
+  const int64_t shared = m.shared_expert_intermediate_size > 0
+                             ? 3 * h * shard.shared_intermediate + (m.shared_expert_gated ? h : 0)
+                             : 0;
+  const int64_t experts = m.num_experts * (3 * h * shard.intermediate + h) +
+                          (m.moe_correction_bias ? m.num_experts : 0) + shared;
+  const int64_t dense_layers = m.num_experts > 0 ? m.num_dense_mlp_layers : m.num_layers;
+  const int64_t mlps = dense_layers * dense + (m.num_layers - dense_layers) * experts;
   // input_layernorm, post_attention_layernorm (+ pre/post_feedforward_layernorm; OLMo 2 only the
   // output norms), replicated, and q_norm / k_norm: per head replicated, across heads split.
   const int64_t qk_norms = !m.qk_norm               ? 0
@@ -302,7 +314,7 @@ int64_t WeightParamsPerRank(const ModelDims& m, int64_t tensor_parallel_size) {
                                                     : 2 * m.head_dim;
   const int64_t norms = ((m.pre_norms ? 2 : 0) + (m.sandwich_norms ? 2 : 0)) * h + qk_norms;
   const int64_t embeddings = shard.vocab_rows * h * (m.tie_word_embeddings ? 1 : 2);
-  return m.num_layers * (attention + mlp + norms) + embeddings + h /* final norm */;
+  return m.num_layers * (attention + norms) + mlps + embeddings + h /* final norm */;
 }
 
 std::array<std::pair<int64_t, int64_t>, 7> LoraProjectionShapes(const ModelDims& m,

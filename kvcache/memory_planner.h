@@ -49,12 +49,20 @@ struct ModelDims {
   // The two [hidden] norms of each block's input; false: only the sandwich's output norms (OLMo 2).
   bool pre_norms = true;
   // Mixture of experts: every layer's MLP is num_experts experts of intermediate_size (split
-  // across ranks like a dense MLP) and a replicated router; 0 = dense.
+  // across ranks like a dense MLP) and a replicated router (with a replicated [num_experts]
+  // correction bias: GLM-4.5); 0 = dense.
   int64_t num_experts = 0;
   int64_t num_experts_per_tok = 0;
-  // A shared expert beside the routed ones (Qwen2-MoE): one SwiGLU MLP of this width every token
-  // runs, split across ranks like a dense MLP, with a replicated [hidden] gate; 0 = none.
+  bool moe_correction_bias = false;
+  // A shared expert beside the routed ones (Qwen2-MoE, GLM-4.5): one SwiGLU MLP of this width
+  // every token runs, split across ranks like a dense MLP, with a replicated [hidden] gate when
+  // shared_expert_gated (Qwen2-MoE); 0 = none.
   int64_t shared_expert_intermediate_size = 0;
+  bool shared_expert_gated = true;
+  // With experts: this many layers have a dense SwiGLU MLP of dense_intermediate_size in their
+  // place (GLM-4.5's first_k_dense_replace), split across ranks.
+  int64_t num_dense_mlp_layers = 0;
+  int64_t dense_intermediate_size = 0;
   // Every layer attends at most this many positions back (Mistral-7B-v0.1): a sequence holds
   // only its window's blocks (sliding_window.h); 0 = some layer reads the whole context.
   int64_t kv_sliding_window = 0;

@@ -13,6 +13,8 @@ TensorParallelShard ShardOf(const ModelDims& model, int64_t tp) {
   shard.intermediate = model.intermediate_size / tp;
   shard.vocab_rows = (model.vocab_size + tp - 1) / tp;
   shard.shared_intermediate = model.shared_expert_intermediate_size / tp;
+  shard.dense_intermediate =
+      (model.num_experts > 0 ? model.dense_intermediate_size : model.intermediate_size) / tp;
   return shard;
 }
 
@@ -29,6 +31,11 @@ std::vector<std::string> ShardingProblems(const ModelDims& model, int64_t tp) {
   if (model.intermediate_size % tp != 0) {
     problems.push_back(
         absl::StrCat("intermediate_size ", model.intermediate_size, " is not divisible by ", tp));
+  }
+  if (model.num_experts > 0 && model.num_dense_mlp_layers > 0 &&
+      model.dense_intermediate_size % tp != 0) {
+    problems.push_back(absl::StrCat("the dense layers' intermediate_size ",
+                                    model.dense_intermediate_size, " is not divisible by ", tp));
   }
   if (model.shared_expert_intermediate_size % tp != 0) {
     problems.push_back(absl::StrCat("shared_expert_intermediate_size ",
@@ -49,6 +56,7 @@ ShardOffsets ShardOffsetsOf(const ModelDims& model, int64_t tp, int64_t rank) {
   offsets.intermediate = rank * shard.intermediate;
   offsets.vocab_row = rank * shard.vocab_rows;
   offsets.shared_intermediate = rank * shard.shared_intermediate;
+  offsets.dense_intermediate = rank * shard.dense_intermediate;
   return offsets;
 }
 

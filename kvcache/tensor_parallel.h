@@ -7,7 +7,8 @@
 //   KV heads      split when tp divides them; otherwise (the KV heads divide tp) each rank keeps
 //                 a copy of the one KV head its query heads attend to
 //   MLP           gate/up rows and down columns split by intermediate_size / tp (each expert's,
-//                 and a shared expert's by shared_expert_intermediate_size / tp)
+//                 a shared expert's by shared_expert_intermediate_size / tp, and the dense
+//                 layers' of a mixture-of-experts model by dense_intermediate_size / tp)
 //   vocabulary    embedding and LM-head rows split by ceil(vocab / tp), the last rank padded
 #pragma once
 
@@ -27,6 +28,9 @@ struct TensorParallelShard {
   int64_t intermediate = 0;         // MLP columns on this rank.
   int64_t vocab_rows = 0;           // Embedding / LM-head rows on this rank (vocab padded to tp).
   int64_t shared_intermediate = 0;  // The shared expert's MLP columns on this rank (0: none).
+  // A dense layer's MLP columns on this rank: `intermediate` without experts, the dense layers'
+  // of a mixture-of-experts model (GLM-4.5's first ones) with them.
+  int64_t dense_intermediate = 0;
 };
 
 // The shard of any rank (all ranks hold the same sizes). Requires ShardingProblems(...) empty.
@@ -43,6 +47,7 @@ struct ShardOffsets {
   int64_t intermediate = 0;
   int64_t vocab_row = 0;
   int64_t shared_intermediate = 0;
+  int64_t dense_intermediate = 0;
 };
 [[nodiscard]] ShardOffsets ShardOffsetsOf(const ModelDims& model, int64_t tensor_parallel_size,
                                           int64_t rank);

@@ -147,6 +147,16 @@ Writes tests/worker/fixtures/<name>/ for three small SEEDED RANDOM checkpoints:
               (attention_out_bias, set here though Seed-OSS-36B leaves it false, so both flags
               are read), head_dim 32 (not hidden / heads), GQA 4/2, untied, bfloat16. Written
               only when named (transformers >= 4.56 has SeedOss; 4.57.1 wrote the committed one).
+  glm4-moe    Glm4MoeForCausalLM (GLM-4.5's layout) with transformers' own Glm4Moe: layer 0
+              dense (first_k_dense_replace 1, intermediate 128), layer 1 a mixture of 8 experts
+              of width 32 routed by sigmoid scores plus a non-negative random correction bias
+              (e_score_correction_bias), in 4 groups of which the best 2 (top-2 sums) stay
+              eligible, top 3, renormalized and scaled by routed_scaling_factor 2.5, beside 2
+              ungated shared experts (one MLP of 64); q/k/v biases, per-head q/k norms, head_dim
+              32 with rotary on its first half (rotate-half layout), GQA 4/2, untied, bfloat16.
+              The generator checks that the correction bias, the groups, the routed scale and
+              the shared experts each change the logits. Written only when named (transformers
+              >= 4.54 has Glm4Moe; 4.57.1 wrote the committed one).
   exaone4-hybrid Exaone4ForCausalLM (EXAONE 4.0's layout) with transformers' own Exaone4:
               olmo2-postnorm's output norms (no input norms) with Qwen3's PER-HEAD q_norm / k_norm,
               layer_types [sliding_attention, full_attention] with a 16-token window, and rotary
@@ -471,6 +481,39 @@ def exaone4_config():
         initializer_range=INIT_STD, bos_token_id=1, eos_token_id=2, pad_token_id=0)
 
 
+def glm4_moe_config():
+    from transformers import Glm4MoeConfig  # transformers >= 4.54
+    return Glm4MoeConfig(
+        vocab_size=256, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, head_dim=32, partial_rotary_factor=0.5,
+        max_position_embeddings=256, rope_theta=10000.0, rms_norm_eps=1e-5,
+        tie_word_embeddings=False, attention_bias=True, use_qk_norm=True,
+        n_routed_experts=8, num_experts_per_tok=3, moe_intermediate_size=32, n_shared_experts=2,
+        routed_scaling_factor=2.5, n_group=4, topk_group=2, first_k_dense_replace=1,
+        norm_topk_prob=True, initializer_range=INIT_STD, bos_token_id=1, eos_token_id=2,
+        pad_token_id=0)
+
+
+def check_glm4_moe_bites(model, config):
+    """GLM-4.5's routing must change the logits in each of its parts, or the fixture would not
+    test them: the correction bias (against none), the groups (against one group), the routed
+    scale (against 1), and the shared experts (against none)."""
+    ids = torch.arange(3, 40).remainder(config.vocab_size)[None]
+    moe = model.model.layers[1].mlp
+    diffs = {
+        "correction bias": logit_change(model, ids, moe.gate, "e_score_correction_bias",
+                                        torch.zeros_like(moe.gate.e_score_correction_bias)),
+        "groups": logit_change(model, ids, moe.gate, "topk_group", moe.gate.n_group),
+        "routed scale": logit_change(model, ids, moe.gate, "routed_scaling_factor", 1.0),
+        "shared experts": logit_change(
+            model, ids, moe.shared_experts.down_proj, "weight",
+            torch.nn.Parameter(torch.zeros_like(moe.shared_experts.down_proj.weight))),
+    }
+    for what, diff in diffs.items():
+        assert diff > 1e-2, f"the {what} do not change the logits ({diff})"
+    print("  glm4_moe: max logit changes " + ", ".join(f"{k} {v:.3f}" for k, v in diffs.items()))
+
+
 def check_exaone4_bites(model, config):
     """The window and the full layer's missing rotary must each change the logits of a prompt
     longer than the window, or the fixture would not test them."""
@@ -594,6 +637,7 @@ NAMED_ONLY = [
     ("olmo3-hybrid", olmo3_config, torch.bfloat16, 1, 9882),
     ("exaone4-hybrid", exaone4_config, torch.bfloat16, 1, 9883),
     ("seed-oss-bias", seed_oss_config, torch.bfloat16, 1, 9884),
+    ("glm4-moe", glm4_moe_config, torch.bfloat16, 1, 9885),
 ]
 
 
@@ -610,6 +654,12 @@ def build_model(config, seed):
                 param.copy_(norm_center + 0.2 * torch.randn_like(param))
             elif name.endswith(".bias"):
                 param.copy_(0.2 * torch.randn_like(param))
+        # GLM-4.5's router correction bias is a buffer (zeros): drawn non-negative, so that every
+        # eligible expert's choice stays above the 0 that transformers gives the masked ones (vLLM
+        # gives them -inf; the two agree only then).
+        for name, buffer in model.named_buffers():
+            if name.endswith("e_score_correction_bias"):
+                buffer.copy_(0.3 * torch.rand_like(buffer))
     model.eval()
     return model
 
@@ -1105,6 +1155,8 @@ def generate_model(name, make_config, dtype, shards, seed):
         check_olmo3_bites(ref, config)
     if config.model_type == "exaone4":
         check_exaone4_bites(ref, config)
+    if config.model_type == "glm4_moe":
+        check_glm4_moe_bites(ref, config)
     rope_scaling = getattr(config, "rope_scaling", None)  # GlmConfig has none
     if rope_scaling and rope_scaling.get("type") == "longrope":
         check_longrope_bites(ref, config)

@@ -658,6 +658,71 @@ TEST(MemoryPlannerTest, TensorParallelShardsTheSharedExpert) {
   ExpectInvalid(Input(dims, 80, 8192), "shared_expert_intermediate_size must be between 0 and 0");
 }
 
+// zai-org/GLM-4.5-Air's config.json: 128 sigmoid-routed experts of 1408 with a correction bias,
+// one ungated shared expert, the first layer dense of 10944; 96 heads of 128, 8 KV heads.
+ModelDims Glm45Air() {
+  return {.num_layers = 46,
+          .hidden_size = 4096,
+          .intermediate_size = 1408,
+          .num_attention_heads = 96,
+          .num_kv_heads = 8,
+          .head_dim = 128,
+          .vocab_size = 151552,
+          .max_position_embeddings = 131072,
+          .qkv_bias = true,
+          .num_experts = 128,
+          .num_experts_per_tok = 8,
+          .moe_correction_bias = true,
+          .shared_expert_intermediate_size = 1408,
+          .shared_expert_gated = false,
+          .num_dense_mlp_layers = 1,
+          .dense_intermediate_size = 10944};
+}
+
+// Its model card: "106 billion total parameters" (its multi-token-prediction layer, which vLLM
+// loads only to speculate, left out). A dense layer holds its MLP in place of the experts.
+TEST(MemoryPlannerTest, Glm45AirCountsItsDenseLayerAndExpertsAsItsModelCard) {
+  const ModelDims air = Glm45Air();
+  const MemoryPlan plan = MustPlan(Input(air, 1024, 4096));
+  EXPECT_GE(plan.weight_params_per_rank, 106'000'000'000);
+  EXPECT_LT(plan.weight_params_per_rank, 107'000'000'000);
+
+  ModelDims all_experts = air;
+  all_experts.num_dense_mlp_layers = 0;
+  const int64_t h = 4096;
+  const int64_t experts_mlp = 128 * (3 * h * 1408 + h)  // experts and router rows
+                              + 128                     // correction bias
+                              + 3 * h * 1408;           // the shared expert, no gate
+  EXPECT_EQ(
+      MustPlan(Input(all_experts, 1024, 4096)).weight_params_per_rank - plan.weight_params_per_rank,
+      experts_mlp - 3 * h * 10944);
+  ModelDims gated = air;
+  gated.shared_expert_gated = true;
+  EXPECT_EQ(MustPlan(Input(gated, 1024, 4096)).weight_params_per_rank - plan.weight_params_per_rank,
+            45 * h)
+      << "a gate [hidden] on each of the 45 expert layers' shared expert";
+
+  // The dense layers are split like the experts, and must divide like them.
+  MemoryPlanInput input = Input(air, 80, 8192);
+  input.tensor_parallel_size = 4;
+  const int64_t replicated = 46 * 2 * h + 45 * (128 * h + 128) + h;  // norms, routers, biases
+  EXPECT_EQ(MustPlan(input).weight_params_per_rank * 4 - 3 * replicated,
+            plan.weight_params_per_rank);
+  input.model.dense_intermediate_size = 10946;
+  ExpectInvalid(input, "the dense layers' intermediate_size 10946 is not divisible by 4");
+  // The dense MLP's width sizes gate_up and act when it is the widest of the MLPs.
+  const int64_t t = 8192;
+  const int64_t routed = MustPlan(Input(air, 1024, 4096)).arena.token_buffers_bytes;
+  ModelDims wide = air;
+  wide.dense_intermediate_size = 8 * 1408 * 2;
+  EXPECT_EQ(MustPlan(Input(wide, 1024, 4096)).arena.token_buffers_bytes - routed,
+            t * 3 * (8 * 1408 * 2 - 8 * 1408) * 2);
+  // Dense layers belong to a mixture of experts.
+  ModelDims dense = Llama3_8B();
+  dense.num_dense_mlp_layers = 1;
+  ExpectInvalid(Input(dense, 80, 8192), "num_dense_mlp_layers must be between 0 and 0");
+}
+
 // OLMo 2's q/k norms span every head, so they are split with the heads, not replicated.
 TEST(MemoryPlannerTest, TensorParallelSplitsQkNormsAcrossHeads) {
   const int64_t replicated = 32 * 2 * 4096 + 4096;  // the two output norms, the final norm

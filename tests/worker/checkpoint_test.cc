@@ -200,7 +200,8 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, FixtureLoadTest,
                                            "mixtral-moe", "qwen3-moe", "gemma2-softcap",
                                            "gemma3-local-rope", "granite-mup", "smollm3-nope",
                                            "gemma-mqa", "qwen2-moe", "olmo2-postnorm", "olmoe",
-                                           "olmo3-hybrid", "exaone4-hybrid", "seed-oss-bias"),
+                                           "olmo3-hybrid", "exaone4-hybrid", "seed-oss-bias",
+                                           "glm4-moe"),
                          [](const ::testing::TestParamInfo<std::string>& param_info) {
                            std::string test_name = param_info.param;
                            for (char& c : test_name) c = c == '-' ? '_' : c;
@@ -558,15 +559,19 @@ TEST(CheckpointTest, MultimodalCheckpointsKeepTheLanguageModelUnderEitherPrefix)
 
 // The fixtures' reference outputs are well-formed (the forward-pass tests rely on them).
 TEST(CheckpointTest, ExpectedJsonIsWellFormed) {
-  for (const char* name : {"llama-gqa",      "qwen2-bias",          "llama-tied",
-                           "qwen3-qknorm",   "mixtral-moe",         "qwen3-moe",
-                           "gemma2-softcap", "gemma3-local-rope",   "granite-mup",
-                           "phi3-fused",     "granite-moe",         "phi3-longrope",
-                           "gemma3-mm-text", "phi4-partial-rotary", "qwen2-yarn",
-                           "smollm3-nope",   "glm4-sandwich",       "glm-interleaved",
-                           "gemma-mqa",      "qwen2-moe",           "olmo2-postnorm",
-                           "olmoe",          "olmo3-hybrid",        "exaone4-hybrid",
-                           "seed-oss-bias"}) {
+  for (const char* name : {"llama-gqa",      "qwen2-bias",
+                           "llama-tied",     "qwen3-qknorm",
+                           "mixtral-moe",    "qwen3-moe",
+                           "gemma2-softcap", "gemma3-local-rope",
+                           "granite-mup",    "phi3-fused",
+                           "granite-moe",    "phi3-longrope",
+                           "gemma3-mm-text", "phi4-partial-rotary",
+                           "qwen2-yarn",     "smollm3-nope",
+                           "glm4-sandwich",  "glm-interleaved",
+                           "gemma-mqa",      "qwen2-moe",
+                           "olmo2-postnorm", "olmoe",
+                           "olmo3-hybrid",   "exaone4-hybrid",
+                           "seed-oss-bias",  "glm4-moe"}) {
     SCOPED_TRACE(name);
     const Json expected = ReadJson(testdata::FixtureDir(name) / "expected.json");
     ASSERT_EQ(expected.at("prompts").size(), 4u);

@@ -942,7 +942,7 @@ TEST_F(ModelDirTest, LoadsPhi3WithFusedProjectionsAndAWindowOnEveryLayer) {
                                                      R"("partial_rotary_factor": 0.5,)"))),
               absl::StatusCode::kInvalidArgument,
               {"\"partial_rotary_factor\" is 0.5; partial rotary embedding is supported for "
-               "Phi3ForCausalLM, GlmForCausalLM and Glm4ForCausalLM only"});
+               "Phi3ForCausalLM, GlmForCausalLM, Glm4ForCausalLM and Glm4MoeForCausalLM only"});
 
   // dummy:phi-4 is Phi-4's shape with the same layout.
   const absl::StatusOr<ModelConfig> phi4 = LoadModelConfig("dummy:phi-4");
@@ -989,6 +989,14 @@ void ExpectSameModel(const ModelConfig& preset, const ModelConfig& config) {
   EXPECT_EQ(preset.num_experts_per_tok, config.num_experts_per_tok);
   EXPECT_EQ(preset.norm_topk_prob, config.norm_topk_prob);
   EXPECT_EQ(preset.shared_expert_intermediate_size, config.shared_expert_intermediate_size);
+  EXPECT_EQ(preset.shared_expert_gated, config.shared_expert_gated);
+  EXPECT_EQ(preset.moe_sigmoid_scores, config.moe_sigmoid_scores);
+  EXPECT_EQ(preset.moe_correction_bias, config.moe_correction_bias);
+  EXPECT_EQ(preset.moe_num_groups, config.moe_num_groups);
+  EXPECT_EQ(preset.moe_topk_groups, config.moe_topk_groups);
+  EXPECT_DOUBLE_EQ(preset.routed_scaling_factor, config.routed_scaling_factor);
+  EXPECT_EQ(preset.dense_mlp_layers, config.dense_mlp_layers);
+  EXPECT_EQ(preset.dense_intermediate_size, config.dense_intermediate_size);
   EXPECT_DOUBLE_EQ(preset.rms_norm_eps, config.rms_norm_eps);
   EXPECT_DOUBLE_EQ(preset.rope_theta, config.rope_theta);
 }
@@ -1342,6 +1350,154 @@ TEST_F(ModelDirTest, LoadsOlmoeWithQkNormsAcrossHeadsAndItsExperts) {
               absl::StatusCode::kInvalidArgument, {ConfigPath(), "field \"num_experts\""});
 }
 
+// zai-org/GLM-4.5-Air's config.json (its multi-token-prediction layer, num_nextn_predict_layers,
+// is not loaded).
+constexpr char kGlm45AirConfig[] = R"({
+  "architectures": ["Glm4MoeForCausalLM"],
+  "attention_bias": true,
+  "attention_dropout": 0.0,
+  "pad_token_id": 151329,
+  "eos_token_id": [151329, 151336, 151338],
+  "head_dim": 128,
+  "hidden_act": "silu",
+  "hidden_size": 4096,
+  "partial_rotary_factor": 0.5,
+  "initializer_range": 0.02,
+  "intermediate_size": 10944,
+  "max_position_embeddings": 131072,
+  "model_type": "glm4_moe",
+  "moe_intermediate_size": 1408,
+  "norm_topk_prob": true,
+  "num_attention_heads": 96,
+  "n_group": 1,
+  "topk_group": 1,
+  "n_routed_experts": 128,
+  "n_shared_experts": 1,
+  "routed_scaling_factor": 1.0,
+  "num_experts_per_tok": 8,
+  "first_k_dense_replace": 1,
+  "num_hidden_layers": 46,
+  "num_key_value_heads": 8,
+  "rms_norm_eps": 1e-05,
+  "rope_scaling": null,
+  "rope_theta": 1000000,
+  "num_nextn_predict_layers": 1,
+  "tie_word_embeddings": false,
+  "torch_dtype": "bfloat16",
+  "transformers_version": "4.54.0",
+  "use_cache": true,
+  "use_qk_norm": false,
+  "vocab_size": 151552
+})";
+
+// GLM-4.5: sigmoid routing with a correction bias, an ungated shared expert of
+// n_shared_experts x moe_intermediate_size, the first first_k_dense_replace layers dense of
+// intermediate_size; half-head rotary in the rotate-half layout.
+TEST_F(ModelDirTest, LoadsGlm45WithDenseFirstLayersAndSigmoidRouting) {
+  const absl::StatusOr<ModelConfig> config = LoadModelConfig(WriteConfig(kGlm45AirConfig));
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->num_experts, 128);
+  EXPECT_EQ(config->intermediate_size, 1408);
+  EXPECT_EQ(config->dense_intermediate_size, 10944);
+  EXPECT_EQ(config->shared_expert_intermediate_size, 1408);
+  EXPECT_FALSE(config->shared_expert_gated);
+  EXPECT_TRUE(config->moe_sigmoid_scores);
+  EXPECT_TRUE(config->moe_correction_bias);
+  EXPECT_EQ(config->rotary_dim, 64);
+  EXPECT_FALSE(config->interleaved_rotary);
+  EXPECT_FALSE(config->fused_gate_up);
+  EXPECT_TRUE(config->qkv_bias);
+  EXPECT_FALSE(config->o_proj_bias);
+  EXPECT_FALSE(LayerHasExperts(*config, 0));
+  EXPECT_TRUE(LayerHasExperts(*config, 1));
+  EXPECT_TRUE(LayerHasExperts(*config, 45));
+  EXPECT_EQ(NumDenseMlpLayers(*config), 1);
+  const absl::StatusOr<ModelConfig> air = LoadModelConfig("dummy:glm-4.5-air");
+  ASSERT_TRUE(air.ok()) << air.status();
+  ExpectSameModel(*air, *config);
+
+  // GLM-4.5 itself: per-head q/k norms, 160 experts, 3 dense layers, routed weights x 2.5.
+  std::string glm45 = kGlm45AirConfig;
+  for (const auto& [from, to] : std::initializer_list<std::pair<const char*, const char*>>{
+           {R"("hidden_size": 4096)", R"("hidden_size": 5120)"},
+           {R"("intermediate_size": 10944)", R"("intermediate_size": 12288)"},
+           {R"("moe_intermediate_size": 1408)", R"("moe_intermediate_size": 1536)"},
+           {R"("n_routed_experts": 128)", R"("n_routed_experts": 160)"},
+           {R"("routed_scaling_factor": 1.0)", R"("routed_scaling_factor": 2.5)"},
+           {R"("first_k_dense_replace": 1)", R"("first_k_dense_replace": 3)"},
+           {R"("num_hidden_layers": 46)", R"("num_hidden_layers": 92)"},
+           {R"("use_qk_norm": false)", R"("use_qk_norm": true)"}}) {
+    glm45 = ReplaceAll(glm45, from, to);
+  }
+  const absl::StatusOr<ModelConfig> big = LoadModelConfig(WriteConfig(glm45));
+  ASSERT_TRUE(big.ok()) << big.status();
+  EXPECT_TRUE(big->qk_norm);
+  EXPECT_FALSE(big->qk_norm_across_heads);
+  EXPECT_EQ(NumDenseMlpLayers(*big), 3);
+  EXPECT_FALSE(LayerHasExperts(*big, 2));
+  EXPECT_TRUE(LayerHasExperts(*big, 3));
+  const absl::StatusOr<ModelConfig> preset = LoadModelConfig("dummy:glm-4.5");
+  ASSERT_TRUE(preset.ok()) << preset.status();
+  ExpectSameModel(*preset, *big);
+
+  // Groups: 128 experts in 8 groups, the best 4 kept.
+  const absl::StatusOr<ModelConfig> grouped = LoadModelConfig(
+      WriteConfig(ReplaceAll(ReplaceAll(kGlm45AirConfig, R"("n_group": 1)", R"("n_group": 8)"),
+                             R"("topk_group": 1)", R"("topk_group": 4)")));
+  ASSERT_TRUE(grouped.ok()) << grouped.status();
+  EXPECT_EQ(grouped->moe_num_groups, 8);
+  EXPECT_EQ(grouped->moe_topk_groups, 4);
+}
+
+TEST_F(ModelDirTest, Glm45TakesGlm4MoeConfigDefaultsAndRefusesBadGroups) {
+  // Without its MoE keys, Glm4MoeConfig's defaults: 128 experts of 1408, top 8, one shared
+  // expert, one dense layer, no groups, norm_topk_prob true, scale 1, rotary on half a head.
+  const absl::StatusOr<ModelConfig> defaults = LoadModelConfig(WriteConfig(R"({
+    "architectures": ["Glm4MoeForCausalLM"], "vocab_size": 1000, "hidden_size": 256,
+    "intermediate_size": 512, "num_hidden_layers": 3, "num_attention_heads": 4,
+    "max_position_embeddings": 2048})"));
+  ASSERT_TRUE(defaults.ok()) << defaults.status();
+  EXPECT_EQ(defaults->num_experts, 128);
+  EXPECT_EQ(defaults->intermediate_size, 1408);
+  EXPECT_EQ(defaults->num_experts_per_tok, 8);
+  EXPECT_EQ(defaults->shared_expert_intermediate_size, 1408);
+  EXPECT_EQ(defaults->dense_mlp_layers, (std::vector<bool>{true, false, false}));
+  EXPECT_EQ(defaults->dense_intermediate_size, 512);
+  EXPECT_EQ(defaults->moe_num_groups, 1);
+  EXPECT_TRUE(defaults->norm_topk_prob);
+  EXPECT_DOUBLE_EQ(defaults->routed_scaling_factor, 1.0);
+  EXPECT_EQ(defaults->rotary_dim, 32);
+  EXPECT_FALSE(defaults->qkv_bias);
+  EXPECT_FALSE(defaults->qk_norm);
+
+  const auto with = [this](const char* from, const char* to) {
+    return LoadModelConfig(WriteConfig(ReplaceAll(kGlm45AirConfig, from, to)));
+  };
+  ExpectError(with(R"("n_group": 1)", R"("n_group": 3)"), absl::StatusCode::kInvalidArgument,
+              {ConfigPath(),
+               "field \"n_group\" is 3; it must split the 128 experts into equal "
+               "groups of at least 2"});
+  ExpectError(with(R"("n_group": 1)", R"("n_group": 128)"), absl::StatusCode::kInvalidArgument,
+              {"field \"n_group\" is 128"});
+  ExpectError(with(R"("topk_group": 1)", R"("topk_group": 2)"), absl::StatusCode::kInvalidArgument,
+              {"field \"topk_group\" is 2; it must be at most n_group (1)"});
+  // 64 groups of 2, 3 kept: 6 experts cannot hold the top 8.
+  ExpectError(LoadModelConfig(WriteConfig(
+                  ReplaceAll(ReplaceAll(kGlm45AirConfig, R"("n_group": 1)", R"("n_group": 64)"),
+                             R"("topk_group": 1)", R"("topk_group": 3)"))),
+              absl::StatusCode::kInvalidArgument,
+              {"field \"topk_group\" is 3; it must be at most n_group (64) and its groups must "
+               "hold num_experts_per_tok (8) experts of 2 each"});
+  ExpectError(with(R"("first_k_dense_replace": 1)", R"("first_k_dense_replace": -1)"),
+              absl::StatusCode::kInvalidArgument,
+              {"field \"first_k_dense_replace\" must not be negative, got -1"});
+  ExpectError(with(R"("n_shared_experts": 1)", R"("n_shared_experts": 1.5)"),
+              absl::StatusCode::kInvalidArgument,
+              {"field \"n_shared_experts\" must be an integer, got"});
+  ExpectError(with(R"("n_routed_experts": 128)", R"("n_routed_experts": 5000)"),
+              absl::StatusCode::kInvalidArgument, {"field \"n_routed_experts\" is 5000"});
+}
+
 TEST_F(ModelDirTest, LoadsQwen2MoeWithItsSharedExpert) {
   const absl::StatusOr<ModelConfig> config = LoadModelConfig(WriteConfig(kQwen15MoeA27BConfig));
   ASSERT_TRUE(config.ok()) << config.status();
@@ -1690,7 +1846,7 @@ TEST_F(ModelDirTest, UnsupportedArchitectureListsTheSupportedOnes) {
        "Gemma3ForCausalLM, Phi3ForCausalLM, GraniteForCausalLM, GraniteMoeForCausalLM, "
        "SmolLM3ForCausalLM, GlmForCausalLM, Glm4ForCausalLM, Olmo2ForCausalLM, "
        "Olmo3ForCausalLM, OlmoeForCausalLM, Exaone4ForCausalLM, SeedOssForCausalLM, "
-       "Gemma3ForConditionalGeneration, and "
+       "Glm4MoeForCausalLM, Gemma3ForConditionalGeneration, and "
        "the ForSequenceClassification form of each but Gemma 3's"});
 }
 
@@ -1949,7 +2105,8 @@ TEST(ModelConfigTest, UnknownPresetListsThePresets) {
   ExpectError(
       LoadModelConfig("dummy:llama-4"), absl::StatusCode::kNotFound,
       {"unknown preset \"dummy:llama-4\"",
-       "presets: gemma-2-2b, gemma-3-1b, glm-4-9b, llama-2-7b, llama-3-70b, llama-3-8b, "
+       "presets: gemma-2-2b, gemma-3-1b, glm-4-9b, glm-4.5, glm-4.5-air, llama-2-7b, llama-3-70b, "
+       "llama-3-8b, "
        "llama-3.1-8b, mistral-7b, "
        "mixtral-8x7b, olmo-2-7b, olmoe-1b-7b, phi-4, phi-4-mini, qwen1.5-moe-a2.7b, qwen2-7b, "
        "qwen3-30b-a3b, qwen3-8b, small, tiny"});

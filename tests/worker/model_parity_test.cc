@@ -257,7 +257,8 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, ModelParityTest,
                                            "granite-moe", "phi3-fused", "qwen2-yarn",
                                            "smollm3-nope", "glm4-sandwich", "glm-interleaved",
                                            "gemma-mqa", "qwen2-moe", "olmo2-postnorm", "olmoe",
-                                           "olmo3-hybrid", "exaone4-hybrid", "seed-oss-bias"),
+                                           "olmo3-hybrid", "exaone4-hybrid", "seed-oss-bias",
+                                           "glm4-moe"),
                          [](const ::testing::TestParamInfo<std::string>& param_info) {
                            std::string name = param_info.param;
                            for (char& c : name) c = c == '-' ? '_' : c;

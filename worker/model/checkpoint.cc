@@ -44,6 +44,7 @@ enum class Presence {
   kDenseMlp,
   kSandwichNorms,
   kSharedExpert,
+  kSharedExpertGate,   // Qwen2-MoE's sigmoid gate of its shared expert (not GLM-4.5's)
   kPreNorm,            // input_layernorm: all but OLMo 2
   kPreFeedforwardNorm  // Gemma 2's MLP input norm (sandwich norms, but not OLMo 2's)
 };
@@ -52,6 +53,7 @@ enum class Presence {
 enum class Init { kRandom, kNorm, kZeros };
 // A symbolic dimension, resolved against the config.
 // kQNorm / kKNorm: head_dim, or the whole q / k width when the norms span every head (OLMo 2).
+// kInter: the dense MLP's width (DenseMlpWidth).
 enum class Dim { kNone, kOne, kHidden, kQ, kKv, kInter, kSharedInter, kHeadDim, kQNorm, kKNorm };
 
 struct LayerField {
@@ -95,15 +97,15 @@ constexpr LayerField kLayerFields[] = {
     {"post_feedforward_layernorm.weight", &LayerWeights::post_feedforward_layernorm,
      Presence::kSandwichNorms, Init::kNorm, Dim::kHidden, Dim::kNone, Split::kReplicated},
     {"mlp.gate_proj.weight", &LayerWeights::gate_proj, Presence::kDenseMlp, Init::kRandom,
-     Dim::kInter, Dim::kHidden, Split::kMlpRows},
+     Dim::kInter, Dim::kHidden, Split::kDenseMlpRows},
     {"mlp.gate_proj.bias", &LayerWeights::gate_proj_bias, Presence::kMlpBias, Init::kZeros,
-     Dim::kInter, Dim::kNone, Split::kMlpRows},
+     Dim::kInter, Dim::kNone, Split::kDenseMlpRows},
     {"mlp.up_proj.weight", &LayerWeights::up_proj, Presence::kDenseMlp, Init::kRandom, Dim::kInter,
-     Dim::kHidden, Split::kMlpRows},
+     Dim::kHidden, Split::kDenseMlpRows},
     {"mlp.up_proj.bias", &LayerWeights::up_proj_bias, Presence::kMlpBias, Init::kZeros, Dim::kInter,
-     Dim::kNone, Split::kMlpRows},
+     Dim::kNone, Split::kDenseMlpRows},
     {"mlp.down_proj.weight", &LayerWeights::down_proj, Presence::kDenseMlp, Init::kRandom,
-     Dim::kHidden, Dim::kInter, Split::kMlpColumns},
+     Dim::kHidden, Dim::kInter, Split::kDenseMlpColumns},
     {"mlp.down_proj.bias", &LayerWeights::down_proj_bias, Presence::kMlpBias, Init::kZeros,
      Dim::kHidden, Dim::kNone, Split::kLeaderOnly},
     {"mlp.shared_expert.gate_proj.weight", &LayerWeights::shared_gate_proj, Presence::kSharedExpert,
@@ -112,8 +114,8 @@ constexpr LayerField kLayerFields[] = {
      Init::kRandom, Dim::kSharedInter, Dim::kHidden, Split::kSharedMlpRows},
     {"mlp.shared_expert.down_proj.weight", &LayerWeights::shared_down_proj, Presence::kSharedExpert,
      Init::kRandom, Dim::kHidden, Dim::kSharedInter, Split::kSharedMlpColumns},
-    {"mlp.shared_expert_gate.weight", &LayerWeights::shared_expert_gate, Presence::kSharedExpert,
-     Init::kRandom, Dim::kOne, Dim::kHidden, Split::kReplicated},
+    {"mlp.shared_expert_gate.weight", &LayerWeights::shared_expert_gate,
+     Presence::kSharedExpertGate, Init::kRandom, Dim::kOne, Dim::kHidden, Split::kReplicated},
 };
 
 constexpr char kEmbedName[] = "model.embed_tokens.weight";
@@ -125,20 +127,25 @@ std::string LayerTensorName(size_t layer, std::string_view suffix) {
   return absl::StrCat("model.layers.", layer, ".", absl::string_view(suffix.data(), suffix.size()));
 }
 
-// The checkpoint's name for a layer field's tensor (after "model.layers.{i}."): the field's own,
-// but GLM-4's for the sandwich norms.
+using ExpertLayout = ModelWeights::ExpertLayout;
 using NormNames = ModelWeights::NormNames;
-std::string_view CheckpointSuffix(NormNames names, std::string_view suffix) {
-  if (names != NormNames::kGlm4) return suffix;
+
+// The checkpoint's name for a layer field's tensor (after "model.layers.{i}."): the field's own,
+// but GLM-4's for the sandwich norms and GLM-4.5's for its shared experts.
+std::string CheckpointSuffix(const ModelWeights& weights, std::string_view suffix) {
+  constexpr std::string_view kShared = "mlp.shared_expert.";
+  if (weights.expert_layout == ExpertLayout::kGlm4Moe && suffix.starts_with(kShared)) {
+    return absl::StrCat("mlp.shared_experts.", std::string(suffix.substr(kShared.size())));
+  }
+  if (weights.norm_names != NormNames::kGlm4) return std::string(suffix);
   if (suffix == "post_attention_layernorm.weight") return "post_self_attn_layernorm.weight";
   if (suffix == "pre_feedforward_layernorm.weight") return "post_attention_layernorm.weight";
   if (suffix == "post_feedforward_layernorm.weight") return "post_mlp_layernorm.weight";
-  return suffix;
+  return std::string(suffix);
 }
 
-// A mixture-of-experts layer's tensor names after "model.layers.{i}.": its router's, and expert
-// e's gate, up and down projections'.
-using ExpertLayout = ModelWeights::ExpertLayout;
+// A mixture-of-experts layer's tensor names after "model.layers.{i}.": its router's (and its
+// correction bias', GLM-4.5's only), and expert e's gate, up and down projections'.
 std::string_view RouterName(ExpertLayout layout) {
   switch (layout) {
     case ExpertLayout::kMixtral:
@@ -146,10 +153,12 @@ std::string_view RouterName(ExpertLayout layout) {
     case ExpertLayout::kStacked:
       return "block_sparse_moe.router.layer.weight";
     case ExpertLayout::kQwen:
+    case ExpertLayout::kGlm4Moe:
       break;
   }
   return "mlp.gate.weight";
 }
+constexpr std::string_view kCorrectionBiasName = "mlp.gate.e_score_correction_bias";
 struct ExpertNames {
   std::string gate;
   std::string up;
@@ -207,7 +216,7 @@ void ReadAsPart(Slot& slot, std::string tensor_name, std::vector<int64_t> tensor
 void MarkFusedPart(const ModelConfig& config, std::string_view suffix, size_t layer, Slot& slot) {
   const int64_t q = config.num_attention_heads * config.head_dim;
   const int64_t kv = config.num_key_value_heads * config.head_dim;
-  const int64_t inter = config.intermediate_size;
+  const int64_t inter = DenseMlpWidth(config);
   struct Part {
     std::string_view suffix;
     std::string_view fused;
@@ -235,6 +244,8 @@ absl::Status ValidateDims(const ModelConfig& config) {
       {"vocab_size", config.vocab_size},
       {"hidden_size", config.hidden_size},
       {"intermediate_size", config.intermediate_size},
+      // The dense layers' MLP width (a mixture of experts' dense layers: GLM-4.5's first ones).
+      {"dense MLP width", NumDenseMlpLayers(config) > 0 ? config.dense_intermediate_size : 1},
       {"num_hidden_layers", config.num_hidden_layers},
       {"num_attention_heads", config.num_attention_heads},
       {"num_key_value_heads", config.num_key_value_heads},
@@ -277,7 +288,7 @@ absl::StatusOr<std::vector<Slot>> MakeSlots(const ModelConfig& config, ShardSpec
       case Dim::kKv:
         return config.num_key_value_heads * config.head_dim;
       case Dim::kInter:
-        return config.intermediate_size;
+        return DenseMlpWidth(config);
       case Dim::kSharedInter:
         return config.shared_expert_intermediate_size;
       case Dim::kOne:
@@ -295,7 +306,8 @@ absl::StatusOr<std::vector<Slot>> MakeSlots(const ModelConfig& config, ShardSpec
     }
     return 0;
   };
-  const auto present = [&config](Presence presence) {
+  // Whether layer `layer` has a field of this presence.
+  const auto present = [&config](Presence presence, int64_t layer) {
     switch (presence) {
       case Presence::kAlways:
         return true;
@@ -304,15 +316,18 @@ absl::StatusOr<std::vector<Slot>> MakeSlots(const ModelConfig& config, ShardSpec
       case Presence::kOProjBias:
         return config.o_proj_bias;
       case Presence::kMlpBias:
-        return config.mlp_bias;
+        return config.mlp_bias && !LayerHasExperts(config, layer);
       case Presence::kQkNorm:
         return config.qk_norm;
       case Presence::kDenseMlp:
-        return config.num_experts == 0;
+        return !LayerHasExperts(config, layer);
       case Presence::kSandwichNorms:
         return config.sandwich_norms;
       case Presence::kSharedExpert:
-        return config.shared_expert_intermediate_size > 0;
+        return config.shared_expert_intermediate_size > 0 && LayerHasExperts(config, layer);
+      case Presence::kSharedExpertGate:
+        return config.shared_expert_intermediate_size > 0 && config.shared_expert_gated &&
+               LayerHasExperts(config, layer);
       case Presence::kPreNorm:
         return config.pre_norms;
       case Presence::kPreFeedforwardNorm:
@@ -349,6 +364,7 @@ absl::StatusOr<std::vector<Slot>> MakeSlots(const ModelConfig& config, ShardSpec
   weights.layers.resize(static_cast<size_t>(config.num_hidden_layers));
   weights.expert_layout = config.architecture == "MixtralForCausalLM"      ? ExpertLayout::kMixtral
                           : config.architecture == "GraniteMoeForCausalLM" ? ExpertLayout::kStacked
+                          : config.architecture == "Glm4MoeForCausalLM"    ? ExpertLayout::kGlm4Moe
                                                                            : ExpertLayout::kQwen;
   weights.norm_names =
       config.architecture == "Glm4ForCausalLM" ? NormNames::kGlm4 : NormNames::kGemma;
@@ -357,17 +373,21 @@ absl::StatusOr<std::vector<Slot>> MakeSlots(const ModelConfig& config, ShardSpec
   for (size_t i = 0; i < weights.layers.size(); ++i) {
     LayerWeights& layer = weights.layers[i];
     for (const LayerField& field : kLayerFields) {
-      if (!present(field.presence)) continue;
+      if (!present(field.presence, static_cast<int64_t>(i))) continue;
       std::vector<int64_t> shape = {resolve(field.rows)};
       if (field.cols != Dim::kNone) shape.push_back(resolve(field.cols));
-      add(LayerTensorName(i, CheckpointSuffix(weights.norm_names, field.suffix)), std::move(shape),
+      add(LayerTensorName(i, CheckpointSuffix(weights, field.suffix)), std::move(shape),
           &(layer.*field.member), field.init, field.split);
       MarkFusedPart(config, field.suffix, i, slots.back());
     }
-    if (config.num_experts == 0) continue;
+    if (!LayerHasExperts(config, static_cast<int64_t>(i))) continue;
     const int64_t inter = config.intermediate_size;
     add(LayerTensorName(i, RouterName(weights.expert_layout)), {config.num_experts, hidden},
         &layer.moe_router, Init::kRandom, Split::kReplicated);
+    if (config.moe_correction_bias) {
+      add(LayerTensorName(i, kCorrectionBiasName), {config.num_experts}, &layer.moe_correction_bias,
+          Init::kZeros, Split::kReplicated);
+    }
     layer.experts.resize(static_cast<size_t>(config.num_experts));
     const bool stacked = weights.expert_layout == ExpertLayout::kStacked;
     // A stacked part: rows [first_row, first_row + its rows) of the [E, rows, width] tensor.
@@ -668,10 +688,10 @@ std::vector<NamedWeight> ListWeights(const ModelWeights& weights) {
   for (size_t i = 0; i < weights.layers.size(); ++i) {
     const LayerWeights& layer = weights.layers[i];
     for (const LayerField& field : kLayerFields) {
-      add(LayerTensorName(i, CheckpointSuffix(weights.norm_names, field.suffix)),
-          layer.*field.member);
+      add(LayerTensorName(i, CheckpointSuffix(weights, field.suffix)), layer.*field.member);
     }
     add(LayerTensorName(i, RouterName(weights.expert_layout)), layer.moe_router);
+    add(LayerTensorName(i, kCorrectionBiasName), layer.moe_correction_bias);
     for (size_t e = 0; e < layer.experts.size(); ++e) {
       const ExpertNames names = ExpertNamesOf(weights.expert_layout, static_cast<int64_t>(e));
       add(LayerTensorName(i, names.gate), layer.experts[e].gate_proj);

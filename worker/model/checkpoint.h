@@ -47,7 +47,8 @@ struct ExpertWeights {
 };
 
 // One decoder layer. Shapes with H = hidden_size, Q = num_attention_heads * head_dim,
-// KV = num_key_value_heads * head_dim, I = intermediate_size.
+// KV = num_key_value_heads * head_dim, I = the dense MLP's width (DenseMlpWidth: intermediate_size,
+// or dense_intermediate_size for a mixture of experts' dense layers).
 struct LayerWeights {
   HostTensor input_layernorm;  // [H]  RMSNorm weight before attention; empty without pre norms.
   HostTensor q_proj;           // [Q, H]
@@ -73,10 +74,14 @@ struct LayerWeights {
   HostTensor down_proj_bias;              // [H]   only when config.mlp_bias, else empty.
   // A mixture of experts (config.num_experts > 0) in place of gate/up/down_proj: the router and
   // each expert's MLP.
+  // Layers of a mixture-of-experts model listed in config.dense_mlp_layers (GLM-4.5's first ones)
+  // have the dense MLP above (of config.dense_intermediate_size) instead, and these empty.
   HostTensor moe_router;               // [num_experts, H]
+  HostTensor moe_correction_bias;      // [num_experts] only with config.moe_correction_bias.
   std::vector<ExpertWeights> experts;  // num_experts entries
-  // Qwen2-MoE's shared expert beside them (config.shared_expert_intermediate_size S > 0), and its
-  // gate, whose sigmoid scales the shared expert's output; else empty.
+  // A shared expert beside them (config.shared_expert_intermediate_size S > 0: Qwen2-MoE's
+  // mlp.shared_expert, GLM-4.5's mlp.shared_experts), and Qwen2-MoE's gate, whose sigmoid scales
+  // the shared expert's output (config.shared_expert_gated); else empty.
   HostTensor shared_gate_proj;    // [S, H]
   HostTensor shared_up_proj;      // [S, H]
   HostTensor shared_down_proj;    // [H, S]
@@ -94,8 +99,10 @@ struct ModelWeights {
   // How the checkpoint names its experts: Mixtral's block_sparse_moe.experts.E.w1, Qwen3-MoE's
   // mlp.experts.E.gate_proj, or Granite-MoE's stacked block_sparse_moe.input_linear [E, 2I, H]
   // (gate rows, then up rows, per expert) and output_linear [E, H, I], whose parts ListWeights
-  // names "...input_linear.weight[E].gate" / "[E].up" / "output_linear.weight[E]".
-  enum class ExpertLayout : uint8_t { kMixtral, kQwen, kStacked };
+  // names "...input_linear.weight[E].gate" / "[E].up" / "output_linear.weight[E]". GLM-4.5's
+  // (kGlm4Moe) are Qwen's, with mlp.gate.e_score_correction_bias beside the router and its shared
+  // experts under mlp.shared_experts.
+  enum class ExpertLayout : uint8_t { kMixtral, kQwen, kStacked, kGlm4Moe };
   ExpertLayout expert_layout = ExpertLayout::kQwen;
   // How the checkpoint names the sandwich norms (config.sandwich_norms): Gemma's
   // post_attention_layernorm (attention output), pre_feedforward_layernorm (MLP input) and

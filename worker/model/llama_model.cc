@@ -90,14 +90,16 @@ absl::Status LlamaModel::CheckShard(const ModelWeights& w) const {
   const auto mlp_rows = [&rows](const LayerWeights& l) {
     return rows(l.experts.empty() ? l.gate_proj : l.experts.front().gate_proj);
   };
+  const int64_t first_mlp_rows =
+      LayerHasExperts(config_, 0) ? shard_.intermediate : shard_.dense_intermediate;
   if (layers != config_.num_hidden_layers || rows(w.embed_tokens) != shard_.vocab_rows ||
       (layers > 0 &&
        (rows(w.layers[0].q_proj) != shard_.q_dim || rows(w.layers[0].k_proj) != shard_.kv_dim ||
-        mlp_rows(w.layers[0]) != shard_.intermediate))) {
+        mlp_rows(w.layers[0]) != first_mlp_rows))) {
     return absl::InvalidArgumentError(absl::StrCat(
         "the weights are not rank ", comm_->rank(), "'s shard of a group of ", tp_, ": expected ",
         config_.num_hidden_layers, " layers, ", shard_.vocab_rows, " embedding rows, ",
-        shard_.q_dim, " q_proj rows, ", shard_.kv_dim, " k_proj rows and ", shard_.intermediate,
+        shard_.q_dim, " q_proj rows, ", shard_.kv_dim, " k_proj rows and ", first_mlp_rows,
         " gate_proj rows, got ", layers, " layers, ", rows(w.embed_tokens), " embedding rows",
         layers > 0 ? absl::StrCat(", ", rows(w.layers[0].q_proj), ", ", rows(w.layers[0].k_proj),
                                   " and ", mlp_rows(w.layers[0]))
@@ -284,8 +286,14 @@ absl::Status LlamaModel::UploadExperts(const LayerWeights& lw, const std::string
   moe.top_k = config_.num_experts_per_tok;
   moe.inter = shard_.intermediate;
   moe.renormalize = config_.norm_topk_prob;
-  if (lw.shared_expert_gate.empty()) return absl::OkStatus();
-  // Qwen2-MoE's shared expert: gate and up fused the same way.
+  moe.sigmoid_scores = config_.moe_sigmoid_scores;
+  HR_ASSIGN_OR_RETURN(moe.correction_bias,
+                      UploadTensor(lw.moe_correction_bias.data, p + "moe correction bias"));
+  moe.num_groups = config_.moe_num_groups;
+  moe.topk_groups = config_.moe_topk_groups;
+  moe.routed_scale = static_cast<float>(config_.routed_scaling_factor);
+  if (lw.shared_gate_proj.empty()) return absl::OkStatus();
+  // The shared expert (Qwen2-MoE's, GLM-4.5's): gate and up fused the same way.
   std::vector<float> shared_gate_up = lw.shared_gate_proj.data;
   shared_gate_up.insert(shared_gate_up.end(), lw.shared_up_proj.data.begin(),
                         lw.shared_up_proj.data.end());
@@ -294,7 +302,7 @@ absl::Status LlamaModel::UploadExperts(const LayerWeights& lw, const std::string
   HR_ASSIGN_OR_RETURN(moe.shared_down,
                       UploadScaled(lw.shared_down_proj.data, config_.residual_multiplier,
                                    p + "shared_expert down_proj"));
-  HR_ASSIGN_OR_RETURN(moe.shared_gate,
+  HR_ASSIGN_OR_RETURN(moe.shared_gate,  // null for GLM-4.5's ungated shared experts
                       UploadTensor(lw.shared_expert_gate.data, p + "shared_expert_gate"));
   moe.shared_inter = shard_.shared_intermediate;
   return absl::OkStatus();
@@ -419,7 +427,8 @@ absl::Status LlamaModel::AllocateArena() {
   const int64_t hidden = config_.hidden_size;
   const int64_t q_width = shard_.q_dim;
   const int64_t kv_width = shard_.kv_dim;
-  const int64_t inter = shard_.intermediate;
+  // The dense MLP's width, and at least an expert's (experts run in the backend's own scratch).
+  const int64_t inter = std::max(shard_.dense_intermediate, shard_.intermediate);
   auto ints = [&](int64_t count, const char* what) -> absl::StatusOr<int32_t*> {
     HR_ASSIGN_OR_RETURN(void* p, backend_->Allocate(static_cast<size_t>(count) * 4, what));
     return static_cast<int32_t*>(p);
@@ -562,7 +571,7 @@ absl::Status LlamaModel::Layer(const DeviceLayer& l, const float* in, int64_t n,
   const int64_t heads = shard_.heads;
   const int64_t kv_heads = shard_.kv_heads;
   const int64_t head_dim = config_.head_dim;
-  const int64_t inter = shard_.intermediate;
+  const int64_t inter = shard_.dense_intermediate;  // a dense layer's MLP
   Backend& b = *backend_;
   // Attention block.
   HR_RETURN_IF_ERROR(b.Linear(in, l.q_proj, l.q_bias, n, heads * head_dim, hidden, arena_.q));

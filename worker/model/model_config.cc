@@ -37,6 +37,7 @@ inline constexpr std::string_view kGraniteMoe = "GraniteMoeForCausalLM";
 inline constexpr std::string_view kSmolLM3 = "SmolLM3ForCausalLM";
 inline constexpr std::string_view kGlm = "GlmForCausalLM";
 inline constexpr std::string_view kGlm4 = "Glm4ForCausalLM";
+inline constexpr std::string_view kGlm4Moe = "Glm4MoeForCausalLM";
 inline constexpr std::string_view kOlmo2 = "Olmo2ForCausalLM";
 inline constexpr std::string_view kOlmo3 = "Olmo3ForCausalLM";
 inline constexpr std::string_view kOlmoe = "OlmoeForCausalLM";
@@ -73,6 +74,13 @@ inline constexpr int64_t kSmolLM3DefaultNoRopeInterval = 4;
 // GlmConfig's and Glm4Config's defaults for keys config.json may leave out.
 inline constexpr double kGlmDefaultPartialRotaryFactor = 0.5;
 inline constexpr bool kGlmDefaultAttentionBias = true;
+
+// Glm4MoeConfig's defaults for the keys of its mixture of experts (GLM-4-100B-A10B's).
+inline constexpr int64_t kGlm4MoeDefaultExperts = 128;
+inline constexpr int64_t kGlm4MoeDefaultExpertsPerToken = 8;
+inline constexpr int64_t kGlm4MoeDefaultExpertWidth = 1408;
+inline constexpr int64_t kGlm4MoeDefaultSharedExperts = 1;
+inline constexpr int64_t kGlm4MoeDefaultDenseLayers = 1;
 
 std::string Describe(const Json& value) {
   std::string text = value.dump();
@@ -321,15 +329,16 @@ absl::StatusOr<RopeScaling> ReadYarnScaling(const FieldReader& rope, const Model
 // (Phi-3 and GLM only: the other architectures' attention rotates whole heads, so a factor there
 // is refused).
 absl::Status ReadRotaryDim(const FieldReader& reader, ModelConfig& config) {
-  const bool glm = config.architecture == kGlm || config.architecture == kGlm4;
+  const bool glm = config.architecture == kGlm || config.architecture == kGlm4 ||
+                   config.architecture == kGlm4Moe;
   HR_ASSIGN_OR_RETURN(std::optional<double> factor, reader.OptionalNumber("partial_rotary_factor"));
   if (!factor && glm) factor = kGlmDefaultPartialRotaryFactor;
   if (!factor || *factor == 1.0) return absl::OkStatus();
   if (config.architecture != kPhi3 && !glm) {
     return reader.Error("partial_rotary_factor",
                         absl::StrCat("is ", *factor, "; partial rotary embedding is supported for ",
-                                     std::string(kPhi3), ", ", std::string(kGlm), " and ",
-                                     std::string(kGlm4), " only"));
+                                     std::string(kPhi3), ", ", std::string(kGlm), ", ",
+                                     std::string(kGlm4), " and ", std::string(kGlm4Moe), " only"));
   }
   if (!(*factor > 0.0 && *factor < 1.0)) {
     return reader.Error("partial_rotary_factor", absl::StrCat("must be in (0, 1], got ", *factor));
@@ -627,6 +636,13 @@ absl::Status ReadBiasesAndWindow(const FieldReader& reader, ModelConfig& config)
     config.interleaved_rotary = true;
     // GLM-4-0414's four norms are Gemma 2's sandwich under other names (ModelWeights::NormNames).
     config.sandwich_norms = config.architecture == kGlm4;
+  } else if (config.architecture == kGlm4Moe) {
+    // GLM-4.5 / 4.6: q/k/v biases with attention_bias (false by default, true in the published
+    // checkpoints), never an o_proj bias, per-head q/k norms with use_qk_norm (GLM-4.5 has them,
+    // GLM-4.5-Air not), separate projections, and rotary over the leading partial_rotary_factor
+    // of each head in Llama's rotate-half layout (GLM-4's pairs are interleaved).
+    HR_ASSIGN_OR_RETURN(config.qkv_bias, reader.Bool("attention_bias", false));
+    HR_ASSIGN_OR_RETURN(config.qk_norm, reader.Bool("use_qk_norm", false));
   } else if (config.architecture == kOlmo2 || config.architecture == kOlmo3) {
     // OLMo 2: no norm before attention or the MLP, an RMSNorm of each one's output before its
     // residual add (Gemma 2's post norms, under the same names), and q/k norms over the whole
@@ -836,6 +852,68 @@ absl::Status ReadActivation(const FieldReader& reader, ModelConfig& config) {
   return absl::OkStatus();
 }
 
+// An optional positive integer field, `default_value` when absent or null.
+absl::StatusOr<int64_t> PositiveIntOr(const FieldReader& reader, std::string_view field,
+                                      int64_t default_value) {
+  HR_ASSIGN_OR_RETURN(const std::optional<int64_t> value, reader.OptionalPositiveInt(field));
+  return value.value_or(default_value);
+}
+
+// An optional non-negative integer field, `default_value` when absent or null.
+absl::StatusOr<int64_t> NonNegativeIntOr(const FieldReader& reader, std::string_view field,
+                                         int64_t default_value) {
+  HR_ASSIGN_OR_RETURN(const std::optional<int64_t> value, reader.OptionalInt(field));
+  if (value && *value < 0) {
+    return reader.Error(field, absl::StrCat("must not be negative, got ", *value));
+  }
+  return value.value_or(default_value);
+}
+
+// GLM-4.5's mixture of experts (Glm4MoeConfig): n_routed_experts of moe_intermediate_size routed
+// by sigmoid scores with a correction bias, group-limited (n_group, topk_group), renormalized
+// (norm_topk_prob) and scaled (routed_scaling_factor); n_shared_experts ungated shared experts
+// as one MLP; and the first first_k_dense_replace layers dense, of intermediate_size.
+absl::Status ReadGlm4MoeExperts(const FieldReader& reader, ModelConfig& config) {
+  HR_ASSIGN_OR_RETURN(config.num_experts,
+                      PositiveIntOr(reader, "n_routed_experts", kGlm4MoeDefaultExperts));
+  HR_ASSIGN_OR_RETURN(config.num_experts_per_tok,
+                      PositiveIntOr(reader, "num_experts_per_tok", kGlm4MoeDefaultExpertsPerToken));
+  config.dense_intermediate_size = config.intermediate_size;
+  HR_ASSIGN_OR_RETURN(config.intermediate_size,
+                      PositiveIntOr(reader, "moe_intermediate_size", kGlm4MoeDefaultExpertWidth));
+  HR_ASSIGN_OR_RETURN(config.norm_topk_prob, reader.Bool("norm_topk_prob", true));
+  HR_ASSIGN_OR_RETURN(config.routed_scaling_factor,
+                      reader.PositiveNumber("routed_scaling_factor", 1.0));
+  config.moe_sigmoid_scores = true;
+  config.moe_correction_bias = true;
+  HR_ASSIGN_OR_RETURN(config.moe_num_groups, PositiveIntOr(reader, "n_group", 1));
+  HR_ASSIGN_OR_RETURN(config.moe_topk_groups, PositiveIntOr(reader, "topk_group", 1));
+  const int64_t groups = config.moe_num_groups;
+  if (config.num_experts % groups != 0 || (groups > 1 && config.num_experts / groups < 2)) {
+    return reader.Error("n_group",
+                        absl::StrCat("is ", groups, "; it must split the ", config.num_experts,
+                                     " experts into equal groups of at least 2"));
+  }
+  if (config.moe_topk_groups > groups ||
+      config.num_experts_per_tok > config.moe_topk_groups * (config.num_experts / groups)) {
+    return reader.Error(
+        "topk_group",
+        absl::StrCat("is ", config.moe_topk_groups, "; it must be at most n_group (", groups,
+                     ") and its groups must hold num_experts_per_tok (", config.num_experts_per_tok,
+                     ") experts of ", config.num_experts / groups, " each"));
+  }
+  HR_ASSIGN_OR_RETURN(const int64_t shared,
+                      NonNegativeIntOr(reader, "n_shared_experts", kGlm4MoeDefaultSharedExperts));
+  config.shared_expert_intermediate_size = shared * config.intermediate_size;
+  config.shared_expert_gated = false;
+  HR_ASSIGN_OR_RETURN(const int64_t dense, NonNegativeIntOr(reader, "first_k_dense_replace",
+                                                            kGlm4MoeDefaultDenseLayers));
+  for (int64_t layer = 0; layer < config.num_hidden_layers; ++layer) {
+    config.dense_mlp_layers.push_back(layer < dense);
+  }
+  return absl::OkStatus();
+}
+
 // Mixtral's, Qwen3-MoE's, Qwen2-MoE's and OLMoE's experts (Qwen2-MoE's with its shared expert).
 // Qwen layers listed in mlp_only_layers, or skipped by a decoder_sparse_step above 1, would be
 // dense: refused (no published checkpoint has them).
@@ -878,13 +956,16 @@ absl::Status ReadExperts(const FieldReader& reader, ModelConfig& config) {
       config.shared_expert_intermediate_size =
           shared.value_or(kQwen2MoeDefaultSharedExpertIntermediateSize);
     }
+  } else if (config.architecture == kGlm4Moe) {
+    HR_RETURN_IF_ERROR(ReadGlm4MoeExperts(reader, config));
   } else {
     return absl::OkStatus();
   }
   if (config.num_experts > kvcache::kMaxNumExperts) {
     return reader.Error(config.architecture == kMixtral || config.architecture == kGraniteMoe
                             ? "num_local_experts"
-                            : "num_experts",
+                        : config.architecture == kGlm4Moe ? "n_routed_experts"
+                                                          : "num_experts",
                         absl::StrCat("is ", config.num_experts, "; at most ",
                                      kvcache::kMaxNumExperts, " experts per layer are supported"));
   }
@@ -909,7 +990,7 @@ const std::vector<std::string>& SupportedArchitectures() {
       std::string(kGraniteMoe),  std::string(kSmolLM3),     std::string(kGlm),
       std::string(kGlm4),        std::string(kOlmo2),       std::string(kOlmo3),
       std::string(kOlmoe),       std::string(kExaone4),     std::string(kSeedOss),
-      std::string(kGemma3Multimodal)};
+      std::string(kGlm4Moe),     std::string(kGemma3Multimodal)};
   // clang-format on
   return *kArchitectures;
 }
@@ -925,6 +1006,15 @@ bool RefusesFloat16(const ModelConfig& config) {
 }
 
 }  // namespace
+
+int64_t NumDenseMlpLayers(const ModelConfig& config) {
+  if (config.num_experts == 0) return 0;
+  int64_t dense = 0;
+  for (int64_t layer = 0; layer < config.num_hidden_layers; ++layer) {
+    if (!LayerHasExperts(config, layer)) ++dense;
+  }
+  return dense;
+}
 
 absl::StatusOr<DType> ResolveModelDType(const ModelConfig& config, std::string_view flag_value) {
   const bool refuses_float16 = RefusesFloat16(config);

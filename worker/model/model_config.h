@@ -1,6 +1,7 @@
 // ModelConfig: the shape of a decoder-only transformer, parsed from a Hugging Face config.json
 // (SupportedArchitectures(): Llama, Mistral, Mixtral, Qwen2, Qwen3, Qwen3-MoE, Gemma, Gemma 2,
-// Gemma 3, Phi-3, Granite, Granite-MoE, SmolLM3, GLM, GLM-4) or taken from a built-in preset
+// Gemma 3, Phi-3, Granite, Granite-MoE, SmolLM3, GLM, GLM-4, GLM-4.5 and more) or taken from a
+// built-in preset
 // (`dummy:<preset>`, the real shapes of published checkpoints, for plans, demos and benchmarks).
 //
 // Errors name the path and the field: NotFoundError for a missing directory or config.json,
@@ -119,15 +120,33 @@ struct ModelConfig {
   // With qk_norm: the norms span the whole q and k projections, every head at once (weights
   // [heads x head_dim] and [kv_heads x head_dim]: OLMo 2), not each head.
   bool qk_norm_across_heads = false;
-  // Mixture of experts (Mixtral, Qwen3-MoE, Qwen2-MoE): every layer's MLP is num_experts SwiGLU
-  // experts and a router; each token takes the top num_experts_per_tok, weighted by the router's
-  // softmax (renormalized over those when norm_topk_prob). 0 experts: a dense MLP.
+  // Mixture of experts (Mixtral, Qwen3-MoE, Qwen2-MoE, GLM-4.5): every layer's MLP (but the
+  // dense_mlp_layers) is num_experts SwiGLU experts and a router; each token takes the top
+  // num_experts_per_tok, weighted by the router's softmax (renormalized over those when
+  // norm_topk_prob). 0 experts: a dense MLP.
   int64_t num_experts = 0;
   int64_t num_experts_per_tok = 0;
   bool norm_topk_prob = true;
-  // Qwen2-MoE's shared expert: one more SwiGLU MLP of this width that every token runs, its output
-  // scaled by sigmoid(shared_expert_gate . x) and added to the routed experts'; 0: none.
+  // GLM-4.5's routing (kernels/cpu/moe.h): each logit's sigmoid in place of the softmax; a
+  // per-expert correction bias (the checkpoint's mlp.gate.e_score_correction_bias) added to the
+  // scores to choose experts, not to weight them; the choice limited to the experts of the
+  // moe_topk_groups best of moe_num_groups groups (n_group, topk_group); and the kept weights
+  // multiplied by routed_scaling_factor.
+  bool moe_sigmoid_scores = false;
+  bool moe_correction_bias = false;
+  int64_t moe_num_groups = 1;
+  int64_t moe_topk_groups = 1;
+  double routed_scaling_factor = 1.0;
+  // A shared expert: one more SwiGLU MLP of this width that every token runs, added to the routed
+  // experts' output; 0: none. Qwen2-MoE's is scaled by sigmoid(shared_expert_gate . x)
+  // (shared_expert_gated); GLM-4.5's n_shared_experts x moe_intermediate_size is not.
   int64_t shared_expert_intermediate_size = 0;
+  bool shared_expert_gated = true;
+  // Layers of a mixture-of-experts model whose MLP is one dense SwiGLU MLP of
+  // dense_intermediate_size in place of the experts (GLM-4.5's first first_k_dense_replace
+  // layers); empty: none. Read through LayerHasExperts.
+  std::vector<bool> dense_mlp_layers;
+  int64_t dense_intermediate_size = 0;
   // Sliding-window attention width when the checkpoint uses one (Mistral-7B-v0.1: 4096; Gemma 2:
   // 4096 on its even layers). A query attends its own position and the window - 1 before it. The
   // memory plan does not exploit it: KV is provisioned for the full context.
@@ -192,6 +211,20 @@ struct ModelConfig {
   // only.
   std::optional<Classifier> classifier;
 };
+
+// Whether layer `layer`'s MLP is the mixture of experts (not a dense MLP).
+[[nodiscard]] inline bool LayerHasExperts(const ModelConfig& config, int64_t layer) {
+  if (config.num_experts == 0) return false;
+  const auto i = static_cast<size_t>(layer);
+  return i >= config.dense_mlp_layers.size() || !config.dense_mlp_layers[i];
+}
+// The width of the dense layers' MLP: intermediate_size, or dense_intermediate_size in a
+// mixture-of-experts model.
+[[nodiscard]] inline int64_t DenseMlpWidth(const ModelConfig& config) {
+  return config.num_experts > 0 ? config.dense_intermediate_size : config.intermediate_size;
+}
+// The layers of a mixture-of-experts model whose MLP is dense (0 without experts).
+[[nodiscard]] int64_t NumDenseMlpLayers(const ModelConfig& config);
 
 // The leading values of each q/k head that rotary turns (rotary_dim, or head_dim when 0).
 [[nodiscard]] inline int64_t RotaryDim(const ModelConfig& config) {

@@ -247,6 +247,39 @@ std::vector<Preset> MakePresets() {
   glm4_9b.sandwich_norms = true;
   presets.push_back({"glm-4-9b", glm4_9b});
 
+  // zai-org/GLM-4.5-Air and GLM-4.5: Glm4MoeForCausalLM, 96 query heads of 128 (wider than the
+  // hidden size) and 8 KV heads, q/k/v biases, rotary over half of each head (rotate-half),
+  // sigmoid-routed experts with a correction bias and one ungated shared expert, the first layers
+  // dense, untied 151552-row vocabulary, 131072 positions, rope_theta 1e6. The checkpoints' extra
+  // multi-token-prediction layer (num_nextn_predict_layers) is not loaded, as vLLM loads it only
+  // for speculative decoding: 106.85B parameters for Air (its model card's "106B"), 352.80B for
+  // GLM-4.5.
+  const auto glm45 = [](int64_t layers, int64_t hidden, int64_t dense_intermediate, int64_t experts,
+                        int64_t expert_intermediate, int64_t dense_layers) {
+    ModelConfig config = Llama(layers, hidden, 96, 8, expert_intermediate, 151552, 131072);
+    config.architecture = "Glm4MoeForCausalLM";
+    config.head_dim = 128;
+    config.rotary_dim = 64;
+    config.qkv_bias = true;
+    config.rope_theta = 1000000.0;
+    config.num_experts = experts;
+    config.num_experts_per_tok = 8;
+    config.moe_sigmoid_scores = true;
+    config.moe_correction_bias = true;
+    config.shared_expert_intermediate_size = expert_intermediate;
+    config.shared_expert_gated = false;
+    config.dense_intermediate_size = dense_intermediate;
+    for (int64_t layer = 0; layer < layers; ++layer) {
+      config.dense_mlp_layers.push_back(layer < dense_layers);
+    }
+    return config;
+  };
+  presets.push_back({"glm-4.5-air", glm45(46, 4096, 10944, 128, 1408, 1)});
+  ModelConfig glm4_5 = glm45(92, 5120, 12288, 160, 1536, 3);
+  glm4_5.qk_norm = true;
+  glm4_5.routed_scaling_factor = 2.5;
+  presets.push_back({"glm-4.5", glm4_5});
+
   for (Preset& preset : presets)
     preset.config.source = absl::StrCat("dummy:", std::string(preset.name));
   std::sort(presets.begin(), presets.end(),

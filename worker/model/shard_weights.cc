@@ -30,7 +30,11 @@ kvcache::ModelDims ModelDimsOf(const ModelConfig& config) {
       .pre_norms = config.pre_norms,
       .num_experts = config.num_experts,
       .num_experts_per_tok = config.num_experts_per_tok,
+      .moe_correction_bias = config.moe_correction_bias,
       .shared_expert_intermediate_size = config.shared_expert_intermediate_size,
+      .shared_expert_gated = config.shared_expert_gated,
+      .num_dense_mlp_layers = NumDenseMlpLayers(config),
+      .dense_intermediate_size = config.dense_intermediate_size,
       .kv_sliding_window = KvCacheSlidingWindow(config),
       .kv_group_windows = groups.windows,
       .kv_group_size = groups.group_size,
@@ -73,6 +77,10 @@ TensorSlice SliceOf(const ModelConfig& config, ShardSpec shard, Split split) {
       return {Kind::kRows, at.intermediate, s.intermediate};
     case Split::kMlpColumns:
       return {Kind::kColumns, at.intermediate, s.intermediate};
+    case Split::kDenseMlpRows:
+      return {Kind::kRows, at.dense_intermediate, s.dense_intermediate};
+    case Split::kDenseMlpColumns:
+      return {Kind::kColumns, at.dense_intermediate, s.dense_intermediate};
     case Split::kSharedMlpRows:
       return {Kind::kRows, at.shared_intermediate, s.shared_intermediate};
     case Split::kSharedMlpColumns:

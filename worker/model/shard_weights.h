@@ -35,8 +35,10 @@ enum class Split {
   kQueryRows,         // rows of the rank's query heads
   kKvRows,            // rows of the rank's KV heads (split, or one replicated head)
   kQueryColumns,      // columns of the rank's query heads
-  kMlpRows,           // rows of the rank's MLP slice
-  kMlpColumns,        // columns of the rank's MLP slice
+  kMlpRows,           // rows of the rank's slice of each expert's MLP (or the dense MLP)
+  kMlpColumns,        // columns of the rank's slice of each expert's MLP (or the dense MLP)
+  kDenseMlpRows,      // rows of the rank's slice of a dense layer's MLP
+  kDenseMlpColumns,   // columns of the rank's slice of a dense layer's MLP
   kSharedMlpRows,     // rows of the rank's slice of a shared expert's MLP
   kSharedMlpColumns,  // columns of the rank's slice of a shared expert's MLP
   kQueryNorm,   // q_norm: whole per head (Qwen3), the rank's heads' rows across heads (OLMo 2)
