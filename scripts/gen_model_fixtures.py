@@ -157,6 +157,13 @@ Writes tests/worker/fixtures/<name>/ for three small SEEDED RANDOM checkpoints:
               The generator checks that the correction bias, the groups, the routed scale and
               the shared experts each change the logits. Written only when named (transformers
               >= 4.54 has Glm4Moe; 4.57.1 wrote the committed one).
+  dots1-moe   Dots1ForCausalLM (dots.llm1's layout) with transformers' own Dots1: Qwen3's
+              attention (per-head q/k norms, no biases) with a 16-token window on layer 1
+              (max_window_layers 1), layer 0 dense, layer 1 glm4-moe's routing with 8 experts in 2
+              groups of which 1 stays eligible, the top 2 NOT renormalized and scaled x2, one
+              shared expert; GQA 4/2, untied, bfloat16. The generator checks glm4-moe's four
+              parts and the window. Written only when named (transformers >= 4.53 has Dots1;
+              4.57.1 wrote the committed one).
   exaone4-hybrid Exaone4ForCausalLM (EXAONE 4.0's layout) with transformers' own Exaone4:
               olmo2-postnorm's output norms (no input norms) with Qwen3's PER-HEAD q_norm / k_norm,
               layer_types [sliding_attention, full_attention] with a 16-token window, and rotary
@@ -494,10 +501,23 @@ def glm4_moe_config():
         pad_token_id=0)
 
 
-def check_glm4_moe_bites(model, config):
-    """GLM-4.5's routing must change the logits in each of its parts, or the fixture would not
-    test them: the correction bias (against none), the groups (against one group), the routed
-    scale (against 1), and the shared experts (against none)."""
+def dots1_config():
+    from transformers import Dots1Config  # transformers >= 4.53
+    return Dots1Config(
+        vocab_size=256, hidden_size=64, intermediate_size=128, moe_intermediate_size=32,
+        num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256,
+        rope_theta=10000.0, rms_norm_eps=1e-6, tie_word_embeddings=False, attention_bias=False,
+        n_routed_experts=8, num_experts_per_tok=2, n_shared_experts=1, n_group=2, topk_group=1,
+        first_k_dense_replace=1, norm_topk_prob=False, routed_scaling_factor=2.0,
+        sliding_window=16, max_window_layers=1, initializer_range=INIT_STD, bos_token_id=1,
+        eos_token_id=2, pad_token_id=0)
+
+
+def check_deepseek_moe_bites(model, config):
+    """DeepSeek-V3's routing (GLM-4.5's, dots.llm1's) must change the logits in each of its parts,
+    or the fixture would not test them: the correction bias (against none), the groups (against
+    every group kept), the routed scale (against 1), and the shared experts (against none); and
+    dots.llm1's window on its second layer (against none)."""
     ids = torch.arange(3, 40).remainder(config.vocab_size)[None]
     moe = model.model.layers[1].mlp
     diffs = {
@@ -509,9 +529,12 @@ def check_glm4_moe_bites(model, config):
             model, ids, moe.shared_experts.down_proj, "weight",
             torch.nn.Parameter(torch.zeros_like(moe.shared_experts.down_proj.weight))),
     }
+    if config.model_type == "dots1":
+        diffs["window"] = logit_change(model, ids, model.config, "sliding_window", 10**6)
     for what, diff in diffs.items():
         assert diff > 1e-2, f"the {what} do not change the logits ({diff})"
-    print("  glm4_moe: max logit changes " + ", ".join(f"{k} {v:.3f}" for k, v in diffs.items()))
+    print(f"  {config.model_type}: max logit changes " +
+          ", ".join(f"{k} {v:.3f}" for k, v in diffs.items()))
 
 
 def check_exaone4_bites(model, config):
@@ -638,6 +661,7 @@ NAMED_ONLY = [
     ("exaone4-hybrid", exaone4_config, torch.bfloat16, 1, 9883),
     ("seed-oss-bias", seed_oss_config, torch.bfloat16, 1, 9884),
     ("glm4-moe", glm4_moe_config, torch.bfloat16, 1, 9885),
+    ("dots1-moe", dots1_config, torch.bfloat16, 1, 9886),
 ]
 
 
@@ -1155,8 +1179,8 @@ def generate_model(name, make_config, dtype, shards, seed):
         check_olmo3_bites(ref, config)
     if config.model_type == "exaone4":
         check_exaone4_bites(ref, config)
-    if config.model_type == "glm4_moe":
-        check_glm4_moe_bites(ref, config)
+    if config.model_type in ("glm4_moe", "dots1"):
+        check_deepseek_moe_bites(ref, config)
     rope_scaling = getattr(config, "rope_scaling", None)  # GlmConfig has none
     if rope_scaling and rope_scaling.get("type") == "longrope":
         check_longrope_bites(ref, config)

@@ -411,6 +411,24 @@ TEST(HeadroomCliTest, PlanServesAFloat32CheckpointInBfloat16AsVllmAuto) {
   EXPECT_THAT(result.err, HasSubstr("--dtype: Gemma2ForCausalLM does not support float16"));
 }
 
+TEST(HeadroomCliTest, PlanExplainsGlm45AirsExpertsAndTheGroupItNeeds) {
+  // 106.85B parameters in bfloat16 are 199 GiB: one 80 GiB GPU cannot hold them, four can.
+  RunResult result =
+      RunHeadroom({"plan", "--model", "dummy:glm-4.5-air", "--gpu-memory-gib", "80"});
+  ExpectRefused(result);
+  EXPECT_THAT(result.err, AllOf(HasSubstr("199.03 GiB per GPU at --tensor-parallel-size 1"),
+                                HasSubstr("--tensor-parallel-size 4 (the smallest that fits")));
+  result = RunHeadroom({"plan", "--model", "dummy:glm-4.5-air", "--gpu-memory-gib", "80",
+                        "--tensor-parallel-size", "4"});
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_THAT(result.out,
+              AllOf(HasSubstr("parameters 106,852,251,264"),
+                    HasSubstr("128 experts of intermediate 1408, top 8 (renormalized), sigmoid "
+                              "scores with a correction bias, an ungated shared expert of "
+                              "intermediate 1408; the first 1 layer dense of intermediate 10944"),
+                    HasSubstr("rotary on 64 of 128 values per head")));
+}
+
 TEST(HeadroomCliTest, TinyPresetDefaultsToItsMaxPositions) {
   const RunResult result = RunHeadroom({"plan", "--model", "dummy:tiny", "--gpu-memory-gib", "8"});
   EXPECT_EQ(result.exit_code, 0) << result.err;

@@ -201,7 +201,7 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, FixtureLoadTest,
                                            "gemma3-local-rope", "granite-mup", "smollm3-nope",
                                            "gemma-mqa", "qwen2-moe", "olmo2-postnorm", "olmoe",
                                            "olmo3-hybrid", "exaone4-hybrid", "seed-oss-bias",
-                                           "glm4-moe"),
+                                           "glm4-moe", "dots1-moe"),
                          [](const ::testing::TestParamInfo<std::string>& param_info) {
                            std::string test_name = param_info.param;
                            for (char& c : test_name) c = c == '-' ? '_' : c;
@@ -571,7 +571,8 @@ TEST(CheckpointTest, ExpectedJsonIsWellFormed) {
                            "gemma-mqa",      "qwen2-moe",
                            "olmo2-postnorm", "olmoe",
                            "olmo3-hybrid",   "exaone4-hybrid",
-                           "seed-oss-bias",  "glm4-moe"}) {
+                           "seed-oss-bias",  "glm4-moe",
+                           "dots1-moe"}) {
     SCOPED_TRACE(name);
     const Json expected = ReadJson(testdata::FixtureDir(name) / "expected.json");
     ASSERT_EQ(expected.at("prompts").size(), 4u);

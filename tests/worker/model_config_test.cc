@@ -1498,6 +1498,66 @@ TEST_F(ModelDirTest, Glm45TakesGlm4MoeConfigDefaultsAndRefusesBadGroups) {
               absl::StatusCode::kInvalidArgument, {"field \"n_routed_experts\" is 5000"});
 }
 
+// rednote-hilab/dots.llm1's layout: Qwen3's attention with GLM-4.5's experts; its window on the
+// layers from max_window_layers on (none by default: 62 of 62), the routing's counts required.
+TEST_F(ModelDirTest, LoadsDots1WithQwen3AttentionAndDeepseekExperts) {
+  constexpr char kDots1Config[] = R"({
+    "architectures": ["Dots1ForCausalLM"], "vocab_size": 152064, "hidden_size": 4096,
+    "intermediate_size": 10944, "moe_intermediate_size": 1408, "num_hidden_layers": 62,
+    "num_attention_heads": 32, "num_key_value_heads": 32, "n_shared_experts": 2,
+    "n_routed_experts": 128, "num_experts_per_tok": 6, "first_k_dense_replace": 1,
+    "norm_topk_prob": true, "routed_scaling_factor": 2.5, "max_position_embeddings": 32768,
+    "rope_theta": 10000000, "rms_norm_eps": 1e-5, "torch_dtype": "bfloat16"})";
+  const absl::StatusOr<ModelConfig> config = LoadModelConfig(WriteConfig(kDots1Config));
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_TRUE(config->qk_norm);
+  EXPECT_FALSE(config->qk_norm_across_heads);
+  EXPECT_FALSE(config->qkv_bias);
+  EXPECT_EQ(config->rotary_dim, 0);  // whole heads
+  EXPECT_EQ(config->num_experts, 128);
+  EXPECT_EQ(config->num_experts_per_tok, 6);
+  EXPECT_EQ(config->intermediate_size, 1408);
+  EXPECT_EQ(config->shared_expert_intermediate_size, 2 * 1408);
+  EXPECT_FALSE(config->shared_expert_gated);
+  EXPECT_TRUE(config->moe_sigmoid_scores);
+  EXPECT_TRUE(config->moe_correction_bias);
+  EXPECT_DOUBLE_EQ(config->routed_scaling_factor, 2.5);
+  EXPECT_EQ(NumDenseMlpLayers(*config), 1);
+  EXPECT_EQ(config->dense_intermediate_size, 10944);
+  EXPECT_FALSE(config->sliding_window.has_value()) << "no layer from max_window_layers 62 on";
+
+  // From max_window_layers 60 on, the last two layers slide (sliding_window 4096 by default).
+  const absl::StatusOr<ModelConfig> windowed = LoadModelConfig(
+      WriteConfig(ReplaceAll(kDots1Config, R"("num_hidden_layers": 62,)",
+                             R"("num_hidden_layers": 62, "max_window_layers": 60,)")));
+  ASSERT_TRUE(windowed.ok()) << windowed.status();
+  EXPECT_EQ(windowed->sliding_window, 4096);
+  EXPECT_FALSE(LayerIsSlidingKind(*windowed, 59));
+  EXPECT_TRUE(LayerIsSlidingKind(*windowed, 60));
+  EXPECT_TRUE(LayerIsSlidingKind(*windowed, 61));
+  const absl::StatusOr<ModelConfig> no_window = LoadModelConfig(WriteConfig(
+      ReplaceAll(kDots1Config, R"("num_hidden_layers": 62,)",
+                 R"("num_hidden_layers": 62, "max_window_layers": 0, "sliding_window": null,)")));
+  ASSERT_TRUE(no_window.ok()) << no_window.status();
+  EXPECT_FALSE(no_window->sliding_window.has_value());
+
+  // Dots1Config's norm_topk_prob is false by default (Glm4MoeConfig's true).
+  const absl::StatusOr<ModelConfig> raw_top_k =
+      LoadModelConfig(WriteConfig(ReplaceAll(kDots1Config, R"("norm_topk_prob": true,)", "")));
+  ASSERT_TRUE(raw_top_k.ok()) << raw_top_k.status();
+  EXPECT_FALSE(raw_top_k->norm_topk_prob);
+
+  // Dots1Config has no defaults for the counts (transformers fails without them).
+  for (const char* key : {R"("n_shared_experts": 2,)", R"("n_routed_experts": 128, )",
+                          R"("num_experts_per_tok": 6, )"}) {
+    std::string field(key);
+    field = field.substr(0, field.find(':'));
+    ExpectError(LoadModelConfig(WriteConfig(ReplaceAll(kDots1Config, key, ""))),
+                absl::StatusCode::kInvalidArgument,
+                {absl::StrCat("field ", field, " is required but missing")});
+  }
+}
+
 TEST_F(ModelDirTest, LoadsQwen2MoeWithItsSharedExpert) {
   const absl::StatusOr<ModelConfig> config = LoadModelConfig(WriteConfig(kQwen15MoeA27BConfig));
   ASSERT_TRUE(config.ok()) << config.status();
@@ -1846,7 +1906,7 @@ TEST_F(ModelDirTest, UnsupportedArchitectureListsTheSupportedOnes) {
        "Gemma3ForCausalLM, Phi3ForCausalLM, GraniteForCausalLM, GraniteMoeForCausalLM, "
        "SmolLM3ForCausalLM, GlmForCausalLM, Glm4ForCausalLM, Olmo2ForCausalLM, "
        "Olmo3ForCausalLM, OlmoeForCausalLM, Exaone4ForCausalLM, SeedOssForCausalLM, "
-       "Glm4MoeForCausalLM, Gemma3ForConditionalGeneration, and "
+       "Glm4MoeForCausalLM, Dots1ForCausalLM, Gemma3ForConditionalGeneration, and "
        "the ForSequenceClassification form of each but Gemma 3's"});
 }
 

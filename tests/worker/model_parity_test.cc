@@ -258,7 +258,7 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, ModelParityTest,
                                            "smollm3-nope", "glm4-sandwich", "glm-interleaved",
                                            "gemma-mqa", "qwen2-moe", "olmo2-postnorm", "olmoe",
                                            "olmo3-hybrid", "exaone4-hybrid", "seed-oss-bias",
-                                           "glm4-moe"),
+                                           "glm4-moe", "dots1-moe"),
                          [](const ::testing::TestParamInfo<std::string>& param_info) {
                            std::string name = param_info.param;
                            for (char& c : name) c = c == '-' ? '_' : c;

@@ -183,7 +183,8 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"smollm3-nope", 2}, Case{"glm4-sandwich", 2}, Case{"glm-interleaved", 2},
                       Case{"gemma-mqa", 2}, Case{"qwen2-moe", 2}, Case{"olmo2-postnorm", 2},
                       Case{"olmo2-postnorm", 4}, Case{"olmoe", 2}, Case{"olmo3-hybrid", 2},
-                      Case{"exaone4-hybrid", 2}, Case{"seed-oss-bias", 2}, Case{"glm4-moe", 2}),
+                      Case{"exaone4-hybrid", 2}, Case{"seed-oss-bias", 2}, Case{"glm4-moe", 2},
+                      Case{"dots1-moe", 2}),
     [](const auto& param_info) {
       std::string name = absl::StrCat(param_info.param.fixture, "_tp", param_info.param.tp);
       for (char& c : name) {

@@ -131,10 +131,11 @@ using ExpertLayout = ModelWeights::ExpertLayout;
 using NormNames = ModelWeights::NormNames;
 
 // The checkpoint's name for a layer field's tensor (after "model.layers.{i}."): the field's own,
-// but GLM-4's for the sandwich norms and GLM-4.5's for its shared experts.
+// but GLM-4's for the sandwich norms and DeepSeek-V3's for the shared experts (GLM-4.5's,
+// dots.llm1's).
 std::string CheckpointSuffix(const ModelWeights& weights, std::string_view suffix) {
   constexpr std::string_view kShared = "mlp.shared_expert.";
-  if (weights.expert_layout == ExpertLayout::kGlm4Moe && suffix.starts_with(kShared)) {
+  if (weights.expert_layout == ExpertLayout::kDeepseek && suffix.starts_with(kShared)) {
     return absl::StrCat("mlp.shared_experts.", std::string(suffix.substr(kShared.size())));
   }
   if (weights.norm_names != NormNames::kGlm4) return std::string(suffix);
@@ -145,7 +146,7 @@ std::string CheckpointSuffix(const ModelWeights& weights, std::string_view suffi
 }
 
 // A mixture-of-experts layer's tensor names after "model.layers.{i}.": its router's (and its
-// correction bias', GLM-4.5's only), and expert e's gate, up and down projections'.
+// correction bias', DeepSeek-V3's layout only), and expert e's gate, up and down projections'.
 std::string_view RouterName(ExpertLayout layout) {
   switch (layout) {
     case ExpertLayout::kMixtral:
@@ -153,7 +154,7 @@ std::string_view RouterName(ExpertLayout layout) {
     case ExpertLayout::kStacked:
       return "block_sparse_moe.router.layer.weight";
     case ExpertLayout::kQwen:
-    case ExpertLayout::kGlm4Moe:
+    case ExpertLayout::kDeepseek:
       break;
   }
   return "mlp.gate.weight";
@@ -362,10 +363,12 @@ absl::StatusOr<std::vector<Slot>> MakeSlots(const ModelConfig& config, ShardSpec
   const int64_t vocab = config.vocab_size;
   const int64_t hidden = config.hidden_size;
   weights.layers.resize(static_cast<size_t>(config.num_hidden_layers));
-  weights.expert_layout = config.architecture == "MixtralForCausalLM"      ? ExpertLayout::kMixtral
-                          : config.architecture == "GraniteMoeForCausalLM" ? ExpertLayout::kStacked
-                          : config.architecture == "Glm4MoeForCausalLM"    ? ExpertLayout::kGlm4Moe
-                                                                           : ExpertLayout::kQwen;
+  weights.expert_layout =
+      config.architecture == "MixtralForCausalLM"      ? ExpertLayout::kMixtral
+      : config.architecture == "GraniteMoeForCausalLM" ? ExpertLayout::kStacked
+      : config.architecture == "Glm4MoeForCausalLM" || config.architecture == "Dots1ForCausalLM"
+          ? ExpertLayout::kDeepseek
+          : ExpertLayout::kQwen;
   weights.norm_names =
       config.architecture == "Glm4ForCausalLM" ? NormNames::kGlm4 : NormNames::kGemma;
   add(std::string(kEmbedName), {vocab, hidden}, &weights.embed_tokens, Init::kRandom,

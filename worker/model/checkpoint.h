@@ -80,8 +80,8 @@ struct LayerWeights {
   HostTensor moe_correction_bias;      // [num_experts] only with config.moe_correction_bias.
   std::vector<ExpertWeights> experts;  // num_experts entries
   // A shared expert beside them (config.shared_expert_intermediate_size S > 0: Qwen2-MoE's
-  // mlp.shared_expert, GLM-4.5's mlp.shared_experts), and Qwen2-MoE's gate, whose sigmoid scales
-  // the shared expert's output (config.shared_expert_gated); else empty.
+  // mlp.shared_expert, GLM-4.5's and dots.llm1's mlp.shared_experts), and Qwen2-MoE's gate, whose
+  // sigmoid scales the shared expert's output (config.shared_expert_gated); else empty.
   HostTensor shared_gate_proj;    // [S, H]
   HostTensor shared_up_proj;      // [S, H]
   HostTensor shared_down_proj;    // [H, S]
@@ -99,10 +99,10 @@ struct ModelWeights {
   // How the checkpoint names its experts: Mixtral's block_sparse_moe.experts.E.w1, Qwen3-MoE's
   // mlp.experts.E.gate_proj, or Granite-MoE's stacked block_sparse_moe.input_linear [E, 2I, H]
   // (gate rows, then up rows, per expert) and output_linear [E, H, I], whose parts ListWeights
-  // names "...input_linear.weight[E].gate" / "[E].up" / "output_linear.weight[E]". GLM-4.5's
-  // (kGlm4Moe) are Qwen's, with mlp.gate.e_score_correction_bias beside the router and its shared
-  // experts under mlp.shared_experts.
-  enum class ExpertLayout : uint8_t { kMixtral, kQwen, kStacked, kGlm4Moe };
+  // names "...input_linear.weight[E].gate" / "[E].up" / "output_linear.weight[E]". DeepSeek-V3's
+  // (kDeepseek: GLM-4.5, dots.llm1) are Qwen's, with mlp.gate.e_score_correction_bias beside the
+  // router and the shared experts under mlp.shared_experts.
+  enum class ExpertLayout : uint8_t { kMixtral, kQwen, kStacked, kDeepseek };
   ExpertLayout expert_layout = ExpertLayout::kQwen;
   // How the checkpoint names the sandwich norms (config.sandwich_norms): Gemma's
   // post_attention_layernorm (attention output), pre_feedforward_layernorm (MLP input) and

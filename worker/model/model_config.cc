@@ -1,5 +1,6 @@
 #include "worker/model/model_config.h"
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -38,6 +39,7 @@ inline constexpr std::string_view kSmolLM3 = "SmolLM3ForCausalLM";
 inline constexpr std::string_view kGlm = "GlmForCausalLM";
 inline constexpr std::string_view kGlm4 = "Glm4ForCausalLM";
 inline constexpr std::string_view kGlm4Moe = "Glm4MoeForCausalLM";
+inline constexpr std::string_view kDots1 = "Dots1ForCausalLM";
 inline constexpr std::string_view kOlmo2 = "Olmo2ForCausalLM";
 inline constexpr std::string_view kOlmo3 = "Olmo3ForCausalLM";
 inline constexpr std::string_view kOlmoe = "OlmoeForCausalLM";
@@ -75,12 +77,31 @@ inline constexpr int64_t kSmolLM3DefaultNoRopeInterval = 4;
 inline constexpr double kGlmDefaultPartialRotaryFactor = 0.5;
 inline constexpr bool kGlmDefaultAttentionBias = true;
 
-// Glm4MoeConfig's defaults for the keys of its mixture of experts (GLM-4-100B-A10B's).
-inline constexpr int64_t kGlm4MoeDefaultExperts = 128;
-inline constexpr int64_t kGlm4MoeDefaultExpertsPerToken = 8;
-inline constexpr int64_t kGlm4MoeDefaultExpertWidth = 1408;
-inline constexpr int64_t kGlm4MoeDefaultSharedExperts = 1;
-inline constexpr int64_t kGlm4MoeDefaultDenseLayers = 1;
+// The defaults of a DeepSeek-V3-style mixture of experts' keys (nullopt: the key is required).
+struct DeepseekMoeDefaults {
+  std::optional<int64_t> experts;            // n_routed_experts
+  std::optional<int64_t> experts_per_token;  // num_experts_per_tok
+  int64_t expert_width = 0;                  // moe_intermediate_size
+  std::optional<int64_t> shared_experts;     // n_shared_experts
+  int64_t dense_layers = 0;                  // first_k_dense_replace
+  bool norm_topk_prob = false;
+};
+// Glm4MoeConfig's (GLM-4-100B-A10B's) and Dots1Config's (which leaves the counts to config.json).
+inline constexpr DeepseekMoeDefaults kGlm4MoeDefaults = {.experts = 128,
+                                                         .experts_per_token = 8,
+                                                         .expert_width = 1408,
+                                                         .shared_experts = 1,
+                                                         .dense_layers = 1,
+                                                         .norm_topk_prob = true};
+inline constexpr DeepseekMoeDefaults kDots1Defaults = {.experts = std::nullopt,
+                                                       .experts_per_token = std::nullopt,
+                                                       .expert_width = 1408,
+                                                       .shared_experts = std::nullopt,
+                                                       .dense_layers = 0,
+                                                       .norm_topk_prob = false};
+// Dots1Config's window and its first sliding layer (max_window_layers: none of dots.llm1's 62).
+inline constexpr int64_t kDots1DefaultSlidingWindow = 4096;
+inline constexpr int64_t kDots1DefaultMaxWindowLayers = 62;
 
 std::string Describe(const Json& value) {
   std::string text = value.dump();
@@ -446,6 +467,33 @@ absl::Status ReadRopeScaling(const FieldReader& reader, std::string_view path,
   return absl::OkStatus();
 }
 
+// A positive integer field, `default_value` when absent or null; required without a default.
+absl::StatusOr<int64_t> PositiveIntOr(const FieldReader& reader, std::string_view field,
+                                      std::optional<int64_t> default_value) {
+  HR_ASSIGN_OR_RETURN(const std::optional<int64_t> value, reader.OptionalPositiveInt(field));
+  if (value) return *value;
+  if (default_value) return *default_value;
+  return reader.Error(field, "is required but missing");
+}
+
+// An optional non-negative integer field, `default_value` when absent or null.
+absl::StatusOr<int64_t> NonNegativeIntOr(const FieldReader& reader, std::string_view field,
+                                         int64_t default_value) {
+  HR_ASSIGN_OR_RETURN(const std::optional<int64_t> value, reader.OptionalInt(field));
+  if (value && *value < 0) {
+    return reader.Error(field, absl::StrCat("must not be negative, got ", *value));
+  }
+  return value.value_or(default_value);
+}
+
+// sliding_window: `default_value` (the config class's) when the key is absent, none when it is
+// null (Mistral v0.2 and later, EXAONE-4.0-1.2B), else its positive value.
+absl::StatusOr<std::optional<int64_t>> SlidingWindowOr(const FieldReader& reader,
+                                                       int64_t default_value) {
+  if (!reader.Has("sliding_window")) return std::optional<int64_t>(default_value);
+  return reader.OptionalPositiveInt("sliding_window");
+}
+
 // config.json's layer_types (newer transformers): which layers slide, into sliding_layers.
 absl::Status ReadLayerTypes(const FieldReader& reader, ModelConfig& config) {
   const Json* types = reader.Find("layer_types");
@@ -523,10 +571,7 @@ absl::Status ReadSmolLM3(const FieldReader& reader, ModelConfig& config) {
 // Olmo3Config's pattern) whose rotary is never scaled; only the full-attention layers apply
 // rope_scaling (YaRN in OLMo-3-7B and -32B), as transformers' Olmo3 builds one rotary per kind.
 absl::Status ReadOlmo3Window(const FieldReader& reader, ModelConfig& config) {
-  HR_ASSIGN_OR_RETURN(const std::optional<int64_t> window,
-                      reader.OptionalPositiveInt("sliding_window"));
-  config.sliding_window =
-      reader.Has("sliding_window") ? window : std::optional(kOlmo3DefaultSlidingWindow);
+  HR_ASSIGN_OR_RETURN(config.sliding_window, SlidingWindowOr(reader, kOlmo3DefaultSlidingWindow));
   config.sliding_window_pattern = kOlmo3DefaultPattern;
   HR_RETURN_IF_ERROR(ReadLayerTypes(reader, config));
   if (config.long_rope) {
@@ -544,10 +589,7 @@ absl::Status ReadOlmo3Window(const FieldReader& reader, ModelConfig& config) {
 // layer_types, else sliding_window_pattern, a period (every n-th layer global) or a string of
 // L (local) and G (global) repeated from layer 0 (EXAONE-4.0-32B: "LLLG").
 absl::Status ReadExaone4Window(const FieldReader& reader, ModelConfig& config) {
-  HR_ASSIGN_OR_RETURN(const std::optional<int64_t> window,
-                      reader.OptionalPositiveInt("sliding_window"));
-  config.sliding_window =
-      reader.Has("sliding_window") ? window : std::optional(kExaone4DefaultSlidingWindow);
+  HR_ASSIGN_OR_RETURN(config.sliding_window, SlidingWindowOr(reader, kExaone4DefaultSlidingWindow));
   if (!config.sliding_window) return absl::OkStatus();
   const Json* pattern = reader.Find("sliding_window_pattern");
   if (reader.Find("layer_types") != nullptr) {
@@ -575,6 +617,28 @@ absl::Status ReadExaone4Window(const FieldReader& reader, ModelConfig& config) {
   config.nope_layers.clear();
   for (int64_t layer = 0; layer < config.num_hidden_layers; ++layer) {
     config.nope_layers.push_back(!LayerIsSlidingKind(config, layer));
+  }
+  return absl::OkStatus();
+}
+
+// Dots1Config's layer kinds: layer_types, else the layers from max_window_layers on slide when
+// sliding_window (4096 by default; null: none) is set. No sliding layer: no window.
+absl::Status ReadDots1Window(const FieldReader& reader, ModelConfig& config) {
+  HR_ASSIGN_OR_RETURN(config.sliding_window, SlidingWindowOr(reader, kDots1DefaultSlidingWindow));
+  if (!config.sliding_window) return absl::OkStatus();
+  if (reader.Find("layer_types") != nullptr) {
+    HR_RETURN_IF_ERROR(ReadLayerTypes(reader, config));
+  } else {
+    HR_ASSIGN_OR_RETURN(const int64_t first, NonNegativeIntOr(reader, "max_window_layers",
+                                                              kDots1DefaultMaxWindowLayers));
+    for (int64_t layer = 0; layer < config.num_hidden_layers; ++layer) {
+      config.sliding_layers.push_back(layer >= first);
+    }
+  }
+  if (std::find(config.sliding_layers.begin(), config.sliding_layers.end(), true) ==
+      config.sliding_layers.end()) {
+    config.sliding_window.reset();
+    config.sliding_layers.clear();
   }
   return absl::OkStatus();
 }
@@ -643,6 +707,13 @@ absl::Status ReadBiasesAndWindow(const FieldReader& reader, ModelConfig& config)
     // of each head in Llama's rotate-half layout (GLM-4's pairs are interleaved).
     HR_ASSIGN_OR_RETURN(config.qkv_bias, reader.Bool("attention_bias", false));
     HR_ASSIGN_OR_RETURN(config.qk_norm, reader.Bool("use_qk_norm", false));
+  } else if (config.architecture == kDots1) {
+    // dots.llm1: Qwen3's attention (per-head q/k norms; q/k/v/o biases only with attention_bias)
+    // and its window on the layers from max_window_layers on (none of dots.llm1's), unless
+    // config.json lists layer_types.
+    HR_RETURN_IF_ERROR(ReadBiasFlags(reader, /*mlp=*/false, config));
+    config.qk_norm = true;
+    HR_RETURN_IF_ERROR(ReadDots1Window(reader, config));
   } else if (config.architecture == kOlmo2 || config.architecture == kOlmo3) {
     // OLMo 2: no norm before attention or the MLP, an RMSNorm of each one's output before its
     // residual add (Gemma 2's post norms, under the same names), and q/k norms over the whole
@@ -682,10 +753,8 @@ absl::Status ReadBiasesAndWindow(const FieldReader& reader, ModelConfig& config)
     HR_ASSIGN_OR_RETURN(config.sliding_window, reader.OptionalPositiveInt("sliding_window"));
   } else if (config.architecture == kMistral) {
     // An absent key takes MistralConfig's default; an explicit null (v0.2 and later) means none.
-    HR_ASSIGN_OR_RETURN(const std::optional<int64_t> window,
-                        reader.OptionalPositiveInt("sliding_window"));
-    config.sliding_window =
-        reader.Has("sliding_window") ? window : std::optional(kMistralDefaultSlidingWindow);
+    HR_ASSIGN_OR_RETURN(config.sliding_window,
+                        SlidingWindowOr(reader, kMistralDefaultSlidingWindow));
   }
   // A window of at least the model's context (MaxContextLength) never masks a key: a sequence's
   // tokens are fewer than that apart (--max-model-len may not exceed it). Phi-3-mini-128k,
@@ -852,36 +921,22 @@ absl::Status ReadActivation(const FieldReader& reader, ModelConfig& config) {
   return absl::OkStatus();
 }
 
-// An optional positive integer field, `default_value` when absent or null.
-absl::StatusOr<int64_t> PositiveIntOr(const FieldReader& reader, std::string_view field,
-                                      int64_t default_value) {
-  HR_ASSIGN_OR_RETURN(const std::optional<int64_t> value, reader.OptionalPositiveInt(field));
-  return value.value_or(default_value);
-}
-
-// An optional non-negative integer field, `default_value` when absent or null.
-absl::StatusOr<int64_t> NonNegativeIntOr(const FieldReader& reader, std::string_view field,
-                                         int64_t default_value) {
-  HR_ASSIGN_OR_RETURN(const std::optional<int64_t> value, reader.OptionalInt(field));
-  if (value && *value < 0) {
-    return reader.Error(field, absl::StrCat("must not be negative, got ", *value));
-  }
-  return value.value_or(default_value);
-}
-
-// GLM-4.5's mixture of experts (Glm4MoeConfig): n_routed_experts of moe_intermediate_size routed
-// by sigmoid scores with a correction bias, group-limited (n_group, topk_group), renormalized
-// (norm_topk_prob) and scaled (routed_scaling_factor); n_shared_experts ungated shared experts
-// as one MLP; and the first first_k_dense_replace layers dense, of intermediate_size.
-absl::Status ReadGlm4MoeExperts(const FieldReader& reader, ModelConfig& config) {
+// A DeepSeek-V3-style mixture of experts (GLM-4.5's Glm4MoeConfig, dots.llm1's Dots1Config):
+// n_routed_experts of moe_intermediate_size routed by sigmoid scores with a correction bias,
+// group-limited (n_group, topk_group), renormalized (norm_topk_prob) and scaled
+// (routed_scaling_factor); n_shared_experts ungated shared experts as one MLP; and the first
+// first_k_dense_replace layers dense, of intermediate_size.
+absl::Status ReadDeepseekExperts(const FieldReader& reader, const DeepseekMoeDefaults& defaults,
+                                 ModelConfig& config) {
   HR_ASSIGN_OR_RETURN(config.num_experts,
-                      PositiveIntOr(reader, "n_routed_experts", kGlm4MoeDefaultExperts));
+                      PositiveIntOr(reader, "n_routed_experts", defaults.experts));
   HR_ASSIGN_OR_RETURN(config.num_experts_per_tok,
-                      PositiveIntOr(reader, "num_experts_per_tok", kGlm4MoeDefaultExpertsPerToken));
+                      PositiveIntOr(reader, "num_experts_per_tok", defaults.experts_per_token));
   config.dense_intermediate_size = config.intermediate_size;
   HR_ASSIGN_OR_RETURN(config.intermediate_size,
-                      PositiveIntOr(reader, "moe_intermediate_size", kGlm4MoeDefaultExpertWidth));
-  HR_ASSIGN_OR_RETURN(config.norm_topk_prob, reader.Bool("norm_topk_prob", true));
+                      PositiveIntOr(reader, "moe_intermediate_size", defaults.expert_width));
+  HR_ASSIGN_OR_RETURN(config.norm_topk_prob,
+                      reader.Bool("norm_topk_prob", defaults.norm_topk_prob));
   HR_ASSIGN_OR_RETURN(config.routed_scaling_factor,
                       reader.PositiveNumber("routed_scaling_factor", 1.0));
   config.moe_sigmoid_scores = true;
@@ -902,12 +957,15 @@ absl::Status ReadGlm4MoeExperts(const FieldReader& reader, ModelConfig& config) 
                      ") and its groups must hold num_experts_per_tok (", config.num_experts_per_tok,
                      ") experts of ", config.num_experts / groups, " each"));
   }
-  HR_ASSIGN_OR_RETURN(const int64_t shared,
-                      NonNegativeIntOr(reader, "n_shared_experts", kGlm4MoeDefaultSharedExperts));
+  if (!defaults.shared_experts && reader.Find("n_shared_experts") == nullptr) {
+    return reader.Error("n_shared_experts", "is required but missing");
+  }
+  HR_ASSIGN_OR_RETURN(const int64_t shared, NonNegativeIntOr(reader, "n_shared_experts",
+                                                             defaults.shared_experts.value_or(0)));
   config.shared_expert_intermediate_size = shared * config.intermediate_size;
   config.shared_expert_gated = false;
-  HR_ASSIGN_OR_RETURN(const int64_t dense, NonNegativeIntOr(reader, "first_k_dense_replace",
-                                                            kGlm4MoeDefaultDenseLayers));
+  HR_ASSIGN_OR_RETURN(const int64_t dense,
+                      NonNegativeIntOr(reader, "first_k_dense_replace", defaults.dense_layers));
   for (int64_t layer = 0; layer < config.num_hidden_layers; ++layer) {
     config.dense_mlp_layers.push_back(layer < dense);
   }
@@ -957,17 +1015,19 @@ absl::Status ReadExperts(const FieldReader& reader, ModelConfig& config) {
           shared.value_or(kQwen2MoeDefaultSharedExpertIntermediateSize);
     }
   } else if (config.architecture == kGlm4Moe) {
-    HR_RETURN_IF_ERROR(ReadGlm4MoeExperts(reader, config));
+    HR_RETURN_IF_ERROR(ReadDeepseekExperts(reader, kGlm4MoeDefaults, config));
+  } else if (config.architecture == kDots1) {
+    HR_RETURN_IF_ERROR(ReadDeepseekExperts(reader, kDots1Defaults, config));
   } else {
     return absl::OkStatus();
   }
   if (config.num_experts > kvcache::kMaxNumExperts) {
-    return reader.Error(config.architecture == kMixtral || config.architecture == kGraniteMoe
-                            ? "num_local_experts"
-                        : config.architecture == kGlm4Moe ? "n_routed_experts"
-                                                          : "num_experts",
-                        absl::StrCat("is ", config.num_experts, "; at most ",
-                                     kvcache::kMaxNumExperts, " experts per layer are supported"));
+    return reader.Error(
+        config.architecture == kMixtral || config.architecture == kGraniteMoe ? "num_local_experts"
+        : config.architecture == kGlm4Moe || config.architecture == kDots1    ? "n_routed_experts"
+                                                                              : "num_experts",
+        absl::StrCat("is ", config.num_experts, "; at most ", kvcache::kMaxNumExperts,
+                     " experts per layer are supported"));
   }
   if (config.num_experts_per_tok > config.num_experts) {
     return reader.Error(
@@ -990,7 +1050,7 @@ const std::vector<std::string>& SupportedArchitectures() {
       std::string(kGraniteMoe),  std::string(kSmolLM3),     std::string(kGlm),
       std::string(kGlm4),        std::string(kOlmo2),       std::string(kOlmo3),
       std::string(kOlmoe),       std::string(kExaone4),     std::string(kSeedOss),
-      std::string(kGlm4Moe),     std::string(kGemma3Multimodal)};
+      std::string(kGlm4Moe),     std::string(kDots1),       std::string(kGemma3Multimodal)};
   // clang-format on
   return *kArchitectures;
 }
