@@ -476,14 +476,16 @@ absl::StatusOr<int64_t> PositiveIntOr(const FieldReader& reader, std::string_vie
   return reader.Error(field, "is required but missing");
 }
 
-// An optional non-negative integer field, `default_value` when absent or null.
+// A non-negative integer field, `default_value` when absent or null; required without a default.
 absl::StatusOr<int64_t> NonNegativeIntOr(const FieldReader& reader, std::string_view field,
-                                         int64_t default_value) {
+                                         std::optional<int64_t> default_value) {
   HR_ASSIGN_OR_RETURN(const std::optional<int64_t> value, reader.OptionalInt(field));
   if (value && *value < 0) {
     return reader.Error(field, absl::StrCat("must not be negative, got ", *value));
   }
-  return value.value_or(default_value);
+  if (value) return *value;
+  if (default_value) return *default_value;
+  return reader.Error(field, "is required but missing");
 }
 
 // sliding_window: `default_value` (the config class's) when the key is absent, none when it is
@@ -957,11 +959,8 @@ absl::Status ReadDeepseekExperts(const FieldReader& reader, const DeepseekMoeDef
                      ") and its groups must hold num_experts_per_tok (", config.num_experts_per_tok,
                      ") experts of ", config.num_experts / groups, " each"));
   }
-  if (!defaults.shared_experts && reader.Find("n_shared_experts") == nullptr) {
-    return reader.Error("n_shared_experts", "is required but missing");
-  }
-  HR_ASSIGN_OR_RETURN(const int64_t shared, NonNegativeIntOr(reader, "n_shared_experts",
-                                                             defaults.shared_experts.value_or(0)));
+  HR_ASSIGN_OR_RETURN(const int64_t shared,
+                      NonNegativeIntOr(reader, "n_shared_experts", defaults.shared_experts));
   config.shared_expert_intermediate_size = shared * config.intermediate_size;
   config.shared_expert_gated = false;
   HR_ASSIGN_OR_RETURN(const int64_t dense,
