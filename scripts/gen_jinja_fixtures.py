@@ -1566,6 +1566,115 @@ PHI4_MINI_TEMPLATE = (
     "{{ '<|assistant|>' }}{% else %}{{ eos_token }}{% endif %}"
 )
 
+GLM46_TEMPLATE = (
+    '[gMASK]<sop>\n'
+    '{%- if tools -%}\n'
+    '<|system|>\n'
+    '# Tools\n'
+    '\n'
+    'You may call one or more functions to assist with the user query.\n'
+    '\n'
+    'You are provided with function signatures within <tools></tools> XML tags:\n'
+    '<tools>\n'
+    '{% for tool in tools %}\n'
+    '{{ tool | tojson(ensure_ascii=False) }}\n'
+    '{% endfor %}\n'
+    '</tools>\n'
+    '\n'
+    'For each function call, output the function name and arguments within the following XML format:\n'
+    '<tool_call>{function-name}\n'
+    '<arg_key>{arg-key-1}</arg_key>\n'
+    '<arg_value>{arg-value-1}</arg_value>\n'
+    '<arg_key>{arg-key-2}</arg_key>\n'
+    '<arg_value>{arg-value-2}</arg_value>\n'
+    '...\n'
+    '</tool_call>{%- endif -%}\n'
+    '{%- macro visible_text(content) -%}\n'
+    '    {%- if content is string -%}\n'
+    '        {{- content }}\n'
+    '    {%- elif content is iterable and content is not mapping -%}\n'
+    '        {%- for item in content -%}\n'
+    "            {%- if item is mapping and item.type == 'text' -%}\n"
+    '                {{- item.text }}\n'
+    '            {%- elif item is string -%}\n'
+    '                {{- item }}\n'
+    '            {%- endif -%}\n'
+    '        {%- endfor -%}\n'
+    '    {%- else -%}\n'
+    '        {{- content }}\n'
+    '    {%- endif -%}\n'
+    '{%- endmacro -%}\n'
+    '{%- set ns = namespace(last_user_index=-1) %}\n'
+    '{%- for m in messages %}\n'
+    "    {%- if m.role == 'user' %}\n"
+    '        {% set ns.last_user_index = loop.index0 -%}\n'
+    '    {%- endif %}\n'
+    '{%- endfor %}\n'
+    '{% for m in messages %}\n'
+    "{%- if m.role == 'user' -%}<|user|>\n"
+    '{{ visible_text(m.content) }}\n'
+    '{{- \'/nothink\' if (enable_thinking is defined and not enable_thinking and not visible_text(m.content).endswith("/nothink")) else \'\' -}}\n'
+    "{%- elif m.role == 'assistant' -%}\n"
+    '<|assistant|>\n'
+    "{%- set reasoning_content = '' %}\n"
+    '{%- set content = visible_text(m.content) %}\n'
+    '{%- if m.reasoning_content is string %}\n'
+    '    {%- set reasoning_content = m.reasoning_content %}\n'
+    '{%- else %}\n'
+    "    {%- if '</think>' in content %}\n"
+    "        {%- set reasoning_content = content.split('</think>')[0].rstrip('\\n').split('<think>')[-1].lstrip('\\n') %}\n"
+    "        {%- set content = content.split('</think>')[-1].lstrip('\\n') %}\n"
+    '    {%- endif %}\n'
+    '{%- endif %}\n'
+    '{%- if loop.index0 > ns.last_user_index and reasoning_content -%}\n'
+    "{{ '\\n<think>' + reasoning_content.strip() +  '</think>'}}\n"
+    '{%- else -%}\n'
+    "{{ '\\n<think></think>' }}\n"
+    '{%- endif -%}\n'
+    '{%- if content.strip() -%}\n'
+    "{{ '\\n' + content.strip() }}\n"
+    '{%- endif -%}\n'
+    '{% if m.tool_calls %}\n'
+    '{% for tc in m.tool_calls %}\n'
+    '{%- if tc.function %}\n'
+    '    {%- set tc = tc.function %}\n'
+    '{%- endif %}\n'
+    "{{ '\\n<tool_call>' + tc.name }}\n"
+    '{% set _args = tc.arguments or {} %}\n'
+    '{% if _args is not mapping %}\n'
+    '    {{ raise_exception("Invalid tool call arguments passed: " + _args | string) }}\n'
+    '{% endif %}\n'
+    '{% for k, v in _args.items() %}\n'
+    '<arg_key>{{ k }}</arg_key>\n'
+    '<arg_value>{{ v | tojson(ensure_ascii=False) if v is not string else v }}</arg_value>\n'
+    '{% endfor %}\n'
+    '</tool_call>{% endfor %}\n'
+    '{% endif %}\n'
+    "{%- elif m.role == 'tool' -%}\n"
+    '{%- if m.content is string -%}\n'
+    '{%- if loop.first or (messages[loop.index0 - 1].role != "tool") %}\n'
+    "    {{- '<|observation|>' }}\n"
+    '{%- endif %}\n'
+    "{{- '\\n<tool_response>\\n' }}\n"
+    '{{- m.content }}\n'
+    "{{- '\\n</tool_response>' }}\n"
+    '{%- else -%}\n'
+    '<|observation|>{% for tr in m.content %}\n'
+    '\n'
+    '<tool_response>\n'
+    '{{ tr.output if tr.output is defined else tr }}\n'
+    '</tool_response>{% endfor -%}\n'
+    '{% endif -%}\n'
+    "{%- elif m.role == 'system' -%}\n"
+    '<|system|>\n'
+    '{{ visible_text(m.content) }}\n'
+    '{%- endif -%}\n'
+    '{%- endfor -%}\n'
+    '{%- if add_generation_prompt -%}\n'
+    "    <|assistant|>{{- '\\n<think></think>' if (enable_thinking is defined and not enable_thinking) else '' -}}\n"
+    '{%- endif -%}\n'
+)
+
 
 # ---- conversations for the real chat templates ----
 def _m(role, content, **kw):
@@ -1662,6 +1771,9 @@ ALTERNATION_ERROR = case("non_alternating_roles_error", [U1, U2], True)
 LLAMA_CPP = ("llama.cpp models/templates/{} (verbatim tokenizer_config.json chat_template written by "
              "llama.cpp's scripts/get_chat_template.py; read from the llama.cpp tree vendored in the "
              "llama-cpp-python 0.3.16 sdist)")
+LLAMA_CPP_0336 = ("llama.cpp models/templates/{} (the chat_template llama.cpp's scripts/get_chat_template.py "
+                  "wrote; read from the llama.cpp tree vendored in the llama-cpp-python 0.3.36 sdist, kept "
+                  "byte for byte with the file's final line break)")
 XINFERENCE = ("xinference 1.0.1 xinference/model/llm/llm_family.json entry '{}' with xinference's edits "
               "undone ({})")
 
@@ -1855,6 +1967,42 @@ CHAT_TEMPLATES = [
      "template": ZEPHYR_TEMPLATE,
      "special_tokens": {"bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>"},
      "cases": basic_cases()},
+    {"name": "glm4.5", "model": "zai-org/GLM-4.6 (GLM-4.5's format: [gMASK]<sop>, <think>, <arg_key>)",
+     "source": LLAMA_CPP_0336.format("GLM-4.6.jinja"),
+     "template": GLM46_TEMPLATE,
+     "special_tokens": {"eos_token": "<|endoftext|>", "pad_token": "<|endoftext|>"},
+     "cases": basic_cases() + tool_cases() + [
+         parallel_tool_case(),
+         case("assistant_text_and_tool_call", [U_TOOL, A_CALL_WITH_TEXT, T_RESULT], True, TOOLS),
+         case("enable_thinking_false", [U1], True, enable_thinking=False),
+         case("enable_thinking_false_multi_turn", [SYS, U1, A1, U2], True, enable_thinking=False),
+         case("enable_thinking_false_user_says_nothink", [_m("user", "Hi /nothink")], True, enable_thinking=False),
+         case("enable_thinking_true", [U1], True, enable_thinking=True),
+         case("think_in_history_is_stripped",
+              [U1, _m("assistant", "<think>\nThe user asks about France.\n</think>\n\nParis."), U2], True),
+         case("think_after_last_query_is_kept",
+              [U1, _m("assistant", "<think>\nThe user asks about France.\n</think>\n\nParis.")], False),
+         case("reasoning_content_field",
+              [U1, _m("assistant", "Paris.", reasoning_content="Capital of France.")], False),
+         case("reasoning_across_tool_calls",
+              [U_TOOL, _m("assistant", "", reasoning_content="I need the weather.", tool_calls=[CALL_DICT]),
+               T_RESULT, _m("assistant", "It is 18 °C and sunny in Paris.", reasoning_content="It is sunny.")],
+              False, TOOLS),
+         case("text_parts_content",
+              [_m("system", [{"type": "text", "text": "Be brief."}]),
+               _m("user", [{"type": "text", "text": "Hello"}, {"type": "image_url", "image_url": {"url": "x"}},
+                           {"type": "text", "text": " world"}])], True),
+         case("tool_results_as_a_list",
+              [U_TOOL, A_CALL, _m("tool", [{"output": "18 C"}, "plain text"])], True, TOOLS),
+         case("tool_call_without_arguments",
+              [U_TOOL, _m("assistant", "", tool_calls=[
+                  {"id": "n1", "type": "function", "function": {"name": "get_time", "arguments": {}}}])], False),
+         case("tool_call_with_structured_arguments",
+              [U_TOOL, _m("assistant", "", tool_calls=[
+                  {"id": "s1", "type": "function", "function": {"name": "search_docs", "arguments": {
+                      "query": "naïve \"quotes\"", "max_results": 3, "tags": ["a", "b"], "strict": True,
+                      "filter": {"lang": "fr", "min": 1.5}, "none": None}}}])], False, TOOLS),
+     ]},
     {"name": "command-r-plus", "model": "CohereForAI/c4ai-command-r-plus",
      "source": LLAMA_CPP.format("CohereForAI-c4ai-command-r-plus-tool_use.jinja")
      + " (the 'tool_use' entry of its chat_template list)",
