@@ -22,10 +22,15 @@ constexpr std::string_view kGraniteResponseStarts[] = {"Here is my response:",
 constexpr size_t kNone = std::string::npos;
 constexpr size_t kUnknown = std::string::npos - 1;
 size_t ReasoningStart(ReasoningParser parser, std::string_view held, bool last) {
+  // GLM writes a line break before <think>: whitespace there goes with the tag.
+  const size_t lead = parser == ReasoningParser::kGlm45
+                          ? std::min(held.find_first_not_of(" \t\r\n"), held.size())
+                          : 0;
+  const std::string_view reply = held.substr(lead);
   bool partial = false;
   const auto try_open = [&](std::string_view open) -> size_t {
-    if (held.starts_with(open)) return open.size();
-    if (open.starts_with(held)) partial = true;
+    if (reply.starts_with(open)) return lead + open.size();
+    if (open.starts_with(reply)) partial = true;
     return kNone;
   };
   if (parser == ReasoningParser::kGranite) {
@@ -66,6 +71,7 @@ absl::StatusOr<ReasoningParser> ParseReasoningParserName(std::string_view name) 
   if (name == "deepseek_r1") return ReasoningParser::kDeepSeekR1;
   if (name == "qwen3") return ReasoningParser::kQwen3;
   if (name == "granite") return ReasoningParser::kGranite;
+  if (name == "glm45") return ReasoningParser::kGlm45;
   return absl::InvalidArgumentError(absl::StrCat("unknown reasoning parser \"", Sv(name),
                                                  "\" (supported: ", kReasoningParserNames, ")"));
 }

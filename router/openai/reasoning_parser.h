@@ -15,6 +15,9 @@
 //                before it) and makes a reply without the second all content; its streaming, like
 //                this splitter, only looks at the reply's start, and one rule for both keeps a
 //                streamed and a whole reply split alike.
+//   glm45        GLM-4.5 / 4.6: as qwen3, but the reply may write whitespace before <think> (its
+//                template puts a line break there), which goes with the tag. Thinking is on
+//                unless enable_thinking is false, whose prompt closes the reasoning.
 // Either way a prompt that already opened or closed the reasoning decides where the reply starts
 // (ReasoningInPrompt). The tags themselves are in neither part; the text after </think> is content
 // as written.
@@ -29,7 +32,7 @@
 
 namespace headroom::router::openai {
 
-enum class ReasoningParser : uint8_t { kDeepSeekR1, kQwen3, kGranite };
+enum class ReasoningParser : uint8_t { kDeepSeekR1, kQwen3, kGranite, kGlm45 };
 
 // The tag that ends the reasoning (deepseek_r1, qwen3).
 inline constexpr std::string_view kReasoningEnd = "</think>";
@@ -39,7 +42,7 @@ inline constexpr std::string_view kReasoningEnd = "</think>";
 std::string_view ReasoningEndOf(ReasoningParser parser);
 
 // The names --reasoning-parser takes.
-inline constexpr char kReasoningParserNames[] = "deepseek_r1, qwen3, granite";
+inline constexpr char kReasoningParserNames[] = "deepseek_r1, qwen3, granite, glm45";
 
 // "deepseek_r1" -> kDeepSeekR1, ...; InvalidArgument naming the supported ones otherwise.
 absl::StatusOr<ReasoningParser> ParseReasoningParserName(std::string_view name);

@@ -382,6 +382,10 @@ void ToolCallStreamer::Read(std::string_view text) {
     pythonic_->Read(text);
     return;
   }
+  if (glm45_.has_value()) {
+    glm45_->Read(text);
+    return;
+  }
   while (frame_ != Frame::kStopped) {
     if (frame_ == Frame::kSeek) {
       if (!Seek(text)) return;
@@ -429,6 +433,8 @@ std::optional<ToolCallStreamer::Framing> ToolCallStreamer::FramingOf(ToolCallPar
       return Framing::kGranite;
     case ToolCallParser::kPhi4MiniJson:
       return Framing::kPhi4Mini;
+    case ToolCallParser::kGlm45:
+      return Framing::kGlm45;
   }
   return std::nullopt;
 }
@@ -436,6 +442,7 @@ std::optional<ToolCallStreamer::Framing> ToolCallStreamer::FramingOf(ToolCallPar
 ToolCallStreamer::ToolCallStreamer(Framing framing, const Json* tools) : framing_(framing) {
   if (framing == Framing::kQwen3Coder) qwen3_coder_.emplace(tools);
   if (framing == Framing::kPythonic) pythonic_.emplace();
+  if (framing == Framing::kGlm45) glm45_.emplace(tools);
 }
 
 void ToolCallStreamer::StartObject() {
@@ -497,6 +504,7 @@ bool ToolCallStreamer::Seek(std::string_view text) {
     }
     case Framing::kQwen3Coder:  // read by qwen3_coder_
     case Framing::kPythonic:    // read by pythonic_
+    case Framing::kGlm45:       // read by glm45_
       frame_ = Frame::kStopped;
       return true;
     case Framing::kMistral:

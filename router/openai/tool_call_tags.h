@@ -19,5 +19,10 @@ inline constexpr std::string_view kQwenParameterEnd = "</parameter>";
 inline constexpr std::string_view kGraniteToken = "<|tool_call|>";  // Granite 3.0 (special token)
 // Granite 3.1 and later write <tool_call> (kHermesStart) before their array, with no end tag.
 inline constexpr std::string_view kPhi4MiniStart = "functools[";  // Phi-4-mini: opens the array
+// GLM-4.5 / 4.6: the name follows <tool_call> (kHermesStart) on its line, then key-value pairs.
+inline constexpr std::string_view kGlmKeyStart = "<arg_key>";
+inline constexpr std::string_view kGlmKeyEnd = "</arg_key>";
+inline constexpr std::string_view kGlmValueStart = "<arg_value>";
+inline constexpr std::string_view kGlmValueEnd = "</arg_value>";
 
 }  // namespace headroom::router::openai

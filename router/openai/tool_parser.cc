@@ -9,6 +9,7 @@
 #include "common/json_depth.h"
 #include "nlohmann/json.hpp"
 #include "router/jinja/text.h"
+#include "router/openai/glm45_calls.h"
 #include "router/openai/pythonic_calls.h"
 #include "router/openai/qwen3_coder_calls.h"
 #include "router/openai/tool_call_tags.h"
@@ -250,6 +251,7 @@ absl::StatusOr<ToolCallParser> ParseToolCallParserName(std::string_view name) {
   if (name == "qwen3_coder") return ToolCallParser::kQwen3Coder;
   if (name == "granite") return ToolCallParser::kGranite;
   if (name == "phi4_mini_json") return ToolCallParser::kPhi4MiniJson;
+  if (name == "glm45") return ToolCallParser::kGlm45;
   return absl::InvalidArgumentError(absl::StrCat("unknown tool-call parser \"", Sv(name),
                                                  "\" (supported: ", kToolCallParserNames, ")"));
 }
@@ -274,6 +276,8 @@ ParsedToolOutput ParseToolCalls(ToolCallParser parser, std::string_view text, co
       return ParseGranite(text);
     case ToolCallParser::kPhi4MiniJson:
       return ParsePhi4Mini(text);
+    case ToolCallParser::kGlm45:
+      return ParseGlm45Calls(text, tools);
   }
   return PlainContent(text);
 }
@@ -304,6 +308,12 @@ size_t StreamableContent(ToolCallParser parser, std::string_view text, bool repl
     case ToolCallParser::kGranite:
       // As pythonic: a reply that is (or may still become) the array is held whole.
       return reply_start && GraniteArrayStart(text) != kNotCalls ? 0 : text.size();
+    case ToolCallParser::kGlm45: {
+      // Up to the first <tool_call>, but for the whitespace just before it: content that is only
+      // whitespace is none (GLM writes a line break before its calls).
+      const size_t ready = BeforeTag(text, kHermesStart);
+      return jinja::text::RStrip(text.substr(0, ready), nullptr).size();
+    }
   }
   return text.size();
 }
@@ -333,11 +343,15 @@ bool HoldsCallStart(ToolCallParser parser, std::string_view held) {
       const std::optional<size_t> start = GraniteArrayStart(held);
       return start.has_value() && *start != kNotCalls;
     }
+    case ToolCallParser::kGlm45:
+      return held.find(kHermesStart) != std::string_view::npos;
   }
   return false;
 }
 
-bool KeepsSpecialTokens(ToolCallParser parser) { return parser == ToolCallParser::kMistral; }
+bool KeepsSpecialTokens(ToolCallParser parser) {
+  return parser == ToolCallParser::kMistral || parser == ToolCallParser::kGlm45;
+}
 
 std::string MistralToolCallId(std::string_view seed) {
   // Nine base-62 digits of the seed's 64-bit FNV-1a hash.

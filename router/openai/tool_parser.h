@@ -24,6 +24,9 @@
 //   phi4_mini_json  Phi-4-mini: `functools[` then the rest of a JSON array of {"name",
 //                "arguments"} ("parameters" also read); the text before it is content, what
 //                follows the array is dropped (vLLM drops it too).
+//   glm45        GLM-4.5 / 4.6: `<tool_call>NAME\n<arg_key>KEY</arg_key>\n<arg_value>value
+//                </arg_value>\n</tool_call>` per call, values converted by the parameters' types
+//                in the request's tools (glm45_calls.h).
 // Pure functions.
 #pragma once
 
@@ -41,7 +44,7 @@ namespace headroom::router::openai {
 // The names --tool-call-parser takes.
 inline constexpr char kToolCallParserNames[] =
     "hermes, llama3_json, llama4_json, mistral, pythonic, llama4_pythonic, qwen3_coder, granite, "
-    "phi4_mini_json";
+    "phi4_mini_json, glm45";
 
 // "hermes" -> kHermes, ...; InvalidArgument naming the supported parsers otherwise.
 absl::StatusOr<ToolCallParser> ParseToolCallParserName(std::string_view name);
@@ -70,7 +73,8 @@ size_t StreamableContent(ToolCallParser parser, std::string_view text, bool repl
 bool HoldsCallStart(ToolCallParser parser, std::string_view held);
 
 // The reply's text must keep special tokens for `parser` to see its calls (mistral's
-// [TOOL_CALLS]; vLLM sets skip_special_tokens false for such requests too).
+// [TOOL_CALLS]; glm45's tags, should a tokenizer make them special; vLLM's adjust_request sets
+// skip_special_tokens false for both).
 bool KeepsSpecialTokens(ToolCallParser parser);
 
 // Nine letters and digits derived from `seed` (a response id, choice and call index): the

@@ -25,6 +25,7 @@ enum class ToolCallParser {
   kQwen3Coder,
   kGranite,
   kPhi4MiniJson,
+  kGlm45,
 };
 
 struct ToolChoice {

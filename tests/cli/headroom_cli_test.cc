@@ -450,19 +450,19 @@ TEST(HeadroomCliTest, RouterAutoToolChoiceNeedsAKnownParser) {
   ExpectRefused(r);
   EXPECT_THAT(r.err, HasSubstr("--enable-auto-tool-choice needs --tool-call-parser"));
   r = RunHeadroom({"router", "--workers", "127.0.0.1:1", "--enable-auto-tool-choice",
-                   "--tool-call-parser", "glm45"});
+                   "--tool-call-parser", "kimi_k2"});
   ExpectRefused(r);
-  EXPECT_THAT(r.err, HasSubstr("unknown tool-call parser \"glm45\" (supported: hermes, "
+  EXPECT_THAT(r.err, HasSubstr("unknown tool-call parser \"kimi_k2\" (supported: hermes, "
                                "llama3_json, llama4_json, mistral, pythonic, llama4_pythonic, "
-                               "qwen3_coder, granite, phi4_mini_json)"));
+                               "qwen3_coder, granite, phi4_mini_json, glm45)"));
 }
 
 TEST(HeadroomCliTest, RouterReasoningParserMustBeKnown) {
   const RunResult r =
-      RunHeadroom({"router", "--workers", "127.0.0.1:1", "--reasoning-parser", "glm45"});
+      RunHeadroom({"router", "--workers", "127.0.0.1:1", "--reasoning-parser", "kimi_k2"});
   ExpectRefused(r);
-  EXPECT_THAT(r.err, HasSubstr("unknown reasoning parser \"glm45\" (supported: deepseek_r1, "
-                               "qwen3, granite)"));
+  EXPECT_THAT(r.err, HasSubstr("unknown reasoning parser \"kimi_k2\" (supported: deepseek_r1, "
+                               "qwen3, granite, glm45)"));
 }
 
 TEST(HeadroomCliTest, RouterBadDiscoveryTargetNamesTheBadPart) {

@@ -6,6 +6,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -107,10 +108,18 @@ TEST(ChatTemplateTest, RealTemplatesRenderLikeTransformers) {
       LoadFixture("tests/router/jinja/fixtures/jinja_chat_templates.json");
   ASSERT_TRUE(fixture.contains("templates"));
   int checked = 0;
+  int parts = 0;
   for (const auto& t : fixture["templates"]) {
     absl::StatusOr<ChatTemplate> tmpl = FixtureTemplate(t);
     ASSERT_TRUE(tmpl.ok()) << t["name"] << ": " << tmpl.status();
     for (const auto& c : t["cases"]) {
+      // Content given as a list of parts reaches templates as one string here (the text parts
+      // joined, as vLLM's "string" content format); the interpreter's own test renders the list.
+      if (std::any_of(c["messages"].begin(), c["messages"].end(),
+                      [](const auto& m) { return !m["content"].is_string(); })) {
+        ++parts;
+        continue;
+      }
       std::vector<ChatMessage> messages;
       for (const auto& m : c["messages"]) {
         ChatMessage message{.role = m["role"].get<std::string>(),
@@ -140,7 +149,8 @@ TEST(ChatTemplateTest, RealTemplatesRenderLikeTransformers) {
       ++checked;
     }
   }
-  EXPECT_EQ(checked, 260);
+  EXPECT_EQ(checked, 288);
+  EXPECT_EQ(parts, 2);
 }
 
 // vLLM's continue_final_message against transformers 4.57's apply_chat_template(

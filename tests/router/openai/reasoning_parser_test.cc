@@ -4,6 +4,8 @@
 // streamed, with tool calls read from the content only.
 #include "router/openai/reasoning_parser.h"
 
+#include <cstdlib>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -60,6 +62,14 @@ TEST(ReasoningParserTest, SplitsAtTheTagsWhateverThePieces) {
       {P::kDeepSeekR1, "<think>Sum.</think>\n4", "Sum.", "\n4"},
       {P::kDeepSeekR1, "no end tag, cut off", "no end tag, cut off", ""},
       {P::kDeepSeekR1, "a </th b</think>c </think>", "a </th b", "c </think>"},
+      // GLM-4.5 writes a line break before <think>; otherwise as Qwen3.
+      {P::kGlm45, "\n<think>Sum 2 and 2.</think>\n4", "Sum 2 and 2.", "\n4"},
+      {P::kGlm45, "<think>no line break</think>4", "no line break", "4"},
+      {P::kGlm45, " \n\t<think>cut off", "cut off", ""},
+      {P::kGlm45, "\n4, no thinking", "", "\n4, no thinking"},
+      {P::kGlm45, "\n\n", "", "\n\n"},
+      {P::kGlm45, "\n<thi", "", "\n<thi"},
+      {P::kGlm45, "x<think>a</think>b", "", "x<think>a</think>b"},
   };
   for (const Case& c : cases) {
     for (size_t step = 1; step <= 9; ++step) {
@@ -69,8 +79,8 @@ TEST(ReasoningParserTest, SplitsAtTheTagsWhateverThePieces) {
     }
   }
   EXPECT_EQ(ParseReasoningParserName("qwen3").value(), ReasoningParser::kQwen3);
-  EXPECT_EQ(ParseReasoningParserName("glm45").status().message(),
-            "unknown reasoning parser \"glm45\" (supported: deepseek_r1, qwen3, granite)");
+  EXPECT_EQ(ParseReasoningParserName("kimi_k2").status().message(),
+            "unknown reasoning parser \"kimi_k2\" (supported: deepseek_r1, qwen3, granite, glm45)");
 }
 
 // Granite 3.2 / 3.3: the reasoning opens with "Here is my thought process:" and ends with "Here
@@ -141,6 +151,51 @@ TEST(ReasoningParserTest, ThePromptCanOpenOrCloseTheReasoning) {
       EXPECT_EQ(b.content, reply) << "a closed reasoning does not open again";
     }
   }
+}
+
+// GLM-4.5's chat template (the fixture transformers rendered, tests/router/jinja/fixtures) writes
+// an assistant turn that reasoned as "\n<think>" + reasoning + "</think>\n" + content after
+// <|assistant|>: split by glm45, such a turn gives back the message's reasoning and content. Its
+// prompt with enable_thinking false closes the reasoning; with thinking on it leaves it to the
+// reply.
+TEST(ReasoningParserTest, Glm45SplitsTheTurnsGlm45sTemplateWrites) {
+  std::ifstream in(std::string(std::getenv("HEADROOM_SOURCE_DIR")) +
+                   "/tests/router/jinja/fixtures/jinja_chat_templates.json");
+  const Json fixture = Json::parse(in);
+  int checked = 0;
+  for (const Json& t : fixture["templates"]) {
+    if (t["name"] != "glm4.5") continue;
+    for (const Json& c : t["cases"]) {
+      const std::string name = c["name"].get<std::string>();
+      const std::string text = c.value("expected", "");
+      if (name == "enable_thinking_false" || name == "enable_thinking_false_multi_turn") {
+        EXPECT_EQ(ReasoningInPrompt(text), PromptReasoning::kClosed) << name;
+        ++checked;
+      }
+      if (name == "enable_thinking_true" || name == "single_user") {
+        EXPECT_EQ(ReasoningInPrompt(text), PromptReasoning::kNone) << name;
+        ++checked;
+      }
+      if (name != "reasoning_content_field" && name != "think_after_last_query_is_kept") continue;
+      const Json& message = c["messages"].back();
+      const std::string reply = text.substr(text.rfind("<|assistant|>") + 13);
+      for (size_t step = 1; step <= 9; step += 4) {
+        const Split split = Feed(ReasoningParser::kGlm45, reply, step);
+        if (message.contains("reasoning_content")) {
+          EXPECT_EQ(split.reasoning, message["reasoning_content"]) << name;
+          EXPECT_EQ(split.content, "\n" + message["content"].get<std::string>()) << name;
+        } else {
+          // The reasoning was written into the content: <think>...</think> then the answer.
+          const std::string written = message["content"].get<std::string>();
+          EXPECT_EQ(split.reasoning, "The user asks about France.") << name << ": " << written;
+          EXPECT_EQ(split.content, "\nParis.") << name << ": " << written;
+        }
+      }
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, 6);
+  EXPECT_EQ(ParseReasoningParserName("glm45").value(), ReasoningParser::kGlm45);
 }
 
 v1::GenerateResponse Piece(const std::string& text, bool last) {

@@ -287,7 +287,7 @@ TEST(ToolParserTest, HermesIsTheFormatQwen25sTemplateAsksFor) {
     EXPECT_TRUE(none.calls.empty()) << text;
     EXPECT_EQ(none.content, std::string(text));
   }
-  EXPECT_FALSE(ParseToolCallParserName("glm45").ok());
+  EXPECT_FALSE(ParseToolCallParserName("deepseek_v3").ok());
 }
 
 TEST(ToolParserTest, StreamingHoldsBackWhatMayStartACall) {
