@@ -7,9 +7,10 @@
 //     StreamableContent stops within the content the whole reply's parse gives;
 //   - a mistral id is 9 letters and digits;
 //   - streaming calls (ToolCallStreamer, fed a byte at a time) never crashes or runs past the
-//     text; for qwen3_coder and glm45 (values converted by the tools' types below) and pythonic
-//     each call it finished reads as the same JSON value as the whole reply's call (glm45 may
-//     have started one more, in a block the reply's end cuts), and JsonDumpsStream,
+//     text; for qwen3_coder, glm45 and glm47 (values converted by the tools' types below) and
+//     pythonic each call it finished reads as the same JSON value as the whole reply's call (the
+//     GLM streams may have started one more, in a block the reply's end cuts), and
+//     JsonDumpsStream,
 //     wherever a value may start, gives out only JSON that reads as the same value as the text it
 //     read (json.loads of either is equal).
 #include <algorithm>
@@ -55,8 +56,9 @@ const nlohmann::ordered_json& Tools() {
 // and what went out stays).
 void CheckStreamedCalls(ToolCallParser parser, ToolCallStreamer::Framing framing, size_t from,
                         std::string_view text, const ParsedToolOutput& parsed) {
-  // glm45 reads a block only once it ends; its stream starts a call before.
-  const bool open_block = parser == ToolCallParser::kGlm45 &&
+  // The GLM parsers read a block only once it ends; their streams start a call before.
+  const bool open_block =
+      (parser == ToolCallParser::kGlm45 || parser == ToolCallParser::kGlm47) &&
                           text.rfind("<tool_call>") + 1 > text.rfind("</tool_call>") + 1;
   if (from == std::string_view::npos) return;
   ToolCallStreamer streamer(framing, &Tools());
@@ -94,16 +96,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (const ToolCallParser parser :
        {ToolCallParser::kHermes, ToolCallParser::kLlama3Json, ToolCallParser::kMistral,
         ToolCallParser::kPythonic, ToolCallParser::kQwen3Coder, ToolCallParser::kGranite,
-        ToolCallParser::kPhi4MiniJson, ToolCallParser::kGlm45}) {
+        ToolCallParser::kPhi4MiniJson, ToolCallParser::kGlm45, ToolCallParser::kGlm47}) {
     const ParsedToolOutput parsed =
         headroom::router::openai::ParseToolCalls(parser, text, &Tools());
     if (parser == ToolCallParser::kQwen3Coder) {
       CheckStreamedCalls(parser, ToolCallStreamer::Framing::kQwen3Coder,
                          std::min(text.find("<tool_call>"), text.find("<function=")), text, parsed);
     }
-    if (parser == ToolCallParser::kGlm45) {
-      CheckStreamedCalls(parser, ToolCallStreamer::Framing::kGlm45, text.find("<tool_call>"), text,
-                         parsed);
+    if (parser == ToolCallParser::kGlm45 || parser == ToolCallParser::kGlm47) {
+      CheckStreamedCalls(parser,
+                         parser == ToolCallParser::kGlm45 ? ToolCallStreamer::Framing::kGlm45
+                                                          : ToolCallStreamer::Framing::kGlm47,
+                         text.find("<tool_call>"), text, parsed);
     }
     if (parser == ToolCallParser::kPythonic) {
       CheckStreamedCalls(parser, ToolCallStreamer::Framing::kPythonic, 0, text, parsed);

@@ -1675,6 +1675,95 @@ GLM46_TEMPLATE = (
     '{%- endif -%}\n'
 )
 
+GLM47_FLASH_TEMPLATE = (
+    '[gMASK]<sop>\n'
+    '{%- if tools -%}\n'
+    '<|system|>\n'
+    '# Tools\n'
+    '\n'
+    'You may call one or more functions to assist with the user query.\n'
+    '\n'
+    'You are provided with function signatures within <tools></tools> XML tags:\n'
+    '<tools>\n'
+    '{% for tool in tools %}\n'
+    '{{ tool | tojson(ensure_ascii=False) }}\n'
+    '{% endfor %}\n'
+    '</tools>\n'
+    '\n'
+    'For each function call, output the function name and arguments within the following XML format:\n'
+    '<tool_call>{function-name}<arg_key>{arg-key-1}</arg_key><arg_value>{arg-value-1}</arg_value><arg_key>{arg-key-2}</arg_key><arg_value>{arg-value-2}</arg_value>...</tool_call>{%- endif -%}\n'
+    '{%- macro visible_text(content) -%}\n'
+    '    {%- if content is string -%}\n'
+    '        {{- content }}\n'
+    '    {%- elif content is iterable and content is not mapping -%}\n'
+    '        {%- for item in content -%}\n'
+    "            {%- if item is mapping and item.type == 'text' -%}\n"
+    '                {{- item.text }}\n'
+    '            {%- elif item is string -%}\n'
+    '                {{- item }}\n'
+    '            {%- endif -%}\n'
+    '        {%- endfor -%}\n'
+    '    {%- else -%}\n'
+    '        {{- content }}\n'
+    '    {%- endif -%}\n'
+    '{%- endmacro -%}\n'
+    '{%- set ns = namespace(last_user_index=-1) %}\n'
+    '{%- for m in messages %}\n'
+    "    {%- if m.role == 'user' %}\n"
+    '        {% set ns.last_user_index = loop.index0 -%}\n'
+    '    {%- endif %}\n'
+    '{%- endfor %}\n'
+    '{% for m in messages %}\n'
+    "{%- if m.role == 'user' -%}<|user|>{{ visible_text(m.content) }}\n"
+    "{%- elif m.role == 'assistant' -%}\n"
+    '<|assistant|>\n'
+    "{%- set reasoning_content = '' %}\n"
+    '{%- set content = visible_text(m.content) %}\n'
+    '{%- if m.reasoning_content is string %}\n'
+    '    {%- set reasoning_content = m.reasoning_content %}\n'
+    '{%- else %}\n'
+    "    {%- if '</think>' in content %}\n"
+    "        {%- set reasoning_content = content.split('</think>')[0].rstrip('\\n').split('<think>')[-1].lstrip('\\n') %}\n"
+    "        {%- set content = content.split('</think>')[-1].lstrip('\\n') %}\n"
+    '    {%- endif %}\n'
+    '{%- endif %}\n'
+    '{%- if ((clear_thinking is defined and not clear_thinking) or loop.index0 > ns.last_user_index) and reasoning_content -%}\n'
+    "{{ '<think>' + reasoning_content.strip() +  '</think>'}}\n"
+    '{%- else -%}\n'
+    "{{ '</think>' }}\n"
+    '{%- endif -%}\n'
+    '{%- if content.strip() -%}\n'
+    '{{ content.strip() }}\n'
+    '{%- endif -%}\n'
+    '{% if m.tool_calls %}\n'
+    '{% for tc in m.tool_calls %}\n'
+    '{%- if tc.function %}\n'
+    '    {%- set tc = tc.function %}\n'
+    '{%- endif %}\n'
+    "{{- '<tool_call>' + tc.name -}}\n"
+    '{% set _args = tc.arguments %}{% for k, v in _args.items() %}<arg_key>{{ k }}</arg_key><arg_value>{{ v | tojson(ensure_ascii=False) if v is not string else v }}</arg_value>{% endfor %}</tool_call>{% endfor %}\n'
+    '{% endif %}\n'
+    "{%- elif m.role == 'tool' -%}\n"
+    '{%- if m.content is string -%}\n'
+    '{%- if loop.first or (messages[loop.index0 - 1].role != "tool") %}\n'
+    "    {{- '<|observation|>' }}\n"
+    '{%- endif %}\n'
+    "{{- '<tool_response>' }}\n"
+    '{{- m.content }}\n'
+    "{{- '</tool_response>' }}\n"
+    '{%- else -%}\n'
+    '<|observation|>{% for tr in m.content %}\n'
+    '<tool_response>{{ tr.output if tr.output is defined else tr }}</tool_response>{% endfor -%}\n'
+    '{% endif -%}\n'
+    "{%- elif m.role == 'system' -%}\n"
+    '<|system|>{{ visible_text(m.content) }}\n'
+    '{%- endif -%}\n'
+    '{%- endfor -%}\n'
+    '{%- if add_generation_prompt -%}\n'
+    "    <|assistant|>{{- '</think>' if (enable_thinking is defined and not enable_thinking) else '<think>' -}}\n"
+    '{%- endif -%}'
+)
+
 
 # ---- conversations for the real chat templates ----
 def _m(role, content, **kw):
@@ -1992,6 +2081,40 @@ CHAT_TEMPLATES = [
               [_m("system", [{"type": "text", "text": "Be brief."}]),
                _m("user", [{"type": "text", "text": "Hello"}, {"type": "image_url", "image_url": {"url": "x"}},
                            {"type": "text", "text": " world"}])], True),
+         case("tool_results_as_a_list",
+              [U_TOOL, A_CALL, _m("tool", [{"output": "18 C"}, "plain text"])], True, TOOLS),
+         case("tool_call_without_arguments",
+              [U_TOOL, _m("assistant", "", tool_calls=[
+                  {"id": "n1", "type": "function", "function": {"name": "get_time", "arguments": {}}}])], False),
+         case("tool_call_with_structured_arguments",
+              [U_TOOL, _m("assistant", "", tool_calls=[
+                  {"id": "s1", "type": "function", "function": {"name": "search_docs", "arguments": {
+                      "query": "naïve \"quotes\"", "max_results": 3, "tags": ["a", "b"], "strict": True,
+                      "filter": {"lang": "fr", "min": 1.5}, "none": None}}}])], False, TOOLS),
+     ]},
+    {"name": "glm4.7", "model": "zai-org/GLM-4.7-Flash (GLM-4.7's format: <|assistant|><think>, tags with "
+                                "nothing between them)",
+     "source": LLAMA_CPP_0336.format("GLM-4.7-Flash.jinja"),
+     "template": GLM47_FLASH_TEMPLATE,
+     "special_tokens": {"eos_token": "<|endoftext|>", "pad_token": "<|endoftext|>"},
+     "cases": basic_cases() + tool_cases() + [
+         parallel_tool_case(),
+         case("assistant_text_and_tool_call", [U_TOOL, A_CALL_WITH_TEXT, T_RESULT], True, TOOLS),
+         case("enable_thinking_false", [U1], True, enable_thinking=False),
+         case("enable_thinking_true", [U1], True, enable_thinking=True),
+         case("think_in_history_is_stripped",
+              [U1, _m("assistant", "<think>\nThe user asks about France.\n</think>\n\nParis."), U2], True),
+         case("think_in_history_kept_without_clear_thinking",
+              [U1, _m("assistant", "<think>\nThe user asks about France.\n</think>\n\nParis."), U2], True,
+              clear_thinking=False),
+         case("think_after_last_query_is_kept",
+              [U1, _m("assistant", "<think>\nThe user asks about France.\n</think>\n\nParis.")], False),
+         case("reasoning_content_field",
+              [U1, _m("assistant", "Paris.", reasoning_content="Capital of France.")], False),
+         case("reasoning_across_tool_calls",
+              [U_TOOL, _m("assistant", "", reasoning_content="I need the weather.", tool_calls=[CALL_DICT]),
+               T_RESULT, _m("assistant", "It is 18 °C and sunny in Paris.", reasoning_content="It is sunny.")],
+              False, TOOLS),
          case("tool_results_as_a_list",
               [U_TOOL, A_CALL, _m("tool", [{"output": "18 C"}, "plain text"])], True, TOOLS),
          case("tool_call_without_arguments",

@@ -1067,7 +1067,9 @@ Value BoundMethod(const Value& object, std::string_view name) {
   const bool method = (object.is_string() && has(kStringMethods)) ||
                       (object.is_dict() && has(kDictMethods)) ||
                       (object.is_list() && has(kListMethods));
-  if (!method) return Value::Undefined(Cat(object.TypeName(), " object has no attribute ", name));
+  if (!method) {
+    return Value::Undefined(Cat("'", object.TypeName(), " object' has no attribute '", name, "'"));
+  }
   return Value::MakeCallable(std::make_shared<Method>(object, name));
 }
 

@@ -382,7 +382,7 @@ absl::StatusOr<Value> Interpreter::EvalCall(const Expr& e, Scope& scope) {
   JINJA_ASSIGN(function, Eval(*e.args[0], scope));
   if (function.kind() != Value::Kind::kCallable) {
     if (function.is_undefined()) {
-      return absl::InvalidArgumentError(Cat("'", function.str(), "' is undefined (called)"));
+      return absl::InvalidArgumentError(Cat(function.UndefinedMessage(), " (called)"));
     }
     return absl::InvalidArgumentError(Cat("'", function.TypeName(), "' object is not callable"));
   }
@@ -446,7 +446,7 @@ absl::StatusOr<Value> Interpreter::EvalUnbounded(const Expr& e, Scope& scope) {
       JINJA_ASSIGN(object, Eval(*e.args[0], scope));
       if (object.is_undefined()) {
         return absl::InvalidArgumentError(
-            Cat("'", object.str(), "' is undefined (reading .", e.name, ")"));
+            Cat(object.UndefinedMessage(), " (reading .", e.name, ")"));
       }
       // Python's getattr first (a str / dict / list method), then the item, as Jinja does.
       Value method = BoundMethod(object, e.name);

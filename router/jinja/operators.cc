@@ -16,7 +16,7 @@ namespace {
 absl::Status Unsupported(std::string_view op, const Value& a, const Value& b) {
   if (a.is_undefined() || b.is_undefined()) {
     return absl::InvalidArgumentError(
-        Cat("'", a.is_undefined() ? a.str() : b.str(), "' is undefined (used with ", op, ")"));
+        Cat((a.is_undefined() ? a : b).UndefinedMessage(), " (used with ", op, ")"));
   }
   return absl::InvalidArgumentError(Cat("unsupported operand type(s) for ", op, ": '", a.TypeName(),
                                         "' and '", b.TypeName(), "'"));
@@ -169,7 +169,7 @@ absl::StatusOr<Value> Subscript(const Value& container, const Value& key) {
   switch (container.kind()) {
     case Value::Kind::kUndefined:
       return absl::InvalidArgumentError(
-          Cat("'", container.str(), "' is undefined (subscripted with ", ToRepr(key), ")"));
+          Cat(container.UndefinedMessage(), " (subscripted with ", ToRepr(key), ")"));
     case Value::Kind::kDict:
     case Value::Kind::kNamespace: {
       const Dict& d = container.is_dict() ? container.dict() : container.mutable_namespace();
@@ -205,7 +205,7 @@ absl::StatusOr<Value> Slice(const Value& container, std::optional<int64_t> start
   } else if (container.is_list()) {
     n = static_cast<int64_t>(container.list().size());
   } else if (container.is_undefined()) {
-    return absl::InvalidArgumentError(Cat("'", container.str(), "' is undefined"));
+    return absl::InvalidArgumentError(container.UndefinedMessage());
   } else {
     return absl::InvalidArgumentError(
         Cat("'", container.TypeName(), "' object is not subscriptable"));

@@ -35,6 +35,12 @@ Value Value::Undefined(std::string what) {
   return v;
 }
 
+std::string Value::UndefinedMessage() const {
+  const std::string& what = str();
+  if (what.starts_with('\'')) return what;
+  return Cat("'", what, "' is undefined");
+}
+
 Value Value::None() {
   Value v;
   v.kind_ = Kind::kNone;
@@ -436,9 +442,9 @@ absl::Status AppendJson(const Value& v, const JsonOptions& o, int depth, std::st
       return absl::OkStatus();
     }
     case Value::Kind::kUndefined:
-      return absl::InvalidArgumentError(Cat("tojson: '", v.str(),
-                                            "' is undefined (Object of type Undefined is not "
-                                            "JSON serializable)"));
+      return absl::InvalidArgumentError(
+          Cat("tojson: ", v.UndefinedMessage(),
+              " (Object of type Undefined is not JSON serializable)"));
     case Value::Kind::kCallable:
       return absl::InvalidArgumentError("tojson: Object of type function is not JSON serializable");
   }

@@ -96,6 +96,9 @@ class Value {
   double AsDouble() const;
   // The string of a kString, or the name an undefined value was looked up by.
   const std::string& str() const { return std::get<std::string>(data_); }
+  // An undefined value's error as jinja2 words it: "'name' is undefined" for a name, or the hint
+  // it was made with ("'str object' has no attribute 'x'", which starts with a quote).
+  std::string UndefinedMessage() const;
   const List& list() const { return *std::get<std::shared_ptr<List>>(data_); }
   const Dict& dict() const { return *std::get<std::shared_ptr<Dict>>(data_); }
   Dict& mutable_namespace() const { return *std::get<std::shared_ptr<Dict>>(data_); }

@@ -71,7 +71,7 @@ absl::StatusOr<ReasoningParser> ParseReasoningParserName(std::string_view name) 
   if (name == "deepseek_r1") return ReasoningParser::kDeepSeekR1;
   if (name == "qwen3") return ReasoningParser::kQwen3;
   if (name == "granite") return ReasoningParser::kGranite;
-  if (name == "glm45") return ReasoningParser::kGlm45;
+  if (name == "glm45" || name == "glm47") return ReasoningParser::kGlm45;
   return absl::InvalidArgumentError(absl::StrCat("unknown reasoning parser \"", Sv(name),
                                                  "\" (supported: ", kReasoningParserNames, ")"));
 }

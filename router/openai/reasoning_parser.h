@@ -17,7 +17,8 @@
 //                streamed and a whole reply split alike.
 //   glm45        GLM-4.5 / 4.6: as qwen3, but the reply may write whitespace before <think> (its
 //                template puts a line break there), which goes with the tag. Thinking is on
-//                unless enable_thinking is false, whose prompt closes the reasoning.
+//                unless enable_thinking is false, whose prompt closes the reasoning. `glm47`
+//                names the same splitter (vLLM's too): GLM-4.7's prompt opens <think> itself.
 // Either way a prompt that already opened or closed the reasoning decides where the reply starts
 // (ReasoningInPrompt). The tags themselves are in neither part; the text after </think> is content
 // as written.
@@ -42,7 +43,7 @@ inline constexpr std::string_view kReasoningEnd = "</think>";
 std::string_view ReasoningEndOf(ReasoningParser parser);
 
 // The names --reasoning-parser takes.
-inline constexpr char kReasoningParserNames[] = "deepseek_r1, qwen3, granite, glm45";
+inline constexpr char kReasoningParserNames[] = "deepseek_r1, qwen3, granite, glm45, glm47";
 
 // "deepseek_r1" -> kDeepSeekR1, ...; InvalidArgument naming the supported ones otherwise.
 absl::StatusOr<ReasoningParser> ParseReasoningParserName(std::string_view name);

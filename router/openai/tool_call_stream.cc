@@ -382,8 +382,8 @@ void ToolCallStreamer::Read(std::string_view text) {
     pythonic_->Read(text);
     return;
   }
-  if (glm45_.has_value()) {
-    glm45_->Read(text);
+  if (glm_.has_value()) {
+    glm_->Read(text);
     return;
   }
   while (frame_ != Frame::kStopped) {
@@ -435,6 +435,8 @@ std::optional<ToolCallStreamer::Framing> ToolCallStreamer::FramingOf(ToolCallPar
       return Framing::kPhi4Mini;
     case ToolCallParser::kGlm45:
       return Framing::kGlm45;
+    case ToolCallParser::kGlm47:
+      return Framing::kGlm47;
   }
   return std::nullopt;
 }
@@ -442,7 +444,8 @@ std::optional<ToolCallStreamer::Framing> ToolCallStreamer::FramingOf(ToolCallPar
 ToolCallStreamer::ToolCallStreamer(Framing framing, const Json* tools) : framing_(framing) {
   if (framing == Framing::kQwen3Coder) qwen3_coder_.emplace(tools);
   if (framing == Framing::kPythonic) pythonic_.emplace();
-  if (framing == Framing::kGlm45) glm45_.emplace(tools);
+  if (framing == Framing::kGlm45) glm_.emplace(tools, GlmFormat::kGlm45);
+  if (framing == Framing::kGlm47) glm_.emplace(tools, GlmFormat::kGlm47);
 }
 
 void ToolCallStreamer::StartObject() {
@@ -504,7 +507,8 @@ bool ToolCallStreamer::Seek(std::string_view text) {
     }
     case Framing::kQwen3Coder:  // read by qwen3_coder_
     case Framing::kPythonic:    // read by pythonic_
-    case Framing::kGlm45:       // read by glm45_
+    case Framing::kGlm45:       // read by glm_
+    case Framing::kGlm47:
       frame_ = Frame::kStopped;
       return true;
     case Framing::kMistral:

@@ -14,7 +14,7 @@
 //                        writes them (hermes <tool_call> tags, llama3_json objects separated by
 //                        ';', mistral's [TOOL_CALLS] array, Granite's array after its optional
 //                        tags, Qwen3-Coder's XML-like tags through Qwen3CoderCallStream, GLM-4.5's
-//                        through Glm45CallStream, the
+//                        and GLM-4.7's through GlmCallStream, the
 //                        pythonic list through PythonicCallStream), or as
 //                        tool_choice "required" has them written (a JSON array of {"name",
 //                        "parameters"}).
@@ -33,7 +33,7 @@
 
 #include "common/json_depth.h"
 #include "nlohmann/json.hpp"
-#include "router/openai/glm45_calls.h"
+#include "router/openai/glm_calls.h"
 #include "router/openai/pythonic_calls.h"
 #include "router/openai/qwen3_coder_calls.h"
 #include "router/openai/tools.h"
@@ -161,6 +161,7 @@ class ToolCallStreamer {
     kPhi4Mini,    // functools[{...}, {...}]  ("arguments" or "parameters"), one array
     kPythonic,    // [name(key=value, ...), ...], the whole reply
     kGlm45,       // <tool_call>NAME\n<arg_key>KEY</arg_key><arg_value>value</arg_value>...
+    kGlm47,       // <tool_call>NAME<arg_key>KEY</arg_key><arg_value>value</arg_value>...
   };
   static std::optional<Framing> FramingOf(ToolCallParser parser);
 
@@ -176,7 +177,7 @@ class ToolCallStreamer {
   void Read(std::string_view text);
   [[nodiscard]] const std::vector<Call>& calls() const {
     if (qwen3_coder_.has_value()) return qwen3_coder_->calls();
-    if (glm45_.has_value()) return glm45_->calls();
+    if (glm_.has_value()) return glm_->calls();
     return pythonic_.has_value() ? pythonic_->calls() : calls_;
   }
 
@@ -197,7 +198,7 @@ class ToolCallStreamer {
   std::vector<Call> calls_;
   std::optional<Qwen3CoderCallStream> qwen3_coder_;  // kQwen3Coder reads with it
   std::optional<PythonicCallStream> pythonic_;       // kPythonic reads with it
-  std::optional<Glm45CallStream> glm45_;             // kGlm45 reads with it
+  std::optional<GlmCallStream> glm_;                 // kGlm45 and kGlm47 read with it
 };
 
 }  // namespace headroom::router::openai

@@ -24,5 +24,7 @@ inline constexpr std::string_view kGlmKeyStart = "<arg_key>";
 inline constexpr std::string_view kGlmKeyEnd = "</arg_key>";
 inline constexpr std::string_view kGlmValueStart = "<arg_value>";
 inline constexpr std::string_view kGlmValueEnd = "</arg_value>";
+// GLM-4.7's parser also skips these two characters (a backslash and an n) before a value.
+inline constexpr std::string_view kGlm47NewlineEscape = "\\n";
 
 }  // namespace headroom::router::openai

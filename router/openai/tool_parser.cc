@@ -9,7 +9,7 @@
 #include "common/json_depth.h"
 #include "nlohmann/json.hpp"
 #include "router/jinja/text.h"
-#include "router/openai/glm45_calls.h"
+#include "router/openai/glm_calls.h"
 #include "router/openai/pythonic_calls.h"
 #include "router/openai/qwen3_coder_calls.h"
 #include "router/openai/tool_call_tags.h"
@@ -252,6 +252,7 @@ absl::StatusOr<ToolCallParser> ParseToolCallParserName(std::string_view name) {
   if (name == "granite") return ToolCallParser::kGranite;
   if (name == "phi4_mini_json") return ToolCallParser::kPhi4MiniJson;
   if (name == "glm45") return ToolCallParser::kGlm45;
+  if (name == "glm47") return ToolCallParser::kGlm47;
   return absl::InvalidArgumentError(absl::StrCat("unknown tool-call parser \"", Sv(name),
                                                  "\" (supported: ", kToolCallParserNames, ")"));
 }
@@ -277,7 +278,9 @@ ParsedToolOutput ParseToolCalls(ToolCallParser parser, std::string_view text, co
     case ToolCallParser::kPhi4MiniJson:
       return ParsePhi4Mini(text);
     case ToolCallParser::kGlm45:
-      return ParseGlm45Calls(text, tools);
+      return ParseGlmCalls(text, tools, GlmFormat::kGlm45);
+    case ToolCallParser::kGlm47:
+      return ParseGlmCalls(text, tools, GlmFormat::kGlm47);
   }
   return PlainContent(text);
 }
@@ -308,7 +311,8 @@ size_t StreamableContent(ToolCallParser parser, std::string_view text, bool repl
     case ToolCallParser::kGranite:
       // As pythonic: a reply that is (or may still become) the array is held whole.
       return reply_start && GraniteArrayStart(text) != kNotCalls ? 0 : text.size();
-    case ToolCallParser::kGlm45: {
+    case ToolCallParser::kGlm45:
+    case ToolCallParser::kGlm47: {
       // Up to the first <tool_call>, but for the whitespace just before it: content that is only
       // whitespace is none (GLM writes a line break before its calls).
       const size_t ready = BeforeTag(text, kHermesStart);
@@ -344,13 +348,15 @@ bool HoldsCallStart(ToolCallParser parser, std::string_view held) {
       return start.has_value() && *start != kNotCalls;
     }
     case ToolCallParser::kGlm45:
+    case ToolCallParser::kGlm47:
       return held.find(kHermesStart) != std::string_view::npos;
   }
   return false;
 }
 
 bool KeepsSpecialTokens(ToolCallParser parser) {
-  return parser == ToolCallParser::kMistral || parser == ToolCallParser::kGlm45;
+  return parser == ToolCallParser::kMistral || parser == ToolCallParser::kGlm45 ||
+         parser == ToolCallParser::kGlm47;
 }
 
 std::string MistralToolCallId(std::string_view seed) {

@@ -26,7 +26,9 @@
 //                follows the array is dropped (vLLM drops it too).
 //   glm45        GLM-4.5 / 4.6: `<tool_call>NAME\n<arg_key>KEY</arg_key>\n<arg_value>value
 //                </arg_value>\n</tool_call>` per call, values converted by the parameters' types
-//                in the request's tools (glm45_calls.h).
+//                in the request's tools (glm_calls.h).
+//   glm47        GLM-4.7: the same tags with nothing between them,
+//                `<tool_call>NAME<arg_key>KEY</arg_key><arg_value>value</arg_value></tool_call>`.
 // Pure functions.
 #pragma once
 
@@ -44,7 +46,7 @@ namespace headroom::router::openai {
 // The names --tool-call-parser takes.
 inline constexpr char kToolCallParserNames[] =
     "hermes, llama3_json, llama4_json, mistral, pythonic, llama4_pythonic, qwen3_coder, granite, "
-    "phi4_mini_json, glm45";
+    "phi4_mini_json, glm45, glm47";
 
 // "hermes" -> kHermes, ...; InvalidArgument naming the supported parsers otherwise.
 absl::StatusOr<ToolCallParser> ParseToolCallParserName(std::string_view name);
@@ -73,8 +75,8 @@ size_t StreamableContent(ToolCallParser parser, std::string_view text, bool repl
 bool HoldsCallStart(ToolCallParser parser, std::string_view held);
 
 // The reply's text must keep special tokens for `parser` to see its calls (mistral's
-// [TOOL_CALLS]; glm45's tags, should a tokenizer make them special; vLLM's adjust_request sets
-// skip_special_tokens false for both).
+// [TOOL_CALLS]; GLM's tags, should a tokenizer make them special; vLLM's adjust_request sets
+// skip_special_tokens false for them).
 bool KeepsSpecialTokens(ToolCallParser parser);
 
 // Nine letters and digits derived from `seed` (a response id, choice and call index): the

@@ -26,6 +26,7 @@ enum class ToolCallParser {
   kGranite,
   kPhi4MiniJson,
   kGlm45,
+  kGlm47,
 };
 
 struct ToolChoice {

@@ -3,7 +3,7 @@
 //   jinja_features.json        small templates, one Jinja feature each: the output must match
 //                              byte for byte, and where jinja2 raised, rendering must fail too.
 //   jinja_chat_templates.json  real models' chat templates (Qwen2.5, Llama 3.1/3.2, Mistral,
-//                              Gemma 2, Phi-3, GLM-4.5/4.6, ...) over conversations, tools
+//                              Gemma 2, Phi-3, GLM-4.5 to 4.7, ...) over conversations, tools
 //                              included.
 #include <fstream>
 #include <set>

@@ -146,6 +146,14 @@ TEST(JinjaTest, ErrorsNameTheLine) {
   r = Render("{{ x.y }}");  // attribute of an undefined value
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("'x' is undefined"), std::string_view::npos) << r.status();
+
+  // A method the value does not have, called: jinja2's words (GLM-4.7's template calls .items()
+  // on a tool call's arguments, which the fixture's conversation gives as a string).
+  r = Render("{{ 'a'.items() }}");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("'str object' has no attribute 'items' (called)"),
+            std::string_view::npos)
+      << r.status();
 }
 
 TEST(JinjaTest, RefusedWhenParsing) {

@@ -24,8 +24,9 @@ struct Split {
   std::string content;
 };
 
-Split Feed(ReasoningParser parser, const std::string& reply, size_t step) {
-  ReasoningSplitter splitter(parser);
+Split Feed(ReasoningParser parser, const std::string& reply, size_t step,
+           PromptReasoning prompt = PromptReasoning::kNone) {
+  ReasoningSplitter splitter(parser, prompt);
   Split out;
   for (size_t at = 0; at < reply.size(); at += step) {
     const size_t before_reasoning = out.reasoning.size();
@@ -80,7 +81,8 @@ TEST(ReasoningParserTest, SplitsAtTheTagsWhateverThePieces) {
   }
   EXPECT_EQ(ParseReasoningParserName("qwen3").value(), ReasoningParser::kQwen3);
   EXPECT_EQ(ParseReasoningParserName("kimi_k2").status().message(),
-            "unknown reasoning parser \"kimi_k2\" (supported: deepseek_r1, qwen3, granite, glm45)");
+            "unknown reasoning parser \"kimi_k2\" (supported: deepseek_r1, qwen3, granite, glm45, "
+            "glm47)");
 }
 
 // Granite 3.2 / 3.3: the reasoning opens with "Here is my thought process:" and ends with "Here
@@ -155,47 +157,53 @@ TEST(ReasoningParserTest, ThePromptCanOpenOrCloseTheReasoning) {
 
 // GLM-4.5's chat template (the fixture transformers rendered, tests/router/jinja/fixtures) writes
 // an assistant turn that reasoned as "\n<think>" + reasoning + "</think>\n" + content after
-// <|assistant|>: split by glm45, such a turn gives back the message's reasoning and content. Its
-// prompt with enable_thinking false closes the reasoning; with thinking on it leaves it to the
-// reply.
-TEST(ReasoningParserTest, Glm45SplitsTheTurnsGlm45sTemplateWrites) {
+// <|assistant|>; GLM-4.7's writes "<think>" + reasoning + "</think>" + content, and its prompt
+// ends by opening <think>, so the reply is the turn without it. Split by glm45, such a turn gives
+// back the message's reasoning and content. With enable_thinking false both prompts close the
+// reasoning; with thinking on GLM-4.5's leaves it to the reply and GLM-4.7's opens it.
+TEST(ReasoningParserTest, Glm45SplitsTheTurnsGlmTemplatesWrite) {
   std::ifstream in(std::string(std::getenv("HEADROOM_SOURCE_DIR")) +
                    "/tests/router/jinja/fixtures/jinja_chat_templates.json");
   const Json fixture = Json::parse(in);
   int checked = 0;
   for (const Json& t : fixture["templates"]) {
-    if (t["name"] != "glm4.5") continue;
+    if (t["name"] != "glm4.5" && t["name"] != "glm4.7") continue;
+    const bool glm47 = t["name"] == "glm4.7";
+    const PromptReasoning thinking = glm47 ? PromptReasoning::kOpened : PromptReasoning::kNone;
     for (const Json& c : t["cases"]) {
-      const std::string name = c["name"].get<std::string>();
+      const std::string name = t["name"].get<std::string>() + " / " + c["name"].get<std::string>();
       const std::string text = c.value("expected", "");
-      if (name == "enable_thinking_false" || name == "enable_thinking_false_multi_turn") {
+      if (c["name"] == "enable_thinking_false") {
         EXPECT_EQ(ReasoningInPrompt(text), PromptReasoning::kClosed) << name;
         ++checked;
       }
-      if (name == "enable_thinking_true" || name == "single_user") {
-        EXPECT_EQ(ReasoningInPrompt(text), PromptReasoning::kNone) << name;
+      if (c["name"] == "enable_thinking_true" || c["name"] == "single_user") {
+        EXPECT_EQ(ReasoningInPrompt(text), thinking) << name;
         ++checked;
       }
-      if (name != "reasoning_content_field" && name != "think_after_last_query_is_kept") continue;
+      if (c["name"] != "reasoning_content_field" && c["name"] != "think_after_last_query_is_kept") {
+        continue;
+      }
       const Json& message = c["messages"].back();
-      const std::string reply = text.substr(text.rfind("<|assistant|>") + 13);
+      std::string reply = text.substr(text.rfind("<|assistant|>") + 13);
+      if (glm47) reply.erase(0, std::string_view("<think>").size());
+      // The template strips the reasoning and the answer; GLM-4.5 writes a line break before the
+      // answer.
+      const std::string content = message.contains("reasoning_content")
+                                      ? message["content"].get<std::string>()
+                                      : std::string("Paris.");
+      const std::string reasoning = message.value("reasoning_content", "The user asks about France.");
       for (size_t step = 1; step <= 9; step += 4) {
-        const Split split = Feed(ReasoningParser::kGlm45, reply, step);
-        if (message.contains("reasoning_content")) {
-          EXPECT_EQ(split.reasoning, message["reasoning_content"]) << name;
-          EXPECT_EQ(split.content, "\n" + message["content"].get<std::string>()) << name;
-        } else {
-          // The reasoning was written into the content: <think>...</think> then the answer.
-          const std::string written = message["content"].get<std::string>();
-          EXPECT_EQ(split.reasoning, "The user asks about France.") << name << ": " << written;
-          EXPECT_EQ(split.content, "\nParis.") << name << ": " << written;
-        }
+        const Split split = Feed(ReasoningParser::kGlm45, reply, step, thinking);
+        EXPECT_EQ(split.reasoning, reasoning) << name;
+        EXPECT_EQ(split.content, (glm47 ? "" : "\n") + content) << name;
       }
       ++checked;
     }
   }
-  EXPECT_EQ(checked, 6);
+  EXPECT_EQ(checked, 10);
   EXPECT_EQ(ParseReasoningParserName("glm45").value(), ReasoningParser::kGlm45);
+  EXPECT_EQ(ParseReasoningParserName("glm47").value(), ReasoningParser::kGlm45);
 }
 
 v1::GenerateResponse Piece(const std::string& text, bool last) {

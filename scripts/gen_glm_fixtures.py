@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Builds the fixtures for the glm45 tool-call parser (router/openai/glm45_calls.h;
-tests/router/openai/glm45_calls_test.cc).
+"""Builds the fixtures for the glm45 and glm47 tool-call parsers (router/openai/glm_calls.h;
+tests/router/openai/glm_calls_test.cc).
 
 GLM-4.5 / 4.6 write a call as the name on the line after <tool_call>, then key and value tags,
 each value bare text (the format their chat template writes, tests/router/jinja/fixtures):
@@ -21,6 +21,13 @@ reply with no call is content whole; otherwise the content is the text before th
 <tool_call>, none when that is only whitespace. The labels here are that algorithm run by Python's
 own `re`, `json` and `ast`.
 
+GLM-4.7 writes the same tags with nothing between them,
+`<tool_call>get_weather<arg_key>city</arg_key><arg_value>Paris</arg_value></tool_call>`, and
+vLLM's `glm47` parser reads it with two patterns changed: the name is the block's text up to its
+first <arg_key> (`<tool_call>(.*?)(<arg_key>.*?)?</tool_call>`: no line break needed), and a
+key and its value may be separated by whitespace or by literal backslash-n pairs
+(`(?:\\n|\s)*`).
+
 Differences of headroom's own, applied here so the fixture states them (docs/router.md):
   - a block whose stripped name is empty is no call (vLLM's whole-reply parse calls a function
     named "", its streaming never starts one);
@@ -36,10 +43,11 @@ out \\x1c-\\x1f, which the replies here do not hold).
 Inputs: hand-written replies and random mutations of them (a character dropped, replaced or
 inserted), which probe the edges of the tags and of the conversions.
 
-Writes tests/router/openai/fixtures/glm45_calls.json: {generator, tools, cases: [{text, content,
-calls: [{name, arguments}], repeated_key, open_block}]}, the last two saying where a stream may
-differ from the whole parse (a key given twice; a block cut by the reply's end). Standard library
-only; deterministic (seeded).
+Writes tests/router/openai/fixtures/glm45_calls.json and glm47_calls.json (the replies below and
+GLM-4.7-style ones, read by glm47): {generator, tools, cases: [{text, content, calls: [{name,
+arguments}], repeated_key, open_block}]}, the last two saying where a stream may differ from the
+whole parse (a key given twice; a block cut by the reply's end). Standard library only;
+deterministic (seeded).
 """
 import ast
 import json
@@ -51,8 +59,8 @@ import re
 import text_mutation
 from router_json import fits, write_cases
 
-OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "router", "openai",
-                   "fixtures", "glm45_calls.json")
+FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "router",
+                        "openai", "fixtures")
 
 # The request's tools, as the router normalizes them (docs/router.md, "Function calling").
 TOOLS = [
@@ -82,6 +90,18 @@ TOOLS = [
 BLOCK = re.compile(r"<tool_call>.*?</tool_call>", re.DOTALL)
 DETAIL = re.compile(r"<tool_call>([^\n]*)\n(.*)</tool_call>", re.DOTALL)
 PAIR = re.compile(r"<arg_key>(.*?)</arg_key>\s*<arg_value>(.*?)</arg_value>", re.DOTALL)
+# vLLM's glm47 patterns (glm47_moe_tool_parser.py): the name ends at the first <arg_key>.
+DETAIL_47 = re.compile(r"<tool_call>(.*?)(<arg_key>.*?)?</tool_call>", re.DOTALL)
+PAIR_47 = re.compile(r"<arg_key>(.*?)</arg_key>(?:\\n|\s)*<arg_value>(.*?)</arg_value>", re.DOTALL)
+
+
+def name_and_pairs(block, glm47):
+    """(name, [(key, value)]) of a block's call, or None where the block is skipped."""
+    detail = (DETAIL_47 if glm47 else DETAIL).search(block)
+    if detail is None:
+        return None
+    args = detail.group(2)
+    return detail.group(1).strip(), (PAIR_47 if glm47 else PAIR).findall(args) if args else []
 
 
 def is_string_type(function, key):
@@ -111,28 +131,26 @@ def deserialize(value):
     return literal if fits(literal) else value
 
 
-def has_repeated_key(text):
+def has_repeated_key(text, glm47):
     """A call of the reply gives a key twice (the stream sends both; the whole parse keeps one)."""
     for block in BLOCK.findall(text):
-        detail = DETAIL.search(block)
-        keys = [key.strip() for key, _ in PAIR.findall(detail.group(2))] if detail else []
+        call = name_and_pairs(block, glm47)
+        keys = [key.strip() for key, _ in call[1]] if call else []
         if len(keys) != len(set(keys)):
             return True
     return False
 
 
-def expected(text):
+def expected(text, glm47):
     """(content, calls) as the router must return them for the whole reply `text`."""
     calls = []
     for block in BLOCK.findall(text):
-        detail = DETAIL.search(block)
-        if detail is None:
+        call = name_and_pairs(block, glm47)
+        if call is None or not call[0]:
             continue
-        name = detail.group(1).strip()
-        if not name:
-            continue
+        name, pairs = call
         arguments = {}
-        for key, value in PAIR.findall(detail.group(2)):
+        for key, value in pairs:
             key = key.strip()
             arguments[key] = value if is_string_type(name, key) else deserialize(value.strip())
         calls.append({"name": name, "arguments": json.dumps(arguments, ensure_ascii=False)})
@@ -142,12 +160,16 @@ def expected(text):
     return (content if content.strip() else None), calls
 
 
-def call(name, *pairs, close=True, sep="\n"):
-    """A call as GLM-4.5's chat template writes it."""
-    out = f"<tool_call>{name}\n"
+def call(name, *pairs, close=True, sep="\n", line="\n"):
+    """A call as GLM-4.5's chat template writes it (GLM-4.7's: sep and line empty)."""
+    out = f"<tool_call>{name}{line}"
     for key, value in pairs:
-        out += f"<arg_key>{key}</arg_key>{sep}<arg_value>{value}</arg_value>\n"
+        out += f"<arg_key>{key}</arg_key>{sep}<arg_value>{value}</arg_value>{line}"
     return out + ("</tool_call>" if close else "")
+
+
+def call47(name, *pairs, **kw):
+    return call(name, *pairs, sep=kw.pop("sep", ""), line="", **kw)
 
 
 REPLIES = [
@@ -214,21 +236,48 @@ REPLIES = [
     "</tool_call><tool_call>ping\n</tool_call>",
 ]
 
+# GLM-4.7's calls, and the literal backslash-n its parser also skips between a key and a value.
+REPLIES_47 = [
+    call47("get_weather", ("city", "Paris")),
+    "</think>" + call47("get_weather", ("city", "Paris"), ("days", "3"), ("metric", "true")),
+    "I'll check." + call47("get_weather", ("city", "Oslo")) + call47("ping"),
+    call47("write_file", ("path", "a.txt"), ("content", "line 1\nline 2\n")),
+    call47("get_weather", ("city", "Rome"), ("days", "5"), sep="\\n"),
+    call47("get_weather", ("city", "Rome"), ("days", "5"), sep="\\n \\n\n"),
+    call47("get_weather", ("city", "Rome"), sep="\\"),
+    call47("get_weather", ("city", "Rome"), sep="\\x"),
+    call47("get_weather", ("city", "Rome"), sep="n"),
+    call47(" get_weather\n", ("city", "Rome")),
+    call47("get weather", ("days", "[1, 2]")),
+    "<tool_call>ping</tool_call>",
+    "<tool_call></tool_call>",
+    "<tool_call>get_weather<arg_key>city</arg_key><arg_value>Paris</arg_value>",
+    "<tool_call>a<arg_key>x</arg_key><arg_key>y</arg_key><arg_value>1</arg_value></tool_call>",
+]
+
 ALPHABET = "<>/\n _tolcaufnrimegkyv0123.,[]{}\"'\\-+eTN#"
 
 
-def main():
-    rng = random.Random(20261126)
+def labelled(replies, glm47, seed):
+    rng = random.Random(seed)
     cases = []
-    for text in text_mutation.with_mutations(rng, REPLIES, ALPHABET, per_text=12):
-        content, calls = expected(text)
+    for text in text_mutation.with_mutations(rng, replies, ALPHABET, per_text=12):
+        content, calls = expected(text, glm47)
         cases.append({"text": text, "content": content, "calls": calls,
-                      "repeated_key": has_repeated_key(text),
+                      "repeated_key": has_repeated_key(text, glm47),
                       # a <tool_call> after the last </tool_call>: the stream may have started a
                       # call the whole parse leaves out
                       "open_block": text.rfind("<tool_call>") > text.rfind("</tool_call>")})
-    write_cases(OUT, {"generator": f"scripts/gen_glm45_fixtures.py, Python "
-                                   f"{platform.python_version()}", "tools": TOOLS}, cases)
+    return cases
+
+
+def main():
+    header = {"generator": f"scripts/gen_glm_fixtures.py, Python {platform.python_version()}",
+              "tools": TOOLS}
+    write_cases(os.path.join(FIXTURES, "glm45_calls.json"), header,
+                labelled(REPLIES, False, 20261126))
+    write_cases(os.path.join(FIXTURES, "glm47_calls.json"), header,
+                labelled(REPLIES_47 + REPLIES, True, 20261127))
 
 
 if __name__ == "__main__":

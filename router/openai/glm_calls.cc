@@ -1,4 +1,4 @@
-#include "router/openai/glm45_calls.h"
+#include "router/openai/glm_calls.h"
 
 #include <algorithm>
 #include <optional>
@@ -70,6 +70,18 @@ std::optional<std::string> PairJson(std::string_view function, std::string_view 
   return *key_json + ": " + *value_json;
 }
 
+// How many bytes at the start of `s` the gap between a key and its value takes: whitespace, and
+// for glm47 literal backslash-n pairs too.
+size_t GapLength(std::string_view s, GlmFormat format) {
+  size_t length = 0;
+  while (true) {
+    const std::string_view rest = PyLStrip(s.substr(length));
+    length = s.size() - rest.size();
+    if (format != GlmFormat::kGlm47 || !rest.starts_with(kGlm47NewlineEscape)) return length;
+    length += kGlm47NewlineEscape.size();
+  }
+}
+
 // A pair the pattern matched: its key's and its value's text, and where the match ends.
 struct Pair {
   std::string_view key;
@@ -78,18 +90,19 @@ struct Pair {
 };
 
 // The pattern's next match in `region` (a whole call's text after its name) from `from`. The key
-// is lazy: it ends at the first </arg_key> that whitespace and <arg_value> follow. Where the
+// is lazy: it ends at the first </arg_key> that the gap and <arg_value> follow. Where the
 // <arg_key> found has no match, none after it has one either (its </arg_key>s and value ends are
 // among this one's), so nullopt ends the pairs.
-std::optional<Pair> NextPair(std::string_view region, size_t from) {
+std::optional<Pair> NextPair(std::string_view region, size_t from, GlmFormat format) {
   const size_t open = region.find(kGlmKeyStart, from);
   if (open == npos) return std::nullopt;
   const size_t key = open + kGlmKeyStart.size();
   for (size_t end = region.find(kGlmKeyEnd, key); end != npos;
        end = region.find(kGlmKeyEnd, end + 1)) {
-    const std::string_view rest = PyLStrip(region.substr(end + kGlmKeyEnd.size()));
-    if (!rest.starts_with(kGlmValueStart)) continue;
-    const size_t value = region.size() - rest.size() + kGlmValueStart.size();
+    const size_t gap = end + kGlmKeyEnd.size();
+    const size_t value_start = gap + GapLength(region.substr(gap), format);
+    if (region.compare(value_start, kGlmValueStart.size(), kGlmValueStart) != 0) continue;
+    const size_t value = value_start + kGlmValueStart.size();
     const size_t value_end = region.find(kGlmValueEnd, value);
     if (value_end == npos) return std::nullopt;
     return Pair{region.substr(key, end - key), region.substr(value, value_end - value),
@@ -99,17 +112,20 @@ std::optional<Pair> NextPair(std::string_view region, size_t from) {
 }
 
 // The call a block's text (between <tool_call> and </tool_call>) makes; nullopt when it makes
-// none (no line break, an empty name).
-std::optional<ToolCall> CallOf(std::string_view block, const Json* tools) {
-  const size_t line = block.find('\n');
-  if (line == npos) return std::nullopt;
-  const std::string name(PyStrip(block.substr(0, line)));
+// none (glm45: no line break; an empty name).
+std::optional<ToolCall> CallOf(std::string_view block, const Json* tools, GlmFormat format) {
+  // glm45: the name is the first line, the pairs what follows it; glm47: the name is the text
+  // before the first <arg_key>, the pairs from there.
+  const size_t name_end = format == GlmFormat::kGlm45 ? block.find('\n')
+                                                      : std::min(block.find(kGlmKeyStart), block.size());
+  if (name_end == npos) return std::nullopt;
+  const std::string name(PyStrip(block.substr(0, name_end)));
   if (name.empty()) return std::nullopt;
   // A Python dict: a key given twice keeps its first place and takes its last value.
   Json arguments = Json::object();
-  const std::string_view pairs = block.substr(line + 1);
-  for (std::optional<Pair> pair = NextPair(pairs, 0); pair.has_value();
-       pair = NextPair(pairs, pair->end)) {
+  const std::string_view pairs = block.substr(name_end + (format == GlmFormat::kGlm45 ? 1 : 0));
+  for (std::optional<Pair> pair = NextPair(pairs, 0, format); pair.has_value();
+       pair = NextPair(pairs, pair->end, format)) {
     const std::string key(PyStrip(pair->key));
     arguments[key] = ValueOf(pair->value, IsStringTyped(name, key, tools));
   }
@@ -128,7 +144,7 @@ bool StartsWithCutCharacter(std::string_view s) {
 
 }  // namespace
 
-ParsedToolOutput ParseGlm45Calls(std::string_view text, const Json* tools) {
+ParsedToolOutput ParseGlmCalls(std::string_view text, const Json* tools, GlmFormat format) {
   ParsedToolOutput content_only{std::string(text), {}};
   const size_t first = text.find(kHermesStart);
   // Python reads text; the names and values go into JSON.
@@ -138,7 +154,7 @@ ParsedToolOutput ParseGlm45Calls(std::string_view text, const Json* tools) {
     const size_t body = at + kHermesStart.size();
     const size_t end = text.find(kHermesEnd, body);
     if (end == npos) break;  // a block without its end is no call
-    std::optional<ToolCall> call = CallOf(text.substr(body, end - body), tools);
+    std::optional<ToolCall> call = CallOf(text.substr(body, end - body), tools, format);
     if (call.has_value()) out.calls.push_back(*std::move(call));
     at = end + kHermesEnd.size();
   }
@@ -147,9 +163,9 @@ ParsedToolOutput ParseGlm45Calls(std::string_view text, const Json* tools) {
   return out;
 }
 
-// --- Glm45CallStream ----------------------------------------------------------------------------
+// --- GlmCallStream ------------------------------------------------------------------------------
 
-void Glm45CallStream::Read(std::string_view text) {
+void GlmCallStream::Read(std::string_view text) {
   while (stage_ != Stage::kStopped && Step(text)) {
   }
   // Nothing more was found: later searches start where a tag could still begin.
@@ -157,18 +173,18 @@ void Glm45CallStream::Read(std::string_view text) {
   searched_ = std::max(pos_, text.size() >= kLongestTag ? text.size() - (kLongestTag - 1) : 0);
 }
 
-size_t Glm45CallStream::Find(std::string_view text, std::string_view tag) const {
+size_t GlmCallStream::Find(std::string_view text, std::string_view tag) const {
   const size_t at = text.find(tag, std::max(pos_, searched_));
   return at < block_end_ ? at : npos;  // block_end_ is npos while unseen
 }
 
-void Glm45CallStream::MoveTo(size_t pos, Stage stage) {
+void GlmCallStream::MoveTo(size_t pos, Stage stage) {
   pos_ = pos;
   searched_ = pos;
   stage_ = stage;
 }
 
-void Glm45CallStream::EndCall() {
+void GlmCallStream::EndCall() {
   if (!call_started_) {
     calls_.push_back({name_, "{}"});
   } else {
@@ -179,7 +195,7 @@ void Glm45CallStream::EndCall() {
   block_end_ = npos;
 }
 
-bool Glm45CallStream::Step(std::string_view text) {
+bool GlmCallStream::Step(std::string_view text) {
   if (stage_ != Stage::kBlock && block_end_ == npos) {
     block_end_ = text.find(kHermesEnd, end_searched_);
     if (block_end_ == npos && text.size() >= kHermesEnd.size()) {
@@ -196,15 +212,19 @@ bool Glm45CallStream::Step(std::string_view text) {
       return true;
     }
     case Stage::kName: {
-      const size_t line = Find(text, "\n");
-      if (line == npos) {
+      const bool glm45 = format_ == GlmFormat::kGlm45;
+      size_t end = Find(text, glm45 ? std::string_view("\n") : kGlmKeyStart);
+      if (end == npos) {
         if (!block_ended) return false;
-        MoveTo(pos_, Stage::kSkip);  // no line break in the block: no call
-        return true;
+        if (glm45) {
+          MoveTo(pos_, Stage::kSkip);  // no line break in the block: no call
+          return true;
+        }
+        end = block_end_;  // glm47: a call without arguments
       }
-      name_ = std::string(PyStrip(text.substr(pos_, line - pos_)));
+      name_ = std::string(PyStrip(text.substr(pos_, end - pos_)));
       const bool call = !name_.empty() && utf8::IsValid(name_);
-      MoveTo(line + 1, call ? Stage::kPair : Stage::kSkip);
+      MoveTo(glm45 ? end + 1 : end, call ? Stage::kPair : Stage::kSkip);
       return true;
     }
     case Stage::kSkip:
@@ -236,14 +256,19 @@ bool Glm45CallStream::Step(std::string_view text) {
     }
     case Stage::kAfterKey: {
       const std::string_view block = text.substr(0, std::min(block_end_, text.size()));
-      const std::string_view rest = PyLStrip(block.substr(pos_));
-      const size_t at = block.size() - rest.size();
+      const size_t at = pos_ + GapLength(block.substr(pos_), format_);
+      const std::string_view rest = block.substr(at);
       if (rest.starts_with(kGlmValueStart)) {
         MoveTo(at + kGlmValueStart.size(), Stage::kValue);
         return true;
       }
-      if (!block_ended && (kGlmValueStart.starts_with(rest) || StartsWithCutCharacter(rest))) {
-        pos_ = at;  // the whitespace read is the pattern's; what follows decides
+      // What follows the gap may still become <arg_value>, whitespace (a character cut) or, for
+      // glm47, a backslash-n.
+      const bool may_continue =
+          kGlmValueStart.starts_with(rest) || StartsWithCutCharacter(rest) ||
+          (format_ == GlmFormat::kGlm47 && rest == kGlm47NewlineEscape.substr(0, 1));
+      if (!block_ended && may_continue) {
+        pos_ = at;  // the gap read is the pattern's; what follows decides
         return false;
       }
       // No <arg_value> after this </arg_key>: the key runs on to a later one.

@@ -17,8 +17,13 @@
 //     last value); the content is the text before the first <tool_call>, none when it is only
 //     whitespace (the line break GLM writes after </think>); a reply without a call is content
 //     whole.
-// Checked against that algorithm run by Python's own re, json and ast on the fixture of
-// scripts/gen_glm45_fixtures.py, which states the differences from vLLM.
+// GLM-4.7 writes the same tags with nothing between them,
+//   <tool_call>get_weather<arg_key>city</arg_key><arg_value>Paris</arg_value></tool_call>
+// which vLLM's `glm47` parser reads with two changes: the name is the block's text up to its
+// first <arg_key> (no line break needed), and a key and its value may also be separated by
+// literal backslash-n pairs (`(?:\\n|\s)*`).
+// Checked against those algorithms run by Python's own re, json and ast on the fixtures of
+// scripts/gen_glm_fixtures.py, which states the differences from vLLM.
 #pragma once
 
 #include <cstddef>
@@ -33,20 +38,25 @@
 
 namespace headroom::router::openai {
 
+// Which of the two GLM call formats (the pattern ending a name, the gap before a value).
+enum class GlmFormat : uint8_t { kGlm45, kGlm47 };
+
 // The reply's calls and the content before them. `tools`: the request's tools as
 // ParseToolRequest normalizes them (null: none, so every value is read as JSON or a literal).
-ParsedToolOutput ParseGlm45Calls(std::string_view text, const nlohmann::ordered_json* tools);
+ParsedToolOutput ParseGlmCalls(std::string_view text, const nlohmann::ordered_json* tools,
+                               GlmFormat format);
 
 // The calls of a GLM-4.5 reply as it is written, for streaming (tool_call_stream.h): from the
-// first <tool_call> (where StreamableContent stops the content), a call once its name's line has
-// ended and its first pair has ended (a value is converted whole), or its block ended; then each
+// first <tool_call> (where StreamableContent stops the content), a call once its name has ended
+// (its line, or for glm47 at its first <arg_key>) and its first pair has ended (a value is converted whole), or its block ended; then each
 // further pair once its </arg_value> shows, then "}" when the block ends. What goes out is the
 // start of what the whole reply's parse returns, but where a key is repeated (it goes out twice:
 // a JSON reader makes of the text the value the whole parse has) or the reply is cut inside its
 // last block (the whole parse leaves that block out; its call stays as streamed).
-class Glm45CallStream {
+class GlmCallStream {
  public:
-  explicit Glm45CallStream(const nlohmann::ordered_json* tools) : tools_(tools) {}
+  GlmCallStream(const nlohmann::ordered_json* tools, GlmFormat format)
+      : tools_(tools), format_(format) {}
 
   // `text` is the held-back reply from its first tag on; it only grows.
   void Read(std::string_view text);
@@ -55,7 +65,7 @@ class Glm45CallStream {
  private:
   enum class Stage : uint8_t {
     kBlock,     // seeking the next <tool_call>
-    kName,      // after <tool_call>, seeking the line break that ends the name
+    kName,      // after <tool_call>, seeking the line break (glm47: <arg_key>) ending the name
     kSkip,      // in a block that is no call, seeking its end
     kPair,      // in a call, seeking <arg_key> (or the block's end)
     kKeyEnd,    // after <arg_key>, seeking a </arg_key>
@@ -73,6 +83,7 @@ class Glm45CallStream {
   void EndCall();
 
   const nlohmann::ordered_json* tools_;
+  const GlmFormat format_;
   Stage stage_ = Stage::kBlock;
   size_t pos_ = 0;
   size_t searched_ = 0;  // where the current stage's next search starts
