@@ -72,12 +72,13 @@ FlagSet MakeRouterFlags() {
   flags.AddBool("enable-auto-tool-choice", false,
                 "Serve tool_choice \"auto\" (the default when a chat request gives tools): the "
                 "model decides, and its reply is read for calls by --tool-call-parser.");
-  flags.AddString("tool-call-parser", std::nullopt,
-                  "How the model writes tool calls, for --enable-auto-tool-choice: hermes "
-                  "(Hermes 2 Pro / 3, Qwen2.5, Qwen3), llama3_json (Llama 3.1-3.3; also "
-                  "llama4_json), mistral (Mistral 7B v0.3, Nemo), pythonic (Llama 3.2, Llama 4, "
-                  "ToolACE; also llama4_pythonic), qwen3_coder (Qwen3-Coder), granite "
-                  "(Granite 3.x), phi4_mini_json (Phi-4-mini), glm45 (GLM-4.5 / 4.6) or glm47 (GLM-4.7).");
+  flags.AddString(
+      "tool-call-parser", std::nullopt,
+      "How the model writes tool calls, for --enable-auto-tool-choice: hermes "
+      "(Hermes 2 Pro / 3, Qwen2.5, Qwen3), llama3_json (Llama 3.1-3.3; also "
+      "llama4_json), mistral (Mistral 7B v0.3, Nemo), pythonic (Llama 3.2, Llama 4, "
+      "ToolACE; also llama4_pythonic), qwen3_coder (Qwen3-Coder), granite "
+      "(Granite 3.x), phi4_mini_json (Phi-4-mini), glm45 (GLM-4.5 / 4.6) or glm47 (GLM-4.7).");
   flags.AddString("reasoning-parser", std::nullopt,
                   "Split a thinking model's chat replies into reasoning_content (between <think> "
                   "and </think>) and content, as vLLM's --reasoning-parser: deepseek_r1 (DeepSeek "

@@ -57,8 +57,7 @@ const nlohmann::ordered_json& Tools() {
 void CheckStreamedCalls(ToolCallParser parser, ToolCallStreamer::Framing framing, size_t from,
                         std::string_view text, const ParsedToolOutput& parsed) {
   // The GLM parsers read a block only once it ends; their streams start a call before.
-  const bool open_block =
-      (parser == ToolCallParser::kGlm45 || parser == ToolCallParser::kGlm47) &&
+  const bool open_block = (parser == ToolCallParser::kGlm45 || parser == ToolCallParser::kGlm47) &&
                           text.rfind("<tool_call>") + 1 > text.rfind("</tool_call>") + 1;
   if (from == std::string_view::npos) return;
   ToolCallStreamer streamer(framing, &Tools());

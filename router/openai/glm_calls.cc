@@ -116,8 +116,9 @@ std::optional<Pair> NextPair(std::string_view region, size_t from, GlmFormat for
 std::optional<ToolCall> CallOf(std::string_view block, const Json* tools, GlmFormat format) {
   // glm45: the name is the first line, the pairs what follows it; glm47: the name is the text
   // before the first <arg_key>, the pairs from there.
-  const size_t name_end = format == GlmFormat::kGlm45 ? block.find('\n')
-                                                      : std::min(block.find(kGlmKeyStart), block.size());
+  const size_t name_end = format == GlmFormat::kGlm45
+                              ? block.find('\n')
+                              : std::min(block.find(kGlmKeyStart), block.size());
   if (name_end == npos) return std::nullopt;
   const std::string name(PyStrip(block.substr(0, name_end)));
   if (name.empty()) return std::nullopt;

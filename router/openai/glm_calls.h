@@ -48,11 +48,12 @@ ParsedToolOutput ParseGlmCalls(std::string_view text, const nlohmann::ordered_js
 
 // The calls of a GLM-4.5 reply as it is written, for streaming (tool_call_stream.h): from the
 // first <tool_call> (where StreamableContent stops the content), a call once its name has ended
-// (its line, or for glm47 at its first <arg_key>) and its first pair has ended (a value is converted whole), or its block ended; then each
-// further pair once its </arg_value> shows, then "}" when the block ends. What goes out is the
-// start of what the whole reply's parse returns, but where a key is repeated (it goes out twice:
-// a JSON reader makes of the text the value the whole parse has) or the reply is cut inside its
-// last block (the whole parse leaves that block out; its call stays as streamed).
+// (its line, or for glm47 at its first <arg_key>) and its first pair has ended (a value is
+// converted whole), or its block ended; then each further pair once its </arg_value> shows, then
+// "}" when the block ends. What goes out is the start of what the whole reply's parse returns, but
+// where a key is repeated (it goes out twice: a JSON reader makes of the text the value the whole
+// parse has) or the reply is cut inside its last block (the whole parse leaves that block out; its
+// call stays as streamed).
 class GlmCallStream {
  public:
   GlmCallStream(const nlohmann::ordered_json* tools, GlmFormat format)

@@ -1128,7 +1128,8 @@ TEST_F(HttpE2eTest, AutoToolChoiceNeedsTheParserFlags) {
        "<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>(Paris|Oslo)</arg_value>\n"
        "</tool_call>"},
       {"glm47",
-       "<tool_call>get_weather<arg_key>city</arg_key><arg_value>(Paris|Oslo)</arg_value></tool_call>"}};
+       "<tool_call>get_weather<arg_key>city</arg_key><arg_value>(Paris|Oslo)</arg_value></"
+       "tool_call>"}};
   for (const auto& [parser, call_regex] : formats) {
     SCOPED_TRACE(parser);
     const ExtraRouter other =

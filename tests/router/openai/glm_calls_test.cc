@@ -45,7 +45,7 @@ TEST(GlmCallsTest, ReadsWhatVllmsAlgorithmReadsInPython) {
     ASSERT_EQ(request.tools.tools, fixture["tools"]) << "the router normalizes the tools otherwise";
     size_t with_calls = 0;
     for (const Json& c : fixture["cases"]) {
-      with_calls += ExpectParsesAsLabelled(p.parser, c, &request.tools.tools) ? 1 : 0;
+      with_calls += ExpectParsesAsLabelled(p.parser, c, &request.tools.tools) ? 1u : 0u;
     }
     EXPECT_EQ(with_calls, p.with_calls);
     EXPECT_EQ(fixture["cases"].size(), p.cases);
@@ -158,8 +158,9 @@ TEST(GlmCallsTest, PairsStreamAsEachEnds) {
   EXPECT_EQ(glm47.calls()[1].arguments, "{}");
 }
 
-// The first assistant turn with a call in `case_name` of the chat-template fixture's `template_name`
-// (glm4.5, glm4.7), as transformers rendered it: what the model is trained to write after
+// The first assistant turn with a call in `case_name` of the chat-template fixture's
+// `template_name` (glm4.5, glm4.7), as transformers rendered it: what the model is trained to write
+// after
 // "<|assistant|>" (up to the next role tag); and the case itself.
 std::pair<std::string, Json> RenderedCallTurn(const std::string& template_name,
                                               const std::string& case_name) {

@@ -192,7 +192,8 @@ TEST(ReasoningParserTest, Glm45SplitsTheTurnsGlmTemplatesWrite) {
       const std::string content = message.contains("reasoning_content")
                                       ? message["content"].get<std::string>()
                                       : std::string("Paris.");
-      const std::string reasoning = message.value("reasoning_content", "The user asks about France.");
+      const std::string reasoning =
+          message.value("reasoning_content", "The user asks about France.");
       for (size_t step = 1; step <= 9; step += 4) {
         const Split split = Feed(ReasoningParser::kGlm45, reply, step, thinking);
         EXPECT_EQ(split.reasoning, reasoning) << name;
