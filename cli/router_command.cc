@@ -78,12 +78,14 @@ FlagSet MakeRouterFlags() {
       "(Hermes 2 Pro / 3, Qwen2.5, Qwen3), llama3_json (Llama 3.1-3.3; also "
       "llama4_json), mistral (Mistral 7B v0.3, Nemo), pythonic (Llama 3.2, Llama 4, "
       "ToolACE; also llama4_pythonic), qwen3_coder (Qwen3-Coder), granite "
-      "(Granite 3.x), phi4_mini_json (Phi-4-mini), glm45 (GLM-4.5 / 4.6) or glm47 (GLM-4.7).");
+      "(Granite 3.x), phi4_mini_json (Phi-4-mini), glm45 (GLM-4.5 / 4.6), glm47 (GLM-4.7) or "
+      "seed_oss (Seed-OSS); qwen3_xml is qwen3_coder.");
   flags.AddString("reasoning-parser", std::nullopt,
                   "Split a thinking model's chat replies into reasoning_content (between <think> "
                   "and </think>) and content, as vLLM's --reasoning-parser: deepseek_r1 (DeepSeek "
                   "R1 and its distills, QwQ), qwen3 (Qwen3), granite (Granite 3.2 / 3.3, "
-                  "between its sentences) or glm45 (GLM-4.5 / 4.6; also glm47 for GLM-4.7).");
+                  "between its sentences), glm45 (GLM-4.5 / 4.6; also glm47 for GLM-4.7) or "
+                  "seed_oss (Seed-OSS).");
   flags.AddString("host", "127.0.0.1", "Address to listen on.");
   flags.AddString("workers", std::nullopt,
                   "Comma-separated worker group leader addresses (host:port,host:port).");

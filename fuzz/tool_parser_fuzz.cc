@@ -7,9 +7,9 @@
 //     StreamableContent stops within the content the whole reply's parse gives;
 //   - a mistral id is 9 letters and digits;
 //   - streaming calls (ToolCallStreamer, fed a byte at a time) never crashes or runs past the
-//     text; for qwen3_coder, glm45 and glm47 (values converted by the tools' types below) and
-//     pythonic each call it finished reads as the same JSON value as the whole reply's call (the
-//     GLM streams may have started one more, in a block the reply's end cuts), and
+//     text; for qwen3_coder, seed_oss, glm45 and glm47 (values converted by the tools' types below)
+//     and pythonic each call it finished reads as the same JSON value as the whole reply's call
+//     (the GLM streams may have started one more, in a block the reply's end cuts), and
 //     JsonDumpsStream,
 //     wherever a value may start, gives out only JSON that reads as the same value as the text it
 //     read (json.loads of either is equal).
@@ -95,7 +95,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (const ToolCallParser parser :
        {ToolCallParser::kHermes, ToolCallParser::kLlama3Json, ToolCallParser::kMistral,
         ToolCallParser::kPythonic, ToolCallParser::kQwen3Coder, ToolCallParser::kGranite,
-        ToolCallParser::kPhi4MiniJson, ToolCallParser::kGlm45, ToolCallParser::kGlm47}) {
+        ToolCallParser::kPhi4MiniJson, ToolCallParser::kGlm45, ToolCallParser::kGlm47,
+        ToolCallParser::kSeedOss}) {
     const ParsedToolOutput parsed =
         headroom::router::openai::ParseToolCalls(parser, text, &Tools());
     if (parser == ToolCallParser::kQwen3Coder) {
@@ -107,6 +108,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                          parser == ToolCallParser::kGlm45 ? ToolCallStreamer::Framing::kGlm45
                                                           : ToolCallStreamer::Framing::kGlm47,
                          text.find("<tool_call>"), text, parsed);
+    }
+    if (parser == ToolCallParser::kSeedOss) {
+      CheckStreamedCalls(parser, ToolCallStreamer::Framing::kSeedOss,
+                         std::min(text.find("<seed:tool_call>"), text.find("<function=")), text,
+                         parsed);
     }
     if (parser == ToolCallParser::kPythonic) {
       CheckStreamedCalls(parser, ToolCallStreamer::Framing::kPythonic, 0, text, parsed);

@@ -392,6 +392,12 @@ FEATURE_CASES = [
     ("filter.tojson_scalars", "{{ none|tojson }}|{{ true|tojson }}|{{ 'a\"b'|tojson }}|{{ 5|tojson }}", {}),
     ("filter.tojson_tuple", "{{ (1, 'a')|tojson }}", {}),
     ("filter.tojson_int_keys", "{{ {1: 'a'}|tojson }}", {}),
+    # Integer keys (Seed-OSS's template keeps its thinking-budget table in one).
+    ("dict.int_keys_subscript", "{% set d = {0: 'a', 512: 'b', '512': 'c'} %}{{ d[512] }}|{{ d['512'] }}|{{ d[0] }}|{{ d[1] is defined }}", {}),
+    ("dict.int_keys_repr", "{{ {0: 1, 'a': 2, -3: [4]} }}", {}),
+    ("dict.int_keys_dictsort", "{% for k, v in {16384: 1, 0: 2, 512: 3}|dictsort %}{{ k * 2 }}={{ v }};{% endfor %}", {}),
+    ("dict.int_keys_items_in_get", "{% set d = {1: 'x'} %}{{ 1 in d }}|{{ '1' in d }}|{{ d.get(1) }}|{% for k, v in d.items() %}{{ k + 1 }}{% endfor %}|{{ d|items|list }}|{{ d|list }}", {}),
+    ("dict.float_key", "{{ {1.5: 'a'} }}", {}),
     ("filter.tojson_undefined_error", "{{ missing|tojson }}", {}),
     ("filter.tojson_string_arguments_double_encoded", "{{ args|tojson }}", {"args": "{\"city\": \"Paris\"}"}),
     ("filter.length_count", "{{ 'abc'|length }}|{{ [1, 2]|length }}|{{ {'a': 1}|length }}|{{ 'abc'|count }}|{{ 'é🌈'|length }}", {}),
@@ -1764,6 +1770,180 @@ GLM47_FLASH_TEMPLATE = (
     '{%- endif -%}'
 )
 
+SEED_OSS_TEMPLATE = (
+    '{# ----------‑‑‑ special token variables ‑‑‑---------- #}\n'
+    "{%- set bos_token              = '<seed:bos>'               -%}\n"
+    "{%- set eos_token              = '<seed:eos>'               -%}\n"
+    "{%- set pad_token              = '<seed:pad>'               -%}\n"
+    "{%- set toolcall_begin_token   = '<seed:tool_call>'         -%}\n"
+    "{%- set toolcall_end_token     = '</seed:tool_call>'        -%}\n"
+    "{%- set think_begin_token      = '<seed:think>'             -%}\n"
+    "{%- set think_end_token        = '</seed:think>'            -%}\n"
+    "{%- set budget_begin_token     = '<seed:cot_budget_reflect>'-%}\n"
+    "{%- set budget_end_token       = '</seed:cot_budget_reflect>'-%}\n"
+    '{# -------------- reflection-interval lookup -------------- #}\n'
+    '{%- if not thinking_budget is defined %}\n'
+    '{%- set thinking_budget = -1 -%}\n'
+    '{%- endif -%}\n'
+    '{%- set budget_reflections_v05 = {\n'
+    '     0:      0,\n'
+    '     512:    128,\n'
+    '     1024:   256,\n'
+    '     2048:   512,\n'
+    '     4096:   512,\n'
+    '     8192:   1024,\n'
+    '     16384:  1024\n'
+    '} -%}\n'
+    '{# Find the first gear that is greater than or equal to the thinking_budget. #}\n'
+    '{%- set ns = namespace(interval = None) -%}\n'
+    '{%- for k, v in budget_reflections_v05 | dictsort -%}\n'
+    '    {%- if ns.interval is none and thinking_budget <= k -%}\n'
+    '        {%- set ns.interval = v -%}\n'
+    '    {%- endif -%}\n'
+    '{%- endfor -%}\n'
+    '{# If it exceeds the maximum gear, use the value of the last gear #}\n'
+    '{%- if ns.interval is none -%}\n'
+    '    {%- set ns.interval = budget_reflections_v05[16384] -%}\n'
+    '{%- endif -%}\n'
+    '{# ---------- Preprocess the system message ---------- #}\n'
+    '{%- if messages[0]["role"] == "system" %}\n'
+    '{%- set system_message = messages[0]["content"] %}\n'
+    '{%- set loop_messages = messages[1:] %}\n'
+    '{%- else %}\n'
+    '{%- set loop_messages = messages %}\n'
+    '{%- endif %}\n'
+    '{# ---------- Ensure tools exist ---------- #}\n'
+    '{%- if not tools is defined or tools is none %}\n'
+    '{%- set tools = [] %}\n'
+    '{%- endif %}\n'
+    '{# tools2doc.jinja #}\n'
+    '{%- macro py_type(t) -%}\n'
+    '    {%- if t == "string" -%}str\n'
+    '    {%- elif t in ("number", "integer") -%}int\n'
+    '    {%- elif t == "boolean" -%}bool\n'
+    '    {%- elif t == "array" -%}list\n'
+    '    {%- else -%}Any{%- endif -%}\n'
+    '{%- endmacro -%}\n'
+    '{# ---------- Output the system block ---------- #}\n'
+    '{%- if system_message is defined %}\n'
+    '{{ bos_token + "system\\n" + system_message }}\n'
+    '{%- else %}\n'
+    '{%- if tools is iterable and tools | length > 0 %}\n'
+    '{{ bos_token + "system\\nYou are Doubao, a helpful AI assistant. You may call one or more functions to assist with the user query." }}\n'
+    '{%- endif %}\n'
+    '{%- endif %}\n'
+    '{%- if use_json_tooldef is defined and use_json_tooldef %}\n'
+    '\n'
+    '{{"Tool List:\\nYou are authorized to use the following tools (described in JSON Schema format). Before performing any task, you must decide how to call them based on the descriptions and parameters of these tools."}}\n'
+    '{{ tools | tojson(ensure_ascii=False) }}\n'
+    '{%- else %}\n'
+    '{%- for item in tools if item.type == "function" %}\n'
+    '\n'
+    '\n'
+    'Function:\n'
+    'def {{ item.function.name }}(\n'
+    '{%- for name, spec in item.function.parameters.properties.items() %}\n'
+    '        {{- name }}: {{ py_type(spec.type) }}{% if not loop.last %},{% endif %}\n'
+    '{%- endfor %}):\n'
+    '    """\n'
+    '    {{ item.function.description | trim }}\n'
+    '\n'
+    '    {# ---------- Args ---------- #}\n'
+    '    {%- if item.function.parameters.properties %}\n'
+    '    Args:\n'
+    '    {%- for name, spec in item.function.parameters.properties.items() %}\n'
+    '\n'
+    '    - {{ name }} ({{ py_type(spec.type) }})\n'
+    '      {%- if name in item.function.parameters.required %} [必填]{% else %} [选填]{% endif %}:\n'
+    '      {{- " " ~ (spec.description or "") }}\n'
+    '    {%- endfor %}\n'
+    '    {%- endif %}\n'
+    '\n'
+    '    {# ---------- Returns ---------- #}\n'
+    '    {%- if item.function.returns is defined\n'
+    '          and item.function.returns.properties is defined\n'
+    '          and item.function.returns.properties %}\n'
+    '    Returns:\n'
+    '    {%- for name, spec in item.function.returns.properties.items() %}\n'
+    '\n'
+    '    - {{ name }} ({{ py_type(spec.type) }}):\n'
+    '      {{- " " ~ (spec.description or "") }}\n'
+    '    {%- endfor %}\n'
+    '    {%- endif %}\n'
+    '\n'
+    '    """\n'
+    '{%- endfor %}\n'
+    '{%- endif %}\n'
+    '{%- if tools is iterable and tools | length > 0 %}\n'
+    '\n'
+    '{{"工具调用请遵循如下格式:\\n<seed:tool_call>\\n<function=example_function_name>\\n<parameter=example_parameter_1>value_1</parameter>\\n<parameter=example_parameter_2>This is the value for the second parameter\\nthat can span\\nmultiple lines</parameter>\\n</function>\\n</seed:tool_call>\\n"}}\n'
+    '{%- endif %}\n'
+    '{# End the system block line #}\n'
+    '{%- if system_message is defined or tools is iterable and tools | length > 0 %}\n'
+    '{{ eos_token }}\n'
+    '{%- endif %}\n'
+    '{# ---------- Thinking Budget ---------- #}\n'
+    '{%- if thinking_budget is defined %}\n'
+    '{%- if thinking_budget == 0 %}\n'
+    '{{ bos_token+"system" }}\n'
+    '{{ "You are an intelligent assistant that can answer questions in one step without the need for reasoning and thinking, that is, your thinking budget is 0. Next, please skip the thinking process and directly start answering the user\'s questions." }}\n'
+    '{{ eos_token }}\n'
+    '{%- elif not thinking_budget == -1 %}\n'
+    '{{ bos_token+"system" }}\n'
+    '{{ "You are an intelligent assistant with reflective ability. In the process of thinking and reasoning, you need to strictly follow the thinking budget, which is "}}{{thinking_budget}}{{". That is, you need to complete your thinking within "}}{{thinking_budget}}{{" tokens and start answering the user\'s questions. You will reflect on your thinking process every "}}{{ns.interval}}{{" tokens, stating how many tokens have been used and how many are left."}}\n'
+    '{{ eos_token }}\n'
+    '{%- endif %}\n'
+    '{%- endif %}\n'
+    '{# ---------- List the historical messages one by one ---------- #}\n'
+    '{%- for message in loop_messages %}\n'
+    '{%- if message.role == "assistant"\n'
+    '  and message.tool_calls is defined\n'
+    '  and message.tool_calls is iterable\n'
+    '  and message.tool_calls | length > 0 %}\n'
+    '{{ bos_token + message.role }}\n'
+    '{%- if message.reasoning_content is defined and message.reasoning_content is string and message.reasoning_content | trim | length > 0 %}\n'
+    '{{ "\\n" + think_begin_token + message.reasoning_content | trim + think_end_token }}\n'
+    '{%- endif %}\n'
+    '{%- if message.content is defined and message.content is string and message.content | trim | length > 0 %}\n'
+    '{{ "\\n" + message.content | trim + "\\n" }}\n'
+    '{%- endif %}\n'
+    '{%- for tool_call in message.tool_calls %}\n'
+    '{%- if tool_call.function is defined %}{% set tool_call = tool_call.function %}{% endif %}\n'
+    '{{ "\\n" + toolcall_begin_token + "\\n<function=" + tool_call.name + ">\\n" }}\n'
+    '{%- if tool_call.arguments is defined %}\n'
+    '{%- for arg_name, arg_value in tool_call.arguments | items %}\n'
+    '{{ "<parameter=" + arg_name + ">" }}\n'
+    '{%- set arg_value = arg_value if arg_value is string else arg_value | string %}\n'
+    '{{ arg_value+"</parameter>\\n" }}\n'
+    '{%- endfor %}\n'
+    '{%- endif %}\n'
+    '{{ "</function>\\n" + toolcall_end_token }}\n'
+    '{%- endfor %}\n'
+    '{{ eos_token }}\n'
+    '{%- elif message.role in ["user", "system"] %}\n'
+    '{{ bos_token + message.role + "\\n" + message.content + eos_token }}\n'
+    '{%- elif message.role == "assistant" %}\n'
+    '{{ bos_token + message.role }}\n'
+    '{%- if message.reasoning_content is defined and message.reasoning_content is string and message.reasoning_content | trim | length > 0 %}\n'
+    '{{ "\\n" + think_begin_token + message.reasoning_content | trim + think_end_token }}\n'
+    '{%- endif %}\n'
+    '{%- if message.content is defined and message.content is string and message.content | trim | length > 0 %}\n'
+    '{{ "\\n" + message.content | trim + eos_token }}\n'
+    '{%- endif %}\n'
+    '{# Include the tool role #}\n'
+    '{%- else %}\n'
+    '{{ bos_token + message.role + "\\n" + message.content + eos_token }}\n'
+    '{%- endif %}\n'
+    '{%- endfor %}\n'
+    '{# ---------- Control the model to start continuation ---------- #}\n'
+    '{%- if add_generation_prompt %}\n'
+    '{{ bos_token+"assistant\\n" }}\n'
+    '{%- if thinking_budget == 0 %}\n'
+    '{{ think_begin_token + "\\n" + budget_begin_token + "The current thinking budget is 0, so I will directly start answering the question." + budget_end_token + "\\n" + think_end_token }}\n'
+    '{%- endif %}\n'
+    '{%- endif %}'
+)
+
 
 # ---- conversations for the real chat templates ----
 def _m(role, content, **kw):
@@ -1852,6 +2032,52 @@ def tool_cases(**extra):
 
 def parallel_tool_case(**extra):
     return case("parallel_tool_calls", [U_TOOL, A_CALL_TWO, T_RESULT, T_RESULT2], True, TOOLS, **extra)
+
+
+def glm_cases(glm47):
+    """GLM-4.5's and GLM-4.7's conversations: thinking on and off, reasoning in the history and sent
+    back, tool calls with structured arguments and tool results as a list; GLM-4.5 adds its
+    /nothink turns and text parts, GLM-4.7 its clear_thinking."""
+    thinks = _m("assistant", "<think>\nThe user asks about France.\n</think>\n\nParis.")
+    thinking_off = [case("enable_thinking_false", [U1], True, enable_thinking=False)]
+    if not glm47:
+        thinking_off += [
+            case("enable_thinking_false_multi_turn", [SYS, U1, A1, U2], True, enable_thinking=False),
+            case("enable_thinking_false_user_says_nothink", [_m("user", "Hi /nothink")], True,
+                 enable_thinking=False)]
+    kept = [case("think_in_history_kept_without_clear_thinking", [U1, thinks, U2], True,
+                 clear_thinking=False)] if glm47 else []
+    parts = [] if glm47 else [
+        case("text_parts_content",
+             [_m("system", [{"type": "text", "text": "Be brief."}]),
+              _m("user", [{"type": "text", "text": "Hello"}, {"type": "image_url", "image_url": {"url": "x"}},
+                          {"type": "text", "text": " world"}])], True)]
+    return basic_cases() + tool_cases() + [
+        parallel_tool_case(),
+        case("assistant_text_and_tool_call", [U_TOOL, A_CALL_WITH_TEXT, T_RESULT], True, TOOLS),
+    ] + thinking_off + [
+        case("enable_thinking_true", [U1], True, enable_thinking=True),
+        case("think_in_history_is_stripped", [U1, thinks, U2], True),
+    ] + kept + [
+        case("think_after_last_query_is_kept", [U1, thinks], False),
+        case("reasoning_content_field", [U1, _m("assistant", "Paris.", reasoning_content="Capital of France.")],
+             False),
+        case("reasoning_across_tool_calls",
+             [U_TOOL, _m("assistant", "", reasoning_content="I need the weather.", tool_calls=[CALL_DICT]),
+              T_RESULT, _m("assistant", "It is 18 °C and sunny in Paris.", reasoning_content="It is sunny.")],
+             False, TOOLS),
+    ] + parts + [
+        case("tool_results_as_a_list", [U_TOOL, A_CALL, _m("tool", [{"output": "18 C"}, "plain text"])], True,
+             TOOLS),
+        case("tool_call_without_arguments",
+             [U_TOOL, _m("assistant", "", tool_calls=[
+                 {"id": "n1", "type": "function", "function": {"name": "get_time", "arguments": {}}}])], False),
+        case("tool_call_with_structured_arguments",
+             [U_TOOL, _m("assistant", "", tool_calls=[
+                 {"id": "s1", "type": "function", "function": {"name": "search_docs", "arguments": {
+                     "query": "naïve \"quotes\"", "max_results": 3, "tags": ["a", "b"], "strict": True,
+                     "filter": {"lang": "fr", "min": 1.5}, "none": None}}}])], False, TOOLS),
+    ]
 
 
 ALTERNATION_ERROR = case("non_alternating_roles_error", [U1, U2], True)
@@ -2060,63 +2286,30 @@ CHAT_TEMPLATES = [
      "source": LLAMA_CPP_0336.format("GLM-4.6.jinja"),
      "template": GLM46_TEMPLATE,
      "special_tokens": {"eos_token": "<|endoftext|>", "pad_token": "<|endoftext|>"},
-     "cases": basic_cases() + tool_cases() + [
-         parallel_tool_case(),
-         case("assistant_text_and_tool_call", [U_TOOL, A_CALL_WITH_TEXT, T_RESULT], True, TOOLS),
-         case("enable_thinking_false", [U1], True, enable_thinking=False),
-         case("enable_thinking_false_multi_turn", [SYS, U1, A1, U2], True, enable_thinking=False),
-         case("enable_thinking_false_user_says_nothink", [_m("user", "Hi /nothink")], True, enable_thinking=False),
-         case("enable_thinking_true", [U1], True, enable_thinking=True),
-         case("think_in_history_is_stripped",
-              [U1, _m("assistant", "<think>\nThe user asks about France.\n</think>\n\nParis."), U2], True),
-         case("think_after_last_query_is_kept",
-              [U1, _m("assistant", "<think>\nThe user asks about France.\n</think>\n\nParis.")], False),
-         case("reasoning_content_field",
-              [U1, _m("assistant", "Paris.", reasoning_content="Capital of France.")], False),
-         case("reasoning_across_tool_calls",
-              [U_TOOL, _m("assistant", "", reasoning_content="I need the weather.", tool_calls=[CALL_DICT]),
-               T_RESULT, _m("assistant", "It is 18 °C and sunny in Paris.", reasoning_content="It is sunny.")],
-              False, TOOLS),
-         case("text_parts_content",
-              [_m("system", [{"type": "text", "text": "Be brief."}]),
-               _m("user", [{"type": "text", "text": "Hello"}, {"type": "image_url", "image_url": {"url": "x"}},
-                           {"type": "text", "text": " world"}])], True),
-         case("tool_results_as_a_list",
-              [U_TOOL, A_CALL, _m("tool", [{"output": "18 C"}, "plain text"])], True, TOOLS),
-         case("tool_call_without_arguments",
-              [U_TOOL, _m("assistant", "", tool_calls=[
-                  {"id": "n1", "type": "function", "function": {"name": "get_time", "arguments": {}}}])], False),
-         case("tool_call_with_structured_arguments",
-              [U_TOOL, _m("assistant", "", tool_calls=[
-                  {"id": "s1", "type": "function", "function": {"name": "search_docs", "arguments": {
-                      "query": "naïve \"quotes\"", "max_results": 3, "tags": ["a", "b"], "strict": True,
-                      "filter": {"lang": "fr", "min": 1.5}, "none": None}}}])], False, TOOLS),
-     ]},
+     "cases": glm_cases(glm47=False)},
     {"name": "glm4.7", "model": "zai-org/GLM-4.7-Flash (GLM-4.7's format: <|assistant|><think>, tags with "
                                 "nothing between them)",
      "source": LLAMA_CPP_0336.format("GLM-4.7-Flash.jinja"),
      "template": GLM47_FLASH_TEMPLATE,
      "special_tokens": {"eos_token": "<|endoftext|>", "pad_token": "<|endoftext|>"},
+     "cases": glm_cases(glm47=True)},
+    {"name": "seed-oss", "model": "ByteDance-Seed/Seed-OSS-36B-Instruct",
+     "source": LLAMA_CPP_0336.format("ByteDance-Seed-OSS.jinja"),
+     "template": SEED_OSS_TEMPLATE,
+     "special_tokens": {"bos_token": "<seed:bos>", "eos_token": "<seed:eos>", "pad_token": "<seed:pad>"},
      "cases": basic_cases() + tool_cases() + [
          parallel_tool_case(),
          case("assistant_text_and_tool_call", [U_TOOL, A_CALL_WITH_TEXT, T_RESULT], True, TOOLS),
-         case("enable_thinking_false", [U1], True, enable_thinking=False),
-         case("enable_thinking_true", [U1], True, enable_thinking=True),
-         case("think_in_history_is_stripped",
-              [U1, _m("assistant", "<think>\nThe user asks about France.\n</think>\n\nParis."), U2], True),
-         case("think_in_history_kept_without_clear_thinking",
-              [U1, _m("assistant", "<think>\nThe user asks about France.\n</think>\n\nParis."), U2], True,
-              clear_thinking=False),
-         case("think_after_last_query_is_kept",
-              [U1, _m("assistant", "<think>\nThe user asks about France.\n</think>\n\nParis.")], False),
+         case("thinking_budget_0", [U1], True, thinking_budget=0),
+         case("thinking_budget_512", [SYS, U1], True, thinking_budget=512),
+         case("thinking_budget_100000", [U1], True, thinking_budget=100000),
          case("reasoning_content_field",
-              [U1, _m("assistant", "Paris.", reasoning_content="Capital of France.")], False),
+              [U1, _m("assistant", "Paris.", reasoning_content="  Capital of France. ")], False),
          case("reasoning_across_tool_calls",
               [U_TOOL, _m("assistant", "", reasoning_content="I need the weather.", tool_calls=[CALL_DICT]),
                T_RESULT, _m("assistant", "It is 18 °C and sunny in Paris.", reasoning_content="It is sunny.")],
               False, TOOLS),
-         case("tool_results_as_a_list",
-              [U_TOOL, A_CALL, _m("tool", [{"output": "18 C"}, "plain text"])], True, TOOLS),
+         case("json_tool_definitions", [U_TOOL], True, TOOLS, use_json_tooldef=True),
          case("tool_call_without_arguments",
               [U_TOOL, _m("assistant", "", tool_calls=[
                   {"id": "n1", "type": "function", "function": {"name": "get_time", "arguments": {}}}])], False),

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Builds the fixtures for the qwen3_coder tool-call parser (router/openai/qwen3_coder_calls.h;
-tests/router/openai/qwen3_coder_calls_test.cc).
+"""Builds the fixtures for the qwen3_coder and seed_oss tool-call parsers
+(router/openai/qwen3_coder_calls.h; tests/router/openai/qwen3_coder_calls_test.cc).
 
 Qwen3-Coder writes a call as XML-like tags, each parameter's value as bare text:
 
@@ -19,6 +19,12 @@ with Python's own `re`, `int`, `float`, `json` and `ast`: the regular expression
 patterns, so their lazy matches and `$` (which also matches before a final newline) decide where a
 call or a value ends. The router returns the arguments as `json.dumps(..., ensure_ascii=False)`.
 
+Seed-OSS writes the same functions inside <seed:tool_call> tags, and vLLM's `seed_oss` parser
+(adapted from qwen3_coder's) reads them with these changes: a parameter's value ends only at
+</parameter> or the function's end (`<parameter=(.*?)</parameter>|<parameter=(.*?)$`); a
+parameter whose schema has no "type" is a string (an anyOf too); array and list types go to
+ast.literal_eval alone (object and dict types try json.loads first).
+
 Differences of headroom's own, applied here so the fixture states them (docs/router.md):
   - a reply in which no call is read is content whole (vLLM answers only the text before the
     first tag when there is some);
@@ -34,7 +40,8 @@ Differences of headroom's own, applied here so the fixture states them (docs/rou
 Inputs: hand-written replies and random mutations of them (a character dropped, replaced or
 inserted), which probe the edges of the tags and of the conversions.
 
-Writes tests/router/openai/fixtures/qwen3_coder_calls.json: {generator, tools, cases: [{text,
+Writes tests/router/openai/fixtures/qwen3_coder_calls.json and seed_oss_calls.json (the replies
+below with Seed-OSS's tags, and its template's own shape): {generator, tools, cases: [{text,
 content, calls: [{name, arguments}], raised}]}, raised saying vLLM's parser raised on the reply
 (so it is content). Standard library only; deterministic (seeded).
 """
@@ -48,8 +55,8 @@ import re
 import text_mutation
 from router_json import fits, write_cases
 
-OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "router", "openai",
-                   "fixtures", "qwen3_coder_calls.json")
+FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "router",
+                        "openai", "fixtures")
 
 # The request's tools, as the router normalizes them (docs/router.md, "Function calling").
 TOOLS = [
@@ -83,6 +90,10 @@ TOOL_CALL = re.compile(r"<tool_call>(.*?)</tool_call>|<tool_call>(.*?)$", re.DOT
 FUNCTION = re.compile(r"<function=(.*?)</function>|<function=(.*)$", re.DOTALL)
 PARAMETER = re.compile(r"<parameter=(.*?)(?:</parameter>|(?=<parameter=)|(?=</function>)|$)",
                        re.DOTALL)
+# vLLM's seed_oss patterns (seed_oss_tool_parser.py).
+SEED_TOOL_CALL = re.compile(r"<seed:tool_call>(.*?)</seed:tool_call>|<seed:tool_call>(.*?)$",
+                            re.DOTALL)
+SEED_PARAMETER = re.compile(r"<parameter=(.*?)</parameter>|<parameter=(.*?)$", re.DOTALL)
 
 
 class WholeReplyIsContent(Exception):
@@ -99,7 +110,7 @@ def arguments_config(name):
     return {}
 
 
-def convert(value, name, config):
+def convert(value, name, config, seed=False):
     if value.lower() == "null":
         return None
     if name not in config:
@@ -107,7 +118,7 @@ def convert(value, name, config):
     entry = config[name]
     if isinstance(entry, dict) and "type" in entry:
         kind = str(entry["type"]).strip().lower()
-    elif isinstance(entry, dict) and "anyOf" in entry:
+    elif isinstance(entry, dict) and "anyOf" in entry and not seed:
         kind = "object"
     else:
         kind = "string"
@@ -131,7 +142,9 @@ def convert(value, name, config):
             return value
     if kind in ["boolean", "bool", "binary"]:
         return value.lower() == "true"
-    if kind in ["object", "array", "arr"] or kind.startswith(("dict", "list")):
+    json_first = (kind == "object" or kind.startswith("dict")) if seed else (
+        kind in ["object", "array", "arr"] or kind.startswith(("dict", "list")))
+    if json_first:
         try:
             loaded = json.loads(value)
             if fits(loaded):
@@ -145,14 +158,18 @@ def convert(value, name, config):
     return literal if fits(literal) else value
 
 
-def parse_function(text):
+def parse_function(text, seed):
     end = text.find(">")
     if end == -1:
+        if seed:
+            raise ValueError("seed_oss's str.index raises: the whole reply is content")
         return None
     name = text[:end]
     config = arguments_config(name)
     arguments = {}
-    for match in PARAMETER.findall(text[end + 1:]):
+    matches = [m[0] if m[0] else m[1] for m in SEED_PARAMETER.findall(text[end + 1:])] if seed \
+        else PARAMETER.findall(text[end + 1:])
+    for match in matches:
         split = match.index(">")  # ValueError: the whole reply is content
         key = match[:split]
         value = match[split + 1:]
@@ -160,17 +177,18 @@ def parse_function(text):
             value = value[1:]
         if value.endswith("\n"):
             value = value[:-1]
-        arguments[key] = convert(value, key, config)
+        arguments[key] = convert(value, key, config, seed)
     return {"name": name, "arguments": json.dumps(arguments, ensure_ascii=False)}
 
 
-def expected(text):
+def expected(text, seed=False):
     """(content, calls, raised) as the router must return them for the whole reply `text`;
     raised: vLLM's parser raised (the reply is content)."""
+    start_tag = "<seed:tool_call>" if seed else "<tool_call>"
     if "<function=" not in text:
         return text, [], False
     try:
-        blocks = [m[0] if m[0] else m[1] for m in TOOL_CALL.findall(text)]
+        blocks = [m[0] if m[0] else m[1] for m in (SEED_TOOL_CALL if seed else TOOL_CALL).findall(text)]
         if not blocks:
             blocks = [text]
         bodies = []
@@ -178,13 +196,13 @@ def expected(text):
             bodies.extend(m[0] if m[0] else m[1] for m in FUNCTION.findall(block))
         if not bodies:
             return text, [], False
-        calls = [parse_function(body) for body in bodies]
+        calls = [parse_function(body, seed) for body in bodies]
         for call in calls:
             if call is not None:
                 call["arguments"].encode("utf-8")
     except (WholeReplyIsContent, ValueError, UnicodeEncodeError):
         return text, [], True
-    start = text.find("<tool_call>")
+    start = text.find(start_tag)
     if start < 0:
         start = text.find("<function=")
     content = text[:start] or None
@@ -297,14 +315,43 @@ REPLIES = [
 ALPHABET = "<>/=\n _tolcaufnrime0123.,[]{}\"'\\-+eTN#"
 
 
-def main():
-    rng = random.Random(20261124)
+def seed_call(name, *params):
+    """A call as Seed-OSS's chat template writes it."""
+    out = f"<seed:tool_call>\n<function={name}>\n"
+    for key, value in params:
+        out += f"<parameter={key}>{value}</parameter>\n"
+    return out + "</function>\n</seed:tool_call>"
+
+
+SEED_REPLIES = [r.replace("<tool_call>", "<seed:tool_call>").replace("</tool_call>", "</seed:tool_call>")
+                for r in REPLIES] + [
+    seed_call("get_weather", ("city", "Paris"), ("days", "3")),
+    "\n" + seed_call("search_docs", ("tags", "['a', 'b']"), ("opts", "{'x': True}")),
+    seed_call("get_weather", ("tags", '["a"]'), ("opts", '{"a": null}'), ("either", "[1]")),
+    seed_call("get_weather", ("maybe", "True"), ("untyped", "None"), ("metric", "False")),
+    seed_call("get_weather", ("city", "a\nb"), ("days", "4")) + seed_call("ping"),
+    "<seed:tool_call>\n<function=get_weather>\n<parameter=city>Oslo\n<parameter=days>2</parameter>\n"
+    "</function>\n</seed:tool_call>",
+    "<seed:tool_call>\n<function=get_weather\n</seed:tool_call>",
+    "<seed:tool_call><function=get_weather><parameter=city>Rome",
+]
+
+
+def labelled(replies, seed, rng):
     cases = []
-    for text in text_mutation.with_mutations(rng, REPLIES, ALPHABET, per_text=8):
-        content, calls, raised = expected(text)
+    for text in text_mutation.with_mutations(rng, replies, ALPHABET, per_text=8):
+        content, calls, raised = expected(text, seed)
         cases.append({"text": text, "content": content, "calls": calls, "raised": raised})
-    write_cases(OUT, {"generator": f"scripts/gen_qwen3_coder_fixtures.py, Python "
-                                   f"{platform.python_version()}", "tools": TOOLS}, cases)
+    return cases
+
+
+def main():
+    header = {"generator": f"scripts/gen_qwen3_coder_fixtures.py, Python {platform.python_version()}",
+              "tools": TOOLS}
+    write_cases(os.path.join(FIXTURES, "qwen3_coder_calls.json"), header,
+                labelled(REPLIES, False, random.Random(20261124)))
+    write_cases(os.path.join(FIXTURES, "seed_oss_calls.json"), header,
+                labelled(SEED_REPLIES, True, random.Random(20261128)))
 
 
 if __name__ == "__main__":

@@ -557,7 +557,7 @@ void HttpFrontend::SetReasoning(std::string_view prompt, openai::ParsedRequest& 
     return;
   }
   parsed.reasoning_parser = options_.reasoning_parser;
-  parsed.prompt_reasoning = openai::ReasoningInPrompt(prompt);
+  parsed.prompt_reasoning = openai::ReasoningInPrompt(prompt, *options_.reasoning_parser);
   // Structured output (json_object, json_schema, guided_regex) applies to the answer: from the
   // end of the reasoning, unless the prompt already closed it (vLLM's rule).
   const bool structured =

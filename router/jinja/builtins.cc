@@ -422,7 +422,7 @@ const std::unordered_map<std::string_view, FilterFn>& Filters() {
          const bool by_value = by.is_string() && by.str() == "value";
          List pairs;
          for (const auto& [key, item] : v.dict().items) {
-           pairs.push_back(Value::MakeList({Value::String(key), item}, true));
+           pairs.push_back(Value::MakeList({KeyValue(key), item}, true));
          }
          const Value attribute = Value::String(by_value ? "1" : "0");
          absl::StatusOr<List> sorted = SortedItems(std::move(pairs), a.Flag(2, "reverse", false),
@@ -472,10 +472,13 @@ const std::unordered_map<std::string_view, FilterFn>& Filters() {
       {"items",
        [](const Value& v, const CallArgs&) -> absl::StatusOr<Value> {
          if (v.is_undefined()) return Value::MakeList({});
-         if (!v.is_dict()) return Error("items", Cat("expected a dict, got ", v.TypeName()));
+         if (!v.is_dict()) {
+           return Error("items",
+                        Cat("Can only get item pairs from a mapping. (got ", v.TypeName(), ")"));
+         }
          List pairs;
          for (const auto& [key, item] : v.dict().items) {
-           pairs.push_back(Value::MakeList({Value::String(key), item}, true));
+           pairs.push_back(Value::MakeList({KeyValue(key), item}, true));
          }
          return Value::MakeList(std::move(pairs));
        }},
@@ -748,7 +751,7 @@ const std::unordered_map<std::string_view, TestFn>& Tests() {
            if (!v.is_string()) return Error("in", "'in <string>' requires string as left operand");
            return c.str().find(v.str()) != std::string::npos;
          }
-         if (c.is_dict()) return v.is_string() && c.dict().Find(v.str()) != nullptr;
+         if (c.is_dict()) return c.dict().FindKey(v) != nullptr;
          absl::StatusOr<List> items = Iterate(c, "in");
          if (!items.ok()) return items.status();
          return std::any_of(items->begin(), items->end(),
@@ -900,9 +903,9 @@ absl::StatusOr<Value> DictMethod(const Dict& d, std::string_view name, const Cal
     List out;
     for (const auto& [key, item] : d.items) {
       if (name == "items") {
-        out.push_back(Value::MakeList({Value::String(key), item}, true));
+        out.push_back(Value::MakeList({KeyValue(key), item}, true));
       } else {
-        out.push_back(name == "keys" ? Value::String(key) : item);
+        out.push_back(name == "keys" ? KeyValue(key) : item);
       }
     }
     return Value::MakeList(std::move(out));
@@ -911,7 +914,7 @@ absl::StatusOr<Value> DictMethod(const Dict& d, std::string_view name, const Cal
     const Args a(args, "get");
     const Value* key = a.Get(0, "key");
     if (key == nullptr) return Error("get", "needs a key");
-    const Value* found = key->is_string() ? d.Find(key->str()) : nullptr;
+    const Value* found = d.FindKey(*key);
     return found != nullptr ? *found : a.Or(1, "default", Value::None());
   }
   if (name == "update" || name == "pop" || name == "setdefault" || name == "clear" ||
@@ -1104,7 +1107,7 @@ absl::StatusOr<List> Iterate(const Value& v, std::string_view what) {
       return v.list();
     case Value::Kind::kDict: {
       List keys;
-      for (const auto& [key, item] : v.dict().items) keys.push_back(Value::String(key));
+      for (const auto& [key, item] : v.dict().items) keys.push_back(KeyValue(key));
       return keys;
     }
     case Value::Kind::kString: {

@@ -529,11 +529,14 @@ absl::StatusOr<Value> Interpreter::EvalUnbounded(const Expr& e, Scope& scope) {
           return absl::ResourceExhaustedError(
               Cat("a dict of more than ", kMaxValueBytes, " bytes"));
         }
-        if (!key.is_string()) {
+        if (key.is_string()) {
+          d.Set(key.str(), std::move(value));
+        } else if (key.kind() == Value::Kind::kInt) {
+          d.Set(DictKey::Integer(key.int_value()), std::move(value));
+        } else {
           return absl::InvalidArgumentError(
-              Cat("dict keys must be strings here, got ", key.TypeName()));
+              Cat("dict keys must be strings or integers here, got ", key.TypeName()));
         }
-        d.Set(key.str(), std::move(value));
       }
       return Value::MakeDict(std::move(d));
     }

@@ -173,7 +173,7 @@ absl::StatusOr<Value> Subscript(const Value& container, const Value& key) {
     case Value::Kind::kDict:
     case Value::Kind::kNamespace: {
       const Dict& d = container.is_dict() ? container.dict() : container.mutable_namespace();
-      const Value* v = key.is_string() ? d.Find(key.str()) : nullptr;
+      const Value* v = d.FindKey(key);
       return v != nullptr ? *v : Value::Undefined(ToStr(key));
     }
     case Value::Kind::kList: {

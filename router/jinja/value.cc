@@ -7,19 +7,47 @@
 #include <cstdlib>
 
 #include "absl/status/status.h"
+#include "absl/strings/numbers.h"
 #include "router/jinja/cat.h"
 #include "router/jinja/utf8.h"
 
 namespace headroom::router::jinja {
 
+DictKey DictKey::Integer(int64_t i) {
+  DictKey key(std::to_string(i));
+  key.integer = true;
+  return key;
+}
+
+Value KeyValue(const DictKey& key) {
+  int64_t i = 0;
+  if (key.integer && absl::SimpleAtoi(key.text, &i)) return Value::Int(i);
+  return Value::String(key.text);
+}
+
 const Value* Dict::Find(std::string_view key) const {
+  for (const auto& [k, v] : items) {
+    if (!k.integer && k.text == key) return &v;
+  }
+  return nullptr;
+}
+
+const Value* Dict::FindByKey(const DictKey& key) const {
   for (const auto& [k, v] : items) {
     if (k == key) return &v;
   }
   return nullptr;
 }
 
-void Dict::Set(std::string key, Value value) {
+const Value* Dict::FindKey(const Value& key) const {
+  if (key.is_string()) return Find(std::string_view(key.str()));
+  if (key.kind() == Value::Kind::kInt) return FindByKey(DictKey::Integer(key.int_value()));
+  return nullptr;
+}
+
+void Dict::Set(std::string key, Value value) { Set(DictKey(std::move(key)), std::move(value)); }
+
+void Dict::Set(DictKey key, Value value) {
   for (auto& [k, v] : items) {
     if (k == key) {
       v = std::move(value);
@@ -88,7 +116,7 @@ Value Value::MakeList(List items, bool tuple) {
 Value Value::MakeDict(Dict dict) {
   Value v;
   v.kind_ = Kind::kDict;
-  for (const auto& [key, item] : dict.items) v.weight_ += 8 + key.size() + item.weight();
+  for (const auto& [key, item] : dict.items) v.weight_ += 8 + key.text.size() + item.weight();
   v.data_ = std::make_shared<Dict>(std::move(dict));
   return v;
 }
@@ -293,7 +321,7 @@ void AppendRepr(const Value& v, std::string* out) {
       for (const auto& [key, item] : v.dict().items) {
         if (!first) *out += ", ";
         first = false;
-        CatTo(out, PyStringRepr(key), ": ");
+        CatTo(out, key.integer ? key.text : PyStringRepr(key.text), ": ");
         AppendRepr(item, out);
       }
       *out += "}";
@@ -423,17 +451,23 @@ absl::Status AppendJson(const Value& v, const JsonOptions& o, int depth, std::st
         *out += "{}";
         return absl::OkStatus();
       }
-      std::vector<const std::pair<std::string, Value>*> items;
+      std::vector<const std::pair<DictKey, Value>*> items;
       for (const auto& item : dict.items) items.push_back(&item);
       if (o.sort_keys) {
-        std::stable_sort(items.begin(), items.end(),
-                         [](const auto* a, const auto* b) { return a->first < b->first; });
+        // Integers by value, strings by code point (Python refuses to sort a mix; here
+        // integers come first).
+        std::stable_sort(items.begin(), items.end(), [](const auto* a, const auto* b) {
+          if (a->first.integer != b->first.integer) return a->first.integer;
+          if (a->first.integer)
+            return KeyValue(a->first).int_value() < KeyValue(b->first).int_value();
+          return a->first.text < b->first.text;
+        });
       }
       *out += '{';
       for (size_t i = 0; i < items.size(); ++i) {
         if (i > 0) *out += item_sep;
         newline(depth + 1);
-        AppendJsonString(items[i]->first, o.ensure_ascii, out);
+        AppendJsonString(items[i]->first.text, o.ensure_ascii, out);
         *out += key_sep;
         if (absl::Status s = AppendJson(items[i]->second, o, depth + 1, out); !s.ok()) return s;
       }
@@ -553,7 +587,7 @@ bool Equals(const Value& a, const Value& b) {
     case Value::Kind::kDict: {
       if (a.dict().items.size() != b.dict().items.size()) return false;
       for (const auto& [key, item] : a.dict().items) {
-        const Value* other = b.dict().Find(key);
+        const Value* other = b.dict().FindByKey(key);
         if (other == nullptr || !Equals(item, *other)) return false;
       }
       return true;

@@ -29,12 +29,28 @@ inline constexpr size_t kMaxValueBytes = size_t{8} << 20;
 
 using List = std::vector<Value>;
 
-// String keys only: chat templates index dicts by name.
-struct Dict {
-  std::vector<std::pair<std::string, Value>> items;
+// A dict key: a string, or an integer a template writes itself (Seed-OSS's
+// {0: 0, 512: 128, ...}), kept as its decimal digits with `integer` set, so that 512 and "512"
+// stay apart as in Python. Keys of other types are refused.
+struct DictKey {
+  DictKey(std::string s) : text(std::move(s)) {}  // NOLINT(google-explicit-constructor): a string
+  static DictKey Integer(int64_t i);
+  bool operator==(const DictKey&) const = default;
 
+  std::string text;
+  bool integer = false;
+};
+
+struct Dict {
+  std::vector<std::pair<DictKey, Value>> items;
+
+  // The value under the string `key` (attribute access and named lookups).
   const Value* Find(std::string_view key) const;
+  const Value* FindByKey(const DictKey& key) const;
+  // Under the key `key` is (a string or an integer; nullptr for any other).
+  const Value* FindKey(const Value& key) const;
   void Set(std::string key, Value value);
+  void Set(DictKey key, Value value);
 };
 
 struct CallArgs {
@@ -152,5 +168,8 @@ bool Equals(const Value& a, const Value& b);
 // Python <: numbers with numbers, strings with strings (by code point), lists lexicographically;
 // anything else is a TypeError (InvalidArgument).
 absl::StatusOr<bool> Less(const Value& a, const Value& b);
+
+// A dict key as the value it is (items(), keys(), iteration, dictsort).
+Value KeyValue(const DictKey& key);
 
 }  // namespace headroom::router::jinja

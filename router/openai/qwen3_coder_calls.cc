@@ -25,6 +25,14 @@ using Json = nlohmann::ordered_json;
 
 constexpr size_t npos = std::string_view::npos;
 
+// The tags around a format's calls.
+std::string_view StartTag(XmlCallFormat format) {
+  return format == XmlCallFormat::kSeedOss ? kSeedToolCallStart : kHermesStart;
+}
+std::string_view EndTag(XmlCallFormat format) {
+  return format == XmlCallFormat::kSeedOss ? kSeedToolCallEnd : kHermesEnd;
+}
+
 // Where a lazy `(.*?)$` that may run to `end` stops: Python's `$` also matches before a final
 // line break.
 size_t DollarEnd(std::string_view text, size_t begin, size_t end) {
@@ -167,14 +175,15 @@ Json ArgumentsConfig(std::string_view function, const Json* tools) {
 // not a string (a list of types), which matches none of the names.
 constexpr std::string_view kOther = "\x01";
 
-std::string ParameterType(std::string_view name, const Json& config) {
+// An entry without a type: qwen3_coder reads an anyOf as an object, seed_oss any as a string.
+std::string ParameterType(std::string_view name, const Json& config, XmlCallFormat format) {
   const auto entry = config.find(std::string(name));
   if (entry == config.end() || !entry->is_object()) return "string";
   if (const auto type = entry->find("type"); type != entry->end()) {
     if (!type->is_string()) return std::string(kOther);
     return absl::AsciiStrToLower(Sv(PyStrip(type->get<std::string_view>())));
   }
-  return entry->contains("anyOf") ? "object" : "string";
+  return entry->contains("anyOf") && format == XmlCallFormat::kQwen3Coder ? "object" : "string";
 }
 
 bool StartsWithAny(std::string_view s, std::initializer_list<std::string_view> prefixes) {
@@ -192,7 +201,8 @@ struct Converted {
   bool raised = false;  // vLLM's conversion raised: the whole reply is content
 };
 
-Converted ConvertValue(std::string_view value, std::string_view name, const Json& config) {
+Converted ConvertValue(std::string_view value, std::string_view name, const Json& config,
+                       XmlCallFormat format) {
   const auto text = [value]() -> Converted {
     std::optional<std::string> json = Dumps(Json(std::string(value)));
     if (!json.has_value()) return {"", true};
@@ -200,7 +210,7 @@ Converted ConvertValue(std::string_view value, std::string_view name, const Json
   };
   if (absl::EqualsIgnoreCase(Sv(value), "null")) return {"null"};
   if (!config.contains(std::string(name))) return text();
-  const std::string type = ParameterType(name, config);
+  const std::string type = ParameterType(name, config, format);
   if (IsAnyOf(type, {"string", "str", "text", "varchar", "char", "enum"})) return text();
   if (StartsWithAny(type, {"int", "uint", "long", "short", "unsigned"})) {
     std::optional<std::string> digits = PyInt(value);
@@ -217,7 +227,12 @@ Converted ConvertValue(std::string_view value, std::string_view name, const Json
     return {absl::EqualsIgnoreCase(Sv(value), "true") ? "true" : "false"};
   }
   std::optional<Json> parsed;
-  if (IsAnyOf(type, {"object", "array", "arr"}) || StartsWithAny(type, {"dict", "list"})) {
+  // json.loads first: qwen3_coder for object and array types, seed_oss for object types only.
+  const bool json_first =
+      format == XmlCallFormat::kSeedOss
+          ? type == "object" || StartsWithAny(type, {"dict"})
+          : IsAnyOf(type, {"object", "array", "arr"}) || StartsWithAny(type, {"dict", "list"});
+  if (json_first) {
     parsed = JsonLoads(value);
   }
   if (!parsed.has_value()) parsed = ParsePythonLiteral(value);
@@ -253,9 +268,10 @@ void AppendArgument(std::string_view key, std::string_view json, bool first,
 }
 
 // The parameters of a function's text after its name (`params`): each <parameter= match up to
-// the first </parameter>, <parameter= or </function> after it, or the text's end. nullopt where
-// vLLM raises.
-std::optional<std::string> ArgumentsOf(std::string_view params, const Json& config) {
+// the first </parameter> or <parameter= after it (seed_oss: the first </parameter>), or the
+// text's end. nullopt where vLLM raises.
+std::optional<std::string> ArgumentsOf(std::string_view params, const Json& config,
+                                       XmlCallFormat format) {
   // Python dict: a repeated name keeps its first place and takes its last value.
   std::vector<std::pair<std::string, std::string>> values;
   absl::flat_hash_map<std::string, size_t> place;
@@ -268,11 +284,13 @@ std::optional<std::string> ArgumentsOf(std::string_view params, const Json& conf
     if (next_close != npos && next_close < begin) {
       next_close = params.find(kQwenParameterEnd, begin);
     }
-    size_t end = std::min(next_close, params.find(kQwenParameterStart, begin));
+    size_t end = format == XmlCallFormat::kSeedOss
+                     ? next_close
+                     : std::min(next_close, params.find(kQwenParameterStart, begin));
     if (end == npos) end = DollarEnd(params, begin, params.size());
     std::optional<Parameter> parameter = SplitParameter(params.substr(begin, end - begin));
     if (!parameter.has_value()) return std::nullopt;
-    Converted converted = ConvertValue(parameter->value, parameter->name, config);
+    Converted converted = ConvertValue(parameter->value, parameter->name, config, format);
     if (converted.raised) return std::nullopt;
     if (const auto same = place.find(parameter->name); same != place.end()) {
       values[same->second].second = std::move(converted.json);
@@ -293,19 +311,21 @@ std::optional<std::string> ArgumentsOf(std::string_view params, const Json& conf
   return arguments + "}";
 }
 
-// The texts after <tool_call> of each block (`<tool_call>(.*?)</tool_call>|<tool_call>(.*?)$`),
-// or the whole reply when it has none.
-std::vector<std::string_view> Blocks(std::string_view text) {
+// The texts after <tool_call> (seed_oss: <seed:tool_call>) of each block
+// (`<tool_call>(.*?)</tool_call>|<tool_call>(.*?)$`), or the whole reply when it has none.
+std::vector<std::string_view> Blocks(std::string_view text, XmlCallFormat format) {
+  const std::string_view start = StartTag(format);
+  const std::string_view finish = EndTag(format);
   std::vector<std::string_view> blocks;
-  for (size_t at = text.find(kHermesStart); at != npos; at = text.find(kHermesStart, at)) {
-    const size_t begin = at + kHermesStart.size();
-    const size_t end = text.find(kHermesEnd, begin);
+  for (size_t at = text.find(start); at != npos; at = text.find(start, at)) {
+    const size_t begin = at + start.size();
+    const size_t end = text.find(finish, begin);
     if (end == npos) {
       blocks.push_back(text.substr(begin, DollarEnd(text, begin, text.size()) - begin));
       break;
     }
     blocks.push_back(text.substr(begin, end - begin));
-    at = end + kHermesEnd.size();
+    at = end + finish.size();
   }
   if (blocks.empty()) blocks.push_back(text);
   return blocks;
@@ -329,24 +349,28 @@ void AppendFunctions(std::string_view block, std::vector<std::string_view>* func
 
 }  // namespace
 
-ParsedToolOutput ParseQwen3CoderCalls(std::string_view text, const Json* tools) {
+ParsedToolOutput ParseXmlCalls(std::string_view text, const Json* tools, XmlCallFormat format) {
   ParsedToolOutput content_only{std::string(text), {}};
   // Python reads text; the names and values go into JSON.
   if (text.find(kQwenFunctionStart) == npos || !utf8::IsValid(text)) return content_only;
   std::vector<std::string_view> functions;
-  for (const std::string_view block : Blocks(text)) AppendFunctions(block, &functions);
+  for (const std::string_view block : Blocks(text, format)) AppendFunctions(block, &functions);
   ParsedToolOutput out;
   for (const std::string_view function : functions) {
     const size_t name_end = function.find('>');
-    if (name_end == npos) continue;  // not a call (vLLM skips it)
+    if (name_end == npos) {
+      // Not a call: qwen3_coder skips it; seed_oss's str.index raises (the reply is content).
+      if (format == XmlCallFormat::kSeedOss) return content_only;
+      continue;
+    }
     const std::string_view name = function.substr(0, name_end);
     std::optional<std::string> arguments =
-        ArgumentsOf(function.substr(name_end + 1), ArgumentsConfig(name, tools));
+        ArgumentsOf(function.substr(name_end + 1), ArgumentsConfig(name, tools), format);
     if (!arguments.has_value()) return content_only;
     out.calls.push_back({std::string(name), *std::move(arguments)});
   }
   if (out.calls.empty()) return content_only;
-  size_t start = text.find(kHermesStart);
+  size_t start = text.find(StartTag(format));
   if (start == npos) start = text.find(kQwenFunctionStart);
   if (start > 0) out.content = std::string(text.substr(0, start));
   return out;
@@ -356,15 +380,16 @@ ParsedToolOutput ParseQwen3CoderCalls(std::string_view text, const Json* tools) 
 // -------------------------------------------------------------------------
 
 void Qwen3CoderCallStream::Read(std::string_view text) {
+  const std::string_view start = StartTag(format_);
   if (stage_ == Stage::kBlock && pos_ == 0 &&
-      text.substr(0, kHermesStart.size()) != kHermesStart.substr(0, text.size())) {
+      text.substr(0, start.size()) != start.substr(0, text.size())) {
     stage_ = Stage::kStopped;  // it starts with <function=: whole at the end
   }
   while (stage_ != Stage::kStopped && Step(text)) {
   }
   // Nothing more was found: later searches start where a tag could still begin.
-  constexpr size_t kLongestTag = kQwenParameterEnd.size();
-  searched_ = std::max(pos_, text.size() >= kLongestTag ? text.size() - (kLongestTag - 1) : 0);
+  const size_t longest_tag = std::max(kQwenParameterEnd.size(), EndTag(format_).size());
+  searched_ = std::max(pos_, text.size() >= longest_tag ? text.size() - (longest_tag - 1) : 0);
 }
 
 ToolCall& Qwen3CoderCallStream::Current() {
@@ -386,18 +411,20 @@ void Qwen3CoderCallStream::MoveTo(size_t pos, Stage stage) {
 }
 
 bool Qwen3CoderCallStream::Step(std::string_view text) {
+  const std::string_view block_start = StartTag(format_);
+  const std::string_view block_finish = EndTag(format_);
   switch (stage_) {
     case Stage::kBlock: {
-      const size_t at = Find(text, kHermesStart);
+      const size_t at = Find(text, block_start);
       if (at == npos) return false;
-      MoveTo(at + kHermesStart.size(), Stage::kFunction);
+      MoveTo(at + block_start.size(), Stage::kFunction);
       return true;
     }
     case Stage::kFunction: {
       const size_t function = Find(text, kQwenFunctionStart);
-      const size_t block_end = Find(text, kHermesEnd);
+      const size_t block_end = Find(text, block_finish);
       if (block_end < function) {
-        MoveTo(block_end + kHermesEnd.size(), Stage::kBlock);
+        MoveTo(block_end + block_finish.size(), Stage::kBlock);
       } else if (function != npos) {
         MoveTo(function + kQwenFunctionStart.size(), Stage::kName);
       } else {
@@ -408,11 +435,20 @@ bool Qwen3CoderCallStream::Step(std::string_view text) {
     case Stage::kName: {
       const size_t end = Find(text, ">");
       if (end == npos) return false;
-      // The '>' closing </function> or </tool_call>: the function has no name, so it is no call.
+      // The '>' closing </function> or </tool_call>: the function has no name, so it is no call
+      // (seed_oss: the whole reply is content).
       const std::string_view before = text.substr(0, end + 1);
-      if (before.size() >= pos_ + kQwenFunctionEnd.size() && before.ends_with(kQwenFunctionEnd)) {
+      const bool function_ended =
+          before.size() >= pos_ + kQwenFunctionEnd.size() && before.ends_with(kQwenFunctionEnd);
+      const bool block_ended =
+          before.size() >= pos_ + block_finish.size() && before.ends_with(block_finish);
+      if ((function_ended || block_ended) && format_ == XmlCallFormat::kSeedOss) {
+        stage_ = Stage::kStopped;
+        return false;
+      }
+      if (function_ended) {
         MoveTo(end + 1, Stage::kFunction);
-      } else if (before.size() >= pos_ + kHermesEnd.size() && before.ends_with(kHermesEnd)) {
+      } else if (block_ended) {
         MoveTo(end + 1, Stage::kBlock);
       } else {
         name_ = text.substr(pos_, end - pos_);
@@ -430,7 +466,7 @@ bool Qwen3CoderCallStream::Step(std::string_view text) {
     case Stage::kParameter: {
       const size_t parameter = Find(text, kQwenParameterStart);
       const size_t function_end = Find(text, kQwenFunctionEnd);
-      const size_t block_end = Find(text, kHermesEnd);
+      const size_t block_end = Find(text, block_finish);
       const size_t first = std::min({parameter, function_end, block_end});
       if (first == npos) return false;
       if (first == parameter) {
@@ -441,17 +477,18 @@ bool Qwen3CoderCallStream::Step(std::string_view text) {
       if (first == function_end) {
         MoveTo(function_end + kQwenFunctionEnd.size(), Stage::kFunction);
       } else {
-        MoveTo(block_end + kHermesEnd.size(), Stage::kBlock);  // a function cut by its block
+        MoveTo(block_end + block_finish.size(), Stage::kBlock);  // a function cut by its block
       }
       return true;
     }
     case Stage::kValue: {
-      // The value ends at the first </parameter> or <parameter=, or else at the end of the
-      // function's text: </function>, or </tool_call> for a function its block cuts (there
-      // Python's `$` stops before a final line break).
-      const size_t marker =
-          std::min(Find(text, kQwenParameterEnd), Find(text, kQwenParameterStart));
-      const size_t bound = std::min(Find(text, kQwenFunctionEnd), Find(text, kHermesEnd));
+      // The value ends at the first </parameter> or <parameter= (seed_oss: </parameter>), or
+      // else at the end of the function's text: </function>, or </tool_call> for a function its
+      // block cuts (there Python's `$` stops before a final line break).
+      const size_t next_parameter =
+          format_ == XmlCallFormat::kSeedOss ? npos : Find(text, kQwenParameterStart);
+      const size_t marker = std::min(Find(text, kQwenParameterEnd), next_parameter);
+      const size_t bound = std::min(Find(text, kQwenFunctionEnd), Find(text, block_finish));
       size_t end = marker;
       if (bound < marker) {
         end = DollarEnd(text, pos_, bound);
@@ -466,7 +503,7 @@ bool Qwen3CoderCallStream::Step(std::string_view text) {
         stage_ = Stage::kStopped;
         return false;
       }
-      const Converted converted = ConvertValue(parameter->value, parameter->name, config_);
+      const Converted converted = ConvertValue(parameter->value, parameter->name, config_, format_);
       std::optional<std::string> key = Dumps(Json(parameter->name));
       if (converted.raised || !key.has_value()) {
         stage_ = Stage::kStopped;

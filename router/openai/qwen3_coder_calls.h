@@ -39,10 +39,20 @@
 
 namespace headroom::router::openai {
 
+// Which family writes the calls.
+//   kQwen3Coder  as above.
+//   kSeedOss     Seed-OSS (vLLM's `seed_oss` parser, adapted from qwen3_coder's): the same
+//                functions inside <seed:tool_call> tags; a value ends only at </parameter> or the
+//                function's end; a parameter without a "type" (an anyOf too) is a string; array
+//                and list types go to ast.literal_eval alone (object and dict types try
+//                json.loads first); a function without '>' makes the whole reply content.
+enum class XmlCallFormat : uint8_t { kQwen3Coder, kSeedOss };
+
 // The reply's calls and the content before them; a reply in which no call is read is content
 // whole. `tools`: the request's tools as ParseToolRequest normalizes them (null: none, so every
 // value is text).
-ParsedToolOutput ParseQwen3CoderCalls(std::string_view text, const nlohmann::ordered_json* tools);
+ParsedToolOutput ParseXmlCalls(std::string_view text, const nlohmann::ordered_json* tools,
+                               XmlCallFormat format);
 
 // The calls of a Qwen3-Coder reply as it is written, for streaming (tool_call_stream.h): from the
 // first <tool_call> (where StreamableContent stops the content), a call once its first parameter
@@ -53,7 +63,8 @@ ParsedToolOutput ParseQwen3CoderCalls(std::string_view text, const nlohmann::ord
 // reply is then content). A reply that does not start with <tool_call> is read whole at the end.
 class Qwen3CoderCallStream {
  public:
-  explicit Qwen3CoderCallStream(const nlohmann::ordered_json* tools) : tools_(tools) {}
+  Qwen3CoderCallStream(const nlohmann::ordered_json* tools, XmlCallFormat format)
+      : tools_(tools), format_(format) {}
 
   // `text` is the held-back reply from its first tag on; it only grows.
   void Read(std::string_view text);
@@ -79,6 +90,7 @@ class Qwen3CoderCallStream {
   ToolCall& Current();
 
   const nlohmann::ordered_json* tools_;
+  const XmlCallFormat format_;
   Stage stage_ = Stage::kBlock;
   size_t pos_ = 0;
   size_t searched_ = 0;  // where the current stage's next search starts

@@ -8,8 +8,15 @@
 namespace headroom::router::openai {
 namespace {
 
-constexpr std::string_view kThinkStart = "<think>";
-constexpr std::string_view kThinkEnd = kReasoningEnd;
+// The tags that open and close a parser's reasoning (granite's are its sentences, below).
+struct ThinkTags {
+  std::string_view start;
+  std::string_view end;
+};
+ThinkTags TagsOf(ReasoningParser parser) {
+  if (parser == ReasoningParser::kSeedOss) return {"<seed:think>", "</seed:think>"};
+  return {"<think>", "</think>"};
+}
 
 // Granite's sentences, each in both spellings vLLM matches.
 constexpr std::string_view kGraniteThinkStarts[] = {"Here is my thought process:",
@@ -37,7 +44,7 @@ size_t ReasoningStart(ReasoningParser parser, std::string_view held, bool last) 
     for (const std::string_view open : kGraniteThinkStarts) {
       if (const size_t at = try_open(open); at != kNone) return at;
     }
-  } else if (const size_t at = try_open(kThinkStart); at != kNone) {
+  } else if (const size_t at = try_open(TagsOf(parser).start); at != kNone) {
     return at;
   }
   return partial && !last ? kUnknown : kNone;
@@ -47,9 +54,10 @@ size_t ReasoningStart(ReasoningParser parser, std::string_view held, bool last) 
 // may begin it}.
 std::pair<size_t, size_t> ReasoningEndIn(ReasoningParser parser, std::string_view held) {
   if (parser != ReasoningParser::kGranite) {
-    const size_t end = held.find(kThinkEnd);
-    if (end != std::string_view::npos) return {end, kThinkEnd.size()};
-    return {std::string_view::npos, PartialAtEnd(held, kThinkEnd)};
+    const std::string_view tag = TagsOf(parser).end;
+    const size_t end = held.find(tag);
+    if (end != std::string_view::npos) return {end, tag.size()};
+    return {std::string_view::npos, PartialAtEnd(held, tag)};
   }
   std::pair<size_t, size_t> first = {std::string_view::npos, 0};
   size_t partial = 0;
@@ -64,7 +72,7 @@ std::pair<size_t, size_t> ReasoningEndIn(ReasoningParser parser, std::string_vie
 }  // namespace
 
 std::string_view ReasoningEndOf(ReasoningParser parser) {
-  return parser == ReasoningParser::kGranite ? kGraniteResponseStarts[0] : kThinkEnd;
+  return parser == ReasoningParser::kGranite ? kGraniteResponseStarts[0] : TagsOf(parser).end;
 }
 
 absl::StatusOr<ReasoningParser> ParseReasoningParserName(std::string_view name) {
@@ -72,19 +80,20 @@ absl::StatusOr<ReasoningParser> ParseReasoningParserName(std::string_view name) 
   if (name == "qwen3") return ReasoningParser::kQwen3;
   if (name == "granite") return ReasoningParser::kGranite;
   if (name == "glm45" || name == "glm47") return ReasoningParser::kGlm45;
+  if (name == "seed_oss") return ReasoningParser::kSeedOss;
   return absl::InvalidArgumentError(absl::StrCat("unknown reasoning parser \"", Sv(name),
                                                  "\" (supported: ", kReasoningParserNames, ")"));
 }
 
-PromptReasoning ReasoningInPrompt(std::string_view prompt) {
+PromptReasoning ReasoningInPrompt(std::string_view prompt, ReasoningParser parser) {
   const size_t end = prompt.find_last_not_of(" \t\n\r");
   if (end == std::string_view::npos) return PromptReasoning::kNone;
   const std::string_view text = prompt.substr(0, end + 1);
   const auto ends_with = [&](std::string_view tag) {
     return text.size() >= tag.size() && text.substr(text.size() - tag.size()) == tag;
   };
-  if (ends_with(kThinkEnd)) return PromptReasoning::kClosed;
-  if (ends_with(kThinkStart)) return PromptReasoning::kOpened;
+  if (ends_with(TagsOf(parser).end)) return PromptReasoning::kClosed;
+  if (ends_with(TagsOf(parser).start)) return PromptReasoning::kOpened;
   return PromptReasoning::kNone;
 }
 
@@ -97,8 +106,10 @@ void ReasoningSplitter::Feed(std::string_view piece, bool last, std::string* rea
     if (start == kUnknown) return;
     const bool thinks = start != kNone;
     if (thinks) held_.erase(0, start);
-    phase_ =
-        thinks || parser_ == ReasoningParser::kDeepSeekR1 ? Phase::kReasoning : Phase::kContent;
+    // deepseek_r1 and seed_oss think from the reply's start whether or not it writes the tag.
+    const bool always =
+        parser_ == ReasoningParser::kDeepSeekR1 || parser_ == ReasoningParser::kSeedOss;
+    phase_ = thinks || always ? Phase::kReasoning : Phase::kContent;
   }
   if (phase_ == Phase::kReasoning) {
     const auto [end, length] = ReasoningEndIn(parser_, held_);

@@ -19,6 +19,9 @@
 //                template puts a line break there), which goes with the tag. Thinking is on
 //                unless enable_thinking is false, whose prompt closes the reasoning. `glm47`
 //                names the same splitter (vLLM's too): GLM-4.7's prompt opens <think> itself.
+//   seed_oss     Seed-OSS: as deepseek_r1 with <seed:think> and </seed:think> (vLLM's
+//                BaseThinkingReasoningParser): the reply is reasoning up to the end tag, a start
+//                tag it writes is dropped; thinking_budget 0 closes the reasoning in the prompt.
 // Either way a prompt that already opened or closed the reasoning decides where the reply starts
 // (ReasoningInPrompt). The tags themselves are in neither part; the text after </think> is content
 // as written.
@@ -33,17 +36,15 @@
 
 namespace headroom::router::openai {
 
-enum class ReasoningParser : uint8_t { kDeepSeekR1, kQwen3, kGranite, kGlm45 };
-
-// The tag that ends the reasoning (deepseek_r1, qwen3).
-inline constexpr std::string_view kReasoningEnd = "</think>";
+enum class ReasoningParser : uint8_t { kDeepSeekR1, kQwen3, kGranite, kGlm45, kSeedOss };
 
 // What ends `parser`'s reasoning, for structured output that starts after it (granite's first
 // spelling; a reply that writes "Here's my response:" is not constrained).
 std::string_view ReasoningEndOf(ReasoningParser parser);
 
 // The names --reasoning-parser takes.
-inline constexpr char kReasoningParserNames[] = "deepseek_r1, qwen3, granite, glm45, glm47";
+inline constexpr char kReasoningParserNames[] =
+    "deepseek_r1, qwen3, granite, glm45, glm47, seed_oss";
 
 // "deepseek_r1" -> kDeepSeekR1, ...; InvalidArgument naming the supported ones otherwise.
 absl::StatusOr<ReasoningParser> ParseReasoningParserName(std::string_view name);
@@ -55,7 +56,9 @@ absl::StatusOr<ReasoningParser> ParseReasoningParserName(std::string_view name);
 // the prompt with "<think>\n") or close it (Qwen3 with enable_thinking false ends it with
 // "<think>\n\n</think>\n\n"); then the reply is reasoning, or content, from its first byte.
 enum class PromptReasoning : uint8_t { kNone, kOpened, kClosed };
-PromptReasoning ReasoningInPrompt(std::string_view prompt);
+// By `parser`'s tags (<think> and </think> but for seed_oss's).
+PromptReasoning ReasoningInPrompt(std::string_view prompt,
+                                  ReasoningParser parser = ReasoningParser::kQwen3);
 
 class ReasoningSplitter {
  public:

@@ -429,6 +429,8 @@ std::optional<ToolCallStreamer::Framing> ToolCallStreamer::FramingOf(ToolCallPar
       return Framing::kPythonic;
     case ToolCallParser::kQwen3Coder:
       return Framing::kQwen3Coder;
+    case ToolCallParser::kSeedOss:
+      return Framing::kSeedOss;
     case ToolCallParser::kGranite:
       return Framing::kGranite;
     case ToolCallParser::kPhi4MiniJson:
@@ -442,7 +444,8 @@ std::optional<ToolCallStreamer::Framing> ToolCallStreamer::FramingOf(ToolCallPar
 }
 
 ToolCallStreamer::ToolCallStreamer(Framing framing, const Json* tools) : framing_(framing) {
-  if (framing == Framing::kQwen3Coder) qwen3_coder_.emplace(tools);
+  if (framing == Framing::kQwen3Coder) qwen3_coder_.emplace(tools, XmlCallFormat::kQwen3Coder);
+  if (framing == Framing::kSeedOss) qwen3_coder_.emplace(tools, XmlCallFormat::kSeedOss);
   if (framing == Framing::kPythonic) pythonic_.emplace();
   if (framing == Framing::kGlm45) glm_.emplace(tools, GlmFormat::kGlm45);
   if (framing == Framing::kGlm47) glm_.emplace(tools, GlmFormat::kGlm47);
@@ -506,8 +509,9 @@ bool ToolCallStreamer::Seek(std::string_view text) {
       break;
     }
     case Framing::kQwen3Coder:  // read by qwen3_coder_
-    case Framing::kPythonic:    // read by pythonic_
-    case Framing::kGlm45:       // read by glm_
+    case Framing::kSeedOss:
+    case Framing::kPythonic:  // read by pythonic_
+    case Framing::kGlm45:     // read by glm_
     case Framing::kGlm47:
       frame_ = Frame::kStopped;
       return true;

@@ -157,6 +157,7 @@ class ToolCallStreamer {
     kMistral,     // [TOOL_CALLS][{...}, {...}]
     kJsonArray,   // [{"name", "parameters"}, ...]: tool_choice "required"
     kQwen3Coder,  // <tool_call><function=NAME><parameter=KEY>value</parameter>...
+    kSeedOss,     // <seed:tool_call><function=NAME><parameter=KEY>value</parameter>...
     kGranite,     // [<|tool_call|>][<tool_call>] [{...}, {...}]: the whole reply
     kPhi4Mini,    // functools[{...}, {...}]  ("arguments" or "parameters"), one array
     kPythonic,    // [name(key=value, ...), ...], the whole reply
@@ -196,7 +197,7 @@ class ToolCallStreamer {
   bool streaming_ = false;  // the object being read is calls_.back()
   std::optional<ToolCallObjectStream> object_;
   std::vector<Call> calls_;
-  std::optional<Qwen3CoderCallStream> qwen3_coder_;  // kQwen3Coder reads with it
+  std::optional<Qwen3CoderCallStream> qwen3_coder_;  // kQwen3Coder and kSeedOss read with it
   std::optional<PythonicCallStream> pythonic_;       // kPythonic reads with it
   std::optional<GlmCallStream> glm_;                 // kGlm45 and kGlm47 read with it
 };

@@ -19,6 +19,9 @@ inline constexpr std::string_view kQwenParameterEnd = "</parameter>";
 inline constexpr std::string_view kGraniteToken = "<|tool_call|>";  // Granite 3.0 (special token)
 // Granite 3.1 and later write <tool_call> (kHermesStart) before their array, with no end tag.
 inline constexpr std::string_view kPhi4MiniStart = "functools[";  // Phi-4-mini: opens the array
+// Seed-OSS: Qwen3-Coder's functions inside these.
+inline constexpr std::string_view kSeedToolCallStart = "<seed:tool_call>";
+inline constexpr std::string_view kSeedToolCallEnd = "</seed:tool_call>";
 // GLM-4.5 / 4.6: the name follows <tool_call> (kHermesStart) on its line, then key-value pairs.
 inline constexpr std::string_view kGlmKeyStart = "<arg_key>";
 inline constexpr std::string_view kGlmKeyEnd = "</arg_key>";

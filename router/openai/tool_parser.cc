@@ -248,7 +248,9 @@ absl::StatusOr<ToolCallParser> ParseToolCallParserName(std::string_view name) {
   if (name == "llama3_json" || name == "llama4_json") return ToolCallParser::kLlama3Json;
   if (name == "mistral") return ToolCallParser::kMistral;
   if (name == "pythonic" || name == "llama4_pythonic") return ToolCallParser::kPythonic;
-  if (name == "qwen3_coder") return ToolCallParser::kQwen3Coder;
+  // qwen3_xml: vLLM's other parser for the same format.
+  if (name == "qwen3_coder" || name == "qwen3_xml") return ToolCallParser::kQwen3Coder;
+  if (name == "seed_oss") return ToolCallParser::kSeedOss;
   if (name == "granite") return ToolCallParser::kGranite;
   if (name == "phi4_mini_json") return ToolCallParser::kPhi4MiniJson;
   if (name == "glm45") return ToolCallParser::kGlm45;
@@ -272,7 +274,9 @@ ParsedToolOutput ParseToolCalls(ToolCallParser parser, std::string_view text, co
       return {std::nullopt, *std::move(calls)};
     }
     case ToolCallParser::kQwen3Coder:
-      return ParseQwen3CoderCalls(text, tools);
+      return ParseXmlCalls(text, tools, XmlCallFormat::kQwen3Coder);
+    case ToolCallParser::kSeedOss:
+      return ParseXmlCalls(text, tools, XmlCallFormat::kSeedOss);
     case ToolCallParser::kGranite:
       return ParseGranite(text);
     case ToolCallParser::kPhi4MiniJson:
@@ -308,6 +312,8 @@ size_t StreamableContent(ToolCallParser parser, std::string_view text, bool repl
     case ToolCallParser::kQwen3Coder:
       // The content ends at the first <tool_call>, or at <function= when that comes first.
       return std::min(BeforeTag(text, kHermesStart), BeforeTag(text, kQwenFunctionStart));
+    case ToolCallParser::kSeedOss:
+      return std::min(BeforeTag(text, kSeedToolCallStart), BeforeTag(text, kQwenFunctionStart));
     case ToolCallParser::kGranite:
       // As pythonic: a reply that is (or may still become) the array is held whole.
       return reply_start && GraniteArrayStart(text) != kNotCalls ? 0 : text.size();
@@ -343,6 +349,9 @@ bool HoldsCallStart(ToolCallParser parser, std::string_view held) {
     case ToolCallParser::kQwen3Coder:
       return held.find(kHermesStart) != std::string_view::npos ||
              held.find(kQwenFunctionStart) != std::string_view::npos;
+    case ToolCallParser::kSeedOss:
+      return held.find(kSeedToolCallStart) != std::string_view::npos ||
+             held.find(kQwenFunctionStart) != std::string_view::npos;
     case ToolCallParser::kGranite: {
       const std::optional<size_t> start = GraniteArrayStart(held);
       return start.has_value() && *start != kNotCalls;
@@ -356,7 +365,7 @@ bool HoldsCallStart(ToolCallParser parser, std::string_view held) {
 
 bool KeepsSpecialTokens(ToolCallParser parser) {
   return parser == ToolCallParser::kMistral || parser == ToolCallParser::kGlm45 ||
-         parser == ToolCallParser::kGlm47;
+         parser == ToolCallParser::kGlm47 || parser == ToolCallParser::kSeedOss;
 }
 
 std::string MistralToolCallId(std::string_view seed) {

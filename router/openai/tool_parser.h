@@ -27,6 +27,8 @@
 //   glm45        GLM-4.5 / 4.6: `<tool_call>NAME\n<arg_key>KEY</arg_key>\n<arg_value>value
 //                </arg_value>\n</tool_call>` per call, values converted by the parameters' types
 //                in the request's tools (glm_calls.h).
+//   seed_oss     Seed-OSS: qwen3_coder's functions inside <seed:tool_call> tags, read with vLLM's
+//                seed_oss variations (qwen3_coder_calls.h).
 //   glm47        GLM-4.7: the same tags with nothing between them,
 //                `<tool_call>NAME<arg_key>KEY</arg_key><arg_value>value</arg_value></tool_call>`.
 // Pure functions.
@@ -46,7 +48,7 @@ namespace headroom::router::openai {
 // The names --tool-call-parser takes.
 inline constexpr char kToolCallParserNames[] =
     "hermes, llama3_json, llama4_json, mistral, pythonic, llama4_pythonic, qwen3_coder, granite, "
-    "phi4_mini_json, glm45, glm47";
+    "phi4_mini_json, glm45, glm47, seed_oss";
 
 // "hermes" -> kHermes, ...; InvalidArgument naming the supported parsers otherwise.
 absl::StatusOr<ToolCallParser> ParseToolCallParserName(std::string_view name);
@@ -75,8 +77,8 @@ size_t StreamableContent(ToolCallParser parser, std::string_view text, bool repl
 bool HoldsCallStart(ToolCallParser parser, std::string_view held);
 
 // The reply's text must keep special tokens for `parser` to see its calls (mistral's
-// [TOOL_CALLS]; GLM's tags, should a tokenizer make them special; vLLM's adjust_request sets
-// skip_special_tokens false for them).
+// [TOOL_CALLS]; GLM's and Seed-OSS's tags, should a tokenizer make them special; vLLM's
+// adjust_request sets skip_special_tokens false for mistral and GLM).
 bool KeepsSpecialTokens(ToolCallParser parser);
 
 // Nine letters and digits derived from `seed` (a response id, choice and call index): the

@@ -27,6 +27,7 @@ enum class ToolCallParser {
   kPhi4MiniJson,
   kGlm45,
   kGlm47,
+  kSeedOss,
 };
 
 struct ToolChoice {

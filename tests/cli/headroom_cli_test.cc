@@ -454,7 +454,7 @@ TEST(HeadroomCliTest, RouterAutoToolChoiceNeedsAKnownParser) {
   ExpectRefused(r);
   EXPECT_THAT(r.err, HasSubstr("unknown tool-call parser \"kimi_k2\" (supported: hermes, "
                                "llama3_json, llama4_json, mistral, pythonic, llama4_pythonic, "
-                               "qwen3_coder, granite, phi4_mini_json, glm45, glm47)"));
+                               "qwen3_coder, granite, phi4_mini_json, glm45, glm47, seed_oss)"));
 }
 
 TEST(HeadroomCliTest, RouterReasoningParserMustBeKnown) {
@@ -462,7 +462,7 @@ TEST(HeadroomCliTest, RouterReasoningParserMustBeKnown) {
       RunHeadroom({"router", "--workers", "127.0.0.1:1", "--reasoning-parser", "kimi_k2"});
   ExpectRefused(r);
   EXPECT_THAT(r.err, HasSubstr("unknown reasoning parser \"kimi_k2\" (supported: deepseek_r1, "
-                               "qwen3, granite, glm45, glm47)"));
+                               "qwen3, granite, glm45, glm47, seed_oss)"));
 }
 
 TEST(HeadroomCliTest, RouterBadDiscoveryTargetNamesTheBadPart) {

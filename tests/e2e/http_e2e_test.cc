@@ -1078,8 +1078,8 @@ void ExpectForcedCallIsRead(int port, Json chat, const std::string& call_regex,
 // --enable-auto-tool-choice --tool-call-parser hermes (vLLM's flags): the shared router refuses it
 // saying so, this one answers (the fixture model writes no call, so the reply is content), and a
 // call it is made to write is read, whole and streamed; so is one in each other parser's format
-// (llama3_json, mistral, pythonic, qwen3_coder, granite, phi4_mini_json, glm45, glm47) by a
-// router using it.
+// (llama3_json, mistral, pythonic, qwen3_coder, granite, phi4_mini_json, glm45, glm47,
+// seed_oss) by a router using it.
 TEST_F(HttpE2eTest, AutoToolChoiceNeedsTheParserFlags) {
   const Json chat = {{"messages", {{{"role", "user"}, {"content", "Weather?"}}}},
                      {"max_tokens", 4},
@@ -1127,6 +1127,9 @@ TEST_F(HttpE2eTest, AutoToolChoiceNeedsTheParserFlags) {
       {"glm45",
        "<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>(Paris|Oslo)</arg_value>\n"
        "</tool_call>"},
+      {"seed_oss",
+       "<seed:tool_call>\n<function=get_weather>\n<parameter=city>(Paris|Oslo)</parameter>\n"
+       "</function>\n</seed:tool_call>"},
       {"glm47",
        "<tool_call>get_weather<arg_key>city</arg_key><arg_value>(Paris|Oslo)</arg_value></"
        "tool_call>"}};

@@ -1,15 +1,19 @@
-// The qwen3_coder tool-call parser against the algorithm vLLM publishes, run by Python's own re,
-// int, float, json and ast (scripts/gen_qwen3_coder_fixtures.py): whole replies, and the same
-// replies streamed in pieces through the response builder, as a client joins them.
+// The qwen3_coder and seed_oss tool-call parsers against the algorithms vLLM publishes, run by
+// Python's own re, int, float, json and ast (scripts/gen_qwen3_coder_fixtures.py): whole replies,
+// and the same replies streamed in pieces through the response builder, as a client joins them;
+// and the calls Seed-OSS's real chat template writes, read back.
 #include "router/openai/qwen3_coder_calls.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <fstream>
 #include <string>
 
 #include "gtest/gtest.h"
 #include "router/openai/openai_protocol.h"
 #include "router/openai/openai_response.h"
 #include "router/openai/pythonic_calls.h"
+#include "router/openai/reasoning_parser.h"
 #include "router/openai/tool_parser.h"
 #include "tests/router/openai/stream_deltas.h"
 
@@ -20,27 +24,36 @@ using Json = nlohmann::ordered_json;
 
 Json Fixture() { return CallsFixture("qwen3_coder_calls.json"); }
 
-// A chat request with the fixture's tools and tool_choice "auto" read by qwen3_coder.
-ParsedRequest AutoRequest(const Json& tools, bool stream) {
-  return AutoToolRequest(ToolCallParser::kQwen3Coder, tools, stream);
-}
+// The two parsers of the format, each with the fixture Python labelled by its algorithm.
+struct Format {
+  ToolCallParser parser;
+  const char* name;
+  const char* fixture;
+};
+constexpr Format kFormats[] = {
+    {ToolCallParser::kQwen3Coder, "qwen3_coder", "qwen3_coder_calls.json"},
+    {ToolCallParser::kSeedOss, "seed_oss", "seed_oss_calls.json"}};
 
-// Every reply of the fixture (hand-written and mutated) gives the content and the calls Python
+// Every reply of each fixture (hand-written and mutated) gives the content and the calls Python
 // computes, arguments byte for byte.
 TEST(Qwen3CoderCallsTest, ReadsWhatVllmsAlgorithmReadsInPython) {
-  const Json fixture = Fixture();
-  ASSERT_TRUE(fixture.contains("cases"));
-  // The router hands the parser its normalized tools, as the fixture's are.
-  const ParsedRequest request = AutoRequest(fixture["tools"], false);
-  ASSERT_EQ(request.tools.tools, fixture["tools"]);
-  int with_calls = 0;
-  for (const Json& c : fixture["cases"]) {
-    with_calls +=
-        ExpectParsesAsLabelled(ToolCallParser::kQwen3Coder, c, &request.tools.tools) ? 1 : 0;
+  for (const Format& f : kFormats) {
+    SCOPED_TRACE(f.name);
+    const Json fixture = CallsFixture(f.fixture);
+    ASSERT_TRUE(fixture.contains("cases"));
+    // The router hands the parser its normalized tools, as the fixture's are.
+    const ParsedRequest request = AutoToolRequest(f.parser, fixture["tools"], false);
+    ASSERT_EQ(request.tools.tools, fixture["tools"]);
+    int with_calls = 0;
+    for (const Json& c : fixture["cases"]) {
+      with_calls += ExpectParsesAsLabelled(f.parser, c, &request.tools.tools) ? 1 : 0;
+    }
+    EXPECT_GT(with_calls, 500);
+    EXPECT_GT(fixture["cases"].size() - static_cast<size_t>(with_calls), 100u);
+    EXPECT_EQ(ParseToolCallParserName(f.name).value(), f.parser);
   }
-  EXPECT_GT(with_calls, 500);
-  EXPECT_GT(fixture["cases"].size() - static_cast<size_t>(with_calls), 100u);
-  EXPECT_EQ(ParseToolCallParserName("qwen3_coder").value(), ToolCallParser::kQwen3Coder);
+  EXPECT_EQ(ParseToolCallParserName("qwen3_xml").value(), ToolCallParser::kQwen3Coder)
+      << "vLLM's other parser for the format";
 }
 
 // Without tools every value is its text.
@@ -80,34 +93,39 @@ bool HasRepeatedParameter(std::string_view reply) {
 // to parse (a value that raises, a parameter without '>') after a call went out; the call then
 // stays as streamed.
 TEST(Qwen3CoderCallsTest, StreamedCallsJoinToTheWholeReplys) {
-  const Json fixture = Fixture();
-  ASSERT_TRUE(fixture.contains("cases"));
-  int early = 0;
-  int diverged = 0;
-  for (const Json& c : fixture["cases"]) {
-    const std::string reply = c["text"].get<std::string>();
-    for (size_t step = 1; step <= 9; step += 4) {
-      const StreamedAndWhole r = StreamAndAnswerWhole(
-          AutoRequest(fixture["tools"], false), AutoRequest(fixture["tools"], true), reply, step);
-      if (!r.same) {
-        ++diverged;
-        if (HasRepeatedParameter(reply) && r.calls.size() == r.expected.size()) {
-          // The name went out twice; read as JSON, the arguments are the whole parse's value.
-          for (size_t k = 0; k < r.calls.size(); ++k) {
-            EXPECT_EQ(Json::parse(r.calls[k].arguments),
-                      Json::parse(r.expected[k]["function"]["arguments"].get<std::string>()))
-                << reply;
+  for (const Format& f : kFormats) {
+    SCOPED_TRACE(f.name);
+    const Json fixture = CallsFixture(f.fixture);
+    ASSERT_TRUE(fixture.contains("cases"));
+    int early = 0;
+    int diverged = 0;
+    for (const Json& c : fixture["cases"]) {
+      const std::string reply = c["text"].get<std::string>();
+      for (size_t step = 1; step <= 9; step += 4) {
+        const StreamedAndWhole r =
+            StreamAndAnswerWhole(AutoToolRequest(f.parser, fixture["tools"], false),
+                                 AutoToolRequest(f.parser, fixture["tools"], true), reply, step);
+        if (!r.same) {
+          ++diverged;
+          if (HasRepeatedParameter(reply) && r.calls.size() == r.expected.size()) {
+            // The name went out twice; read as JSON, the arguments are the whole parse's value.
+            for (size_t k = 0; k < r.calls.size(); ++k) {
+              EXPECT_EQ(Json::parse(r.calls[k].arguments),
+                        Json::parse(r.expected[k]["function"]["arguments"].get<std::string>()))
+                  << reply;
+            }
+          } else {
+            EXPECT_TRUE(c["raised"].get<bool>()) << "step " << step << ": " << reply << "\n"
+                                                 << r.sse;
           }
-        } else {
-          EXPECT_TRUE(c["raised"].get<bool>()) << "step " << step << ": " << reply << "\n" << r.sse;
+          continue;
         }
-        continue;
+        if (step == 1 && !r.calls.empty() && r.calls[0].first_event + 1 < r.events) ++early;
       }
-      if (step == 1 && !r.calls.empty() && r.calls[0].first_event + 1 < r.events) ++early;
     }
+    EXPECT_GT(early, 300) << "calls came whole at the end";
+    EXPECT_LT(diverged, 40);
   }
-  EXPECT_GT(early, 300) << "calls came whole at the end";
-  EXPECT_LT(diverged, 40);
 }
 
 // A long value streams parameter by parameter: the file's path goes out before its content is
@@ -167,6 +185,64 @@ TEST(Qwen3CoderCallsTest, PythonLiteralsAsLiteralEvalReadsThem) {
   EXPECT_EQ(literal("'a\rb'"), "refused") << "a line end inside a one-line string";
   EXPECT_EQ(literal("'''a\r\nb\rc'''"), R"("a\nb\nc")");
   EXPECT_EQ(literal(std::string_view("1 #\0", 4)), "refused");
+}
+
+// Seed-OSS's chat template writes a call's values bare, non-strings as Python's str() of them
+// ("['a', 'b']", "True"): split by the seed_oss reasoning parser and read by the seed_oss tool
+// parser with the request's tools, as the router reads a reply, an assistant turn gives back the
+// calls it was written from, each value converted by its parameter's type (a parameter the
+// schema does not name stays text). The reply is the turn after "<seed:bos>assistant\n"; a turn
+// without reasoning is one whose prompt closed it (thinking_budget 0).
+TEST(Qwen3CoderCallsTest, SeedOssReadsBackTheCallsItsTemplateWrites) {
+  std::ifstream in(std::string(std::getenv("HEADROOM_SOURCE_DIR")) +
+                   "/tests/router/jinja/fixtures/jinja_chat_templates.json");
+  const Json fixture = Json::parse(in);
+  int checked = 0;
+  for (const Json& t : fixture["templates"]) {
+    if (t["name"] != "seed-oss") continue;
+    for (const Json& c : t["cases"]) {
+      const std::string name = c["name"].get<std::string>();
+      if (name != "tool_call_round_trip" && name != "parallel_tool_calls" &&
+          name != "reasoning_across_tool_calls" && name != "tool_call_with_structured_arguments") {
+        continue;
+      }
+      const Json* assistant = nullptr;
+      for (const Json& message : c["messages"]) {
+        if (message["role"] == "assistant" && message.contains("tool_calls")) assistant = &message;
+      }
+      ASSERT_NE(assistant, nullptr) << name;
+      const std::string& text = c["expected"].get_ref<const std::string&>();
+      const size_t start = text.find("<seed:bos>assistant\n", text.find("<seed:bos>user"));
+      ASSERT_NE(start, std::string::npos) << name;
+      const size_t from = start + std::string_view("<seed:bos>assistant\n").size();
+      const std::string reply = text.substr(from, text.find("<seed:eos>", from) - from);
+      const bool thinks = assistant->contains("reasoning_content");
+      ReasoningSplitter splitter(ReasoningParser::kSeedOss,
+                                 thinks ? PromptReasoning::kNone : PromptReasoning::kClosed);
+      std::string reasoning;
+      std::string content;
+      splitter.Feed(reply, true, &reasoning, &content);
+      EXPECT_EQ(reasoning, assistant->value("reasoning_content", "")) << name;
+      const ParsedToolOutput parsed =
+          ParseToolCalls(ToolCallParser::kSeedOss, content, &c["tools"]);
+      EXPECT_EQ(parsed.content.value_or("").find_first_not_of('\n'), std::string::npos) << name;
+      const Json& written = (*assistant)["tool_calls"];
+      ASSERT_EQ(parsed.calls.size(), written.size()) << name << ": " << reply;
+      for (size_t k = 0; k < written.size(); ++k) {
+        EXPECT_EQ(parsed.calls[k].name, written[k]["function"]["name"]) << name;
+        Json want = written[k]["function"]["arguments"];
+        if (name == "tool_call_with_structured_arguments") {
+          // Not in search_docs' schema: the text the template wrote.
+          want["strict"] = "True";
+          want["filter"] = "{'lang': 'fr', 'min': 1.5}";
+          want["none"] = "None";
+        }
+        EXPECT_EQ(Json::parse(parsed.calls[k].arguments), want) << name;
+      }
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, 4);
 }
 
 }  // namespace

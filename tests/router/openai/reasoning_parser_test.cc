@@ -71,6 +71,12 @@ TEST(ReasoningParserTest, SplitsAtTheTagsWhateverThePieces) {
       {P::kGlm45, "\n\n", "", "\n\n"},
       {P::kGlm45, "\n<thi", "", "\n<thi"},
       {P::kGlm45, "x<think>a</think>b", "", "x<think>a</think>b"},
+      // Seed-OSS: deepseek_r1's rule with its own tags.
+      {P::kSeedOss, "<seed:think>Sum.</seed:think>\n4", "Sum.", "\n4"},
+      {P::kSeedOss, "Sum.</seed:think>4", "Sum.", "4"},
+      {P::kSeedOss, "<seed:think>cut off", "cut off", ""},
+      {P::kSeedOss, "a </think> b", "a </think> b", ""},
+      {P::kSeedOss, "a </seed:thi b</seed:think>", "a </seed:thi b", ""},
   };
   for (const Case& c : cases) {
     for (size_t step = 1; step <= 9; ++step) {
@@ -82,7 +88,7 @@ TEST(ReasoningParserTest, SplitsAtTheTagsWhateverThePieces) {
   EXPECT_EQ(ParseReasoningParserName("qwen3").value(), ReasoningParser::kQwen3);
   EXPECT_EQ(ParseReasoningParserName("kimi_k2").status().message(),
             "unknown reasoning parser \"kimi_k2\" (supported: deepseek_r1, qwen3, granite, glm45, "
-            "glm47)");
+            "glm47, seed_oss)");
 }
 
 // Granite 3.2 / 3.3: the reasoning opens with "Here is my thought process:" and ends with "Here
@@ -205,6 +211,45 @@ TEST(ReasoningParserTest, Glm45SplitsTheTurnsGlmTemplatesWrite) {
   EXPECT_EQ(checked, 10);
   EXPECT_EQ(ParseReasoningParserName("glm45").value(), ReasoningParser::kGlm45);
   EXPECT_EQ(ParseReasoningParserName("glm47").value(), ReasoningParser::kGlm45);
+}
+
+// Seed-OSS's template closes the reasoning in the prompt for thinking_budget 0 (by its own tags,
+// which <think>'s rule does not see), leaves it to the reply otherwise; the turn it writes for a
+// message that reasoned splits back into the message's reasoning (trimmed, as the template
+// trims it) and its content.
+TEST(ReasoningParserTest, SeedOssSplitsTheTurnsItsTemplateWrites) {
+  std::ifstream in(std::string(std::getenv("HEADROOM_SOURCE_DIR")) +
+                   "/tests/router/jinja/fixtures/jinja_chat_templates.json");
+  const Json fixture = Json::parse(in);
+  int checked = 0;
+  for (const Json& t : fixture["templates"]) {
+    if (t["name"] != "seed-oss") continue;
+    for (const Json& c : t["cases"]) {
+      const std::string name = c["name"].get<std::string>();
+      const std::string text = c.value("expected", "");
+      if (name == "thinking_budget_0") {
+        EXPECT_EQ(ReasoningInPrompt(text, ReasoningParser::kSeedOss), PromptReasoning::kClosed);
+        EXPECT_EQ(ReasoningInPrompt(text), PromptReasoning::kNone) << "not <think>'s tags";
+        ++checked;
+      }
+      if (name == "single_user" || name == "thinking_budget_512") {
+        EXPECT_EQ(ReasoningInPrompt(text, ReasoningParser::kSeedOss), PromptReasoning::kNone)
+            << name;
+        ++checked;
+      }
+      if (name != "reasoning_content_field") continue;
+      const std::string reply = text.substr(text.rfind("<seed:bos>assistant\n") + 20);
+      for (size_t step = 1; step <= 9; step += 4) {
+        const Split split = Feed(ReasoningParser::kSeedOss, reply, step);
+        EXPECT_EQ(split.reasoning, "Capital of France.") << reply;
+        EXPECT_EQ(split.content, "\nParis.<seed:eos>") << reply;
+      }
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, 4);
+  EXPECT_EQ(ReasoningEndOf(ReasoningParser::kSeedOss), "</seed:think>");
+  EXPECT_EQ(ParseReasoningParserName("seed_oss").value(), ReasoningParser::kSeedOss);
 }
 
 v1::GenerateResponse Piece(const std::string& text, bool last) {
