@@ -47,7 +47,7 @@ struct Dict {
   // The value under the string `key` (attribute access and named lookups).
   const Value* Find(std::string_view key) const;
   const Value* FindByKey(const DictKey& key) const;
-  // Under the key `key` is (a string or an integer; nullptr for any other).
+  // The value under `key`, a string or an integer (nullptr for a key of another type).
   const Value* FindKey(const Value& key) const;
   void Set(std::string key, Value value);
   void Set(DictKey key, Value value);

@@ -5,8 +5,6 @@
 #include "router/openai/glm_calls.h"
 
 #include <algorithm>
-#include <cstdlib>
-#include <fstream>
 #include <string>
 
 #include "gtest/gtest.h"
@@ -16,6 +14,7 @@
 #include "router/openai/tool_call_stream.h"
 #include "router/openai/tool_parser.h"
 #include "tests/router/openai/stream_deltas.h"
+#include "tests/router/openai/template_fixture.h"
 
 namespace headroom::router::openai {
 namespace {
@@ -164,21 +163,15 @@ TEST(GlmCallsTest, PairsStreamAsEachEnds) {
 // "<|assistant|>" (up to the next role tag); and the case itself.
 std::pair<std::string, Json> RenderedCallTurn(const std::string& template_name,
                                               const std::string& case_name) {
-  std::ifstream in(std::string(std::getenv("HEADROOM_SOURCE_DIR")) +
-                   "/tests/router/jinja/fixtures/jinja_chat_templates.json");
-  const Json fixture = Json::parse(in);
   constexpr std::string_view kAssistant = "<|assistant|>";
-  for (const Json& t : fixture["templates"]) {
-    if (t["name"] != template_name) continue;
-    for (const Json& c : t["cases"]) {
-      if (c["name"] != case_name) continue;
-      const auto& text = c["expected"].get_ref<const std::string&>();
-      for (size_t at = text.find(kAssistant); at != std::string::npos;
-           at = text.find(kAssistant, at + 1)) {
-        const size_t start = at + kAssistant.size();
-        const std::string turn = text.substr(start, text.find("<|", start) - start);
-        if (turn.find("<tool_call>") != std::string::npos) return {turn, c};
-      }
+  for (const Json& c : TemplateCases(template_name)) {
+    if (c["name"] != case_name) continue;
+    const auto& text = c["expected"].get_ref<const std::string&>();
+    for (size_t at = text.find(kAssistant); at != std::string::npos;
+         at = text.find(kAssistant, at + 1)) {
+      const size_t start = at + kAssistant.size();
+      const std::string turn = text.substr(start, text.find("<|", start) - start);
+      if (turn.find("<tool_call>") != std::string::npos) return {turn, c};
     }
   }
   ADD_FAILURE() << "no " << template_name << " case " << case_name << " with a call";

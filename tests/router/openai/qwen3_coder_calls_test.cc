@@ -5,8 +5,6 @@
 #include "router/openai/qwen3_coder_calls.h"
 
 #include <algorithm>
-#include <cstdlib>
-#include <fstream>
 #include <string>
 
 #include "gtest/gtest.h"
@@ -16,6 +14,7 @@
 #include "router/openai/reasoning_parser.h"
 #include "router/openai/tool_parser.h"
 #include "tests/router/openai/stream_deltas.h"
+#include "tests/router/openai/template_fixture.h"
 
 namespace headroom::router::openai {
 namespace {
@@ -194,53 +193,46 @@ TEST(Qwen3CoderCallsTest, PythonLiteralsAsLiteralEvalReadsThem) {
 // schema does not name stays text). The reply is the turn after "<seed:bos>assistant\n"; a turn
 // without reasoning is one whose prompt closed it (thinking_budget 0).
 TEST(Qwen3CoderCallsTest, SeedOssReadsBackTheCallsItsTemplateWrites) {
-  std::ifstream in(std::string(std::getenv("HEADROOM_SOURCE_DIR")) +
-                   "/tests/router/jinja/fixtures/jinja_chat_templates.json");
-  const Json fixture = Json::parse(in);
   int checked = 0;
-  for (const Json& t : fixture["templates"]) {
-    if (t["name"] != "seed-oss") continue;
-    for (const Json& c : t["cases"]) {
-      const std::string name = c["name"].get<std::string>();
-      if (name != "tool_call_round_trip" && name != "parallel_tool_calls" &&
-          name != "reasoning_across_tool_calls" && name != "tool_call_with_structured_arguments") {
-        continue;
-      }
-      const Json* assistant = nullptr;
-      for (const Json& message : c["messages"]) {
-        if (message["role"] == "assistant" && message.contains("tool_calls")) assistant = &message;
-      }
-      ASSERT_NE(assistant, nullptr) << name;
-      const std::string& text = c["expected"].get_ref<const std::string&>();
-      const size_t start = text.find("<seed:bos>assistant\n", text.find("<seed:bos>user"));
-      ASSERT_NE(start, std::string::npos) << name;
-      const size_t from = start + std::string_view("<seed:bos>assistant\n").size();
-      const std::string reply = text.substr(from, text.find("<seed:eos>", from) - from);
-      const bool thinks = assistant->contains("reasoning_content");
-      ReasoningSplitter splitter(ReasoningParser::kSeedOss,
-                                 thinks ? PromptReasoning::kNone : PromptReasoning::kClosed);
-      std::string reasoning;
-      std::string content;
-      splitter.Feed(reply, true, &reasoning, &content);
-      EXPECT_EQ(reasoning, assistant->value("reasoning_content", "")) << name;
-      const ParsedToolOutput parsed =
-          ParseToolCalls(ToolCallParser::kSeedOss, content, &c["tools"]);
-      EXPECT_EQ(parsed.content.value_or("").find_first_not_of('\n'), std::string::npos) << name;
-      const Json& written = (*assistant)["tool_calls"];
-      ASSERT_EQ(parsed.calls.size(), written.size()) << name << ": " << reply;
-      for (size_t k = 0; k < written.size(); ++k) {
-        EXPECT_EQ(parsed.calls[k].name, written[k]["function"]["name"]) << name;
-        Json want = written[k]["function"]["arguments"];
-        if (name == "tool_call_with_structured_arguments") {
-          // Not in search_docs' schema: the text the template wrote.
-          want["strict"] = "True";
-          want["filter"] = "{'lang': 'fr', 'min': 1.5}";
-          want["none"] = "None";
-        }
-        EXPECT_EQ(Json::parse(parsed.calls[k].arguments), want) << name;
-      }
-      ++checked;
+  for (const Json& c : TemplateCases("seed-oss")) {
+    const std::string name = c["name"].get<std::string>();
+    if (name != "tool_call_round_trip" && name != "parallel_tool_calls" &&
+        name != "reasoning_across_tool_calls" && name != "tool_call_with_structured_arguments") {
+      continue;
     }
+    const Json* assistant = nullptr;
+    for (const Json& message : c["messages"]) {
+      if (message["role"] == "assistant" && message.contains("tool_calls")) assistant = &message;
+    }
+    ASSERT_NE(assistant, nullptr) << name;
+    const std::string& text = c["expected"].get_ref<const std::string&>();
+    const size_t start = text.find("<seed:bos>assistant\n", text.find("<seed:bos>user"));
+    ASSERT_NE(start, std::string::npos) << name;
+    const size_t from = start + std::string_view("<seed:bos>assistant\n").size();
+    const std::string reply = text.substr(from, text.find("<seed:eos>", from) - from);
+    const bool thinks = assistant->contains("reasoning_content");
+    ReasoningSplitter splitter(ReasoningParser::kSeedOss,
+                               thinks ? PromptReasoning::kNone : PromptReasoning::kClosed);
+    std::string reasoning;
+    std::string content;
+    splitter.Feed(reply, true, &reasoning, &content);
+    EXPECT_EQ(reasoning, assistant->value("reasoning_content", "")) << name;
+    const ParsedToolOutput parsed = ParseToolCalls(ToolCallParser::kSeedOss, content, &c["tools"]);
+    EXPECT_EQ(parsed.content.value_or("").find_first_not_of('\n'), std::string::npos) << name;
+    const Json& written = (*assistant)["tool_calls"];
+    ASSERT_EQ(parsed.calls.size(), written.size()) << name << ": " << reply;
+    for (size_t k = 0; k < written.size(); ++k) {
+      EXPECT_EQ(parsed.calls[k].name, written[k]["function"]["name"]) << name;
+      Json want = written[k]["function"]["arguments"];
+      if (name == "tool_call_with_structured_arguments") {
+        // Not in search_docs' schema: the text the template wrote.
+        want["strict"] = "True";
+        want["filter"] = "{'lang': 'fr', 'min': 1.5}";
+        want["none"] = "None";
+      }
+      EXPECT_EQ(Json::parse(parsed.calls[k].arguments), want) << name;
+    }
+    ++checked;
   }
   EXPECT_EQ(checked, 4);
 }

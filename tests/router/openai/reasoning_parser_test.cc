@@ -4,8 +4,6 @@
 // streamed, with tool calls read from the content only.
 #include "router/openai/reasoning_parser.h"
 
-#include <cstdlib>
-#include <fstream>
 #include <string>
 #include <vector>
 
@@ -13,6 +11,7 @@
 #include "nlohmann/json.hpp"
 #include "router/openai/openai_protocol.h"
 #include "router/openai/openai_response.h"
+#include "tests/router/openai/template_fixture.h"
 
 namespace headroom::router::openai {
 namespace {
@@ -168,16 +167,12 @@ TEST(ReasoningParserTest, ThePromptCanOpenOrCloseTheReasoning) {
 // back the message's reasoning and content. With enable_thinking false both prompts close the
 // reasoning; with thinking on GLM-4.5's leaves it to the reply and GLM-4.7's opens it.
 TEST(ReasoningParserTest, Glm45SplitsTheTurnsGlmTemplatesWrite) {
-  std::ifstream in(std::string(std::getenv("HEADROOM_SOURCE_DIR")) +
-                   "/tests/router/jinja/fixtures/jinja_chat_templates.json");
-  const Json fixture = Json::parse(in);
   int checked = 0;
-  for (const Json& t : fixture["templates"]) {
-    if (t["name"] != "glm4.5" && t["name"] != "glm4.7") continue;
-    const bool glm47 = t["name"] == "glm4.7";
+  for (const char* template_name : {"glm4.5", "glm4.7"}) {
+    const bool glm47 = std::string_view(template_name) == "glm4.7";
     const PromptReasoning thinking = glm47 ? PromptReasoning::kOpened : PromptReasoning::kNone;
-    for (const Json& c : t["cases"]) {
-      const std::string name = t["name"].get<std::string>() + " / " + c["name"].get<std::string>();
+    for (const Json& c : TemplateCases(template_name)) {
+      const std::string name = std::string(template_name) + " / " + c["name"].get<std::string>();
       const std::string text = c.value("expected", "");
       if (c["name"] == "enable_thinking_false") {
         EXPECT_EQ(ReasoningInPrompt(text), PromptReasoning::kClosed) << name;
@@ -218,34 +213,27 @@ TEST(ReasoningParserTest, Glm45SplitsTheTurnsGlmTemplatesWrite) {
 // message that reasoned splits back into the message's reasoning (trimmed, as the template
 // trims it) and its content.
 TEST(ReasoningParserTest, SeedOssSplitsTheTurnsItsTemplateWrites) {
-  std::ifstream in(std::string(std::getenv("HEADROOM_SOURCE_DIR")) +
-                   "/tests/router/jinja/fixtures/jinja_chat_templates.json");
-  const Json fixture = Json::parse(in);
   int checked = 0;
-  for (const Json& t : fixture["templates"]) {
-    if (t["name"] != "seed-oss") continue;
-    for (const Json& c : t["cases"]) {
-      const std::string name = c["name"].get<std::string>();
-      const std::string text = c.value("expected", "");
-      if (name == "thinking_budget_0") {
-        EXPECT_EQ(ReasoningInPrompt(text, ReasoningParser::kSeedOss), PromptReasoning::kClosed);
-        EXPECT_EQ(ReasoningInPrompt(text), PromptReasoning::kNone) << "not <think>'s tags";
-        ++checked;
-      }
-      if (name == "single_user" || name == "thinking_budget_512") {
-        EXPECT_EQ(ReasoningInPrompt(text, ReasoningParser::kSeedOss), PromptReasoning::kNone)
-            << name;
-        ++checked;
-      }
-      if (name != "reasoning_content_field") continue;
-      const std::string reply = text.substr(text.rfind("<seed:bos>assistant\n") + 20);
-      for (size_t step = 1; step <= 9; step += 4) {
-        const Split split = Feed(ReasoningParser::kSeedOss, reply, step);
-        EXPECT_EQ(split.reasoning, "Capital of France.") << reply;
-        EXPECT_EQ(split.content, "\nParis.<seed:eos>") << reply;
-      }
+  for (const Json& c : TemplateCases("seed-oss")) {
+    const std::string name = c["name"].get<std::string>();
+    const std::string text = c.value("expected", "");
+    if (name == "thinking_budget_0") {
+      EXPECT_EQ(ReasoningInPrompt(text, ReasoningParser::kSeedOss), PromptReasoning::kClosed);
+      EXPECT_EQ(ReasoningInPrompt(text), PromptReasoning::kNone) << "not <think>'s tags";
       ++checked;
     }
+    if (name == "single_user" || name == "thinking_budget_512") {
+      EXPECT_EQ(ReasoningInPrompt(text, ReasoningParser::kSeedOss), PromptReasoning::kNone) << name;
+      ++checked;
+    }
+    if (name != "reasoning_content_field") continue;
+    const std::string reply = text.substr(text.rfind("<seed:bos>assistant\n") + 20);
+    for (size_t step = 1; step <= 9; step += 4) {
+      const Split split = Feed(ReasoningParser::kSeedOss, reply, step);
+      EXPECT_EQ(split.reasoning, "Capital of France.") << reply;
+      EXPECT_EQ(split.content, "\nParis.<seed:eos>") << reply;
+    }
+    ++checked;
   }
   EXPECT_EQ(checked, 4);
   EXPECT_EQ(ReasoningEndOf(ReasoningParser::kSeedOss), "</seed:think>");
