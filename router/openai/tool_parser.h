@@ -27,10 +27,10 @@
 //   glm45        GLM-4.5 / 4.6: `<tool_call>NAME\n<arg_key>KEY</arg_key>\n<arg_value>value
 //                </arg_value>\n</tool_call>` per call, values converted by the parameters' types
 //                in the request's tools (glm_calls.h).
-//   seed_oss     Seed-OSS: qwen3_coder's functions inside <seed:tool_call> tags, read with vLLM's
-//                seed_oss variations (qwen3_coder_calls.h).
 //   glm47        GLM-4.7: the same tags with nothing between them,
 //                `<tool_call>NAME<arg_key>KEY</arg_key><arg_value>value</arg_value></tool_call>`.
+//   seed_oss     Seed-OSS: qwen3_coder's functions inside <seed:tool_call> tags, read with vLLM's
+//                seed_oss variations (qwen3_coder_calls.h). qwen3_xml names qwen3_coder.
 // Pure functions.
 #pragma once
 
