@@ -423,6 +423,9 @@ FEATURE_CASES = [
     ("filter.dictsort_case_sensitive", "{{ d|dictsort(true) }}", {"d": {"b": 1, "A": 3, "a": 2}}),
     ("filter.selectattr_equalto", "{{ messages|selectattr('role', 'equalto', 'user')|list|length }}|{{ (messages|selectattr('role', 'equalto', 'user')|list)[-1].content }}", {"messages": MSGS}),
     ("filter.selectattr_eq_alias_and_ops", "{{ users|selectattr('age', '==', 25)|map(attribute='name')|list }}|{{ users|selectattr('age', 'gt', 30)|map(attribute='name')|list }}|{{ users|selectattr('age', 'ne', 25)|map(attribute='name')|list }}", {"users": USERS}),
+    # A falsy operand selects nothing, whatever the arguments (functionary v3.1's template runs
+    # `tools|selectattr(...)` with tools none).
+    ("filter.select_on_falsy", "{{ x|selectattr('type', 'equalto', 'a')|list }}|{{ x|rejectattr('y')|list }}|{{ 0|select|list }}|{{ ''|reject('nope')|list }}", {"x": None}),
     ("filter.selectattr_defined_none", "{{ users|selectattr('email', 'defined')|map(attribute='name')|list }}|{{ users|selectattr('email', 'none')|map(attribute='name')|list }}|{{ users|selectattr('email', 'undefined')|map(attribute='name')|list }}", {"users": USERS}),
     ("filter.selectattr_truthy", "{{ users|selectattr('admin')|map(attribute='name')|join(',') }}|{{ users|rejectattr('admin')|map(attribute='name')|join(',') }}", {"users": USERS}),
     ("filter.selectattr_in", "{{ messages|selectattr('role', 'in', ['user', 'assistant'])|list|length }}", {"messages": MSGS}),

@@ -146,6 +146,8 @@ absl::StatusOr<Value> MinMax(const Value& operand, const Args& a, bool max) {
 // select / reject / selectattr / rejectattr.
 absl::StatusOr<Value> Select(std::string_view fn, const Value& operand, const CallArgs& args,
                              bool by_attribute, bool keep) {
+  // jinja2 looks at neither the items nor the arguments of a falsy operand (none, 0, ''): nothing.
+  if (!operand.Truthy()) return Value::MakeList({});
   absl::StatusOr<List> items = Iterate(operand, fn);
   if (!items.ok()) return items.status();
   size_t next = 0;
