@@ -5,7 +5,6 @@
 #include <utility>
 
 #include "router/jinja/text.h"
-#include "router/jinja/value.h"
 #include "router/openai/json_fields.h"
 #include "router/openai/pythonic_calls.h"
 #include "router/openai/tool_call_tags.h"
@@ -21,13 +20,6 @@ constexpr size_t npos = std::string_view::npos;
 // Python's str.strip() and lstrip(): Unicode whitespace (also what `\s` matches in a str pattern).
 std::string_view PyStrip(std::string_view s) { return jinja::text::Strip(s, nullptr); }
 std::string_view PyLStrip(std::string_view s) { return jinja::text::LStrip(s, nullptr); }
-
-// json.dumps(value, ensure_ascii=False); nullopt when it cannot be written (not UTF-8).
-std::optional<std::string> Dumps(const Json& value) {
-  absl::StatusOr<std::string> out = jinja::ToJson(jinja::Value::FromJson(value), {});
-  if (!out.ok()) return std::nullopt;
-  return *std::move(out);
-}
 
 // Whether the request's tool named `function` types its parameter `key` "string" (vLLM's
 // _is_string_type: the first tool of that name decides; its parameters' "properties"). A
@@ -63,9 +55,9 @@ Json ValueOf(std::string_view value, bool string_typed) {
 std::optional<std::string> PairJson(std::string_view function, std::string_view raw_key,
                                     std::string_view value, const Json* tools) {
   const std::string key(PyStrip(raw_key));
-  std::optional<std::string> key_json = Dumps(Json(key));
+  std::optional<std::string> key_json = PyJsonDumps(Json(key));
   std::optional<std::string> value_json =
-      Dumps(ValueOf(value, IsStringTyped(function, key, tools)));
+      PyJsonDumps(ValueOf(value, IsStringTyped(function, key, tools)));
   if (!key_json.has_value() || !value_json.has_value()) return std::nullopt;
   return *key_json + ": " + *value_json;
 }
@@ -130,7 +122,7 @@ std::optional<ToolCall> CallOf(std::string_view block, const Json* tools, GlmFor
     const std::string key(PyStrip(pair->key));
     arguments[key] = ValueOf(pair->value, IsStringTyped(name, key, tools));
   }
-  std::optional<std::string> json = Dumps(arguments);
+  std::optional<std::string> json = PyJsonDumps(arguments);
   if (!json.has_value()) return std::nullopt;
   return ToolCall{name, *std::move(json)};
 }

@@ -12,7 +12,6 @@
 #include "absl/strings/str_cat.h"
 #include "common/json_depth.h"
 #include "nlohmann/json.hpp"
-#include "router/jinja/value.h"
 #include "router/openai/tool_call_tags.h"
 #include "router/tokenizer/string_util.h"
 #include "router/tokenizer/utf8.h"
@@ -189,8 +188,8 @@ class Reader {
       if (Eat(')')) break;
       if (!Eat(',')) return std::nullopt;
     }
-    absl::StatusOr<std::string> text = jinja::ToJson(jinja::Value::FromJson(arguments), {});
-    if (!text.ok()) return std::nullopt;
+    std::optional<std::string> text = PyJsonDumps(arguments);
+    if (!text.has_value()) return std::nullopt;
     return ToolCall{std::string(name), *std::move(text)};
   }
 
@@ -755,9 +754,9 @@ bool PythonicCallStream::AppendArgument() {
   std::optional<Json> value =
       Reader(std::string_view(source_).substr(value_start_, scan_ - value_start_)).ArgumentValue();
   if (!value.has_value()) return false;
-  absl::StatusOr<std::string> key = jinja::ToJson(jinja::Value::String(keyword_), {});
-  absl::StatusOr<std::string> text = jinja::ToJson(jinja::Value::FromJson(*value), {});
-  if (!key.ok() || !text.ok()) return false;
+  std::optional<std::string> key = PyJsonDumps(Json(keyword_));
+  std::optional<std::string> text = PyJsonDumps(*value);
+  if (!key.has_value() || !text.has_value()) return false;
   const std::string member = absl::StrCat(*key, ": ", *text);
   if (arguments_++ == 0) {
     calls_.push_back({name_, absl::StrCat("{", member)});

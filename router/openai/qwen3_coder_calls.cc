@@ -39,13 +39,6 @@ size_t DollarEnd(std::string_view text, size_t begin, size_t end) {
   return end > begin && text[end - 1] == '\n' ? end - 1 : end;
 }
 
-// json.dumps(value, ensure_ascii=False); nullopt when it cannot be written (not UTF-8).
-std::optional<std::string> Dumps(const Json& value) {
-  absl::StatusOr<std::string> out = jinja::ToJson(jinja::Value::FromJson(value), {});
-  if (!out.ok()) return std::nullopt;
-  return *std::move(out);
-}
-
 // --- Python's int() and float() of a string -----------------------------------------------------
 
 // The whitespace str.strip(), int() and float() remove (the ASCII part).
@@ -204,7 +197,7 @@ struct Converted {
 Converted ConvertValue(std::string_view value, std::string_view name, const Json& config,
                        XmlCallFormat format) {
   const auto text = [value]() -> Converted {
-    std::optional<std::string> json = Dumps(Json(std::string(value)));
+    std::optional<std::string> json = PyJsonDumps(Json(std::string(value)));
     if (!json.has_value()) return {"", true};
     return {*std::move(json)};
   };
@@ -237,7 +230,7 @@ Converted ConvertValue(std::string_view value, std::string_view name, const Json
   }
   if (!parsed.has_value()) parsed = ParsePythonLiteral(value);
   if (!parsed.has_value()) return text();
-  std::optional<std::string> json = Dumps(*parsed);
+  std::optional<std::string> json = PyJsonDumps(*parsed);
   return json.has_value() ? Converted{*std::move(json)} : text();
 }
 
@@ -304,7 +297,7 @@ std::optional<std::string> ArgumentsOf(std::string_view params, const Json& conf
   }
   std::string arguments = "{";
   for (const auto& [name, json] : values) {
-    std::optional<std::string> key = Dumps(Json(name));
+    std::optional<std::string> key = PyJsonDumps(Json(name));
     if (!key.has_value()) return std::nullopt;
     AppendArgument(*key, json, arguments.size() == 1, &arguments);
   }
@@ -504,7 +497,7 @@ bool Qwen3CoderCallStream::Step(std::string_view text) {
         return false;
       }
       const Converted converted = ConvertValue(parameter->value, parameter->name, config_, format_);
-      std::optional<std::string> key = Dumps(Json(parameter->name));
+      std::optional<std::string> key = PyJsonDumps(Json(parameter->name));
       if (converted.raised || !key.has_value()) {
         stage_ = Stage::kStopped;
         return false;

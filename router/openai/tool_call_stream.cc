@@ -5,7 +5,6 @@
 
 #include "common/json_depth.h"
 #include "nlohmann/json.hpp"
-#include "router/jinja/value.h"
 #include "router/openai/tool_call_tags.h"
 #include "router/tokenizer/string_util.h"
 #include "router/tokenizer/utf8.h"
@@ -16,14 +15,6 @@ namespace {
 using Json = nlohmann::ordered_json;
 
 bool IsSpace(uint8_t b) { return b == ' ' || b == '\t' || b == '\n' || b == '\r'; }
-
-// json.dumps(value, ensure_ascii=False) of a parsed number or string, as the whole reply's parse
-// writes it (jinja::ToJson); nullopt when it cannot be written.
-std::optional<std::string> Dumps(const Json& value) {
-  absl::StatusOr<std::string> out = jinja::ToJson(jinja::Value::FromJson(value), {});
-  if (!out.ok()) return std::nullopt;
-  return *std::move(out);
-}
 
 }  // namespace
 
@@ -50,7 +41,7 @@ bool JsonDumpsStream::Byte(uint8_t byte, std::string* out) {
       }
       const Json value = Json::parse(number_, nullptr, /*allow_exceptions=*/false);
       std::optional<std::string> text;
-      if (value.is_number()) text = Dumps(value);
+      if (value.is_number()) text = PyJsonDumps(value);
       if (!text.has_value()) return Invalid();
       if (out != nullptr) *out += *text;
       EndValue();
@@ -267,7 +258,7 @@ void JsonDumpsStream::FlushString(std::string* out) {
     return;
   }
   if (out != nullptr) {
-    std::optional<std::string> text = Dumps(Json(chars_.substr(0, whole)));
+    std::optional<std::string> text = PyJsonDumps(Json(chars_.substr(0, whole)));
     if (!text.has_value()) {
       mode_ = Mode::kInvalid;
       return;

@@ -262,15 +262,20 @@ std::optional<Json> JsonLoads(std::string_view text) {
   return value;
 }
 
+std::optional<std::string> PyJsonDumps(const Json& value) {
+  absl::StatusOr<std::string> out = jinja::ToJson(jinja::Value::FromJson(value), {});
+  if (!out.ok()) return std::nullopt;
+  return *std::move(out);
+}
+
 std::optional<ToolCall> ToolCallFromJson(const Json& call, std::string_view arguments_key) {
   const std::string key(arguments_key);
   if (!call.is_object() || !call.contains("name") || !call["name"].is_string() ||
       !call.contains(key)) {
     return std::nullopt;
   }
-  absl::StatusOr<std::string> arguments =
-      jinja::ToJson(jinja::Value::FromJson(call[key]), jinja::JsonOptions{});
-  if (!arguments.ok()) return std::nullopt;
+  std::optional<std::string> arguments = PyJsonDumps(call[key]);
+  if (!arguments.has_value()) return std::nullopt;
   return ToolCall{call["name"].get<std::string>(), *std::move(arguments)};
 }
 

@@ -91,6 +91,10 @@ std::optional<std::vector<ToolCall>> ToolCallsFromText(const ToolChoice& choice,
 // infinite or NaN. A key given twice keeps its first place with its last value, as in Python.
 std::optional<nlohmann::ordered_json> JsonLoads(std::string_view text);
 
+// Python's json.dumps(value, ensure_ascii=False), what vLLM writes a call's arguments with;
+// nullopt when it cannot be written (a string that is not UTF-8).
+std::optional<std::string> PyJsonDumps(const nlohmann::ordered_json& value);
+
 // A call written as a JSON object {"name": ..., <arguments_key>: ...} ("parameters" in a
 // "required" reply, "arguments" in Hermes' format), its arguments re-serialized as Python's
 // json.dumps writes them; nullopt when it is not one.
