@@ -397,6 +397,8 @@ FEATURE_CASES = [
     ("dict.int_keys_repr", "{{ {0: 1, 'a': 2, -3: [4]} }}", {}),
     ("dict.int_keys_dictsort", "{% for k, v in {16384: 1, 0: 2, 512: 3}|dictsort %}{{ k * 2 }}={{ v }};{% endfor %}", {}),
     ("dict.int_keys_items_in_get", "{% set d = {1: 'x'} %}{{ 1 in d }}|{{ '1' in d }}|{{ d.get(1) }}|{% for k, v in d.items() %}{{ k + 1 }}{% endfor %}|{{ d|items|list }}|{{ d|list }}", {}),
+    ("dict.int_keys_tojson_sorted", "{{ {10: 'a', 9: 'b', -1: 'c'}|tojson(sort_keys=true) }}", {}),
+    ("dict.int_and_str_keys_tojson_sorted_error", "{{ {10: 'a', 'x': 'b'}|tojson(sort_keys=true) }}", {}),
     ("dict.float_key", "{{ {1.5: 'a'} }}", {}),
     ("filter.tojson_undefined_error", "{{ missing|tojson }}", {}),
     ("filter.tojson_string_arguments_double_encoded", "{{ args|tojson }}", {"args": "{\"city\": \"Paris\"}"}),

@@ -454,13 +454,17 @@ absl::Status AppendJson(const Value& v, const JsonOptions& o, int depth, std::st
       std::vector<const std::pair<DictKey, Value>*> items;
       for (const auto& item : dict.items) items.push_back(&item);
       if (o.sort_keys) {
-        // Integers by value, strings by code point (Python refuses to sort a mix; here
-        // integers come first).
-        std::stable_sort(items.begin(), items.end(), [](const auto* a, const auto* b) {
-          if (a->first.integer != b->first.integer) return a->first.integer;
-          if (a->first.integer)
-            return KeyValue(a->first).int_value() < KeyValue(b->first).int_value();
-          return a->first.text < b->first.text;
+        // Integers by value, strings by code point; Python refuses to compare the two.
+        const bool integers = items.front()->first.integer;
+        for (const auto* item : items) {
+          if (item->first.integer != integers) {
+            return absl::InvalidArgumentError(
+                "tojson: '<' not supported between instances of 'str' and 'int' (sort_keys)");
+          }
+        }
+        std::stable_sort(items.begin(), items.end(), [&](const auto* a, const auto* b) {
+          if (!integers) return a->first.text < b->first.text;
+          return KeyValue(a->first).int_value() < KeyValue(b->first).int_value();
         });
       }
       *out += '{';

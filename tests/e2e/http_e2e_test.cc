@@ -1151,6 +1151,7 @@ TEST_F(HttpE2eTest, AutoToolChoiceNeedsTheParserFlags) {
 //   - opened: the reply is reasoning from its first byte, and a guided_regex waits for </think>
 //     (which the fixture model never writes): the reply is free text, all of it reasoning, and
 //     content is null.
+// And --reasoning-parser seed_oss reads the prompt's end by Seed-OSS's own tags.
 // (Splitting at </think> itself is tested on the response builder, tests/router/openai/
 // reasoning_parser_test.cc, and the constraint's start in the engine, engine_test.)
 TEST_F(HttpE2eTest, ReasoningParserSplitsAsThePromptLeftTheReasoning) {
@@ -1191,6 +1192,35 @@ TEST_F(HttpE2eTest, ReasoningParserSplitsAsThePromptLeftTheReasoning) {
     EXPECT_FALSE(reasoning.size() == 4 && reasoning.find_first_not_of("abc") == std::string::npos)
         << "the regex held the reasoning: " << thinking;
   }
+  router.process->Signal(SIGTERM);
+  EXPECT_EQ(router.process->WaitExit(std::chrono::seconds(20)), 0);
+
+  // --reasoning-parser seed_oss reads the prompt by its own tags: a prompt that closes
+  // </seed:think> (Seed-OSS's thinking_budget 0) leaves the reply content, where seed_oss would
+  // otherwise take a reply without its end tag as all reasoning.
+  std::ofstream(file) << "{%- for m in messages %}[{{ m.role }}]{{ m.content }}\n"
+                         "{%- endfor %}[assistant]{{ think | default('') }}";
+  const ExtraRouter seed = StartRouterOver(
+      *cluster_, {"--chat-template", file.string(), "--reasoning-parser", "seed_oss"});
+  std::filesystem::remove(file);
+  ASSERT_NE(seed.http_port, 0) << "the router did not start";
+  const auto ask_seed = [&](const std::string& think) {
+    const Json chat = {{"messages", {{{"role", "user"}, {"content", "2+2?"}}}},
+                       {"max_tokens", 8},
+                       {"chat_template_kwargs", {{"think", think}}}};
+    const HttpResponse response =
+        HttpRequestTo(seed.http_port, "POST", "/v1/chat/completions", chat.dump());
+    EXPECT_EQ(response.status, 200) << response.body;
+    return Json::parse(response.body)["choices"][0]["message"];
+  };
+  const Json closed = ask_seed("<seed:think>\n</seed:think>\n");
+  EXPECT_TRUE(closed["content"].is_string()) << closed;
+  EXPECT_TRUE(closed["reasoning_content"].is_null()) << closed;
+  const Json open = ask_seed("");
+  EXPECT_TRUE(open["content"].is_null()) << open;
+  EXPECT_TRUE(open["reasoning_content"].is_string()) << open;
+  seed.process->Signal(SIGTERM);
+  EXPECT_EQ(seed.process->WaitExit(std::chrono::seconds(20)), 0);
 }
 
 // --chat-template FILE: the router renders the file's Jinja (the prompt is what it wrote: the

@@ -53,6 +53,9 @@ TEST(Qwen3CoderCallsTest, ReadsWhatVllmsAlgorithmReadsInPython) {
   }
   EXPECT_EQ(ParseToolCallParserName("qwen3_xml").value(), ToolCallParser::kQwen3Coder)
       << "vLLM's other parser for the format";
+  // Seed-OSS's tags may be special tokens; Qwen3-Coder's are plain text.
+  EXPECT_TRUE(KeepsSpecialTokens(ToolCallParser::kSeedOss));
+  EXPECT_FALSE(KeepsSpecialTokens(ToolCallParser::kQwen3Coder));
 }
 
 // Without tools every value is its text.
