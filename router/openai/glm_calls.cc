@@ -130,9 +130,7 @@ std::optional<ToolCall> CallOf(std::string_view block, const Json* tools, GlmFor
 // `s` starts with a character whose bytes are not all there yet (a piece may end inside one).
 bool StartsWithCutCharacter(std::string_view s) {
   if (s.empty()) return false;
-  const auto lead = static_cast<uint8_t>(s[0]);
-  const size_t length = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 1;
-  return s.size() < length;
+  return s.size() < utf8::CharLength(static_cast<unsigned char>(s[0]));
 }
 
 }  // namespace

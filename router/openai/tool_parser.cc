@@ -14,6 +14,7 @@
 #include "router/openai/qwen3_coder_calls.h"
 #include "router/openai/tool_call_tags.h"
 #include "router/tokenizer/string_util.h"
+#include "router/tokenizer/utf8.h"
 
 namespace headroom::router::openai {
 namespace {
@@ -179,9 +180,9 @@ std::optional<size_t> GraniteArrayStart(std::string_view text) {
   at = text.size() - jinja::text::LStrip(text.substr(at), nullptr).size();
   if (at == text.size()) return std::nullopt;
   // A character cut at the end (a streamed piece can end inside one) may still be whitespace.
-  const auto lead = static_cast<uint8_t>(text[at]);
-  const size_t length = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 1;
-  if (at + length > text.size()) return std::nullopt;
+  if (at + utf8::CharLength(static_cast<unsigned char>(text[at])) > text.size()) {
+    return std::nullopt;
+  }
   return text[at] == '[' ? at : kNotCalls;
 }
 
