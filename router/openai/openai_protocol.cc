@@ -16,6 +16,7 @@
 #include "nlohmann/json.hpp"
 #include "router/openai/json_fields.h"
 #include "router/tokenizer/string_util.h"
+#include "worker/engine/ebnf_grammar.h"
 #include "worker/engine/json_schema.h"
 #include "worker/engine/regex_matcher.h"
 
@@ -70,11 +71,34 @@ absl::Status SetGuidedRegex(const Json& regex, std::string_view param, v1::Sampl
   return absl::OkStatus();
 }
 
+// vLLM's guided_grammar / structured_outputs.grammar at `param`: an EBNF grammar (xgrammar's
+// dialect) the whole output must be a sentence of, compiled here so that one headroom cannot
+// read is refused naming the field.
+absl::Status SetGuidedGrammar(const Json& grammar, std::string_view param, v1::SamplingParams& s) {
+  if (!grammar.is_string()) return WrongType(param, "a string (an EBNF grammar)", grammar);
+  if (!s.guided_grammar().empty()) {
+    return Bad(param, "give one grammar (guided_grammar or structured_outputs.grammar)");
+  }
+  const auto& text = grammar.get_ref<const std::string&>();
+  if (text.empty()) return Bad(param, absl::StrCat(Sv(param), " must not be empty"));
+  if (text.find("::=") == std::string::npos) {
+    // vLLM takes such a grammar for Lark's syntax and converts it; headroom reads EBNF only.
+    return Bad(param, absl::StrCat(Sv(param),
+                                   ": no rule (name ::= ...) in it; Lark grammars are not "
+                                   "supported, write the grammar in EBNF (GBNF): root ::= ..."));
+  }
+  if (const auto compiled = worker::EbnfGrammar::Compile(text); !compiled.ok()) {
+    return Bad(param, absl::StrCat(Sv(param), ": ", compiled.status().message()));
+  }
+  s.set_guided_grammar(text);
+  return absl::OkStatus();
+}
+
 // Structured output: OpenAI's response_format (text, json_object or json_schema) and vLLM's
-// guided_json / guided_choice / guided_regex / structured_outputs ({"json": schema},
-// {"choice": [...]}, {"regex": pattern} or {"json_object": true}). The other kinds (a grammar, a
-// structural tag) are refused: generating without the constraint would silently differ from what
-// was asked.
+// guided_json / guided_choice / guided_regex / guided_grammar / structured_outputs ({"json":
+// schema}, {"choice": [...]}, {"regex": pattern}, {"grammar": ebnf} or {"json_object": true}). The
+// other kinds (a structural tag) are refused: generating without the constraint would silently
+// differ from what was asked.
 absl::Status ParseStructuredOutput(const Json& obj, v1::SamplingParams& s) {
   if (const Json* format = Member(obj, "response_format"); format != nullptr) {
     if (!format->is_object()) return WrongType("response_format", "an object", *format);
@@ -105,10 +129,8 @@ absl::Status ParseStructuredOutput(const Json& obj, v1::SamplingParams& s) {
   if (const Json* regex = Member(obj, "guided_regex"); regex != nullptr) {
     HR_RETURN_IF_ERROR(SetGuidedRegex(*regex, "guided_regex", s));
   }
-  if (Member(obj, "guided_grammar") != nullptr) {
-    return Bad("guided_grammar",
-               "guided_grammar (structured output) is not supported (guided_choice, guided_json, "
-               "guided_regex and json_object are)");
+  if (const Json* grammar = Member(obj, "guided_grammar"); grammar != nullptr) {
+    HR_RETURN_IF_ERROR(SetGuidedGrammar(*grammar, "guided_grammar", s));
   }
   const Json* choice = Member(obj, "guided_choice");
   std::string choice_path = "guided_choice";
@@ -131,10 +153,15 @@ absl::Status ParseStructuredOutput(const Json& obj, v1::SamplingParams& s) {
         HR_RETURN_IF_ERROR(SetGuidedRegex(value, "structured_outputs.regex", s));
         continue;
       }
+      if (key == "grammar") {
+        HR_RETURN_IF_ERROR(SetGuidedGrammar(value, "structured_outputs.grammar", s));
+        continue;
+      }
       if (key != "choice") {
         return Bad(absl::StrCat("structured_outputs.", key),
                    absl::StrCat("structured_outputs.", key,
-                                " is not supported (choice, json, regex and json_object are)"));
+                                " is not supported (choice, json, regex, grammar and json_object "
+                                "are)"));
       }
       if (choice != nullptr) {
         return Bad("structured_outputs",
@@ -189,7 +216,7 @@ absl::Status CheckBeamSearch(const ParsedRequest& out) {
            ? "tool_choice"
            : "response_format",
        !s.json_schema().empty() || s.json_object() || s.guided_choice_size() > 0 ||
-           !s.guided_regex().empty()},
+           !s.guided_regex().empty() || !s.guided_grammar().empty()},
   };
   for (const auto& [field, given] : refused) {
     if (given) {
@@ -862,11 +889,11 @@ absl::StatusOr<ParsedRequest> ParseChatObject(const Json& obj) {
     // The reply is the call: its schema is the constraint, so another one cannot also apply.
     const v1::SamplingParams& s = out.generate.sampling();
     if (!s.json_schema().empty() || s.json_object() || s.guided_choice_size() > 0 ||
-        !s.guided_regex().empty()) {
+        !s.guided_regex().empty() || !s.guided_grammar().empty()) {
       return Bad("tool_choice",
                  "tool_choice \"required\" or a named function constrains the reply to the "
                  "call; it cannot be combined with response_format, guided_json, guided_choice, "
-                 "guided_regex or structured_outputs");
+                 "guided_regex, guided_grammar or structured_outputs");
     }
     absl::StatusOr<std::string> schema = ToolChoiceSchema(tools.tools, tools.choice);
     if (!schema.ok()) return Bad("tools", std::string(schema.status().message()));

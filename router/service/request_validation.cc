@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "router/jinja/text.h"
+#include "worker/engine/ebnf_grammar.h"
 #include "worker/engine/json_schema.h"
 #include "worker/engine/regex_matcher.h"
 
@@ -226,11 +227,12 @@ absl::StatusOr<ValidatedRequest> ValidateGenerateRequest(const v1::GenerateReque
     }
   }
   if (int{s.guided_choice_size() > 0} + int{s.allowed_token_ids_size() > 0} + int{s.json_object()} +
-          int{!s.json_schema().empty()} + int{!s.guided_regex().empty()} >
+          int{!s.json_schema().empty()} + int{!s.guided_regex().empty()} +
+          int{!s.guided_grammar().empty()} >
       1) {
     return absl::InvalidArgumentError(
         "at most one of sampling.guided_choice, sampling.allowed_token_ids, sampling.json_object, "
-        "sampling.json_schema and sampling.guided_regex may be set");
+        "sampling.json_schema, sampling.guided_regex and sampling.guided_grammar may be set");
   }
   if (s.json_schema().size() > kMaxJsonSchemaBytes) {
     return absl::InvalidArgumentError(absl::StrCat("sampling.json_schema is ",
@@ -242,22 +244,34 @@ absl::StatusOr<ValidatedRequest> ValidateGenerateRequest(const v1::GenerateReque
                                                    s.guided_regex().size(), " bytes, at most ",
                                                    kMaxGuidedRegexBytes, " are accepted"));
   }
+  if (s.guided_grammar().size() > kMaxGuidedGrammarBytes) {
+    return absl::InvalidArgumentError(absl::StrCat("sampling.guided_grammar is ",
+                                                   s.guided_grammar().size(), " bytes, at most ",
+                                                   kMaxGuidedGrammarBytes, " are accepted"));
+  }
   if (!s.constraint_after().empty()) {
     if (s.constraint_after().size() > kMaxConstraintAfterBytes) {
       return absl::InvalidArgumentError(
           absl::StrCat("sampling.constraint_after is ", s.constraint_after().size(),
                        " bytes, at most ", kMaxConstraintAfterBytes, " are accepted"));
     }
-    if (!s.json_object() && s.json_schema().empty() && s.guided_regex().empty()) {
+    if (!s.json_object() && s.json_schema().empty() && s.guided_regex().empty() &&
+        s.guided_grammar().empty()) {
       return absl::InvalidArgumentError(
-          "sampling.constraint_after needs sampling.json_object, sampling.json_schema or "
-          "sampling.guided_regex (the constraint it delays)");
+          "sampling.constraint_after needs sampling.json_object, sampling.json_schema, "
+          "sampling.guided_regex or sampling.guided_grammar (the constraint it delays)");
     }
   }
   if (!s.guided_regex().empty()) {
     if (const auto regex = worker::CompileGuidedRegex(s.guided_regex()); !regex.ok()) {
       return absl::InvalidArgumentError(
           absl::StrCat("sampling.guided_regex: ", regex.status().message()));
+    }
+  }
+  if (!s.guided_grammar().empty()) {
+    if (const auto grammar = worker::EbnfGrammar::Compile(s.guided_grammar()); !grammar.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("sampling.guided_grammar: ", grammar.status().message()));
     }
   }
   if (!s.json_schema().empty()) {
@@ -315,6 +329,7 @@ absl::StatusOr<ValidatedRequest> ValidateGenerateRequest(const v1::GenerateReque
   w.set_json_object(s.json_object());
   w.set_json_schema(s.json_schema());
   w.set_regex(s.guided_regex());
+  w.set_grammar(s.guided_grammar());
   w.set_constraint_after(s.constraint_after());
   out.stop.assign(s.stop().begin(), s.stop().end());
   out.include_stop_str_in_output = s.include_stop_str_in_output();

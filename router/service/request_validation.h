@@ -22,9 +22,11 @@ inline constexpr int32_t kMaxLogprobs = 20;
 // Most guided_choice strings a request may give, and their most tokens in all.
 inline constexpr int32_t kMaxGuidedChoices = 256;
 inline constexpr int32_t kMaxGuidedChoiceTokens = 16384;
-// Largest sampling.json_schema and sampling.guided_regex accepted, in bytes.
+// Largest sampling.json_schema, sampling.guided_regex and sampling.guided_grammar accepted, in
+// bytes.
 inline constexpr size_t kMaxJsonSchemaBytes = 64 * 1024;
 inline constexpr size_t kMaxGuidedRegexBytes = 4 * 1024;
+inline constexpr size_t kMaxGuidedGrammarBytes = 64 * 1024;
 // sampling.constraint_after (a tag such as "</think>").
 inline constexpr size_t kMaxConstraintAfterBytes = 64;
 // sampling.bad_words: most token sequences (a word can give two) and their most tokens in all

@@ -8,7 +8,9 @@ response_format json_schema answers what pydantic (the client's parse()) and jso
 that
 function calling with a named function or "required" answers calls whose arguments jsonschema
 validates, that the Responses API answers what chat does (typed models, the stream accumulator), that vLLM's guided_choice (extra_body) answers one of the choices, that its
-guided_regex / structured_outputs.regex answer what Python's re.fullmatch matches, that embeddings
+guided_regex / structured_outputs.regex answer what Python's re.fullmatch matches, that its
+guided_grammar / structured_outputs.grammar (EBNF) answer sentences of the grammar (checked with
+an equivalent regular expression), that embeddings
 (base64, the client's default, and float) agree, and that a bad
 request surfaces as openai.BadRequestError naming the field.
 Exits non-zero with the failed check on stderr.
@@ -206,6 +208,36 @@ def check_guided_regex(client, model, messages):
               f"error does not say why: {error}")
 
 
+def check_guided_grammar(client, model, messages):
+    # One length per alternative: every sampled reply ends by itself.
+    answer = 'root ::= ("yes" | "no") "."'
+    sampled = client.completions.create(model=model, prompt="Sure?", max_tokens=16,
+                                        temperature=1.0, seed=3, n=6,
+                                        extra_body={"guided_grammar": answer})
+    for c in sampled.choices:
+        check(c.finish_reason == "stop", f"answer {c.text!r} ended by {c.finish_reason}")
+        check(c.text in ("yes.", "no."), f"answer {c.text!r} is not a sentence of {answer}")
+    # Rules, repetition and an open end (EOS is offered once the text is a sentence), in vLLM's
+    # newer spelling, in chat. The grammar's language is regular, so re.fullmatch checks it.
+    items = ('root ::= item ("," item){0,2}\n'
+             'item ::= "[" [a-c]{0,3} "]" | [0-9]{1,3}  # a list or a number')
+    same = r"(\[[a-c]{0,3}\]|[0-9]{1,3})(,(\[[a-c]{0,3}\]|[0-9]{1,3})){0,2}"
+    chat = client.chat.completions.create(
+        model=model, messages=messages, max_tokens=24, temperature=1.0, seed=11, n=6,
+        extra_body={"structured_outputs": {"grammar": items}})
+    finished = [c.message.content for c in chat.choices if c.finish_reason == "stop"]
+    check(len(finished) >= 2, f"only {len(finished)} of 6 item replies finished")
+    for text in finished:
+        check(re.fullmatch(same, text), f"item reply {text!r} is not a sentence of the grammar")
+    try:
+        client.completions.create(model=model, prompt="hi", max_tokens=8,
+                                  extra_body={"guided_grammar": 'root ::= "a" b'})
+        check(False, "a grammar with an undefined rule was accepted")
+    except openai.BadRequestError as error:
+        check("guided_grammar: EBNF parser error at line 1, column 14" in str(error)
+              and "is not defined" in str(error), f"error does not say why: {error}")
+
+
 def check_embeddings(client, model):
     """/v1/embeddings through the client: its default asks for base64 and decodes the bytes
     itself, which must give the float format's numbers (to float32 rounding of two runs), unit
@@ -372,6 +404,7 @@ def main():
     check(picked.choices[0].text in ("red", "green", "blue"), f"choice {picked.choices[0].text!r}")
 
     check_guided_regex(client, model, messages)
+    check_guided_grammar(client, model, messages)
     check_embeddings(client, model)
 
     try:

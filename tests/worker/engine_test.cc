@@ -588,7 +588,7 @@ TEST(EngineTest, JsonSchemaOutputsAreValidAgainstTheSchema) {
   bad.sampling.json_schema = R"({"type":"string"})";
   EXPECT_THAT(std::string((*engine)->AddRequest(bad).message()),
               HasSubstr("at most one of guided_choice, allowed_token_ids, json_object, "
-                        "json_schema and regex"));
+                        "json_schema, regex and grammar"));
 }
 
 // guided_regex on the byte vocabulary: a pattern with one length ends every sampled output by
@@ -648,15 +648,57 @@ TEST(EngineTest, GuidedRegexOutputsMatchThePattern) {
   EXPECT_EQ((*engine)->AddRequest(bad).message(), "regex: lookahead is not supported");
   bad.sampling.regex = "a";
   bad.sampling.json_object = true;
-  EXPECT_THAT(std::string((*engine)->AddRequest(bad).message()),
-              HasSubstr("at most one of guided_choice, allowed_token_ids, json_object, json_schema "
-                        "and regex"));
+  EXPECT_THAT(
+      std::string((*engine)->AddRequest(bad).message()),
+      HasSubstr("at most one of guided_choice, allowed_token_ids, json_object, json_schema, "
+                "regex and grammar"));
   auto no_vocabulary =
       Engine::Create(Fixture().config, Fixture().weights, DefaultOptions(), &backend);
   ASSERT_TRUE(no_vocabulary.ok());
   bad.sampling.json_object = false;
   EXPECT_THAT(std::string((*no_vocabulary)->AddRequest(bad).message()),
               HasSubstr("guided_regex needs the tokenizer's vocabulary"));
+}
+
+// guided_grammar on the byte vocabulary: sampled outputs are sentences of the grammar (checked
+// with an equivalent POSIX pattern: the language is regular), ending by themselves where nothing
+// can follow and by EOS where a sentence may go on.
+TEST(EngineTest, GuidedGrammarOutputsAreSentencesOfTheGrammar) {
+  const EngineOptions options = ByteVocabularyOptions(/*eos=*/255);
+  Request r = GreedyRequest(40);
+  r.sampling.grammar =
+      "root ::= pair (\",\" pair){0,2}\npair ::= key \"=\" value\nkey ::= [a-c]{1,2}\n"
+      "value ::= [0-9]+ | \"(\" [x-z]* \")\"";
+  r.sampling.logit_bias = {{255, 3.0f}};
+  const RunResult run = RunEngine(SampledCopies(r, 12), options);
+  int by_eos = 0;
+  for (int i = 1; i <= 12; ++i) {
+    std::string text = ByteText(run.tokens.at(i));
+    if (run.finish.at(i) == FinishReason::kLength) continue;
+    EXPECT_EQ(run.finish.at(i), FinishReason::kStop) << text;
+    if (!text.empty() && text.back() == '\xFF') {
+      text.pop_back();
+      ++by_eos;
+    }
+    EXPECT_TRUE(testdata::PosixFullMatch(
+        "[a-c]{1,2}=([0-9]+|[(][x-z]*[)])(,[a-c]{1,2}=([0-9]+|[(][x-z]*[)])){0,2}", text))
+        << text;
+  }
+  EXPECT_GT(by_eos, 0) << "EOS is offered where a sentence may go on";
+
+  CpuBackend backend(1);
+  auto engine = Engine::Create(Fixture().config, Fixture().weights, options, &backend);
+  ASSERT_TRUE(engine.ok());
+  Request bad = GreedyRequest(8);
+  bad.sampling.grammar = "root ::= \"a\" b";
+  EXPECT_EQ((*engine)->AddRequest(bad).message(),
+            "grammar: EBNF parser error at line 1, column 14: rule \"b\" is not defined");
+  auto no_vocabulary =
+      Engine::Create(Fixture().config, Fixture().weights, DefaultOptions(), &backend);
+  ASSERT_TRUE(no_vocabulary.ok());
+  bad.sampling.grammar = "root ::= \"a\"";
+  EXPECT_THAT(std::string((*no_vocabulary)->AddRequest(bad).message()),
+              HasSubstr("guided_grammar needs the tokenizer's vocabulary"));
 }
 
 // constraint_after (vLLM's reasoning-aware structured output): the output is free until it shows
@@ -738,7 +780,7 @@ TEST(EngineTest, AConstraintCanStartAfterATextInTheOutput) {
   Request bad = GreedyRequest(8);
   bad.sampling.constraint_after = "</think>";
   EXPECT_THAT(std::string((*engine)->AddRequest(bad).message()),
-              HasSubstr("constraint_after needs json_object, json_schema or regex"));
+              HasSubstr("constraint_after needs json_object, json_schema, regex or grammar"));
 }
 
 }  // namespace

@@ -30,12 +30,14 @@ typename ConstraintCompiler::Kept<T>::Result ConstraintCompiler::Kept<T>::Get(
 }
 
 absl::Status ConstraintCompiler::Compile(const SamplingParams& params, CompiledConstraints* out) {
-  if ((params.json_object || !params.json_schema.empty() || !params.regex.empty()) &&
+  if ((params.json_object || !params.json_schema.empty() || !params.regex.empty() ||
+       !params.grammar.empty()) &&
       vocabulary_ == nullptr) {
     return absl::InvalidArgumentError(absl::StrCat(
-        params.json_object      ? "response_format json_object"
-        : !params.regex.empty() ? "guided_regex"
-                                : "response_format json_schema",
+        params.json_object        ? "response_format json_object"
+        : !params.regex.empty()   ? "guided_regex"
+        : !params.grammar.empty() ? "guided_grammar"
+                                  : "response_format json_schema",
         " needs the tokenizer's vocabulary, and this worker has none (its model directory has no "
         "tokenizer.json)"));
   }
@@ -64,6 +66,20 @@ absl::Status ConstraintCompiler::Compile(const SamplingParams& params, CompiledC
         });
     if (!regex.ok()) return regex.status();
     out->regex = *std::move(regex);
+  }
+  if (!params.grammar.empty() && out->grammar == nullptr) {
+    Kept<SharedGrammar>::Result grammar =
+        grammars_.Get(params.grammar, [&]() -> Kept<SharedGrammar>::Result {
+          absl::StatusOr<std::shared_ptr<const EbnfGrammar>> compiled =
+              EbnfGrammar::Compile(params.grammar);
+          if (!compiled.ok()) {
+            return absl::InvalidArgumentError(
+                absl::StrCat("grammar: ", compiled.status().message()));
+          }
+          return std::make_shared<SharedGrammar>(*std::move(compiled), *vocabulary_);
+        });
+    if (!grammar.ok()) return grammar.status();
+    out->grammar = *std::move(grammar);
   }
   return absl::OkStatus();
 }

@@ -1,8 +1,8 @@
-// ConstraintCompiler: turns a request's json_schema and guided regex into what the engine steps
-// with (a compiled schema, a regex with its vocabulary grouped, and the token-list caches of
-// both), on the thread that submits the request rather than the engine thread. Grouping a 128k
-// vocabulary for a new pattern costs ~8 ms (docs/performance.md); done in the step loop, every
-// running request would wait for it.
+// ConstraintCompiler: turns a request's json_schema, guided regex and grammar into what the engine
+// steps with (a compiled schema, a regex with its vocabulary grouped, a grammar with its
+// vocabulary in a trie, and their token-list caches), on the thread that submits the request rather
+// than the engine thread. Grouping a 128k vocabulary for a new pattern costs ~8 ms
+// (docs/performance.md); done in the step loop, every running request would wait for it.
 //
 // Thread-safe. Schemas and patterns are kept by their text, shared by the requests that give the
 // same one (so are the token lists of their states: TokenMaskCache); one submitted by many
@@ -20,6 +20,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "worker/engine/grammar_tokens.h"
 #include "worker/engine/json_matcher.h"
 #include "worker/engine/json_schema.h"
 #include "worker/engine/regex_tokens.h"
@@ -55,6 +56,7 @@ class ConstraintCompiler {
   // Schemas and patterns compiled so far (a pattern's costs a pass over the vocabulary).
   [[nodiscard]] int64_t schema_builds() const { return schemas_.builds(); }
   [[nodiscard]] int64_t regex_builds() const { return regexes_.builds(); }
+  [[nodiscard]] int64_t grammar_builds() const { return grammars_.builds(); }
 
  private:
   // Values built from a text, each once, the last kMaxKept kept.
@@ -81,6 +83,7 @@ class ConstraintCompiler {
   const std::shared_ptr<const JsonVocabulary> vocabulary_;
   Kept<SharedJsonSchema> schemas_;
   Kept<SharedGuidedRegex> regexes_;
+  Kept<SharedGrammar> grammars_;
 };
 
 }  // namespace headroom::worker

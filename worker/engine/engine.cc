@@ -74,15 +74,17 @@ absl::Status ValidateSamplingParams(const SamplingParams& p, int64_t vocab_size)
     }
   }
   if (int{!p.guided_choice.empty()} + int{!p.allowed_token_ids.empty()} + int{p.json_object} +
-          int{!p.json_schema.empty()} + int{!p.regex.empty()} >
+          int{!p.json_schema.empty()} + int{!p.regex.empty()} + int{!p.grammar.empty()} >
       1) {
     return absl::InvalidArgumentError(
-        "at most one of guided_choice, allowed_token_ids, json_object, json_schema and regex may "
-        "be set");
+        "at most one of guided_choice, allowed_token_ids, json_object, json_schema, regex and "
+        "grammar may be set");
   }
-  if (!p.constraint_after.empty() && !p.json_object && p.json_schema.empty() && p.regex.empty()) {
+  if (!p.constraint_after.empty() && !p.json_object && p.json_schema.empty() && p.regex.empty() &&
+      p.grammar.empty()) {
     return absl::InvalidArgumentError(
-        "constraint_after needs json_object, json_schema or regex (the constraint it delays)");
+        "constraint_after needs json_object, json_schema, regex or grammar (the constraint it "
+        "delays)");
   }
   for (size_t i = 0; i < p.guided_choice.size(); ++i) {
     if (p.guided_choice[i].empty()) {
@@ -390,6 +392,8 @@ absl::Status Engine::Enqueue(Request request) {
                     .schema_matcher = std::nullopt,
                     .regex = nullptr,
                     .regex_matcher = std::nullopt,
+                    .grammar = nullptr,
+                    .grammar_matcher = std::nullopt,
                     .cached_allowed = nullptr,
                     .constraint_on = p.constraint_after.empty(),
                     .awaited_tail = {},
@@ -425,6 +429,10 @@ absl::Status Engine::Enqueue(Request request) {
     sampling.regex = request.constraints.regex;
     sampling.regex_matcher.emplace(&sampling.regex->regex);
   }
+  if (request.constraints.grammar != nullptr) {
+    sampling.grammar = request.constraints.grammar;
+    sampling.grammar_matcher.emplace(sampling.grammar->grammar);
+  }
   const RequestId id = request.id;
   HR_RETURN_IF_ERROR(scheduler_->AddRequest(std::move(request)));
   sampling_[id] = std::move(sampling);
@@ -454,6 +462,9 @@ bool Engine::AwaitConstraint(Sampling& s, int32_t token) const {
   }
   if (s.regex_matcher.has_value()) {
     return !s.regex_matcher->Feed(rest) || s.regex_matcher->Complete();
+  }
+  if (s.grammar_matcher.has_value()) {
+    return !s.grammar_matcher->Feed(rest) || s.grammar_matcher->Complete();
   }
   return false;
 }
@@ -519,6 +530,13 @@ absl::StatusOr<std::vector<StepToken>> Engine::Step() {
           s.regex->masks.Get(*s.regex_matcher, [this, &s](std::vector<int32_t>* list) {
             RegexAllowedTokens(*s.regex_matcher, s.regex->classes, *options_.json_vocabulary, list);
             AddEos(s.regex_matcher->CanEnd(), list);
+          });
+      allowed = s.cached_allowed.get();
+    } else if (s.grammar_matcher.has_value()) {
+      s.cached_allowed =
+          s.grammar->Allowed(*s.grammar_matcher, [this, &s](std::vector<int32_t>* list) {
+            GrammarAllowedTokens(*s.grammar_matcher, s.grammar->trie, list);
+            AddEos(s.grammar_matcher->CanEnd(), list);
           });
       allowed = s.cached_allowed.get();
     }
@@ -591,6 +609,8 @@ absl::StatusOr<std::vector<StepToken>> Engine::Step() {
       constraint_done_[i] = JsonDone(*s.schema_matcher, tokens_[i]) ? 1 : 0;
     } else if (s.regex_matcher.has_value()) {
       constraint_done_[i] = JsonDone(*s.regex_matcher, tokens_[i]) ? 1 : 0;
+    } else if (s.grammar_matcher.has_value()) {
+      constraint_done_[i] = JsonDone(*s.grammar_matcher, tokens_[i]) ? 1 : 0;
     }
   }
   const std::vector<TokenOutput> updates = scheduler_->Update(plan, tokens_, constraint_done_);

@@ -29,6 +29,7 @@
 #include "worker/backend/backend.h"
 #include "worker/comm/communicator.h"
 #include "worker/engine/constraint_compiler.h"
+#include "worker/engine/grammar_tokens.h"
 #include "worker/engine/group_message.h"
 #include "worker/engine/json_matcher.h"
 #include "worker/engine/json_schema.h"
@@ -182,9 +183,9 @@ class Engine {
   // slot that another adapter's requests in flight hold waits here until one frees (taken: OK;
   // counted as waiting), and may then be refused (TakeRefused).
   [[nodiscard]] absl::Status AddRequest(Request request);
-  // Compiles `request`'s json_schema and guided regex into request->constraints, refusing them as
-  // AddRequest would (INVALID_ARGUMENT with the reason). Thread-safe, unlike the rest of the
-  // engine: EngineLoop::Submit calls it on the submitting thread, so a new pattern's grouping
+  // Compiles `request`'s json_schema, guided regex and grammar into request->constraints, refusing
+  // them as AddRequest would (INVALID_ARGUMENT with the reason). Thread-safe, unlike the rest of
+  // the engine: EngineLoop::Submit calls it on the submitting thread, so a new pattern's grouping
   // (~8 ms on a 128k vocabulary) does not hold up the steps.
   [[nodiscard]] absl::Status CompileConstraints(Request* request) {
     return constraints_.Compile(request->sampling, &request->constraints);
@@ -265,8 +266,11 @@ class Engine {
     // regex: the pattern as requests share it, and where the output so far leaves its automaton.
     std::shared_ptr<SharedGuidedRegex> regex;
     std::optional<RegexMatcher> regex_matcher;
-    // JSON mode, json_schema and regex: this step's token list where it came from a cache (held:
-    // the shared cache may drop it while the step runs).
+    // grammar: the grammar as requests share it, and the output so far read against it.
+    std::shared_ptr<SharedGrammar> grammar;
+    std::optional<GrammarMatcher> grammar_matcher;
+    // JSON mode, json_schema, regex and grammar: this step's token list where it came from a cache
+    // (held: the shared cache may drop it while the step runs).
     TokenMaskCache<std::string>::List cached_allowed;
     // constraint_after: the constraint is off until the output shows that text; the output's last
     // bytes meanwhile (fewer than the text's), where it may have begun.
@@ -442,7 +446,8 @@ class Engine {
   std::vector<uint8_t> constraint_done_;
   // The request of each of input_.pooled_rows (valid during a step).
   std::vector<Sampling*> pooled_owner_;
-  // json_schema and guided regex, compiled (thread-safe: EngineLoop::Submit's callers use it).
+  // json_schema, guided regex and grammar, compiled (thread-safe: EngineLoop::Submit's callers use
+  // it).
   ConstraintCompiler constraints_;
   // JSON mode's token lists by state (JsonStepTokens), for all its requests (one grammar).
   TokenMaskCache<std::string> json_masks_;

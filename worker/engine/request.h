@@ -15,6 +15,7 @@ namespace headroom::worker {
 
 struct SharedJsonSchema;
 struct SharedGuidedRegex;
+struct SharedGrammar;
 
 // A request's constraints, compiled (ConstraintCompiler, worker/engine/constraint_compiler.h):
 // null where the request has none, or before they were compiled.
@@ -22,6 +23,7 @@ struct CompiledConstraints {
   // Their token-list caches are the engine thread's alone (not thread-safe).
   std::shared_ptr<SharedJsonSchema> schema;
   std::shared_ptr<SharedGuidedRegex> regex;
+  std::shared_ptr<SharedGrammar> grammar;
 };
 
 // One request is one sequence (n > 1 sampling would fork several).
@@ -75,8 +77,11 @@ struct SamplingParams {
   // vLLM's guided_regex: the output's text matches this pattern as a whole (worker/engine/
   // regex_matcher.h); the request stops once nothing can follow. Not with the four above.
   std::string regex;
-  // json_object, json_schema or regex applies only after the output's bytes contain this text (a
-  // thinking model's "</think>": it reasons freely, then answers in the format; vLLM's
+  // vLLM's guided_grammar: the output's text is a sentence of this EBNF grammar (worker/engine/
+  // ebnf_grammar.h); the request stops once nothing can follow. Not with the five above.
+  std::string grammar;
+  // json_object, json_schema, regex or grammar applies only after the output's bytes contain this
+  // text (a thinking model's "</think>": it reasons freely, then answers in the format; vLLM's
   // reasoning-aware structured output). Empty: from the first token.
   std::string constraint_after;
   // vLLM's prompt_logprobs: -1 off; otherwise every prompt token after the first gets its

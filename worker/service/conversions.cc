@@ -55,6 +55,7 @@ absl::StatusOr<Request> RequestFromProto(const v1::SubmitRequest& proto, Request
   out.json_object = in.json_object();
   out.json_schema = in.json_schema();
   out.regex = in.regex();
+  out.grammar = in.grammar();
   out.constraint_after = in.constraint_after();
   for (const v1::TokenSequence& choice : in.guided_choice()) {
     out.guided_choice.emplace_back(choice.ids().begin(), choice.ids().end());

@@ -138,8 +138,15 @@ TEST(OpenAiProtocolTest, BadCompletionBodies) {
        "must be an integer"},
       {R"({"prompt": "x", "echo": true, "truncate_prompt_tokens": 4})", "echo",
        "echo is not supported with truncate_prompt_tokens"},
-      {R"({"prompt": "x", "guided_grammar": "root ::= \"a\""})", "guided_grammar",
-       "guided_grammar (structured output) is not supported"},
+      {R"({"prompt": "x", "guided_grammar": "root ::= \"a\" b"})", "guided_grammar",
+       "guided_grammar: EBNF parser error at line 1, column 14: rule \"b\" is not defined"},
+      {R"({"prompt": "x", "guided_grammar": "start: \"a\""})", "guided_grammar",
+       "Lark grammars are not supported, write the grammar in EBNF (GBNF): root ::= ..."},
+      {R"({"prompt": "x", "guided_grammar": 5})", "guided_grammar",
+       "guided_grammar must be a string (an EBNF grammar), got number"},
+      {R"({"prompt": "x", "guided_grammar": "root ::= \"a\"",
+           "structured_outputs": {"grammar": "root ::= \"b\""}})",
+       "structured_outputs.grammar", "give one grammar"},
       {R"({"prompt": "x", "guided_regex": "(?=a)a"})", "guided_regex",
        "guided_regex: lookahead is not supported"},
       {R"({"prompt": "x", "guided_regex": 5})", "guided_regex",
@@ -163,7 +170,12 @@ TEST(OpenAiProtocolTest, BadCompletionBodies) {
        "structured_outputs.regex: the pattern needs more than 256 automaton states"},
       {R"({"prompt": "x", "structured_outputs": {"grammar": "root ::= x"}})",
        "structured_outputs.grammar",
-       "structured_outputs.grammar is not supported (choice, json, regex and json_object are)"},
+       "structured_outputs.grammar: EBNF parser error at line 1, column 10: rule \"x\" is not "
+       "defined"},
+      {R"({"prompt": "x", "structured_outputs": {"structural_tag": {}}})",
+       "structured_outputs.structural_tag",
+       "structured_outputs.structural_tag is not supported (choice, json, regex, grammar and "
+       "json_object are)"},
       {R"({"prompt": "x", "guided_choice": []})", "guided_choice",
        "guided_choice must be a non-empty array of strings"},
       {R"({"prompt": "x", "guided_choice": ["a", 2]})", "guided_choice[1]", "must be a string"},
@@ -761,6 +773,19 @@ TEST(OpenAiProtocolTest, GuidedRegexInEitherSpellingReachesTheSampling) {
           "structured_outputs": {"regex": "(yes|no)", "json": null}})j");
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->generate.sampling().guided_regex(), "(yes|no)");
+}
+
+// vLLM's two spellings of a grammar constraint reach sampling.guided_grammar as written.
+TEST(OpenAiProtocolTest, GuidedGrammarInEitherSpellingReachesTheSampling) {
+  absl::StatusOr<ParsedRequest> r = ParseCompletionRequest(
+      R"({"prompt": "x", "guided_grammar": "root ::= (\"yes\" | \"no\") \".\""})");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->generate.sampling().guided_grammar(), R"(root ::= ("yes" | "no") ".")");
+  r = ParseChatRequest(
+      R"j({"messages": [{"role": "user", "content": "hi"}],
+          "structured_outputs": {"grammar": "root ::= [0-9]+", "json": null}})j");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->generate.sampling().guided_grammar(), "root ::= [0-9]+");
 }
 
 TEST(OpenAiProtocolTest, ChatFieldsMapToGenerateRequest) {

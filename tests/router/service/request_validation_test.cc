@@ -262,7 +262,25 @@ TEST_F(RequestValidationTest, BadRequestsNameTheFieldAndTheNumbers) {
          r.mutable_sampling()->add_allowed_token_ids(3);
        },
        "at most one of sampling.guided_choice, sampling.allowed_token_ids, sampling.json_object, "
-       "sampling.json_schema and sampling.guided_regex may be set"},
+       "sampling.json_schema, sampling.guided_regex and sampling.guided_grammar may be set"},
+      {"guided_grammar with guided_regex",
+       [](v1::GenerateRequest& r) {
+         r.mutable_sampling()->set_guided_regex("a+");
+         r.mutable_sampling()->set_guided_grammar("root ::= \"a\"");
+       },
+       "at most one of"},
+      {"guided_grammar that does not parse",
+       [](v1::GenerateRequest& r) {
+         r.mutable_sampling()->set_guided_grammar("root ::= \"a\"\nitem ::= [0-9]{3,2}");
+       },
+       "sampling.guided_grammar: EBNF parser error at line 2, column 15: the repetition {3,2} has "
+       "its upper bound below its lower bound"},
+      {"guided_grammar too long",
+       [](v1::GenerateRequest& r) {
+         r.mutable_sampling()->set_guided_grammar(
+             absl::StrCat("root ::= \"", std::string(kMaxGuidedGrammarBytes, 'a'), "\""));
+       },
+       "sampling.guided_grammar is 65547 bytes, at most 65536 are accepted"},
       {"guided_regex with json_schema",
        [](v1::GenerateRequest& r) {
          r.mutable_sampling()->set_json_schema(R"({"type":"string"})");
@@ -274,8 +292,8 @@ TEST_F(RequestValidationTest, BadRequestsNameTheFieldAndTheNumbers) {
        "sampling.guided_regex: word boundaries (\\b) are not supported"},
       {"constraint_after without a constraint",
        [](v1::GenerateRequest& r) { r.mutable_sampling()->set_constraint_after("</think>"); },
-       "sampling.constraint_after needs sampling.json_object, sampling.json_schema or "
-       "sampling.guided_regex"},
+       "sampling.constraint_after needs sampling.json_object, sampling.json_schema, "
+       "sampling.guided_regex or sampling.guided_grammar"},
       {"constraint_after too long",
        [](v1::GenerateRequest& r) {
          r.mutable_sampling()->set_json_object(true);
