@@ -5,9 +5,10 @@
 // first byte), and inside a number; and the same for json_schema (JsonSchemaMatcher, a pydantic-
 // shaped schema) where a key starts, inside a free string, where an anyOf value starts, inside an
 // enum value, inside a number and inside a date-time (a pattern); and for guided_regex
-// (RegexMatcher) inside free text, an e-mail address and a phone number; and whole documents
-// stepped as the engine steps them, with and without its per-state TokenMaskCache. Results:
-// docs/performance.md.
+// (RegexMatcher) inside free text, an e-mail address and a phone number; for guided_grammar
+// (GrammarMatcher through its vocabulary trie) in the same JSON states under a JSON grammar and in
+// free text; and whole documents stepped as the engine steps them, with and without its per-state
+// TokenMaskCache. Results: docs/performance.md.
 //   build/main/bench/json_mode_bench
 // Fixtures are read from $HEADROOM_SOURCE_DIR/tests/router/tokenizer/fixtures (default: the source
 // tree this binary was built from); pointing it at a tree whose llama3/tokenizer.json is a real
@@ -21,6 +22,7 @@
 
 #include "benchmark/benchmark.h"
 #include "router/tokenizer/tokenizer.h"
+#include "worker/engine/grammar_tokens.h"
 #include "worker/engine/json_matcher.h"
 #include "worker/engine/json_schema.h"
 #include "worker/engine/regex_tokens.h"
@@ -286,6 +288,101 @@ void BM_RegexCachedAllowedTokens(benchmark::State& state) {
   state.counters["allowed"] = static_cast<double>(allowed);
 }
 BENCHMARK(BM_RegexCachedAllowedTokens)->Unit(benchmark::kMicrosecond);
+
+// guided_grammar: a JSON grammar (strings without escapes, integers) and a sentence grammar.
+constexpr char kJsonGrammar[] = R"(root ::= value
+value ::= object | array | string | number | "true" | "false" | "null"
+object ::= "{" ws (pair ("," ws pair)*)? "}"
+pair ::= string ws ":" ws value ws
+array ::= "[" ws (value ws ("," ws value ws)*)? "]"
+string ::= "\"" [^"\\]* "\""
+number ::= "-"? [0-9]+
+ws ::= [ ]?)";
+constexpr char kSentenceGrammar[] = R"(root ::= [A-Za-z ,']+ ".")";
+
+// One step's list computed by walking the trie (no cache), after `prefix`.
+void BM_GrammarAllowedTokens(benchmark::State& state, const std::string& vocabulary,
+                             const char* ebnf, const std::string& prefix) {
+  const JsonVocabulary& table = Vocabulary(vocabulary);
+  const auto grammar = EbnfGrammar::Compile(ebnf);
+  if (!grammar.ok()) std::abort();
+  const GrammarTokenTrie trie(**grammar, table);
+  GrammarMatcher matcher(*grammar);
+  if (!matcher.Feed(prefix)) std::abort();
+  std::vector<int32_t> allowed;
+  for (auto _ : state) {
+    GrammarAllowedTokens(matcher, trie, &allowed);
+    benchmark::DoNotOptimize(allowed.data());
+  }
+  state.counters["allowed"] = static_cast<double>(allowed.size());
+  state.counters["trie_nodes"] = static_cast<double>(trie.nodes().size());
+}
+BENCHMARK_CAPTURE(BM_GrammarAllowedTokens, llama3x100_json_in_string, "llama3x100", kJsonGrammar,
+                  R"({"name": "Ad)")
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_GrammarAllowedTokens, llama3x100_json_value_start, "llama3x100", kJsonGrammar,
+                  R"({"name": )")
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_GrammarAllowedTokens, llama3x100_json_in_number, "llama3x100", kJsonGrammar,
+                  R"({"age": 4)")
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_GrammarAllowedTokens, llama3x100_free_text, "llama3x100", kSentenceGrammar,
+                  "Hello wor")
+    ->Unit(benchmark::kMicrosecond);
+
+// Building the trie: once per grammar text, when a request first gives it.
+void BM_GrammarTrieBuild(benchmark::State& state, const std::string& vocabulary) {
+  const auto grammar = EbnfGrammar::Compile(kJsonGrammar);
+  if (!grammar.ok()) std::abort();
+  const JsonVocabulary& table = Vocabulary(vocabulary);
+  for (auto _ : state) {
+    const GrammarTokenTrie trie(**grammar, table);
+    benchmark::DoNotOptimize(trie.nodes().data());
+  }
+}
+BENCHMARK_CAPTURE(BM_GrammarTrieBuild, llama3x100, "llama3x100")->Unit(benchmark::kMillisecond);
+
+// A JSON document under the JSON grammar, token by token, as the engine steps it: `cached` keeps
+// a SharedGrammar across documents (after the first, every state is a hit), else each step walks
+// the trie.
+constexpr char kGrammarDocument[] =
+    R"({"name": "Ada Lovelace", "age": 36, "address": {"city": "London", "zip": "W1J 6BD"}, )"
+    R"("tags": ["mathematics", "poetry", "engines"], "answer": true})";
+
+void BM_GrammarDocument(benchmark::State& state, const std::string& vocabulary, bool cached) {
+  const JsonVocabulary& table = Vocabulary(vocabulary);
+  const absl::StatusOr<std::vector<int32_t>> tokens =
+      TokenizerFor(vocabulary).Encode(kGrammarDocument);
+  const auto grammar = EbnfGrammar::Compile(kJsonGrammar);
+  if (!tokens.ok() || !grammar.ok()) std::abort();
+  SharedGrammar shared(*grammar, table);
+  std::vector<int32_t> scratch;
+  for (auto _ : state) {
+    GrammarMatcher matcher(*grammar);
+    for (const int32_t token : *tokens) {
+      if (cached) {
+        const auto list = shared.Allowed(matcher, [&](std::vector<int32_t>* out) {
+          GrammarAllowedTokens(matcher, shared.trie, out);
+        });
+        benchmark::DoNotOptimize(list->data());
+      } else {
+        GrammarAllowedTokens(matcher, shared.trie, &scratch);
+        benchmark::DoNotOptimize(scratch.data());
+      }
+      if (!matcher.Feed(table.token_bytes()[static_cast<size_t>(token)])) std::abort();
+    }
+    if (!matcher.CanEnd()) std::abort();
+  }
+  const auto n = static_cast<double>(tokens->size());
+  state.counters["tokens"] = n;
+  state.counters["per_token"] = benchmark::Counter(
+      n, benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+  state.counters["misses"] = benchmark::Counter(static_cast<double>(shared.masks.misses()),
+                                                benchmark::Counter::kAvgIterations);
+}
+BENCHMARK_CAPTURE(BM_GrammarDocument, llama3_each_step, "llama3", false)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_GrammarDocument, llama3_cached, "llama3", true)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace headroom::worker

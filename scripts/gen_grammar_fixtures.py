@@ -45,6 +45,8 @@ import transformers
 import xgrammar as xgr
 from xgrammar import testing as xgr_testing
 
+import text_mutation
+
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 OUT = os.path.join(ROOT, "tests", "worker", "fixtures", "grammar.json")
 TOKENIZERS = os.path.join(ROOT, "tests", "router", "tokenizer", "fixtures")
@@ -519,19 +521,6 @@ def random_sentences(rng, ebnf, count):
     return out
 
 
-def mutate(rng, data, units):
-    """`data` with a byte dropped, a byte replaced by a unit, or a unit inserted."""
-    i = rng.randint(0, len(data))
-    change = rng.randrange(3)
-    if change == 0 and data:
-        i = min(i, len(data) - 1)
-        return data[:i] + data[i + 1:]
-    if change == 1 and data:
-        i = min(i, len(data) - 1)
-        return data[:i] + rng.choice(units) + data[i + 1:]
-    return data[:i] + rng.choice(units) + data[i:]
-
-
 # --- labelling with xgrammar ---
 
 EMPTY_COMPILER = xgr.GrammarCompiler(xgr.TokenizerInfo([]), cache_enabled=False)
@@ -590,7 +579,7 @@ def build_grammars(rng):
             attempts += 1
             data = rng.choice(seeds)
             for _ in range(rng.randint(1, 2)):
-                data = mutate(rng, data, units)
+                data = text_mutation.mutate(rng, data, units)
             inputs[data] = None
         cases = []
         for data in list(inputs)[:MAX_CASES]:

@@ -411,7 +411,7 @@ class Parser {
     const auto lead = static_cast<uint8_t>(c);
     const size_t length = lead < 0x80 ? 1 : lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : 2;
     if (pos_ + length > text_.size()) return Error(pos_, "the grammar ends inside a character");
-    uint32_t cp = length == 1 ? lead : lead & (0x7F >> length);
+    uint32_t cp = length == 1 ? uint32_t{lead} : uint32_t{lead} & (0x7Fu >> length);
     for (size_t i = 1; i < length; ++i) {
       cp = (cp << 6) | (static_cast<uint8_t>(text_[pos_ + i]) & 0x3F);
     }
