@@ -212,6 +212,10 @@ TEST(GrammarTest, RefusalsSayWhatAndWhere) {
   EXPECT_EQ(Message("root ::= [z-a]"),
             "EBNF parser error at line 1, column 11: the range ends (U+0061) below where it "
             "starts (U+007A)");
+  EXPECT_EQ(Message("root ::= \"a\xFF\""),
+            "EBNF parser error at line 1, column 12: the grammar is not valid UTF-8 here");
+  EXPECT_EQ(Message("root ::= [\xC3]"),
+            "EBNF parser error at line 1, column 12: the grammar is not valid UTF-8 here");
   EXPECT_EQ(Message("root ::= \"a\" | "),
             "EBNF parser error at line 1, column 16: an alternative is empty (write \"\" for the "
             "empty text)");

@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "worker/engine/regex_matcher.h"
 
 namespace headroom::worker {
@@ -29,6 +30,22 @@ typename ConstraintCompiler::Kept<T>::Result ConstraintCompiler::Kept<T>::Get(
   return entry->result;
 }
 
+template <typename T, typename CompileText, typename Share>
+absl::Status ConstraintCompiler::Build(Kept<T>& kept, const std::string& text, const char* what,
+                                       CompileText compile, Share share, std::shared_ptr<T>* out) {
+  if (text.empty() || *out != nullptr) return absl::OkStatus();
+  typename Kept<T>::Result built = kept.Get(text, [&]() -> typename Kept<T>::Result {
+    auto compiled = compile(text);
+    if (!compiled.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(what, ": ", compiled.status().message()));
+    }
+    return share(*std::move(compiled));
+  });
+  if (!built.ok()) return built.status();
+  *out = *std::move(built);
+  return absl::OkStatus();
+}
+
 absl::Status ConstraintCompiler::Compile(const SamplingParams& params, CompiledConstraints* out) {
   if ((params.json_object || !params.json_schema.empty() || !params.regex.empty() ||
        !params.grammar.empty()) &&
@@ -41,46 +58,22 @@ absl::Status ConstraintCompiler::Compile(const SamplingParams& params, CompiledC
         " needs the tokenizer's vocabulary, and this worker has none (its model directory has no "
         "tokenizer.json)"));
   }
-  if (!params.json_schema.empty() && out->schema == nullptr) {
-    Kept<SharedJsonSchema>::Result schema =
-        schemas_.Get(params.json_schema, [&]() -> Kept<SharedJsonSchema>::Result {
-          absl::StatusOr<std::shared_ptr<const JsonSchema>> compiled =
-              JsonSchema::Compile(params.json_schema);
-          if (!compiled.ok()) {
-            return absl::InvalidArgumentError(
-                absl::StrCat("json_schema: ", compiled.status().message()));
-          }
-          return std::make_shared<SharedJsonSchema>(*std::move(compiled));
-        });
-    if (!schema.ok()) return schema.status();
-    out->schema = *std::move(schema);
-  }
-  if (!params.regex.empty() && out->regex == nullptr) {
-    Kept<SharedGuidedRegex>::Result regex =
-        regexes_.Get(params.regex, [&]() -> Kept<SharedGuidedRegex>::Result {
-          absl::StatusOr<JsonRegex> compiled = CompileGuidedRegex(params.regex);
-          if (!compiled.ok()) {
-            return absl::InvalidArgumentError(absl::StrCat("regex: ", compiled.status().message()));
-          }
-          return std::make_shared<SharedGuidedRegex>(*std::move(compiled), *vocabulary_);
-        });
-    if (!regex.ok()) return regex.status();
-    out->regex = *std::move(regex);
-  }
-  if (!params.grammar.empty() && out->grammar == nullptr) {
-    Kept<SharedGrammar>::Result grammar =
-        grammars_.Get(params.grammar, [&]() -> Kept<SharedGrammar>::Result {
-          absl::StatusOr<std::shared_ptr<const EbnfGrammar>> compiled =
-              EbnfGrammar::Compile(params.grammar);
-          if (!compiled.ok()) {
-            return absl::InvalidArgumentError(
-                absl::StrCat("grammar: ", compiled.status().message()));
-          }
-          return std::make_shared<SharedGrammar>(*std::move(compiled), *vocabulary_);
-        });
-    if (!grammar.ok()) return grammar.status();
-    out->grammar = *std::move(grammar);
-  }
+  HR_RETURN_IF_ERROR(Build(
+      schemas_, params.json_schema, "json_schema",
+      [](const std::string& text) { return JsonSchema::Compile(text); },
+      [](std::shared_ptr<const JsonSchema> c) { return std::make_shared<SharedJsonSchema>(c); },
+      &out->schema));
+  HR_RETURN_IF_ERROR(Build(
+      regexes_, params.regex, "regex", CompileGuidedRegex,
+      [&](JsonRegex c) { return std::make_shared<SharedGuidedRegex>(std::move(c), *vocabulary_); },
+      &out->regex));
+  HR_RETURN_IF_ERROR(Build(
+      grammars_, params.grammar, "grammar",
+      [](const std::string& text) { return EbnfGrammar::Compile(text); },
+      [&](std::shared_ptr<const EbnfGrammar> c) {
+        return std::make_shared<SharedGrammar>(std::move(c), *vocabulary_);
+      },
+      &out->grammar));
   return absl::OkStatus();
 }
 

@@ -80,6 +80,13 @@ class ConstraintCompiler {
     int64_t builds_ = 0;                                                // guarded by mu_
   };
 
+  // Fills *out, where `text` is given and *out is still null, with what `kept` holds for the text,
+  // built on first use as share(compile(text)); a text that does not compile is
+  // INVALID_ARGUMENT "<what>: <reason>".
+  template <typename T, typename CompileText, typename Share>
+  absl::Status Build(Kept<T>& kept, const std::string& text, const char* what, CompileText compile,
+                     Share share, std::shared_ptr<T>* out);
+
   const std::shared_ptr<const JsonVocabulary> vocabulary_;
   Kept<SharedJsonSchema> schemas_;
   Kept<SharedGuidedRegex> regexes_;

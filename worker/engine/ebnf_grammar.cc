@@ -9,6 +9,8 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "worker/engine/json_lexer.h"
+#include "worker/engine/utf8_reader.h"
 
 namespace headroom::worker {
 namespace {
@@ -51,13 +53,6 @@ bool IsNameStart(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || c == '-' || c == '.';
 }
 bool IsNameChar(char c) { return IsNameStart(c) || (c >= '0' && c <= '9'); }
-
-int HexValue(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
 
 // U+0041.
 std::string CodePointName(uint32_t cp) {
@@ -329,13 +324,9 @@ class Parser {
       }
       const char c = text_[pos_];
       if (c == '"') break;
-      if (c == '\\') {
-        HR_ASSIGN_OR_RETURN(const uint32_t cp, ParseEscape(/*in_class=*/false));
-        AppendUtf8(cp, &bytes);
-      } else {
-        bytes.push_back(c);
-        ++pos_;
-      }
+      HR_ASSIGN_OR_RETURN(const uint32_t cp,
+                          c == '\\' ? ParseEscape(/*in_class=*/false) : ParseRawCharacter());
+      AppendUtf8(cp, &bytes);
     }
     ++pos_;
     return bytes;
@@ -377,8 +368,10 @@ class Parser {
         const size_t digits = c == 'u' ? 4 : c == 'U' ? 8 : 0;  // 0: as many as there are
         uint64_t value = 0;
         size_t n = 0;
-        while (pos_ < text_.size() && HexValue(text_[pos_]) >= 0 && (digits == 0 || n < digits)) {
-          value = value * 16 + static_cast<uint64_t>(HexValue(text_[pos_]));
+        while (pos_ < text_.size() && (digits == 0 || n < digits)) {
+          const int digit = json_lexer_internal::HexValue(static_cast<uint8_t>(text_[pos_]));
+          if (digit < 0) break;
+          value = value * 16 + static_cast<uint64_t>(digit);
           if (value > kMaxCodePoint) {
             return Error(at, absl::StrCat("the escape \\", std::string(1, c),
                                           " writes a code point above U+10FFFF"));
@@ -404,19 +397,28 @@ class Parser {
     }
   }
 
-  // One character of a class (raw UTF-8 or an escape).
-  absl::StatusOr<uint32_t> ParseClassCharacter() {
-    const char c = text_[pos_];
-    if (c == '\\') return ParseEscape(/*in_class=*/true);
-    const auto lead = static_cast<uint8_t>(c);
-    const size_t length = lead < 0x80 ? 1 : lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : 2;
-    if (pos_ + length > text_.size()) return Error(pos_, "the grammar ends inside a character");
-    uint32_t cp = length == 1 ? uint32_t{lead} : uint32_t{lead} & (0x7Fu >> length);
-    for (size_t i = 1; i < length; ++i) {
-      cp = (cp << 6) | (static_cast<uint8_t>(text_[pos_ + i]) & 0x3F);
+  // One character written as itself, read with the matchers' UTF-8 reader: text that is not
+  // well-formed UTF-8 is refused here rather than turned into bytes no character has.
+  absl::StatusOr<uint32_t> ParseRawCharacter() {
+    Utf8Reader reader;
+    for (size_t i = pos_; i < text_.size(); ++i) {
+      switch (reader.Feed(static_cast<uint8_t>(text_[i]))) {
+        case Utf8Reader::Step::kRefused:
+          return Error(i, "the grammar is not valid UTF-8 here");
+        case Utf8Reader::Step::kPartial:
+          continue;
+        case Utf8Reader::Step::kCharacter:
+          pos_ = i + 1;
+          return reader.code_point();
+      }
     }
-    pos_ += length;
-    return cp;
+    return Error(pos_, "the grammar ends inside a character");
+  }
+
+  // One character of a class (written as itself or an escape).
+  absl::StatusOr<uint32_t> ParseClassCharacter() {
+    if (text_[pos_] == '\\') return ParseEscape(/*in_class=*/true);
+    return ParseRawCharacter();
   }
 
   absl::StatusOr<std::vector<CodePointRange>> ParseClass() {

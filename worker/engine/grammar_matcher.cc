@@ -138,7 +138,7 @@ bool GrammarMatcher::Complete() const {
 
 bool GrammarMatcher::AppendStateKey(GrammarStateIds& ids, std::string* key) {
   const size_t num_sets = set_start_.size() - 1;
-  std::vector<std::pair<int32_t, int32_t>> live;
+  std::vector<std::pair<int32_t, int32_t>>& live = scratch_live_;
   for (int restarts = 0; set_ids_.size() < num_sets || ids_generation_ != ids.generation();) {
     if (ids_generation_ != ids.generation()) {
       // The ids started over (or were never taken): every set's id is taken again.

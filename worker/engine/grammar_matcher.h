@@ -18,6 +18,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -88,6 +89,8 @@ class GrammarMatcher {
   // AppendStateKey: the id of each set so far, under ids_generation_.
   std::vector<int32_t> set_ids_;
   int64_t ids_generation_ = -1;
+  // AppendStateKey's buffers for one set: its live items (position, origin's id) and their key.
+  std::vector<std::pair<int32_t, int32_t>> scratch_live_;
   std::string scratch_key_;
 };
 

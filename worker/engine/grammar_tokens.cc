@@ -57,7 +57,7 @@ GrammarTokenTrie::GrammarTokenTrie(const EbnfGrammar& grammar, const JsonVocabul
     for (size_t depth = common; depth < classes.size(); ++depth) {
       path.push_back(static_cast<int32_t>(nodes_.size()));
       nodes_.push_back({.byte = representative[static_cast<uint8_t>(classes[depth])],
-                        .depth = static_cast<uint16_t>(std::min<size_t>(depth + 1, UINT16_MAX)),
+                        .depth = static_cast<int32_t>(depth + 1),
                         .subtree_end = 0,
                         .first_token = static_cast<int32_t>(token_ids_.size()),
                         .end_token = static_cast<int32_t>(token_ids_.size())});
@@ -82,7 +82,7 @@ void GrammarAllowedTokens(GrammarMatcher& matcher, const GrammarTokenTrie& trie,
   const std::vector<int32_t>& ids = trie.token_ids();
   for (size_t i = 0; i < nodes.size();) {
     const GrammarTokenTrie::Node& node = nodes[i];
-    matcher.Truncate(base + node.depth - 1);
+    matcher.Truncate(base + static_cast<size_t>(node.depth) - 1);
     if (!matcher.Feed(node.byte)) {
       i = static_cast<size_t>(node.subtree_end);
       continue;

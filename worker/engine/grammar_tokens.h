@@ -31,7 +31,7 @@ class GrammarTokenTrie {
   // after it up to subtree_end.
   struct Node {
     uint8_t byte;  // one byte of the node's class: all read alike
-    uint16_t depth;
+    int32_t depth;
     int32_t subtree_end;
     int32_t first_token;  // its tokens: token_ids()[first_token, end_token)
     int32_t end_token;
