@@ -1,6 +1,7 @@
-// libFuzzer target for JSON Schema and guided-regex constrained decoding (worker/engine/
-// json_schema.h, regex_matcher.h). Input: a schema's text (or 0x01 and a regex), a 0 byte, then
-// bytes to feed. Besides crashes, hangs and sanitizer reports it checks:
+// libFuzzer target for JSON Schema, guided-regex and EBNF-grammar constrained decoding
+// (worker/engine/json_schema.h, regex_matcher.h, ebnf_grammar.h). Input: a schema's text (or
+// 0x01 and a regex, or 0x02 and a grammar), a 0 byte, then bytes to feed. Besides crashes, hangs
+// and sanitizer reports it checks:
 //   - Compile never fails with anything but InvalidArgument;
 //   - the matcher never dead-ends: after every prefix it accepted, some byte is accepted or the
 //     answer may end there (Complete / CanEnd);
@@ -10,7 +11,12 @@
 //   - JsonAllowedTokens over a byte vocabulary agrees with trying each byte on a copy, and for a
 //     regex RegexAllowedTokens (tokens grouped by character classes) agrees with it;
 //   - for a schema, two prefixes with the same state key (what the engine caches token lists by)
-//     accept the same bytes and may end alike.
+//     accept the same bytes and may end alike;
+//   - for a grammar: GrammarAllowedTokens (a walk of the vocabulary's trie) gives the tokens
+//     trying each one gives, over the bytes and over the word vocabulary; equal state keys accept
+//     the same bytes and may end alike; Truncate to half the text and feeding the rest again
+//     comes back to the same state key. Whether a text the grammar may end on is a sentence has
+//     no second implementation here: tests/worker/grammar_test.cc checks that against xgrammar.
 #include <algorithm>
 #include <bitset>
 #include <cstdint>
@@ -22,6 +28,9 @@
 #include <vector>
 
 #include "tests/worker/json_text.h"
+#include "worker/engine/ebnf_grammar.h"
+#include "worker/engine/grammar_matcher.h"
+#include "worker/engine/grammar_tokens.h"
 #include "worker/engine/json_matcher.h"
 #include "worker/engine/json_schema.h"
 #include "worker/engine/regex_matcher.h"
@@ -29,6 +38,10 @@
 
 namespace {
 
+using headroom::worker::EbnfGrammar;
+using headroom::worker::GrammarMatcher;
+using headroom::worker::GrammarStateIds;
+using headroom::worker::GrammarTokenTrie;
 using headroom::worker::JsonAllowedTokens;
 using headroom::worker::JsonSchema;
 using headroom::worker::JsonSchemaMatcher;
@@ -70,22 +83,24 @@ const JsonVocabulary& Words() {
 }
 
 // Feeds `feed` to `matcher` byte by byte, checking the properties above at every step;
-// `whole(text)` says whether a text the matcher may end on is a whole answer, and `step(matcher,
-// text)` checks more in each state.
-template <typename Matcher, typename Whole, typename Step>
-void Walk(Matcher matcher, std::string_view feed, Whole whole, Step step) {
+// `allowed_bytes(matcher, &ids)` lists the bytes (as ids of Bytes()) the matcher's own token
+// lister allows, `whole(text)` says whether a text the matcher may end on is a whole answer, and
+// `step(matcher, text)` checks more in each state.
+template <typename Matcher, typename AllowedBytes, typename Whole, typename Step>
+void Walk(Matcher matcher, std::string_view feed, AllowedBytes allowed_bytes, Whole whole,
+          Step step) {
   std::string text;
   std::vector<int32_t> allowed;
   for (const char c : feed) {
     step(matcher, text);
-    JsonAllowedTokens(matcher, Bytes(), &allowed);
+    allowed_bytes(matcher, &allowed);
     std::vector<bool> by_index(256, false);
     for (const int32_t id : allowed) by_index[static_cast<size_t>(id)] = true;
     bool any = false;
     for (int b = 0; b < 256; ++b) {
       Matcher next = matcher;
       const bool accepted = next.Feed(static_cast<uint8_t>(b));
-      if (accepted != by_index[static_cast<size_t>(b)]) Fail("JsonAllowedTokens disagrees", text);
+      if (accepted != by_index[static_cast<size_t>(b)]) Fail("the allowed bytes disagree", text);
       any = any || accepted;
     }
     if (matcher.Complete()) {
@@ -100,17 +115,105 @@ void Walk(Matcher matcher, std::string_view feed, Whole whole, Step step) {
   }
 }
 
+// The JSON and regex matchers' token lister over the bytes.
+template <typename Matcher>
+void JsonAllowedBytes(const Matcher& matcher, std::vector<int32_t>* allowed) {
+  JsonAllowedTokens(matcher, Bytes(), allowed);
+}
+
+// What `matcher` accepts next: the 256 bytes, then Complete and CanEnd.
+template <typename Matcher>
+std::bitset<258> Accepts(const Matcher& matcher) {
+  std::bitset<258> accepts;
+  for (int b = 0; b < 256; ++b) {
+    Matcher next = matcher;
+    accepts[static_cast<size_t>(b)] = next.Feed(static_cast<uint8_t>(b));
+  }
+  accepts[256] = matcher.Complete();
+  accepts[257] = matcher.CanEnd();
+  return accepts;
+}
+
+// Fails unless `lister` gives the tokens of `vocabulary` that feeding each to a copy of `matcher`
+// accepts.
+template <typename Lister>
+void CheckTokenList(const GrammarMatcher& matcher, const JsonVocabulary& vocabulary, Lister lister,
+                    const std::string& text) {
+  std::vector<int32_t> listed;
+  lister(&listed);
+  std::sort(listed.begin(), listed.end());
+  std::vector<int32_t> tried;
+  const std::vector<std::string>& tokens = vocabulary.token_bytes();
+  for (size_t id = 0; id < tokens.size(); ++id) {
+    GrammarMatcher next = matcher;
+    if (next.Feed(tokens[id])) tried.push_back(static_cast<int32_t>(id));
+  }
+  if (listed != tried) Fail("GrammarAllowedTokens disagrees with trying each token", text);
+}
+
+void FuzzGrammar(std::string_view spec, std::string_view feed) {
+  const auto grammar = EbnfGrammar::Compile(spec);
+  if (!grammar.ok()) {
+    if (grammar.status().code() != absl::StatusCode::kInvalidArgument) {
+      Fail("a grammar compile error that is not InvalidArgument", spec);
+    }
+    return;
+  }
+  const GrammarTokenTrie byte_trie(**grammar, Bytes());
+  const GrammarTokenTrie word_trie(**grammar, Words());
+  GrammarStateIds ids;
+  std::unordered_map<std::string, std::bitset<258>> by_key;
+  Walk(
+      GrammarMatcher(*grammar), feed,
+      [&](const GrammarMatcher& matcher, std::vector<int32_t>* allowed) {
+        GrammarMatcher copy = matcher;
+        headroom::worker::GrammarAllowedTokens(copy, byte_trie, allowed);
+        if (copy.length() != matcher.length()) Fail("GrammarAllowedTokens moved the matcher", "");
+      },
+      [](const std::string&) { return true; },
+      [&](const GrammarMatcher& matcher, const std::string& text) {
+        GrammarMatcher copy = matcher;
+        CheckTokenList(
+            matcher, Words(),
+            [&](std::vector<int32_t>* listed) {
+              headroom::worker::GrammarAllowedTokens(copy, word_trie, listed);
+            },
+            text);
+        std::string key;
+        if (!copy.AppendStateKey(ids, &key)) return;
+        const std::bitset<258> accepts = Accepts(matcher);
+        const auto [it, added] = by_key.emplace(key, accepts);
+        if (!added && it->second != accepts) Fail("two grammar states with one key differ", text);
+        // Back to half the text, then the rest again: the same state.
+        GrammarMatcher again = matcher;
+        again.Truncate(text.size() / 2);
+        if (!again.Feed(std::string_view(text).substr(text.size() / 2))) {
+          Fail("a text refused after Truncate", text);
+        }
+        std::string key_again;
+        if (again.AppendStateKey(ids, &key_again) && key_again != key) {
+          Fail("Truncate and feeding again changed the state key", text);
+        }
+      });
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view input(reinterpret_cast<const char*>(data), size);
-  // A leading 0x01 byte: the part before the 0 byte is a guided regex, not a schema.
-  const bool regex_mode = !input.empty() && input[0] == '\x01';
-  if (regex_mode) input.remove_prefix(1);
+  // A leading 0x01 byte: the part before the 0 byte is a guided regex, not a schema; 0x02: an
+  // EBNF grammar.
+  const char mode = input.empty() ? '\0' : input[0];
+  const bool regex_mode = mode == '\x01';
+  if (regex_mode || mode == '\x02') input.remove_prefix(1);
   const size_t split = input.find('\0');
   const std::string_view spec = input.substr(0, split);
   const std::string_view feed =
       split == std::string_view::npos ? std::string_view() : input.substr(split + 1, 512);
+  if (mode == '\x02') {
+    FuzzGrammar(spec, feed);
+    return 0;
+  }
   if (regex_mode) {
     const auto regex = headroom::worker::CompileGuidedRegex(spec);
     if (!regex.ok()) {
@@ -125,7 +228,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     std::vector<int32_t> grouped;
     std::vector<int32_t> each;
     Walk(
-        RegexMatcher(&*regex), feed, [&](const std::string& text) { return regex->Matches(text); },
+        RegexMatcher(&*regex), feed, JsonAllowedBytes<RegexMatcher>,
+        [&](const std::string& text) { return regex->Matches(text); },
         [&](const RegexMatcher& matcher, const std::string& text) {
           headroom::worker::RegexAllowedTokens(matcher, classes, Words(), &grouped);
           JsonAllowedTokens(matcher, Words(), &each);
@@ -144,15 +248,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   // What each state key's first prefix accepted: the 256 bytes, then Complete and CanEnd.
   std::unordered_map<std::string, std::bitset<258>> by_key;
-  Walk(JsonSchemaMatcher(schema->get()), feed, headroom::worker::testdata::Parses,
+  Walk(JsonSchemaMatcher(schema->get()), feed, JsonAllowedBytes<JsonSchemaMatcher>,
+       headroom::worker::testdata::Parses,
        [&](const JsonSchemaMatcher& matcher, const std::string& text) {
-         std::bitset<258> accepts;
-         for (int b = 0; b < 256; ++b) {
-           JsonSchemaMatcher next = matcher;
-           accepts[static_cast<size_t>(b)] = next.Feed(static_cast<uint8_t>(b));
-         }
-         accepts[256] = matcher.Complete();
-         accepts[257] = matcher.CanEnd();
+         const std::bitset<258> accepts = Accepts(matcher);
          std::string key;
          matcher.AppendStateKey(&key);
          const auto [it, added] = by_key.emplace(std::move(key), accepts);

@@ -342,5 +342,29 @@ TEST(GrammarTest, KeysTellApartWhatTheOpenRulesWaitFor) {
   EXPECT_EQ(allowed("(x"), std::vector<int32_t>({1}));
 }
 
+// The start, where the empty text is already a sentence, and a finished text both have no
+// scanned item alive and may end; only the start accepts more (found by fuzz/json_schema_fuzz).
+TEST(GrammarTest, TheStartIsNotKeyedLikeAFinishedText) {
+  const JsonVocabulary vocabulary({"a", "b", "c"});
+  const std::shared_ptr<const EbnfGrammar> grammar =
+      MustCompile("root ::= \"\" | \"a\" \"b\" | \"c\"");
+  SharedGrammar shared(grammar, vocabulary);
+  const auto allowed = [&](std::string_view text) {
+    GrammarMatcher matcher(grammar);
+    EXPECT_TRUE(matcher.Feed(text));
+    EXPECT_TRUE(matcher.CanEnd()) << text;
+    auto list = shared.Allowed(matcher, [&](std::vector<int32_t>* out) {
+      GrammarAllowedTokens(matcher, shared.trie, out);
+    });
+    std::vector<int32_t> sorted = *list;
+    std::sort(sorted.begin(), sorted.end());
+    return sorted;
+  };
+  EXPECT_EQ(allowed(""), std::vector<int32_t>({0, 2}));
+  EXPECT_EQ(allowed("c"), std::vector<int32_t>());
+  EXPECT_EQ(allowed("ab"), std::vector<int32_t>());
+  EXPECT_EQ(allowed(""), std::vector<int32_t>({0, 2}));
+}
+
 }  // namespace
 }  // namespace headroom::worker

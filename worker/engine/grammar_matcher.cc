@@ -147,9 +147,12 @@ bool GrammarMatcher::AppendStateKey(GrammarStateIds& ids, std::string* key) {
       ids_generation_ = ids.generation();
     }
     // A set is what its live items make it: an item that started in it was predicted from them,
-    // and a finished one has done all it will (CanEnd aside, which the key adds).
+    // and a finished one has done all it will (CanEnd aside, which the key adds). The first set's
+    // items were predicted from the root instead: it has a live item of its own (-1, -1), else
+    // it would share its key with every finished text (no live items) that may end.
     const size_t set = set_ids_.size();
     live.clear();
+    if (set == 0) live.emplace_back(-1, -1);
     for (size_t i = SetBegin(set); i < SetEnd(set); ++i) {
       const Item item = items_[i];
       if (static_cast<size_t>(item.origin) < set &&
