@@ -2082,6 +2082,8 @@ def tool_cases(**extra):
         case("tool_call_round_trip", [SYS, U_TOOL, A_CALL, T_RESULT], True, TOOLS, **extra),
         case("tool_call_round_trip_string_arguments", [U_TOOL, A_CALL_STR, T_RESULT], True, TOOLS, **extra),
         case("tool_call_then_answer", [U_TOOL, A_CALL, T_RESULT, A_FINAL], False, TOOLS, **extra),
+        # "tools": [] reaches the template as an empty list, not None (vLLM passes it on).
+        case("empty_tools_list", [SYS, U1], True, [], **extra),
     ]
 
 

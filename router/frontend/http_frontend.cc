@@ -602,17 +602,18 @@ absl::StatusOr<std::vector<int32_t>> HttpFrontend::ChatPromptIds(
       chat_template = &*requested;
     }
   }
-  // The tools the template sees: none for tool_choice "none" under vLLM's
-  // --exclude-tools-when-tool-choice-none.
-  static const nlohmann::ordered_json kNoTools = nlohmann::ordered_json::array();
+  // The tools the template sees: the request's list when it gave one ([] too, as vLLM), None
+  // without one or for tool_choice "none" under vLLM's --exclude-tools-when-tool-choice-none.
+  static const nlohmann::ordered_json kNoTools = nullptr;
   const nlohmann::ordered_json& tools =
-      options_.exclude_tools_when_tool_choice_none &&
-              parsed.tools.choice.kind == openai::ToolChoice::Kind::kNone
+      !parsed.tools.given || (options_.exclude_tools_when_tool_choice_none &&
+                              parsed.tools.choice.kind == openai::ToolChoice::Kind::kNone)
           ? kNoTools
           : parsed.tools.tools;
   if (!parsed.chat_template.has_value() && chat_template != nullptr) {
-    // A request that gives tools renders with the model's "tool_use" template when it has one.
-    chat_template = &chat_template->ForRequest(!tools.empty());
+    // A request that gives tools (a list, even empty) renders with the model's "tool_use"
+    // template when it has one, as transformers' get_chat_template picks it.
+    chat_template = &chat_template->ForRequest(tools.is_array());
   }
   if (chat_template == nullptr) {
     return absl::InvalidArgumentError(

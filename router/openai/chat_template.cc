@@ -164,9 +164,9 @@ absl::StatusOr<std::string> ChatTemplate::Render(const std::vector<ChatMessage>&
   SetToken(vars, "unk_token", tokens_.unk_token);
   SetToken(vars, "pad_token", tokens_.pad_token);
   vars.Set("add_generation_prompt", jinja::Value::Bool(add_generation_prompt));
-  // apply_chat_template passes tools and documents as None when there are none.
-  vars.Set("tools", tools.is_array() && !tools.empty() ? jinja::Value::FromJson(tools)
-                                                       : jinja::Value::None());
+  // apply_chat_template passes tools (an empty list too) as given and None without them;
+  // documents are None unless a kwarg gives them.
+  vars.Set("tools", tools.is_array() ? jinja::Value::FromJson(tools) : jinja::Value::None());
   vars.Set("documents", jinja::Value::None());
   if (kwargs.is_object()) {
     for (const auto& [key, value] : kwargs.items()) {

@@ -54,13 +54,13 @@ class ChatTemplate {
   // One of the built-in templates.
   static ChatTemplate Builtin(ChatFormat format, ChatTemplateTokens tokens);
 
-  // The prompt text. `tools` is the request's tools (ToolRequest::tools; null or empty: None, as
-  // apply_chat_template passes no tools). `kwargs` (an object or null: a request's
-  // chat_template_kwargs) are variables over add_generation_prompt, tools and the special tokens,
-  // as in vLLM; `messages` is always the request's. Errors are InvalidArgument with the template's
-  // message and line (a template's raise_exception("Conversation roles must alternate...")), or
-  // ResourceExhausted when the render exceeds the interpreter's bounds. `options` bound the render
-  // and can fix strftime_now's clock (tests).
+  // The prompt text. `tools` is the request's tools (ToolRequest::tools, an empty array
+  // included; null: None, as apply_chat_template passes no tools). `kwargs` (an object or null: a
+  // request's chat_template_kwargs) are variables over add_generation_prompt, tools and the special
+  // tokens, as in vLLM; `messages` is always the request's. Errors are InvalidArgument with the
+  // template's message and line (a template's raise_exception("Conversation roles must
+  // alternate...")), or ResourceExhausted when the render exceeds the interpreter's bounds.
+  // `options` bound the render and can fix strftime_now's clock (tests).
   absl::StatusOr<std::string> Render(const std::vector<ChatMessage>& messages,
                                      bool add_generation_prompt,
                                      const nlohmann::ordered_json& tools = nullptr,

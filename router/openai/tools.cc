@@ -99,6 +99,7 @@ absl::StatusOr<ToolRequest> ParseToolRequest(const Json& request) {
   ToolRequest out;
   if (const Json* tools = Member(request, "tools"); tools != nullptr) {
     if (!tools->is_array()) return WrongType("tools", "an array", *tools);
+    out.given = true;
     for (size_t i = 0; i < tools->size(); ++i) {
       HEADROOM_OPENAI_ASSIGN(tool, ParseTool((*tools)[i], Path("tools", i)));
       for (const Json& other : out.tools) {

@@ -51,6 +51,10 @@ struct ToolCall {
 struct ToolRequest {
   // Normalized as below (ToolChoiceSchema); an empty array when the request has none.
   nlohmann::ordered_json tools = nlohmann::ordered_json::array();
+  // The request gave a `tools` array, maybe an empty one. Chat templates then see the list, []
+  // included, as vLLM passes it (Llama 3.1's or Mistral's template renders a tools header for
+  // []); without one they see None.
+  bool given = false;
   ToolChoice choice;
 };
 

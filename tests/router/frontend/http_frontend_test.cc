@@ -514,6 +514,10 @@ TEST_F(HttpFrontendTest, RequestsWithToolsRenderWithTheToolUseTemplate) {
     std::unique_ptr<HttpFrontend> frontend = Make(16, nullptr, false, trusted);
     EXPECT_EQ(TokenizedChat(*frontend, nlohmann::json::object()), "D[hi]");
     EXPECT_EQ(TokenizedChat(*frontend, {{"tools", tools}}), "T1[hi]");
+    // An empty list is still a list of tools (transformers checks `tools is not None`); null is
+    // none given.
+    EXPECT_EQ(TokenizedChat(*frontend, {{"tools", nlohmann::json::array()}}), "T0[hi]");
+    EXPECT_EQ(TokenizedChat(*frontend, {{"tools", nullptr}}), "D[hi]");
     const std::string named = TokenizedChat(*frontend, {{"chat_template", "rag"}});
     if (trusted) {
       EXPECT_EQ(named, "R");
@@ -532,6 +536,8 @@ TEST_F(HttpFrontendTest, RequestsWithToolsRenderWithTheToolUseTemplate) {
     std::unique_ptr<HttpFrontend> frontend = Make(16);
     EXPECT_EQ(TokenizedChat(*frontend, {{"tools", tools}, {"tool_choice", "none"}}),
               exclude ? "D[hi]" : "T1[hi]");
+    EXPECT_EQ(TokenizedChat(*frontend, {{"tools", nlohmann::json::array()}}),
+              exclude ? "D[hi]" : "T0[hi]");
     frontend->BeginShutdown();
     EXPECT_TRUE(frontend->WaitForIdle(absl::Now() + absl::Seconds(10)));
   }

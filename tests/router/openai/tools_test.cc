@@ -114,6 +114,9 @@ TEST(ToolsTest, RequiredIsAnArrayOfCallsToTheGivenTools) {
 
   // "required" without tools behaves as "none" (OpenAI's and vLLM's rule).
   const ParsedRequest none = Chat(R"("tools": [], "tool_choice": "required")");
+  EXPECT_TRUE(none.tools.given) << "an empty list is given (templates see [])";
+  EXPECT_FALSE(Chat(R"("tools": null)").tools.given);
+  EXPECT_FALSE(Chat(R"("n": 1)").tools.given);
   EXPECT_EQ(none.tools.choice.kind, ToolChoice::Kind::kNone);
   EXPECT_TRUE(none.generate.sampling().json_schema().empty());
 }
