@@ -22,6 +22,7 @@
 
 #include "benchmark/benchmark.h"
 #include "router/tokenizer/tokenizer.h"
+#include "worker/engine/constraint_check.h"
 #include "worker/engine/grammar_tokens.h"
 #include "worker/engine/json_matcher.h"
 #include "worker/engine/json_schema.h"
@@ -341,6 +342,37 @@ void BM_GrammarTrieBuild(benchmark::State& state, const std::string& vocabulary)
   }
 }
 BENCHMARK_CAPTURE(BM_GrammarTrieBuild, llama3x100, "llama3x100")->Unit(benchmark::kMillisecond);
+
+// The router's check of a request's grammar (worker/engine/constraint_check.h): compiling it, and
+// the kept verdict a repeat (or the HTTP request's second check) gets. `rules` rules of
+// keyword alternatives, ~29 bytes each.
+std::string ManyRuleGrammar(int rules) {
+  std::string ebnf = "root ::= r0 (\",\" r0)*\n";
+  for (int i = 0; i < rules; ++i) {
+    const std::string n = std::to_string(i);
+    ebnf += "r" + n + " ::= \"k" + n + "\" | [0-9]+" +
+            (i + 1 < rules ? " r" + std::to_string(i + 1) : "") + "\n";
+  }
+  return ebnf;
+}
+
+void BM_GrammarCheck(benchmark::State& state, bool kept) {
+  const std::string ebnf = ManyRuleGrammar(static_cast<int>(state.range(0)));
+  headroom::worker::ConstraintChecks checks;
+  for (auto _ : state) {
+    if (kept) {
+      benchmark::DoNotOptimize(checks.Check(headroom::worker::ConstraintKind::kGrammar, ebnf));
+    } else {
+      benchmark::DoNotOptimize(EbnfGrammar::Compile(ebnf));
+    }
+  }
+  state.counters["bytes"] = static_cast<double>(ebnf.size());
+}
+BENCHMARK_CAPTURE(BM_GrammarCheck, compile, false)
+    ->Arg(10)
+    ->Arg(1500)
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_GrammarCheck, kept, true)->Arg(10)->Arg(1500)->Unit(benchmark::kMicrosecond);
 
 // A JSON document under the JSON grammar, token by token, as the engine steps it: `cached` keeps
 // a SharedGrammar across documents (after the first, every state is a hit), else each step walks

@@ -16,12 +16,16 @@
 #include "nlohmann/json.hpp"
 #include "router/openai/json_fields.h"
 #include "router/tokenizer/string_util.h"
-#include "worker/engine/ebnf_grammar.h"
-#include "worker/engine/json_schema.h"
-#include "worker/engine/regex_matcher.h"
+#include "worker/engine/constraint_check.h"
 
 namespace headroom::router::openai {
 namespace {
+
+// Whether a schema, pattern or grammar compiles (the verdict kept for the request's validation,
+// which checks it again, and for the next request that repeats it).
+absl::Status CheckConstraint(worker::ConstraintKind kind, std::string_view text) {
+  return worker::ConstraintChecks::Default().Check(kind, text);
+}
 
 absl::StatusOr<int32_t> TopLogprobsValue(const Json& v, std::string_view param) {
   HEADROOM_OPENAI_ASSIGN(n, ToInt64(v, param));
@@ -48,8 +52,9 @@ absl::Status SetJsonSchema(const Json& schema, std::string_view param, v1::Sampl
   } else {
     return WrongType(param, "a JSON schema (an object)", schema);
   }
-  if (const auto compiled = worker::JsonSchema::Compile(text); !compiled.ok()) {
-    return Bad(param, absl::StrCat(Sv(param), ": ", compiled.status().message()));
+  if (const absl::Status st = CheckConstraint(worker::ConstraintKind::kJsonSchema, text);
+      !st.ok()) {
+    return Bad(param, absl::StrCat(Sv(param), ": ", st.message()));
   }
   s.set_json_schema(std::move(text));
   return absl::OkStatus();
@@ -64,8 +69,9 @@ absl::Status SetGuidedRegex(const Json& regex, std::string_view param, v1::Sampl
   }
   const auto& pattern = regex.get_ref<const std::string&>();
   if (pattern.empty()) return Bad(param, absl::StrCat(Sv(param), " must not be empty"));
-  if (const auto compiled = worker::CompileGuidedRegex(pattern); !compiled.ok()) {
-    return Bad(param, absl::StrCat(Sv(param), ": ", compiled.status().message()));
+  if (const absl::Status st = CheckConstraint(worker::ConstraintKind::kGuidedRegex, pattern);
+      !st.ok()) {
+    return Bad(param, absl::StrCat(Sv(param), ": ", st.message()));
   }
   s.set_guided_regex(pattern);
   return absl::OkStatus();
@@ -87,8 +93,8 @@ absl::Status SetGuidedGrammar(const Json& grammar, std::string_view param, v1::S
                                    ": no rule (name ::= ...) in it; Lark grammars are not "
                                    "supported, write the grammar in EBNF (GBNF): root ::= ..."));
   }
-  if (const auto compiled = worker::EbnfGrammar::Compile(text); !compiled.ok()) {
-    return Bad(param, absl::StrCat(Sv(param), ": ", compiled.status().message()));
+  if (const absl::Status st = CheckConstraint(worker::ConstraintKind::kGrammar, text); !st.ok()) {
+    return Bad(param, absl::StrCat(Sv(param), ": ", st.message()));
   }
   s.set_guided_grammar(text);
   return absl::OkStatus();

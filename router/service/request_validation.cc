@@ -3,15 +3,14 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <tuple>
 #include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "router/jinja/text.h"
-#include "worker/engine/ebnf_grammar.h"
-#include "worker/engine/json_schema.h"
-#include "worker/engine/regex_matcher.h"
+#include "worker/engine/constraint_check.h"
 
 namespace headroom::router {
 
@@ -262,23 +261,15 @@ absl::StatusOr<ValidatedRequest> ValidateGenerateRequest(const v1::GenerateReque
           "sampling.guided_regex or sampling.guided_grammar (the constraint it delays)");
     }
   }
-  if (!s.guided_regex().empty()) {
-    if (const auto regex = worker::CompileGuidedRegex(s.guided_regex()); !regex.ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("sampling.guided_regex: ", regex.status().message()));
-    }
-  }
-  if (!s.guided_grammar().empty()) {
-    if (const auto grammar = worker::EbnfGrammar::Compile(s.guided_grammar()); !grammar.ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("sampling.guided_grammar: ", grammar.status().message()));
-    }
-  }
-  if (!s.json_schema().empty()) {
-    // Compiled again for HTTP requests (the front did, to name its own field): a few microseconds.
-    if (const auto schema = worker::JsonSchema::Compile(s.json_schema()); !schema.ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("sampling.json_schema: ", schema.status().message()));
+  // Checked through the kept verdicts: an HTTP request's constraint was checked by the front
+  // (to name its own field), and clients repeat theirs.
+  for (const auto& [kind, field, text] :
+       {std::tuple{worker::ConstraintKind::kGuidedRegex, "guided_regex", &s.guided_regex()},
+        std::tuple{worker::ConstraintKind::kGrammar, "guided_grammar", &s.guided_grammar()},
+        std::tuple{worker::ConstraintKind::kJsonSchema, "json_schema", &s.json_schema()}}) {
+    if (text->empty()) continue;
+    if (const absl::Status st = worker::ConstraintChecks::Default().Check(kind, *text); !st.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("sampling.", field, ": ", st.message()));
     }
   }
   if (absl::Status st = TokenizeGuidedChoices(s, tokenizer, out.sampling); !st.ok()) return st;
