@@ -330,6 +330,21 @@ BENCHMARK_CAPTURE(BM_GrammarAllowedTokens, llama3x100_json_in_number, "llama3x10
 BENCHMARK_CAPTURE(BM_GrammarAllowedTokens, llama3x100_free_text, "llama3x100", kSentenceGrammar,
                   "Hello wor")
     ->Unit(benchmark::kMicrosecond);
+// The same states over "llama3": the 1.26k fixture, or a real 128k vocabulary with
+// HEADROOM_SOURCE_DIR set as bench/regex_class_groups.py --save leaves it (its trie has ~100x the
+// nodes of llama3x100's, which repeats the fixture's spellings).
+BENCHMARK_CAPTURE(BM_GrammarAllowedTokens, llama3_json_in_string, "llama3", kJsonGrammar,
+                  R"({"name": "Ad)")
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_GrammarAllowedTokens, llama3_json_value_start, "llama3", kJsonGrammar,
+                  R"({"name": )")
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_GrammarAllowedTokens, llama3_json_in_number, "llama3", kJsonGrammar,
+                  R"({"age": 4)")
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_GrammarAllowedTokens, llama3_free_text, "llama3", kSentenceGrammar,
+                  "Hello wor")
+    ->Unit(benchmark::kMicrosecond);
 
 // Building the trie: once per grammar text, when a request first gives it.
 void BM_GrammarTrieBuild(benchmark::State& state, const std::string& vocabulary) {
@@ -342,6 +357,7 @@ void BM_GrammarTrieBuild(benchmark::State& state, const std::string& vocabulary)
   }
 }
 BENCHMARK_CAPTURE(BM_GrammarTrieBuild, llama3x100, "llama3x100")->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_GrammarTrieBuild, llama3, "llama3")->Unit(benchmark::kMillisecond);
 
 // The router's check of a request's grammar (worker/engine/constraint_check.h): compiling it, and
 // the kept verdict a repeat (or the HTTP request's second check) gets. `rules` rules of

@@ -320,23 +320,23 @@ TEST(GrammarTest, TheSharedCacheGivesEachStateItsOwnList) {
   EXPECT_LT(shared.masks.misses(), 16) << "list elements after the second share their states";
 }
 
+// The list `shared`'s cache gives after `text` (read from the start), sorted.
+std::vector<int32_t> CachedList(SharedGrammar& shared, std::string_view text) {
+  GrammarMatcher matcher(shared.grammar);
+  EXPECT_TRUE(matcher.Feed(text));
+  auto list = shared.Allowed(
+      matcher, [&](std::vector<int32_t>* out) { GrammarAllowedTokens(matcher, shared.trie, out); });
+  std::vector<int32_t> sorted = *list;
+  std::sort(sorted.begin(), sorted.end());
+  return sorted;
+}
+
 // A key stands for the whole chart, not the last set alone: "(x" and "((x" leave the same items
 // in their last sets, but only the second may take "))".
 TEST(GrammarTest, KeysTellApartWhatTheOpenRulesWaitFor) {
   const JsonVocabulary vocabulary({"(", ")", "))", "x"});
-  const std::shared_ptr<const EbnfGrammar> grammar =
-      MustCompile("root ::= \"(\" root \")\" | \"x\"");
-  SharedGrammar shared(grammar, vocabulary);
-  const auto allowed = [&](std::string_view text) {
-    GrammarMatcher matcher(grammar);
-    EXPECT_TRUE(matcher.Feed(text));
-    auto list = shared.Allowed(matcher, [&](std::vector<int32_t>* out) {
-      GrammarAllowedTokens(matcher, shared.trie, out);
-    });
-    std::vector<int32_t> sorted = *list;
-    std::sort(sorted.begin(), sorted.end());
-    return sorted;
-  };
+  SharedGrammar shared(MustCompile("root ::= \"(\" root \")\" | \"x\""), vocabulary);
+  const auto allowed = [&](std::string_view text) { return CachedList(shared, text); };
   EXPECT_EQ(allowed("(x"), std::vector<int32_t>({1}));
   EXPECT_EQ(allowed("((x"), std::vector<int32_t>({1, 2}));
   EXPECT_EQ(allowed("(x"), std::vector<int32_t>({1}));
@@ -346,19 +346,11 @@ TEST(GrammarTest, KeysTellApartWhatTheOpenRulesWaitFor) {
 // scanned item alive and may end; only the start accepts more (found by fuzz/json_schema_fuzz).
 TEST(GrammarTest, TheStartIsNotKeyedLikeAFinishedText) {
   const JsonVocabulary vocabulary({"a", "b", "c"});
-  const std::shared_ptr<const EbnfGrammar> grammar =
-      MustCompile("root ::= \"\" | \"a\" \"b\" | \"c\"");
-  SharedGrammar shared(grammar, vocabulary);
+  SharedGrammar shared(MustCompile("root ::= \"\" | \"a\" \"b\" | \"c\""), vocabulary);
   const auto allowed = [&](std::string_view text) {
-    GrammarMatcher matcher(grammar);
-    EXPECT_TRUE(matcher.Feed(text));
-    EXPECT_TRUE(matcher.CanEnd()) << text;
-    auto list = shared.Allowed(matcher, [&](std::vector<int32_t>* out) {
-      GrammarAllowedTokens(matcher, shared.trie, out);
-    });
-    std::vector<int32_t> sorted = *list;
-    std::sort(sorted.begin(), sorted.end());
-    return sorted;
+    GrammarMatcher matcher(shared.grammar);
+    EXPECT_TRUE(matcher.Feed(text) && matcher.CanEnd()) << text << " is a sentence";
+    return CachedList(shared, text);
   };
   EXPECT_EQ(allowed(""), std::vector<int32_t>({0, 2}));
   EXPECT_EQ(allowed("c"), std::vector<int32_t>());
