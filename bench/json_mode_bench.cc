@@ -318,33 +318,25 @@ void BM_GrammarAllowedTokens(benchmark::State& state, const std::string& vocabul
   state.counters["allowed"] = static_cast<double>(allowed.size());
   state.counters["trie_nodes"] = static_cast<double>(trie.nodes().size());
 }
-BENCHMARK_CAPTURE(BM_GrammarAllowedTokens, llama3x100_json_in_string, "llama3x100", kJsonGrammar,
-                  R"({"name": "Ad)")
-    ->Unit(benchmark::kMicrosecond);
-BENCHMARK_CAPTURE(BM_GrammarAllowedTokens, llama3x100_json_value_start, "llama3x100", kJsonGrammar,
-                  R"({"name": )")
-    ->Unit(benchmark::kMicrosecond);
-BENCHMARK_CAPTURE(BM_GrammarAllowedTokens, llama3x100_json_in_number, "llama3x100", kJsonGrammar,
-                  R"({"age": 4)")
-    ->Unit(benchmark::kMicrosecond);
-BENCHMARK_CAPTURE(BM_GrammarAllowedTokens, llama3x100_free_text, "llama3x100", kSentenceGrammar,
-                  "Hello wor")
-    ->Unit(benchmark::kMicrosecond);
+#define HEADROOM_GRAMMAR_BENCH(vocab)                                                        \
+  BENCHMARK_CAPTURE(BM_GrammarAllowedTokens, vocab##_json_in_string, #vocab, kJsonGrammar,   \
+                    R"({"name": "Ad)")                                                       \
+      ->Unit(benchmark::kMicrosecond);                                                       \
+  BENCHMARK_CAPTURE(BM_GrammarAllowedTokens, vocab##_json_value_start, #vocab, kJsonGrammar, \
+                    R"({"name": )")                                                          \
+      ->Unit(benchmark::kMicrosecond);                                                       \
+  BENCHMARK_CAPTURE(BM_GrammarAllowedTokens, vocab##_json_in_number, #vocab, kJsonGrammar,   \
+                    R"({"age": 4)")                                                          \
+      ->Unit(benchmark::kMicrosecond);                                                       \
+  BENCHMARK_CAPTURE(BM_GrammarAllowedTokens, vocab##_free_text, #vocab, kSentenceGrammar,    \
+                    "Hello wor")                                                             \
+      ->Unit(benchmark::kMicrosecond)
+
+HEADROOM_GRAMMAR_BENCH(llama3x100);
 // The same states over "llama3": the 1.26k fixture, or a real 128k vocabulary with
 // HEADROOM_SOURCE_DIR set as bench/regex_class_groups.py --save leaves it (its trie has ~100x the
 // nodes of llama3x100's, which repeats the fixture's spellings).
-BENCHMARK_CAPTURE(BM_GrammarAllowedTokens, llama3_json_in_string, "llama3", kJsonGrammar,
-                  R"({"name": "Ad)")
-    ->Unit(benchmark::kMicrosecond);
-BENCHMARK_CAPTURE(BM_GrammarAllowedTokens, llama3_json_value_start, "llama3", kJsonGrammar,
-                  R"({"name": )")
-    ->Unit(benchmark::kMicrosecond);
-BENCHMARK_CAPTURE(BM_GrammarAllowedTokens, llama3_json_in_number, "llama3", kJsonGrammar,
-                  R"({"age": 4)")
-    ->Unit(benchmark::kMicrosecond);
-BENCHMARK_CAPTURE(BM_GrammarAllowedTokens, llama3_free_text, "llama3", kSentenceGrammar,
-                  "Hello wor")
-    ->Unit(benchmark::kMicrosecond);
+HEADROOM_GRAMMAR_BENCH(llama3);
 
 // Building the trie: once per grammar text, when a request first gives it.
 void BM_GrammarTrieBuild(benchmark::State& state, const std::string& vocabulary) {

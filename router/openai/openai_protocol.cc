@@ -21,10 +21,13 @@
 namespace headroom::router::openai {
 namespace {
 
-// Whether a schema, pattern or grammar compiles (the verdict kept for the request's validation,
-// which checks it again, and for the next request that repeats it).
-absl::Status CheckConstraint(worker::ConstraintKind kind, std::string_view text) {
-  return worker::ConstraintChecks::Default().Check(kind, text);
+// A schema, pattern or grammar given at `param` that does not compile: a 400 naming the field
+// with the compiler's reason. The verdict is kept for the request's validation, which checks it
+// again, and for the next request that repeats it.
+absl::Status CheckConstraint(worker::ConstraintKind kind, std::string_view text,
+                             std::string_view param) {
+  const absl::Status st = worker::ConstraintChecks::Default().Check(kind, text);
+  return st.ok() ? st : Bad(param, absl::StrCat(Sv(param), ": ", st.message()));
 }
 
 absl::StatusOr<int32_t> TopLogprobsValue(const Json& v, std::string_view param) {
@@ -52,10 +55,7 @@ absl::Status SetJsonSchema(const Json& schema, std::string_view param, v1::Sampl
   } else {
     return WrongType(param, "a JSON schema (an object)", schema);
   }
-  if (const absl::Status st = CheckConstraint(worker::ConstraintKind::kJsonSchema, text);
-      !st.ok()) {
-    return Bad(param, absl::StrCat(Sv(param), ": ", st.message()));
-  }
+  HR_RETURN_IF_ERROR(CheckConstraint(worker::ConstraintKind::kJsonSchema, text, param));
   s.set_json_schema(std::move(text));
   return absl::OkStatus();
 }
@@ -69,10 +69,7 @@ absl::Status SetGuidedRegex(const Json& regex, std::string_view param, v1::Sampl
   }
   const auto& pattern = regex.get_ref<const std::string&>();
   if (pattern.empty()) return Bad(param, absl::StrCat(Sv(param), " must not be empty"));
-  if (const absl::Status st = CheckConstraint(worker::ConstraintKind::kGuidedRegex, pattern);
-      !st.ok()) {
-    return Bad(param, absl::StrCat(Sv(param), ": ", st.message()));
-  }
+  HR_RETURN_IF_ERROR(CheckConstraint(worker::ConstraintKind::kGuidedRegex, pattern, param));
   s.set_guided_regex(pattern);
   return absl::OkStatus();
 }
@@ -93,9 +90,7 @@ absl::Status SetGuidedGrammar(const Json& grammar, std::string_view param, v1::S
                                    ": no rule (name ::= ...) in it; Lark grammars are not "
                                    "supported, write the grammar in EBNF (GBNF): root ::= ..."));
   }
-  if (const absl::Status st = CheckConstraint(worker::ConstraintKind::kGrammar, text); !st.ok()) {
-    return Bad(param, absl::StrCat(Sv(param), ": ", st.message()));
-  }
+  HR_RETURN_IF_ERROR(CheckConstraint(worker::ConstraintKind::kGrammar, text, param));
   s.set_guided_grammar(text);
   return absl::OkStatus();
 }
