@@ -232,16 +232,24 @@ BENCHMARK(BM_TokenLogprobs)
     ->Unit(benchmark::kMillisecond);
 
 // One row sampled (temperature 1) from a Llama-3-sized vocabulary (128256) under a constraint's
-// token list: Arg 0 tokens allowed (0: no list). A JSON string's text allows ~98% of a real
+// tokens: Arg 0 tokens allowed (0: no constraint), given as ids (Arg 1 = 0) or as a bitmask (1), as
+// the engine's caches keep a large state's. A JSON string's text allows ~98% of a real
 // vocabulary, a value's start ~15%, a number ~13% (docs/performance.md).
 void BM_SampleAllowed(benchmark::State& state) {
   constexpr int64_t kVocab = 128256;
   const std::vector<float> logits = Random(kVocab, 13);
   std::vector<int32_t> allowed(static_cast<size_t>(state.range(0)));
   std::iota(allowed.begin(), allowed.end(), 0);
+  std::vector<uint32_t> bitmask(kVocab / 32, 0);
+  for (const int32_t t : allowed) bitmask[static_cast<size_t>(t) / 32] |= 1u << (t % 32);
   SamplingParams params{.temperature = 1.0f, .seed = 5};
-  params.allowed_tokens = allowed.data();
-  params.num_allowed_tokens = static_cast<int64_t>(allowed.size());
+  if (state.range(1) == 0) {
+    params.allowed_tokens = allowed.data();
+    params.num_allowed_tokens = static_cast<int64_t>(allowed.size());
+  } else {
+    params.allowed_bitmask = bitmask.data();
+    params.allowed_bitmask_words = static_cast<int64_t>(bitmask.size());
+  }
   int32_t token = 0;
   float logprob = 0.0f;
   for (auto _ : state) {
@@ -254,7 +262,13 @@ void BM_SampleAllowed(benchmark::State& state) {
     benchmark::DoNotOptimize(token);
   }
 }
-BENCHMARK(BM_SampleAllowed)->Arg(0)->Arg(17000)->Arg(125000)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_SampleAllowed)
+    ->Args({0, 0})
+    ->Args({17000, 0})
+    ->Args({17000, 1})
+    ->Args({125000, 0})
+    ->Args({125000, 1})
+    ->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 }  // namespace headroom::kernels::cpu

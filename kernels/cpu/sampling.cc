@@ -1,6 +1,7 @@
 #include "kernels/cpu/sampling.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <limits>
 #include <optional>
@@ -57,7 +58,7 @@ absl::Status ValidateParams(const SamplingParams& p, int64_t row) {
 bool ProcessesLogits(const SamplingParams& p) {
   return p.repetition_penalty != 1.0f || p.frequency_penalty != 0.0f ||
          p.presence_penalty != 0.0f || p.num_banned_tokens > 0 || p.num_bias > 0 ||
-         p.num_allowed_tokens > 0;
+         p.num_allowed_tokens > 0 || p.allowed_bitmask_words > 0;
 }
 
 absl::Status ValidateTokens(const int32_t* ids, int64_t count, int64_t vocab_size, int64_t row,
@@ -70,6 +71,33 @@ absl::Status ValidateTokens(const int32_t* ids, int64_t count, int64_t vocab_siz
     if (ids[i] < 0 || ids[i] >= vocab_size) {
       return absl::InvalidArgumentError(absl::StrCat("Sample: row ", row, ": ", what, " id ",
                                                      ids[i], " is outside [0, ", vocab_size, ")"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// A bitmask's words and its bits past the vocabulary (clear: they would be tokens that do not
+// exist); it may stop short of the vocabulary, but not together with a list.
+absl::Status ValidateBitmask(const SamplingParams& p, int64_t vocab_size, int64_t row) {
+  if (p.allowed_bitmask_words < 0 ||
+      (p.allowed_bitmask_words > 0 && p.allowed_bitmask == nullptr)) {
+    return absl::InvalidArgumentError(absl::StrCat("Sample: row ", row, ": allowed_bitmask has ",
+                                                   p.allowed_bitmask_words,
+                                                   " words and no pointer"));
+  }
+  if (p.allowed_bitmask_words > 0 && p.num_allowed_tokens > 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "Sample: row ", row, ": both allowed_tokens (", p.num_allowed_tokens,
+        " ids) and allowed_bitmask (", p.allowed_bitmask_words, " words) given; at most one"));
+  }
+  for (int64_t word = vocab_size / 32; word < p.allowed_bitmask_words; ++word) {
+    const int64_t first = word * 32;
+    const uint32_t past = first >= vocab_size ? ~uint32_t{0} : ~uint32_t{0} << (vocab_size - first);
+    if ((p.allowed_bitmask[word] & past) != 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("Sample: row ", row, ": allowed_bitmask sets token ",
+                       first + std::countr_zero(p.allowed_bitmask[word] & past), ", outside [0, ",
+                       vocab_size, ")"));
     }
   }
   return absl::OkStatus();
@@ -169,6 +197,13 @@ void ProcessLogits(const float* row, int64_t vocab_size, const SamplingParams& p
       const auto t = static_cast<size_t>(p.allowed_tokens[i]);
       out[t] = row[t];
     }
+  } else if (p.allowed_bitmask_words > 0) {
+    const int64_t covered = std::min(vocab_size, p.allowed_bitmask_words * 32);
+    for (int64_t t = 0; t < covered; ++t) {
+      const bool allowed = (p.allowed_bitmask[t / 32] >> (t % 32) & 1) != 0;
+      out[t] = allowed ? row[t] : kMinusInf;
+    }
+    std::fill(out + covered, out + vocab_size, kMinusInf);
   } else if (out != row) {
     std::copy(row, row + vocab_size, out);
   }
@@ -248,6 +283,7 @@ absl::Status Sample(const float* logits, int64_t num_rows, int64_t vocab_size,
       HR_RETURN_IF_ERROR(ValidateTokens(p.bias_tokens, p.num_bias, vocab_size, r, "bias_tokens"));
       HR_RETURN_IF_ERROR(
           ValidateTokens(p.allowed_tokens, p.num_allowed_tokens, vocab_size, r, "allowed_tokens"));
+      HR_RETURN_IF_ERROR(ValidateBitmask(p, vocab_size, r));
       for (int64_t i = 0; i < p.num_bias; ++i) {
         if (p.bias_values == nullptr || !std::isfinite(p.bias_values[i])) {
           return absl::InvalidArgumentError(

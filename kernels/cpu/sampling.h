@@ -5,7 +5,8 @@
 //      (vLLM's default "raw_logprobs"), for the chosen token and for the top num_logprobs tokens
 //      (sorted by logprob descending, ties by lower id). Unused top entries get id -1, -inf.
 //   2. Processing, vLLM's order, on a copy of the logits (every later step uses the result):
-//      allowed_tokens (vLLM's allowed_token_ids): every other token's logit -inf;
+//      allowed_tokens (vLLM's allowed_token_ids) or allowed_bitmask (a constraint's tokens):
+//        every other token's logit -inf;
 //      logit_bias: bias_values[i] added to the logit of bias_tokens[i] (OpenAI's logit_bias);
 //      banned_tokens: logit -inf, unless that would leave no token with a finite logit (then the
 //        ban is skipped: min_tokens yields rather than the row failing);
@@ -83,6 +84,11 @@ struct SamplingParams {
   // repeats are harmless).
   const int32_t* allowed_tokens = nullptr;
   int64_t num_allowed_tokens = 0;
+  // Or, when allowed_bitmask_words > 0 (and no allowed_tokens), only the tokens whose bit is set:
+  // bit t % 32 of allowed_bitmask[t / 32] (the layout GPU masking kernels read). Tokens past its
+  // words are not allowed; bits at or past vocab_size must be clear.
+  const uint32_t* allowed_bitmask = nullptr;
+  int64_t allowed_bitmask_words = 0;
 };
 
 // Step 2 applied to `row`, written to `out` (both [vocab_size]; they may alias).
@@ -98,7 +104,8 @@ struct SamplerOutput {
 // InvalidArgument, before any output is written, for: temperature < 0 or not finite, top_k < 0,
 // top_p outside (0, 1], num_logprobs outside [0, kMaxLogprobs], repetition_penalty <= 0 or not
 // finite, penalties not finite, min_p outside [0, 1], prompt/output ids outside the vocabulary,
-// bad sizes or pointers, and a row of logits with a NaN or +inf, or with every logit -inf.
+// both allowed_tokens and allowed_bitmask, a bitmask bit at or past vocab_size, bad sizes or
+// pointers, and a row of logits with a NaN or +inf, or with every logit -inf.
 [[nodiscard]] absl::Status Sample(const float* logits,  // [num_rows, vocab_size]
                                   int64_t num_rows, int64_t vocab_size,
                                   const SamplingParams* params,  // [num_rows]

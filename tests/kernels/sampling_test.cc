@@ -518,6 +518,62 @@ TEST(SampleTest, OnlyAllowedTokensAreChosen) {
   EXPECT_FALSE(RunSampler(logits, 97, {p}).ok()) << "an id outside the vocabulary";
 }
 
+// allowed_bitmask (a constraint's tokens, bit t % 32 of word t / 32): the same choices as the
+// naive sampler on the row with every unset token at -inf, over a vocabulary that is not a
+// multiple of 32; a bitmask that stops short allows nothing past its words. A bit past the
+// vocabulary, or a list given too, is refused before anything is written.
+TEST(SampleTest, OnlyTokensSetInTheBitmaskAreChosen) {
+  constexpr int64_t kVocab = 97;
+  std::mt19937_64 rng(43);
+  const std::vector<float> logits = RandomFloats(rng, kVocab, -3.0f, 3.0f);
+  for (const size_t words : {size_t{4}, size_t{2}}) {
+    std::vector<uint32_t> bitmask(words, 0);
+    std::vector<float> masked(logits.size(), -std::numeric_limits<float>::infinity());
+    std::set<int32_t> allowed;
+    for (int32_t t = 0; t < kVocab; ++t) {
+      if (t % 3 != 1 && t != 96) continue;
+      if (static_cast<size_t>(t) >= words * 32) continue;
+      bitmask[static_cast<size_t>(t) / 32] |= uint32_t{1} << (t % 32);
+      masked[static_cast<size_t>(t)] = logits[static_cast<size_t>(t)];
+      allowed.insert(t);
+    }
+    SamplingParams p;
+    p.allowed_bitmask = bitmask.data();
+    p.allowed_bitmask_words = static_cast<int64_t>(words);
+    std::set<int32_t> seen;
+    for (const float temperature : {0.0f, 0.7f, 2.0f}) {
+      p.temperature = temperature;
+      for (uint64_t seed = 0; seed < 200; ++seed) {
+        p.seed = seed;
+        const int32_t token = SampleOne(logits, p);
+        ASSERT_EQ(token, NaiveSample(masked, p)) << words << " words, seed " << seed;
+        seen.insert(token);
+      }
+    }
+    EXPECT_TRUE(std::includes(allowed.begin(), allowed.end(), seen.begin(), seen.end()));
+    EXPECT_GT(seen.size(), 10u) << words << " words";
+  }
+
+  std::vector<uint32_t> past(4, 0);
+  past[0] = 1;
+  past[3] = uint32_t{1} << 1;  // token 97 of a 97-token vocabulary
+  SamplingParams p;
+  p.allowed_bitmask = past.data();
+  p.allowed_bitmask_words = 4;
+  absl::StatusOr<Result> refused = RunSampler(logits, kVocab, {p});
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.status().message().find("token 97"), std::string::npos) << refused.status();
+  past[3] = 1;  // token 96: inside
+  EXPECT_TRUE(RunSampler(logits, kVocab, {p}).ok());
+
+  const std::vector<int32_t> list = {3};
+  p.allowed_tokens = list.data();
+  p.num_allowed_tokens = 1;
+  refused = RunSampler(logits, kVocab, {p});
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument) << "a list and a bitmask";
+}
+
 // Any valid penalty gives a valid choice: a repetition penalty of 1e-38 divides a positive
 // logit past the float range, which saturates instead of becoming +inf.
 TEST(SampleTest, ExtremePenaltiesStillChoose) {

@@ -304,11 +304,9 @@ TEST(GrammarTest, TheSharedCacheGivesEachStateItsOwnList) {
       MustCompile("root ::= item (\",\" item)*\nitem ::= \"[\" [a-z]* \"]\" | [0-9]+");
   SharedGrammar shared(grammar, *vocabulary);
   const auto allowed = [&](GrammarMatcher& m) {
-    auto list = shared.Allowed(
-        m, [&](std::vector<int32_t>* out) { GrammarAllowedTokens(m, shared.trie, out); });
-    std::vector<int32_t> sorted = *list;
-    std::sort(sorted.begin(), sorted.end());
-    return sorted;
+    return shared
+        .Allowed(m, [&](std::vector<int32_t>* out) { GrammarAllowedTokens(m, shared.trie, out); })
+        ->SortedIds();
   };
   for (const std::string text : {"[ab],[c", "12,[", "[x],[y],[z],", "7,7", "[],[],"}) {
     GrammarMatcher matcher(grammar);
@@ -324,11 +322,10 @@ TEST(GrammarTest, TheSharedCacheGivesEachStateItsOwnList) {
 std::vector<int32_t> CachedList(SharedGrammar& shared, std::string_view text) {
   GrammarMatcher matcher(shared.grammar);
   EXPECT_TRUE(matcher.Feed(text));
-  auto list = shared.Allowed(
-      matcher, [&](std::vector<int32_t>* out) { GrammarAllowedTokens(matcher, shared.trie, out); });
-  std::vector<int32_t> sorted = *list;
-  std::sort(sorted.begin(), sorted.end());
-  return sorted;
+  return shared
+      .Allowed(matcher,
+               [&](std::vector<int32_t>* out) { GrammarAllowedTokens(matcher, shared.trie, out); })
+      ->SortedIds();
 }
 
 // A key stands for the whole chart, not the last set alone: "(x" and "((x" leave the same items

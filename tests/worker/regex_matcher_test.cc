@@ -189,9 +189,8 @@ TEST(RegexMatcherTest, MaskCacheComputesEachStateOnce) {
   RegexMatcher matcher(&regex);
   std::vector<int32_t> direct;
   for (int step = 0; step < 40 && !matcher.Complete(); ++step) {
-    std::vector<int32_t> cached = *cache.Get(matcher, compute_for(matcher));
+    const std::vector<int32_t> cached = cache.Get(matcher, compute_for(matcher))->SortedIds();
     JsonAllowedTokens(matcher, vocabulary, &direct);
-    std::sort(cached.begin(), cached.end());
     std::sort(direct.begin(), direct.end());
     ASSERT_EQ(cached, direct) << "step " << step;
     if (std::find(seen.begin(), seen.end(), matcher) == seen.end()) seen.push_back(matcher);
@@ -204,18 +203,19 @@ TEST(RegexMatcherTest, MaskCacheComputesEachStateOnce) {
   EXPECT_LE(seen.size(), 3u) << "before any text, in text, after a space";
 
   // A bound below two lists: each new state starts over, a repeated one is still a hit.
-  RegexMaskCache small(direct.size() + RegexMaskCache::kEntryIds + 1);
+  RegexMaskCache small(AllowedTokens(direct).bytes() + RegexMaskCache::kEntryBytes + 1);
   RegexMatcher start(&regex);
   RegexMatcher after = start;
   ASSERT_TRUE(after.Feed('a'));
   const RegexMaskCache::List first = small.Get(start, compute_for(start));
   EXPECT_EQ(small.Get(start, compute_for(start)), first) << "the same list, not a copy";
   EXPECT_EQ(small.misses(), 1);
-  const std::vector<int32_t> held = *first;
+  const std::vector<int32_t> held = first->SortedIds();
   small.Get(after, compute_for(after));
   EXPECT_EQ(small.misses(), 2);
-  EXPECT_EQ(*first, held) << "a list held through a start-over stays whole";
-  EXPECT_EQ(*small.Get(start, compute_for(start)), held) << "recomputed after the start-over";
+  EXPECT_EQ(first->SortedIds(), held) << "a list held through a start-over stays whole";
+  EXPECT_EQ(small.Get(start, compute_for(start))->SortedIds(), held)
+      << "recomputed after the start-over";
   EXPECT_EQ(small.misses(), 3);
 }
 

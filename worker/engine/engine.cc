@@ -514,13 +514,13 @@ absl::StatusOr<std::vector<StepToken>> Engine::Step() {
       AppendBadWordBans(s.params.bad_words, s.output, &s.banned);
       banned = s.banned;
     }
-    const std::vector<int32_t>* allowed = &s.params.allowed_token_ids;
+    AllowedView allowed{.ids = s.params.allowed_token_ids};
     if (!s.constraint_on) {
       // Free until constraint_after shows (AwaitConstraint).
     } else if (!s.params.guided_choice.empty()) {
       GuidedChoiceAllowed(s.params.guided_choice, s.output,
                           GuidedChoiceEnd(s.params, options_.eos_token_id), &s.constrained_allowed);
-      allowed = &s.constrained_allowed;
+      allowed = {.ids = s.constrained_allowed};
     } else if (s.json.has_value()) {
       allowed = JsonStepTokens(*s.json, /*can_end=*/false, json_masks_, s);
     } else if (s.schema_matcher.has_value()) {
@@ -531,14 +531,14 @@ absl::StatusOr<std::vector<StepToken>> Engine::Step() {
             RegexAllowedTokens(*s.regex_matcher, s.regex->classes, *options_.json_vocabulary, list);
             AddEos(s.regex_matcher->CanEnd(), list);
           });
-      allowed = s.cached_allowed.get();
+      allowed = s.cached_allowed->view();
     } else if (s.grammar_matcher.has_value()) {
       s.cached_allowed =
           s.grammar->Allowed(*s.grammar_matcher, [this, &s](std::vector<int32_t>* list) {
             GrammarAllowedTokens(*s.grammar_matcher, s.grammar->trie, list);
             AddEos(s.grammar_matcher->CanEnd(), list);
           });
-      allowed = s.cached_allowed.get();
+      allowed = s.cached_allowed->view();
     }
     rows_.push_back({.temperature = s.params.temperature,
                      .top_k = s.params.top_k,
@@ -559,8 +559,10 @@ absl::StatusOr<std::vector<StepToken>> Engine::Step() {
                      .bias_tokens = s.bias_tokens.data(),
                      .bias_values = s.bias_values.data(),
                      .num_bias = static_cast<int64_t>(s.bias_tokens.size()),
-                     .allowed_tokens = allowed->data(),
-                     .num_allowed_tokens = static_cast<int64_t>(allowed->size())});
+                     .allowed_tokens = allowed.ids.data(),
+                     .num_allowed_tokens = static_cast<int64_t>(allowed.ids.size()),
+                     .allowed_bitmask = allowed.bitmask.data(),
+                     .allowed_bitmask_words = static_cast<int64_t>(allowed.bitmask.size())});
   }
   BuildForwardInput(
       plan, [this](RequestId id, int32_t group) { return kv_->BlockTable(id, group); },

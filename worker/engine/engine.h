@@ -28,6 +28,7 @@
 #include "kvcache/prefix_cache_delta.h"
 #include "worker/backend/backend.h"
 #include "worker/comm/communicator.h"
+#include "worker/engine/allowed_tokens.h"
 #include "worker/engine/constraint_compiler.h"
 #include "worker/engine/grammar_tokens.h"
 #include "worker/engine/group_message.h"
@@ -304,17 +305,17 @@ class Engine {
   // vocabulary and the states repeat, so the list comes from `masks` by the matcher's state key
   // (s.cached_allowed holds it).
   template <typename Matcher>
-  const std::vector<int32_t>* JsonStepTokens(const Matcher& matcher, bool can_end,
-                                             TokenMaskCache<std::string>& masks, Sampling& s) {
+  AllowedView JsonStepTokens(const Matcher& matcher, bool can_end,
+                             TokenMaskCache<std::string>& masks, Sampling& s) {
     if (matcher.AtStringText()) {
       JsonTokens(matcher, can_end, &s.constrained_allowed);
-      return &s.constrained_allowed;
+      return {.ids = s.constrained_allowed};
     }
     state_key_.clear();
     matcher.AppendStateKey(&state_key_);
     s.cached_allowed = masks.Get(
         state_key_, [&](std::vector<int32_t>* list) { JsonTokens(matcher, can_end, list); });
-    return s.cached_allowed.get();
+    return s.cached_allowed->view();
   }
   // A constraint's list gets EOS where the output may end (`can_end`: a regex match that may go
   // on, ...) or no token continues it (a vocabulary without some byte the text needs).

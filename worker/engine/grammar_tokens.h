@@ -16,8 +16,10 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "worker/engine/allowed_tokens.h"
 #include "worker/engine/ebnf_grammar.h"
 #include "worker/engine/grammar_matcher.h"
 #include "worker/engine/json_matcher.h"
@@ -56,16 +58,16 @@ struct SharedGrammar {
   SharedGrammar(std::shared_ptr<const EbnfGrammar> compiled, const JsonVocabulary& vocabulary)
       : grammar(std::move(compiled)), trie(*grammar, vocabulary) {}
 
-  // This step's list for `matcher`: `compute(list)` fills it where no request of the grammar has
-  // been in that state yet (or the state has no key).
+  // This step's tokens for `matcher`: `compute(&ids)` lists them where no request of the grammar
+  // has been in that state yet (or the state has no key).
   template <typename Compute>
   TokenMaskCache<std::string>::List Allowed(GrammarMatcher& matcher, Compute compute) {
     key_.clear();
     const int64_t generation = ids.generation();
     if (!matcher.AppendStateKey(ids, &key_)) {
-      auto list = std::make_shared<std::vector<int32_t>>();
-      compute(list.get());
-      return list;
+      std::vector<int32_t> list;
+      compute(&list);
+      return std::make_shared<const AllowedTokens>(std::move(list));
     }
     // Ids that started over mean other states now: the lists kept under the old ones go.
     if (ids.generation() != generation) masks = TokenMaskCache<std::string>();

@@ -1,14 +1,15 @@
-// TokenMaskCache: the token list a constraint allows in each state it has been in, computed once.
+// TokenMaskCache: the tokens a constraint allows in each state it has been in, computed once.
 //
-// A constrained step tries the vocabulary's tokens against the matcher, which costs 0.05-10 ms on
+// A constrained step tries the vocabulary's tokens against the matcher, which costs 0.05-16 ms on
 // a real 128k vocabulary (docs/performance.md), but a generation comes back to the same states
 // over and over (free text under a regex; a JSON value's start, the digits of a number, the text
-// of a string at the same depth). So each state's list is kept, keyed by the state (a
+// of a string at the same depth). So each state's tokens are kept, keyed by the state (a
 // RegexMatcher; a JSON matcher's canonical key, AppendStateKey), for all the requests that share
-// the constraint.
+// the constraint, as AllowedTokens: ids or a bitmask, whichever is smaller (at most 16 KB for a
+// 128k vocabulary, so the default bound holds 256 of its states).
 //
-// Bounded: past `max_ids` ids in all (each list counting kEntryIds more for its entry), the cache
-// starts over. The engine thread's: not thread-safe.
+// Bounded: past `max_bytes` in all (each entry counting kEntryBytes more for its key and node),
+// the cache starts over. The engine thread's: not thread-safe.
 #pragma once
 
 #include <cstddef>
@@ -20,6 +21,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "worker/engine/allowed_tokens.h"
 
 namespace headroom::worker {
 
@@ -33,28 +35,30 @@ void AppendKeyBytes(std::string* key, T value) {
 template <typename Key>
 class TokenMaskCache {
  public:
-  static constexpr size_t kDefaultMaxIds = size_t{1} << 19;  // 2 MiB of ids
-  // What an entry costs beyond its ids (the key, the node, the vector), in ids.
-  static constexpr size_t kEntryIds = 32;
+  static constexpr size_t kDefaultMaxBytes = size_t{4} << 20;
+  // What an entry costs beyond its tokens (the key, the node, the vectors), in bytes.
+  static constexpr size_t kEntryBytes = 128;
 
   TokenMaskCache() = default;
-  explicit TokenMaskCache(size_t max_ids) : max_ids_(max_ids) {}
+  explicit TokenMaskCache(size_t max_bytes) : max_bytes_(max_bytes) {}
 
-  using List = std::shared_ptr<const std::vector<int32_t>>;
+  using List = std::shared_ptr<const AllowedTokens>;
 
-  // The list for `key`; `compute(&list)` fills it on a miss. It stays valid while the caller holds
-  // it, whatever the cache does meanwhile (several requests of a step share one cache).
+  // The tokens for `key`; on a miss, `compute(&ids)` lists them (ids >= 0, any order). What it
+  // returns stays valid while the caller holds it, whatever the cache does meanwhile (several
+  // requests of a step share one cache).
   template <typename Compute>
   List Get(const Key& key, Compute compute) {
     if (auto it = lists_.find(key); it != lists_.end()) return it->second;
-    auto list = std::make_shared<std::vector<int32_t>>();
-    compute(list.get());
-    const size_t cost = list->size() + kEntryIds;
-    if (ids_ + cost > max_ids_) {
+    std::vector<int32_t> ids;
+    compute(&ids);
+    auto list = std::make_shared<const AllowedTokens>(std::move(ids));
+    const size_t cost = list->bytes() + kEntryBytes;
+    if (bytes_ + cost > max_bytes_) {
       lists_.clear();
-      ids_ = 0;
+      bytes_ = 0;
     }
-    ids_ += cost;
+    bytes_ += cost;
     ++misses_;
     return lists_.insert_or_assign(key, std::move(list)).first->second;
   }
@@ -63,8 +67,8 @@ class TokenMaskCache {
 
  private:
   absl::flat_hash_map<Key, List> lists_;
-  size_t max_ids_ = kDefaultMaxIds;
-  size_t ids_ = 0;
+  size_t max_bytes_ = kDefaultMaxBytes;
+  size_t bytes_ = 0;
   int64_t misses_ = 0;
 };
 
