@@ -397,7 +397,7 @@ absl::Status Engine::Enqueue(Request request) {
                     .cached_allowed = nullptr,
                     .constraint_on = p.constraint_after.empty(),
                     .awaited_tail = {},
-                    .constrained_allowed = {},
+                    .choice_allowed = {},
                     .prompt_logprobs = {},
                     .embedding = request.embedding,
                     .pooled = {},
@@ -519,8 +519,8 @@ absl::StatusOr<std::vector<StepToken>> Engine::Step() {
       // Free until constraint_after shows (AwaitConstraint).
     } else if (!s.params.guided_choice.empty()) {
       GuidedChoiceAllowed(s.params.guided_choice, s.output,
-                          GuidedChoiceEnd(s.params, options_.eos_token_id), &s.constrained_allowed);
-      allowed = {.ids = s.constrained_allowed};
+                          GuidedChoiceEnd(s.params, options_.eos_token_id), &s.choice_allowed);
+      allowed = {.ids = s.choice_allowed};
     } else if (s.json.has_value()) {
       allowed = JsonStepTokens(*s.json, /*can_end=*/false, json_masks_, s);
     } else if (s.schema_matcher.has_value()) {

@@ -277,9 +277,8 @@ class Engine {
     // bytes meanwhile (fewer than the text's), where it may have begun.
     bool constraint_on = true;
     std::string awaited_tail;
-    // Guided choice, and JSON mode and json_schema at string text: the tokens the sampler may take
-    // this step (rebuilt each step).
-    std::vector<int32_t> constrained_allowed;
+    // Guided choice: the tokens the sampler may take this step (rebuilt each step).
+    std::vector<int32_t> choice_allowed;
     // Prompt logprobs computed so far (entry i is prompt token i + 1); a recomputation after a
     // preemption does not add them again.
     std::vector<PromptTokenLogprob> prompt_logprobs;
@@ -298,19 +297,14 @@ class Engine {
     JsonAllowedTokens(matcher, *options_.json_vocabulary, allowed);
     AddEos(can_end, allowed);
   }
-  // JSON mode and json_schema: this step's list for `matcher` (JsonTokens). At string text it
-  // is computed into s.constrained_allowed: most of the vocabulary is string text, which costs
-  // only its copy (~50 µs at 128k) and would fill the cache with lists of ~0.5 MB. Elsewhere (a
-  // value's start, a number, a key, a literal) trying tokens costs 0.4-3 ms on a real
-  // vocabulary and the states repeat, so the list comes from `masks` by the matcher's state key
-  // (s.cached_allowed holds it).
+  // JSON mode and json_schema: this step's tokens for `matcher` (JsonTokens), from `masks` by the
+  // matcher's state key (s.cached_allowed holds them). Trying tokens costs 0.4-3 ms on a real
+  // vocabulary outside strings and copying ~125k ids of string text ~50 µs inside them, and a
+  // generation keeps coming back to the same states; string text's tokens are kept as a 16 KB
+  // bitmask (AllowedTokens).
   template <typename Matcher>
   AllowedView JsonStepTokens(const Matcher& matcher, bool can_end,
                              TokenMaskCache<std::string>& masks, Sampling& s) {
-    if (matcher.AtStringText()) {
-      JsonTokens(matcher, can_end, &s.constrained_allowed);
-      return {.ids = s.constrained_allowed};
-    }
     state_key_.clear();
     matcher.AppendStateKey(&state_key_);
     s.cached_allowed = masks.Get(

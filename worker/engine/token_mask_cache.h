@@ -64,6 +64,8 @@ class TokenMaskCache {
   }
   // Lists computed so far (for tests and the bench).
   [[nodiscard]] int64_t misses() const { return misses_; }
+  // What the kept entries cost, as counted against the bound.
+  [[nodiscard]] size_t bytes() const { return bytes_; }
 
  private:
   absl::flat_hash_map<Key, List> lists_;
