@@ -201,6 +201,13 @@ TEST(GrammarTest, RefusalsSayWhatAndWhere) {
             "supported");
   EXPECT_EQ(Message("root ::= [a-z]{1, 5000}"),
             "EBNF parser error at line 1, column 19: the upper bound of a repetition is over 4096");
+  // Nesting that would spend a thread's stack (a 64 KiB grammar holds 30,000 parentheses).
+  const std::string deep =
+      "root ::= " + std::string(30000, '(') + "\"a\"" + std::string(30000, ')');
+  EXPECT_EQ(Message(deep),
+            "EBNF parser error at line 1, column 266: groups nest more than 256 deep");
+  const std::string nested = "root ::= " + std::string(256, '(') + "\"a\"" + std::string(256, ')');
+  EXPECT_TRUE(EbnfGrammar::Compile(nested).ok()) << "256 deep is allowed";
   std::string large = "root ::=";
   for (int i = 0; i < 17; ++i) large += " [a-z]{4000}";
   EXPECT_EQ(Message(large),

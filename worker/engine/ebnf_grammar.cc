@@ -61,24 +61,6 @@ std::string CodePointName(uint32_t cp) {
   return "U+" + hex;
 }
 
-void AppendUtf8(uint32_t cp, std::string* out) {
-  if (cp < 0x80) {
-    out->push_back(static_cast<char>(cp));
-  } else if (cp < 0x800) {
-    out->push_back(static_cast<char>(0xC0 | (cp >> 6)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else if (cp < 0x10000) {
-    out->push_back(static_cast<char>(0xE0 | (cp >> 12)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else {
-    out->push_back(static_cast<char>(0xF0 | (cp >> 18)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  }
-}
-
 // Recursive descent over the EBNF text.
 class Parser {
  public:
@@ -232,7 +214,12 @@ class Parser {
         return Error(pos_ - 1, "lookahead assertions ((= ...)) are not supported");
       }
       item.kind = Item::Kind::kGroup;
+      if (++group_depth_ > EbnfGrammar::kMaxGroupDepth) {
+        return Error(item.at,
+                     absl::StrCat("groups nest more than ", EbnfGrammar::kMaxGroupDepth, " deep"));
+      }
       HR_ASSIGN_OR_RETURN(Alternatives group, ParseAlternatives(/*nested=*/true));
+      --group_depth_;
       if (Peek() != ')') {
         return Error(pos_, absl::StrCat("expected ')' to close the group opened at column ",
                                         item.at + 1, ", got ", Describe(pos_)));
@@ -482,6 +469,7 @@ class Parser {
 
   std::string_view text_;
   size_t pos_ = 0;
+  int group_depth_ = 0;  // ( groups open around pos_
 };
 
 // A byte range at each position of a UTF-8 encoding.

@@ -11,7 +11,7 @@
 // character), rule references, ( groups ), sequences, `|` alternatives, and `* + ? {m} {m,}
 // {m,n}` repetition. `#` comments run to the end of the line. Refused with the line and column:
 // xgrammar's macros (Regex(...), TagDispatch(...)), rule options (`name[lazy] ::=`), lookahead
-// assertions, undefined or duplicate rules, no `root`.
+// assertions, undefined or duplicate rules, no `root`, groups nested deeper than kMaxGroupDepth.
 //
 // Compiled form: classes become their UTF-8 byte sequences (surrogates and bytes that are no
 // part of a valid character never match), literals their bytes, repetition and groups helper
@@ -37,6 +37,9 @@ class EbnfGrammar {
   // Largest grammar accepted, in rule positions after repetition is expanded (`[a-z]{1000}` is
   // about a thousand).
   static constexpr int32_t kMaxPositions = 1 << 16;
+  // Deepest nesting of ( groups ): parsing and compiling recurse into each, and a thread's stack
+  // is not to be spent by a request's text.
+  static constexpr int kMaxGroupDepth = 256;
   // A symbol at a position: a rule (>= 0), a set of bytes (kTerminal - index), or the end of an
   // alternative (kEnd).
   static constexpr int32_t kEnd = INT32_MIN;
