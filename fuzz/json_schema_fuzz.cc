@@ -1,6 +1,6 @@
-// libFuzzer target for JSON Schema, guided-regex and EBNF-grammar constrained decoding
-// (worker/engine/json_schema.h, regex_matcher.h, ebnf_grammar.h). Input: a schema's text (or
-// 0x01 and a regex, or 0x02 and a grammar), a 0 byte, then bytes to feed. Besides crashes, hangs
+// libFuzzer target for JSON Schema, guided-regex and EBNF- or Lark-grammar constrained decoding
+// (worker/engine/json_schema.h, regex_matcher.h, ebnf_grammar.h, lark_grammar.h). Input: a
+// schema's text (or 0x01 and a regex, or 0x02 and a grammar), a 0 byte, then bytes to feed. Besides crashes, hangs
 // and sanitizer reports it checks:
 //   - Compile never fails with anything but InvalidArgument;
 //   - the matcher never dead-ends: after every prefix it accepted, some byte is accepted or the
@@ -33,12 +33,13 @@
 #include "worker/engine/grammar_tokens.h"
 #include "worker/engine/json_matcher.h"
 #include "worker/engine/json_schema.h"
+#include "worker/engine/lark_grammar.h"
 #include "worker/engine/regex_matcher.h"
 #include "worker/engine/regex_tokens.h"
 
 namespace {
 
-using headroom::worker::EbnfGrammar;
+using headroom::worker::CompileGuidedGrammar;
 using headroom::worker::GrammarMatcher;
 using headroom::worker::GrammarStateIds;
 using headroom::worker::GrammarTokenTrie;
@@ -152,7 +153,7 @@ void CheckTokenList(const GrammarMatcher& matcher, const JsonVocabulary& vocabul
 }
 
 void FuzzGrammar(std::string_view spec, std::string_view feed) {
-  const auto grammar = EbnfGrammar::Compile(spec);
+  const auto grammar = CompileGuidedGrammar(spec);  // EBNF, or Lark without a `::=` line
   if (!grammar.ok()) {
     if (grammar.status().code() != absl::StatusCode::kInvalidArgument) {
       Fail("a grammar compile error that is not InvalidArgument", spec);

@@ -75,21 +75,16 @@ absl::Status SetGuidedRegex(const Json& regex, std::string_view param, v1::Sampl
 }
 
 // vLLM's guided_grammar / structured_outputs.grammar at `param`: an EBNF grammar (xgrammar's
-// dialect) the whole output must be a sentence of, compiled here so that one headroom cannot
-// read is refused naming the field.
+// dialect), or Lark's syntax where no line holds `::=` (as vLLM reads it; lark_grammar.h), the
+// whole output must be a sentence of, compiled here so that one headroom cannot read is refused
+// naming the field.
 absl::Status SetGuidedGrammar(const Json& grammar, std::string_view param, v1::SamplingParams& s) {
-  if (!grammar.is_string()) return WrongType(param, "a string (an EBNF grammar)", grammar);
+  if (!grammar.is_string()) return WrongType(param, "a string (an EBNF or Lark grammar)", grammar);
   if (!s.guided_grammar().empty()) {
     return Bad(param, "give one grammar (guided_grammar or structured_outputs.grammar)");
   }
   const auto& text = grammar.get_ref<const std::string&>();
   if (text.empty()) return Bad(param, absl::StrCat(Sv(param), " must not be empty"));
-  if (text.find("::=") == std::string::npos) {
-    // vLLM takes such a grammar for Lark's syntax and converts it; headroom reads EBNF only.
-    return Bad(param, absl::StrCat(Sv(param),
-                                   ": no rule (name ::= ...) in it; Lark grammars are not "
-                                   "supported, write the grammar in EBNF (GBNF): root ::= ..."));
-  }
   HR_RETURN_IF_ERROR(CheckConstraint(worker::ConstraintKind::kGrammar, text, param));
   s.set_guided_grammar(text);
   return absl::OkStatus();

@@ -9,8 +9,8 @@ that
 function calling with a named function or "required" answers calls whose arguments jsonschema
 validates, that the Responses API answers what chat does (typed models, the stream accumulator), that vLLM's guided_choice (extra_body) answers one of the choices, that its
 guided_regex / structured_outputs.regex answer what Python's re.fullmatch matches, that its
-guided_grammar / structured_outputs.grammar (EBNF) answer sentences of the grammar (checked with
-an equivalent regular expression), that embeddings
+guided_grammar / structured_outputs.grammar (EBNF, and Lark as vLLM reads a grammar without
+`::=`) answer sentences of the grammar (checked with an equivalent regular expression), that embeddings
 (base64, the client's default, and float) agree, and that a bad
 request surfaces as openai.BadRequestError naming the field.
 Exits non-zero with the failed check on stderr.
@@ -236,6 +236,27 @@ def check_guided_grammar(client, model, messages):
     except openai.BadRequestError as error:
         check("guided_grammar: EBNF parser error at line 1, column 14" in str(error)
               and "is not defined" in str(error), f"error does not say why: {error}")
+    # A grammar without a `::=` line is Lark, as vLLM reads it: vLLM's own Lark test grammar.
+    sql = ('start: select_statement\n'
+           'select_statement: "SELECT " column " from " table " where " condition\n'
+           'column: "col_1" | "col_2"\n'
+           'table: "table_1" | "table_2"\n'
+           'condition: column "=" number\n'
+           'number: "1" | "2"\n')
+    sql_regex = r"SELECT col_[12] from table_[12] where col_[12]=[12]"
+    sampled = client.completions.create(model=model, prompt="SQL:", max_tokens=64,
+                                        temperature=1.0, seed=5, n=4,
+                                        extra_body={"structured_outputs": {"grammar": sql}})
+    for c in sampled.choices:
+        check(c.finish_reason == "stop", f"query {c.text!r} ended by {c.finish_reason}")
+        check(re.fullmatch(sql_regex, c.text), f"query {c.text!r} is not a sentence of the grammar")
+    try:
+        client.completions.create(model=model, prompt="hi", max_tokens=8,
+                                  extra_body={"guided_grammar": 'start: "a" x'})
+        check(False, "a Lark grammar with an undefined rule was accepted")
+    except openai.BadRequestError as error:
+        check("guided_grammar: Lark grammar error at line 1, column 12: 'x' is not defined"
+              in str(error), f"error does not say why: {error}")
 
 
 def check_embeddings(client, model):

@@ -13,8 +13,8 @@
 
 #include "nlohmann/json.hpp"
 #include "tests/worker/fixtures.h"
-#include "worker/engine/ebnf_grammar.h"
 #include "worker/engine/json_schema.h"
+#include "worker/engine/lark_grammar.h"
 #include "worker/engine/regex_matcher.h"
 
 namespace headroom::worker {
@@ -40,6 +40,10 @@ std::vector<Text> FixtureTexts() {
   for (const char* list : {"grammars", "refused"}) {
     for (const Json& g : grammars[list]) texts.push_back({ConstraintKind::kGrammar, g["ebnf"]});
   }
+  const Json larks = load("lark_grammar.json");
+  for (const Json& g : larks["grammars"]) {
+    texts.push_back({ConstraintKind::kGrammar, g["lark"]});
+  }
   const Json patterns = load("regex_cases.json");
   for (const Json& p : patterns["patterns"]) {
     texts.push_back({ConstraintKind::kGuidedRegex, p["pattern"]});
@@ -62,7 +66,7 @@ absl::Status Compiled(const Text& t) {
     case ConstraintKind::kGuidedRegex:
       return CompileGuidedRegex(t.text).status();
     case ConstraintKind::kGrammar:
-      return EbnfGrammar::Compile(t.text).status();
+      return CompileGuidedGrammar(t.text).status();  // EBNF, or Lark without a `::=` line
   }
   return absl::UnknownError("kind");
 }

@@ -1,8 +1,8 @@
 #include "worker/engine/constraint_check.h"
 
 #include "absl/strings/string_view.h"
-#include "worker/engine/ebnf_grammar.h"
 #include "worker/engine/json_schema.h"
+#include "worker/engine/lark_grammar.h"
 #include "worker/engine/regex_matcher.h"
 
 namespace headroom::worker {
@@ -15,7 +15,7 @@ absl::Status Compile(ConstraintKind kind, std::string_view text) {
     case ConstraintKind::kGuidedRegex:
       return CompileGuidedRegex(text).status();
     case ConstraintKind::kGrammar:
-      return EbnfGrammar::Compile(text).status();
+      return CompileGuidedGrammar(text).status();
   }
   return absl::InvalidArgumentError("unknown constraint kind");
 }

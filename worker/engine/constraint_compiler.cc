@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "worker/engine/lark_grammar.h"
 #include "worker/engine/regex_matcher.h"
 
 namespace headroom::worker {
@@ -69,7 +70,7 @@ absl::Status ConstraintCompiler::Compile(const SamplingParams& params, CompiledC
       &out->regex));
   HR_RETURN_IF_ERROR(Build(
       grammars_, params.grammar, "grammar",
-      [](const std::string& text) { return EbnfGrammar::Compile(text); },
+      [](const std::string& text) { return CompileGuidedGrammar(text); },
       [&](std::shared_ptr<const EbnfGrammar> c) {
         return std::make_shared<SharedGrammar>(std::move(c), *vocabulary_);
       },

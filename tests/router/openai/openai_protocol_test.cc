@@ -140,10 +140,10 @@ TEST(OpenAiProtocolTest, BadCompletionBodies) {
        "echo is not supported with truncate_prompt_tokens"},
       {R"({"prompt": "x", "guided_grammar": "root ::= \"a\" b"})", "guided_grammar",
        "guided_grammar: EBNF parser error at line 1, column 14: rule \"b\" is not defined"},
-      {R"({"prompt": "x", "guided_grammar": "start: \"a\""})", "guided_grammar",
-       "Lark grammars are not supported, write the grammar in EBNF (GBNF): root ::= ..."},
+      {R"({"prompt": "x", "guided_grammar": "start: \"a\" x"})", "guided_grammar",
+       "guided_grammar: Lark grammar error at line 1, column 12: 'x' is not defined"},
       {R"({"prompt": "x", "guided_grammar": 5})", "guided_grammar",
-       "guided_grammar must be a string (an EBNF grammar), got number"},
+       "guided_grammar must be a string (an EBNF or Lark grammar), got number"},
       {R"({"prompt": "x", "guided_grammar": "root ::= \"a\"",
            "structured_outputs": {"grammar": "root ::= \"b\""}})",
        "structured_outputs.grammar", "give one grammar"},
@@ -775,7 +775,8 @@ TEST(OpenAiProtocolTest, GuidedRegexInEitherSpellingReachesTheSampling) {
   EXPECT_EQ(r->generate.sampling().guided_regex(), "(yes|no)");
 }
 
-// vLLM's two spellings of a grammar constraint reach sampling.guided_grammar as written.
+// vLLM's two spellings of a grammar constraint, in EBNF or Lark, reach sampling.guided_grammar as
+// written.
 TEST(OpenAiProtocolTest, GuidedGrammarInEitherSpellingReachesTheSampling) {
   absl::StatusOr<ParsedRequest> r = ParseCompletionRequest(
       R"({"prompt": "x", "guided_grammar": "root ::= (\"yes\" | \"no\") \".\""})");
@@ -786,6 +787,10 @@ TEST(OpenAiProtocolTest, GuidedGrammarInEitherSpellingReachesTheSampling) {
           "structured_outputs": {"grammar": "root ::= [0-9]+", "json": null}})j");
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->generate.sampling().guided_grammar(), "root ::= [0-9]+");
+  // Lark's syntax (no `::=` line), as vLLM reads it: kept as written, translated by the worker.
+  r = ParseCompletionRequest(R"({"prompt": "x", "guided_grammar": "start: \"a\"+\n"})");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->generate.sampling().guided_grammar(), "start: \"a\"+\n");
 }
 
 TEST(OpenAiProtocolTest, ChatFieldsMapToGenerateRequest) {
