@@ -387,18 +387,9 @@ class Parser {
   // One character written as itself, read with the matchers' UTF-8 reader: text that is not
   // well-formed UTF-8 is refused here rather than turned into bytes no character has.
   absl::StatusOr<uint32_t> ParseRawCharacter() {
-    Utf8Reader reader;
-    for (size_t i = pos_; i < text_.size(); ++i) {
-      switch (reader.Feed(static_cast<uint8_t>(text_[i]))) {
-        case Utf8Reader::Step::kRefused:
-          return Error(i, "the grammar is not valid UTF-8 here");
-        case Utf8Reader::Step::kPartial:
-          continue;
-        case Utf8Reader::Step::kCharacter:
-          pos_ = i + 1;
-          return reader.code_point();
-      }
-    }
+    size_t bad = 0;
+    if (const std::optional<uint32_t> c = DecodeUtf8At(text_, &pos_, &bad)) return *c;
+    if (bad < text_.size()) return Error(bad, "the grammar is not valid UTF-8 here");
     return Error(pos_, "the grammar ends inside a character");
   }
 

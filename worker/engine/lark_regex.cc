@@ -408,18 +408,9 @@ class RegexTranslator {
   }
 
   absl::StatusOr<uint32_t> RawCharacter() {
-    Utf8Reader reader;
-    for (size_t i = pos_; i < p_.size(); ++i) {
-      switch (reader.Feed(static_cast<uint8_t>(p_[i]))) {
-        case Utf8Reader::Step::kRefused:
-          return Fail(i, "the pattern is not valid UTF-8");
-        case Utf8Reader::Step::kPartial:
-          continue;
-        case Utf8Reader::Step::kCharacter:
-          pos_ = i + 1;
-          return reader.code_point();
-      }
-    }
+    size_t bad = 0;
+    if (const std::optional<uint32_t> c = DecodeUtf8At(p_, &pos_, &bad)) return *c;
+    if (bad < p_.size()) return Fail(bad, "the pattern is not valid UTF-8");
     return Fail(pos_, "the pattern ends inside a character");
   }
 

@@ -6,7 +6,9 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 
 namespace headroom::worker {
 
@@ -54,6 +56,26 @@ class Utf8Reader {
   // The bits read so far, or the code point just completed.
   uint32_t code_point_ = 0;
 };
+
+// The character that starts at text[*pos], *pos moved past it; or nothing, with *error_at the
+// byte no well-formed UTF-8 continues with (text.size() where the text ends inside one).
+inline std::optional<uint32_t> DecodeUtf8At(std::string_view text, size_t* pos, size_t* error_at) {
+  Utf8Reader reader;
+  for (size_t i = *pos; i < text.size(); ++i) {
+    switch (reader.Feed(static_cast<uint8_t>(text[i]))) {
+      case Utf8Reader::Step::kRefused:
+        *error_at = i;
+        return std::nullopt;
+      case Utf8Reader::Step::kPartial:
+        continue;
+      case Utf8Reader::Step::kCharacter:
+        *pos = i + 1;
+        return reader.code_point();
+    }
+  }
+  *error_at = text.size();
+  return std::nullopt;
+}
 
 // Appends code point `cp` (at most U+10FFFF) as UTF-8.
 inline void AppendUtf8(uint32_t cp, std::string* out) {
