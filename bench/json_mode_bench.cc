@@ -145,12 +145,24 @@ BENCHMARK_CAPTURE(BM_SchemaAllowedTokens, llama3x100_in_date_time, "llama3x100",
 // list, then the token fed. `cached`: as Engine::JsonStepTokens does, each state's tokens come
 // from a TokenMaskCache kept across documents (the engine keeps one per grammar: JSON mode, or a
 // schema's text), so after the first document every state is a hit; without, every step tries
-// the vocabulary. Counters: tokens per document, time per token, the cache's
-// misses per document (the first one's over all iterations), the KB the cache keeps.
+// the vocabulary. Counters: SetDocumentCounters.
 constexpr char kDocument[] =
     R"({"name": "Ada Lovelace", "age": 36, "answer": "yes", "nickname": null, )"
     R"("address": {"city": "London", "zip": "W1J 6BD"}, "tags": ["mathematics", "poetry", )"
     R"("engines"], "opened": "1843-07-10T12:00:00Z"})";
+
+// A document benchmark's counters: tokens per document, time per token, the cache's misses per
+// document (the first one's over all iterations) and the KB it keeps.
+void SetDocumentCounters(benchmark::State& state, size_t tokens,
+                         const TokenMaskCache<std::string>& masks) {
+  const auto n = static_cast<double>(tokens);
+  state.counters["tokens"] = n;
+  state.counters["per_token"] = benchmark::Counter(
+      n, benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+  state.counters["misses"] =
+      benchmark::Counter(static_cast<double>(masks.misses()), benchmark::Counter::kAvgIterations);
+  state.counters["kept_kb"] = static_cast<double>(masks.bytes()) / 1024;
+}
 
 template <typename Matcher>
 void RunDocument(benchmark::State& state, const std::string& vocabulary, const Matcher& start,
@@ -182,13 +194,7 @@ void RunDocument(benchmark::State& state, const std::string& vocabulary, const M
     }
     if (!matcher.Complete()) std::abort();
   }
-  const auto n = static_cast<double>(tokens->size());
-  state.counters["tokens"] = n;
-  state.counters["per_token"] = benchmark::Counter(
-      n, benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
-  state.counters["misses"] =
-      benchmark::Counter(static_cast<double>(masks.misses()), benchmark::Counter::kAvgIterations);
-  state.counters["kept_kb"] = static_cast<double>(masks.bytes()) / 1024;
+  SetDocumentCounters(state, tokens->size(), masks);
 }
 
 void BM_JsonDocument(benchmark::State& state, const std::string& vocabulary, bool cached) {
@@ -417,13 +423,7 @@ void BM_GrammarDocument(benchmark::State& state, const std::string& vocabulary, 
     }
     if (!matcher.CanEnd()) std::abort();
   }
-  const auto n = static_cast<double>(tokens->size());
-  state.counters["tokens"] = n;
-  state.counters["per_token"] = benchmark::Counter(
-      n, benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
-  state.counters["misses"] = benchmark::Counter(static_cast<double>(shared.masks.misses()),
-                                                benchmark::Counter::kAvgIterations);
-  state.counters["kept_kb"] = static_cast<double>(shared.masks.bytes()) / 1024;
+  SetDocumentCounters(state, tokens->size(), shared.masks);
 }
 BENCHMARK_CAPTURE(BM_GrammarDocument, llama3_each_step, "llama3", false)
     ->Unit(benchmark::kMillisecond);

@@ -60,34 +60,34 @@ absl::Status SetJsonSchema(const Json& schema, std::string_view param, v1::Sampl
   return absl::OkStatus();
 }
 
-// vLLM's guided_regex / structured_outputs.regex at `param`: a pattern the whole output must
-// match, compiled here so that one headroom cannot enforce is refused naming the field.
-absl::Status SetGuidedRegex(const Json& regex, std::string_view param, v1::SamplingParams& s) {
-  if (!regex.is_string()) return WrongType(param, "a string (a regular expression)", regex);
-  if (!s.guided_regex().empty()) {
-    return Bad(param, "give one regex (guided_regex or structured_outputs.regex)");
+// vLLM's guided_regex / structured_outputs.regex (a pattern the whole output must match) and
+// guided_grammar / structured_outputs.grammar (an EBNF grammar in xgrammar's dialect, or Lark's
+// syntax where no line holds `::=`, as vLLM reads it; lark_grammar.h) at `param`: the text, into
+// `*field`, compiled here so that one headroom cannot enforce is refused naming the field.
+// `what` is the noun the errors use ("regex", "grammar"), `type` what the field must be.
+absl::Status SetConstraintText(const Json& value, std::string_view param,
+                               worker::ConstraintKind kind, std::string_view what,
+                               std::string_view type, std::string* field) {
+  if (!value.is_string()) return WrongType(param, type, value);
+  if (!field->empty()) {
+    return Bad(param, absl::StrCat("give one ", Sv(what), " (guided_", Sv(what),
+                                   " or structured_outputs.", Sv(what), ")"));
   }
-  const auto& pattern = regex.get_ref<const std::string&>();
-  if (pattern.empty()) return Bad(param, absl::StrCat(Sv(param), " must not be empty"));
-  HR_RETURN_IF_ERROR(CheckConstraint(worker::ConstraintKind::kGuidedRegex, pattern, param));
-  s.set_guided_regex(pattern);
+  const auto& text = value.get_ref<const std::string&>();
+  if (text.empty()) return Bad(param, absl::StrCat(Sv(param), " must not be empty"));
+  HR_RETURN_IF_ERROR(CheckConstraint(kind, text, param));
+  *field = text;
   return absl::OkStatus();
 }
 
-// vLLM's guided_grammar / structured_outputs.grammar at `param`: an EBNF grammar (xgrammar's
-// dialect), or Lark's syntax where no line holds `::=` (as vLLM reads it; lark_grammar.h), the
-// whole output must be a sentence of, compiled here so that one headroom cannot read is refused
-// naming the field.
+absl::Status SetGuidedRegex(const Json& regex, std::string_view param, v1::SamplingParams& s) {
+  return SetConstraintText(regex, param, worker::ConstraintKind::kGuidedRegex, "regex",
+                           "a string (a regular expression)", s.mutable_guided_regex());
+}
+
 absl::Status SetGuidedGrammar(const Json& grammar, std::string_view param, v1::SamplingParams& s) {
-  if (!grammar.is_string()) return WrongType(param, "a string (an EBNF or Lark grammar)", grammar);
-  if (!s.guided_grammar().empty()) {
-    return Bad(param, "give one grammar (guided_grammar or structured_outputs.grammar)");
-  }
-  const auto& text = grammar.get_ref<const std::string&>();
-  if (text.empty()) return Bad(param, absl::StrCat(Sv(param), " must not be empty"));
-  HR_RETURN_IF_ERROR(CheckConstraint(worker::ConstraintKind::kGrammar, text, param));
-  s.set_guided_grammar(text);
-  return absl::OkStatus();
+  return SetConstraintText(grammar, param, worker::ConstraintKind::kGrammar, "grammar",
+                           "a string (an EBNF or Lark grammar)", s.mutable_guided_grammar());
 }
 
 // Structured output: OpenAI's response_format (text, json_object or json_schema) and vLLM's

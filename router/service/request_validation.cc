@@ -233,21 +233,6 @@ absl::StatusOr<ValidatedRequest> ValidateGenerateRequest(const v1::GenerateReque
         "at most one of sampling.guided_choice, sampling.allowed_token_ids, sampling.json_object, "
         "sampling.json_schema, sampling.guided_regex and sampling.guided_grammar may be set");
   }
-  if (s.json_schema().size() > kMaxJsonSchemaBytes) {
-    return absl::InvalidArgumentError(absl::StrCat("sampling.json_schema is ",
-                                                   s.json_schema().size(), " bytes, at most ",
-                                                   kMaxJsonSchemaBytes, " are accepted"));
-  }
-  if (s.guided_regex().size() > kMaxGuidedRegexBytes) {
-    return absl::InvalidArgumentError(absl::StrCat("sampling.guided_regex is ",
-                                                   s.guided_regex().size(), " bytes, at most ",
-                                                   kMaxGuidedRegexBytes, " are accepted"));
-  }
-  if (s.guided_grammar().size() > kMaxGuidedGrammarBytes) {
-    return absl::InvalidArgumentError(absl::StrCat("sampling.guided_grammar is ",
-                                                   s.guided_grammar().size(), " bytes, at most ",
-                                                   kMaxGuidedGrammarBytes, " are accepted"));
-  }
   if (!s.constraint_after().empty()) {
     if (s.constraint_after().size() > kMaxConstraintAfterBytes) {
       return absl::InvalidArgumentError(
@@ -261,13 +246,21 @@ absl::StatusOr<ValidatedRequest> ValidateGenerateRequest(const v1::GenerateReque
           "sampling.guided_regex or sampling.guided_grammar (the constraint it delays)");
     }
   }
-  // Checked through the kept verdicts: an HTTP request's constraint was checked by the front
-  // (to name its own field), and clients repeat theirs.
-  for (const auto& [kind, field, text] :
-       {std::tuple{worker::ConstraintKind::kGuidedRegex, "guided_regex", &s.guided_regex()},
-        std::tuple{worker::ConstraintKind::kGrammar, "guided_grammar", &s.guided_grammar()},
-        std::tuple{worker::ConstraintKind::kJsonSchema, "json_schema", &s.json_schema()}}) {
+  // Bounded, then checked through the kept verdicts: an HTTP request's constraint was checked by
+  // the front (to name its own field), and clients repeat theirs.
+  for (const auto& [kind, field, text, max_bytes] :
+       {std::tuple{worker::ConstraintKind::kGuidedRegex, "guided_regex", &s.guided_regex(),
+                   kMaxGuidedRegexBytes},
+        std::tuple{worker::ConstraintKind::kGrammar, "guided_grammar", &s.guided_grammar(),
+                   kMaxGuidedGrammarBytes},
+        std::tuple{worker::ConstraintKind::kJsonSchema, "json_schema", &s.json_schema(),
+                   kMaxJsonSchemaBytes}}) {
     if (text->empty()) continue;
+    if (text->size() > max_bytes) {
+      return absl::InvalidArgumentError(absl::StrCat("sampling.", field, " is ", text->size(),
+                                                     " bytes, at most ", max_bytes,
+                                                     " are accepted"));
+    }
     if (const absl::Status st = worker::ConstraintChecks::Default().Check(kind, *text); !st.ok()) {
       return absl::InvalidArgumentError(absl::StrCat("sampling.", field, ": ", st.message()));
     }

@@ -181,61 +181,69 @@ def check_responses(client, model, messages, bias):
         check("resp_missing" in str(error), f"error does not name the id: {error}")
 
 
+def check_sentences(texts, pattern, what):
+    """Each of `texts` is whole under `pattern` (re.fullmatch)."""
+    for text in texts:
+        check(re.fullmatch(pattern, text), f"{what} {text!r} does not match {pattern}")
+
+
+def check_each_stops(client, model, prompt, extra_body, pattern, what, seed, max_tokens=24):
+    """Six sampled completions under a constraint whose every sentence ends by itself: each
+    finishes with "stop" and matches `pattern`."""
+    sampled = client.completions.create(model=model, prompt=prompt, max_tokens=max_tokens,
+                                        temperature=1.0, seed=seed, n=6, extra_body=extra_body)
+    for c in sampled.choices:
+        check(c.finish_reason == "stop", f"{what} {c.text!r} ended by {c.finish_reason}")
+    check_sentences([c.text for c in sampled.choices], pattern, what)
+
+
+def check_finished_chats(client, model, messages, extra_body, pattern, what, seed):
+    """Six sampled chats under a constraint with an open end (EOS offered once the text is whole):
+    at least two finish with "stop", and those match `pattern`."""
+    chat = client.chat.completions.create(model=model, messages=messages, max_tokens=24,
+                                          temperature=1.0, seed=seed, n=6, extra_body=extra_body)
+    finished = [c.message.content for c in chat.choices if c.finish_reason == "stop"]
+    check(len(finished) >= 2, f"only {len(finished)} of 6 {what} replies finished")
+    check_sentences(finished, pattern, what)
+
+
+def check_refused(client, model, extra_body, what, *expected):
+    """A completion with `extra_body` is a BadRequestError whose message holds each of
+    `expected`."""
+    try:
+        client.completions.create(model=model, prompt="hi", max_tokens=8, extra_body=extra_body)
+        check(False, f"{what} was accepted")
+    except openai.BadRequestError as error:
+        check(all(e in str(error) for e in expected), f"error does not say why: {error}")
+
+
 def check_guided_regex(client, model, messages):
     # One length: every sampled reply ends by itself (nothing can follow), and matches.
     phone = r"\(\d{3}\) \d{3}-\d{4}"
-    sampled = client.completions.create(model=model, prompt="Call", max_tokens=24, temperature=1.0,
-                                        seed=5, n=6, extra_body={"guided_regex": phone})
-    for c in sampled.choices:
-        check(c.finish_reason == "stop", f"phone reply {c.text!r} ended by {c.finish_reason}")
-        check(re.fullmatch(phone, c.text), f"phone reply {c.text!r} does not match {phone}")
+    check_each_stops(client, model, "Call", {"guided_regex": phone}, phone, "phone reply", seed=5)
     # Characters of several bytes (a token may end inside one) and an open end (EOS is offered
     # once the text matches, and is not part of the text), in vLLM's newer spelling, in chat.
     mood = r"(calm|busy) [😀-😂]{1,3}é?"
-    chat = client.chat.completions.create(
-        model=model, messages=messages, max_tokens=24, temperature=1.0, seed=9, n=6,
-        extra_body={"structured_outputs": {"regex": mood}})
-    finished = [c.message.content for c in chat.choices if c.finish_reason == "stop"]
-    check(len(finished) >= 2, f"only {len(finished)} of 6 mood replies finished")
-    for text in finished:
-        check(re.fullmatch(mood, text), f"mood reply {text!r} does not match {mood}")
-    try:
-        client.completions.create(model=model, prompt="hi", max_tokens=8,
-                                  extra_body={"guided_regex": r"(a)\1"})
-        check(False, "a regex with a backreference was accepted")
-    except openai.BadRequestError as error:
-        check("guided_regex: backreferences are not supported" in str(error),
-              f"error does not say why: {error}")
+    check_finished_chats(client, model, messages, {"structured_outputs": {"regex": mood}}, mood,
+                         "mood", seed=9)
+    check_refused(client, model, {"guided_regex": r"(a)\1"}, "a regex with a backreference",
+                  "guided_regex: backreferences are not supported")
 
 
 def check_guided_grammar(client, model, messages):
     # One length per alternative: every sampled reply ends by itself.
-    answer = 'root ::= ("yes" | "no") "."'
-    sampled = client.completions.create(model=model, prompt="Sure?", max_tokens=16,
-                                        temperature=1.0, seed=3, n=6,
-                                        extra_body={"guided_grammar": answer})
-    for c in sampled.choices:
-        check(c.finish_reason == "stop", f"answer {c.text!r} ended by {c.finish_reason}")
-        check(c.text in ("yes.", "no."), f"answer {c.text!r} is not a sentence of {answer}")
+    check_each_stops(client, model, "Sure?", {"guided_grammar": 'root ::= ("yes" | "no") "."'},
+                     r"(yes|no)\.", "answer", seed=3, max_tokens=16)
     # Rules, repetition and an open end (EOS is offered once the text is a sentence), in vLLM's
     # newer spelling, in chat. The grammar's language is regular, so re.fullmatch checks it.
     items = ('root ::= item ("," item){0,2}\n'
              'item ::= "[" [a-c]{0,3} "]" | [0-9]{1,3}  # a list or a number')
     same = r"(\[[a-c]{0,3}\]|[0-9]{1,3})(,(\[[a-c]{0,3}\]|[0-9]{1,3})){0,2}"
-    chat = client.chat.completions.create(
-        model=model, messages=messages, max_tokens=24, temperature=1.0, seed=11, n=6,
-        extra_body={"structured_outputs": {"grammar": items}})
-    finished = [c.message.content for c in chat.choices if c.finish_reason == "stop"]
-    check(len(finished) >= 2, f"only {len(finished)} of 6 item replies finished")
-    for text in finished:
-        check(re.fullmatch(same, text), f"item reply {text!r} is not a sentence of the grammar")
-    try:
-        client.completions.create(model=model, prompt="hi", max_tokens=8,
-                                  extra_body={"guided_grammar": 'root ::= "a" b'})
-        check(False, "a grammar with an undefined rule was accepted")
-    except openai.BadRequestError as error:
-        check("guided_grammar: EBNF parser error at line 1, column 14" in str(error)
-              and "is not defined" in str(error), f"error does not say why: {error}")
+    check_finished_chats(client, model, messages, {"structured_outputs": {"grammar": items}},
+                         same, "item", seed=11)
+    check_refused(client, model, {"guided_grammar": 'root ::= "a" b'},
+                  "a grammar with an undefined rule",
+                  "guided_grammar: EBNF parser error at line 1, column 14", "is not defined")
     # A grammar without a `::=` line is Lark, as vLLM reads it: vLLM's own Lark test grammar.
     sql = ('start: select_statement\n'
            'select_statement: "SELECT " column " from " table " where " condition\n'
@@ -243,20 +251,12 @@ def check_guided_grammar(client, model, messages):
            'table: "table_1" | "table_2"\n'
            'condition: column "=" number\n'
            'number: "1" | "2"\n')
-    sql_regex = r"SELECT col_[12] from table_[12] where col_[12]=[12]"
-    sampled = client.completions.create(model=model, prompt="SQL:", max_tokens=64,
-                                        temperature=1.0, seed=5, n=4,
-                                        extra_body={"structured_outputs": {"grammar": sql}})
-    for c in sampled.choices:
-        check(c.finish_reason == "stop", f"query {c.text!r} ended by {c.finish_reason}")
-        check(re.fullmatch(sql_regex, c.text), f"query {c.text!r} is not a sentence of the grammar")
-    try:
-        client.completions.create(model=model, prompt="hi", max_tokens=8,
-                                  extra_body={"guided_grammar": 'start: "a" x'})
-        check(False, "a Lark grammar with an undefined rule was accepted")
-    except openai.BadRequestError as error:
-        check("guided_grammar: Lark grammar error at line 1, column 12: 'x' is not defined"
-              in str(error), f"error does not say why: {error}")
+    check_each_stops(client, model, "SQL:", {"structured_outputs": {"grammar": sql}},
+                     r"SELECT col_[12] from table_[12] where col_[12]=[12]", "query", seed=5,
+                     max_tokens=64)
+    check_refused(client, model, {"guided_grammar": 'start: "a" x'},
+                  "a Lark grammar with an undefined rule",
+                  "guided_grammar: Lark grammar error at line 1, column 12: 'x' is not defined")
 
 
 def check_embeddings(client, model):

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -408,15 +409,13 @@ class LarkParser {
     bool hi_ignore_case = false;
     absl::StatusOr<std::string> hi = String(&hi_ignore_case);
     if (!hi.ok()) return hi.status();
+    // The one character `s` holds.
     const auto single = [](const std::string& s, uint32_t* c) {
-      Utf8Reader reader;
-      for (size_t i = 0; i < s.size(); ++i) {
-        if (reader.Feed(static_cast<uint8_t>(s[i])) == Utf8Reader::Step::kCharacter) {
-          *c = reader.code_point();
-          return i + 1 == s.size();
-        }
-      }
-      return false;
+      size_t pos = 0;
+      size_t bad = 0;
+      const std::optional<uint32_t> decoded = DecodeUtf8At(s, &pos, &bad);
+      if (decoded.has_value()) *c = *decoded;
+      return decoded.has_value() && pos == s.size();
     };
     uint32_t lo_c = 0;
     uint32_t hi_c = 0;
