@@ -7,7 +7,8 @@
 // enum value, inside a number and inside a date-time (a pattern); and for guided_regex
 // (RegexMatcher) inside free text, an e-mail address and a phone number; for guided_grammar
 // (GrammarMatcher through its vocabulary trie) in the same JSON states under a JSON grammar and in
-// free text; and whole documents stepped as the engine steps them, with and without its per-state
+// free text; for a structural tag (StructuralTagMatcher) in free text, a trigger, a begin, a value
+// and an end; and whole documents stepped as the engine steps them, with and without its per-state
 // TokenMaskCache. Results: docs/performance.md.
 //   build/main/bench/json_mode_bench
 // Fixtures are read from $HEADROOM_SOURCE_DIR/tests/router/tokenizer/fixtures (default: the source
@@ -28,6 +29,7 @@
 #include "worker/engine/json_matcher.h"
 #include "worker/engine/json_schema.h"
 #include "worker/engine/regex_tokens.h"
+#include "worker/engine/structural_tag.h"
 #include "worker/engine/token_mask_cache.h"
 
 namespace headroom::worker {
@@ -126,6 +128,33 @@ void BM_SchemaAllowedTokens(benchmark::State& state, const std::string& vocabula
   if (!schema.ok()) std::abort();
   RunAllowedTokens(state, vocabulary, JsonSchemaMatcher(schema->get()), prefix);
 }
+
+// vLLM's docs example of a structural tag (worker/engine/structural_tag.h): in free text (every
+// token is tried), inside a trigger's first bytes, in the begin after the trigger, inside the
+// value's string and where the end must follow.
+constexpr char kWeatherTag[] = R"({"structures": [{"begin": "<function=get_weather>",
+    "schema": {"type": "object", "properties": {"city": {"type": "string"}},
+    "required": ["city"]}, "end": "</function>"}], "triggers": ["<function="]})";
+
+void BM_StructuralTagAllowedTokens(benchmark::State& state, const std::string& vocabulary,
+                                   const std::string& prefix) {
+  const auto tag = StructuralTag::Compile(kWeatherTag);
+  if (!tag.ok()) std::abort();
+  RunAllowedTokens(state, vocabulary, StructuralTagMatcher(tag->get()), prefix);
+}
+
+BENCHMARK_CAPTURE(BM_StructuralTagAllowedTokens, llama3x100_free_text, "llama3x100", "It is ")
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_StructuralTagAllowedTokens, llama3x100_in_trigger, "llama3x100", "It <func")
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_StructuralTagAllowedTokens, llama3x100_in_begin, "llama3x100", "<function=")
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_StructuralTagAllowedTokens, llama3x100_in_string, "llama3x100",
+                  R"(<function=get_weather>{"city": "Bo)")
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_StructuralTagAllowedTokens, llama3x100_at_end, "llama3x100",
+                  R"(<function=get_weather>{"city": "Boston"})")
+    ->Unit(benchmark::kMicrosecond);
 
 BENCHMARK_CAPTURE(BM_SchemaAllowedTokens, llama3x100_key_start, "llama3x100", R"({"name": "A", )")
     ->Unit(benchmark::kMicrosecond);

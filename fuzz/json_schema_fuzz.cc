@@ -1,6 +1,7 @@
-// libFuzzer target for JSON Schema, guided-regex and EBNF- or Lark-grammar constrained decoding
-// (worker/engine/json_schema.h, regex_matcher.h, ebnf_grammar.h, lark_grammar.h). Input: a
-// schema's text (or 0x01 and a regex, or 0x02 and a grammar), a 0 byte, then bytes to feed. Besides crashes, hangs
+// libFuzzer target for JSON Schema, guided-regex, EBNF- or Lark-grammar and structural-tag
+// constrained decoding (worker/engine/json_schema.h, regex_matcher.h, ebnf_grammar.h,
+// lark_grammar.h, structural_tag.h). Input: a schema's text (or 0x01 and a regex, 0x02 and a
+// grammar, 0x03 and a structural tag's JSON), a 0 byte, then bytes to feed. Besides crashes, hangs
 // and sanitizer reports it checks:
 //   - Compile never fails with anything but InvalidArgument;
 //   - the matcher never dead-ends: after every prefix it accepted, some byte is accepted or the
@@ -16,7 +17,10 @@
 //     trying each one gives, over the bytes and over the word vocabulary; equal state keys accept
 //     the same bytes and may end alike; Truncate to half the text and feeding the rest again
 //     comes back to the same state key. Whether a text the grammar may end on is a sentence has
-//     no second implementation here: tests/worker/grammar_test.cc checks that against xgrammar.
+//     no second implementation here: tests/worker/grammar_test.cc checks that against xgrammar;
+//   - for a structural tag: JsonAllowedTokens over the word vocabulary gives the tokens trying
+//     each one gives; equal state keys accept the same bytes and may end alike
+//     (tests/worker/structural_tag_test.cc checks what it reads against xgrammar).
 #include <algorithm>
 #include <bitset>
 #include <cstdint>
@@ -36,6 +40,7 @@
 #include "worker/engine/lark_grammar.h"
 #include "worker/engine/regex_matcher.h"
 #include "worker/engine/regex_tokens.h"
+#include "worker/engine/structural_tag.h"
 
 namespace {
 
@@ -198,21 +203,59 @@ void FuzzGrammar(std::string_view spec, std::string_view feed) {
       });
 }
 
+void FuzzStructuralTag(std::string_view spec, std::string_view feed) {
+  const auto tag = headroom::worker::StructuralTag::Compile(spec);
+  if (!tag.ok()) {
+    if (tag.status().code() != absl::StatusCode::kInvalidArgument) {
+      Fail("a structural tag compile error that is not InvalidArgument", spec);
+    }
+    return;
+  }
+  using headroom::worker::StructuralTagMatcher;
+  std::unordered_map<std::string, std::bitset<258>> by_key;
+  std::vector<int32_t> listed;
+  Walk(
+      StructuralTagMatcher(tag->get()), feed, JsonAllowedBytes<StructuralTagMatcher>,
+      [](const std::string&) { return true; },
+      [&](const StructuralTagMatcher& matcher, const std::string& text) {
+        JsonAllowedTokens(matcher, Words(), &listed);
+        std::sort(listed.begin(), listed.end());
+        std::vector<int32_t> tried;
+        const std::vector<std::string>& tokens = Words().token_bytes();
+        for (size_t id = 0; id < tokens.size(); ++id) {
+          StructuralTagMatcher next = matcher;
+          if (!tokens[id].empty() && next.Feed(tokens[id])) {
+            tried.push_back(static_cast<int32_t>(id));
+          }
+        }
+        if (listed != tried) Fail("JsonAllowedTokens disagrees with trying each token", text);
+        const std::bitset<258> accepts = Accepts(matcher);
+        std::string key;
+        matcher.AppendStateKey(&key);
+        const auto [it, added] = by_key.emplace(std::move(key), accepts);
+        if (!added && it->second != accepts) Fail("two tag states with one key differ", text);
+      });
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view input(reinterpret_cast<const char*>(data), size);
   // A leading 0x01 byte: the part before the 0 byte is a guided regex, not a schema; 0x02: an
-  // EBNF grammar.
+  // EBNF grammar; 0x03: a structural tag.
   const char mode = input.empty() ? '\0' : input[0];
   const bool regex_mode = mode == '\x01';
-  if (regex_mode || mode == '\x02') input.remove_prefix(1);
+  if (regex_mode || mode == '\x02' || mode == '\x03') input.remove_prefix(1);
   const size_t split = input.find('\0');
   const std::string_view spec = input.substr(0, split);
   const std::string_view feed =
       split == std::string_view::npos ? std::string_view() : input.substr(split + 1, 512);
   if (mode == '\x02') {
     FuzzGrammar(spec, feed);
+    return 0;
+  }
+  if (mode == '\x03') {
+    FuzzStructuralTag(spec, feed);
     return 0;
   }
   if (regex_mode) {

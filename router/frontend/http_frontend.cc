@@ -558,10 +558,12 @@ void HttpFrontend::SetReasoning(std::string_view prompt, openai::ParsedRequest& 
   }
   parsed.reasoning_parser = options_.reasoning_parser;
   parsed.prompt_reasoning = openai::ReasoningInPrompt(prompt, *options_.reasoning_parser);
-  // Structured output (json_object, json_schema, guided_regex, guided_grammar) applies to the
-  // answer: from the end of the reasoning, unless the prompt already closed it (vLLM's rule).
+  // Structured output (json_object, json_schema, guided_regex, guided_grammar, structural_tag)
+  // applies to the answer: from the end of the reasoning, unless the prompt already closed it
+  // (vLLM's rule).
   const bool structured = sampling.json_object() || !sampling.json_schema().empty() ||
-                          !sampling.guided_regex().empty() || !sampling.guided_grammar().empty();
+                          !sampling.guided_regex().empty() || !sampling.guided_grammar().empty() ||
+                          !sampling.structural_tag().empty();
   if (structured && parsed.prompt_reasoning != openai::PromptReasoning::kClosed) {
     sampling.set_constraint_after(std::string(openai::ReasoningEndOf(*options_.reasoning_parser)));
   }

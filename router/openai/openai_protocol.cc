@@ -90,11 +90,34 @@ absl::Status SetGuidedGrammar(const Json& grammar, std::string_view param, v1::S
                            "a string (an EBNF or Lark grammar)", s.mutable_guided_grammar());
 }
 
-// Structured output: OpenAI's response_format (text, json_object or json_schema) and vLLM's
-// guided_json / guided_choice / guided_regex / guided_grammar / structured_outputs ({"json":
-// schema}, {"choice": [...]}, {"regex": pattern}, {"grammar": ebnf} or {"json_object": true}). The
-// other kinds (a structural tag) are refused: generating without the constraint would silently
-// differ from what was asked.
+// vLLM's structural tag at `param`: response_format's object ({"type": "structural_tag",
+// "structures": [...], "triggers": [...]}) or structured_outputs.structural_tag (that JSON as a
+// string, as vLLM takes it, or the object), into sampling.structural_tag, compiled here so that
+// one headroom cannot enforce is refused naming the field (worker/engine/structural_tag.h).
+absl::Status SetStructuralTag(const Json& tag, std::string_view param, v1::SamplingParams& s) {
+  if (!s.structural_tag().empty()) {
+    return Bad(param,
+               "give one structural tag (response_format or "
+               "structured_outputs.structural_tag)");
+  }
+  std::string text;
+  if (tag.is_string()) {
+    text = tag.get<std::string>();
+  } else if (tag.is_object()) {
+    text = tag.dump();
+  } else {
+    return WrongType(param, "a structural tag (an object)", tag);
+  }
+  HR_RETURN_IF_ERROR(CheckConstraint(worker::ConstraintKind::kStructuralTag, text, param));
+  s.set_structural_tag(std::move(text));
+  return absl::OkStatus();
+}
+
+// Structured output: OpenAI's response_format (text, json_object or json_schema; vLLM's
+// structural_tag) and vLLM's guided_json / guided_choice / guided_regex / guided_grammar /
+// structured_outputs ({"json": schema}, {"choice": [...]}, {"regex": pattern}, {"grammar": ebnf},
+// {"json_object": true} or {"structural_tag": tag}). Other kinds are refused: generating without
+// the constraint would silently differ from what was asked.
 absl::Status ParseStructuredOutput(const Json& obj, v1::SamplingParams& s) {
   if (const Json* format = Member(obj, "response_format"); format != nullptr) {
     if (!format->is_object()) return WrongType("response_format", "an object", *format);
@@ -114,9 +137,12 @@ absl::Status ParseStructuredOutput(const Json& obj, v1::SamplingParams& s) {
                    "response_format.json_schema.schema (the JSON schema) is required");
       }
       HR_RETURN_IF_ERROR(SetJsonSchema(*schema, "response_format.json_schema.schema", s));
+    } else if (kind == "structural_tag") {
+      HR_RETURN_IF_ERROR(SetStructuralTag(*format, "response_format", s));
     } else if (type != nullptr && kind != "text") {
       return Bad("response_format",
-                 "response_format.type must be \"text\", \"json_object\" or \"json_schema\"");
+                 "response_format.type must be \"text\", \"json_object\", \"json_schema\" or "
+                 "\"structural_tag\"");
     }
   }
   if (const Json* schema = Member(obj, "guided_json"); schema != nullptr) {
@@ -153,11 +179,15 @@ absl::Status ParseStructuredOutput(const Json& obj, v1::SamplingParams& s) {
         HR_RETURN_IF_ERROR(SetGuidedGrammar(value, "structured_outputs.grammar", s));
         continue;
       }
+      if (key == "structural_tag") {
+        HR_RETURN_IF_ERROR(SetStructuralTag(value, "structured_outputs.structural_tag", s));
+        continue;
+      }
       if (key != "choice") {
         return Bad(absl::StrCat("structured_outputs.", key),
                    absl::StrCat("structured_outputs.", key,
-                                " is not supported (choice, json, regex, grammar and json_object "
-                                "are)"));
+                                " is not supported (choice, json, regex, grammar, json_object and "
+                                "structural_tag are)"));
       }
       if (choice != nullptr) {
         return Bad("structured_outputs",
@@ -211,8 +241,7 @@ absl::Status CheckBeamSearch(const ParsedRequest& out) {
                out.tools.choice.kind == ToolChoice::Kind::kFunction
            ? "tool_choice"
            : "response_format",
-       !s.json_schema().empty() || s.json_object() || s.guided_choice_size() > 0 ||
-           !s.guided_regex().empty() || !s.guided_grammar().empty()},
+       HasStructuredOutput(s)},
   };
   for (const auto& [field, given] : refused) {
     if (given) {
@@ -556,6 +585,11 @@ std::string ErrorParam(const absl::Status& status) {
   return param.has_value() ? std::string(*param) : std::string();
 }
 
+bool HasStructuredOutput(const v1::SamplingParams& s) {
+  return s.json_object() || !s.json_schema().empty() || s.guided_choice_size() > 0 ||
+         !s.guided_regex().empty() || !s.guided_grammar().empty() || !s.structural_tag().empty();
+}
+
 absl::StatusOr<ParsedRequest> ParseCompletionRequest(std::string_view body) {
   HEADROOM_OPENAI_ASSIGN(obj, ParseObject(body));
   ParsedRequest out;
@@ -884,8 +918,7 @@ absl::StatusOr<ParsedRequest> ParseChatObject(const Json& obj) {
   if (calls) {
     // The reply is the call: its schema is the constraint, so another one cannot also apply.
     const v1::SamplingParams& s = out.generate.sampling();
-    if (!s.json_schema().empty() || s.json_object() || s.guided_choice_size() > 0 ||
-        !s.guided_regex().empty() || !s.guided_grammar().empty()) {
+    if (HasStructuredOutput(s)) {
       return Bad("tool_choice",
                  "tool_choice \"required\" or a named function constrains the reply to the "
                  "call; it cannot be combined with response_format, guided_json, guided_choice, "

@@ -134,6 +134,10 @@ struct ParsedRequest {
   int32_t top_n = 0;
 };
 
+// Whether `s` constrains the output to a structure (json_object, a JSON schema, guided choice,
+// regex or grammar, a structural tag): what tool_choice "required" and beam search refuse.
+bool HasStructuredOutput(const v1::SamplingParams& s);
+
 // Errors are InvalidArgument whose message names the field and the reason or number
 // ("temperature must be a number, got string"), with the field ("messages[1].role") also set as
 // the status payload read by ErrorParam().

@@ -227,11 +227,12 @@ absl::StatusOr<ValidatedRequest> ValidateGenerateRequest(const v1::GenerateReque
   }
   if (int{s.guided_choice_size() > 0} + int{s.allowed_token_ids_size() > 0} + int{s.json_object()} +
           int{!s.json_schema().empty()} + int{!s.guided_regex().empty()} +
-          int{!s.guided_grammar().empty()} >
+          int{!s.guided_grammar().empty()} + int{!s.structural_tag().empty()} >
       1) {
     return absl::InvalidArgumentError(
         "at most one of sampling.guided_choice, sampling.allowed_token_ids, sampling.json_object, "
-        "sampling.json_schema, sampling.guided_regex and sampling.guided_grammar may be set");
+        "sampling.json_schema, sampling.guided_regex, sampling.guided_grammar and "
+        "sampling.structural_tag may be set");
   }
   if (!s.constraint_after().empty()) {
     if (s.constraint_after().size() > kMaxConstraintAfterBytes) {
@@ -240,10 +241,11 @@ absl::StatusOr<ValidatedRequest> ValidateGenerateRequest(const v1::GenerateReque
                        " bytes, at most ", kMaxConstraintAfterBytes, " are accepted"));
     }
     if (!s.json_object() && s.json_schema().empty() && s.guided_regex().empty() &&
-        s.guided_grammar().empty()) {
+        s.guided_grammar().empty() && s.structural_tag().empty()) {
       return absl::InvalidArgumentError(
           "sampling.constraint_after needs sampling.json_object, sampling.json_schema, "
-          "sampling.guided_regex or sampling.guided_grammar (the constraint it delays)");
+          "sampling.guided_regex, sampling.guided_grammar or sampling.structural_tag (the "
+          "constraint it delays)");
     }
   }
   // Bounded, then checked through the kept verdicts: an HTTP request's constraint was checked by
@@ -254,7 +256,9 @@ absl::StatusOr<ValidatedRequest> ValidateGenerateRequest(const v1::GenerateReque
         std::tuple{worker::ConstraintKind::kGrammar, "guided_grammar", &s.guided_grammar(),
                    kMaxGuidedGrammarBytes},
         std::tuple{worker::ConstraintKind::kJsonSchema, "json_schema", &s.json_schema(),
-                   kMaxJsonSchemaBytes}}) {
+                   kMaxJsonSchemaBytes},
+        std::tuple{worker::ConstraintKind::kStructuralTag, "structural_tag", &s.structural_tag(),
+                   kMaxStructuralTagBytes}}) {
     if (text->empty()) continue;
     if (text->size() > max_bytes) {
       return absl::InvalidArgumentError(absl::StrCat("sampling.", field, " is ", text->size(),
@@ -314,6 +318,7 @@ absl::StatusOr<ValidatedRequest> ValidateGenerateRequest(const v1::GenerateReque
   w.set_json_schema(s.json_schema());
   w.set_regex(s.guided_regex());
   w.set_grammar(s.guided_grammar());
+  w.set_structural_tag(s.structural_tag());
   w.set_constraint_after(s.constraint_after());
   out.stop.assign(s.stop().begin(), s.stop().end());
   out.include_stop_str_in_output = s.include_stop_str_in_output();

@@ -27,6 +27,8 @@ inline constexpr int32_t kMaxGuidedChoiceTokens = 16384;
 inline constexpr size_t kMaxJsonSchemaBytes = 64 * 1024;
 inline constexpr size_t kMaxGuidedRegexBytes = 4 * 1024;
 inline constexpr size_t kMaxGuidedGrammarBytes = 64 * 1024;
+// sampling.structural_tag: its structures' schemas together (StructuralTag::kMaxBytes).
+inline constexpr size_t kMaxStructuralTagBytes = 256 * 1024;
 // sampling.constraint_after (a tag such as "</think>").
 inline constexpr size_t kMaxConstraintAfterBytes = 64;
 // sampling.bad_words: most token sequences (a word can give two) and their most tokens in all
@@ -67,7 +69,7 @@ struct ValidatedRequest {
 // INVALID_ARGUMENT for a word that is whitespace only, a word the tokenizer refuses, and more
 // sequences or tokens than kMaxBadWordSequences / kMaxBadWordTokens.
 absl::StatusOr<std::vector<std::vector<int32_t>>> BadWordsTokenIds(const v1::SamplingParams& s,
-                                                                  const Tokenizer& tokenizer);
+                                                                   const Tokenizer& tokenizer);
 
 // Tokenizes and validates `request`. INVALID_ARGUMENT names the field and the numbers: empty
 // prompt, ids outside the vocabulary, temperature < 0, top_p outside (0, 1], top_k < -1,

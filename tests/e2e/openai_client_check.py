@@ -259,6 +259,46 @@ def check_guided_grammar(client, model, messages):
                   "guided_grammar: Lark grammar error at line 1, column 12: 'x' is not defined")
 
 
+def check_structural_tag(client, model, messages):
+    # vLLM's docs example (a weather call inside free text), with the trigger cut to "<" and a
+    # bias on it so that this small random model starts tags: every "<" in a reply begins a whole
+    # tag whose JSON validates against the schema (read here with json and jsonschema); a reply
+    # cut by max_tokens may end inside its last one. EOS ends replies only in free text.
+    city = {"type": "object", "properties": {"city": {"type": "string", "maxLength": 8}},
+            "required": ["city"]}
+    tag = {"type": "structural_tag",
+           "structures": [{"begin": "<get_weather>", "schema": city, "end": "</get_weather>"}],
+           "triggers": ["<"]}
+    bias = {str(ord(c)): b for c, b in (("<", 5), ('"', 4), ("}", 6))}
+    chat = client.chat.completions.create(model=model, messages=messages, max_tokens=96,
+                                          temperature=1.0, seed=4, n=6, logit_bias=bias,
+                                          response_format=tag)
+    decoder = json.JSONDecoder()
+    tags = 0
+    for c in chat.choices:
+        text = c.message.content
+        at = text.find("<")
+        while at >= 0:
+            begin = at + len("<get_weather>")
+            if c.finish_reason == "length" and "</get_weather>" not in text[at:]:
+                break
+            check(text.startswith("<get_weather>", at), f"tag without its begin: {text!r}")
+            try:
+                value, end = decoder.raw_decode(text, begin)
+                jsonschema.validate(value, city)
+            except (ValueError, jsonschema.ValidationError) as error:
+                check(False, f"tag value in {text!r} is not valid: {error}")
+            check(text.startswith("</get_weather>", end), f"tag without its end: {text!r}")
+            tags += 1
+            at = text.find("<", end + len("</get_weather>"))
+    check(tags >= 3, f"only {tags} tags in 6 replies")
+    check_refused(client, model, {"structured_outputs": {"structural_tag": json.dumps(
+        {"structures": [{"begin": "<x>", "schema": city, "end": ""}], "triggers": ["["]})}},
+                  "a structural tag whose begin starts with no trigger",
+                  "structured_outputs.structural_tag: structures[0].begin",
+                  "does not start with any of the triggers")
+
+
 def check_embeddings(client, model):
     """/v1/embeddings through the client: its default asks for base64 and decodes the bytes
     itself, which must give the float format's numbers (to float32 rounding of two runs), unit
@@ -426,6 +466,7 @@ def main():
 
     check_guided_regex(client, model, messages)
     check_guided_grammar(client, model, messages)
+    check_structural_tag(client, model, messages)
     check_embeddings(client, model)
 
     try:

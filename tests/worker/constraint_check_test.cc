@@ -16,6 +16,7 @@
 #include "worker/engine/json_schema.h"
 #include "worker/engine/lark_grammar.h"
 #include "worker/engine/regex_matcher.h"
+#include "worker/engine/structural_tag.h"
 
 namespace headroom::worker {
 namespace {
@@ -52,6 +53,10 @@ std::vector<Text> FixtureTexts() {
   for (const Json& c : schemas["cases"]) {
     texts.push_back({ConstraintKind::kJsonSchema, c["schema"].dump()});
   }
+  const Json tags = load("structural_tag.json");
+  for (const char* list : {"tags", "refused"}) {
+    for (const Json& t : tags[list]) texts.push_back({ConstraintKind::kStructuralTag, t["tag"]});
+  }
   texts.push_back({ConstraintKind::kJsonSchema, R"({"type": "object", "minProperties": "x"})"});
   texts.push_back({ConstraintKind::kJsonSchema, "{not json"});
   texts.push_back({ConstraintKind::kGuidedRegex, "(a"});
@@ -67,6 +72,8 @@ absl::Status Compiled(const Text& t) {
       return CompileGuidedRegex(t.text).status();
     case ConstraintKind::kGrammar:
       return CompileGuidedGrammar(t.text).status();  // EBNF, or Lark without a `::=` line
+    case ConstraintKind::kStructuralTag:
+      return StructuralTag::Compile(t.text).status();
   }
   return absl::UnknownError("kind");
 }
@@ -89,14 +96,16 @@ TEST(ConstraintChecksTest, VerdictsAreTheCompilersAndEachTextCompilesOnce) {
 
 TEST(ConstraintChecksTest, KindsAreKeptApart) {
   ConstraintChecks checks;
-  // One text, three verdicts: a regex, not a grammar (no rule) and not JSON.
+  // One text, four verdicts: a regex, not a grammar (no rule), not JSON, not a structural tag.
   EXPECT_TRUE(checks.Check(ConstraintKind::kGuidedRegex, "ab").ok());
   EXPECT_EQ(checks.Check(ConstraintKind::kGrammar, "ab").code(),
             absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(checks.Check(ConstraintKind::kJsonSchema, "ab").code(),
             absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(checks.Check(ConstraintKind::kStructuralTag, "ab").code(),
+            absl::StatusCode::kInvalidArgument);
   EXPECT_TRUE(checks.Check(ConstraintKind::kGuidedRegex, "ab").ok());
-  EXPECT_EQ(checks.compiles(), 3);
+  EXPECT_EQ(checks.compiles(), 4);
 }
 
 TEST(ConstraintChecksTest, KeptTextsStayWithinTheBound) {

@@ -588,7 +588,7 @@ TEST(EngineTest, JsonSchemaOutputsAreValidAgainstTheSchema) {
   bad.sampling.json_schema = R"({"type":"string"})";
   EXPECT_THAT(std::string((*engine)->AddRequest(bad).message()),
               HasSubstr("at most one of guided_choice, allowed_token_ids, json_object, "
-                        "json_schema, regex and grammar"));
+                        "json_schema, regex, grammar and structural_tag"));
 }
 
 // guided_regex on the byte vocabulary: a pattern with one length ends every sampled output by
@@ -651,7 +651,7 @@ TEST(EngineTest, GuidedRegexOutputsMatchThePattern) {
   EXPECT_THAT(
       std::string((*engine)->AddRequest(bad).message()),
       HasSubstr("at most one of guided_choice, allowed_token_ids, json_object, json_schema, "
-                "regex and grammar"));
+                "regex, grammar and structural_tag"));
   auto no_vocabulary =
       Engine::Create(Fixture().config, Fixture().weights, DefaultOptions(), &backend);
   ASSERT_TRUE(no_vocabulary.ok());
@@ -699,6 +699,67 @@ TEST(EngineTest, GuidedGrammarOutputsAreSentencesOfTheGrammar) {
   bad.sampling.grammar = "root ::= \"a\"";
   EXPECT_THAT(std::string((*no_vocabulary)->AddRequest(bad).message()),
               HasSubstr("guided_grammar needs the tokenizer's vocabulary"));
+}
+
+// A structural tag on the byte vocabulary: '<' is the trigger (pushed up by a logit bias, so
+// that outputs hold several tags), after which the output must name a structure ("s=" or "b="),
+// give a JSON value of its schema and close with '>'. Each sampled output is checked by reading
+// it by hand: free bytes, and at each '<' one whole tag whose value nlohmann parses and the
+// schema's rules hold for. EOS only comes in free text; the tag never ends a request itself.
+TEST(EngineTest, StructuralTagOutputsHoldAWholeTagAtEachTrigger) {
+  const EngineOptions options = ByteVocabularyOptions(/*eos=*/255);
+  Request r = GreedyRequest(48);
+  r.sampling.structural_tag = R"({"structures": [
+      {"begin": "<s=", "schema": {"type": "string", "pattern": "^[a-c]{1,3}$"}, "end": ">"},
+      {"begin": "<b=", "schema": {"type": "boolean"}, "end": ">"}],
+    "triggers": ["<"]})";
+  r.sampling.logit_bias = {{'<', 4.0f}, {255, 1.0f}};
+  const RunResult run = RunEngine(SampledCopies(r, 12), options);
+  int tags = 0;
+  int by_eos = 0;
+  for (int i = 1; i <= 12; ++i) {
+    std::string text = ByteText(run.tokens.at(i));
+    const bool ended = run.finish.at(i) == FinishReason::kStop;
+    if (ended) {
+      ASSERT_FALSE(text.empty());
+      EXPECT_EQ(text.back(), '\xFF') << "only EOS stops a structural tag's request: " << text;
+      text.pop_back();
+      ++by_eos;
+    } else {
+      EXPECT_EQ(run.finish.at(i), FinishReason::kLength) << text;
+    }
+    size_t at = 0;
+    while ((at = text.find('<', at)) != std::string::npos) {
+      const size_t close = text.find('>', at);
+      if (close == std::string::npos) {
+        // Cut by max_tokens inside the tag (never where EOS came).
+        EXPECT_FALSE(ended) << text;
+        break;
+      }
+      const std::string name = text.substr(at + 1, 2);
+      const auto value = nlohmann::json::parse(text.substr(at + 3, close - at - 3), nullptr, false);
+      if (name == "s=") {
+        ASSERT_TRUE(value.is_string()) << text;
+        EXPECT_TRUE(testdata::PosixFullMatch("[a-c]{1,3}", value.get<std::string>())) << text;
+      } else {
+        EXPECT_EQ(name, "b=") << text;
+        EXPECT_TRUE(value.is_boolean()) << text;
+      }
+      ++tags;
+      at = close + 1;
+    }
+  }
+  EXPECT_GT(tags, 12);
+  EXPECT_GT(by_eos, 0) << "EOS is offered in free text";
+
+  CpuBackend backend(1);
+  auto engine = Engine::Create(Fixture().config, Fixture().weights, options, &backend);
+  ASSERT_TRUE(engine.ok());
+  Request bad = GreedyRequest(8);
+  bad.sampling.structural_tag = R"({"structures": [{"begin": "<x", "schema": {}, "end": ">"}],
+                                    "triggers": ["["]})";
+  EXPECT_EQ((*engine)->AddRequest(bad).message(),
+            "structural_tag: structures[0].begin \"<x\" does not start with any of the triggers");
 }
 
 // constraint_after (vLLM's reasoning-aware structured output): the output is free until it shows
@@ -780,7 +841,8 @@ TEST(EngineTest, AConstraintCanStartAfterATextInTheOutput) {
   Request bad = GreedyRequest(8);
   bad.sampling.constraint_after = "</think>";
   EXPECT_THAT(std::string((*engine)->AddRequest(bad).message()),
-              HasSubstr("constraint_after needs json_object, json_schema, regex or grammar"));
+              HasSubstr("constraint_after needs json_object, json_schema, regex, grammar or "
+                        "structural_tag"));
 }
 
 }  // namespace

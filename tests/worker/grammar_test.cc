@@ -18,7 +18,7 @@
 
 #include "absl/strings/escaping.h"
 #include "nlohmann/json.hpp"
-#include "router/tokenizer/tokenizer.h"
+#include "tests/worker/fixture_vocabulary.h"
 #include "tests/worker/fixtures.h"
 #include "worker/engine/ebnf_grammar.h"
 #include "worker/engine/grammar_matcher.h"
@@ -122,21 +122,7 @@ TEST(GrammarXgrammarTest, RefusesWhatXgrammarRefuses) {
   }
 }
 
-// A fixture tokenizer's vocabulary as the worker builds it (cli/worker_command.cc): each token's
-// bytes, special tokens none.
-std::shared_ptr<const JsonVocabulary> FixtureVocabulary(const std::string& name) {
-  const auto dir = testdata::SourceDir() / "tests" / "router" / "tokenizer" / "fixtures" / name;
-  absl::StatusOr<std::unique_ptr<router::Tokenizer>> tokenizer =
-      router::Tokenizer::FromDirectory(dir.string());
-  EXPECT_TRUE(tokenizer.ok()) << tokenizer.status();
-  if (!tokenizer.ok()) return nullptr;
-  std::vector<std::string> bytes(static_cast<size_t>((*tokenizer)->vocab_size()));
-  for (int32_t id = 0; id < (*tokenizer)->vocab_size(); ++id) {
-    if (!(*tokenizer)->IsSpecialToken(id))
-      bytes[static_cast<size_t>(id)] = (*tokenizer)->TokenBytes(id);
-  }
-  return std::make_shared<const JsonVocabulary>(std::move(bytes));
-}
+using testdata::FixtureVocabulary;
 
 constexpr int32_t kLlama2Wow = 1509;
 

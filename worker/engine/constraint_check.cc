@@ -4,6 +4,7 @@
 #include "worker/engine/json_schema.h"
 #include "worker/engine/lark_grammar.h"
 #include "worker/engine/regex_matcher.h"
+#include "worker/engine/structural_tag.h"
 
 namespace headroom::worker {
 namespace {
@@ -16,6 +17,8 @@ absl::Status Compile(ConstraintKind kind, std::string_view text) {
       return CompileGuidedRegex(text).status();
     case ConstraintKind::kGrammar:
       return CompileGuidedGrammar(text).status();
+    case ConstraintKind::kStructuralTag:
+      return StructuralTag::Compile(text).status();
   }
   return absl::InvalidArgumentError("unknown constraint kind");
 }

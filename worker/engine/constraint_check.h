@@ -1,8 +1,8 @@
-// ConstraintChecks: whether a request's JSON schema, guided regex or EBNF grammar compiles, for
-// the router's early refusal (INVALID_ARGUMENT with the compiler's reason, before the request
-// reaches a worker). The verdict is kept by text: an HTTP request is checked twice (the front end
-// names the field in its 400, validation checks every gRPC request), and clients send the same
-// schema request after request, while compiling a 43 KB grammar costs ~3 ms of a router thread
+// ConstraintChecks: whether a request's JSON schema, guided regex, grammar or structural tag
+// compiles, for the router's early refusal (INVALID_ARGUMENT with the compiler's reason, before
+// the request reaches a worker). The verdict is kept by text: an HTTP request is checked twice (the
+// front end names the field in its 400, validation checks every gRPC request), and clients send the
+// same schema request after request, while compiling a 43 KB grammar costs ~3 ms of a router thread
 // (docs/performance.md). Only the verdict is kept; the worker compiles what it steps with
 // (ConstraintCompiler).
 //
@@ -20,7 +20,7 @@
 
 namespace headroom::worker {
 
-enum class ConstraintKind : uint8_t { kJsonSchema, kGuidedRegex, kGrammar };
+enum class ConstraintKind : uint8_t { kJsonSchema, kGuidedRegex, kGrammar, kStructuralTag };
 
 class ConstraintChecks {
  public:
@@ -44,7 +44,7 @@ class ConstraintChecks {
   const size_t max_kept_bytes_;
   mutable std::mutex mu_;
   // Each kind's, by text (looked up by string_view: a hit copies nothing).
-  absl::flat_hash_map<std::string, absl::Status> verdicts_[3];
+  absl::flat_hash_map<std::string, absl::Status> verdicts_[4];
   size_t kept_bytes_ = 0;
   int64_t compiles_ = 0;
 };

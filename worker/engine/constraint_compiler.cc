@@ -49,13 +49,14 @@ absl::Status ConstraintCompiler::Build(Kept<T>& kept, const std::string& text, c
 
 absl::Status ConstraintCompiler::Compile(const SamplingParams& params, CompiledConstraints* out) {
   if ((params.json_object || !params.json_schema.empty() || !params.regex.empty() ||
-       !params.grammar.empty()) &&
+       !params.grammar.empty() || !params.structural_tag.empty()) &&
       vocabulary_ == nullptr) {
     return absl::InvalidArgumentError(absl::StrCat(
-        params.json_object        ? "response_format json_object"
-        : !params.regex.empty()   ? "guided_regex"
-        : !params.grammar.empty() ? "guided_grammar"
-                                  : "response_format json_schema",
+        params.json_object               ? "response_format json_object"
+        : !params.regex.empty()          ? "guided_regex"
+        : !params.grammar.empty()        ? "guided_grammar"
+        : !params.structural_tag.empty() ? "structural_tag"
+                                         : "response_format json_schema",
         " needs the tokenizer's vocabulary, and this worker has none (its model directory has no "
         "tokenizer.json)"));
   }
@@ -75,6 +76,13 @@ absl::Status ConstraintCompiler::Compile(const SamplingParams& params, CompiledC
         return std::make_shared<SharedGrammar>(std::move(c), *vocabulary_);
       },
       &out->grammar));
+  HR_RETURN_IF_ERROR(Build(
+      tags_, params.structural_tag, "structural_tag",
+      [](const std::string& text) { return StructuralTag::Compile(text); },
+      [](std::shared_ptr<const StructuralTag> c) {
+        return std::make_shared<SharedStructuralTag>(std::move(c));
+      },
+      &out->structural_tag));
   return absl::OkStatus();
 }
 

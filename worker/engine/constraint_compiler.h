@@ -1,6 +1,7 @@
-// ConstraintCompiler: turns a request's json_schema, guided regex and grammar into what the engine
-// steps with (a compiled schema, a regex with its vocabulary grouped, a grammar with its
-// vocabulary in a trie, and their token-list caches), on the thread that submits the request rather
+// ConstraintCompiler: turns a request's json_schema, guided regex, grammar and structural tag into
+// what the engine steps with (a compiled schema, a regex with its vocabulary grouped, a grammar
+// with its vocabulary in a trie, a tag's trigger automaton and schemas, and their token-list
+// caches), on the thread that submits the request rather
 // than the engine thread. Grouping a 128k vocabulary for a new pattern costs ~8 ms
 // (docs/performance.md); done in the step loop, every running request would wait for it.
 //
@@ -25,6 +26,7 @@
 #include "worker/engine/json_schema.h"
 #include "worker/engine/regex_tokens.h"
 #include "worker/engine/request.h"
+#include "worker/engine/structural_tag.h"
 #include "worker/engine/token_mask_cache.h"
 
 namespace headroom::worker {
@@ -37,6 +39,17 @@ struct SharedJsonSchema {
       : schema(std::move(compiled)) {}
 
   std::shared_ptr<const JsonSchema> schema;
+  TokenMaskCache<std::string> masks;
+};
+
+// A structural tag as the engine keeps it for all the requests that give the same text: compiled,
+// and the token list of each state seen (keyed by StructuralTagMatcher::AppendStateKey; the engine
+// thread's).
+struct SharedStructuralTag {
+  explicit SharedStructuralTag(std::shared_ptr<const StructuralTag> compiled)
+      : tag(std::move(compiled)) {}
+
+  std::shared_ptr<const StructuralTag> tag;
   TokenMaskCache<std::string> masks;
 };
 
@@ -57,6 +70,7 @@ class ConstraintCompiler {
   [[nodiscard]] int64_t schema_builds() const { return schemas_.builds(); }
   [[nodiscard]] int64_t regex_builds() const { return regexes_.builds(); }
   [[nodiscard]] int64_t grammar_builds() const { return grammars_.builds(); }
+  [[nodiscard]] int64_t structural_tag_builds() const { return tags_.builds(); }
 
  private:
   // Values built from a text, each once, the last kMaxKept kept.
@@ -91,6 +105,7 @@ class ConstraintCompiler {
   Kept<SharedJsonSchema> schemas_;
   Kept<SharedGuidedRegex> regexes_;
   Kept<SharedGrammar> grammars_;
+  Kept<SharedStructuralTag> tags_;
 };
 
 }  // namespace headroom::worker

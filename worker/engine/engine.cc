@@ -74,17 +74,18 @@ absl::Status ValidateSamplingParams(const SamplingParams& p, int64_t vocab_size)
     }
   }
   if (int{!p.guided_choice.empty()} + int{!p.allowed_token_ids.empty()} + int{p.json_object} +
-          int{!p.json_schema.empty()} + int{!p.regex.empty()} + int{!p.grammar.empty()} >
+          int{!p.json_schema.empty()} + int{!p.regex.empty()} + int{!p.grammar.empty()} +
+          int{!p.structural_tag.empty()} >
       1) {
     return absl::InvalidArgumentError(
-        "at most one of guided_choice, allowed_token_ids, json_object, json_schema, regex and "
-        "grammar may be set");
+        "at most one of guided_choice, allowed_token_ids, json_object, json_schema, regex, "
+        "grammar and structural_tag may be set");
   }
   if (!p.constraint_after.empty() && !p.json_object && p.json_schema.empty() && p.regex.empty() &&
-      p.grammar.empty()) {
+      p.grammar.empty() && p.structural_tag.empty()) {
     return absl::InvalidArgumentError(
-        "constraint_after needs json_object, json_schema, regex or grammar (the constraint it "
-        "delays)");
+        "constraint_after needs json_object, json_schema, regex, grammar or structural_tag (the "
+        "constraint it delays)");
   }
   for (size_t i = 0; i < p.guided_choice.size(); ++i) {
     if (p.guided_choice[i].empty()) {
@@ -394,6 +395,8 @@ absl::Status Engine::Enqueue(Request request) {
                     .regex_matcher = std::nullopt,
                     .grammar = nullptr,
                     .grammar_matcher = std::nullopt,
+                    .structural_tag = nullptr,
+                    .tag_matcher = std::nullopt,
                     .cached_allowed = nullptr,
                     .constraint_on = p.constraint_after.empty(),
                     .awaited_tail = {},
@@ -433,6 +436,10 @@ absl::Status Engine::Enqueue(Request request) {
     sampling.grammar = request.constraints.grammar;
     sampling.grammar_matcher.emplace(sampling.grammar->grammar);
   }
+  if (request.constraints.structural_tag != nullptr) {
+    sampling.structural_tag = request.constraints.structural_tag;
+    sampling.tag_matcher.emplace(sampling.structural_tag->tag.get());
+  }
   const RequestId id = request.id;
   HR_RETURN_IF_ERROR(scheduler_->AddRequest(std::move(request)));
   sampling_[id] = std::move(sampling);
@@ -466,6 +473,7 @@ bool Engine::AwaitConstraint(Sampling& s, int32_t token) const {
   if (s.grammar_matcher.has_value()) {
     return !s.grammar_matcher->Feed(rest) || s.grammar_matcher->Complete();
   }
+  if (s.tag_matcher.has_value()) return !s.tag_matcher->Feed(rest);
   return false;
 }
 
@@ -539,6 +547,8 @@ absl::StatusOr<std::vector<StepToken>> Engine::Step() {
             AddEos(s.grammar_matcher->CanEnd(), list);
           });
       allowed = s.cached_allowed->view();
+    } else if (s.tag_matcher.has_value()) {
+      allowed = JsonStepTokens(*s.tag_matcher, s.tag_matcher->CanEnd(), s.structural_tag->masks, s);
     }
     rows_.push_back({.temperature = s.params.temperature,
                      .top_k = s.params.top_k,
@@ -613,6 +623,8 @@ absl::StatusOr<std::vector<StepToken>> Engine::Step() {
       constraint_done_[i] = JsonDone(*s.regex_matcher, tokens_[i]) ? 1 : 0;
     } else if (s.grammar_matcher.has_value()) {
       constraint_done_[i] = JsonDone(*s.grammar_matcher, tokens_[i]) ? 1 : 0;
+    } else if (s.tag_matcher.has_value()) {
+      constraint_done_[i] = JsonDone(*s.tag_matcher, tokens_[i]) ? 1 : 0;
     }
   }
   const std::vector<TokenOutput> updates = scheduler_->Update(plan, tokens_, constraint_done_);

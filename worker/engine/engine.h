@@ -38,6 +38,7 @@
 #include "worker/engine/regex_tokens.h"
 #include "worker/engine/request.h"
 #include "worker/engine/scheduler.h"
+#include "worker/engine/structural_tag.h"
 #include "worker/model/checkpoint.h"
 #include "worker/model/llama_model.h"
 #include "worker/model/lora_adapter.h"
@@ -270,8 +271,11 @@ class Engine {
     // grammar: the grammar as requests share it, and the output so far read against it.
     std::shared_ptr<SharedGrammar> grammar;
     std::optional<GrammarMatcher> grammar_matcher;
-    // JSON mode, json_schema, regex and grammar: this step's token list where it came from a cache
-    // (held: the shared cache may drop it while the step runs).
+    // structural_tag: the tag as requests share it, and the output so far read against it.
+    std::shared_ptr<SharedStructuralTag> structural_tag;
+    std::optional<StructuralTagMatcher> tag_matcher;
+    // JSON mode, json_schema, regex, grammar and structural_tag: this step's token list where it
+    // came from a cache (held: the shared cache may drop it while the step runs).
     TokenMaskCache<std::string>::List cached_allowed;
     // constraint_after: the constraint is off until the output shows that text; the output's last
     // bytes meanwhile (fewer than the text's), where it may have begun.

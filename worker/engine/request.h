@@ -16,6 +16,7 @@ namespace headroom::worker {
 struct SharedJsonSchema;
 struct SharedGuidedRegex;
 struct SharedGrammar;
+struct SharedStructuralTag;
 
 // A request's constraints, compiled (ConstraintCompiler, worker/engine/constraint_compiler.h):
 // null where the request has none, or before they were compiled.
@@ -24,6 +25,7 @@ struct CompiledConstraints {
   std::shared_ptr<SharedJsonSchema> schema;
   std::shared_ptr<SharedGuidedRegex> regex;
   std::shared_ptr<SharedGrammar> grammar;
+  std::shared_ptr<SharedStructuralTag> structural_tag;
 };
 
 // One request is one sequence (n > 1 sampling would fork several).
@@ -80,9 +82,13 @@ struct SamplingParams {
   // vLLM's guided_grammar: the output's text is a sentence of this EBNF grammar (worker/engine/
   // ebnf_grammar.h); the request stops once nothing can follow. Not with the five above.
   std::string grammar;
-  // json_object, json_schema, regex or grammar applies only after the output's bytes contain this
-  // text (a thinking model's "</think>": it reasons freely, then answers in the format; vLLM's
-  // reasoning-aware structured output). Empty: from the first token.
+  // vLLM's structural tag (JSON text; worker/engine/structural_tag.h): free text in which each
+  // trigger starts a structure (its begin, a value of its schema, its end). EOS may end it in free
+  // text; it never ends the request itself. Not with the six above.
+  std::string structural_tag;
+  // json_object, json_schema, regex, grammar or structural_tag applies only after the output's
+  // bytes contain this text (a thinking model's "</think>": it reasons freely, then answers in the
+  // format; vLLM's reasoning-aware structured output). Empty: from the first token.
   std::string constraint_after;
   // vLLM's prompt_logprobs: -1 off; otherwise every prompt token after the first gets its
   // logprob given the tokens before it, with the top-N alternatives (N in [0, 20]). Such a

@@ -56,6 +56,7 @@ absl::StatusOr<Request> RequestFromProto(const v1::SubmitRequest& proto, Request
   out.json_schema = in.json_schema();
   out.regex = in.regex();
   out.grammar = in.grammar();
+  out.structural_tag = in.structural_tag();
   out.constraint_after = in.constraint_after();
   for (const v1::TokenSequence& choice : in.guided_choice()) {
     out.guided_choice.emplace_back(choice.ids().begin(), choice.ids().end());

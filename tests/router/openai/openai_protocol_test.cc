@@ -174,8 +174,20 @@ TEST(OpenAiProtocolTest, BadCompletionBodies) {
        "defined"},
       {R"({"prompt": "x", "structured_outputs": {"structural_tag": {}}})",
        "structured_outputs.structural_tag",
-       "structured_outputs.structural_tag is not supported (choice, json, regex, grammar and "
-       "json_object are)"},
+       "structured_outputs.structural_tag: structures must be a non-empty array of {\"begin\", "
+       "\"schema\", \"end\"}"},
+      {R"({"prompt": "x", "structured_outputs": {"structural_tag": "{\"structures\": [{\"begin\": \"<a>\", \"schema\": {}, \"end\": \"\"}], \"triggers\": [\"<b\"]}"}})",
+       "structured_outputs.structural_tag",
+       "structured_outputs.structural_tag: structures[0].begin \"<a>\" does not start with any of "
+       "the triggers"},
+      {R"({"prompt": "x", "response_format": {"type": "structural_tag", "format": {"type": "any_text"}}})",
+       "response_format", "response_format: xgrammar's structural tag \"format\" is not supported"},
+      {R"({"prompt": "x", "structured_outputs": {"structural_tag": 3}})",
+       "structured_outputs.structural_tag", "must be a structural tag (an object)"},
+      {R"({"prompt": "x", "structured_outputs": {"frobnicate": 1}})",
+       "structured_outputs.frobnicate",
+       "structured_outputs.frobnicate is not supported (choice, json, regex, grammar, json_object "
+       "and structural_tag are)"},
       {R"({"prompt": "x", "guided_choice": []})", "guided_choice",
        "guided_choice must be a non-empty array of strings"},
       {R"({"prompt": "x", "guided_choice": ["a", 2]})", "guided_choice[1]", "must be a string"},
@@ -545,7 +557,8 @@ TEST(OpenAiProtocolTest, BadChatBodies) {
       {R"({"messages": [{"role": "user", "content": "x"}],
            "response_format": {"type": "yaml"}})",
        "response_format",
-       "response_format.type must be \"text\", \"json_object\" or \"json_schema\""},
+       "response_format.type must be \"text\", \"json_object\", \"json_schema\" or "
+       "\"structural_tag\""},
       {R"({"messages": [{"role": "user", "content": "x"}], "add_generation_prompt": "no"})",
        "add_generation_prompt", "must be a boolean"},
       {R"({"messages": [{"role": "user", "content": "x"}], "chat_template_kwargs": [1]})",
@@ -791,6 +804,30 @@ TEST(OpenAiProtocolTest, GuidedGrammarInEitherSpellingReachesTheSampling) {
   r = ParseCompletionRequest(R"({"prompt": "x", "guided_grammar": "start: \"a\"+\n"})");
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->generate.sampling().guided_grammar(), "start: \"a\"+\n");
+}
+
+// vLLM's structural tag, as its docs' example sends it (response_format) and as
+// structured_outputs.structural_tag takes it (the JSON as a string): the worker gets the tag's
+// JSON, which compiles to the same structures and triggers.
+TEST(OpenAiProtocolTest, StructuralTagInEitherSpellingReachesTheSampling) {
+  const std::string tag =
+      R"({"structures": [{"begin": "<function=get_weather>", "schema": {"type": "object",
+          "properties": {"city": {"type": "string"}}, "required": ["city"]},
+          "end": "</function>"}], "triggers": ["<function="]})";
+  absl::StatusOr<ParsedRequest> r = ParseChatRequest(absl::StrCat(
+      R"({"messages": [{"role": "user", "content": "hi"}], "response_format": {"type": )",
+      R"("structural_tag", )", tag.substr(1), "}"));
+  ASSERT_TRUE(r.ok()) << r.status();
+  const nlohmann::json from_format = nlohmann::json::parse(r->generate.sampling().structural_tag());
+  EXPECT_EQ(from_format["triggers"], nlohmann::json::parse(tag)["triggers"]);
+  EXPECT_EQ(from_format["structures"], nlohmann::json::parse(tag)["structures"]);
+  EXPECT_TRUE(r->generate.sampling().json_schema().empty());
+
+  r = ParseCompletionRequest(absl::StrCat(R"({"prompt": "x", "structured_outputs": )",
+                                          R"({"structural_tag": )", nlohmann::json(tag).dump(),
+                                          "}}"));
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->generate.sampling().structural_tag(), tag);
 }
 
 TEST(OpenAiProtocolTest, ChatFieldsMapToGenerateRequest) {

@@ -262,7 +262,27 @@ TEST_F(RequestValidationTest, BadRequestsNameTheFieldAndTheNumbers) {
          r.mutable_sampling()->add_allowed_token_ids(3);
        },
        "at most one of sampling.guided_choice, sampling.allowed_token_ids, sampling.json_object, "
-       "sampling.json_schema, sampling.guided_regex and sampling.guided_grammar may be set"},
+       "sampling.json_schema, sampling.guided_regex, sampling.guided_grammar and "
+       "sampling.structural_tag may be set"},
+      {"structural_tag with guided_grammar",
+       [](v1::GenerateRequest& r) {
+         r.mutable_sampling()->set_guided_grammar("root ::= \"a\"");
+         r.mutable_sampling()->set_structural_tag(
+             R"({"structures": [{"begin": "<a>", "schema": {}, "end": ""}], "triggers": ["<"]})");
+       },
+       "at most one of"},
+      {"structural_tag with a trigger inside another",
+       [](v1::GenerateRequest& r) {
+         r.mutable_sampling()->set_structural_tag(
+             R"({"structures": [{"begin": "<a>", "schema": {}, "end": ""}],
+                 "triggers": ["<a", "<"]})");
+       },
+       "sampling.structural_tag: triggers[1] \"<\" is part of triggers[0] \"<a\""},
+      {"structural_tag too long",
+       [](v1::GenerateRequest& r) {
+         r.mutable_sampling()->set_structural_tag(std::string(kMaxStructuralTagBytes + 1, ' '));
+       },
+       "sampling.structural_tag is 262145 bytes, at most 262144 are accepted"},
       {"guided_grammar with guided_regex",
        [](v1::GenerateRequest& r) {
          r.mutable_sampling()->set_guided_regex("a+");
@@ -293,7 +313,7 @@ TEST_F(RequestValidationTest, BadRequestsNameTheFieldAndTheNumbers) {
       {"constraint_after without a constraint",
        [](v1::GenerateRequest& r) { r.mutable_sampling()->set_constraint_after("</think>"); },
        "sampling.constraint_after needs sampling.json_object, sampling.json_schema, "
-       "sampling.guided_regex or sampling.guided_grammar"},
+       "sampling.guided_regex, sampling.guided_grammar or sampling.structural_tag"},
       {"constraint_after too long",
        [](v1::GenerateRequest& r) {
          r.mutable_sampling()->set_json_object(true);
