@@ -6,7 +6,10 @@
 #include <cstdint>
 #include <random>
 #include <set>
+#include <utility>
 #include <vector>
+
+#include "worker/engine/token_mask_cache.h"
 
 namespace headroom::worker {
 namespace {
@@ -73,6 +76,53 @@ TEST(AllowedTokensTest, MostOfALargeVocabularyIsABitmask) {
   EXPECT_FALSE(eos.is_bitmask());
   EXPECT_EQ(eos.bytes(), 4u);
   EXPECT_EQ(eos.SortedIds(), std::vector<int32_t>{128009});
+}
+
+// Caches sharing a MaskBudget keep no more than it together: one that would pass it starts over,
+// and a list that alone does not fit is returned without being kept. What a cache keeps goes
+// back to the budget when it starts over, is moved from, or is dropped.
+TEST(MaskBudgetTest, CachesTogetherKeepNoMoreThanTheBudget) {
+  // `n` ids `step` apart.
+  const auto ids_of = [](int32_t n, int32_t step) {
+    return [n, step](std::vector<int32_t>* ids) {
+      for (int32_t i = 0; i < n; ++i) ids->push_back(i * step);
+    };
+  };
+  const size_t entry =
+      AllowedTokens(std::vector<int32_t>{0, 3, 6, 9}).bytes() + TokenMaskCache<int>::kEntryBytes;
+  MaskBudget budget(5 * entry);
+  {
+    TokenMaskCache<int> a(/*max_bytes=*/100 * entry, &budget);
+    TokenMaskCache<int> b(/*max_bytes=*/100 * entry, &budget);
+    for (int key = 0; key < 3; ++key) {
+      EXPECT_EQ(a.Get(key, ids_of(4, 3))->SortedIds(), (std::vector<int32_t>{0, 3, 6, 9}));
+    }
+    for (int key = 0; key < 2; ++key) b.Get(key, ids_of(4, 3));
+    EXPECT_EQ(budget.used(), 5 * entry);
+    // Full: b starts over to keep its new list; a keeps its three.
+    EXPECT_EQ(b.Get(2, ids_of(4, 3))->SortedIds().size(), 4u);
+    EXPECT_EQ(b.bytes(), entry);
+    EXPECT_EQ(a.bytes(), 3 * entry);
+    EXPECT_EQ(budget.used(), 4 * entry);
+    // A hit is served as kept (not computed again).
+    a.Get(1, ids_of(99, 3));
+    EXPECT_EQ(a.misses(), 3);
+    // 200 ids 1000 apart cost more than the whole budget: returned whole, not kept.
+    const TokenMaskCache<int>::List huge = a.Get(7, ids_of(200, 1000));
+    ASSERT_GT(huge->bytes() + TokenMaskCache<int>::kEntryBytes, budget.max_bytes());
+    EXPECT_EQ(huge->SortedIds().size(), 200u);
+    EXPECT_EQ(a.bytes(), 0u);
+    EXPECT_EQ(budget.used(), entry);
+    a.Get(7, ids_of(200, 1000));
+    EXPECT_EQ(a.misses(), 5) << "the list that did not fit is computed again";
+    a.Get(8, ids_of(4, 3));
+    EXPECT_EQ(budget.used(), 2 * entry);
+    TokenMaskCache<int> moved = std::move(a);
+    EXPECT_EQ(budget.used(), 2 * entry) << "moving keeps the charge";
+    moved = TokenMaskCache<int>(100 * entry, &budget);
+    EXPECT_EQ(budget.used(), entry) << "b's one list";
+  }
+  EXPECT_EQ(budget.used(), 0u);
 }
 
 }  // namespace

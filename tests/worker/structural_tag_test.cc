@@ -190,8 +190,8 @@ TEST(StructuralTagTest, RefusalsSayWhatAndWhere) {
     many.push_back({{"begin", absl::StrCat("<f=", i, ">")}, {"schema", true}, {"end", "</f>"}});
   }
   EXPECT_EQ(Message(Tag(many, {"<f="})), "at most 128 structures are supported, got 129");
-  EXPECT_EQ(Message(Tag(one, {std::string(257, 'x')})),
-            "triggers[0] is 257 bytes; at most 256 are supported");
+  EXPECT_EQ(Message(Tag(one, {"<f=", std::string(1022, 'x')})),
+            "the triggers add up to 1025 bytes; at most 1024 are supported");
   EXPECT_EQ(Message(Json::array()),
             "the structural tag must be a JSON object with \"structures\" and \"triggers\"");
 }

@@ -95,16 +95,18 @@ absl::StatusOr<std::shared_ptr<const StructuralTag>> StructuralTag::Compile(std:
     return Bad(
         absl::StrCat("at most ", kMaxTriggers, " triggers are supported, got ", triggers->size()));
   }
+  size_t trigger_bytes = 0;
   for (size_t i = 0; i < triggers->size(); ++i) {
     const Json& t = (*triggers)[i];
     if (!t.is_string() || t.get_ref<const std::string&>().empty()) {
       return Bad(absl::StrCat("triggers[", i, "] must be a non-empty string"));
     }
-    if (t.get_ref<const std::string&>().size() > kMaxTriggerBytes) {
-      return Bad(absl::StrCat("triggers[", i, "] is ", t.get_ref<const std::string&>().size(),
-                              " bytes; at most ", kMaxTriggerBytes, " are supported"));
-    }
     tag->triggers_.push_back(t.get<std::string>());
+    trigger_bytes += tag->triggers_.back().size();
+  }
+  if (trigger_bytes > kMaxTriggerBytes) {
+    return Bad(absl::StrCat("the triggers add up to ", trigger_bytes, " bytes; at most ",
+                            kMaxTriggerBytes, " are supported"));
   }
   for (size_t i = 0; i < tag->triggers_.size(); ++i) {
     for (size_t j = 0; j < tag->triggers_.size(); ++j) {
@@ -137,8 +139,8 @@ void StructuralTag::BuildAutomaton() {
   // Bytes that no trigger holds all lead back to the root alike: one class.
   for (const std::string& t : triggers_) {
     for (const char c : t) {
-      uint8_t& cls = byte_class_[static_cast<uint8_t>(c)];
-      if (cls == 0) cls = static_cast<uint8_t>(num_classes_++);
+      uint16_t& cls = byte_class_[static_cast<uint8_t>(c)];
+      if (cls == 0) cls = static_cast<uint16_t>(num_classes_++);
     }
   }
   // The trie of the triggers, then its failure links breadth first (Aho-Corasick), filling in

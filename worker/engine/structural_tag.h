@@ -40,7 +40,9 @@ class StructuralTag {
   // OpenAI's limit on a request's tools, one structure per tool being the use.
   static constexpr size_t kMaxStructures = 128;
   static constexpr size_t kMaxTriggers = 64;
-  static constexpr size_t kMaxTriggerBytes = 256;
+  // The triggers' bytes together (the automaton: a row of 4-byte entries per byte, one entry per
+  // distinct byte: at most ~1 MB).
+  static constexpr size_t kMaxTriggerBytes = 1024;
   // The whole text (schemas included).
   static constexpr size_t kMaxBytes = size_t{256} << 10;
 
@@ -75,7 +77,7 @@ class StructuralTag {
   std::vector<Structure> structures_;
   std::vector<std::string> triggers_;
   std::vector<std::vector<int32_t>> by_trigger_;
-  uint8_t byte_class_[256] = {};
+  uint16_t byte_class_[256] = {};  // 0: the bytes no trigger holds
   size_t num_classes_ = 1;
   std::vector<int32_t> delta_;  // [node][class]
   std::vector<int32_t> fired_;  // [node]
