@@ -8,7 +8,9 @@ rather than against itself.
 For each tag below (vLLM's docs example; several tools under one trigger; Qwen's and Llama's
 tool-call shapes; two triggers with an empty end after a number, where the value may go on or the
 free text begin; begins shared by two structures and a begin that starts another; a trigger whose
-bytes repeat, for the automaton's fallbacks; non-ASCII triggers and values), inputs as bytes: the
+bytes repeat, for the automaton's fallbacks; non-ASCII triggers and values; xgrammar's newer
+"format" form, triggered_tags, alone and with at_least_one, stop_after_first and both), inputs as
+bytes: the
 tag's hand-picked texts, random texts made of free text and tags (each structure's sample values,
 valid and not), prefixes of them cut at a random byte, and random one-character edits. Each input
 is labelled with:
@@ -70,7 +72,8 @@ def structure(begin, schema, end, values):
 
 
 # (name, structures with sample values (text after begin, before end), triggers, free texts,
-# hand-picked inputs)
+# hand-picked inputs[, the newer form's flags: the tag is then written as xgrammar's
+# {"format": {"type": "triggered_tags", ...}}])
 TAGS = [
     ("vllm_docs_weather",
      [structure("<function=get_weather>", CITY, "</function>",
@@ -140,6 +143,37 @@ TAGS = [
      ["<｜tool▁call▁begin｜>"],
      ["", "こんにちは", "<｜", "<｜tool", "é"],
      ["<｜tool▁call▁begin｜>名前{}<｜tool▁call▁end｜>", "<｜tool▁call▁begin｜>名"]),
+    # xgrammar's newer form: the same reading, then each flag and both.
+    ("format_triggered_tags",
+     [structure("<function=get_weather>", CITY, "</function>",
+                ['{"city": "Boston"}', '{"city": 1}', ' {"city":"x"}'])],
+     ["<function="],
+     ["", "Hi ", "<func", "\n"],
+     ['x<function=get_weather>{"city":"B"}</function>y', "abc<function="], {}),
+    ("format_at_least_one",
+     [structure("<function=get_weather>", WEATHER, "</function>",
+                ['{"city": "Paris", "unit": "celsius"}', '{"city":"Oslo"}', '{"city":"Rome"}']),
+      structure("<function=get_time>", TIME, "</function>",
+                ['{"zone": "Europe/Paris"}', '{"zone":"x"}', '{"zone":"Asia/Tokyo"}'])],
+     ["<function="],
+     ["", "", "Sure. ", " "],
+     ["", "x", '<function=get_time>{"zone":"Asia/Tokyo"}</function>',
+      '<function=get_time>{"zone":"Asia/Tokyo"}</function> then <function=get_weather>'
+      '{"city":"Rome"}</function>', "<function=get_weather>"], {"at_least_one": True}),
+    ("format_stop_after_first",
+     [structure("[[n=", NUMBER, "", ["12", "-0.5", "1e5", "1e", "3."]),
+      structure("<a>", CITY, "</a>", ['{"city":"x"}', '{"city":2}'])],
+     ["[[", "<a>"],
+     ["", "x", "1", " ", "[", "<"],
+     ["[[n=12", "[[n=12x", "ab<a>{\"city\":\"x\"}</a>", "<a>{\"city\":\"x\"}</a>z",
+      "[[n=1e5", "[[n=1e"], {"stop_after_first": True}),
+    ("format_both_flags",
+     [structure("<tool_call>", SEARCH, "</tool_call>", ['{"query": "kv"}', '{"query":"x","limit":3}',
+                                                         '{"query": 5}'])],
+     ["<tool_call>"],
+     ["", "", "ok "],
+     ['<tool_call>{"query":"a"}</tool_call>', '<tool_call>{"query":"a"}</tool_call>x', "x"],
+     {"at_least_one": True, "stop_after_first": True}),
 ]
 
 # (name, structures, triggers): what xgrammar refuses.
@@ -159,18 +193,30 @@ MASKS = [
                            b'<function=get_weather>{"city": "Boston"}</function>']),
     ("number_then_free_text", [b"[[n=1", b"[[n=1e", b"[["]),
     ("shared_and_prefix_begins", [b"<f=", b"<f=a"]),
+    ("format_at_least_one", [b"", b"<function=get_time>{\"zone\":\"Asia/Tokyo\"}</function>"]),
+    ("format_stop_after_first", [b"[[n=12", b"<a>{\"city\":\"x\"}</a>"]),
 ]
 
 
-def tag_json(structures, triggers):
-    """The tag as vLLM hands it to xgrammar (response_format's structural_tag, dumped)."""
+def tag_json(structures, triggers, form=None):
+    """The tag as vLLM hands it to xgrammar (response_format's structural_tag, dumped): the older
+    form, or with `form` (the flags) the newer one."""
+    if form is None:
+        return json.dumps({"type": "structural_tag",
+                           "structures": [{"begin": s["begin"], "schema": s["schema"],
+                                           "end": s["end"]} for s in structures],
+                           "triggers": triggers}, ensure_ascii=False)
+    tags = [{"type": "tag", "begin": s["begin"],
+             "content": {"type": "json_schema", "json_schema": s["schema"]}, "end": s["end"]}
+            for s in structures]
     return json.dumps({"type": "structural_tag",
-                       "structures": [{"begin": s["begin"], "schema": s["schema"], "end": s["end"]}
-                                      for s in structures],
-                       "triggers": triggers}, ensure_ascii=False)
+                       "format": {"type": "triggered_tags", "triggers": triggers, "tags": tags,
+                                  **form}}, ensure_ascii=False)
 
 
-def xgrammar_tag(structures, triggers):
+def xgrammar_tag(structures, triggers, form=None):
+    if form is not None:
+        return xgr.Grammar.from_structural_tag(tag_json(structures, triggers, form))
     items = [xgr.StructuralTagItem(begin=s["begin"], schema=json.dumps(s["schema"]), end=s["end"])
              for s in structures]
     return xgr.Grammar.from_structural_tag(items, triggers)
@@ -194,14 +240,18 @@ def label(compiled, data):
     return complete, viable
 
 
-def random_text(rng, structures, free):
+def random_text(rng, structures, free, form):
+    """Free text and structures; under the newer form's flags, mostly what they allow (a
+    structure first, nothing after the first one)."""
+    flags = form or {}
     parts = []
-    for _ in range(rng.randint(1, 3)):
-        parts.append(rng.choice(free))
+    for i in range(1 if flags.get("stop_after_first") else rng.randint(1, 3)):
+        if not (i == 0 and flags.get("at_least_one") and rng.random() < 0.8):
+            parts.append(rng.choice(free))
         if rng.random() < 0.8:
             s = rng.choice(structures)
             parts.append(s["begin"] + rng.choice(s["values"]) + s["end"])
-    if rng.random() < 0.5:
+    if rng.random() < (0.1 if flags.get("stop_after_first") else 0.5):
         parts.append(rng.choice(free))
     return "".join(parts)
 
@@ -220,12 +270,13 @@ def text_fields(key, data):
 
 def build_tags(rng):
     tags = []
-    for name, structures, triggers, free, hand in TAGS:
-        compiled = EMPTY_COMPILER.compile_grammar(xgrammar_tag(structures, triggers))
+    for name, structures, triggers, free, hand, *form in TAGS:
+        form = form[0] if form else None
+        compiled = EMPTY_COMPILER.compile_grammar(xgrammar_tag(structures, triggers, form))
         inputs = {}
         for text in hand:
             inputs[text.encode("utf-8")] = None
-        made = [random_text(rng, structures, free).encode("utf-8") for _ in range(16)]
+        made = [random_text(rng, structures, free, form).encode("utf-8") for _ in range(16)]
         for t in made:
             inputs[t] = None
         for _ in range(8):
@@ -249,7 +300,7 @@ def build_tags(rng):
             complete, viable = label(compiled, data)
             cases.append({"hex": data.hex(), **text_fields("text", data), "complete": complete,
                           "viable": viable})
-        tags.append({"name": name, "tag": tag_json(structures, triggers), "cases": cases})
+        tags.append({"name": name, "tag": tag_json(structures, triggers, form), "cases": cases})
         print(f"tag {name}: {len(cases)} cases, {sum(c['complete'] for c in cases)} complete")
     return tags
 
@@ -272,7 +323,7 @@ def build_refused():
 
 
 def build_masks():
-    by_name = {name: (structures, triggers) for name, structures, triggers, _, _ in TAGS}
+    by_name = {t[0]: (t[1], t[2], t[5] if len(t) > 5 else None) for t in TAGS}
     masks = []
     for tok_name in MASK_TOKENIZERS:
         tok = transformers.AutoTokenizer.from_pretrained(os.path.join(TOKENIZERS, tok_name))

@@ -292,6 +292,22 @@ def check_structural_tag(client, model, messages):
             tags += 1
             at = text.find("<", end + len("</get_weather>"))
     check(tags >= 3, f"only {tags} tags in 6 replies")
+    # xgrammar's newer form, with stop_after_first: a reply that stopped ends with its first tag.
+    first = {"type": "structural_tag", "format": {
+        "type": "triggered_tags", "triggers": ["<"], "stop_after_first": True,
+        "tags": [{"type": "tag", "begin": "<get_weather>",
+                  "content": {"type": "json_schema", "json_schema": city},
+                  "end": "</get_weather>"}]}}
+    chat = client.chat.completions.create(model=model, messages=messages, max_tokens=96,
+                                          temperature=1.0, seed=4, n=6, logit_bias=bias,
+                                          response_format=first)
+    ended = [c.message.content for c in chat.choices
+             if c.finish_reason == "stop" and "<" in c.message.content]
+    check(len(ended) >= 2, f"only {len(ended)} of 6 replies stopped after their tag")
+    for text in ended:
+        at = text.index("<") + len("<get_weather>")
+        value, end = decoder.raw_decode(text, at)
+        check(text[end:] == "</get_weather>", f"more after the first tag: {text!r}")
     check_refused(client, model, {"structured_outputs": {"structural_tag": json.dumps(
         {"structures": [{"begin": "<x>", "schema": city, "end": ""}], "triggers": ["["]})}},
                   "a structural tag whose begin starts with no trigger",

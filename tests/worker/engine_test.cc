@@ -752,6 +752,21 @@ TEST(EngineTest, StructuralTagOutputsHoldAWholeTagAtEachTrigger) {
   EXPECT_GT(tags, 12);
   EXPECT_GT(by_eos, 0) << "EOS is offered in free text";
 
+  // xgrammar's newer form with stop_after_first: the request stops as the first tag closes.
+  r.sampling.structural_tag = R"({"format": {"type": "triggered_tags", "triggers": ["<"],
+      "tags": [{"begin": "<b=", "content": {"type": "json_schema", "json_schema":
+      {"type": "boolean"}}, "end": ">"}], "stop_after_first": true}})";
+  const RunResult first = RunEngine(SampledCopies(r, 12), options);
+  int stopped_by_tag = 0;
+  for (int i = 1; i <= 12; ++i) {
+    const std::string text = ByteText(first.tokens.at(i));
+    const size_t at = text.find('<');
+    if (at == std::string::npos || first.finish.at(i) != FinishReason::kStop) continue;
+    EXPECT_TRUE(text.substr(at) == "<b=true>" || text.substr(at) == "<b=false>") << text;
+    ++stopped_by_tag;
+  }
+  EXPECT_GT(stopped_by_tag, 3);
+
   CpuBackend backend(1);
   auto engine = Engine::Create(Fixture().config, Fixture().weights, options, &backend);
   ASSERT_TRUE(engine.ok());

@@ -1,6 +1,7 @@
 // StructuralTag and StructuralTagMatcher (vLLM's structural_tag) against xgrammar, vLLM's default
 // backend, as the reference: tests/worker/fixtures/structural_tag.json
-// (scripts/gen_structural_tag_fixtures.py, xgrammar 0.2.8) labels 8 tags' inputs with whether
+// (scripts/gen_structural_tag_fixtures.py, xgrammar 0.2.8) labels 12 tags' inputs (4 in xgrammar's
+// newer "format" form) with whether
 // xgrammar takes them whole and how many of their bytes it reads before refusing one, lists tags
 // it refuses, and gives the token lists its bitmask allows after prefixes, for two of the
 // tokenizer fixtures. Then: the state keys, and the refusals headroom adds.
@@ -57,6 +58,7 @@ TEST(StructuralTagXgrammarTest, ReadsEveryInputAsXgrammarDoes) {
   ASSERT_FALSE(fixture["tags"].empty());
   int compared = 0;
   int complete = 0;
+  int finished = 0;  // Complete(): nothing may follow (stop_after_first)
   for (const Json& t : fixture["tags"]) {
     const std::shared_ptr<const StructuralTag> tag = MustCompile(t["tag"].get<std::string>());
     ASSERT_NE(tag, nullptr);
@@ -67,13 +69,21 @@ TEST(StructuralTagXgrammarTest, ReadsEveryInputAsXgrammarDoes) {
       const std::string where = t["name"].get<std::string>() + " on " + c.dump();
       EXPECT_EQ(read, c["viable"].get<size_t>()) << where;
       EXPECT_EQ(read == input.size() && matcher.CanEnd(), c["complete"].get<bool>()) << where;
-      EXPECT_FALSE(matcher.Complete());
+      if (read == input.size() && matcher.Complete()) {
+        ++finished;
+        EXPECT_TRUE(matcher.CanEnd()) << where;
+        for (int b = 0; b < 256; ++b) {
+          StructuralTagMatcher next = matcher;
+          EXPECT_FALSE(next.Feed(static_cast<uint8_t>(b))) << where << " then byte " << b;
+        }
+      }
       complete += c["complete"].get<bool>() ? 1 : 0;
       ++compared;
     }
   }
-  EXPECT_GT(compared, 400);
-  EXPECT_GT(complete, 100);
+  EXPECT_GT(compared, 700);
+  EXPECT_GT(complete, 200);
+  EXPECT_GT(finished, 10) << "stop_after_first's whole outputs are complete";
 }
 
 TEST(StructuralTagXgrammarTest, RefusesWhatXgrammarRefuses) {
@@ -182,9 +192,30 @@ TEST(StructuralTagTest, RefusalsSayWhatAndWhere) {
       Message(Tag(Json::array({{{"begin", "<f=a>"}, {"schema", multiple_of}, {"end", "</f>"}}}),
                   {"<f="})),
       "structures[0].schema: at the root: multipleOf is not supported"));
-  EXPECT_EQ(Message({{"type", "structural_tag"}, {"format", {{"type", "triggered_tags"}}}}),
-            "xgrammar's structural tag \"format\" is not supported; give \"structures\" "
-            "([{\"begin\", \"schema\", \"end\"}]) and \"triggers\"");
+  // xgrammar's newer form: triggered_tags of json_schema contents, nothing else.
+  const Json tag_a = {{"type", "tag"},
+                      {"begin", "<f=a>"},
+                      {"content", {{"type", "json_schema"}, {"json_schema", city}}},
+                      {"end", "</f>"}};
+  const auto format = [&](const Json& tag, const Json& more) {
+    Json f = {{"type", "triggered_tags"}, {"triggers", {"<f="}}, {"tags", Json::array({tag})}};
+    f.update(more);
+    return Json{{"type", "structural_tag"}, {"format", f}};
+  };
+  EXPECT_EQ(Message({{"format", {{"type", "sequence"}, {"elements", Json::array()}}}}),
+            "format.type \"sequence\" is not supported (\"triggered_tags\" is)");
+  Json regex_tag = tag_a;
+  regex_tag["content"] = {{"type", "regex"}, {"pattern", "a+"}};
+  EXPECT_EQ(Message(format(regex_tag, Json::object())),
+            "format.tags[0].content.type \"regex\" is not supported (\"json_schema\" is)");
+  EXPECT_EQ(Message(format(tag_a, {{"at_least_one", "yes"}})),
+            "format.at_least_one must be a boolean");
+  EXPECT_EQ(Message(format(tag_a, {{"triggers", {"<g="}}})),
+            "format.tags[0].begin \"<f=a>\" does not start with any of the triggers");
+  EXPECT_EQ(Message(format(tag_a, {{"triggers", {"<f=", "f"}}})),
+            "format.triggers[1] \"f\" is part of format.triggers[0] \"<f=\"; which one a text "
+            "holding both would start is ambiguous");
+  EXPECT_TRUE(StructuralTag::Compile(format(tag_a, {{"stop_after_first", true}}).dump()).ok());
   Json many = Json::array();
   for (int i = 0; i <= 128; ++i) {
     many.push_back({{"begin", absl::StrCat("<f=", i, ">")}, {"schema", true}, {"end", "</f>"}});
@@ -193,7 +224,8 @@ TEST(StructuralTagTest, RefusalsSayWhatAndWhere) {
   EXPECT_EQ(Message(Tag(one, {"<f=", std::string(1022, 'x')})),
             "the triggers add up to 1025 bytes; at most 1024 are supported");
   EXPECT_EQ(Message(Json::array()),
-            "the structural tag must be a JSON object with \"structures\" and \"triggers\"");
+            "the structural tag must be a JSON object with \"structures\" and \"triggers\", or "
+            "with \"format\"");
 }
 
 }  // namespace

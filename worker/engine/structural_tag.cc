@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/json_depth.h"
+#include "common/status_macros.h"
 #include "nlohmann/json.hpp"
 #include "worker/engine/token_mask_cache.h"
 
@@ -34,6 +35,29 @@ absl::StatusOr<std::string> NonEmptyString(const Json& obj, const char* key,
 
 }  // namespace
 
+// Reads a structural tag's JSON into a StructuralTag, remembering where each structure came from
+// for the errors.
+class StructuralTagReader {
+ public:
+  explicit StructuralTagReader(StructuralTag* tag) : tag_(tag) {}
+
+  // {"structures": [{"begin", "schema", "end"}], "triggers": [...]}.
+  absl::Status ReadLegacy(const Json& root);
+  absl::Status ReadFormat(const Json& format);
+  // No trigger inside another; each structure under the trigger its begin starts with.
+  absl::Status CheckTriggers();
+
+ private:
+  absl::Status AddStructure(const Json& s, const Json* schema, const std::string& path,
+                            const std::string& schema_path);
+  // `parent`'s member named by `path`'s last part.
+  absl::Status ReadTriggers(const Json& parent, const std::string& path);
+
+  StructuralTag* tag_;
+  std::vector<std::string> paths_;  // each structure's, for errors
+  std::string trigger_path_;
+};
+
 absl::StatusOr<std::shared_ptr<const StructuralTag>> StructuralTag::Compile(std::string_view text) {
   if (text.size() > kMaxBytes) {
     return Bad(absl::StrCat("the structural tag is ", text.size(), " bytes; at most ", kMaxBytes,
@@ -45,94 +69,161 @@ absl::StatusOr<std::shared_ptr<const StructuralTag>> StructuralTag::Compile(std:
   }
   const Json root = Json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (root.is_discarded() || !root.is_object()) {
-    return Bad("the structural tag must be a JSON object with \"structures\" and \"triggers\"");
-  }
-  if (root.contains("format")) {
     return Bad(
-        "xgrammar's structural tag \"format\" is not supported; give \"structures\" ([{\"begin\", "
-        "\"schema\", \"end\"}]) and \"triggers\"");
+        "the structural tag must be a JSON object with \"structures\" and \"triggers\", or "
+        "with \"format\"");
   }
   std::shared_ptr<StructuralTag> tag(new StructuralTag());
+  StructuralTagReader reader(tag.get());
+  const auto format = root.find("format");
+  HR_RETURN_IF_ERROR(format != root.end() ? reader.ReadFormat(*format) : reader.ReadLegacy(root));
+  HR_RETURN_IF_ERROR(reader.CheckTriggers());
+  tag->BuildAutomaton();
+  return std::shared_ptr<const StructuralTag>(std::move(tag));
+}
 
+absl::Status StructuralTagReader::ReadLegacy(const Json& root) {
   const auto structures = root.find("structures");
   if (structures == root.end() || !structures->is_array() || structures->empty()) {
     return Bad("structures must be a non-empty array of {\"begin\", \"schema\", \"end\"}");
   }
-  if (structures->size() > kMaxStructures) {
-    return Bad(absl::StrCat("at most ", kMaxStructures, " structures are supported, got ",
-                            structures->size()));
+  if (structures->size() > StructuralTag::kMaxStructures) {
+    return Bad(absl::StrCat("at most ", StructuralTag::kMaxStructures,
+                            " structures are supported, got ", structures->size()));
   }
   for (size_t i = 0; i < structures->size(); ++i) {
     const Json& s = (*structures)[i];
     const std::string path = absl::StrCat("structures[", i, "]");
     if (!s.is_object()) return Bad(absl::StrCat(path, " must be an object"));
-    Structure structure;
-    absl::StatusOr<std::string> begin = NonEmptyString(s, "begin", path);
-    if (!begin.ok()) return begin.status();
-    structure.begin = *std::move(begin);
-    const auto end = s.find("end");
-    if (end == s.end() || !end->is_string())
-      return Bad(absl::StrCat(path, ".end must be a string"));
-    structure.end = end->get<std::string>();
     const auto schema = s.find("schema");
-    if (schema == s.end() || !(schema->is_object() || schema->is_boolean())) {
-      return Bad(absl::StrCat(path, ".schema must be a JSON schema (an object)"));
-    }
-    absl::StatusOr<std::shared_ptr<const JsonSchema>> compiled =
-        JsonSchema::Compile(schema->dump());
-    if (!compiled.ok()) {
-      return Bad(absl::StrCat(path, ".schema: ", compiled.status().message()));
-    }
-    structure.schema = *std::move(compiled);
-    tag->structures_.push_back(std::move(structure));
+    HR_RETURN_IF_ERROR(AddStructure(s, schema != s.end() ? &*schema : nullptr, path,
+                                    absl::StrCat(path, ".schema")));
   }
+  return ReadTriggers(root, "triggers");
+}
 
-  const auto triggers = root.find("triggers");
-  if (triggers == root.end() || !triggers->is_array() || triggers->empty()) {
-    return Bad("triggers must be a non-empty array of strings");
+// xgrammar's newer form, as far as it says what the older one does: {"type": "triggered_tags",
+// "triggers": [...], "tags": [{"type": "tag", "begin", "content": {"type": "json_schema",
+// "json_schema": {...}}, "end"}], "at_least_one", "stop_after_first"}.
+absl::Status StructuralTagReader::ReadFormat(const Json& format) {
+  if (!format.is_object()) return Bad("format must be an object");
+  const auto type = format.find("type");
+  if (type == format.end() || !type->is_string() || *type != "triggered_tags") {
+    return Bad(absl::StrCat("format.type ",
+                            type == format.end() ? std::string("(none)") : type->dump(),
+                            " is not supported (\"triggered_tags\" is)"));
   }
-  if (triggers->size() > kMaxTriggers) {
-    return Bad(
-        absl::StrCat("at most ", kMaxTriggers, " triggers are supported, got ", triggers->size()));
+  const auto tags = format.find("tags");
+  if (tags == format.end() || !tags->is_array() || tags->empty()) {
+    return Bad("format.tags must be a non-empty array of {\"begin\", \"content\", \"end\"}");
+  }
+  if (tags->size() > StructuralTag::kMaxStructures) {
+    return Bad(absl::StrCat("at most ", StructuralTag::kMaxStructures, " tags are supported, got ",
+                            tags->size()));
+  }
+  for (size_t i = 0; i < tags->size(); ++i) {
+    const Json& t = (*tags)[i];
+    const std::string path = absl::StrCat("format.tags[", i, "]");
+    if (!t.is_object()) return Bad(absl::StrCat(path, " must be an object"));
+    if (const auto kind = t.find("type"); kind != t.end() && *kind != "tag") {
+      return Bad(absl::StrCat(path, ".type ", kind->dump(), " is not supported (\"tag\" is)"));
+    }
+    const auto content = t.find("content");
+    if (content == t.end() || !content->is_object()) {
+      return Bad(absl::StrCat(path, ".content must be an object"));
+    }
+    if (const auto kind = content->find("type"); kind == content->end() || *kind != "json_schema") {
+      return Bad(absl::StrCat(path, ".content.type ",
+                              kind == content->end() ? std::string("(none)") : kind->dump(),
+                              " is not supported (\"json_schema\" is)"));
+    }
+    const auto schema = content->find("json_schema");
+    HR_RETURN_IF_ERROR(AddStructure(t, schema != content->end() ? &*schema : nullptr, path,
+                                    absl::StrCat(path, ".content.json_schema")));
+  }
+  for (const auto& [key, flag] : {std::pair{"at_least_one", &tag_->at_least_one_},
+                                  std::pair{"stop_after_first", &tag_->stop_after_first_}}) {
+    const auto value = format.find(key);
+    if (value == format.end()) continue;
+    if (!value->is_boolean()) return Bad(absl::StrCat("format.", key, " must be a boolean"));
+    *flag = value->get<bool>();
+  }
+  return ReadTriggers(format, "format.triggers");
+}
+
+absl::Status StructuralTagReader::AddStructure(const Json& s, const Json* schema,
+                                               const std::string& path,
+                                               const std::string& schema_path) {
+  StructuralTag::Structure structure;
+  absl::StatusOr<std::string> begin = NonEmptyString(s, "begin", path);
+  if (!begin.ok()) return begin.status();
+  structure.begin = *std::move(begin);
+  const auto end = s.find("end");
+  if (end == s.end() || !end->is_string()) return Bad(absl::StrCat(path, ".end must be a string"));
+  structure.end = end->get<std::string>();
+  if (schema == nullptr || !(schema->is_object() || schema->is_boolean())) {
+    return Bad(absl::StrCat(schema_path, " must be a JSON schema (an object)"));
+  }
+  absl::StatusOr<std::shared_ptr<const JsonSchema>> compiled = JsonSchema::Compile(schema->dump());
+  if (!compiled.ok()) return Bad(absl::StrCat(schema_path, ": ", compiled.status().message()));
+  structure.schema = *std::move(compiled);
+  tag_->structures_.push_back(std::move(structure));
+  paths_.push_back(path);
+  return absl::OkStatus();
+}
+
+absl::Status StructuralTagReader::ReadTriggers(const Json& parent, const std::string& path) {
+  const auto triggers = parent.find(path.substr(path.rfind('.') + 1));
+  if (triggers == parent.end() || !triggers->is_array() || triggers->empty()) {
+    return Bad(absl::StrCat(path, " must be a non-empty array of strings"));
+  }
+  if (triggers->size() > StructuralTag::kMaxTriggers) {
+    return Bad(absl::StrCat("at most ", StructuralTag::kMaxTriggers,
+                            " triggers are supported, got ", triggers->size()));
   }
   size_t trigger_bytes = 0;
   for (size_t i = 0; i < triggers->size(); ++i) {
     const Json& t = (*triggers)[i];
     if (!t.is_string() || t.get_ref<const std::string&>().empty()) {
-      return Bad(absl::StrCat("triggers[", i, "] must be a non-empty string"));
+      return Bad(absl::StrCat(path, "[", i, "] must be a non-empty string"));
     }
-    tag->triggers_.push_back(t.get<std::string>());
-    trigger_bytes += tag->triggers_.back().size();
+    tag_->triggers_.push_back(t.get<std::string>());
+    trigger_bytes += tag_->triggers_.back().size();
   }
-  if (trigger_bytes > kMaxTriggerBytes) {
+  if (trigger_bytes > StructuralTag::kMaxTriggerBytes) {
     return Bad(absl::StrCat("the triggers add up to ", trigger_bytes, " bytes; at most ",
-                            kMaxTriggerBytes, " are supported"));
+                            StructuralTag::kMaxTriggerBytes, " are supported"));
   }
-  for (size_t i = 0; i < tag->triggers_.size(); ++i) {
-    for (size_t j = 0; j < tag->triggers_.size(); ++j) {
-      if (i != j && tag->triggers_[j].find(tag->triggers_[i]) != std::string::npos) {
-        return Bad(absl::StrCat("triggers[", i, "] ", Quoted(tag->triggers_[i]),
-                                " is part of triggers[", j, "] ", Quoted(tag->triggers_[j]),
+  trigger_path_ = path;
+  return absl::OkStatus();
+}
+
+absl::Status StructuralTagReader::CheckTriggers() {
+  for (size_t i = 0; i < tag_->triggers_.size(); ++i) {
+    for (size_t j = 0; j < tag_->triggers_.size(); ++j) {
+      if (i != j && tag_->triggers_[j].find(tag_->triggers_[i]) != std::string::npos) {
+        return Bad(absl::StrCat(trigger_path_, "[", i, "] ", Quoted(tag_->triggers_[i]),
+                                " is part of ", trigger_path_, "[", j, "] ",
+                                Quoted(tag_->triggers_[j]),
                                 "; which one a text holding both would start is ambiguous"));
       }
     }
   }
   // Each structure under the trigger its begin starts with (at most one: none holds another).
-  tag->by_trigger_.resize(tag->triggers_.size());
-  for (size_t s = 0; s < tag->structures_.size(); ++s) {
-    const std::string& begin = tag->structures_[s].begin;
+  tag_->by_trigger_.resize(tag_->triggers_.size());
+  for (size_t s = 0; s < tag_->structures_.size(); ++s) {
+    const std::string& begin = tag_->structures_[s].begin;
     const auto t =
-        std::find_if(tag->triggers_.begin(), tag->triggers_.end(),
+        std::find_if(tag_->triggers_.begin(), tag_->triggers_.end(),
                      [&](const std::string& trigger) { return begin.starts_with(trigger); });
-    if (t == tag->triggers_.end()) {
-      return Bad(absl::StrCat("structures[", s, "].begin ", Quoted(begin),
+    if (t == tag_->triggers_.end()) {
+      return Bad(absl::StrCat(paths_[s], ".begin ", Quoted(begin),
                               " does not start with any of the triggers"));
     }
-    tag->by_trigger_[static_cast<size_t>(t - tag->triggers_.begin())].push_back(
+    tag_->by_trigger_[static_cast<size_t>(t - tag_->triggers_.begin())].push_back(
         static_cast<int32_t>(s));
   }
-  tag->BuildAutomaton();
-  return std::shared_ptr<const StructuralTag>(std::move(tag));
+  return absl::OkStatus();
 }
 
 void StructuralTag::BuildAutomaton() {
@@ -190,7 +281,25 @@ void StructuralTag::BuildAutomaton() {
 // --- StructuralTagMatcher ----------------------------------------------------------------------
 
 StructuralTagMatcher::StructuralTagMatcher(const StructuralTag* tag) : tag_(tag) {
-  ways_.push_back(Way{});
+  if (!tag->at_least_one()) {
+    ways_.push_back(Way{});
+    return;
+  }
+  // The output starts with a structure: each begin from its first byte.
+  for (size_t s = 0; s < tag->structures().size(); ++s) {
+    ways_.push_back(Way{.mode = Mode::kBegin, .at = static_cast<int32_t>(s), .pos = 0});
+  }
+}
+
+void StructuralTagMatcher::AddAfterStructure(Ways* out) const {
+  if (!tag_->stop_after_first()) {
+    AddFree(0, out);
+    return;
+  }
+  for (const Way& w : *out) {
+    if (w.mode == Mode::kDone) return;
+  }
+  out->push_back(Way{.mode = Mode::kDone});
 }
 
 void StructuralTagMatcher::AddFree(int32_t node, Ways* out) {
@@ -210,10 +319,11 @@ StructuralTagMatcher::Way StructuralTagMatcher::ValueOf(int32_t structure) const
 void StructuralTagMatcher::AfterValue(int32_t structure, uint8_t byte, Ways* out) const {
   const std::string& end = tag_->structures()[static_cast<size_t>(structure)].end;
   if (end.empty()) {
-    FeedWay(Way{.mode = Mode::kFree, .at = 0}, byte, out);
+    // What follows the structure reads the byte (after the first, nothing may follow).
+    if (!tag_->stop_after_first()) FeedWay(Way{.mode = Mode::kFree, .at = 0}, byte, out);
   } else if (static_cast<uint8_t>(end[0]) == byte) {
     if (end.size() == 1) {
-      AddFree(0, out);
+      AddAfterStructure(out);
     } else {
       out->push_back(Way{.mode = Mode::kEnd, .at = structure, .pos = 1});
     }
@@ -269,12 +379,14 @@ void StructuralTagMatcher::FeedWay(const Way& way, uint8_t byte, Ways* out) cons
       const std::string& end = tag_->structures()[static_cast<size_t>(way.at)].end;
       if (static_cast<uint8_t>(end[static_cast<size_t>(way.pos)]) != byte) return;
       if (static_cast<size_t>(way.pos) + 1 == end.size()) {
-        AddFree(0, out);
+        AddAfterStructure(out);
       } else {
         out->push_back(Way{.mode = Mode::kEnd, .at = way.at, .pos = way.pos + 1});
       }
       return;
     }
+    case Mode::kDone:
+      return;
   }
 }
 
@@ -302,7 +414,17 @@ bool StructuralTagMatcher::Feed(std::string_view bytes) {
 
 bool StructuralTagMatcher::CanEnd() const {
   return std::any_of(ways_.begin(), ways_.end(), [this](const Way& w) {
-    return w.mode == Mode::kFree || (w.mode == Mode::kValue && w.value->CanEnd() &&
+    return w.mode == Mode::kFree || w.mode == Mode::kDone ||
+           (w.mode == Mode::kValue && w.value->CanEnd() &&
+            tag_->structures()[static_cast<size_t>(w.at)].end.empty());
+  });
+}
+
+bool StructuralTagMatcher::Complete() const {
+  // Only after the first structure, where nothing may follow, and only where no way goes on.
+  if (!tag_->stop_after_first() || ways_.empty()) return false;
+  return std::all_of(ways_.begin(), ways_.end(), [this](const Way& w) {
+    return w.mode == Mode::kDone || (w.mode == Mode::kValue && w.value->Complete() &&
                                      tag_->structures()[static_cast<size_t>(w.at)].end.empty());
   });
 }

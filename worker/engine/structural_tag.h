@@ -7,19 +7,25 @@
 //     whitespace before it or after it), then the structure's `end`;
 //   - then it is free text again, and may show a trigger again.
 // The output may end anywhere in free text (even inside a trigger's first bytes), nowhere else.
+// xgrammar's newer form says the same as {"format": {"type": "triggered_tags", "triggers",
+// "tags": [{"begin", "content": {"type": "json_schema", "json_schema"}, "end"}]}}, with two flags:
+// at_least_one (the output starts with a structure) and stop_after_first (nothing follows the
+// first structure; the output is then complete).
 //
 // StructuralTag compiles the JSON text: an automaton over the triggers (Aho-Corasick, the bytes
 // no trigger holds in one class) and each structure's schema (JsonSchema). Refused, with the
 // path: no structures, no triggers, more than kMaxStructures / kMaxTriggers, an empty trigger or
 // begin, a begin that starts with no trigger (xgrammar's rule), a trigger inside another one
 // (xgrammar dispatches to one of them where both end on the same byte; which one is not
-// documented), a schema headroom cannot enforce, and xgrammar's newer form ("format": {...}).
+// documented), a schema headroom cannot enforce, and in the newer form any other format or
+// content type (sequence, or, any_text, regex, grammar, const_string, ...).
 //
 // StructuralTagMatcher reads the output one byte at a time, as JsonSchemaMatcher does (the same
-// Feed / CanEnd / AtStringText / AppendStateKey, so JsonAllowedTokens and TokenMaskCache serve it).
-// It keeps every way of reading the text so far: structures may share a begin, one begin may be
-// the start of another, and a value that may end (a number) may also go on; each way is free text
-// at a trigger-automaton node, a begin's bytes read, a value being read, or an end's bytes read.
+// Feed / Complete / CanEnd / AtStringText / AppendStateKey, so JsonAllowedTokens and
+// TokenMaskCache serve it). It keeps every way of reading the text so far: structures may share a
+// begin, one begin may be the start of another, and a value that may end (a number) may also go
+// on; each way is free text at a trigger-automaton node, a begin's bytes read, a value being read,
+// an end's bytes read, or done (after the first structure, with stop_after_first).
 #pragma once
 
 #include <cstdint>
@@ -52,12 +58,15 @@ class StructuralTag {
     std::string end;
   };
 
-  // `text` is the structural tag as JSON: {"structures": [...], "triggers": [...]} (a "type"
-  // member is ignored). Errors are InvalidArgument naming the part ("structures[1].begin ...").
+  // `text` is the structural tag as JSON: {"structures": [...], "triggers": [...]} or {"format":
+  // {...}} (a "type" member is ignored). Errors are InvalidArgument naming the part
+  // ("structures[1].begin ...", "format.tags[0].content.type ...").
   static absl::StatusOr<std::shared_ptr<const StructuralTag>> Compile(std::string_view text);
 
   [[nodiscard]] const std::vector<Structure>& structures() const { return structures_; }
   [[nodiscard]] const std::vector<std::string>& triggers() const { return triggers_; }
+  [[nodiscard]] bool at_least_one() const { return at_least_one_; }
+  [[nodiscard]] bool stop_after_first() const { return stop_after_first_; }
 
   // The trigger automaton: node 0 is free text with no trigger begun.
   [[nodiscard]] int32_t Next(int32_t node, uint8_t byte) const {
@@ -71,11 +80,16 @@ class StructuralTag {
   }
 
  private:
+  friend class StructuralTagReader;
   StructuralTag() = default;
   void BuildAutomaton();
 
   std::vector<Structure> structures_;
   std::vector<std::string> triggers_;
+  // xgrammar's newer form's flags: the output starts with a structure (no free text before the
+  // first); the output ends after the first structure.
+  bool at_least_one_ = false;
+  bool stop_after_first_ = false;
   std::vector<std::vector<int32_t>> by_trigger_;
   uint16_t byte_class_[256] = {};  // 0: the bytes no trigger holds
   size_t num_classes_ = 1;
@@ -93,9 +107,10 @@ class StructuralTagMatcher {
   [[nodiscard]] bool Feed(uint8_t byte);
   [[nodiscard]] bool Feed(std::string_view bytes);
 
-  // Never: free text may always follow.
-  [[nodiscard]] bool Complete() const { return false; }
-  // The output may end here (a way is in free text, or ends a value whose structure has no end).
+  // Nothing may follow (only with stop_after_first, once the first structure is whole).
+  [[nodiscard]] bool Complete() const;
+  // The output may end here (a way is in free text or done, or ends a value whose structure has
+  // no end).
   [[nodiscard]] bool CanEnd() const;
   // Some way is between the characters of a string that takes any text (JsonVocabulary's fast
   // path: such text is allowed, whatever the other ways make of it).
@@ -104,7 +119,7 @@ class StructuralTagMatcher {
   void AppendStateKey(std::string* key) const;
 
  private:
-  enum class Mode : uint8_t { kFree, kBegin, kValue, kEnd };
+  enum class Mode : uint8_t { kFree, kBegin, kValue, kEnd, kDone };
   struct Way {
     Mode mode = Mode::kFree;
     // kFree: the trigger-automaton node; otherwise the structure.
@@ -121,6 +136,8 @@ class StructuralTagMatcher {
   void FeedWay(const Way& way, uint8_t byte, Ways* out) const;
   // `way` moved to free text at `node`, unless `out` has that way already.
   static void AddFree(int32_t node, Ways* out);
+  // What follows a structure's end: free text, or (stop_after_first) nothing.
+  void AddAfterStructure(Ways* out) const;
   // The ways after a structure's begin was read whole.
   Way ValueOf(int32_t structure) const;
   // A value of `structure` ended before `byte`: the end's first byte, or free text.

@@ -181,7 +181,8 @@ TEST(OpenAiProtocolTest, BadCompletionBodies) {
        "structured_outputs.structural_tag: structures[0].begin \"<a>\" does not start with any of "
        "the triggers"},
       {R"({"prompt": "x", "response_format": {"type": "structural_tag", "format": {"type": "any_text"}}})",
-       "response_format", "response_format: xgrammar's structural tag \"format\" is not supported"},
+       "response_format",
+       "response_format: format.type \"any_text\" is not supported (\"triggered_tags\" is)"},
       {R"({"prompt": "x", "structured_outputs": {"structural_tag": 3}})",
        "structured_outputs.structural_tag", "must be a structural tag (an object)"},
       {R"({"prompt": "x", "structured_outputs": {"frobnicate": 1}})",
