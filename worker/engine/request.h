@@ -84,7 +84,7 @@ struct SamplingParams {
   std::string grammar;
   // vLLM's structural tag (JSON text; worker/engine/structural_tag.h): free text in which each
   // trigger starts a structure (its begin, a value of its schema, its end). EOS may end it in free
-  // text; it never ends the request itself. Not with the six above.
+  // text; it ends the request itself only under stop_after_first. Not with the six above.
   std::string structural_tag;
   // json_object, json_schema, regex, grammar or structural_tag applies only after the output's
   // bytes contain this text (a thinking model's "</think>": it reasons freely, then answers in the
