@@ -1,9 +1,9 @@
 // ConstraintCompiler: turns a request's json_schema, guided regex, grammar and structural tag into
 // what the engine steps with (a compiled schema, a regex with its vocabulary grouped, a grammar
 // with its vocabulary in a trie, a tag's trigger automaton and schemas, and their token-list
-// caches), on the thread that submits the request rather
-// than the engine thread. Grouping a 128k vocabulary for a new pattern costs ~8 ms
-// (docs/performance.md); done in the step loop, every running request would wait for it.
+// caches), on the thread that submits the request rather than the engine thread. Grouping a 128k
+// vocabulary for a new pattern costs ~8 ms (docs/performance.md); done in the step loop, every
+// running request would wait for it.
 //
 // Thread-safe. Schemas and patterns are kept by their text, shared by the requests that give the
 // same one (so are the token lists of their states: TokenMaskCache); one submitted by many
