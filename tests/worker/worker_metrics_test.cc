@@ -18,6 +18,7 @@
 #include "fixture_model.h"
 #include "worker/backend/cpu_backend.h"
 #include "worker/engine/engine_loop.h"
+#include "worker/engine/token_mask_cache.h"
 
 namespace headroom::worker {
 namespace {
@@ -44,6 +45,28 @@ absl::Status RunOnLoop(EngineLoop& loop, EngineLoop::EngineOp op) {
 std::string Sample(const std::string& series, const std::string& adapter, int value) {
   return series + "{lora_name=\"" + adapter + "\",model_name=\"" + kModel + "\"} " +
          std::to_string(value);
+}
+
+// The token lists structured output keeps, all constraints together (MaskBudget): what the
+// process's caches hold, read at each scrape (no engine needed), and back to what it was once a
+// cache lets its lists go.
+TEST(WorkerMetricsTest, TheConstraintCacheGaugeIsWhatTheTokenListsKeep) {
+  metrics::Registry registry;
+  WorkerMetrics worker_metrics(&registry, kModel, 256, kCache);
+  const std::string series =
+      std::string("headroom:constraint_cache_bytes{model_name=\"") + kModel + "\"} ";
+  const size_t before = MaskBudget::Default().used();
+  size_t kept = 0;
+  {
+    TokenMaskCache<std::string> cache;
+    cache.Get("state", [](std::vector<int32_t>* ids) { ids->assign({4, 8, 15, 16, 23, 42}); });
+    kept = cache.bytes();
+    ASSERT_GT(kept, 0u);
+    EXPECT_NE(registry.Render().find(series + std::to_string(before + kept) + "\n"),
+              std::string::npos)
+        << registry.Render();
+  }
+  EXPECT_NE(registry.Render().find(series + std::to_string(before) + "\n"), std::string::npos);
 }
 
 // One sequence at a time, so the first request runs (its 250 tokens take hundreds of steps)

@@ -13,7 +13,8 @@
 // process's: 64 MiB): a cache the budget cannot grow starts over, and a list that still does not
 // fit is returned without being kept (that state is computed again next time). A worker keeps
 // up to 129 caches (JSON mode's, 32 of each constraint kind), 516 MiB at 4 MiB each without it.
-// A cache is the engine thread's (not thread-safe); the budget is shared (atomic).
+// A cache is the engine thread's (not thread-safe); the budget is shared (atomic), and the
+// worker exports what it holds as headroom:constraint_cache_bytes.
 #pragma once
 
 #include <atomic>

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "worker/engine/token_mask_cache.h"
 
 namespace headroom::worker {
 namespace {
@@ -90,6 +91,12 @@ WorkerMetrics::WorkerMetrics(metrics::Registry* registry, const std::string& mod
                                          "startup).",
                                          kModel)
                               .WithLabels({model_name})),
+      constraint_cache_bytes_(registry
+                                  ->AddGauge("headroom:constraint_cache_bytes",
+                                             "Host memory the structured-output token lists "
+                                             "keep, all constraints together (at most 64 MiB).",
+                                             kModel)
+                                  .WithLabels({model_name})),
       model_name_(model_name),
       num_preemptions_(
           registry->AddCounter("vllm:num_preemptions", "Cumulative number of preemptions.", kModel)
@@ -200,6 +207,8 @@ WorkerMetrics::WorkerMetrics(metrics::Registry* registry, const std::string& mod
 }
 
 void WorkerMetrics::Collect() {
+  // The process's budget: read without the engine thread (atomic).
+  constraint_cache_bytes_.Set(static_cast<double>(MaskBudget::Default().used()));
   EngineLoop* loop = loop_.load();
   if (loop == nullptr) return;
   const EngineStats stats = loop->Stats();

@@ -63,6 +63,7 @@ class WorkerMetrics final : public RequestObserver {
   metrics::Gauge& kv_blocks_evictable_;
   metrics::Gauge& kv_internal_waste_slots_;
   metrics::Gauge& device_allocations_;
+  metrics::Gauge& constraint_cache_bytes_;
   // Per LoRA adapter (by name): its requests running and waiting; null without LoRA.
   const std::string model_name_;
   metrics::Family<metrics::Gauge>* lora_running_ = nullptr;
