@@ -140,10 +140,10 @@ std::bitset<258> Accepts(const Matcher& matcher) {
   return accepts;
 }
 
-// Fails unless `lister` gives the tokens of `vocabulary` that feeding each to a copy of `matcher`
-// accepts.
-template <typename Lister>
-void CheckTokenList(const GrammarMatcher& matcher, const JsonVocabulary& vocabulary, Lister lister,
+// Fails unless `lister` gives the tokens of `vocabulary` (none empty) that feeding each to a copy
+// of `matcher` accepts.
+template <typename Matcher, typename Lister>
+void CheckTokenList(const Matcher& matcher, const JsonVocabulary& vocabulary, Lister lister,
                     const std::string& text) {
   std::vector<int32_t> listed;
   lister(&listed);
@@ -151,10 +151,17 @@ void CheckTokenList(const GrammarMatcher& matcher, const JsonVocabulary& vocabul
   std::vector<int32_t> tried;
   const std::vector<std::string>& tokens = vocabulary.token_bytes();
   for (size_t id = 0; id < tokens.size(); ++id) {
-    GrammarMatcher next = matcher;
+    Matcher next = matcher;
     if (next.Feed(tokens[id])) tried.push_back(static_cast<int32_t>(id));
   }
-  if (listed != tried) Fail("GrammarAllowedTokens disagrees with trying each token", text);
+  if (listed != tried) Fail("the token lister disagrees with trying each token", text);
+}
+
+// Fails unless every prefix with `key` accepts what the first one did (`accepts`: Accepts).
+void CheckStateKey(std::unordered_map<std::string, std::bitset<258>>& by_key, std::string key,
+                   const std::bitset<258>& accepts, const std::string& text) {
+  const auto [it, added] = by_key.emplace(std::move(key), accepts);
+  if (!added && it->second != accepts) Fail("two states with one key differ", text);
 }
 
 void FuzzGrammar(std::string_view spec, std::string_view feed) {
@@ -187,9 +194,7 @@ void FuzzGrammar(std::string_view spec, std::string_view feed) {
             text);
         std::string key;
         if (!copy.AppendStateKey(ids, &key)) return;
-        const std::bitset<258> accepts = Accepts(matcher);
-        const auto [it, added] = by_key.emplace(key, accepts);
-        if (!added && it->second != accepts) Fail("two grammar states with one key differ", text);
+        CheckStateKey(by_key, key, Accepts(matcher), text);
         // Back to half the text, then the rest again: the same state.
         GrammarMatcher again = matcher;
         again.Truncate(text.size() / 2);
@@ -213,27 +218,17 @@ void FuzzStructuralTag(std::string_view spec, std::string_view feed) {
   }
   using headroom::worker::StructuralTagMatcher;
   std::unordered_map<std::string, std::bitset<258>> by_key;
-  std::vector<int32_t> listed;
   Walk(
       StructuralTagMatcher(tag->get()), feed, JsonAllowedBytes<StructuralTagMatcher>,
       [](const std::string&) { return true; },
       [&](const StructuralTagMatcher& matcher, const std::string& text) {
-        JsonAllowedTokens(matcher, Words(), &listed);
-        std::sort(listed.begin(), listed.end());
-        std::vector<int32_t> tried;
-        const std::vector<std::string>& tokens = Words().token_bytes();
-        for (size_t id = 0; id < tokens.size(); ++id) {
-          StructuralTagMatcher next = matcher;
-          if (!tokens[id].empty() && next.Feed(tokens[id])) {
-            tried.push_back(static_cast<int32_t>(id));
-          }
-        }
-        if (listed != tried) Fail("JsonAllowedTokens disagrees with trying each token", text);
-        const std::bitset<258> accepts = Accepts(matcher);
+        CheckTokenList(
+            matcher, Words(),
+            [&](std::vector<int32_t>* listed) { JsonAllowedTokens(matcher, Words(), listed); },
+            text);
         std::string key;
         matcher.AppendStateKey(&key);
-        const auto [it, added] = by_key.emplace(std::move(key), accepts);
-        if (!added && it->second != accepts) Fail("two tag states with one key differ", text);
+        CheckStateKey(by_key, std::move(key), Accepts(matcher), text);
       });
 }
 
@@ -295,11 +290,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   Walk(JsonSchemaMatcher(schema->get()), feed, JsonAllowedBytes<JsonSchemaMatcher>,
        headroom::worker::testdata::Parses,
        [&](const JsonSchemaMatcher& matcher, const std::string& text) {
-         const std::bitset<258> accepts = Accepts(matcher);
          std::string key;
          matcher.AppendStateKey(&key);
-         const auto [it, added] = by_key.emplace(std::move(key), accepts);
-         if (!added && it->second != accepts) Fail("two states with one key differ", text);
+         CheckStateKey(by_key, std::move(key), Accepts(matcher), text);
        });
   return 0;
 }

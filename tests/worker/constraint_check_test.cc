@@ -5,14 +5,13 @@
 
 #include <gtest/gtest.h>
 
-#include <fstream>
 #include <string>
 #include <thread>
 #include <utility>
 #include <vector>
 
 #include "nlohmann/json.hpp"
-#include "tests/worker/fixtures.h"
+#include "tests/worker/json_fixture.h"
 #include "worker/engine/json_schema.h"
 #include "worker/engine/lark_grammar.h"
 #include "worker/engine/regex_matcher.h"
@@ -32,11 +31,7 @@ struct Text {
 // few texts each compiler refuses.
 std::vector<Text> FixtureTexts() {
   std::vector<Text> texts;
-  const auto load = [](const char* name) {
-    std::ifstream in(testdata::FixtureDir(name));
-    EXPECT_TRUE(in.good()) << "missing fixture " << name;
-    return in.good() ? Json::parse(in) : Json::object();
-  };
+  const auto load = testdata::LoadJsonFixture;
   const Json grammars = load("grammar.json");
   for (const char* list : {"grammars", "refused"}) {
     for (const Json& g : grammars[list]) texts.push_back({ConstraintKind::kGrammar, g["ebnf"]});

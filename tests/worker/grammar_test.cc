@@ -8,7 +8,6 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <fstream>
 #include <map>
 #include <memory>
 #include <random>
@@ -16,10 +15,9 @@
 #include <utility>
 #include <vector>
 
-#include "absl/strings/escaping.h"
 #include "nlohmann/json.hpp"
 #include "tests/worker/fixture_vocabulary.h"
-#include "tests/worker/fixtures.h"
+#include "tests/worker/json_fixture.h"
 #include "worker/engine/ebnf_grammar.h"
 #include "worker/engine/grammar_matcher.h"
 #include "worker/engine/grammar_tokens.h"
@@ -30,19 +28,13 @@ namespace {
 
 using Json = nlohmann::json;
 
-Json LoadFixture() {
-  std::ifstream in(testdata::FixtureDir("grammar.json"));
-  EXPECT_TRUE(in.good()) << "missing fixture grammar.json";
-  return in.good() ? Json::parse(in) : Json::object();
-}
+Json LoadFixture() { return testdata::LoadJsonFixture("grammar.json"); }
 
 std::shared_ptr<const EbnfGrammar> MustCompile(const std::string& ebnf) {
   absl::StatusOr<std::shared_ptr<const EbnfGrammar>> grammar = EbnfGrammar::Compile(ebnf);
   EXPECT_TRUE(grammar.ok()) << ebnf << ": " << grammar.status();
   return grammar.ok() ? *std::move(grammar) : nullptr;
 }
-
-std::string Unhex(const Json& hex) { return absl::HexStringToBytes(hex.get<std::string>()); }
 
 // The bytes of `text` read one by one until one is refused: how many were read.
 size_t Viable(GrammarMatcher& matcher, std::string_view text) {
@@ -77,7 +69,7 @@ TEST(GrammarXgrammarTest, ReadsEveryInputAsXgrammarDoes) {
     const std::shared_ptr<const EbnfGrammar> grammar = MustCompile(ebnf);
     if (grammar == nullptr) continue;
     for (const Json& c : g["cases"]) {
-      const std::string input = Unhex(c["hex"]);
+      const std::string input = testdata::HexBytes(c["hex"]);
       const auto viable = c["viable"].get<size_t>();
       if (HasEncodedSurrogate(input.substr(0, viable + 1))) {
         ++skipped;
@@ -142,7 +134,7 @@ TEST(GrammarXgrammarTest, AllowsTheTokensXgrammarsBitmaskAllows) {
     ASSERT_NE(grammar, nullptr);
     const GrammarTokenTrie trie(*grammar, *vocabulary);
     GrammarMatcher matcher(grammar);
-    const std::string prefix = Unhex(m["prefix_hex"]);
+    const std::string prefix = testdata::HexBytes(m["prefix_hex"]);
     ASSERT_TRUE(matcher.Feed(prefix)) << m.dump();
     std::vector<int32_t> allowed;
     GrammarAllowedTokens(matcher, trie, &allowed);

@@ -10,18 +10,16 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <fstream>
 #include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
 #include "tests/worker/fixture_vocabulary.h"
-#include "tests/worker/fixtures.h"
+#include "tests/worker/json_fixture.h"
 #include "worker/engine/json_matcher.h"
 
 namespace headroom::worker {
@@ -29,19 +27,13 @@ namespace {
 
 using Json = nlohmann::json;
 
-Json LoadFixture() {
-  std::ifstream in(testdata::FixtureDir("structural_tag.json"));
-  EXPECT_TRUE(in.good()) << "missing fixture structural_tag.json";
-  return in.good() ? Json::parse(in) : Json::object();
-}
+Json LoadFixture() { return testdata::LoadJsonFixture("structural_tag.json"); }
 
 std::shared_ptr<const StructuralTag> MustCompile(const std::string& text) {
   absl::StatusOr<std::shared_ptr<const StructuralTag>> tag = StructuralTag::Compile(text);
   EXPECT_TRUE(tag.ok()) << text << ": " << tag.status();
   return tag.ok() ? *std::move(tag) : nullptr;
 }
-
-std::string Unhex(const Json& hex) { return absl::HexStringToBytes(hex.get<std::string>()); }
 
 // The bytes of `text` read one by one until one is refused: how many were read.
 size_t Viable(StructuralTagMatcher& matcher, std::string_view text) {
@@ -63,7 +55,7 @@ TEST(StructuralTagXgrammarTest, ReadsEveryInputAsXgrammarDoes) {
     const std::shared_ptr<const StructuralTag> tag = MustCompile(t["tag"].get<std::string>());
     ASSERT_NE(tag, nullptr);
     for (const Json& c : t["cases"]) {
-      const std::string input = Unhex(c["hex"]);
+      const std::string input = testdata::HexBytes(c["hex"]);
       StructuralTagMatcher matcher(tag.get());
       const size_t read = Viable(matcher, input);
       const std::string where = t["name"].get<std::string>() + " on " + c.dump();
@@ -111,7 +103,7 @@ TEST(StructuralTagXgrammarTest, AllowsTheTokensXgrammarsBitmaskAllows) {
     const std::shared_ptr<const StructuralTag> tag = MustCompile(tags.at(m["name"]));
     ASSERT_NE(tag, nullptr);
     StructuralTagMatcher matcher(tag.get());
-    ASSERT_TRUE(matcher.Feed(Unhex(m["prefix_hex"]))) << m.dump();
+    ASSERT_TRUE(matcher.Feed(testdata::HexBytes(m["prefix_hex"]))) << m.dump();
     std::vector<int32_t> allowed;
     JsonAllowedTokens(matcher, *vocabulary, &allowed);
     std::sort(allowed.begin(), allowed.end());
@@ -134,7 +126,7 @@ TEST(StructuralTagTest, EqualStateKeysAllowTheSameTokens) {
     ASSERT_NE(tag, nullptr);
     std::map<std::string, std::pair<std::string, std::vector<int32_t>>> by_key;
     for (const Json& c : t["cases"]) {
-      const std::string input = Unhex(c["hex"]);
+      const std::string input = testdata::HexBytes(c["hex"]);
       StructuralTagMatcher matcher(tag.get());
       for (size_t i = 0; i <= c["viable"].get<size_t>(); ++i) {
         if (i > 0) {

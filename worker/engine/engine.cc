@@ -463,18 +463,8 @@ bool Engine::AwaitConstraint(Sampling& s, int32_t token) const {
   if (rest.empty()) return false;
   // The token ran past the text into what the constraint reads; it was sampled free, so the
   // constraint may refuse it (a dead end: the request stops there).
-  if (s.json.has_value()) return !s.json->Feed(rest) || s.json->Complete();
-  if (s.schema_matcher.has_value()) {
-    return !s.schema_matcher->Feed(rest) || s.schema_matcher->Complete();
-  }
-  if (s.regex_matcher.has_value()) {
-    return !s.regex_matcher->Feed(rest) || s.regex_matcher->Complete();
-  }
-  if (s.grammar_matcher.has_value()) {
-    return !s.grammar_matcher->Feed(rest) || s.grammar_matcher->Complete();
-  }
-  if (s.tag_matcher.has_value()) return !s.tag_matcher->Feed(rest);
-  return false;
+  return WithByteMatcher(s,
+                         [&](auto& matcher) { return !matcher.Feed(rest) || matcher.Complete(); });
 }
 
 bool Engine::Abort(RequestId id) {
@@ -615,16 +605,10 @@ absl::StatusOr<std::vector<StepToken>> Engine::Step() {
       constraint_done_[i] = AwaitConstraint(s, tokens_[i]) ? 1 : 0;
     } else if (!s.params.guided_choice.empty()) {
       constraint_done_[i] = GuidedChoiceComplete(s.params.guided_choice, s.output) ? 1 : 0;
-    } else if (s.json.has_value()) {
-      constraint_done_[i] = JsonDone(*s.json, tokens_[i]) ? 1 : 0;
-    } else if (s.schema_matcher.has_value()) {
-      constraint_done_[i] = JsonDone(*s.schema_matcher, tokens_[i]) ? 1 : 0;
-    } else if (s.regex_matcher.has_value()) {
-      constraint_done_[i] = JsonDone(*s.regex_matcher, tokens_[i]) ? 1 : 0;
-    } else if (s.grammar_matcher.has_value()) {
-      constraint_done_[i] = JsonDone(*s.grammar_matcher, tokens_[i]) ? 1 : 0;
-    } else if (s.tag_matcher.has_value()) {
-      constraint_done_[i] = JsonDone(*s.tag_matcher, tokens_[i]) ? 1 : 0;
+    } else {
+      const int32_t token = tokens_[i];
+      constraint_done_[i] =
+          WithByteMatcher(s, [&](auto& matcher) { return JsonDone(matcher, token); }) ? 1 : 0;
     }
   }
   const std::vector<TokenOutput> updates = scheduler_->Update(plan, tokens_, constraint_done_);

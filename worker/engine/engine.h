@@ -330,6 +330,18 @@ class Engine {
     return bytes.empty() || !matcher.Feed(bytes) || matcher.Complete();
   }
 
+  // `f(matcher)` for the request's byte matcher (JSON mode, json_schema, regex, grammar or
+  // structural tag; each has Feed, Complete and CanEnd); false where it has none.
+  template <typename F>
+  static bool WithByteMatcher(Sampling& s, F f) {
+    if (s.json.has_value()) return f(*s.json);
+    if (s.schema_matcher.has_value()) return f(*s.schema_matcher);
+    if (s.regex_matcher.has_value()) return f(*s.regex_matcher);
+    if (s.grammar_matcher.has_value()) return f(*s.grammar_matcher);
+    if (s.tag_matcher.has_value()) return f(*s.tag_matcher);
+    return false;
+  }
+
   // constraint_after: reads the sampled `token` while the constraint is off; once the output
   // shows the text, turns it on and feeds it what the token holds past the text. True when that
   // ends the request (the constraint refuses those bytes, or is satisfied by them).

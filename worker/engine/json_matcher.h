@@ -120,8 +120,8 @@ class JsonVocabulary {
 };
 
 // Writes to `allowed` (cleared first, in no particular order) every token id whose bytes
-// `matcher` accepts whole. A Matcher (JsonMatcher, JsonSchemaMatcher) is a copyable value with
-// Feed(uint8_t), Feed(std::string_view) and AtStringText().
+// `matcher` accepts whole. A Matcher (JsonMatcher, JsonSchemaMatcher, StructuralTagMatcher) is a
+// copyable value with Feed(uint8_t), Feed(std::string_view) and AtStringText().
 template <typename Matcher>
 void JsonAllowedTokens(const Matcher& matcher, const JsonVocabulary& vocabulary,
                        std::vector<int32_t>* allowed) {

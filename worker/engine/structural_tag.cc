@@ -50,7 +50,7 @@ class StructuralTagReader {
  private:
   absl::Status AddStructure(const Json& s, const Json* schema, const std::string& path,
                             const std::string& schema_path);
-  // `parent`'s member named by `path`'s last part.
+  // `parent`'s "triggers", named `path` in errors.
   absl::Status ReadTriggers(const Json& parent, const std::string& path);
 
   StructuralTag* tag_;
@@ -173,7 +173,7 @@ absl::Status StructuralTagReader::AddStructure(const Json& s, const Json* schema
 }
 
 absl::Status StructuralTagReader::ReadTriggers(const Json& parent, const std::string& path) {
-  const auto triggers = parent.find(path.substr(path.rfind('.') + 1));
+  const auto triggers = parent.find("triggers");
   if (triggers == parent.end() || !triggers->is_array() || triggers->empty()) {
     return Bad(absl::StrCat(path, " must be a non-empty array of strings"));
   }
